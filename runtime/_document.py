@@ -1,0 +1,324 @@
+"""The workflow document: protocol data that the designer stores and the engine runs.
+
+These are pydantic models because they cross boundaries (JSON files, the
+database, the API). A document must survive ``model_dump(mode="json")`` ->
+JSON -> ``model_validate`` unchanged; paths serialize as their TOML strings.
+Structural mistakes that make a document meaningless (duplicate node ids, a
+route to nowhere, a binding with both a path and a value) are refused here;
+everything that needs schemas or the task registry is the analyzer's job.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PlainSerializer,
+    SerializerFunctionWrapHandler,
+    WithJsonSchema,
+    model_serializer,
+    model_validator,
+)
+
+from runtime._paths import (
+    GraphSourcePath,
+    LocalPath,
+    StatePath,
+    context_path,
+    parse_local_path,
+    parse_source_path,
+    parse_state_path,
+)
+
+SCHEMA_VERSION = 1
+
+
+def _coerce(kind: type, parser: Any) -> Any:
+    def coerce(value: Any) -> Any:
+        if isinstance(value, kind):
+            return value
+        if isinstance(value, str):
+            return parser(value)
+        raise ValueError(f"expected a {kind.__name__} or its string form, got {type(value).__name__}")
+
+    return coerce
+
+
+SourcePathField = Annotated[
+    GraphSourcePath,
+    BeforeValidator(_coerce(GraphSourcePath, parse_source_path)),
+    PlainSerializer(str, return_type=str),
+    WithJsonSchema({"type": "string", "description": "graph path: input.…, state.… or context.…"}),
+]
+StatePathField = Annotated[
+    StatePath,
+    BeforeValidator(_coerce(StatePath, parse_state_path)),
+    PlainSerializer(str, return_type=str),
+    WithJsonSchema({"type": "string", "description": "state field to write, e.g. orders"}),
+]
+LocalPathField = Annotated[
+    LocalPath,
+    BeforeValidator(_coerce(LocalPath, parse_local_path)),
+    PlainSerializer(str, return_type=str),
+    WithJsonSchema({"type": "string", "description": "field of a payload; '.' is the whole payload"}),
+]
+
+NodeId = Annotated[str, Field(min_length=1, max_length=200)]
+JsonSchema = dict[str, Any]
+
+
+def _empty_object_schema() -> JsonSchema:
+    return {"type": "object", "properties": {}}
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+        validate_by_name=True,
+        validate_by_alias=True,
+        serialize_by_alias=True,
+    )
+
+
+class InputBinding(_Model):
+    """Fills one field of a payload: from a graph path, or with a literal JSON value.
+
+    ``value`` may legitimately be ``null``, so "no value" is told apart by
+    whether the field was given at all, not by ``None``.
+    """
+
+    target: LocalPathField
+    path: SourcePathField | None = None
+    value: Any = None
+
+    @model_validator(mode="after")
+    def _exactly_one_source(self) -> InputBinding:
+        has_value = "value" in self.model_fields_set
+        if self.path is not None and has_value:
+            raise ValueError(
+                f"binding for {str(self.target)!r} has both a path and a value; give exactly one"
+            )
+        if self.path is None and not has_value:
+            raise ValueError(
+                f"binding for {str(self.target)!r} has neither a path nor a value; give exactly one"
+            )
+        return self
+
+    @property
+    def is_literal(self) -> bool:
+        return self.path is None
+
+    @model_serializer(mode="wrap")
+    def _drop_unused_source(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data = handler(self)
+        if self.path is None:
+            data.pop("path", None)
+        else:
+            data.pop("value", None)
+        return data
+
+
+class OutputBinding(_Model):
+    """Commits one field of a node's result into state."""
+
+    source: LocalPathField = Field(default_factory=LocalPath)
+    target: StatePathField
+    mode: Literal["set", "append", "extend", "merge"] = "set"
+
+
+class RetryPolicy(_Model):
+    max_attempts: int = Field(default=1, ge=1, le=100)
+    backoff_seconds: float = Field(default=0.0, ge=0, le=3600)
+    backoff_multiplier: float = Field(default=2.0, ge=1, le=10)
+    max_backoff_seconds: float = Field(default=60.0, ge=0, le=86400)
+
+    def delay_before(self, attempt: int) -> float:
+        """Seconds to wait before attempt number ``attempt`` (1-based; the first waits 0)."""
+        if attempt <= 1:
+            return 0.0
+        return min(self.backoff_seconds * self.backoff_multiplier ** (attempt - 2), self.max_backoff_seconds)
+
+
+class _NodeBase(_Model):
+    id: NodeId
+    name: str | None = None
+    description: str = ""
+
+    @property
+    def title(self) -> str:
+        return self.name or self.id
+
+
+class TaskNode(_NodeBase):
+    kind: Literal["task"] = "task"
+    task: str = Field(min_length=1)
+    input: list[InputBinding] = Field(default_factory=list)
+    output: list[OutputBinding] = Field(default_factory=list)
+    retry: RetryPolicy | None = None
+
+
+class ForeachNode(_NodeBase):
+    """Iterates ``over``; routes ``loop`` into the body and ``done`` after the last item.
+
+    ``item`` and ``index`` are computed paths for authoring; they are never
+    stored as fields.
+    """
+
+    kind: Literal["foreach"] = "foreach"
+    over: SourcePathField
+    as_: str | None = Field(default=None, alias="as", min_length=1)
+    max_concurrency: int = Field(default=1, ge=1, le=1000)
+
+    @property
+    def item(self) -> GraphSourcePath:
+        return context_path("foreach", self.id, "item")
+
+    @property
+    def index(self) -> GraphSourcePath:
+        return context_path("foreach", self.id, "index")
+
+
+class WorkflowRef(_Model):
+    """Which saved workflow a subgraph runs. ``version`` None means "the resolver's current"."""
+
+    id: str = Field(min_length=1)
+    version: int | None = None
+
+
+class SubgraphNode(_NodeBase):
+    kind: Literal["subgraph"] = "subgraph"
+    workflow: WorkflowRef
+    input: list[InputBinding] = Field(default_factory=list)
+    output: list[OutputBinding] = Field(default_factory=list)
+
+
+BranchOp = Literal["equals", "not_equals", "in", "exists", "truthy", "gt", "gte", "lt", "lte"]
+
+
+class BranchCase(_Model):
+    label: str = Field(min_length=1)
+    op: BranchOp = "equals"
+    value: Any = None
+
+
+class BranchNode(_NodeBase):
+    """Compares the value at ``path`` with each case in order; the first match's label wins."""
+
+    kind: Literal["branch"] = "branch"
+    path: SourcePathField
+    cases: list[BranchCase] = Field(default_factory=list)
+    default_label: str = "default"
+
+
+class InterruptNode(_NodeBase):
+    """Pauses for a value matching ``resume_schema``; that value is the node's result."""
+
+    kind: Literal["interrupt"] = "interrupt"
+    prompt: str = ""
+    input: list[InputBinding] = Field(default_factory=list)
+    resume_schema: JsonSchema = Field(default_factory=_empty_object_schema)
+    labels: list[str] = Field(default_factory=lambda: ["ok"], min_length=1)
+    output: list[OutputBinding] = Field(default_factory=list)
+
+
+Node = Annotated[
+    TaskNode | ForeachNode | SubgraphNode | BranchNode | InterruptNode,
+    Field(discriminator="kind"),
+]
+
+
+class WorkflowRoute(_Model):
+    """``source --label--> target``."""
+
+    source: NodeId
+    label: str = Field(min_length=1)
+    target: NodeId
+
+
+class WorkflowOutput(_Model):
+    """One field of the workflow's output payload, projected when the scope completes."""
+
+    target: LocalPathField
+    path: SourcePathField
+
+
+class Workflow(_Model):
+    schema_version: Literal[1] = SCHEMA_VERSION
+    id: str = Field(min_length=1, max_length=200)
+    name: str = ""
+    description: str = ""
+    input_schema: JsonSchema = Field(default_factory=_empty_object_schema)
+    state_schema: JsonSchema = Field(default_factory=_empty_object_schema)
+    start: str | None = None
+    nodes: list[Node] = Field(default_factory=list)
+    routes: list[WorkflowRoute] = Field(default_factory=list)
+    outputs: list[WorkflowOutput] = Field(default_factory=list)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _structure(self) -> Workflow:
+        problems = structural_problems(self)
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
+    @property
+    def start_node(self) -> str | None:
+        """The explicit start, else the first node."""
+        if self.start is not None:
+            return self.start
+        return self.nodes[0].id if self.nodes else None
+
+    def node(self, node_id: str) -> TaskNode | ForeachNode | SubgraphNode | BranchNode | InterruptNode:
+        for node in self.nodes:
+            if node.id == node_id:
+                return node
+        raise KeyError(node_id)
+
+    def node_map(self) -> dict[str, TaskNode | ForeachNode | SubgraphNode | BranchNode | InterruptNode]:
+        return {node.id: node for node in self.nodes}
+
+    def routes_from(self, node_id: str) -> dict[str, str]:
+        """label -> target for one source node."""
+        return {route.label: route.target for route in self.routes if route.source == node_id}
+
+
+def structural_problems(workflow: Workflow) -> list[str]:
+    """Every structural mistake, each naming its node; empty when the document is well formed."""
+    problems: list[str] = []
+    seen: set[str] = set()
+    for node in workflow.nodes:
+        if node.id in seen:
+            problems.append(f"node id {node.id!r} is used by more than one node; node ids must be unique")
+        seen.add(node.id)
+    if workflow.start is not None and workflow.start not in seen:
+        problems.append(f"start node {workflow.start!r} does not exist")
+    taken: set[tuple[str, str]] = set()
+    for route in workflow.routes:
+        if route.source not in seen:
+            problems.append(
+                f"route {route.source!r} --{route.label}--> {route.target!r}: source node {route.source!r} does not exist"
+            )
+        if route.target not in seen:
+            problems.append(
+                f"route {route.source!r} --{route.label}--> {route.target!r}: target node {route.target!r} does not exist"
+            )
+        key = (route.source, route.label)
+        if key in taken:
+            problems.append(
+                f"node {route.source!r} has more than one route for label {route.label!r}; a label leads to one node"
+            )
+        taken.add(key)
+    for node in workflow.nodes:
+        targets = [str(b.target) for b in getattr(node, "input", [])]
+        for target in sorted({t for t in targets if targets.count(t) > 1}):
+            problems.append(f"node {node.id!r} binds input field {target!r} more than once")
+        if isinstance(node, BranchNode):
+            labels = [case.label for case in node.cases]
+            for label in sorted({x for x in labels if labels.count(x) > 1}):
+                problems.append(f"branch {node.id!r} has more than one case labelled {label!r}")
+    return problems

@@ -1,0 +1,107 @@
+"""The runtime's error hierarchy.
+
+Every error the runtime raises on purpose derives from ``WorkflowError`` and
+carries a stable ``code`` that callers (the designer's API, tests, the CLI)
+key on, plus structured fields so nobody has to parse a message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from runtime._diagnostics import Diagnostic
+
+
+class WorkflowError(Exception):
+    """Root of every deliberate runtime error."""
+
+    code: str = "workflow.error"
+
+    def __init__(self, message: str, **details: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details: dict[str, Any] = details
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-friendly description, used by the API and the CLI."""
+        payload: dict[str, Any] = {"code": self.code, "message": self.message}
+        for key, value in self.details.items():
+            if value is not None:
+                payload[key] = value
+        return payload
+
+
+class PathSyntaxError(WorkflowError, ValueError):
+    """A path string (or a path's root or parts) is malformed.
+
+    It is also a ``ValueError`` so pydantic reports it as a field error when a
+    document carries a bad path.
+    """
+
+    code = "path.syntax"
+
+    def __init__(self, message: str, *, text: str | None = None, position: int | None = None,
+                 expected: str | None = None) -> None:
+        super().__init__(message, text=text, position=position, expected=expected)
+        self.text = text
+        self.position = position
+        self.expected = expected
+
+
+class WorkflowValidationError(WorkflowError):
+    """The analyzer found errors; nothing ran. ``diagnostics`` lists all of them."""
+
+    code = "workflow.invalid"
+
+    def __init__(self, message: str, *, diagnostics: Sequence[Diagnostic] = ()) -> None:
+        super().__init__(message)
+        self.diagnostics = tuple(diagnostics)
+
+    def to_dict(self) -> dict[str, Any]:
+        payload = super().to_dict()
+        payload["diagnostics"] = [d.to_dict() for d in self.diagnostics]
+        return payload
+
+
+class CorruptRunStateError(WorkflowError):
+    """A persisted RunState is malformed. The runtime fails closed rather than guess."""
+
+    code = "runstate.corrupt"
+
+
+class InputValidationError(WorkflowError):
+    """A payload (run input, task input, subgraph input, resume value) does not match its schema."""
+
+    code = "input.invalid"
+
+
+class TaskRegistrationError(WorkflowError):
+    """A task cannot be registered (duplicate name, unusable signature)."""
+
+    code = "task.registration"
+
+
+class UnknownTaskError(WorkflowError):
+    """A node names a task that is not in the registry."""
+
+    code = "task.unknown"
+
+
+class NodeFailedError(WorkflowError):
+    """A node failed for good: retries exhausted and no ``error`` route."""
+
+    code = "node.failed"
+
+
+class ResumeError(WorkflowError):
+    """A resume request does not fit the run (unknown interrupt, bad value, wrong label)."""
+
+    code = "resume.invalid"
+
+
+class SubgraphResolutionError(WorkflowError):
+    """A subgraph reference cannot be resolved, or nesting went past the depth limit."""
+
+    code = "subgraph.unresolved"
