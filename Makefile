@@ -1,0 +1,117 @@
+# Trellis: every user-facing target does its own set-up, so on a fresh clone
+# `make run` and `make test` are the only commands needed. Set-up steps are
+# stamp-based and skipped when nothing changed.
+
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+VENV    := .venv
+PY      := $(VENV)/bin/python
+PIP     := $(PY) -m pip --disable-pip-version-check
+LOCK    := requirements.lock
+HOST    ?= 127.0.0.1
+PORT    ?= 8000
+# Extra pytest arguments, e.g. `make test PYTEST_ARGS="-k login -x"`.
+PYTEST_ARGS ?=
+# Override the interpreter used to create .venv: `make run PYTHON=/path/to/python3.13`.
+PYTHON  ?=
+
+FRONTEND_SOURCES := $(shell find static/src -type f 2>/dev/null)
+VITE_MANIFEST    := static/dist/manifest.json
+
+.PHONY: help setup run test lint bench build migrate lock clean
+
+help:
+	@echo "make run    set up everything, then serve http://$(HOST):$(PORT)/ and run the task worker (Ctrl-C stops both)"
+	@echo "make test   set up everything, then run the whole test suite (incl. headless Chromium tests)"
+	@echo "make lint   ruff + mypy"
+	@echo "make bench  run the benchmarks under bench/"
+	@echo "make lock   rewrite $(LOCK) from the current .venv"
+	@echo "make clean  remove .venv, node_modules, the Vite build and stamps"
+
+# --- Python -----------------------------------------------------------------
+
+# Create .venv with the first Python >= 3.12 found: $(PYTHON), python3.13,
+# python3.12, python3, then any pyenv-installed 3.12+ (newest first).
+$(PY):
+	@set -euo pipefail; \
+	ok() { "$$1" -c 'import sys, venv; sys.exit(sys.version_info < (3, 12))' >/dev/null 2>&1; }; \
+	py=""; \
+	if [ -n "$(PYTHON)" ]; then \
+	  if ok "$(PYTHON)"; then py="$(PYTHON)"; \
+	  else echo "error: PYTHON=$(PYTHON) is not a working Python >= 3.12" >&2; exit 1; fi; \
+	fi; \
+	if [ -z "$$py" ]; then \
+	  for c in python3.13 python3.12 python3; do \
+	    if command -v "$$c" >/dev/null 2>&1 && ok "$$c"; then py="$$c"; break; fi; \
+	  done; \
+	fi; \
+	if [ -z "$$py" ] && command -v pyenv >/dev/null 2>&1; then \
+	  root="$$(pyenv root)"; \
+	  for c in $$(ls -d "$$root"/versions/3.1[2-9]*/bin/python 2>/dev/null | sort -rV); do \
+	    if ok "$$c"; then py="$$c"; break; fi; \
+	  done; \
+	fi; \
+	if [ -z "$$py" ]; then \
+	  echo "error: Trellis needs Python >= 3.12 and none was found." >&2; \
+	  echo "       Install one (e.g. 'pyenv install 3.13') or run 'make ... PYTHON=/path/to/python3.12'." >&2; \
+	  exit 1; \
+	fi; \
+	echo "Creating $(VENV) with $$py ($$("$$py" -c 'import sys; print(sys.version.split()[0])'))"; \
+	"$$py" -m venv $(VENV)
+
+$(VENV)/.stamp-install: pyproject.toml $(LOCK) | $(PY)
+	$(PIP) install -q -c $(LOCK) -e '.[dev]'
+	@touch $@
+
+$(VENV)/.stamp-install-bench: pyproject.toml $(LOCK) $(VENV)/.stamp-install
+	$(PIP) install -q -c $(LOCK) -e '.[dev,bench]'
+	@touch $@
+
+lock: $(VENV)/.stamp-install-bench
+	@{ echo "# Pinned versions for 'pip install -c $(LOCK)'. Regenerate with 'make lock'."; \
+	   $(PIP) freeze --exclude-editable --exclude trellis; } > $(LOCK)
+	@echo "wrote $(LOCK)"
+
+# --- Front end ----------------------------------------------------------------
+
+node_modules/.stamp-npm: package.json package-lock.json
+	@command -v npm >/dev/null || { echo "error: npm (Node.js 20+) is required" >&2; exit 1; }
+	npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+$(VITE_MANIFEST): node_modules/.stamp-npm vite.config.js $(FRONTEND_SOURCES)
+	npm run --silent build -- --logLevel warn
+
+build: $(VITE_MANIFEST)
+
+# --- Set-up, run, test --------------------------------------------------------
+
+setup: $(VENV)/.stamp-install $(VITE_MANIFEST)
+
+migrate: setup
+	$(PY) manage.py migrate --noinput
+
+# load_demo is optional: run it only where the command exists.
+run: migrate
+	@if $(PY) manage.py help load_demo >/dev/null 2>&1; then $(PY) manage.py load_demo; fi
+	@echo "Serving http://$(HOST):$(PORT)/ with a task worker; Ctrl-C stops both."
+	@set -m; \
+	$(PY) manage.py db_worker & worker=$$!; \
+	$(PY) manage.py runserver $(HOST):$(PORT) & web=$$!; \
+	stop() { trap - INT TERM EXIT; kill -TERM -- -$$worker -$$web 2>/dev/null || true; wait 2>/dev/null || true; }; \
+	trap stop INT TERM EXIT; \
+	wait -n
+
+test: setup
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+lint: $(VENV)/.stamp-install
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
+
+bench: $(VENV)/.stamp-install-bench
+	$(PY) -m bench
+
+clean:
+	rm -rf $(VENV) node_modules static/dist *.egg-info

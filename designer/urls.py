@@ -1,0 +1,49 @@
+"""Root URLconf.
+
+Feature modules plug in below (see OPTIONAL_URLCONFS): a module listed there
+is included as soon as it exists, so adding `designer/api/urls.py` or
+`designer/views/urls.py` needs no edit here. Import errors inside an existing
+module are not swallowed.
+"""
+
+from __future__ import annotations
+
+from importlib.util import find_spec
+
+from django.contrib import admin
+from django.contrib.auth import views as auth_views
+from django.urls import URLPattern, URLResolver, include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from designer.views.home import home
+
+urlpatterns: list[URLPattern | URLResolver] = [
+    path("", home, name="home"),
+    path(
+        "accounts/login/",
+        auth_views.LoginView.as_view(redirect_authenticated_user=True),
+        name="login",
+    ),
+    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("admin/", admin.site.urls),
+    path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+]
+
+# --- Extension point: (URL prefix, module) included when the module exists. ---
+OPTIONAL_URLCONFS: list[tuple[str, str]] = [
+    ("api/", "designer.api.urls"),  # REST API
+    ("", "designer.views.urls"),  # pages (workflows, editor, runs, teams)
+]
+
+
+def _module_exists(name: str) -> bool:
+    try:
+        return find_spec(name) is not None
+    except ModuleNotFoundError:  # a parent package is missing
+        return False
+
+
+for _prefix, _module in OPTIONAL_URLCONFS:
+    if _module_exists(_module):
+        urlpatterns.append(path(_prefix, include(_module)))
