@@ -31,6 +31,7 @@ from runtime._errors import (
     ResumeError,
     SubgraphResolutionError,
     TaskRegistrationError,
+    TaskResultError,
     UnknownTaskError,
     WorkflowError,
     WorkflowValidationError,
@@ -46,6 +47,7 @@ from runtime._paths import (
     parse_state_path,
     state_path,
 )
+from runtime._registry import Route, TaskRegistry, TaskSpec, builtin_registry, default_registry, task
 from runtime._resolver import MappingResolver, WorkflowResolver
 
 __all__ = [
@@ -66,12 +68,16 @@ __all__ = [
     "PathSyntaxError",
     "ResumeError",
     "RetryPolicy",
+    "Route",
     "RuntimeContext",
     "StatePath",
     "SubgraphNode",
     "SubgraphResolutionError",
     "TaskNode",
     "TaskRegistrationError",
+    "TaskRegistry",
+    "TaskResultError",
+    "TaskSpec",
     "UnknownTaskError",
     "Workflow",
     "WorkflowError",
@@ -80,10 +86,13 @@ __all__ = [
     "WorkflowResolver",
     "WorkflowRoute",
     "WorkflowValidationError",
+    "builtin_registry",
     "context_path",
+    "default_registry",
     "input_path",
     "parse_local_path",
     "parse_source_path",
     "parse_state_path",
     "state_path",
+    "task",
 ]

@@ -105,3 +105,11 @@ class SubgraphResolutionError(WorkflowError):
     """A subgraph reference cannot be resolved, or nesting went past the depth limit."""
 
     code = "subgraph.unresolved"
+
+
+class TaskResultError(InputValidationError):
+    """A task returned something its declaration does not allow: an undeclared label or a result that
+    does not match its return annotation. An ``InputValidationError`` subclass so one handler covers
+    both sides of a task call."""
+
+    code = "task.result_invalid"

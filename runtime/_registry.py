@@ -1,0 +1,647 @@
+"""Registered tasks: the only Python code a workflow document can make the runtime call.
+
+A task is a plain callable. Its signature is the contract: the registry turns
+the parameter types into the JSON Schema of the input payload and the return
+annotation into the JSON Schema of the result, and validates both sides of
+every call against them, so the analyzer, the designer's pickers and the
+engine all read one source of truth.
+
+Signature rules (kept deliberately small):
+
+* Every parameter is one field of the input payload; it is required when it
+  has no default. Unannotated parameters accept any JSON value.
+* A parameter annotated ``RuntimeContext`` is injected by the engine and is
+  not part of the payload.
+* The one exception: when the only non-context parameter is named
+  ``payload`` and annotated with a pydantic model, that model *is* the whole
+  payload. (A single model parameter with any other name stays a field, so
+  ``def charge(order: Order)`` is bound with ``{"target": "order", ...}``.)
+* ``*args`` and ``**kwargs`` are refused: a payload has named fields.
+* The return annotation types the result payload. A task chooses its label by
+  returning ``Route(label, payload)``; annotate it ``-> Route | Result`` (or
+  just ``-> Route``) and the result schema is that of ``Result`` (or any).
+  A plain return value takes the first declared label (``ok`` by default).
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import inspect
+import sys
+import types
+import typing
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeVar, overload
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
+from pydantic_core import PydanticSerializationError, to_jsonable_python
+
+from runtime._context import RuntimeContext
+from runtime._errors import (
+    InputValidationError,
+    TaskRegistrationError,
+    TaskResultError,
+    UnknownTaskError,
+)
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+#: Attribute a decorated function carries so ``WorkflowBuilder.use(fn)`` finds its task name.
+TASK_ATTRIBUTE = "__trellis_task__"
+
+_PAYLOAD_PARAMETER = "payload"
+_IMPLICIT_LABELS = frozenset({"error"})
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    """What a task returns to choose the label it emits (and the result payload with it)."""
+
+    label: str
+    payload: object = None
+
+
+# ---------------------------------------------------------------------------
+# JSON Schema helpers
+
+
+def inline_schema_refs(schema: dict[str, Any]) -> dict[str, Any]:
+    """Replace local ``$ref``s into ``$defs`` by the definitions themselves.
+
+    Consumers (the analyzer's path options, the designer's forms) walk
+    ``properties`` directly; resolving references once here spares each of
+    them a resolver. Recursive definitions cannot be inlined, so they (and
+    only they) keep their ``$defs``.
+    """
+    defs: dict[str, Any] = dict(schema.get("$defs", {}))
+    if not defs:
+        return schema
+    kept: set[str] = set()
+
+    def resolve(node: Any, stack: tuple[str, ...]) -> Any:
+        if isinstance(node, list):
+            return [resolve(item, stack) for item in node]
+        if not isinstance(node, dict):
+            return node
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/"):
+            name = ref[len("#/$defs/"):]
+            if name in defs and name not in stack:
+                merged = dict(resolve(defs[name], (*stack, name)))
+                for key, value in node.items():
+                    if key != "$ref":
+                        merged[key] = resolve(value, stack)
+                return merged
+            kept.add(name)
+            return dict(node)
+        return {key: resolve(value, stack) for key, value in node.items() if key != "$defs"}
+
+    result: dict[str, Any] = resolve(schema, ())
+    if kept:
+        # A recursive definition may reference others; keep everything it can reach.
+        result["$defs"] = {name: resolve(defs[name], (name,)) for name in sorted(kept)}
+        pending = set(kept)
+        while pending:
+            pending = set()
+            for name in list(result["$defs"]):
+                for other in _refs_in(result["$defs"][name]):
+                    if other in defs and other not in result["$defs"]:
+                        result["$defs"][other] = resolve(defs[other], (other,))
+                        pending.add(other)
+    return result
+
+
+def _refs_in(node: Any) -> set[str]:
+    found: set[str] = set()
+    if isinstance(node, dict):
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/"):
+            found.add(ref[len("#/$defs/"):])
+        for value in node.values():
+            found |= _refs_in(value)
+    elif isinstance(node, list):
+        for item in node:
+            found |= _refs_in(item)
+    return found
+
+
+def json_schema_of(annotation: Any, *, mode: typing.Literal["validation", "serialization"] = "validation"
+                   ) -> dict[str, Any]:
+    """JSON Schema of a Python type (a pydantic model class included), with ``$defs`` inlined."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        raw = annotation.model_json_schema(mode=mode)
+    else:
+        raw = TypeAdapter(annotation).json_schema(mode=mode)
+    return inline_schema_refs(raw)
+
+
+def type_name(annotation: Any) -> str:
+    """A short human name for an annotation, used in error messages."""
+    if annotation is Any or annotation is inspect.Parameter.empty:
+        return "any value"
+    if isinstance(annotation, type) and not typing.get_args(annotation):
+        return annotation.__name__
+    text = repr(annotation)
+    return text.replace("typing.", "")
+
+
+# ---------------------------------------------------------------------------
+# TaskSpec
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class TaskSpec:
+    """A registered task: its name, labels, schemas and how to call it.
+
+    Equality is identity: two registrations of one function are two tasks.
+    Treat ``input_schema`` and ``result_schema`` as read-only.
+    """
+
+    name: str
+    labels: tuple[str, ...]
+    description: str
+    input_schema: dict[str, Any]
+    result_schema: dict[str, Any]
+    is_async: bool
+    fn: Callable[..., Any] = field(repr=False)
+    #: True when one pydantic-model parameter named ``payload`` is the whole payload.
+    whole_payload: bool = field(default=False, repr=False)
+    #: True when the return annotation mentions ``Route``.
+    may_route: bool = field(default=False, repr=False)
+    _input_model: type[BaseModel] = field(default=BaseModel, repr=False)
+    _fields: tuple[tuple[str, str, Any], ...] = field(default=(), repr=False)  # (param, model field, annotation)
+    _context_params: tuple[str, ...] = field(default=(), repr=False)
+    _result_adapter: TypeAdapter[Any] | None = field(default=None, repr=False)
+    _result_type: Any = field(default=Any, repr=False)
+
+    @property
+    def default_label(self) -> str:
+        return self.labels[0]
+
+    def validate_input(self, payload: object, context: RuntimeContext | None = None) -> BaseModel:
+        """The payload as the validated input model; raises ``InputValidationError``."""
+        where = _where(self.name, context)
+        if not self.whole_payload and payload is None:
+            payload = {}
+        if not self.whole_payload and not isinstance(payload, Mapping):
+            raise InputValidationError(
+                f"{where}: the input payload must be an object with fields "
+                f"{', '.join(repr(f[0]) for f in self._fields) or '(none)'}, got {_describe(payload)}",
+                task=self.name, node_id=_node_of(context), errors=[],
+            )
+        try:
+            return self._input_model.model_validate(payload)
+        except ValidationError as exc:
+            errors = [self._explain_input(error) for error in exc.errors(include_url=False)]
+            raise InputValidationError(
+                f"{where}: invalid input: " + "; ".join(e["text"] for e in errors),
+                task=self.name, node_id=_node_of(context),
+                errors=[{k: v for k, v in e.items() if k != "text"} for e in errors],
+            ) from None
+
+    def bind(self, payload: object, context: RuntimeContext) -> Callable[[], Any]:
+        """Validate ``payload`` and return a zero-argument call (a coroutine factory when async)."""
+        model = self.validate_input(payload, context)
+        kwargs: dict[str, Any]
+        if self.whole_payload:
+            kwargs = {_PAYLOAD_PARAMETER: model}
+        else:
+            kwargs = {param: getattr(model, attr) for param, attr, _ in self._fields}
+        for param in self._context_params:
+            kwargs[param] = context
+        return functools.partial(self.fn, **kwargs)
+
+    def finish(self, raw: Any, context: RuntimeContext | None = None) -> tuple[str, Any]:
+        """Unwrap a ``Route``, check its label and validate the payload; returns ``(label, json_payload)``."""
+        where = _where(self.name, context)
+        if isinstance(raw, Route):
+            label, payload = raw.label, raw.payload
+            if label not in self.labels:
+                raise TaskResultError(
+                    f"{where} returned label {label!r}, which it does not declare; "
+                    f"declared labels: {', '.join(self.labels)}",
+                    task=self.name, node_id=_node_of(context), label=label, labels=list(self.labels),
+                )
+        else:
+            label, payload = self.default_label, raw
+        if self._result_adapter is None:
+            try:
+                return label, to_jsonable_python(payload)
+            except PydanticSerializationError as exc:
+                raise TaskResultError(
+                    f"{where} returned a result that is not JSON-compatible: {exc}",
+                    task=self.name, node_id=_node_of(context),
+                ) from None
+        try:
+            validated = self._result_adapter.validate_python(payload)
+            return label, self._result_adapter.dump_python(validated, mode="json")
+        except ValidationError as exc:
+            expected = type_name(self._result_type)
+            parts = []
+            for error in exc.errors(include_url=False):
+                loc = _loc_text(error["loc"])
+                prefix = f"field {loc!r}: " if loc else ""
+                parts.append(f"{prefix}{error['msg']} (got {_describe(error.get('input'))})")
+            raise TaskResultError(
+                f"{where} returned an invalid result (expected {expected}): " + "; ".join(parts),
+                task=self.name, node_id=_node_of(context), expected=expected,
+            ) from None
+        except PydanticSerializationError as exc:
+            raise TaskResultError(
+                f"{where} returned a result that is not JSON-compatible: {exc}",
+                task=self.name, node_id=_node_of(context),
+            ) from None
+
+    def _explain_input(self, error: Mapping[str, Any]) -> dict[str, Any]:
+        loc = tuple(error["loc"])
+        field_name = _loc_text(loc)
+        expected = self._expected_at(loc)
+        if error["type"] == "missing":
+            text = f"field {field_name!r} is required (expected {expected})"
+        elif error["type"] == "extra_forbidden":
+            allowed = ", ".join(sorted(self.input_schema.get("properties", {}))) or "none"
+            text = f"field {field_name!r} is not an input of this task (fields: {allowed})"
+        else:
+            text = (f"field {field_name!r}: {error['msg']} "
+                    f"(expected {expected}, got {_describe(error.get('input'))})")
+        return {"field": field_name, "expected": expected, "type": error["type"],
+                "message": error["msg"], "text": text}
+
+    def _expected_at(self, loc: tuple[Any, ...]) -> str:
+        if not self.whole_payload and len(loc) == 1:
+            for param, _attr, annotation in self._fields:
+                if param == loc[0]:
+                    return type_name(annotation)
+        node: Any = self.input_schema
+        for step in loc:
+            if not isinstance(node, dict):
+                return "a valid value"
+            if isinstance(step, int):
+                node = node.get("items", {})
+            else:
+                node = node.get("properties", {}).get(step, {})
+        return _schema_type_text(node)
+
+
+def _schema_type_text(schema: Any) -> str:
+    if not isinstance(schema, dict) or not schema:
+        return "any value"
+    if "type" in schema:
+        kind = schema["type"]
+        return " or ".join(kind) if isinstance(kind, list) else str(kind)
+    for key in ("anyOf", "oneOf"):
+        if key in schema:
+            return " or ".join(_schema_type_text(option) for option in schema[key])
+    if "enum" in schema:
+        return "one of " + ", ".join(repr(v) for v in schema["enum"])
+    if "const" in schema:
+        return repr(schema["const"])
+    return "a valid value"
+
+
+def _loc_text(loc: tuple[Any, ...] | list[Any]) -> str:
+    return ".".join(str(step) for step in loc)
+
+
+def _describe(value: object) -> str:
+    text = repr(value)
+    if len(text) > 80:
+        text = text[:77] + "..."
+    return f"{type(value).__name__} {text}"
+
+
+def _node_of(context: RuntimeContext | None) -> str | None:
+    return context.node_id or None if context is not None else None
+
+
+def _where(name: str, context: RuntimeContext | None) -> str:
+    node = _node_of(context)
+    return f"node {node!r} (task {name!r})" if node else f"task {name!r}"
+
+
+# ---------------------------------------------------------------------------
+# Building a spec from a callable
+
+
+def _is_context(annotation: Any) -> bool:
+    if annotation is RuntimeContext:
+        return True
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(annotation) if a is not type(None)]
+        return len(args) == 1 and args[0] is RuntimeContext
+    return False
+
+
+def _is_route(annotation: Any) -> bool:
+    return annotation is Route
+
+
+def _split_result(annotation: Any) -> tuple[Any, bool]:
+    """The result payload type, and whether the task may return a ``Route``."""
+    if annotation is inspect.Parameter.empty:
+        return Any, False
+    if _is_route(annotation):
+        return Any, True
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        args = typing.get_args(annotation)
+        rest = tuple(a for a in args if not _is_route(a))
+        if len(rest) != len(args):
+            if not rest:
+                return Any, True
+            return (rest[0] if len(rest) == 1 else typing.Union[rest]), True  # noqa: UP007
+    return annotation, False
+
+
+def _hints(fn: Callable[..., Any], name: str, localns: Mapping[str, Any] | None) -> dict[str, Any]:
+    target = inspect.unwrap(fn)
+    try:
+        return typing.get_type_hints(target, localns=dict(localns) if localns else None, include_extras=True)
+    except Exception as exc:  # NameError for unresolvable forward refs, TypeError for odd callables
+        raise TaskRegistrationError(
+            f"task {name!r}: cannot resolve the type hints of {getattr(fn, '__qualname__', fn)!r}: {exc}; "
+            f"define the annotated types at module level or import them where the function is defined",
+            task=name,
+        ) from None
+
+
+def build_spec(
+    fn: Callable[..., Any],
+    *,
+    name: str | None = None,
+    labels: tuple[str, ...] | list[str] = ("ok",),
+    description: str | None = None,
+    localns: Mapping[str, Any] | None = None,
+) -> TaskSpec:
+    """Inspect ``fn`` and build its ``TaskSpec``; raises ``TaskRegistrationError`` when it cannot."""
+    if not callable(fn):
+        raise TaskRegistrationError(f"a task must be callable, got {type(fn).__name__}")
+    task_name = name if name is not None else getattr(fn, "__name__", None)
+    if not isinstance(task_name, str) or not task_name.strip() or task_name != task_name.strip():
+        raise TaskRegistrationError(
+            f"task name must be a non-empty string without surrounding spaces, got {task_name!r}", task=task_name
+        )
+    label_tuple = _check_labels(task_name, labels)
+    if description is None:
+        doc = inspect.getdoc(fn) or ""
+        description = doc.split("\n\n", 1)[0].strip()
+
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError) as exc:
+        raise TaskRegistrationError(f"task {task_name!r}: cannot read its signature: {exc}", task=task_name) from None
+    hints = _hints(fn, task_name, localns)
+
+    context_params: list[str] = []
+    params: list[tuple[str, Any, Any]] = []  # (name, annotation, default)
+    for param in signature.parameters.values():
+        if param.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
+            raise TaskRegistrationError(
+                f"task {task_name!r}: parameter {param.name!r} is *args/**kwargs; a task's payload has named "
+                f"fields, so declare each one",
+                task=task_name, parameter=param.name,
+            )
+        if param.kind is inspect.Parameter.POSITIONAL_ONLY:
+            raise TaskRegistrationError(
+                f"task {task_name!r}: parameter {param.name!r} is positional-only; the payload is passed by name",
+                task=task_name, parameter=param.name,
+            )
+        annotation = hints.get(param.name, Any)
+        if _is_context(annotation):
+            context_params.append(param.name)
+            continue
+        params.append((param.name, annotation, param.default))
+
+    whole = (
+        len(params) == 1
+        and params[0][0] == _PAYLOAD_PARAMETER
+        and isinstance(params[0][1], type)
+        and issubclass(params[0][1], BaseModel)
+    )
+    fields: list[tuple[str, str, Any]] = []
+    try:
+        if whole:
+            input_model: type[BaseModel] = params[0][1]
+            input_schema = json_schema_of(input_model)
+        else:
+            definitions: dict[str, Any] = {}
+            for index, (param_name, annotation, default) in enumerate(params):
+                attr = f"f{index}"
+                # Aliases keep any parameter name usable (``json``, ``_x``, ``model_id``) without
+                # clashing with BaseModel's own attributes.
+                info = (Field(alias=param_name) if default is inspect.Parameter.empty
+                        else Field(default=default, alias=param_name))
+                definitions[attr] = (annotation, info)
+                fields.append((param_name, attr, annotation))
+            input_model = create_model(
+                _model_name(task_name, "Input"),
+                __config__=ConfigDict(
+                    extra="forbid", validate_by_alias=True, validate_by_name=False,
+                    serialize_by_alias=True, arbitrary_types_allowed=False,
+                ),
+                **definitions,
+            )
+            input_schema = json_schema_of(input_model)
+    except TaskRegistrationError:
+        raise
+    except Exception as exc:  # pydantic cannot build a schema for some annotation
+        raise TaskRegistrationError(
+            f"task {task_name!r}: cannot derive an input schema from its parameters: {exc}", task=task_name
+        ) from None
+
+    result_type, may_route = _split_result(hints.get("return", inspect.Parameter.empty)
+                                           if "return" in hints else signature.return_annotation)
+    try:
+        if result_type is Any:
+            adapter: TypeAdapter[Any] | None = None
+            result_schema: dict[str, Any] = {}
+        else:
+            adapter = TypeAdapter(result_type)
+            result_schema = json_schema_of(result_type, mode="serialization")
+    except Exception as exc:
+        raise TaskRegistrationError(
+            f"task {task_name!r}: cannot derive a result schema from its return annotation: {exc}",
+            task=task_name,
+        ) from None
+
+    return TaskSpec(
+        name=task_name,
+        labels=label_tuple,
+        description=description,
+        input_schema=input_schema,
+        result_schema=result_schema,
+        is_async=inspect.iscoroutinefunction(inspect.unwrap(fn)),
+        fn=fn,
+        whole_payload=whole,
+        may_route=may_route,
+        _input_model=input_model,
+        _fields=tuple(fields),
+        _context_params=tuple(context_params),
+        _result_adapter=adapter,
+        _result_type=result_type,
+    )
+
+
+def _model_name(task_name: str, suffix: str) -> str:
+    words = "".join(ch if ch.isalnum() else " " for ch in task_name).split()
+    return "".join(word[:1].upper() + word[1:] for word in words) + suffix if words else suffix
+
+
+def _check_labels(task_name: str, labels: object) -> tuple[str, ...]:
+    if isinstance(labels, str) or not isinstance(labels, (tuple, list)):
+        raise TaskRegistrationError(
+            f"task {task_name!r}: labels must be a tuple of strings such as ('ok',), got {labels!r}",
+            task=task_name,
+        )
+    if not labels:
+        raise TaskRegistrationError(f"task {task_name!r}: declare at least one label", task=task_name)
+    seen: list[str] = []
+    for label in labels:
+        if not isinstance(label, str) or not label:
+            raise TaskRegistrationError(
+                f"task {task_name!r}: label {label!r} is not a non-empty string", task=task_name
+            )
+        if label in _IMPLICIT_LABELS:
+            raise TaskRegistrationError(
+                f"task {task_name!r}: label 'error' is implicit (a raised exception takes the error route); "
+                f"do not declare it",
+                task=task_name,
+            )
+        if label in seen:
+            raise TaskRegistrationError(f"task {task_name!r}: label {label!r} is declared twice", task=task_name)
+        seen.append(label)
+    return tuple(seen)
+
+
+# ---------------------------------------------------------------------------
+# The registry
+
+
+class TaskRegistry:
+    """A name -> ``TaskSpec`` table. Names are unique; registering one twice is an error."""
+
+    def __init__(self, specs: Mapping[str, TaskSpec] | None = None) -> None:
+        self._specs: dict[str, TaskSpec] = dict(specs or {})
+
+    @overload
+    def task(self, fn: F, *, name: str | None = ..., labels: tuple[str, ...] | list[str] = ...,
+             description: str | None = ...) -> F: ...
+
+    @overload
+    def task(self, fn: None = ..., *, name: str | None = ..., labels: tuple[str, ...] | list[str] = ...,
+             description: str | None = ...) -> Callable[[F], F]: ...
+
+    def task(
+        self,
+        fn: F | None = None,
+        *,
+        name: str | None = None,
+        labels: tuple[str, ...] | list[str] = ("ok",),
+        description: str | None = None,
+    ) -> F | Callable[[F], F]:
+        """Register a function; usable bare (``@registry.task``) or with arguments.
+
+        Returns the function itself, marked with ``__trellis_task__`` (its ``TaskSpec``).
+        """
+        # The decorating scope's locals let hints name classes defined in a function body.
+        localns = dict(sys._getframe(1).f_locals)
+
+        def decorate(func: F) -> F:
+            spec = self._register(func, name=name, labels=labels, description=description, localns=localns)
+            try:
+                setattr(func, TASK_ATTRIBUTE, spec)
+            except (AttributeError, TypeError):
+                pass  # builtins and bound methods take no attributes; use() then needs the name
+            return func
+
+        if fn is not None:
+            return decorate(fn)
+        return decorate
+
+    def register(
+        self,
+        fn: Callable[..., Any],
+        *,
+        name: str | None = None,
+        labels: tuple[str, ...] | list[str] = ("ok",),
+        description: str | None = None,
+    ) -> TaskSpec:
+        """Register ``fn`` without decorating it; returns its spec."""
+        localns = dict(sys._getframe(1).f_locals)
+        return self._register(fn, name=name, labels=labels, description=description, localns=localns)
+
+    def _register(self, fn: Callable[..., Any], *, name: str | None, labels: tuple[str, ...] | list[str],
+                  description: str | None, localns: Mapping[str, Any] | None) -> TaskSpec:
+        task_name = name if name is not None else getattr(fn, "__name__", None)
+        if isinstance(task_name, str) and task_name in self._specs:
+            raise TaskRegistrationError(
+                f"task {task_name!r} is already registered in this registry; task names must be unique",
+                task=task_name,
+            )
+        spec = build_spec(fn, name=name, labels=labels, description=description, localns=localns)
+        self._specs[spec.name] = spec
+        return spec
+
+    def add(self, spec: TaskSpec) -> TaskSpec:
+        """Add an already built spec (used when combining registries)."""
+        existing = self._specs.get(spec.name)
+        if existing is not None and existing is not spec:
+            raise TaskRegistrationError(
+                f"task {spec.name!r} is already registered in this registry; task names must be unique",
+                task=spec.name,
+            )
+        self._specs[spec.name] = spec
+        return spec
+
+    def get(self, name: str) -> TaskSpec:
+        try:
+            return self._specs[name]
+        except (KeyError, TypeError):
+            pass
+        close = difflib.get_close_matches(str(name), list(self._specs), n=3)
+        hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+        raise UnknownTaskError(
+            f"no task named {name!r} is registered{hint}", task=name, known=sorted(self._specs)
+        )
+
+    def merged(self, other: TaskRegistry) -> TaskRegistry:
+        """A new registry holding both; a name registered in both (as different tasks) is an error."""
+        combined = TaskRegistry(self._specs)
+        for spec in other:
+            combined.add(spec)
+        return combined
+
+    def names(self) -> tuple[str, ...]:
+        return tuple(self._specs)
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and name in self._specs
+
+    def __iter__(self) -> Iterator[TaskSpec]:
+        return iter(tuple(self._specs.values()))
+
+    def __len__(self) -> int:
+        return len(self._specs)
+
+    def __repr__(self) -> str:
+        return f"TaskRegistry({', '.join(self._specs)})"
+
+
+def spec_of(fn: object) -> TaskSpec | None:
+    """The spec a decorated function carries, if any."""
+    spec = getattr(fn, TASK_ATTRIBUTE, None)
+    return spec if isinstance(spec, TaskSpec) else None
+
+
+default_registry = TaskRegistry()
+task = default_registry.task
+
+
+def builtin_registry() -> TaskRegistry:
+    """A fresh registry holding the built-in tasks (``runtime.builtins``)."""
+    from runtime.builtins import register_builtins
+
+    registry = TaskRegistry()
+    register_builtins(registry)
+    return registry
