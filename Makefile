@@ -13,6 +13,8 @@ HOST    ?= 127.0.0.1
 PORT    ?= 8000
 # Extra pytest arguments, e.g. `make test PYTEST_ARGS="-k login -x"`.
 PYTEST_ARGS ?=
+# pytest-xdist processes for `make test` (0 = run in one process).
+TEST_WORKERS ?= 2
 # Override the interpreter used to create .venv: `make run PYTHON=/path/to/python3.13`.
 PYTHON  ?=
 
@@ -104,7 +106,7 @@ run: migrate
 	wait -n
 
 test: setup
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(TEST_WORKERS) $(PYTEST_ARGS)
 
 lint: $(VENV)/.stamp-install
 	$(VENV)/bin/ruff check .

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-ARTIFACTS_DIR = REPO_ROOT / "test-artifacts"
+ARTIFACTS_DIR = REPO_ROOT / "test-artifacts" / "screenshots"
 
 CHROMIUM_ARGS = [
     "--no-sandbox",
@@ -101,7 +101,7 @@ def browser_context_args(browser_context_args: dict[str, Any]) -> dict[str, Any]
 
 @pytest.fixture
 def artifacts_dir() -> Path:
-    ARTIFACTS_DIR.mkdir(exist_ok=True)
+    ARTIFACTS_DIR.mkdir(parents=True, exist_ok=True)
     return ARTIFACTS_DIR
 
 
