@@ -1,0 +1,252 @@
+"""Persistence for teams, workflows, published versions, runs and their traces.
+
+Every team-owned model gets its manager from ``TeamScopedQuerySet`` so that the
+one question "what may this user see?" is answered in exactly one place:
+``Model.objects.for_user(user)``. Selectors build on it; views never filter by
+team themselves.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from django.conf import settings
+from django.db import models
+from django.db.models import OuterRef, Subquery
+
+
+def empty_document() -> dict[str, Any]:
+    """The JSON of an empty runtime ``Workflow``; the id is filled in by the service."""
+    return {}
+
+
+class TeamScopedQuerySet(models.QuerySet):
+    """Scopes rows to the teams a user belongs to.
+
+    ``team_lookup`` on the model names the path from the row to its ``Team``
+    ("" for ``Team`` itself). Filtering through a team-id subquery instead of a
+    join keeps rows unique without ``distinct()``.
+    """
+
+    def for_user(self, user: Any) -> TeamScopedQuerySet:
+        if user is None or not getattr(user, "is_authenticated", False):
+            return self.none()
+        team_ids = Membership.objects.filter(user=user).values("team_id")
+        lookup = self.model.team_lookup
+        field = f"{lookup}__in" if lookup == "pk" else f"{lookup}_id__in"
+        return self.filter(**{field: team_ids})
+
+
+class TeamQuerySet(TeamScopedQuerySet):
+    def with_role(self, user: Any) -> TeamQuerySet:
+        """Annotate ``role``: the caller's role in each team."""
+        role = Membership.objects.filter(team=OuterRef("pk"), user=user).values("role")[:1]
+        return self.annotate(role=Subquery(role))
+
+
+class Team(models.Model):
+    team_lookup: ClassVar[str] = "pk"
+
+    name = models.CharField(max_length=120)
+    slug = models.SlugField(max_length=140, unique=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = TeamQuerySet.as_manager()
+
+    class Meta:
+        ordering = ("name", "pk")
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Membership(models.Model):
+    class Role(models.TextChoices):
+        OWNER = "owner", "Owner"
+        EDITOR = "editor", "Editor"
+        VIEWER = "viewer", "Viewer"
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="memberships")
+    role = models.CharField(max_length=10, choices=Role.choices, default=Role.VIEWER)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ("team_id", "user_id")
+        constraints = [
+            models.UniqueConstraint(fields=("user", "team"), name="membership_unique_user_team"),
+            models.CheckConstraint(
+                condition=models.Q(role__in=("owner", "editor", "viewer")), name="membership_role_valid"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user} in {self.team} ({self.role})"
+
+
+class Workflow(models.Model):
+    """The editable draft. ``revision`` guards concurrent edits of ``document``."""
+
+    team_lookup: ClassVar[str] = "team"
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="workflows")
+    slug = models.SlugField(max_length=140)
+    name = models.CharField(max_length=200)
+    description = models.TextField(blank=True, default="")
+    document = models.JSONField(default=empty_document)
+    revision = models.PositiveIntegerField(default=1)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    objects = TeamScopedQuerySet.as_manager()
+
+    class Meta:
+        ordering = ("team_id", "name", "pk")
+        constraints = [
+            models.UniqueConstraint(fields=("team", "slug"), name="workflow_unique_team_slug"),
+        ]
+        indexes = [models.Index(fields=("team", "updated_at"), name="workflow_team_updated")]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class WorkflowVersion(models.Model):
+    """A published, immutable copy of a workflow's document.
+
+    Subgraph nodes and runs refer to versions, so nothing ever updates a row
+    once written; ``save`` refuses to, to make a mistake loud.
+    """
+
+    team_lookup: ClassVar[str] = "workflow__team"
+
+    workflow = models.ForeignKey(Workflow, on_delete=models.CASCADE, related_name="versions")
+    number = models.PositiveIntegerField()
+    document = models.JSONField()
+    published_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    published_at = models.DateTimeField(auto_now_add=True)
+
+    objects = TeamScopedQuerySet.as_manager()
+
+    class Meta:
+        ordering = ("workflow_id", "-number")
+        constraints = [
+            models.UniqueConstraint(fields=("workflow", "number"), name="version_unique_workflow_number"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.workflow} v{self.number}"
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        if self.pk is not None and not self._state.adding:
+            raise ValueError("a published WorkflowVersion is immutable")
+        super().save(*args, **kwargs)
+
+
+class Run(models.Model):
+    """One execution. ``document`` is the exact graph that runs (a draft snapshot or a version's)."""
+
+    team_lookup: ClassVar[str] = "team"
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        RUNNING = "running", "Running"
+        INTERRUPTED = "interrupted", "Interrupted"
+        COMPLETED = "completed", "Completed"
+        FAILED = "failed", "Failed"
+        CANCELLED = "cancelled", "Cancelled"
+
+    FINISHED: ClassVar[frozenset[str]] = frozenset({"completed", "failed", "cancelled"})
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="runs")
+    workflow = models.ForeignKey(Workflow, on_delete=models.CASCADE, related_name="runs")
+    workflow_version = models.ForeignKey(
+        WorkflowVersion, null=True, blank=True, on_delete=models.RESTRICT, related_name="runs",
+        help_text="null: the run used the draft captured in document",
+    )
+    document = models.JSONField()
+    status = models.CharField(max_length=12, choices=Status.choices, default=Status.QUEUED)
+    input = models.JSONField(default=dict, blank=True)
+    output = models.JSONField(null=True, blank=True)
+    error = models.JSONField(null=True, blank=True)
+    run_state = models.JSONField(null=True, blank=True, help_text="latest checkpoint (RunState JSON)")
+    interrupts = models.JSONField(default=list, blank=True)
+    cancel_requested = models.BooleanField(default=False)
+    # An accepted resume ({interrupt_id, value, label}) that a worker has yet to apply. It lives on the row, not
+    # in the task's arguments, so a worker that dies before the next checkpoint leaves it for the one that recovers.
+    resume_request = models.JSONField(null=True, blank=True)
+    lease_owner = models.CharField(max_length=200, blank=True, default="")
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    attempts = models.PositiveIntegerField(default=0)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    objects = TeamScopedQuerySet.as_manager()
+
+    class Meta:
+        ordering = ("-created_at", "-pk")
+        indexes = [
+            models.Index(fields=("team", "-created_at"), name="run_team_created"),
+            models.Index(fields=("workflow", "-created_at"), name="run_workflow_created"),
+            models.Index(fields=("status", "lease_expires_at"), name="run_status_lease"),
+        ]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(
+                    status__in=("queued", "running", "interrupted", "completed", "failed", "cancelled")
+                ),
+                name="run_status_valid",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"run {self.pk} of {self.workflow_id} ({self.status})"
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in self.FINISHED
+
+    @property
+    def duration_ms(self) -> int | None:
+        if self.started_at is None or self.finished_at is None:
+            return None
+        return int((self.finished_at - self.started_at).total_seconds() * 1000)
+
+
+class RunEvent(models.Model):
+    """One trace event. For inspection only: runs resume from ``Run.run_state``, never from here."""
+
+    team_lookup: ClassVar[str] = "run__team"
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="events")
+    seq = models.PositiveIntegerField()
+    kind = models.CharField(max_length=40)
+    node_id = models.CharField(max_length=200, blank=True, default="")
+    frame_id = models.CharField(max_length=64, blank=True, default="")
+    scope_id = models.CharField(max_length=64, blank=True, default="")
+    lineage_id = models.CharField(max_length=64, blank=True, default="")
+    activation_id = models.CharField(max_length=64, blank=True, default="")
+    index = models.IntegerField(null=True, blank=True)
+    data = models.JSONField(default=dict, blank=True)
+    at = models.DateTimeField()
+    duration_ms = models.PositiveIntegerField(null=True, blank=True)
+
+    objects = TeamScopedQuerySet.as_manager()
+
+    class Meta:
+        ordering = ("run_id", "seq")
+        constraints = [
+            models.UniqueConstraint(fields=("run", "seq"), name="runevent_unique_run_seq"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.run_id}#{self.seq} {self.kind}"
