@@ -6,6 +6,7 @@ modules is internal and may change.
 
 from __future__ import annotations
 
+from runtime._analysis import Analysis, PathOption, analyze
 from runtime._context import ForeachContext, RuntimeContext
 from runtime._diagnostics import Diagnostic
 from runtime._document import (
@@ -32,7 +33,9 @@ from runtime._errors import (
     SubgraphResolutionError,
     TaskRegistrationError,
     TaskResultError,
+    UnknownNodeError,
     UnknownTaskError,
+    UnreachableNodeError,
     WorkflowError,
     WorkflowValidationError,
 )
@@ -51,6 +54,7 @@ from runtime._registry import Route, TaskRegistry, TaskSpec, builtin_registry, d
 from runtime._resolver import MappingResolver, WorkflowResolver
 
 __all__ = [
+    "Analysis",
     "BranchCase",
     "BranchNode",
     "CorruptRunStateError",
@@ -65,6 +69,7 @@ __all__ = [
     "MappingResolver",
     "NodeFailedError",
     "OutputBinding",
+    "PathOption",
     "PathSyntaxError",
     "ResumeError",
     "RetryPolicy",
@@ -78,7 +83,9 @@ __all__ = [
     "TaskRegistry",
     "TaskResultError",
     "TaskSpec",
+    "UnknownNodeError",
     "UnknownTaskError",
+    "UnreachableNodeError",
     "Workflow",
     "WorkflowError",
     "WorkflowOutput",
@@ -86,6 +93,7 @@ __all__ = [
     "WorkflowResolver",
     "WorkflowRoute",
     "WorkflowValidationError",
+    "analyze",
     "builtin_registry",
     "context_path",
     "default_registry",

@@ -113,3 +113,18 @@ class TaskResultError(InputValidationError):
     both sides of a task call."""
 
     code = "task.result_invalid"
+
+
+class UnknownNodeError(WorkflowError, KeyError):
+    """A node id that the workflow does not contain was asked about (e.g. of an ``Analysis``)."""
+
+    code = "node.unknown"
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class UnreachableNodeError(WorkflowError):
+    """A question about a node that ``start`` never reaches: it has no control region or context."""
+
+    code = "node.unreachable"
