@@ -150,8 +150,6 @@ STORAGES = {
         )
     },
 }
-# Vite already fingerprints its output, so WhiteNoise may cache it forever.
-WHITENOISE_IMMUTABLE_FILE_TEST = r"^.+/dist/assets/.+-[0-9A-Za-z_-]{8,}\.(js|css|map)$"
 
 VITE_OUT_DIR = BASE_DIR / "static" / "dist"
 DJANGO_VITE = {
@@ -196,6 +194,10 @@ if not DEBUG:
     SESSION_COOKIE_SECURE = _env_bool("DJANGO_SECURE_COOKIES", True)
     CSRF_COOKIE_SECURE = _env_bool("DJANGO_SECURE_COOKIES", True)
     SECURE_CONTENT_TYPE_NOSNIFF = True
+    SECURE_SSL_REDIRECT = _env_bool("DJANGO_SECURE_SSL_REDIRECT", False)
+    SECURE_HSTS_SECONDS = int(os.environ.get("DJANGO_HSTS_SECONDS", "0"))
+    if _env_bool("DJANGO_BEHIND_TLS_PROXY", False):
+        SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 
 LOGGING = {
     "version": 1,

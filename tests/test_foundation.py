@@ -171,3 +171,10 @@ def test_import_scan_detects_django_imports():
     # Guards the scan above against silently matching nothing.
     tree = ast.parse("import django.db\nfrom django.conf import settings\n")
     assert _imported_modules(tree) == ["django.db", "django.conf"]
+
+
+def test_django_system_check_passes_without_warnings():
+    from django.core.management import call_command
+
+    # Raises SystemCheckError on any warning, e.g. django-vite's missing manifest.
+    call_command("check", fail_level="WARNING")
