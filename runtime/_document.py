@@ -10,19 +10,24 @@ everything that needs schemas or the task registry is the analyzer's job.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+import math
+from typing import Annotated, Any, Final, Literal
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     BeforeValidator,
     ConfigDict,
     Field,
+    ModelWrapValidatorHandler,
     PlainSerializer,
     SerializerFunctionWrapHandler,
+    ValidationError,
     WithJsonSchema,
     model_serializer,
     model_validator,
 )
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from runtime._paths import (
     GraphSourcePath,
@@ -34,7 +39,7 @@ from runtime._paths import (
     parse_state_path,
 )
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION: Final = 1
 
 
 def _coerce(kind: type, parser: Any) -> Any:
@@ -71,6 +76,42 @@ NodeId = Annotated[str, Field(min_length=1, max_length=200)]
 JsonSchema = dict[str, Any]
 
 
+def _json_problem(value: Any, where: str) -> str | None:
+    """Why ``value`` is not plain JSON, or None. Anything else would not survive a JSON round trip."""
+    if value is None or isinstance(value, (str, bool, int)):
+        return None
+    if isinstance(value, float):
+        return None if math.isfinite(value) else f"{where} is {value!r}, which JSON cannot represent"
+    if isinstance(value, list):
+        for index, item in enumerate(value):
+            problem = _json_problem(item, f"{where}[{index}]")
+            if problem:
+                return problem
+        return None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                return f"{where} has the non-string key {key!r}; JSON object keys are strings"
+            problem = _json_problem(item, f"{where}[{key!r}]")
+            if problem:
+                return problem
+        return None
+    return f"{where} is a {type(value).__name__}, which is not JSON (use null, bool, number, string, list or object)"
+
+
+def _require_json(value: Any) -> Any:
+    problem = _json_problem(value, "the value")
+    if problem:
+        raise ValueError(problem)
+    return value
+
+
+#: A JSON literal stored in a document (``null`` included).
+JsonLiteral = Annotated[Any, AfterValidator(_require_json)]
+#: A JSON object stored in a document (schemas, metadata).
+JsonObject = Annotated[dict[str, Any], AfterValidator(_require_json)]
+
+
 def _empty_object_schema() -> JsonSchema:
     return {"type": "object", "properties": {}}
 
@@ -93,7 +134,7 @@ class InputBinding(_Model):
 
     target: LocalPathField
     path: SourcePathField | None = None
-    value: Any = None
+    value: JsonLiteral = None
 
     @model_validator(mode="after")
     def _exactly_one_source(self) -> InputBinding:
@@ -114,7 +155,7 @@ class InputBinding(_Model):
 
     @model_serializer(mode="wrap")
     def _drop_unused_source(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        data = handler(self)
+        data: dict[str, Any] = handler(self)
         if self.path is None:
             data.pop("path", None)
         else:
@@ -147,6 +188,30 @@ class _NodeBase(_Model):
     id: NodeId
     name: str | None = None
     description: str = ""
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _name_the_node(cls, data: Any, handler: ModelWrapValidatorHandler[Any]) -> Any:
+        """Prefix every error inside a node with its id, keeping pydantic's locations and types.
+
+        A location like ``nodes.3.task.input.0`` does not tell an author which node is wrong.
+        """
+        try:
+            return handler(data)
+        except ValidationError as exc:
+            node_id = data.get("id") if isinstance(data, dict) else getattr(data, "id", None)
+            if not isinstance(node_id, str):
+                raise
+            details: list[InitErrorDetails] = []
+            for error in exc.errors(include_url=False):
+                message = f"node {node_id!r}: {error['msg'].removeprefix('Value error, ')}"
+                context = {**(error.get("ctx") or {}), "node_id": node_id, "node_message": message}
+                details.append(InitErrorDetails(
+                    type=PydanticCustomError(error["type"], "{node_message}", context),
+                    loc=tuple(error["loc"]),
+                    input=error["input"],
+                ))
+            raise ValidationError.from_exception_data(exc.title, details) from None
 
     @property
     def title(self) -> str:
@@ -202,7 +267,7 @@ BranchOp = Literal["equals", "not_equals", "in", "exists", "truthy", "gt", "gte"
 class BranchCase(_Model):
     label: str = Field(min_length=1)
     op: BranchOp = "equals"
-    value: Any = None
+    value: JsonLiteral = None
 
 
 class BranchNode(_NodeBase):
@@ -220,7 +285,7 @@ class InterruptNode(_NodeBase):
     kind: Literal["interrupt"] = "interrupt"
     prompt: str = ""
     input: list[InputBinding] = Field(default_factory=list)
-    resume_schema: JsonSchema = Field(default_factory=_empty_object_schema)
+    resume_schema: JsonObject = Field(default_factory=_empty_object_schema)
     labels: list[str] = Field(default_factory=lambda: ["ok"], min_length=1)
     output: list[OutputBinding] = Field(default_factory=list)
 
@@ -251,13 +316,13 @@ class Workflow(_Model):
     id: str = Field(min_length=1, max_length=200)
     name: str = ""
     description: str = ""
-    input_schema: JsonSchema = Field(default_factory=_empty_object_schema)
-    state_schema: JsonSchema = Field(default_factory=_empty_object_schema)
+    input_schema: JsonObject = Field(default_factory=_empty_object_schema)
+    state_schema: JsonObject = Field(default_factory=_empty_object_schema)
     start: str | None = None
     nodes: list[Node] = Field(default_factory=list)
     routes: list[WorkflowRoute] = Field(default_factory=list)
     outputs: list[WorkflowOutput] = Field(default_factory=list)
-    metadata: dict[str, Any] = Field(default_factory=dict)
+    metadata: JsonObject = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _structure(self) -> Workflow:
@@ -301,11 +366,13 @@ def structural_problems(workflow: Workflow) -> list[str]:
     for route in workflow.routes:
         if route.source not in seen:
             problems.append(
-                f"route {route.source!r} --{route.label}--> {route.target!r}: source node {route.source!r} does not exist"
+                f"route {route.source!r} --{route.label}--> {route.target!r}: "
+                f"source node {route.source!r} does not exist"
             )
         if route.target not in seen:
             problems.append(
-                f"route {route.source!r} --{route.label}--> {route.target!r}: target node {route.target!r} does not exist"
+                f"route {route.source!r} --{route.label}--> {route.target!r}: "
+                f"target node {route.target!r} does not exist"
             )
         key = (route.source, route.label)
         if key in taken:
@@ -321,4 +388,10 @@ def structural_problems(workflow: Workflow) -> list[str]:
             labels = [case.label for case in node.cases]
             for label in sorted({x for x in labels if labels.count(x) > 1}):
                 problems.append(f"branch {node.id!r} has more than one case labelled {label!r}")
+        if isinstance(node, InterruptNode):
+            for label in sorted({x for x in node.labels if node.labels.count(x) > 1}):
+                problems.append(f"interrupt {node.id!r} declares label {label!r} more than once")
+    outputs = [str(output.target) for output in workflow.outputs]
+    for target in sorted({t for t in outputs if outputs.count(t) > 1}):
+        problems.append(f"workflow output field {target!r} is projected more than once")
     return problems
