@@ -7,3 +7,10 @@ class DesignerConfig(AppConfig):
     name = "designer"
     verbose_name = "Trellis designer"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        # Like admin.py: import every installed app's workflow_tasks.py now, so a
+        # broken task module fails at start-up, not on the first request.
+        from designer import catalog
+
+        catalog.autodiscover()

@@ -52,6 +52,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "rest_framework",
     "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI / Redoc assets served locally (no CDN)
     "django_htmx",
     "django_vite",
     "django_tasks_db",
@@ -181,13 +182,23 @@ REST_FRAMEWORK = {
         "rest_framework.permissions.IsAuthenticated",
     ],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    # Reads at most DATA_UPLOAD_MAX_MEMORY_SIZE bytes (DRF's own parser bypasses that limit): 413 beyond.
+    "DEFAULT_PARSER_CLASSES": ["designer.api.parsers.LimitedJSONParser"],
+    # One handler: every error is {code, message, ...} JSON, never a traceback.
+    "EXCEPTION_HANDLER": "designer.api.errors.exception_handler",
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Trellis API",
     "DESCRIPTION": "Store, validate, analyse, publish and run workflow graphs.",
     "VERSION": "0.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
 }
+
+# Documents with more nodes than this are refused (400 document.too_large).
+TRELLIS_MAX_DOCUMENT_NODES = int(os.environ.get("TRELLIS_MAX_DOCUMENT_NODES", "2000"))
 
 # --- Security (production) --------------------------------------------------
 if not DEBUG:

@@ -1,0 +1,140 @@
+"""Turning stored JSON into runtime documents, and asking the runtime about them.
+
+The designer owns no workflow semantics: parsing is the runtime's pydantic
+model, analysis is ``runtime.analyze`` with the site's task catalogue and a
+resolver over the team's published versions. This module only adds the
+designer's limits and error shapes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from pydantic import ValidationError
+
+from designer import catalog
+from designer.errors import DocumentInvalid, DocumentTooLarge, NotFound
+from designer.models import Team
+from designer.resolvers import TeamVersionResolver
+from runtime import Workflow, analyze
+
+DEFAULT_MAX_NODES = 2000
+
+
+def max_nodes() -> int:
+    return int(getattr(settings, "TRELLIS_MAX_DOCUMENT_NODES", DEFAULT_MAX_NODES))
+
+
+def _loc(loc: tuple[Any, ...]) -> str:
+    return ".".join(str(part) for part in loc) or "(document)"
+
+
+def parse_document(data: object) -> Workflow:
+    """A runtime ``Workflow`` from JSON data, or ``DocumentInvalid`` listing readable errors."""
+    if isinstance(data, Workflow):
+        return data
+    if not isinstance(data, dict):
+        raise DocumentInvalid(
+            f"a workflow document is a JSON object, got {type(data).__name__}",
+            errors=[{"loc": "(document)", "msg": "expected a JSON object"}],
+        )
+    nodes = data.get("nodes")
+    limit = max_nodes()
+    if isinstance(nodes, list) and len(nodes) > limit:
+        raise DocumentTooLarge(
+            f"the document has {len(nodes)} nodes; at most {limit} are allowed",
+            nodes=len(nodes), limit=limit,
+        )
+    try:
+        return Workflow.model_validate(data)
+    except ValidationError as exc:
+        errors = [
+            {"loc": _loc(tuple(error["loc"])), "msg": error["msg"]}
+            for error in exc.errors(include_url=False, include_input=False, include_context=False)
+        ]
+        shown = "; ".join(f"{e['loc']}: {e['msg']}" for e in errors[:5])
+        more = f" (and {len(errors) - 5} more)" if len(errors) > 5 else ""
+        raise DocumentInvalid(f"not a valid workflow document: {shown}{more}", errors=errors) from None
+
+
+def dump_document(workflow: Workflow) -> dict[str, Any]:
+    """The JSON form stored in the database and returned by the API."""
+    return workflow.model_dump(mode="json")
+
+
+def analyze_document(workflow: Workflow, *, team: Team | int) -> Any:
+    """``runtime.analyze`` with the site's catalogue and this team's published versions."""
+    return analyze(workflow, registry=catalog.registry(), workflows=TeamVersionResolver(team))
+
+
+def diagnostics_json(analysis: Any) -> list[dict[str, Any]]:
+    return [diagnostic.to_dict() for diagnostic in analysis.diagnostics]
+
+
+def summary(analysis: Any) -> dict[str, Any]:
+    """Whole-document facts the canvas needs in one call: diagnostics, reachability,
+    each reachable node's foreach owner stack and the labels each node can emit."""
+    reachable = [node.id for node in analysis.workflow.nodes if node.id in analysis.reachable]
+    labels_of = getattr(analysis, "labels", None)
+    return {
+        "ok": analysis.ok,
+        "diagnostics": diagnostics_json(analysis),
+        "reachable": reachable,
+        "control_regions": {node_id: list(analysis.control_region(node_id)) for node_id in reachable},
+        "labels": {
+            node.id: list(labels_of(node.id)) for node in analysis.workflow.nodes
+        } if labels_of is not None else {},
+    }
+
+
+def _option_json(option: Any, compatibility: str | None) -> dict[str, Any]:
+    return {
+        "path": option.path_str,
+        "type": option.type,
+        "schema": option.schema,
+        "title": option.title,
+        "description": option.description,
+        "group": option.group,
+        "foreach_id": option.foreach_id,
+        "compatibility": compatibility,
+    }
+
+
+def node_report(analysis: Any, node_id: str, *, field: str | None = None, want: dict[str, Any] | None = None,
+                show_all: bool = False) -> dict[str, Any]:
+    """Everything the inspector shows for one node, all of it answered by the runtime.
+
+    The wanted schema comes from ``want`` if given, else from the runtime's
+    ``field_schema(node_id, field)``. Options are filtered by it unless
+    ``show_all``; then every option is listed and incompatible ones say so.
+    """
+    if node_id not in {node.id for node in analysis.workflow.nodes}:
+        raise NotFound(f"the workflow has no node {node_id!r}", node_id=node_id)
+    report: dict[str, Any] = {
+        "node_id": node_id,
+        "reachable": node_id in analysis.reachable,
+        "control_region": [],
+        "context_schema": None,
+        "field": field,
+        "want": want,
+        "path_options": [],
+        "diagnostics": [d.to_dict() for d in analysis.diagnostics if d.node_id == node_id],
+    }
+    if not report["reachable"]:
+        return report
+    if want is None and field:
+        want = analysis.field_schema(node_id, field)
+        report["want"] = want
+    report["control_region"] = list(analysis.control_region(node_id))
+    report["context_schema"] = analysis.context_schema(node_id)
+    if want is None:
+        report["path_options"] = [_option_json(o, None) for o in analysis.path_options(node_id)]
+    elif not show_all:
+        report["path_options"] = [_option_json(o, o.compatibility) for o in analysis.path_options(node_id, want)]
+    else:
+        fitting = {o.path_str: o.compatibility for o in analysis.path_options(node_id, want)}
+        report["path_options"] = [
+            _option_json(o, fitting.get(o.path_str, "incompatible")) for o in analysis.path_options(node_id)
+        ]
+    return report

@@ -1,0 +1,46 @@
+"""A JSON parser that enforces the body size limit.
+
+DRF's parsers read the request stream directly, bypassing Django's
+``DATA_UPLOAD_MAX_MEMORY_SIZE`` check, so a large document would be read
+whole into memory. This one reads at most limit + 1 bytes, whatever the
+Content-Length says (it may be absent or lie).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.conf import settings
+from rest_framework.exceptions import ParseError
+from rest_framework.parsers import JSONParser, get_encoding
+
+from designer.errors import RequestTooLarge
+
+DEFAULT_LIMIT = 2 * 1024 * 1024
+
+
+def body_limit() -> int:
+    limit = getattr(settings, "DATA_UPLOAD_MAX_MEMORY_SIZE", None)
+    return DEFAULT_LIMIT if limit is None else int(limit)
+
+
+class LimitedJSONParser(JSONParser):
+    def parse(self, stream: Any, media_type: str | None = None, parser_context: dict[str, Any] | None = None
+              ) -> Any:
+        parser_context = parser_context or {}
+        limit = body_limit()
+        raw = stream.read(limit + 1) if stream is not None else b""
+        if len(raw) > limit:
+            raise RequestTooLarge(
+                f"the request body is larger than {limit} bytes", limit=limit
+            )
+        encoding = get_encoding(parser_context)
+        try:
+            return json.loads(raw.decode(encoding), parse_constant=_refuse_constant)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise ParseError(f"JSON parse error - {exc}") from None
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")

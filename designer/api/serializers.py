@@ -1,0 +1,220 @@
+"""Request parsing and response shapes. No queries and no rules here: those are the
+selectors' and services' job; a serializer only checks types and renders."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from rest_framework import serializers
+
+from designer.models import Membership, Team, Workflow, WorkflowVersion
+
+ROLE_CHOICES = Membership.Role.choices
+
+
+# --- responses ---------------------------------------------------------------
+
+
+class DiagnosticSerializer(serializers.Serializer):
+    code = serializers.CharField()
+    severity = serializers.ChoiceField(choices=["error", "warning"])
+    node_id = serializers.CharField(allow_null=True)
+    field = serializers.CharField(allow_null=True)
+    message = serializers.CharField()
+    hint = serializers.CharField(allow_blank=True)
+
+    def to_representation(self, instance: Any) -> dict[str, Any]:
+        return instance if isinstance(instance, dict) else instance.to_dict()
+
+
+class ErrorSerializer(serializers.Serializer):
+    code = serializers.CharField()
+    message = serializers.CharField()
+    diagnostics = DiagnosticSerializer(many=True, required=False)
+
+
+class TeamSerializer(serializers.ModelSerializer):
+    role = serializers.CharField(read_only=True, help_text="the caller's role in this team")
+
+    class Meta:
+        model = Team
+        fields = ("id", "name", "slug", "role")
+
+
+class MemberSerializer(serializers.ModelSerializer):
+    user_id = serializers.IntegerField(source="user.pk", read_only=True)
+    username = serializers.CharField(source="user.username", read_only=True)
+    email = serializers.CharField(source="user.email", read_only=True)
+
+    class Meta:
+        model = Membership
+        fields = ("user_id", "username", "email", "role")
+
+
+class TeamDetailSerializer(TeamSerializer):
+    members = serializers.SerializerMethodField()
+
+    class Meta(TeamSerializer.Meta):
+        fields = (*TeamSerializer.Meta.fields, "members")
+
+    def get_members(self, team: Team) -> list[dict[str, Any]]:
+        return MemberSerializer(self.context["members"], many=True).data  # type: ignore[return-value]
+
+
+class WorkflowSerializer(serializers.ModelSerializer):
+    team = serializers.IntegerField(source="team_id", read_only=True)
+    latest_version = serializers.IntegerField(read_only=True, allow_null=True, default=None)
+    created_by = serializers.CharField(source="created_by.username", read_only=True, default=None)
+
+    class Meta:
+        model = Workflow
+        fields = ("id", "team", "slug", "name", "description", "revision", "latest_version",
+                  "created_by", "created_at", "updated_at")
+
+
+class AnalysisSummarySerializer(serializers.Serializer):
+    ok = serializers.BooleanField()
+    diagnostics = DiagnosticSerializer(many=True)
+    reachable = serializers.ListField(child=serializers.CharField())
+    control_regions = serializers.DictField(child=serializers.ListField(child=serializers.CharField()))
+    labels = serializers.DictField(child=serializers.ListField(child=serializers.CharField()))
+
+
+class DocumentSerializer(serializers.Serializer):
+    revision = serializers.IntegerField()
+    document = serializers.JSONField()
+    diagnostics = DiagnosticSerializer(many=True)
+    analysis = AnalysisSummarySerializer()
+
+
+class VersionSerializer(serializers.ModelSerializer):
+    published_by = serializers.CharField(source="published_by.username", read_only=True, default=None)
+
+    class Meta:
+        model = WorkflowVersion
+        fields = ("number", "published_at", "published_by")
+
+
+class VersionDetailSerializer(VersionSerializer):
+    class Meta(VersionSerializer.Meta):
+        fields = (*VersionSerializer.Meta.fields, "document")
+
+
+class TaskSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    description = serializers.CharField(allow_blank=True)
+    labels = serializers.ListField(child=serializers.CharField())
+    input_schema = serializers.JSONField()
+    result_schema = serializers.JSONField()
+    is_async = serializers.BooleanField()
+
+    def to_representation(self, spec: Any) -> dict[str, Any]:
+        return {
+            "name": spec.name,
+            "description": spec.description,
+            "labels": list(spec.labels),
+            "input_schema": spec.input_schema,
+            "result_schema": spec.result_schema,
+            "is_async": spec.is_async,
+        }
+
+
+class PathOptionSerializer(serializers.Serializer):
+    path = serializers.CharField()
+    type = serializers.CharField(allow_null=True)
+    schema = serializers.JSONField()
+    title = serializers.CharField(allow_blank=True)
+    description = serializers.CharField(allow_blank=True)
+    group = serializers.CharField()
+    foreach_id = serializers.CharField(allow_null=True)
+    compatibility = serializers.CharField(allow_null=True)
+
+
+class NodeAnalysisSerializer(serializers.Serializer):
+    node_id = serializers.CharField()
+    reachable = serializers.BooleanField()
+    control_region = serializers.ListField(child=serializers.CharField())
+    context_schema = serializers.JSONField(allow_null=True)
+    field = serializers.CharField(allow_null=True)
+    want = serializers.JSONField(allow_null=True)
+    path_options = PathOptionSerializer(many=True)
+    diagnostics = DiagnosticSerializer(many=True)
+
+
+class ValidationResultSerializer(AnalysisSummarySerializer):
+    pass
+
+
+# --- requests ----------------------------------------------------------------
+
+
+class TeamCreateSerializer(serializers.Serializer):
+    name = serializers.CharField(max_length=120)
+
+
+class MemberAddSerializer(serializers.Serializer):
+    user = serializers.CharField(max_length=254, help_text="username or email")
+    role = serializers.ChoiceField(choices=ROLE_CHOICES, default="viewer")
+
+
+class MemberUpdateSerializer(serializers.Serializer):
+    role = serializers.ChoiceField(choices=ROLE_CHOICES)
+
+
+class WorkflowCreateSerializer(serializers.Serializer):
+    team = serializers.IntegerField()
+    name = serializers.CharField(max_length=200)
+    description = serializers.CharField(required=False, allow_blank=True, default="")
+    document = serializers.JSONField(required=False, default=None)
+
+
+class WorkflowUpdateSerializer(serializers.Serializer):
+    name = serializers.CharField(max_length=200, required=False)
+    description = serializers.CharField(required=False, allow_blank=True)
+
+
+class DuplicateSerializer(serializers.Serializer):
+    team = serializers.IntegerField(required=False, allow_null=True, default=None)
+    name = serializers.CharField(max_length=200, required=False, allow_null=True, default=None)
+
+
+class ImportSerializer(serializers.Serializer):
+    team = serializers.IntegerField()
+    document = serializers.JSONField()
+    name = serializers.CharField(max_length=200, required=False, allow_null=True, default=None)
+
+
+class DocumentPutSerializer(serializers.Serializer):
+    revision = serializers.IntegerField(help_text="the revision this edit started from")
+    document = serializers.JSONField()
+
+
+class ValidateSerializer(serializers.Serializer):
+    document = serializers.JSONField(required=False, default=None,
+                                     help_text="a document to check instead of the stored draft")
+
+
+class AnalysisQuerySerializer(serializers.Serializer):
+    node = serializers.CharField()
+    field = serializers.CharField(required=False, allow_blank=True, default="")
+    want = serializers.JSONField(required=False, default=None,
+                                 help_text="JSON Schema the path must satisfy (JSON text)")
+    all = serializers.BooleanField(required=False, default=False,
+                                   help_text="list every path, compatible or not")
+
+    def to_internal_value(self, data: Any) -> Any:
+        # ``want`` arrives as JSON text in the query string.
+        if hasattr(data, "dict"):
+            data = data.dict()
+        return super().to_internal_value(data)
+
+    def validate_want(self, value: Any) -> Any:
+        if isinstance(value, str):
+            try:
+                value = json.loads(value)
+            except ValueError:
+                raise serializers.ValidationError("want must be a JSON Schema object (JSON text)") from None
+        if value is not None and not isinstance(value, dict):
+            raise serializers.ValidationError("want must be a JSON Schema object")
+        return value

@@ -1,0 +1,39 @@
+"""/api/ routes, namespace ``api`` (e.g. ``reverse("api:workflow-document", args=[pk])``).
+
+The runs endpoints live in ``designer/api/runs.py`` (module-level
+``urlpatterns``), included here as soon as that module exists.
+"""
+
+from __future__ import annotations
+
+from importlib.util import find_spec
+
+from django.urls import URLPattern, URLResolver, include, path
+
+from designer.api import views
+
+app_name = "api"
+
+urlpatterns: list[URLPattern | URLResolver] = [
+    path("teams/", views.TeamListView.as_view(), name="team-list"),
+    path("teams/<int:team_id>/", views.TeamDetailView.as_view(), name="team-detail"),
+    path("teams/<int:team_id>/members/", views.TeamMembersView.as_view(), name="team-members"),
+    path("teams/<int:team_id>/members/<int:user_id>/", views.TeamMemberView.as_view(), name="team-member"),
+    path("workflows/", views.WorkflowListView.as_view(), name="workflow-list"),
+    path("workflows/import/", views.WorkflowImportView.as_view(), name="workflow-import"),
+    path("workflows/<int:workflow_id>/", views.WorkflowDetailView.as_view(), name="workflow-detail"),
+    path("workflows/<int:workflow_id>/duplicate/", views.WorkflowDuplicateView.as_view(), name="workflow-duplicate"),
+    path("workflows/<int:workflow_id>/export/", views.WorkflowExportView.as_view(), name="workflow-export"),
+    path("workflows/<int:workflow_id>/document/", views.WorkflowDocumentView.as_view(), name="workflow-document"),
+    path("workflows/<int:workflow_id>/validate/", views.WorkflowValidateView.as_view(), name="workflow-validate"),
+    path("workflows/<int:workflow_id>/analysis/", views.WorkflowAnalysisView.as_view(), name="workflow-analysis"),
+    path("workflows/<int:workflow_id>/publish/", views.WorkflowPublishView.as_view(), name="workflow-publish"),
+    path("workflows/<int:workflow_id>/versions/", views.WorkflowVersionListView.as_view(), name="workflow-versions"),
+    path("workflows/<int:workflow_id>/versions/<int:number>/", views.WorkflowVersionDetailView.as_view(),
+         name="workflow-version"),
+    path("tasks/", views.TaskListView.as_view(), name="task-list"),
+]
+
+# Run endpoints (owned by the runs helper): designer/api/runs.py defines `urlpatterns`.
+if find_spec("designer.api.runs") is not None:
+    urlpatterns.append(path("", include("designer.api.runs")))

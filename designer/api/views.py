@@ -1,0 +1,255 @@
+"""REST endpoints (contract: API.md). Each view parses with a serializer, calls a
+selector or a service, and renders; rules live in services, scoping in selectors."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.http import HttpResponse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import status
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from designer import analysis as doc_analysis
+from designer import catalog, selectors
+from designer.api import serializers as s
+from designer.api.parsers import LimitedJSONParser
+from designer.services import teams as team_services
+from designer.services import workflows as workflow_services
+
+ERRORS = {400: s.ErrorSerializer, 403: s.ErrorSerializer, 404: s.ErrorSerializer}
+
+
+def parse(serializer_class: type[s.serializers.Serializer], data: Any) -> dict[str, Any]:
+    serializer = serializer_class(data=data)
+    serializer.is_valid(raise_exception=True)
+    return dict(serializer.validated_data)
+
+
+class BaseAPIView(APIView):
+    parser_classes = [LimitedJSONParser]
+
+
+# --- teams -------------------------------------------------------------------
+
+
+def _team_detail(request: Request, team_id: object) -> dict[str, Any]:
+    team = selectors.get_team(user=request.user, team_id=team_id)
+    members = selectors.members_of(team)
+    return s.TeamDetailSerializer(team, context={"members": members}).data
+
+
+class TeamListView(BaseAPIView):
+    @extend_schema(responses={200: s.TeamSerializer(many=True)}, operation_id="teams_list")
+    def get(self, request: Request) -> Response:
+        return Response(s.TeamSerializer(selectors.teams_for(user=request.user), many=True).data)
+
+    @extend_schema(request=s.TeamCreateSerializer, responses={201: s.TeamDetailSerializer, **ERRORS})
+    def post(self, request: Request) -> Response:
+        data = parse(s.TeamCreateSerializer, request.data)
+        team = team_services.create_team(actor=request.user, name=data["name"])
+        return Response(_team_detail(request, team.pk), status=status.HTTP_201_CREATED)
+
+
+class TeamDetailView(BaseAPIView):
+    @extend_schema(responses={200: s.TeamDetailSerializer, **ERRORS})
+    def get(self, request: Request, team_id: int) -> Response:
+        return Response(_team_detail(request, team_id))
+
+
+class TeamMembersView(BaseAPIView):
+    @extend_schema(request=s.MemberAddSerializer, responses={201: s.MemberSerializer, **ERRORS})
+    def post(self, request: Request, team_id: int) -> Response:
+        team = selectors.get_team(user=request.user, team_id=team_id)
+        data = parse(s.MemberAddSerializer, request.data)
+        membership = team_services.add_member(actor=request.user, team=team, user=data["user"], role=data["role"])
+        return Response(s.MemberSerializer(membership).data, status=status.HTTP_201_CREATED)
+
+
+class TeamMemberView(BaseAPIView):
+    @extend_schema(request=s.MemberUpdateSerializer, responses={200: s.MemberSerializer, **ERRORS})
+    def patch(self, request: Request, team_id: int, user_id: int) -> Response:
+        team = selectors.get_team(user=request.user, team_id=team_id)
+        data = parse(s.MemberUpdateSerializer, request.data)
+        membership = team_services.change_member_role(actor=request.user, team=team, user_id=user_id,
+                                                      role=data["role"])
+        return Response(s.MemberSerializer(membership).data)
+
+    @extend_schema(responses={204: None, **ERRORS})
+    def delete(self, request: Request, team_id: int, user_id: int) -> Response:
+        team = selectors.get_team(user=request.user, team_id=team_id)
+        team_services.remove_member(actor=request.user, team=team, user_id=user_id)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+# --- workflows ---------------------------------------------------------------
+
+
+def _workflow(request: Request, workflow_id: object) -> Any:
+    return selectors.get_workflow(user=request.user, workflow_id=workflow_id)
+
+
+def _workflow_json(request: Request, workflow_id: object) -> dict[str, Any]:
+    # Re-read through the selector so the response carries the annotations (latest_version).
+    return s.WorkflowSerializer(_workflow(request, workflow_id)).data
+
+
+class WorkflowListView(BaseAPIView):
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("team", OpenApiTypes.INT, description="only this team's workflows"),
+            OpenApiParameter("q", OpenApiTypes.STR, description="search in name, slug and description"),
+        ],
+        responses={200: s.WorkflowSerializer(many=True)},
+        operation_id="workflows_list",
+    )
+    def get(self, request: Request) -> Response:
+        workflows = selectors.workflows_for(
+            user=request.user, team_id=request.query_params.get("team"), q=request.query_params.get("q")
+        )
+        return Response(s.WorkflowSerializer(workflows, many=True).data)
+
+    @extend_schema(request=s.WorkflowCreateSerializer, responses={201: s.WorkflowSerializer, **ERRORS})
+    def post(self, request: Request) -> Response:
+        data = parse(s.WorkflowCreateSerializer, request.data)
+        workflow = workflow_services.create_workflow(
+            actor=request.user, team=data["team"], name=data["name"], description=data["description"],
+            document=data["document"],
+        )
+        return Response(_workflow_json(request, workflow.pk), status=status.HTTP_201_CREATED)
+
+
+class WorkflowDetailView(BaseAPIView):
+    @extend_schema(responses={200: s.WorkflowSerializer, **ERRORS})
+    def get(self, request: Request, workflow_id: int) -> Response:
+        return Response(_workflow_json(request, workflow_id))
+
+    @extend_schema(request=s.WorkflowUpdateSerializer, responses={200: s.WorkflowSerializer, **ERRORS})
+    def patch(self, request: Request, workflow_id: int) -> Response:
+        workflow = _workflow(request, workflow_id)
+        data = parse(s.WorkflowUpdateSerializer, request.data)
+        workflow_services.update_workflow(actor=request.user, workflow=workflow, **data)
+        return Response(_workflow_json(request, workflow_id))
+
+    @extend_schema(responses={204: None, **ERRORS})
+    def delete(self, request: Request, workflow_id: int) -> Response:
+        workflow_services.delete_workflow(actor=request.user, workflow=_workflow(request, workflow_id))
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class WorkflowDuplicateView(BaseAPIView):
+    @extend_schema(request=s.DuplicateSerializer, responses={201: s.WorkflowSerializer, **ERRORS})
+    def post(self, request: Request, workflow_id: int) -> Response:
+        workflow = _workflow(request, workflow_id)
+        data = parse(s.DuplicateSerializer, request.data)
+        copy = workflow_services.duplicate_workflow(actor=request.user, workflow=workflow, team=data["team"],
+                                                    name=data["name"])
+        return Response(_workflow_json(request, copy.pk), status=status.HTTP_201_CREATED)
+
+
+class WorkflowImportView(BaseAPIView):
+    @extend_schema(request=s.ImportSerializer, responses={201: s.WorkflowSerializer, **ERRORS})
+    def post(self, request: Request) -> Response:
+        data = parse(s.ImportSerializer, request.data)
+        workflow = workflow_services.import_workflow(actor=request.user, team=data["team"],
+                                                     document=data["document"], name=data["name"])
+        return Response(_workflow_json(request, workflow.pk), status=status.HTTP_201_CREATED)
+
+
+class WorkflowExportView(BaseAPIView):
+    @extend_schema(responses={(200, "application/json"): OpenApiTypes.OBJECT, **ERRORS})
+    def get(self, request: Request, workflow_id: int) -> HttpResponse:
+        workflow = _workflow(request, workflow_id)
+        response = HttpResponse(json.dumps(workflow.document, indent=2, ensure_ascii=False) + "\n",
+                                content_type="application/json; charset=utf-8")
+        response["Content-Disposition"] = f'attachment; filename="{workflow.slug}.json"'
+        return response
+
+
+def _document_body(workflow: Any, analysis: Any) -> dict[str, Any]:
+    return {
+        "revision": workflow.revision,
+        "document": workflow.document,
+        "diagnostics": doc_analysis.diagnostics_json(analysis),
+        "analysis": doc_analysis.summary(analysis),
+    }
+
+
+class WorkflowDocumentView(BaseAPIView):
+    @extend_schema(responses={200: s.DocumentSerializer, **ERRORS})
+    def get(self, request: Request, workflow_id: int) -> Response:
+        workflow = _workflow(request, workflow_id)
+        parsed = doc_analysis.parse_document(workflow.document)
+        return Response(_document_body(workflow, doc_analysis.analyze_document(parsed, team=workflow.team_id)))
+
+    @extend_schema(request=s.DocumentPutSerializer,
+                   responses={200: s.DocumentSerializer, 409: OpenApiTypes.OBJECT, **ERRORS})
+    def put(self, request: Request, workflow_id: int) -> Response:
+        workflow = _workflow(request, workflow_id)
+        data = parse(s.DocumentPutSerializer, request.data)
+        saved = workflow_services.save_document(actor=request.user, workflow=workflow, revision=data["revision"],
+                                                document=data["document"])
+        return Response(_document_body(saved.workflow, saved.analysis))
+
+
+class WorkflowValidateView(BaseAPIView):
+    def _validate(self, request: Request, workflow_id: int, document: Any) -> Response:
+        workflow = _workflow(request, workflow_id)
+        parsed = doc_analysis.parse_document(workflow.document if document is None else document)
+        return Response(doc_analysis.summary(doc_analysis.analyze_document(parsed, team=workflow.team_id)))
+
+    @extend_schema(responses={200: s.ValidationResultSerializer, **ERRORS}, operation_id="workflows_validate_draft")
+    def get(self, request: Request, workflow_id: int) -> Response:
+        return self._validate(request, workflow_id, None)
+
+    @extend_schema(request=s.ValidateSerializer, responses={200: s.ValidationResultSerializer, **ERRORS})
+    def post(self, request: Request, workflow_id: int) -> Response:
+        data = parse(s.ValidateSerializer, request.data or {})
+        return self._validate(request, workflow_id, data["document"])
+
+
+class WorkflowAnalysisView(BaseAPIView):
+    @extend_schema(parameters=[s.AnalysisQuerySerializer], responses={200: s.NodeAnalysisSerializer, **ERRORS})
+    def get(self, request: Request, workflow_id: int) -> Response:
+        workflow = _workflow(request, workflow_id)
+        query = parse(s.AnalysisQuerySerializer, request.query_params)
+        parsed = doc_analysis.parse_document(workflow.document)
+        analysis = doc_analysis.analyze_document(parsed, team=workflow.team_id)
+        return Response(doc_analysis.node_report(
+            analysis, query["node"], field=query["field"] or None, want=query["want"], show_all=query["all"]
+        ))
+
+
+class WorkflowPublishView(BaseAPIView):
+    @extend_schema(request=None, responses={201: s.VersionSerializer, **ERRORS})
+    def post(self, request: Request, workflow_id: int) -> Response:
+        version = workflow_services.publish_workflow(actor=request.user, workflow=_workflow(request, workflow_id))
+        return Response(s.VersionSerializer(version).data, status=status.HTTP_201_CREATED)
+
+
+class WorkflowVersionListView(BaseAPIView):
+    @extend_schema(responses={200: s.VersionSerializer(many=True), **ERRORS})
+    def get(self, request: Request, workflow_id: int) -> Response:
+        versions = selectors.versions_of(_workflow(request, workflow_id))
+        return Response(s.VersionSerializer(versions, many=True).data)
+
+
+class WorkflowVersionDetailView(BaseAPIView):
+    @extend_schema(responses={200: s.VersionDetailSerializer, **ERRORS})
+    def get(self, request: Request, workflow_id: int, number: int) -> Response:
+        version = selectors.get_version(workflow=_workflow(request, workflow_id), number=number)
+        return Response(s.VersionDetailSerializer(version).data)
+
+
+# --- tasks -------------------------------------------------------------------
+
+
+class TaskListView(BaseAPIView):
+    @extend_schema(responses={200: s.TaskSerializer(many=True)})
+    def get(self, request: Request) -> Response:
+        specs = sorted(catalog.registry(), key=lambda spec: spec.name)
+        return Response(s.TaskSerializer(specs, many=True).data)

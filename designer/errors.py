@@ -1,0 +1,79 @@
+"""The designer's own error hierarchy.
+
+Services and selectors raise these; the API's single exception handler
+(``designer.api.errors``) turns them into ``{code, message, ...}`` JSON with
+``status``. Each carries structured details so no caller parses a message.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class DesignerError(Exception):
+    code: str = "designer.error"
+    status: int = 400
+
+    def __init__(self, message: str, **details: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details: dict[str, Any] = details
+
+    def to_dict(self) -> dict[str, Any]:
+        payload: dict[str, Any] = {"code": self.code, "message": self.message}
+        payload.update({key: value for key, value in self.details.items() if value is not None})
+        return payload
+
+
+class NotFound(DesignerError):
+    """Missing, or outside the caller's teams: the two are indistinguishable on purpose."""
+
+    code = "not_found"
+    status = 404
+
+
+class PermissionDenied(DesignerError):
+    """Visible to the caller, but their role is too low for the action."""
+
+    code = "permission.denied"
+    status = 403
+
+
+class BadRequest(DesignerError):
+    code = "request.invalid"
+    status = 400
+
+
+class RequestTooLarge(DesignerError):
+    code = "request.too_large"
+    status = 413
+
+
+class RevisionConflict(DesignerError):
+    """A document save based on a stale revision; carries the current revision and document."""
+
+    code = "revision.conflict"
+    status = 409
+
+
+class DocumentInvalid(DesignerError):
+    """Not a well-formed workflow document at all (pydantic refused it); ``errors`` lists [{loc, msg}]."""
+
+    code = "document.invalid"
+    status = 400
+
+
+class DocumentTooLarge(DesignerError):
+    code = "document.too_large"
+    status = 400
+
+
+class TeamRuleViolation(DesignerError):
+    """A membership change that would break a team rule (e.g. removing the last owner)."""
+
+    code = "team.rule"
+    status = 400
+
+
+class UnknownUser(BadRequest):
+    code = "user.unknown"

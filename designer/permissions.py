@@ -1,0 +1,53 @@
+"""Who may do what in a team.
+
+Roles are ordered: a viewer reads, an editor also edits, publishes and runs,
+an owner also manages members. Not being a member at all looks exactly like
+the object not existing (``NotFound``), so nobody learns what other teams hold.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final, Literal
+
+from designer.errors import NotFound, PermissionDenied
+from designer.models import Membership, Team
+
+Role = Literal["viewer", "editor", "owner"]
+
+ROLE_RANK: Final[dict[str, int]] = {"viewer": 1, "editor": 2, "owner": 3}
+
+#: What each role may do, for messages and the team page.
+ACTIONS: Final[dict[str, str]] = {
+    "viewer": "read",
+    "editor": "edit, publish and run",
+    "owner": "manage members",
+}
+
+
+def role_of(user: Any, team: Team | int) -> str | None:
+    """The user's role in ``team``, or None when they are not a member."""
+    if user is None or not getattr(user, "is_authenticated", False):
+        return None
+    team_id = team.pk if isinstance(team, Team) else team
+    return (
+        Membership.objects.filter(user=user, team_id=team_id).values_list("role", flat=True).first()
+    )
+
+
+def has_role(role: str | None, minimum: Role) -> bool:
+    return role is not None and ROLE_RANK[role] >= ROLE_RANK[minimum]
+
+
+def require_role(user: Any, team: Team | int, minimum: Role, *, what: str = "this") -> str:
+    """Return the user's role, or raise: ``NotFound`` for non-members, ``PermissionDenied`` when too low."""
+    role = role_of(user, team)
+    if role is None:
+        raise NotFound(f"{what} does not exist or is not shared with you")
+    if not has_role(role, minimum):
+        raise PermissionDenied(
+            f"your role in this team is {role}; you need to be {minimum} or above to "
+            f"{ACTIONS[minimum]}",
+            role=role,
+            required=minimum,
+        )
+    return role

@@ -1,0 +1,20 @@
+"""Reads. Every selector takes the caller and starts from ``Model.objects.for_user(user)``,
+so team scoping lives in the models' one queryset method and nowhere else."""
+
+from __future__ import annotations
+
+from designer.selectors.runs import get_run, runs_for
+from designer.selectors.teams import get_team, members_of, teams_for
+from designer.selectors.workflows import get_version, get_workflow, versions_of, workflows_for
+
+__all__ = [
+    "get_run",
+    "get_team",
+    "get_version",
+    "get_workflow",
+    "members_of",
+    "runs_for",
+    "teams_for",
+    "versions_of",
+    "workflows_for",
+]

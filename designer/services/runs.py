@@ -1,0 +1,144 @@
+"""Starting, answering and cancelling runs.
+
+Each service is one transaction that records the caller's intent on the run
+row and, when a worker is needed, enqueues ``execute_run`` in the same
+transaction (with the database task backend the task row commits together
+with the run, so a crash can never leave one without the other). The worker
+does everything else; see ``designer.runs``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from designer.analysis import analyze_document, dump_document, parse_document
+from designer.errors import BadRequest, DesignerError
+from designer.models import Run, Workflow
+from designer.permissions import require_role
+from designer.runs.lease import lease_is_free
+from designer.runs.recovery import enqueue_execution
+from designer.selectors.workflows import get_version
+
+
+class RunConflict(DesignerError):
+    """The run is not in a state that allows the action (e.g. resuming a run that is not interrupted)."""
+
+    code = "run.conflict"
+    status = 409
+
+
+def _check_input(data: object) -> dict[str, Any]:
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise BadRequest(f"a run's input is a JSON object, got {type(data).__name__}", field="input")
+    return data
+
+
+def _check_version(version: object) -> int | None:
+    if version is None:
+        return None
+    if isinstance(version, bool) or not isinstance(version, int):
+        raise BadRequest("version is a published version number, or null for the current draft", field="version")
+    return version
+
+
+@transaction.atomic
+def start_run(*, actor: Any, workflow: Workflow, input: object = None, version: object = None) -> Run:
+    """Record a run of ``workflow`` (a published ``version`` number, or the current draft when None) and
+    enqueue it. The draft must be free of errors; its document is snapshotted, so editing it later does
+    not change what runs."""
+    require_role(actor, workflow.team_id, "editor", what="this workflow")
+    run_input = _check_input(input)
+    number = _check_version(version)
+    workflow_version = None
+    if number is None:
+        document = parse_document(workflow.document)
+        # Refuse now, with every diagnostic, rather than fail later in the worker.
+        analyze_document(document, team=workflow.team_id).raise_for_errors()
+        snapshot = dump_document(document)
+    else:
+        workflow_version = get_version(workflow=workflow, number=number)
+        snapshot = workflow_version.document
+    run = Run.objects.create(
+        team_id=workflow.team_id,
+        workflow=workflow,
+        workflow_version=workflow_version,
+        document=snapshot,
+        input=run_input,
+        status=Run.Status.QUEUED,
+        created_by=actor if getattr(actor, "is_authenticated", False) else None,
+    )
+    enqueue_execution(run.pk)
+    run.refresh_from_db()
+    return run
+
+
+def _open_interrupt_ids(run: Run) -> set[str]:
+    ids: set[str] = set()
+    for record in run.interrupts or []:
+        if isinstance(record, dict) and isinstance(record.get("id"), str):
+            ids.add(record["id"])
+    return ids
+
+
+@transaction.atomic
+def resume_run(*, actor: Any, run: Run, interrupt_id: object, value: object = None, label: object = None) -> Run:
+    """Answer one open interrupt of an interrupted run; a worker applies the answer and continues.
+
+    The answer is stored on the row (``resume_request``) before the task is enqueued, so a worker that dies
+    before its next checkpoint leaves it for the one that recovers the run.
+    """
+    require_role(actor, run.team_id, "editor", what="this run")
+    if not isinstance(interrupt_id, str) or not interrupt_id:
+        raise BadRequest("interrupt_id names one of the run's open interrupts", field="interrupt_id")
+    if label is not None and (not isinstance(label, str) or not label):
+        raise BadRequest("label is a non-empty string or null", field="label")
+    locked = Run.objects.select_for_update().get(pk=run.pk)
+    if locked.status != Run.Status.INTERRUPTED or locked.resume_request:
+        raise RunConflict(
+            f"run {run.pk} is {locked.status}; only an interrupted run waiting for an answer can be resumed",
+            status=locked.status,
+        )
+    if interrupt_id not in _open_interrupt_ids(locked):
+        raise RunConflict(
+            f"run {run.pk} has no open interrupt {interrupt_id!r}",
+            interrupt_id=interrupt_id,
+            open_interrupts=sorted(_open_interrupt_ids(locked)),
+        )
+    locked.resume_request = {"interrupt_id": interrupt_id, "value": value, "label": label}
+    locked.status = Run.Status.QUEUED
+    locked.save(update_fields=["resume_request", "status"])
+    enqueue_execution(locked.pk)
+    locked.refresh_from_db()
+    return locked
+
+
+@transaction.atomic
+def cancel_run(*, actor: Any, run: Run) -> Run:
+    """Cancel a run. A run no worker holds (queued, interrupted, or orphaned by a dead worker) is cancelled
+    at once; a running one is flagged and its worker stops at the next superstep."""
+    require_role(actor, run.team_id, "editor", what="this run")
+    now = timezone.now()
+    stopped = (
+        Run.objects.filter(pk=run.pk, status__in=(Run.Status.QUEUED, Run.Status.RUNNING, Run.Status.INTERRUPTED))
+        .filter(lease_is_free() | Q(status=Run.Status.INTERRUPTED))
+        .update(
+            status=Run.Status.CANCELLED,
+            cancel_requested=True,
+            resume_request=None,
+            finished_at=now,
+            lease_owner="",
+            lease_expires_at=None,
+        )
+    )
+    if not stopped:
+        flagged = Run.objects.filter(pk=run.pk, status=Run.Status.RUNNING).update(cancel_requested=True)
+        if not flagged:
+            current = Run.objects.get(pk=run.pk)
+            raise RunConflict(f"run {run.pk} has already finished ({current.status})", status=current.status)
+    return Run.objects.select_related("workflow", "workflow_version", "created_by").get(pk=run.pk)

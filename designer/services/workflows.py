@@ -1,0 +1,186 @@
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.db.models import F, Max
+from django.utils import timezone
+from django.utils.text import slugify
+
+from designer.analysis import analyze_document, dump_document, parse_document
+from designer.errors import BadRequest, RevisionConflict
+from designer.models import Team, Workflow, WorkflowVersion
+from designer.permissions import require_role
+from runtime import Analysis, Diagnostic
+from runtime import Workflow as Document
+
+_SLUG_ATTEMPTS = 5
+
+
+@dataclass(frozen=True, slots=True)
+class SavedDocument:
+    """A stored draft and the analysis of exactly what was stored (errors do not stop a save)."""
+
+    workflow: Workflow
+    analysis: Analysis
+
+    @property
+    def diagnostics(self) -> tuple[Diagnostic, ...]:
+        return tuple(self.analysis.diagnostics)
+
+
+def _team_id(team: Team | int) -> int:
+    return team.pk if isinstance(team, Team) else int(team)
+
+
+def _clean_name(name: object, *, field: str = "name") -> str:
+    if not isinstance(name, str) or not name.strip():
+        raise BadRequest("a workflow needs a name", field=field)
+    name = name.strip()
+    if len(name) > 200:
+        raise BadRequest("a workflow name has at most 200 characters", field=field)
+    return name
+
+
+def unique_workflow_slug(team_id: int, text: str) -> str:
+    base = slugify(text)[:120] or "workflow"
+    taken = set(
+        Workflow.objects.filter(team_id=team_id, slug__startswith=base).values_list("slug", flat=True)
+    )
+    slug, n = base, 1
+    while slug in taken:
+        n += 1
+        slug = f"{base}-{n}"
+    return slug
+
+
+def _as_document_of(document: Document, *, slug: str) -> Document:
+    """The document's id is the workflow's slug: subgraph refs and run states name it."""
+    return document if document.id == slug else document.model_copy(update={"id": slug})
+
+
+def _create(*, actor: Any, team_id: int, name: str, description: str, document: Document | None,
+            slug_source: str) -> Workflow:
+    # Two concurrent creates can pick the same free slug; the unique constraint
+    # catches it and we pick again inside a savepoint.
+    for attempt in range(_SLUG_ATTEMPTS):
+        slug = unique_workflow_slug(team_id, slug_source)
+        doc = document if document is not None else Document(id=slug, name=name, description=description)
+        try:
+            with transaction.atomic():
+                return Workflow.objects.create(
+                    team_id=team_id, slug=slug, name=name, description=description,
+                    document=dump_document(_as_document_of(doc, slug=slug)), created_by=actor,
+                )
+        except IntegrityError:
+            if attempt == _SLUG_ATTEMPTS - 1:
+                raise
+    raise AssertionError("unreachable")
+
+
+@transaction.atomic
+def create_workflow(*, actor: Any, team: Team | int, name: str, description: str = "",
+                    document: object = None) -> Workflow:
+    """A new draft in ``team`` (editor or owner). ``document`` defaults to an empty graph."""
+    team_id = _team_id(team)
+    require_role(actor, team_id, "editor", what="this team")
+    name = _clean_name(name)
+    parsed = parse_document(document) if document is not None else None
+    return _create(actor=actor, team_id=team_id, name=name, description=description or "",
+                   document=parsed, slug_source=name)
+
+
+@transaction.atomic
+def import_workflow(*, actor: Any, team: Team | int, document: object, name: str | None = None) -> Workflow:
+    """A new draft from an exported document. The slug follows the document's id when free,
+    so subgraph references between imported workflows keep working."""
+    team_id = _team_id(team)
+    require_role(actor, team_id, "editor", what="this team")
+    parsed = parse_document(document)
+    title = _clean_name(name if name is not None else (parsed.name or parsed.id))
+    return _create(actor=actor, team_id=team_id, name=title, description=parsed.description,
+                   document=parsed, slug_source=parsed.id)
+
+
+@transaction.atomic
+def duplicate_workflow(*, actor: Any, workflow: Workflow, team: Team | int | None = None,
+                       name: str | None = None) -> Workflow:
+    """A copy of the current draft, in the same team or another team where the caller edits."""
+    require_role(actor, workflow.team_id, "viewer", what="this workflow")
+    team_id = workflow.team_id if team is None else _team_id(team)
+    require_role(actor, team_id, "editor", what="the target team")
+    title = _clean_name(name if name is not None else f"Copy of {workflow.name}")
+    parsed = parse_document(workflow.document)
+    return _create(actor=actor, team_id=team_id, name=title, description=workflow.description,
+                   document=parsed.model_copy(update={"name": title}), slug_source=title)
+
+
+@transaction.atomic
+def update_workflow(*, actor: Any, workflow: Workflow, name: str | None = None,
+                    description: str | None = None) -> Workflow:
+    """Rename or re-describe (editor). The slug stays: documents refer to it."""
+    require_role(actor, workflow.team_id, "editor", what="this workflow")
+    fields = ["updated_at"]
+    if name is not None:
+        workflow.name = _clean_name(name)
+        fields.append("name")
+    if description is not None:
+        if not isinstance(description, str):
+            raise BadRequest("description must be a string", field="description")
+        workflow.description = description
+        fields.append("description")
+    workflow.save(update_fields=fields)
+    return workflow
+
+
+@transaction.atomic
+def delete_workflow(*, actor: Any, workflow: Workflow) -> None:
+    """Delete a workflow with its versions and runs (editor)."""
+    require_role(actor, workflow.team_id, "editor", what="this workflow")
+    workflow.delete()
+
+
+def save_document(*, actor: Any, workflow: Workflow, revision: object, document: object) -> SavedDocument:
+    """Store a new draft if ``revision`` is still current; analysis errors do not block saving.
+
+    Raises ``DocumentInvalid`` / ``DocumentTooLarge`` (nothing stored) for JSON
+    that is not a document, and ``RevisionConflict`` (nothing stored) when
+    someone saved in between.
+    """
+    require_role(actor, workflow.team_id, "editor", what="this workflow")
+    if isinstance(revision, bool) or not isinstance(revision, int):
+        raise BadRequest("revision must be the integer revision the edit started from", field="revision")
+    parsed = _as_document_of(parse_document(document), slug=workflow.slug)
+    # Analyse before taking the write lock: it reads other rows and may take a while.
+    analysis = analyze_document(parsed, team=workflow.team_id)
+    with transaction.atomic():
+        # A compare-and-set on revision: atomic on every database, no lock held while analysing.
+        updated = Workflow.objects.filter(pk=workflow.pk, revision=revision).update(
+            document=dump_document(parsed), revision=F("revision") + 1, updated_at=timezone.now()
+        )
+        if not updated:
+            current = Workflow.objects.filter(pk=workflow.pk).values("revision", "document").first()
+            if current is None:
+                raise BadRequest("the workflow was deleted meanwhile")
+            raise RevisionConflict(
+                f"the workflow was saved by someone else (revision {current['revision']}) after "
+                f"revision {revision} that you edited; reload and apply your change again",
+                current_revision=current["revision"], document=current["document"],
+            )
+    workflow.refresh_from_db()
+    return SavedDocument(workflow=workflow, analysis=analysis)
+
+
+@transaction.atomic
+def publish_workflow(*, actor: Any, workflow: Workflow) -> WorkflowVersion:
+    """Freeze the current draft as the next version (editor); refused while it has errors
+    (``runtime.WorkflowValidationError`` carrying every error diagnostic)."""
+    require_role(actor, workflow.team_id, "editor", what="this workflow")
+    locked = Workflow.objects.select_for_update().get(pk=workflow.pk)
+    parsed = parse_document(locked.document)
+    analyze_document(parsed, team=locked.team_id).raise_for_errors()
+    latest = locked.versions.aggregate(latest=Max("number"))["latest"] or 0
+    return WorkflowVersion.objects.create(
+        workflow=locked, number=latest + 1, document=dump_document(parsed), published_by=actor
+    )
