@@ -7,6 +7,7 @@ modules is internal and may change.
 from __future__ import annotations
 
 from runtime._analysis import Analysis, PathOption, analyze
+from runtime._builder import WorkflowBuilder
 from runtime._context import ForeachContext, RuntimeContext
 from runtime._diagnostics import Diagnostic
 from runtime._document import (
@@ -36,6 +37,7 @@ from runtime._errors import (
     UnknownNodeError,
     UnknownTaskError,
     UnreachableNodeError,
+    WorkflowBuildError,
     WorkflowError,
     WorkflowValidationError,
 )
@@ -87,6 +89,8 @@ __all__ = [
     "UnknownTaskError",
     "UnreachableNodeError",
     "Workflow",
+    "WorkflowBuildError",
+    "WorkflowBuilder",
     "WorkflowError",
     "WorkflowOutput",
     "WorkflowRef",

@@ -128,3 +128,9 @@ class UnreachableNodeError(WorkflowError):
     """A question about a node that ``start`` never reaches: it has no control region or context."""
 
     code = "node.unreachable"
+
+
+class WorkflowBuildError(WorkflowError, ValueError):
+    """``WorkflowBuilder`` was asked for something that cannot become a valid document."""
+
+    code = "workflow.build"
