@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -69,6 +71,87 @@ def logged_in_client(client: Any, user: Any) -> Any:
     """Django test client with ``user`` logged in."""
     client.force_login(user)
     return client
+
+
+# --- task worker ------------------------------------------------------------
+
+
+def _database_url(settings_dict: dict[str, Any], vendor: str) -> str:
+    if vendor == "sqlite":
+        return f"sqlite:///{settings_dict['NAME']}"
+    if vendor == "postgresql":
+        from urllib.parse import quote
+
+        user = quote(settings_dict.get("USER") or "", safe="")
+        password = quote(settings_dict.get("PASSWORD") or "", safe="")
+        auth = f"{user}:{password}@" if user else ""
+        host = settings_dict.get("HOST") or "localhost"
+        port = f":{settings_dict['PORT']}" if settings_dict.get("PORT") else ""
+        return f"postgres://{auth}{host}{port}/{settings_dict['NAME']}"
+    raise NotImplementedError(f"no DATABASE_URL for {vendor}")
+
+
+@pytest.fixture
+def worker_env(transactional_db: None) -> dict[str, str]:
+    """Environment for a subprocess (worker, manage.py command) that must use this test's database.
+
+    Requests ``transactional_db`` so rows the test writes are committed and
+    visible to the other process.
+    """
+    from django.db import connection
+
+    env = dict(os.environ)
+    env["DATABASE_URL"] = _database_url(connection.settings_dict, connection.vendor)
+    env["DJANGO_SETTINGS_MODULE"] = "designer.settings"
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH")]))
+    return env
+
+
+WORKER_COMMAND = [sys.executable, "manage.py", "db_worker", "--no-startup-delay", "--no-reload"]
+
+
+@pytest.fixture
+def run_worker(worker_env: dict[str, str]) -> Callable[..., subprocess.CompletedProcess[str]]:
+    """``run_worker()``: run a real ``db_worker --batch`` until the queue is empty; fails on a non-zero exit.
+
+    Extra arguments go to db_worker, e.g. ``run_worker("--max-tasks", "1")``.
+    """
+
+    def run(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+        result = subprocess.run(
+            [*WORKER_COMMAND, "--batch", *args],
+            cwd=REPO_ROOT,
+            env=worker_env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+        assert result.returncode == 0, f"db_worker failed:\n{result.stdout}\n{result.stderr}"
+        return result
+
+    return run
+
+
+@pytest.fixture
+def background_worker(worker_env: dict[str, str]) -> Iterator[subprocess.Popen[str]]:
+    """A real ``db_worker`` polling the test database for the whole test (e.g. behind a browser test)."""
+    process = subprocess.Popen(
+        [*WORKER_COMMAND, "--interval", "0.1"],
+        cwd=REPO_ROOT,
+        env=worker_env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        yield process
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
 
 
 # --- browser ----------------------------------------------------------------

@@ -173,6 +173,7 @@ def test_import_scan_detects_django_imports():
     assert _imported_modules(tree) == ["django.db", "django.conf"]
 
 
+@pytest.mark.django_db
 def test_django_system_check_passes_without_warnings():
     from django.core.management import call_command
 
