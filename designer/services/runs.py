@@ -123,22 +123,27 @@ def cancel_run(*, actor: Any, run: Run) -> Run:
     """Cancel a run. A run no worker holds (queued, interrupted, or orphaned by a dead worker) is cancelled
     at once; a running one is flagged and its worker stops at the next superstep."""
     require_role(actor, run.team_id, "editor", what="this run")
-    now = timezone.now()
+    return cancel(run_id=run.pk)
+
+
+@transaction.atomic
+def cancel(*, run_id: int) -> Run:
+    """``cancel_run`` without the permission check, for the admin action and internal callers."""
     stopped = (
-        Run.objects.filter(pk=run.pk, status__in=(Run.Status.QUEUED, Run.Status.RUNNING, Run.Status.INTERRUPTED))
+        Run.objects.filter(pk=run_id, status__in=(Run.Status.QUEUED, Run.Status.RUNNING, Run.Status.INTERRUPTED))
         .filter(lease_is_free() | Q(status=Run.Status.INTERRUPTED))
         .update(
             status=Run.Status.CANCELLED,
             cancel_requested=True,
             resume_request=None,
-            finished_at=now,
+            finished_at=timezone.now(),
             lease_owner="",
             lease_expires_at=None,
         )
     )
     if not stopped:
-        flagged = Run.objects.filter(pk=run.pk, status=Run.Status.RUNNING).update(cancel_requested=True)
+        flagged = Run.objects.filter(pk=run_id, status=Run.Status.RUNNING).update(cancel_requested=True)
         if not flagged:
-            current = Run.objects.get(pk=run.pk)
-            raise RunConflict(f"run {run.pk} has already finished ({current.status})", status=current.status)
-    return Run.objects.select_related("workflow", "workflow_version", "created_by").get(pk=run.pk)
+            current = Run.objects.get(pk=run_id)
+            raise RunConflict(f"run {run_id} has already finished ({current.status})", status=current.status)
+    return Run.objects.select_related("workflow", "workflow_version", "created_by").get(pk=run_id)

@@ -1,0 +1,124 @@
+"""Admin for run history: filter by status, team, workflow and date; the trace inline and read-only;
+payloads and the RunState shown as indented JSON; an action to cancel runs."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest
+from django.utils.html import format_html
+
+from designer.errors import DesignerError
+from designer.models import Run, RunEvent
+
+
+def pretty_json(value: Any) -> str:
+    if value is None or value == "":
+        return "—"
+    return format_html('<pre style="white-space: pre-wrap; margin: 0">{}</pre>',
+                       json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False, default=str))
+
+
+class RunEventInline(admin.TabularInline):
+    model = RunEvent
+    extra = 0
+    can_delete = False
+    ordering = ("seq",)
+    fields = ("seq", "kind", "node_id", "frame_id", "activation_id", "index", "at", "duration_ms", "data_json")
+    readonly_fields = fields
+    show_change_link = False
+
+    @admin.display(description="data")
+    def data_json(self, event: RunEvent) -> str:
+        return pretty_json(event.data)
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(Run)
+class RunAdmin(admin.ModelAdmin):
+    list_display = ("id", "workflow", "team", "version", "status", "created_by", "created_at", "duration")
+    list_filter = ("status", "team", "workflow", "created_at")
+    list_select_related = ("workflow", "team", "workflow_version", "created_by")
+    date_hierarchy = "created_at"
+    search_fields = ("=id", "workflow__name", "workflow__slug", "team__name", "created_by__username")
+    ordering = ("-created_at", "-id")
+    actions = ("cancel_runs",)
+    inlines = (RunEventInline,)
+    fieldsets = (
+        (None, {"fields": ("team", "workflow", "workflow_version", "status", "created_by", "cancel_requested")}),
+        ("Timing", {"fields": ("created_at", "started_at", "finished_at", "duration", "attempts")}),
+        ("Payloads", {"fields": ("input_json", "output_json", "error_json", "interrupts_json",
+                                 "resume_request_json")}),
+        ("Execution", {"fields": ("lease_owner", "lease_expires_at", "run_state_json", "document_json"),
+                       "classes": ("collapse",)}),
+    )
+    readonly_fields = (
+        "team", "workflow", "workflow_version", "status", "created_by", "cancel_requested", "created_at",
+        "started_at", "finished_at", "duration", "attempts", "input_json", "output_json", "error_json",
+        "interrupts_json", "resume_request_json", "lease_owner", "lease_expires_at", "run_state_json",
+        "document_json",
+    )
+
+    @admin.display(description="version", ordering="workflow_version__number")
+    def version(self, run: Run) -> str:
+        return f"v{run.workflow_version.number}" if run.workflow_version_id else "draft"
+
+    @admin.display(description="duration")
+    def duration(self, run: Run) -> str:
+        ms = run.duration_ms
+        if ms is None:
+            return "—"
+        return f"{ms} ms" if ms < 1000 else f"{ms / 1000:.1f} s"
+
+    @admin.display(description="input")
+    def input_json(self, run: Run) -> str:
+        return pretty_json(run.input)
+
+    @admin.display(description="output")
+    def output_json(self, run: Run) -> str:
+        return pretty_json(run.output)
+
+    @admin.display(description="error")
+    def error_json(self, run: Run) -> str:
+        return pretty_json(run.error)
+
+    @admin.display(description="interrupts")
+    def interrupts_json(self, run: Run) -> str:
+        return pretty_json(run.interrupts)
+
+    @admin.display(description="pending resume")
+    def resume_request_json(self, run: Run) -> str:
+        return pretty_json(run.resume_request)
+
+    @admin.display(description="RunState (latest checkpoint)")
+    def run_state_json(self, run: Run) -> str:
+        return pretty_json(run.run_state)
+
+    @admin.display(description="document")
+    def document_json(self, run: Run) -> str:
+        return pretty_json(run.document)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # runs start through the API, which snapshots and enqueues them
+
+    @admin.action(description="Cancel selected runs")
+    def cancel_runs(self, request: HttpRequest, queryset: QuerySet[Run]) -> None:
+        from designer.services.runs import cancel
+
+        done = 0
+        for run in queryset.exclude(status__in=Run.FINISHED):
+            try:
+                cancel(run_id=run.pk)
+            except DesignerError as exc:
+                self.message_user(request, f"run {run.pk}: {exc.message}", messages.WARNING)
+            else:
+                done += 1
+        self.message_user(request, f"cancelled or flagged {done} run(s)", messages.SUCCESS)

@@ -1,0 +1,126 @@
+"""Run leases: who may execute a run right now.
+
+Every transition is a single conditional ``UPDATE`` (``filter(...).update(...)``)
+whose row count says whether it happened, so the database, not the Python
+process, arbitrates between concurrent workers.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import uuid
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import close_old_connections, connection
+from django.db.models import F, Q
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+
+from designer.models import Run
+
+DEFAULT_LEASE_SECONDS = 30.0
+
+#: Statuses in which a run wants a worker.
+RUNNABLE = (Run.Status.QUEUED, Run.Status.RUNNING)
+
+
+class LeaseLost(Exception):
+    """This worker no longer holds the run's lease (it expired and another worker took it, or the run was
+    finished elsewhere). The holder must stop without writing anything more."""
+
+
+def lease_seconds() -> float:
+    """Lease length: ``settings.TRELLIS_RUN_LEASE_SECONDS``, else env ``TRELLIS_RUN_LEASE_SECONDS``, else 30.
+
+    The environment variable lets a test give a worker subprocess a short lease without another settings module.
+    """
+    value = getattr(settings, "TRELLIS_RUN_LEASE_SECONDS", None) or os.environ.get("TRELLIS_RUN_LEASE_SECONDS")
+    return float(value) if value else DEFAULT_LEASE_SECONDS
+
+
+def new_owner_id() -> str:
+    """Unique per execution attempt, readable in the admin (host, pid)."""
+    return f"{socket.gethostname()[:60]}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
+
+
+def _expiry() -> Any:
+    return timezone.now() + timedelta(seconds=lease_seconds())
+
+
+def lease_is_free() -> Q:
+    """Rows nobody holds: never claimed, released, or expired (the holder died or stalled)."""
+    return Q(lease_owner="") | Q(lease_expires_at__isnull=True) | Q(lease_expires_at__lt=timezone.now())
+
+
+def claim(run_id: int, owner: str) -> Run | None:
+    """Take the lease of a runnable run; the claimed row, or None when it is held, finished or waiting."""
+    now = timezone.now()
+    claimed = (
+        Run.objects.filter(pk=run_id, status__in=RUNNABLE)
+        .filter(lease_is_free())
+        .update(
+            lease_owner=owner,
+            lease_expires_at=_expiry(),
+            status=Run.Status.RUNNING,
+            attempts=F("attempts") + 1,
+            started_at=Coalesce(F("started_at"), now),
+        )
+    )
+    if claimed != 1:
+        return None
+    return Run.objects.select_related("team", "workflow").get(pk=run_id)
+
+
+def renew(run_id: int, owner: str) -> None:
+    """Extend the lease; ``LeaseLost`` when this owner no longer holds it. Call inside the checkpoint's
+    transaction so a worker that lost its lease commits nothing."""
+    if not Run.objects.filter(pk=run_id, lease_owner=owner).update(lease_expires_at=_expiry()):
+        raise LeaseLost(f"run {run_id}: lease no longer held by {owner}")
+
+
+def release(run_id: int, owner: str, **fields: Any) -> bool:
+    """Write the final ``fields`` and drop the lease in one UPDATE; False when the lease was lost meanwhile."""
+    return bool(
+        Run.objects.filter(pk=run_id, lease_owner=owner).update(lease_owner="", lease_expires_at=None, **fields)
+    )
+
+
+class Heartbeat:
+    """Renews a lease from a daemon thread while one superstep runs longer than a lease.
+
+    Dies with the process, which is the point: a killed worker stops renewing and its lease expires.
+    ``lost`` is set when a renewal finds the lease gone; the next checkpoint then fails with ``LeaseLost``.
+    """
+
+    def __init__(self, run_id: int, owner: str, interval: float | None = None) -> None:
+        self.run_id = run_id
+        self.owner = owner
+        self.interval = interval if interval is not None else max(lease_seconds() / 3, 0.05)
+        self.lost = threading.Event()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name=f"lease-heartbeat-{run_id}", daemon=True)
+
+    def __enter__(self) -> Heartbeat:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _loop(self) -> None:
+        try:
+            while not self._stop.wait(self.interval):
+                try:
+                    renew(self.run_id, self.owner)
+                except LeaseLost:
+                    self.lost.set()
+                    return
+                except Exception:  # a transient DB error must not kill the heartbeat
+                    close_old_connections()
+        finally:
+            connection.close()

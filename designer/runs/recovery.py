@@ -1,0 +1,106 @@
+"""Finding runs that nobody is executing and handing them to a worker again.
+
+Every enqueue of a run's task also stamps ``lease_expires_at`` (with no owner):
+"the queue has this long to hand the run to a worker". A runnable run whose
+lease has expired is therefore either orphaned by a dead worker or lost by the
+queue, and is enqueued again. For the database task backend the check also
+skips runs that still have a READY task row, so a long queue never piles up
+duplicates. A duplicate would be harmless anyway: only one task can claim the
+run's lease, the others return at once.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from datetime import timedelta
+from typing import Any
+
+from django.db import transaction
+from django.db.models import Q
+from django.tasks import task_backends
+from django.utils import timezone
+
+from designer.models import Run
+from designer.runs.lease import RUNNABLE, lease_seconds
+
+logger = logging.getLogger(__name__)
+
+
+def _execute_task() -> Any:
+    from designer.tasks import execute_run  # the task module imports the executor, which imports this one
+
+    return execute_run
+
+
+def _is_database_backend(task: Any) -> bool:
+    try:
+        from django_tasks_db.backend import DatabaseBackend
+    except ImportError:  # another backend configured and django-tasks-db not installed
+        return False
+    return isinstance(task_backends[task.backend], DatabaseBackend)
+
+
+def enqueue_execution(run_id: int) -> None:
+    """Enqueue ``execute_run(run_id)`` and stamp the queue deadline. Call inside the transaction that made
+    the run runnable: with the database backend the task row commits (or rolls back) together with it."""
+    task = _execute_task()
+    Run.objects.filter(pk=run_id).update(
+        lease_owner="", lease_expires_at=timezone.now() + timedelta(seconds=lease_seconds())
+    )
+    if _is_database_backend(task):
+        task.enqueue(run_id)
+    else:
+        transaction.on_commit(lambda: task.enqueue(run_id))
+
+
+def _pending_run_ids(run_ids: Iterable[int]) -> set[int]:
+    """Runs among ``run_ids`` that already wait in the database queue (READY task rows)."""
+    task = _execute_task()
+    if not _is_database_backend(task):
+        return set()
+    from django_tasks_db.models import DBTaskResult
+
+    wanted = set(run_ids)
+    pending: set[int] = set()
+    rows = DBTaskResult.objects.ready().filter(task_path=task.module_path).values_list("args_kwargs", flat=True)
+    for args_kwargs in rows.iterator():
+        args = (args_kwargs or {}).get("args") or []
+        kwargs = (args_kwargs or {}).get("kwargs") or {}
+        run_id = args[0] if args else kwargs.get("run_id")
+        if run_id in wanted:
+            pending.add(run_id)
+    return pending
+
+
+def stale_runs() -> Any:
+    """Runnable runs whose lease (or queue deadline) has expired."""
+    now = timezone.now()
+    return Run.objects.filter(status__in=RUNNABLE).filter(
+        Q(lease_expires_at__lt=now) | Q(lease_expires_at__isnull=True)
+    )
+
+
+def requeue_stale_runs() -> list[int]:
+    """Enqueue every stale run once; returns their ids. Safe to call from several workers at once: the
+    conditional UPDATE lets exactly one of them re-stamp (and so enqueue) each run."""
+    candidates = list(stale_runs().values_list("pk", "lease_expires_at"))
+    if not candidates:
+        return []
+    pending = _pending_run_ids(pk for pk, _ in candidates)
+    requeued: list[int] = []
+    for run_id, expired_at in candidates:
+        if run_id in pending:
+            continue
+        with transaction.atomic():
+            # Still exactly as we saw it? Then nobody claimed or re-stamped it in between.
+            still_stale = Run.objects.filter(pk=run_id, status__in=RUNNABLE, lease_expires_at=expired_at)
+            if expired_at is None:
+                still_stale = Run.objects.filter(pk=run_id, status__in=RUNNABLE, lease_expires_at__isnull=True)
+            if not still_stale.update(lease_owner=""):
+                continue
+            enqueue_execution(run_id)
+        requeued.append(run_id)
+    if requeued:
+        logger.warning("re-enqueued %d run(s) whose worker stopped: %s", len(requeued), requeued)
+    return requeued

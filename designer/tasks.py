@@ -1,0 +1,20 @@
+"""Background tasks (``django.tasks``). The default backend is django-tasks-db; its worker runs them.
+
+Run ``manage.py run_worker`` (``db_worker`` plus recovery of orphaned runs) to process them.
+"""
+
+from __future__ import annotations
+
+from django.tasks import task
+
+
+@task()
+def execute_run(run_id: int) -> str:
+    """Execute (or continue) one run until it completes, fails, is interrupted or cancelled.
+
+    Returns what happened, for the task result: the run's final status, or ``skipped`` when another
+    worker holds the run or it no longer needs one (a duplicate enqueue is harmless by design).
+    """
+    from designer.runs.executor import execute  # keeps task discovery free of runtime imports
+
+    return execute(run_id)
