@@ -99,7 +99,7 @@ run: migrate
 	@if $(PY) manage.py help load_demo >/dev/null 2>&1; then $(PY) manage.py load_demo; fi
 	@echo "Serving http://$(HOST):$(PORT)/ with a task worker; Ctrl-C stops both."
 	@set -m; \
-	$(PY) manage.py db_worker & worker=$$!; \
+	$(PY) manage.py run_worker & worker=$$!; \
 	$(PY) manage.py runserver $(HOST):$(PORT) & web=$$!; \
 	stop() { trap - INT TERM EXIT; kill -TERM -- -$$worker -$$web 2>/dev/null || true; wait 2>/dev/null || true; }; \
 	trap stop INT TERM EXIT; \
