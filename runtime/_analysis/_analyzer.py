@@ -2,15 +2,23 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
 from typing import Any
 
+from runtime._analysis import _schemas as S
+from runtime._analysis._checks import Checker
+from runtime._analysis._infer import output_schema, result_schema, state_view
 from runtime._analysis._labels import LabelSet, labels_of
+from runtime._analysis._options import OptionIndex, PathOption
 from runtime._analysis._regions import Regions, Stack, compute_regions
+from runtime._analysis._schemas import Schema
+from runtime._analysis._scope import Scope
 from runtime._context import RESERVED_CONTEXT_FIELDS
 from runtime._diagnostics import Diagnostic
-from runtime._document import ForeachNode, TaskNode, Workflow
-from runtime._errors import UnknownNodeError, UnreachableNodeError, WorkflowValidationError
+from runtime._document import BranchNode, ForeachNode, InterruptNode, SubgraphNode, TaskNode, Workflow
+from runtime._errors import UnknownNodeError, UnreachableNodeError, WorkflowError, WorkflowValidationError
+from runtime._resolver import WorkflowResolver, as_resolver
 
 
 class Analysis:
@@ -21,9 +29,12 @@ class Analysis:
     every node of a large document stays cheap.
     """
 
-    def __init__(self, workflow: Workflow, regions: Regions, diagnostics: list[Diagnostic]) -> None:
+    def __init__(self, workflow: Workflow, regions: Regions, diagnostics: list[Diagnostic], scope: Scope,
+                 options: OptionIndex, output_schema: Schema, subgraphs: Mapping[str, Analysis]) -> None:
         self.workflow = workflow
         self._regions = regions
+        self._scope = scope
+        self._options = options
         self._order = {node.id: index for index, node in enumerate(workflow.nodes)}
         self.diagnostics: tuple[Diagnostic, ...] = tuple(
             sorted(diagnostics, key=lambda d: -1 if d.node_id is None else self._order.get(d.node_id, -1))
@@ -31,10 +42,22 @@ class Analysis:
         self.errors: tuple[Diagnostic, ...] = tuple(d for d in self.diagnostics if d.is_error)
         self.warnings: tuple[Diagnostic, ...] = tuple(d for d in self.diagnostics if not d.is_error)
         self.reachable: frozenset[str] = frozenset(regions.stacks)
+        #: JSON Schema of the payload this workflow's outputs project (a subgraph node's result).
+        self.output_schema: Schema = output_schema
+        self._subgraphs = dict(subgraphs)
 
     @property
     def ok(self) -> bool:
         return not self.errors
+
+    @property
+    def input_schema(self) -> Schema:
+        return self._scope.input_schema
+
+    @property
+    def state_schema(self) -> Schema:
+        """Declared state fields plus every field output bindings write (see ``_infer``)."""
+        return self._scope.state_schema
 
     def _check_node(self, node_id: str) -> None:
         if node_id not in self._order:
@@ -51,6 +74,34 @@ class Analysis:
         """The foreach owner stack of a reachable node, outermost first."""
         self._check_node(node_id)
         return self._regions.stacks[node_id]
+
+    def context_schema(self, node_id: str) -> Schema:
+        """JSON Schema of ``context`` at a reachable node (a fresh copy: callers may keep or change it)."""
+        self._check_node(node_id)
+        return copy.deepcopy(self._scope.context_schema(self._regions.stacks[node_id]))
+
+    def item_schema(self, foreach_id: str) -> Schema:
+        """The item schema of a foreach node's collection."""
+        node = self.workflow.node(foreach_id) if foreach_id in self._order else None
+        if not isinstance(node, ForeachNode):
+            raise UnknownNodeError(f"workflow {self.workflow.id!r} has no foreach {foreach_id!r}",
+                                   workflow=self.workflow.id, node_id=foreach_id)
+        return copy.deepcopy(self._scope.item_schema(foreach_id))
+
+    def path_options(self, node_id: str, want: Schema | None = None) -> list[PathOption]:
+        """Every readable path at a reachable node; with ``want``, only the compatible ones, best first."""
+        self._check_node(node_id)
+        stack = self._regions.stacks[node_id]
+        if want is None:
+            return list(self._options.region(stack))
+        return list(self._options.wanted(stack, want))
+
+    def subgraph(self, node_id: str) -> Analysis | None:
+        """The analysis of the child workflow a subgraph node runs (None when it cannot be resolved)."""
+        if node_id not in self._order:
+            raise UnknownNodeError(f"workflow {self.workflow.id!r} has no node {node_id!r}",
+                                   workflow=self.workflow.id, node_id=node_id)
+        return self._subgraphs.get(node_id)
 
     def raise_for_errors(self) -> None:
         if not self.errors:
@@ -197,22 +248,118 @@ def analyze(workflow: Workflow | Mapping[str, Any], *, registry: Any | None = No
 
     ``registry`` (a ``TaskRegistry``) enables task checks; without it, task
     names, labels and schemas are not judged. ``workflows`` resolves subgraph
-    references (anything ``runtime._resolver.as_resolver`` accepts).
+    references (anything ``runtime._resolver.as_resolver`` accepts); child
+    workflows are analyzed in their own scope, and their errors are repeated
+    on the calling subgraph node.
     """
-    doc = _coerce_workflow(workflow)
-    nodes: dict[str, object] = {}
-    for node in doc.nodes:
-        nodes.setdefault(node.id, node)
-    routes: dict[str, dict[str, str]] = {}
-    for route in doc.routes:
-        if route.source in nodes:
-            routes.setdefault(route.source, {}).setdefault(route.label, route.target)
-    specs = {node_id: spec for node_id, node in nodes.items() if (spec := _spec_of(registry, node)) is not None}
-    labels = {node_id: labels_of(node, specs.get(node_id)) for node_id, node in nodes.items()}
-    regions = compute_regions(doc, nodes, routes, labels)
-    diagnostics = _structure(doc, nodes, registry, specs)
-    diagnostics += _route_labels(doc, nodes, labels)
-    diagnostics += _unreachable(doc, regions.stacks) if doc.nodes else []
-    diagnostics += regions.diagnostics
-    diagnostics += _aliases(doc, nodes, regions.stacks)
-    return Analysis(doc, regions, diagnostics)
+    session = _Session(registry, as_resolver(workflows))
+    return session.analyze(_coerce_workflow(workflow), (), frozenset(), frozenset())
+
+
+class _Session:
+    """One top-level ``analyze`` call: the registry, the resolver and the child analyses done so far."""
+
+    def __init__(self, registry: Any | None, resolver: WorkflowResolver) -> None:
+        self.registry = registry
+        self.resolver = resolver
+        self.children: dict[tuple[int, tuple[str, ...], frozenset[str], frozenset[str]], Analysis] = {}
+        self.keep: list[Workflow] = []  # keeps resolved documents alive so their ids stay unique
+
+    def analyze(self, doc: Workflow, chain: tuple[str, ...], caller_foreach: frozenset[str],
+                caller_aliases: frozenset[str]) -> Analysis:
+        nodes: dict[str, Any] = {}
+        for node in doc.nodes:
+            nodes.setdefault(node.id, node)
+        routes: dict[str, dict[str, str]] = {}
+        for route in doc.routes:
+            if route.source in nodes:
+                routes.setdefault(route.source, {}).setdefault(route.label, route.target)
+        specs = {node_id: spec for node_id, node in nodes.items()
+                 if (spec := _spec_of(self.registry, node)) is not None}
+        labels = {node_id: labels_of(node, specs.get(node_id)) for node_id, node in nodes.items()}
+        regions = compute_regions(doc, nodes, routes, labels)
+        diagnostics = _structure(doc, nodes, self.registry, specs)
+        diagnostics += _route_labels(doc, nodes, labels)
+        diagnostics += _unreachable(doc, regions.stacks) if doc.nodes else []
+        diagnostics += regions.diagnostics
+        diagnostics += _aliases(doc, nodes, regions.stacks)
+
+        foreach_nodes = {nid: n for nid, n in nodes.items() if isinstance(n, ForeachNode)}
+        inner_foreach = caller_foreach | frozenset(foreach_nodes)
+        inner_aliases = caller_aliases | frozenset(n.as_ for n in foreach_nodes.values() if n.as_)
+        subgraphs: dict[str, Analysis] = {}
+        child_docs: dict[str, Workflow] = {}
+        for node_id, node in nodes.items():
+            if isinstance(node, SubgraphNode):
+                found = self.child(doc, node, (*chain, doc.id), inner_foreach, inner_aliases, diagnostics)
+                if found is not None:
+                    child_docs[node_id], subgraphs[node_id] = found
+
+        checker = Checker(doc, regions.stacks)
+        declared_state = S.prepare(doc.state_schema)
+        writes = []
+        for node_id, node in nodes.items():
+            bindings = getattr(node, "output", None)
+            if bindings:
+                child = subgraphs.get(node_id)
+                result = result_schema(node, specs.get(node_id), child.output_schema if child else None)
+                writes += checker.writes(node_id, bindings, result, declared_state)
+        view = state_view(declared_state, writes)
+        scope = Scope(doc.id, foreach_nodes, frozenset(nodes) - frozenset(foreach_nodes), regions.stacks,
+                      S.prepare(doc.input_schema), view.schema, caller_foreach, caller_aliases)
+        for node_id, node in nodes.items():
+            stack = regions.stacks.get(node_id)
+            if isinstance(node, TaskNode):
+                spec = specs.get(node_id)
+                target = S.prepare(spec.input_schema) if spec is not None else None
+                checker.inputs(scope, node_id, stack, node.input, target, f"task {node.task!r}")
+            elif isinstance(node, SubgraphNode):
+                child_doc = child_docs.get(node_id)
+                target = S.prepare(child_doc.input_schema) if child_doc is not None else None
+                checker.inputs(scope, node_id, stack, node.input, target, f"workflow {node.workflow.id!r}")
+            elif isinstance(node, InterruptNode):
+                checker.inputs(scope, node_id, stack, node.input, None, f"interrupt {node_id!r}")
+            elif isinstance(node, ForeachNode):
+                checker.foreach(scope, node, stack)
+            elif isinstance(node, BranchNode):
+                checker.branch(scope, node, stack)
+        projected = []
+        for output in doc.outputs:
+            schema = checker.read(scope, None, f"outputs.{output.target}", output.path, ())
+            projected.append((output, schema if schema is not None else S.ANY))
+        diagnostics += checker.out
+        options = OptionIndex(scope, {n.id: n.title for n in foreach_nodes.values()}, view.writers)
+        return Analysis(doc, regions, diagnostics, scope, options, output_schema(projected), subgraphs)
+
+    def child(self, doc: Workflow, node: SubgraphNode, chain: tuple[str, ...], caller_foreach: frozenset[str],
+              caller_aliases: frozenset[str], diagnostics: list[Diagnostic]) -> tuple[Workflow, Analysis] | None:
+        ref = node.workflow
+        shown = ref.id if ref.version is None else f"{ref.id} v{ref.version}"
+        if ref.id in chain:
+            cycle = " -> ".join((*chain[chain.index(ref.id):], ref.id))
+            diagnostics.append(Diagnostic(
+                "subgraph.recursion", "error", node.id, "workflow",
+                f"subgraph {node.id!r} runs workflow {shown!r}, which is already running further up: {cycle}",
+                "break the cycle: a workflow may not (directly or indirectly) run itself as a subgraph"))
+            return None
+        try:
+            child_doc = self.resolver.resolve(ref)
+        except WorkflowError as error:
+            diagnostics.append(Diagnostic(
+                "subgraph.unknown_workflow", "error", node.id, "workflow",
+                f"subgraph {node.id!r} runs workflow {shown!r}, which cannot be found: {error.message}",
+                "pick a saved workflow (and an existing version), or publish the one you mean"))
+            return None
+        key = (id(child_doc), chain, caller_foreach, caller_aliases)
+        analysis = self.children.get(key)
+        if analysis is None:
+            self.keep.append(child_doc)
+            analysis = self.analyze(child_doc, chain, caller_foreach, caller_aliases)
+            self.children[key] = analysis
+        for problem in analysis.errors:
+            where = f"node {problem.node_id!r}" if problem.node_id else "the workflow"
+            diagnostics.append(Diagnostic(
+                problem.code, "error", node.id, "workflow",
+                f"in subgraph workflow {child_doc.id!r}, {where}"
+                f"{' (' + problem.field + ')' if problem.field else ''}: {problem.message}", problem.hint))
+        return child_doc, analysis

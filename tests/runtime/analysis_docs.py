@@ -32,6 +32,8 @@ def chain(*steps: str, label: str = "ok") -> list[dict[str, str]]:
 
 
 def workflow(nodes: list[dict[str, Any]], routes: list[dict[str, str]], **extra: Any) -> Workflow:
-    data: dict[str, Any] = {"id": extra.pop("id", "wf"), "nodes": nodes, "routes": routes}
+    """A validated document; unless given, the input schema is an open object (any field readable)."""
+    data: dict[str, Any] = {"id": extra.pop("id", "wf"), "nodes": nodes, "routes": routes,
+                            "input_schema": {"type": "object"}}
     data.update(extra)
     return Workflow.model_validate(data)

@@ -1,0 +1,190 @@
+"""Per-node diagnostics that need schemas: paths, input bindings, output bindings, foreach collections."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from runtime._analysis import _schemas as S
+from runtime._analysis._infer import Write, written_schema
+from runtime._analysis._schemas import Schema
+from runtime._analysis._scope import Scope, Stack
+from runtime._diagnostics import Diagnostic
+from runtime._document import BranchNode, ForeachNode, InputBinding, OutputBinding, Workflow
+
+_SEVERITY = {S.NONE: "error", S.OPTIONAL: "warning"}
+
+
+def _why(source: Schema, target: Schema) -> str:
+    return f"{S.type_label(source)} into {S.type_label(target)}"
+
+
+class Checker:
+    """Collects diagnostics for one workflow; ``scope`` may be set after the writes are known."""
+
+    def __init__(self, workflow: Workflow, stacks: Mapping[str, Stack]) -> None:
+        self.workflow = workflow
+        self.stacks = stacks
+        self.out: list[Diagnostic] = []
+
+    def add(self, code: str, severity: str, node_id: str | None, field: str | None, message: str,
+            hint: str) -> None:
+        self.out.append(Diagnostic(code, severity, node_id, field, message, hint))  # type: ignore[arg-type]
+
+    # -- output bindings (before the state view exists) ------------------------
+
+    def writes(self, node_id: str, bindings: list[OutputBinding], result: Schema,
+               declared_state: Schema) -> list[Write]:
+        found: list[Write] = []
+        declared = declared_state.get("properties")
+        declared = declared if isinstance(declared, dict) else {}
+        closed = declared_state.get("additionalProperties") is False
+        for binding in bindings:
+            field = f"output.{binding.target}"
+            source, bad = S.descend(result, binding.source.parts)
+            if source is None:
+                parent, _ = S.descend(result, binding.source.parts[:bad])
+                names = [n for a in S.object_atoms(parent or {}) for n in (a.get("properties") or {})]
+                self.add("path.unknown_field", "error", node_id, field,
+                         f"output binding reads {str(binding.source)!r} from the result of {node_id!r}, which has "
+                         f"no field {binding.source.parts[bad]!r}" + (f" (it has: {', '.join(names)})" if names
+                                                                       else ""),
+                         "use '.' for the whole result or one of its declared fields")
+                source = S.ANY
+            written = written_schema(source, binding.mode)
+            if written is None:
+                need = "an array" if binding.mode == "extend" else "an object"
+                self.add("binding.type_mismatch", "error", node_id, field,
+                         f"mode {binding.mode!r} needs {need}, but {str(binding.source)!r} of the result is "
+                         f"{S.type_label(source)}", "use mode 'set' or 'append', or bind another field")
+                written = S.ANY
+            top = binding.target.parts[0]
+            if top in declared:
+                self._check_declared_write(node_id, field, binding, source, declared[top])
+            elif closed:
+                self.add("path.unknown_field", "error", node_id, field,
+                         f"output binding writes state field {top!r}, which state_schema does not declare and "
+                         f"does not allow (additionalProperties is false)",
+                         "declare the field in state_schema, or write a declared field")
+            found.append(Write(node_id, binding, written))
+        return found
+
+    def _check_declared_write(self, node_id: str, field: str, binding: OutputBinding, source: Schema,
+                              declared: Schema) -> None:
+        target, bad = S.descend(declared, binding.target.parts[1:], absent_is_null=False)
+        if target is None:
+            self.add("path.unknown_field", "error", node_id, field,
+                     f"output binding writes state {str(binding.target)!r}, but the declared state field "
+                     f"{binding.target.parts[0]!r} has no field {binding.target.parts[1 + bad]!r}",
+                     "write a field that state_schema declares, or extend state_schema")
+            return
+        if binding.mode == "append":
+            items = S.items_schema(target)
+            if items is None:
+                self.add("binding.type_mismatch", "error", node_id, field,
+                         f"mode 'append' needs an array, but state {str(binding.target)!r} is declared as "
+                         f"{S.type_label(target)}", "use mode 'set', or declare the state field as an array")
+                return
+            target = items
+        elif binding.mode == "merge":
+            self._check_merge(node_id, field, binding, source, target)
+            return
+        level = S.fit(source, target)
+        if level in _SEVERITY:
+            self.add("binding.type_mismatch", _SEVERITY[level], node_id, field,
+                     f"writing {str(binding.source)!r} of the result of {node_id!r} into state "
+                     f"{str(binding.target)!r} ({binding.mode}) puts {_why(source, target)}"
+                     + (": the value may not fit" if level == S.OPTIONAL else ""),
+                     "change the declared state type, or bind a result field of the right type")
+
+    def _check_merge(self, node_id: str, field: str, binding: OutputBinding, source: Schema,
+                     target: Schema) -> None:
+        if not S.is_object(target) and not S.is_any(target):
+            self.add("binding.type_mismatch", "error", node_id, field,
+                     f"mode 'merge' needs an object, but state {str(binding.target)!r} is declared as "
+                     f"{S.type_label(target)}", "use mode 'set', or declare the state field as an object")
+            return
+        for name in {n for a in S.object_atoms(source) for n in (a.get("properties") or {})}:
+            got = S.property_schema(source, name, absent_is_null=False) or S.ANY
+            want = S.property_schema(target, name, absent_is_null=False)
+            if want is not None and S.fit(got, want) == S.NONE:
+                self.add("binding.type_mismatch", "error", node_id, field,
+                         f"merging {str(binding.source)!r} into state {str(binding.target)!r} puts field "
+                         f"{name!r} as {_why(got, want)}", "change the declared state type or the result")
+
+    # -- reads ----------------------------------------------------------------
+
+    def read(self, scope: Scope, node_id: str | None, field: str, path: Any, stack: Stack | None) -> Schema | None:
+        """Check one graph path; returns its schema, or None when it is invalid (already reported)."""
+        if stack is None:
+            if path.root == "context":
+                return None  # unreachable node: no context to judge against (node.unreachable says why)
+            stack = ()
+        resolved = scope.resolve(path, stack)
+        if resolved.problem is not None:
+            problem = resolved.problem
+            self.add(problem.code, problem.severity, node_id, field, problem.message, problem.hint)
+            return None
+        return resolved.schema
+
+    def inputs(self, scope: Scope, node_id: str, stack: Stack | None, bindings: list[InputBinding],
+               target: Schema | None, what: str) -> None:
+        """Input bindings of a task, subgraph or interrupt; ``target`` is the payload schema when known."""
+        for binding in bindings:
+            field = f"input.{binding.target}" if binding.target.parts else "input"
+            if binding.path is not None:
+                source = self.read(scope, node_id, field, binding.path, stack)
+                shown = repr(str(binding.path))
+            else:
+                source = S.schema_of_value(binding.value)
+                shown = "the literal value"
+            if target is None:
+                continue
+            want, bad = S.descend(target, binding.target.parts, absent_is_null=False)
+            if want is None:
+                closed = any(a.get("additionalProperties") is False for a in S.object_atoms(target))
+                self.add("path.unknown_field", "error" if closed else "warning", node_id, field,
+                         f"{what} has no input field {'.'.join(binding.target.parts[: bad + 1])!r}",
+                         "bind one of its declared input fields")
+                continue
+            if source is None:
+                continue
+            level = S.fit(source, want)
+            if level in _SEVERITY:
+                tail = ": it may be null or not one of the allowed values" if level == S.OPTIONAL else ""
+                self.add("binding.type_mismatch", _SEVERITY[level], node_id, field,
+                         f"{shown} is {S.type_label(source)}, but {what} expects {S.type_label(want)} for "
+                         f"{str(binding.target)!r}{tail}",
+                         "bind a path of the expected type (the path picker lists compatible ones first)")
+        if target is not None:
+            self._missing(node_id, bindings, target, what)
+
+    def _missing(self, node_id: str, bindings: list[InputBinding], target: Schema, what: str) -> None:
+        if any(b.target.is_whole for b in bindings):
+            return
+        bound = {b.target.parts[0] for b in bindings}
+        for atom in S.object_atoms(target)[:1]:
+            props = atom.get("properties") or {}
+            for name in atom.get("required", ()):
+                if name in bound or "default" in (props.get(name) or {}):
+                    continue
+                self.add("binding.missing_required", "error", node_id, f"input.{name}",
+                         f"{what} requires input field {name!r} ({S.type_label(props.get(name) or S.ANY)}), "
+                         f"but nothing is bound to it",
+                         f"add an input binding with target {name!r} (a path or a literal value)")
+
+    def foreach(self, scope: Scope, node: ForeachNode, stack: Stack | None) -> None:
+        schema = self.read(scope, node.id, "over", node.over, stack)
+        if schema is None or S.is_any(schema):
+            return
+        if S.items_schema(schema) is None:
+            self.add("binding.type_mismatch", "error", node.id, "over",
+                     f"foreach {node.id!r} iterates {str(node.over)!r}, which is {S.type_label(schema)}, not an "
+                     f"array", "point over at an array (a list field of input or state, or of an outer item)")
+        elif S.nullable(schema):
+            self.add("binding.type_mismatch", "warning", node.id, "over",
+                     f"foreach {node.id!r} iterates {str(node.over)!r}, which may be null or missing",
+                     "make the field required and non-nullable, or give it a default")
+
+    def branch(self, scope: Scope, node: BranchNode, stack: Stack | None) -> None:
+        self.read(scope, node.id, "path", node.path, stack)

@@ -1,0 +1,132 @@
+"""Schema inference that follows data: node results -> output bindings -> state -> readers.
+
+Flow sensitivity: none, on purpose. A state field is readable at every node
+with the schema declared in ``state_schema`` when it is declared (declaration
+wins; writes are checked against it), else with the union of everything any
+output binding writes to it. That is sound for types (every value the field
+can hold is described) but does not prove that a write happened before a
+read; presence is the engine's business at run time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from runtime._analysis import _schemas as S
+from runtime._analysis._schemas import Schema
+from runtime._document import InterruptNode, OutputBinding, SubgraphNode, TaskNode, WorkflowOutput
+from runtime._paths import LocalPath
+
+
+def result_schema(node: object, spec: Any | None, child_output: Schema | None) -> Schema:
+    """The schema of a node's result payload (what its output bindings read)."""
+    if isinstance(node, TaskNode):
+        return S.prepare(spec.result_schema) if spec is not None else S.ANY
+    if isinstance(node, SubgraphNode):
+        return child_output if child_output is not None else S.ANY
+    if isinstance(node, InterruptNode):
+        return S.prepare(node.resume_schema)
+    return S.ANY
+
+
+def written_schema(source: Schema, mode: str) -> Schema | None:
+    """What a write of ``source`` with ``mode`` leaves in the target; None when the mode cannot apply."""
+    if mode == "append":
+        return S.array_of(source)
+    if mode == "extend":
+        return source if S.is_any(source) or S.is_array(source) else None
+    if mode == "merge":
+        return source if S.is_any(source) or S.is_object(source) else None
+    return source
+
+
+def nest(parts: tuple[str, ...], leaf: Schema) -> Schema:
+    """``leaf`` placed at ``parts`` inside nested objects (each level required: the write creates it)."""
+    schema = leaf
+    for part in reversed(parts):
+        schema = {"type": "object", "properties": {part: schema}, "required": [part]}
+    return schema
+
+
+@dataclass(slots=True)
+class Write:
+    node_id: str
+    binding: OutputBinding
+    schema: Schema  # schema of the written value (after the mode)
+
+
+@dataclass(slots=True)
+class StateView:
+    schema: Schema
+    declared: frozenset[str]
+    writers: dict[str, list[str]] = field(default_factory=dict)
+
+
+def _merge_objects(schemas: list[Schema]) -> Schema:
+    props: dict[str, list[Schema]] = {}
+    required: list[str] = []
+    if any(S.is_any(schema) for schema in schemas):
+        return {"type": "object"}  # an unknown part makes the whole merge open
+    for schema in schemas:
+        for atom in S.object_atoms(schema):
+            for name, prop in (atom.get("properties") or {}).items():
+                props.setdefault(name, []).append(prop)
+            required.extend(r for r in atom.get("required", ()) if r not in required)
+    return {"type": "object", "properties": {name: _combine(options) for name, options in props.items()},
+            "required": [r for r in required if r in props]}
+
+
+def _combine(options: list[Schema]) -> Schema:
+    """Writes to sibling fields of one object describe one object, not alternatives."""
+    if len(options) > 1 and all(S.is_object(o) and len(S.atoms(o)) == 1 for o in options):
+        return _merge_objects(options)
+    return S.union(options)
+
+
+def state_view(state_schema: Schema, writes: Iterable[Write]) -> StateView:
+    declared_props = state_schema.get("properties")
+    declared = dict(declared_props) if isinstance(declared_props, dict) else {}
+    whole: dict[str, list[Schema]] = {}
+    merged: dict[str, list[Schema]] = {}
+    writers: dict[str, list[str]] = {}
+    for write in writes:
+        parts = write.binding.target.parts
+        top = parts[0]
+        writers.setdefault(top, [])
+        if write.node_id not in writers[top]:
+            writers[top].append(write.node_id)
+        if top in declared:
+            continue
+        if len(parts) > 1 or write.binding.mode == "merge":
+            merged.setdefault(top, []).append(nest(parts[1:], write.schema))
+        else:
+            whole.setdefault(top, []).append(nest(parts[1:], write.schema))
+    props: dict[str, Schema] = dict(declared)
+    for name in [*whole, *(m for m in merged if m not in whole)]:
+        options = list(whole.get(name, []))
+        if name in merged:
+            options.append(_merge_objects(merged[name]))
+        props[name] = S.union(options)
+    schema: Schema = {**state_schema, "type": "object", "properties": props}
+    return StateView(schema, frozenset(declared), writers)
+
+
+def output_schema(outputs: Iterable[tuple[WorkflowOutput, Schema]]) -> Schema:
+    """The workflow's output payload: each output's path schema placed at its target."""
+    whole: list[Schema] = []
+    fields: dict[str, list[tuple[LocalPath, Schema]]] = {}
+    for output, schema in outputs:
+        if output.target.is_whole:
+            whole.append(schema)
+        else:
+            fields.setdefault(output.target.parts[0], []).append((output.target, schema))
+    props: dict[str, Schema] = {}
+    for name, entries in fields.items():
+        nested = [nest(target.parts[1:], schema) for target, schema in entries]
+        props[name] = nested[0] if len(nested) == 1 else _merge_objects(nested)
+    if whole and not props:
+        return S.union(whole)
+    base: Schema = {"type": "object", "properties": props, "required": list(props)}
+    return _merge_objects([base, *whole]) if whole else base

@@ -1,0 +1,418 @@
+"""JSON Schema utilities for the subset pydantic emits, and type compatibility.
+
+Schemas are treated as immutable values and shared freely; nothing here
+mutates its input. ``prepare`` removes ``$ref``/``$defs`` and single-entry
+``allOf`` once so that everything else can walk plain ``properties`` and
+``items``. A schema is read as a union of *atoms* (one JSON type each, with
+its constraints); ``{}`` (or a schema without a type) is *any*, which fits
+everywhere and accepts everything, without a warning.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Final
+
+Schema = dict[str, Any]
+
+ANY: Final[Schema] = {}
+NULL: Final[Schema] = {"type": "null"}
+
+#: Compatibility levels, ordered so ``min`` gives the weakest link.
+NONE, OPTIONAL, COMPATIBLE, EXACT = 0, 1, 2, 3
+LEVEL_NAMES: Final[dict[int, str]] = {EXACT: "exact", COMPATIBLE: "compatible", OPTIONAL: "optional"}
+
+_JSON_TYPES = ("null", "boolean", "integer", "number", "string", "array", "object")
+_MAX_DEPTH = 32
+
+
+# ---------------------------------------------------------------------------
+# preparation
+
+
+def prepare(schema: object) -> Schema:
+    """A self-contained schema: local ``$ref``s inlined, ``allOf`` of one flattened.
+
+    A recursive definition cannot be inlined; its recursive occurrence becomes
+    *any* (titled with the definition name), which is sound for compatibility
+    (any fits) and stops path options from descending forever.
+    """
+    if not isinstance(schema, dict):
+        return {} if schema is True or schema is None else {"not": {}}
+    defs: dict[str, Any] = {}
+    for key in ("$defs", "definitions"):
+        found = schema.get(key)
+        if isinstance(found, dict):
+            defs.update({f"#/{key}/{name}": value for name, value in found.items()})
+    if not defs and not _has_composition(schema):
+        return schema
+    return _inline(schema, defs, ())  # type: ignore[no-any-return]
+
+
+def _has_composition(node: object) -> bool:
+    if isinstance(node, dict):
+        if "$ref" in node or "allOf" in node:
+            return True
+        return any(_has_composition(value) for value in node.values())
+    if isinstance(node, list):
+        return any(_has_composition(value) for value in node)
+    return False
+
+
+def _inline(node: object, defs: dict[str, Any], stack: tuple[str, ...]) -> object:
+    if isinstance(node, list):
+        return [_inline(value, defs, stack) for value in node]
+    if not isinstance(node, dict):
+        return node
+    ref = node.get("$ref")
+    if isinstance(ref, str):
+        rest = {k: v for k, v in node.items() if k != "$ref"}
+        if ref in stack or ref not in defs or len(stack) > _MAX_DEPTH:
+            title = ref.rsplit("/", 1)[-1]
+            return {**_inline(rest, defs, stack), "title": rest.get("title", title)}  # type: ignore[dict-item]
+        target = _inline(defs[ref], defs, (*stack, ref))
+        return {**target, **_inline(rest, defs, stack)} if rest else target  # type: ignore[dict-item]
+    out: Schema = {}
+    for key, value in node.items():
+        if key in ("$defs", "definitions"):
+            continue
+        out[key] = _inline(value, defs, stack)
+    all_of = out.get("allOf")
+    if isinstance(all_of, list):
+        del out["allOf"]
+        for part in all_of:
+            if isinstance(part, dict):
+                out = _merge_all_of(out, part)
+    return out
+
+
+def _merge_all_of(base: Schema, part: Schema) -> Schema:
+    merged = {**part, **base}
+    if "properties" in base and "properties" in part:
+        merged["properties"] = {**part["properties"], **base["properties"]}
+    if "required" in base and "required" in part:
+        merged["required"] = list(dict.fromkeys([*part["required"], *base["required"]]))
+    return merged
+
+
+# ---------------------------------------------------------------------------
+# reading a schema as a union of atoms
+
+
+def is_any(schema: Schema) -> bool:
+    return not any(key in schema for key in ("type", "anyOf", "oneOf", "enum", "const", "properties", "items",
+                                             "not"))
+
+
+def _json_type(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    return "object"
+
+
+def atoms(schema: Schema) -> list[Schema]:
+    """The schema as a flat union: each atom has one ``type`` (or is *any*)."""
+    if not isinstance(schema, dict):
+        return [ANY]
+    union = schema.get("anyOf") or schema.get("oneOf")
+    if isinstance(union, list):
+        out: list[Schema] = []
+        for option in union:
+            if isinstance(option, dict):
+                out.extend(atoms(option))
+        return out
+    if "not" in schema and len(schema) == 1:
+        return []
+    if "const" in schema:
+        return [{**schema, "type": _json_type(schema["const"])}] if schema["const"] is not None else [NULL]
+    if isinstance(schema.get("enum"), list):
+        by_type: dict[str, list[Any]] = {}
+        for value in schema["enum"]:
+            by_type.setdefault(_json_type(value), []).append(value)
+        if "integer" in by_type and "number" in by_type:
+            by_type["number"] += by_type.pop("integer")
+        return [NULL if kind == "null" else {**schema, "type": kind, "enum": values}
+                for kind, values in by_type.items()]
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        return [NULL if k == "null" else {**schema, "type": k} for k in kind if k in _JSON_TYPES]
+    if kind is None:
+        if "properties" in schema:
+            return [{**schema, "type": "object"}]
+        if "items" in schema:
+            return [{**schema, "type": "array"}]
+        return [ANY]
+    return [schema]
+
+
+def nullable(schema: Schema) -> bool:
+    """Whether the value may be ``null`` (an *any* schema does not count: unknown is not optional)."""
+    return any(atom.get("type") == "null" for atom in atoms(schema))
+
+
+def non_null(schema: Schema) -> Schema:
+    kept = [atom for atom in atoms(schema) if atom.get("type") != "null"]
+    return union(kept) if kept else NULL
+
+
+def make_nullable(schema: Schema) -> Schema:
+    if is_any(schema) or nullable(schema):
+        return schema
+    return {"anyOf": [schema, NULL]}
+
+
+def _key(schema: Schema) -> str:
+    return json.dumps(schema, sort_keys=True, default=str)
+
+
+def union(schemas: list[Schema]) -> Schema:
+    """One schema accepting any of ``schemas`` (deduplicated; *any* absorbs the rest)."""
+    unique: dict[str, Schema] = {}
+    for schema in schemas:
+        if is_any(schema):
+            return ANY
+        for option in schema.get("anyOf", [schema]) if set(schema) <= {"anyOf"} else [schema]:
+            unique.setdefault(_key(option), option)
+    if not unique:
+        return ANY
+    options = list(unique.values())
+    return options[0] if len(options) == 1 else {"anyOf": options}
+
+
+def array_of(items: Schema) -> Schema:
+    return {"type": "array", "items": items}
+
+
+def schema_of_value(value: object) -> Schema:
+    """A schema describing one literal JSON value (for literal input bindings)."""
+    kind = _json_type(value)
+    if kind == "array":
+        return {"type": "array", "items": union([schema_of_value(v) for v in value]) if value else ANY}  # type: ignore[attr-defined]
+    if kind == "object":
+        props = {str(k): schema_of_value(v) for k, v in value.items()}  # type: ignore[attr-defined]
+        return {"type": "object", "properties": props, "required": list(props)}
+    if kind == "null":
+        return NULL
+    return {"type": kind, "const": value}
+
+
+# ---------------------------------------------------------------------------
+# descending
+
+
+def object_atoms(schema: Schema) -> list[Schema]:
+    return [atom for atom in atoms(schema) if atom.get("type") == "object" or is_any(atom)]
+
+
+def property_schema(schema: Schema, name: str, *, absent_is_null: bool = True) -> Schema | None:
+    """The schema of ``schema[name]``, or None when no object form of ``schema`` has that field.
+
+    A field reached through a nullable object, or one that is neither
+    required nor defaulted, may be missing at run time: its schema is made
+    nullable so that binding it into a required field warns.
+    """
+    found: list[Schema] = []
+    maybe_missing = False
+    candidates = atoms(schema)
+    for atom in candidates:
+        kind = atom.get("type")
+        if kind == "null":
+            maybe_missing = True
+            continue
+        if is_any(atom):
+            found.append(ANY)
+            continue
+        if kind != "object":
+            maybe_missing = True
+            continue
+        props = atom.get("properties")
+        extra = atom.get("additionalProperties")
+        if isinstance(props, dict) and name in props:
+            prop = props[name]
+            found.append(prop if isinstance(prop, dict) else ANY)
+            if absent_is_null and name not in atom.get("required", ()) and "default" not in prop:
+                maybe_missing = True
+        elif isinstance(extra, dict):
+            found.append(extra)
+            maybe_missing = True
+        elif extra is True or (props is None and extra is not False):
+            found.append(ANY)
+        else:
+            maybe_missing = True
+    if not found:
+        return None
+    result = union(found)
+    return make_nullable(result) if maybe_missing else result
+
+
+def descend(schema: Schema, parts: tuple[str, ...], *, absent_is_null: bool = True) -> tuple[Schema | None, int]:
+    """Walk ``parts`` into ``schema``; returns (schema, -1) or (None, index of the first unknown part)."""
+    current = schema
+    for index, part in enumerate(parts):
+        found = property_schema(current, part, absent_is_null=absent_is_null or index > 0)
+        if found is None:
+            return None, index
+        current = found
+    return current, -1
+
+
+def items_schema(schema: Schema) -> Schema | None:
+    """The item schema of an array schema (*any* for an untyped array); None when it is never an array."""
+    found: list[Schema] = []
+    for atom in atoms(schema):
+        if is_any(atom):
+            found.append(ANY)
+        elif atom.get("type") == "array":
+            items = atom.get("items")
+            found.append(items if isinstance(items, dict) else ANY)
+    return union(found) if found else None
+
+
+def is_array(schema: Schema) -> bool:
+    return any(atom.get("type") == "array" for atom in atoms(schema))
+
+
+def is_object(schema: Schema) -> bool:
+    return any(atom.get("type") == "object" for atom in atoms(schema))
+
+
+# ---------------------------------------------------------------------------
+# compatibility
+
+
+def fit(source: Schema, target: Schema, depth: int = 0) -> int:
+    """How well a value of ``source`` fits a field of ``target``: EXACT, COMPATIBLE, OPTIONAL or NONE."""
+    if depth > _MAX_DEPTH:
+        return COMPATIBLE
+    target_atoms = atoms(target)
+    if any(is_any(atom) for atom in target_atoms):
+        return EXACT
+    source_atoms = atoms(source)
+    if not source_atoms:
+        return EXACT  # "never" fits anything vacuously
+    if any(is_any(atom) for atom in source_atoms):
+        return COMPATIBLE
+    target_nullable = any(atom.get("type") == "null" for atom in target_atoms)
+    levels: list[int] = []
+    for atom in source_atoms:
+        if atom.get("type") == "null":
+            levels.append(EXACT if target_nullable else -1)
+            continue
+        levels.append(max((_fit_atom(atom, t, depth) for t in target_atoms), default=NONE))
+    if all(level <= NONE for level in levels):
+        return NONE
+    if any(level <= NONE for level in levels):
+        return OPTIONAL
+    return min(levels)
+
+
+def _values(atom: Schema) -> list[Any] | None:
+    if "const" in atom:
+        return [atom["const"]]
+    enum = atom.get("enum")
+    return enum if isinstance(enum, list) else None
+
+
+def _fit_atom(source: Schema, target: Schema, depth: int) -> int:
+    s_type, t_type = source.get("type"), target.get("type")
+    if t_type == "null":
+        return NONE
+    level = EXACT
+    if s_type != t_type:
+        if s_type == "integer" and t_type == "number":
+            level = COMPATIBLE
+        else:
+            return NONE
+    target_values = _values(target)
+    source_values = _values(source)
+    if target_values is not None:
+        if source_values is None:
+            return OPTIONAL
+        inside = [v for v in source_values if v in target_values]
+        if len(inside) == len(source_values):
+            return level
+        return OPTIONAL if inside else NONE
+    if source_values is not None:
+        level = min(level, COMPATIBLE)
+    if t_type == "array":
+        s_items, t_items = source.get("items"), target.get("items")
+        if not isinstance(t_items, dict):
+            return level
+        if not isinstance(s_items, dict):
+            return min(level, COMPATIBLE)
+        inner = fit(s_items, t_items, depth + 1)
+        return min(level, inner) if inner > NONE else NONE
+    if t_type == "object":
+        return min(level, _fit_object(source, target, depth))
+    return level
+
+
+def _fit_object(source: Schema, target: Schema, depth: int) -> int:
+    t_props = target.get("properties")
+    s_props = source.get("properties")
+    t_required = set(target.get("required", ()))
+    s_required = set(source.get("required", ()))
+    level = EXACT
+    if not isinstance(s_props, dict):
+        return COMPATIBLE if t_props or t_required else EXACT
+    if isinstance(t_props, dict):
+        for name, t_prop in t_props.items():
+            if name in s_props:
+                inner = fit(s_props[name], t_prop if isinstance(t_prop, dict) else ANY, depth + 1)
+                if inner <= NONE:
+                    return NONE
+                if name in t_required and name not in s_required and "default" not in s_props[name]:
+                    inner = min(inner, OPTIONAL)
+                level = min(level, inner)
+            elif name in t_required:
+                return NONE
+    for name in t_required - set(t_props or {}):
+        if name not in s_props:
+            return NONE
+    extra = target.get("additionalProperties")
+    if isinstance(extra, dict):
+        for name, s_prop in s_props.items():
+            if not isinstance(t_props, dict) or name not in t_props:
+                inner = fit(s_prop, extra, depth + 1)
+                if inner <= NONE:
+                    return NONE
+                level = min(level, inner)
+    return level
+
+
+# ---------------------------------------------------------------------------
+# display
+
+
+def type_label(schema: Schema, depth: int = 0) -> str:
+    """Short display type: ``string``, ``integer | null``, ``array<object>``, ``any``."""
+    labels: list[str] = []
+    has_null = False
+    for atom in atoms(schema):
+        kind = atom.get("type")
+        if kind == "null":
+            has_null = True
+            continue
+        if is_any(atom):
+            label = "any"
+        elif kind == "array":
+            items = atom.get("items")
+            inner = type_label(items, depth + 1) if isinstance(items, dict) and depth < 3 else "any"
+            label = f"array<{inner}>"
+        else:
+            label = str(kind)
+        if label not in labels:
+            labels.append(label)
+    if has_null:
+        labels.append("null")
+    return " | ".join(labels) if labels else "never"
