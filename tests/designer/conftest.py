@@ -1,0 +1,85 @@
+"""Fixtures for the designer tests: one team with a member of every role, a stranger
+in another team, API clients logged in as each, and a small valid workflow."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from rest_framework.test import APIClient
+from runtime import WorkflowBuilder
+
+from designer.models import Membership
+from designer.services import teams as team_services
+from designer.services import workflows as workflow_services
+
+ROLES = ("owner", "editor", "viewer", "stranger")
+
+
+@dataclass
+class Cast:
+    team: Any
+    other_team: Any
+    users: dict[str, Any]
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self.users[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+
+@pytest.fixture
+def cast(make_user: Any) -> Cast:
+    owner = make_user("olivia", email="olivia@example.com")
+    editor = make_user("eddie", email="eddie@example.com")
+    viewer = make_user("vera", email="vera@example.com")
+    stranger = make_user("stan", email="stan@example.com")
+    team = team_services.create_team(actor=owner, name="Acme")
+    Membership.objects.create(team=team, user=editor, role="editor")
+    Membership.objects.create(team=team, user=viewer, role="viewer")
+    other_team = team_services.create_team(actor=stranger, name="Other")
+    return Cast(team=team, other_team=other_team,
+                users={"owner": owner, "editor": editor, "viewer": viewer, "stranger": stranger})
+
+
+@pytest.fixture
+def api() -> Any:
+    """``api(user)``: a DRF client logged in as ``user`` (None: anonymous)."""
+
+    def make(user: Any = None) -> APIClient:
+        client = APIClient()
+        if user is not None:
+            client.force_authenticate(user=None)
+            client.force_login(user)
+        return client
+
+    return make
+
+
+def simple_document(workflow_id: str = "simple") -> dict[str, Any]:
+    """A valid two-node document using the designer's demo tasks."""
+    graph = WorkflowBuilder(
+        workflow_id, "Simple",
+        input_schema={"type": "object", "properties": {"amount": {"type": "number"}}, "required": ["amount"]},
+        state_schema={"type": "object", "properties": {"decision": {"type": "object"}}},
+    )
+    assess = graph.use("assess_request", id="assess", input=[{"target": "amount", "path": "input.amount"}])
+    record = graph.use("record_decision", id="record", input=[{"target": "approved", "value": True}],
+                       output=[{"source": ".", "target": "decision"}])
+    graph.set_route(assess, "auto", record)
+    graph.set_route(assess, "review", record)
+    graph.output("decision", "state.decision")
+    return graph.build().model_dump(mode="json")
+
+
+@pytest.fixture
+def document() -> dict[str, Any]:
+    return simple_document()
+
+
+@pytest.fixture
+def workflow(cast: Cast, document: dict[str, Any]) -> Any:
+    return workflow_services.create_workflow(actor=cast.owner, team=cast.team, name="Simple flow",
+                                             document=document)
