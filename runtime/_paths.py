@@ -57,14 +57,18 @@ def _check_parts(parts: object, kind: str) -> tuple[str, ...]:
             f"use parse_* to read dotted text",
             text=parts,
         )
+    if not isinstance(parts, Iterable):
+        raise PathSyntaxError(f"{kind} parts must be a tuple of strings, got {parts!r}")
     try:
-        checked = tuple(parts)  # type: ignore[call-overload]
+        checked: tuple[object, ...] = tuple(parts)
     except TypeError:
         raise PathSyntaxError(f"{kind} parts must be a tuple of strings, got {parts!r}") from None
+    strings: list[str] = []
     for part in checked:
         if not isinstance(part, str):
             raise PathSyntaxError(f"{kind} segment {part!r} is not a string")
-    return checked
+        strings.append(part)
+    return tuple(strings)
 
 
 def _check_root(root: object) -> str:
