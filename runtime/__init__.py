@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from runtime._analysis import Analysis, PathOption, analyze
 from runtime._builder import WorkflowBuilder
+from runtime._checkpoint import Checkpointer, FileCheckpointer, InMemoryCheckpointer
 from runtime._context import ForeachContext, RuntimeContext
 from runtime._diagnostics import Diagnostic
 from runtime._document import (
@@ -25,12 +26,16 @@ from runtime._document import (
     WorkflowRef,
     WorkflowRoute,
 )
+from runtime._engine import Engine, RunResult
 from runtime._errors import (
+    BindingError,
+    CheckpointNotFoundError,
     CorruptRunStateError,
     InputValidationError,
     NodeFailedError,
     PathSyntaxError,
     ResumeError,
+    SubgraphDepthError,
     SubgraphResolutionError,
     TaskRegistrationError,
     TaskResultError,
@@ -41,6 +46,8 @@ from runtime._errors import (
     WorkflowError,
     WorkflowValidationError,
 )
+from runtime._ids import IdFactory, RandomIds, SequentialIds
+from runtime._inspect import ActivationProgress, activation_progress, check_resume, check_run_input, frame_context
 from runtime._paths import (
     GraphSourcePath,
     LocalPath,
@@ -54,30 +61,59 @@ from runtime._paths import (
 )
 from runtime._registry import Route, TaskRegistry, TaskSpec, builtin_registry, default_registry, task
 from runtime._resolver import MappingResolver, WorkflowResolver
+from runtime._state import (
+    Barrier,
+    ExecutionFrame,
+    ForeachActivation,
+    Interrupt,
+    Lineage,
+    RunState,
+    RuntimeScope,
+)
+from runtime._trace import TraceEvent
 
 __all__ = [
+    "ActivationProgress",
     "Analysis",
+    "Barrier",
+    "BindingError",
     "BranchCase",
     "BranchNode",
+    "CheckpointNotFoundError",
+    "Checkpointer",
     "CorruptRunStateError",
     "Diagnostic",
+    "Engine",
+    "ExecutionFrame",
+    "FileCheckpointer",
+    "ForeachActivation",
     "ForeachContext",
     "ForeachNode",
     "GraphSourcePath",
+    "IdFactory",
+    "InMemoryCheckpointer",
     "InputBinding",
     "InputValidationError",
+    "Interrupt",
     "InterruptNode",
+    "Lineage",
     "LocalPath",
     "MappingResolver",
     "NodeFailedError",
     "OutputBinding",
     "PathOption",
     "PathSyntaxError",
+    "RandomIds",
     "ResumeError",
     "RetryPolicy",
     "Route",
+    "RunResult",
+    "RunState",
     "RuntimeContext",
+    "RuntimeScope",
+    "SequentialIds",
     "StatePath",
+    "SubgraphDepthError",
     "SubgraphNode",
     "SubgraphResolutionError",
     "TaskNode",
@@ -85,6 +121,7 @@ __all__ = [
     "TaskRegistry",
     "TaskResultError",
     "TaskSpec",
+    "TraceEvent",
     "UnknownNodeError",
     "UnknownTaskError",
     "UnreachableNodeError",
@@ -97,10 +134,14 @@ __all__ = [
     "WorkflowResolver",
     "WorkflowRoute",
     "WorkflowValidationError",
+    "activation_progress",
     "analyze",
     "builtin_registry",
+    "check_resume",
+    "check_run_input",
     "context_path",
     "default_registry",
+    "frame_context",
     "input_path",
     "parse_local_path",
     "parse_source_path",

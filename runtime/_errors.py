@@ -130,6 +130,24 @@ class UnreachableNodeError(WorkflowError):
     code = "node.unreachable"
 
 
+class BindingError(WorkflowError):
+    """An output binding cannot be applied (``append`` onto a non-list, ``merge`` of a non-object, …)."""
+
+    code = "binding.invalid"
+
+
+class SubgraphDepthError(SubgraphResolutionError):
+    """Subgraph calls nested deeper than the engine's limit (a recursion the analyzer could not see)."""
+
+    code = "subgraph.depth"
+
+
+class CheckpointNotFoundError(WorkflowError):
+    """A checkpointer holds no run with that id."""
+
+    code = "checkpoint.not_found"
+
+
 class WorkflowBuildError(WorkflowError, ValueError):
     """``WorkflowBuilder`` was asked for something that cannot become a valid document."""
 

@@ -1,0 +1,547 @@
+"""Scheduling step functions: how frames, scopes, activations and interrupts change.
+
+Everything here is a state transition on a ``RunState`` and nothing else: no
+task is called and nothing is written anywhere, so the loop can apply these
+in a fixed order during a superstep's commit and get the same state whatever
+the timing of the tasks was. Identifiers are minted from the run's own
+counter (``RunState.id_seq``), trace events are numbered from
+``RunState.trace_seq``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic_core import to_jsonable_python
+
+from runtime._bindings import MISSING, ScopeReader, apply_outputs, project
+from runtime._compiled import CompiledWorkflow
+from runtime._document import BranchNode, ForeachNode, InterruptNode, Node, SubgraphNode
+from runtime._errors import BindingError, CorruptRunStateError, NodeFailedError, WorkflowError
+from runtime._ids import IdFactory
+from runtime._state import (
+    ROOT_SCOPE_ID,
+    Barrier,
+    ExecutionFrame,
+    ForeachActivation,
+    ForeachItemMetadata,
+    Interrupt,
+    Lineage,
+    LineageKind,
+    RunState,
+    RuntimeScope,
+    foreach_item_metadata,
+    runtime_context,
+)
+from runtime._trace import TraceEvent, summarize
+
+_COLLECTIONS = {"frame": "frames", "lineage": "lineages", "act": "activations", "scope": "scopes", "int": "interrupts"}
+
+
+def mint(run_state: RunState, ids: IdFactory, kind: str) -> str:
+    """A new id of ``kind``, unique within the run."""
+    taken = getattr(run_state, _COLLECTIONS[kind])
+    while True:
+        run_state.id_seq += 1
+        new = ids.new(kind, run_state.id_seq)
+        if new not in taken:
+            return new
+
+
+class Recorder:
+    """Numbers and collects the trace events of one engine call."""
+
+    __slots__ = ("run_state", "events")
+
+    def __init__(self, run_state: RunState) -> None:
+        self.run_state = run_state
+        self.events: list[TraceEvent] = []
+
+    def emit(self, kind: str, frame: ExecutionFrame | None = None, *, node_id: str | None = None,
+             activation_id: str | None = None, index: int | None = None, label: str | None = None,
+             attempt: int | None = None, duration: float | None = None, summary: Any = None) -> TraceEvent:
+        rs = self.run_state
+        if frame is not None:
+            scope_id, frame_id, lineage_id = frame.scope_id, frame.frame_id, frame.lineage_id
+            if node_id is None:
+                node_id = frame.node_id
+            if activation_id is None:
+                meta = frame.metadata.get("foreach")
+                if isinstance(meta, dict):
+                    activation_id, index = meta.get("activation_id"), meta.get("index")
+        else:
+            scope_id = frame_id = lineage_id = None
+        event = TraceEvent(
+            seq=rs.trace_seq, kind=kind, run_id=rs.run_id, step=rs.step, time=time.time(),
+            scope_id=scope_id, frame_id=frame_id, lineage_id=lineage_id, node_id=node_id,
+            activation_id=activation_id, index=index, label=label, attempt=attempt, duration=duration,
+            summary=summary,
+        )
+        rs.trace_seq += 1
+        self.events.append(event)
+        return event
+
+
+# ---------------------------------------------------------------------------
+# Branches
+
+
+def _json_equal(left: Any, right: Any) -> bool:
+    """JSON equality: ``true`` is not ``1``, and containers compare element-wise by the same rule."""
+    if isinstance(left, bool) or isinstance(right, bool):
+        return isinstance(left, bool) and isinstance(right, bool) and left == right
+    if isinstance(left, list) and isinstance(right, list):
+        return len(left) == len(right) and all(_json_equal(a, b) for a, b in zip(left, right, strict=True))
+    if isinstance(left, Mapping) and isinstance(right, Mapping):
+        return left.keys() == right.keys() and all(_json_equal(left[k], right[k]) for k in left)
+    return bool(left == right)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _case_matches(op: str, value: Any, expected: Any) -> bool:
+    if op == "exists":
+        return value is not MISSING and value is not None
+    if value is MISSING:
+        value = None
+    if op == "equals":
+        return _json_equal(value, expected)
+    if op == "not_equals":
+        return not _json_equal(value, expected)
+    if op == "truthy":
+        return bool(value)
+    if op == "in":
+        if isinstance(expected, list):
+            return any(_json_equal(value, option) for option in expected)
+        if isinstance(expected, Mapping):
+            return isinstance(value, str) and value in expected
+        if isinstance(expected, str):
+            return isinstance(value, str) and value in expected
+        return False
+    comparable = (_is_number(value) and _is_number(expected)) or (isinstance(value, str) and isinstance(expected, str))
+    if not comparable:
+        return False
+    if op == "gt":
+        return bool(value > expected)
+    if op == "gte":
+        return bool(value >= expected)
+    if op == "lt":
+        return bool(value < expected)
+    if op == "lte":
+        return bool(value <= expected)
+    raise WorkflowError(f"unknown branch operator {op!r}", op=op)
+
+
+def choose_branch(node: BranchNode, value: Any) -> str:
+    """The label of the first case that matches ``value`` (``MISSING`` when the path is absent)."""
+    for case in node.cases:
+        if _case_matches(case.op, value, case.value):
+            return case.label
+    return node.default_label
+
+
+# ---------------------------------------------------------------------------
+# Failures
+
+
+@dataclass(slots=True)
+class Failure:
+    """Where a node failed for good, and why; becomes ``NodeFailedError`` or an error-route payload."""
+
+    node_id: str
+    frame_id: str
+    scope_id: str
+    lineage_id: str
+    activation_id: str | None
+    index: int | None
+    attempts: int
+    cause: BaseException
+    via: list[str] = field(default_factory=list)
+
+    def cause_dict(self) -> dict[str, Any]:
+        cause = self.cause
+        described: dict[str, Any] = {"type": type(cause).__name__, "message": str(cause)}
+        if isinstance(cause, WorkflowError):
+            described = cause.to_dict() | {"type": type(cause).__name__}
+        # Details may hold anything a task put in its exception; the run state must stay JSON.
+        return to_jsonable_python(described, fallback=repr)
+
+    def error_payload(self) -> dict[str, Any]:
+        """The node's result on its ``error`` route."""
+        cause = self.cause_dict()
+        error: dict[str, Any] = {
+            "type": cause["type"],
+            "message": cause.get("message", ""),
+            "node_id": self.node_id,
+            "frame_id": self.frame_id,
+            "scope_id": self.scope_id,
+            "lineage_id": self.lineage_id,
+            "attempts": self.attempts,
+        }
+        if "code" in cause:
+            error["code"] = cause["code"]
+        if self.index is not None:
+            error["index"] = self.index
+            error["activation_id"] = self.activation_id
+        if self.via:
+            error["via"] = list(self.via)
+        return {"error": error}
+
+    def to_error(self) -> NodeFailedError:
+        where = f"node {self.node_id!r} (frame {self.frame_id}"
+        if self.index is not None:
+            where += f", item {self.index}"
+        if self.via:
+            where += ", inside subgraph " + " > ".join(repr(v) for v in self.via)
+        where += ")"
+        cause = self.cause_dict()
+        tries = f" after {self.attempts} attempts" if self.attempts > 1 else ""
+        error = NodeFailedError(
+            f"{where} failed{tries}: {cause['type']}: {cause.get('message', '')}",
+            node_id=self.node_id, frame_id=self.frame_id, scope_id=self.scope_id, lineage_id=self.lineage_id,
+            activation_id=self.activation_id, index=self.index, attempts=self.attempts, cause=cause,
+            via=list(self.via) or None,
+        )
+        error.__cause__ = self.cause
+        return error
+
+
+# ---------------------------------------------------------------------------
+# The scheduler
+
+
+class Scheduler:
+    """Applies node outcomes to a RunState: routing, foreach barriers, scopes, interrupts, failures.
+
+    ``plan_for(scope)`` gives the compiled workflow a scope runs. ``completed``
+    turns true when the root scope finishes; ``failure`` holds the first
+    failure that reached the root scope without an error route.
+    """
+
+    def __init__(self, run_state: RunState, ids: IdFactory, recorder: Recorder,
+                 plan_for: Callable[[RuntimeScope], CompiledWorkflow]) -> None:
+        self.rs = run_state
+        self.ids = ids
+        self.recorder = recorder
+        self.plan_for = plan_for
+        self.completed = False
+        self.failure: Failure | None = None
+
+    # -- primitives --------------------------------------------------------------
+
+    def scope_of(self, frame: ExecutionFrame) -> RuntimeScope:
+        scope = self.rs.scopes.get(frame.scope_id)
+        if scope is None:
+            raise CorruptRunStateError(f"frame {frame.frame_id!r} is in scope {frame.scope_id!r}, which does not exist",
+                                       frame_id=frame.frame_id, scope_id=frame.scope_id)
+        return scope
+
+    def node_of(self, frame: ExecutionFrame) -> Node:
+        plan = self.plan_for(self.scope_of(frame))
+        node = plan.nodes.get(frame.node_id)
+        if node is None:
+            raise CorruptRunStateError(
+                f"frame {frame.frame_id!r} is at node {frame.node_id!r}, which workflow {plan.id!r} does not have",
+                frame_id=frame.frame_id, node_id=frame.node_id, workflow_id=plan.id)
+        return node
+
+    def enqueue(self, frame: ExecutionFrame) -> None:
+        frame.status = "ready"
+        frame.waiting_for = None
+        self.rs.ready.append(frame.frame_id)
+
+    def new_frame(self, *, parent: ExecutionFrame | None, scope_id: str, node_id: str, kind: LineageKind,
+                  metadata: dict[str, Any] | None = None, frame_id: str | None = None) -> ExecutionFrame:
+        rs = self.rs
+        frame_id = frame_id or mint(rs, self.ids, "frame")
+        lineage_id = mint(rs, self.ids, "lineage")
+        frame = ExecutionFrame(
+            frame_id=frame_id, parent_frame_id=parent.frame_id if parent else None, scope_id=scope_id,
+            lineage_id=lineage_id, node_id=node_id, metadata=metadata or {},
+        )
+        rs.frames[frame_id] = frame
+        rs.lineages[lineage_id] = Lineage(
+            lineage_id=lineage_id, kind=kind, scope_id=scope_id, frame_id=frame_id,
+            parent_lineage_id=parent.lineage_id if parent else None,
+        )
+        return frame
+
+    def remove_frame(self, frame: ExecutionFrame) -> None:
+        self.rs.frames.pop(frame.frame_id, None)
+        self.rs.lineages.pop(frame.lineage_id, None)
+
+    def item_metadata(self, frame: ExecutionFrame) -> ForeachItemMetadata | None:
+        if "foreach" not in frame.metadata:
+            return None
+        return foreach_item_metadata(self.rs, frame)
+
+    def reader(self, scope: RuntimeScope, frame: ExecutionFrame, workflow_id: str = "") -> ScopeReader:
+        rs = self.rs
+        return ScopeReader(scope.input, scope.state,
+                           lambda: runtime_context(rs, frame.frame_id, workflow_id=workflow_id).to_mapping())
+
+    # -- routing -------------------------------------------------------------------
+
+    def commit_result(self, frame: ExecutionFrame, node: Node, label: str, result: Any) -> None:
+        """Write ``result`` through the node's output bindings, then follow ``label``."""
+        bindings = getattr(node, "output", None)
+        if bindings:
+            scope = self.scope_of(frame)
+            try:
+                scope.state = apply_outputs(scope.state, bindings, result, node_id=node.id)
+            except BindingError as exc:
+                self.fail(frame, node, exc, attempts=1, error_route=label != "error")
+                return
+        self.route(frame, label)
+
+    def route(self, frame: ExecutionFrame, label: str) -> None:
+        plan = self.plan_for(self.scope_of(frame))
+        target = plan.target(frame.node_id, label)
+        if target is None:
+            self.end_lineage(frame)
+            return
+        meta = self.item_metadata(frame)
+        if meta is not None and target == meta.node_id:
+            self.complete_item(frame, meta)
+            return
+        frame.node_id = target
+        self.enqueue(frame)
+
+    def end_lineage(self, frame: ExecutionFrame) -> None:
+        """A frame emitted a label with no route: its line of work is over."""
+        meta = self.item_metadata(frame)
+        if meta is not None:
+            # The analyzer forbids this inside a body (region.no_return); if it happens anyway,
+            # counting the item as done keeps the barrier from waiting forever.
+            self.complete_item(frame, meta)
+            return
+        scope = self.scope_of(frame)
+        if scope.root_frame_id != frame.frame_id:
+            raise CorruptRunStateError(
+                f"frame {frame.frame_id!r} ended but is neither a foreach item nor the root of scope "
+                f"{scope.scope_id!r}",
+                frame_id=frame.frame_id, scope_id=scope.scope_id)
+        self.finish_scope(scope, frame)
+
+    # -- scopes --------------------------------------------------------------------
+
+    def open_scope(self, caller: ExecutionFrame, node: SubgraphNode, plan: CompiledWorkflow,
+                   child_input: dict[str, Any]) -> None:
+        rs = self.rs
+        parent_scope = self.scope_of(caller)
+        scope_id = mint(rs, self.ids, "scope")
+        frame_id = mint(rs, self.ids, "frame")
+        rs.scopes[scope_id] = RuntimeScope(
+            scope_id=scope_id, workflow=node.workflow, parent_scope_id=parent_scope.scope_id,
+            caller_frame_id=caller.frame_id, root_frame_id=frame_id, depth=parent_scope.depth + 1,
+            input=child_input, state=plan.initial_state(),
+        )
+        caller.status = "waiting"
+        caller.waiting_for = scope_id
+        child = self.new_frame(parent=caller, scope_id=scope_id, node_id=plan.start or "", kind="subgraph",
+                               frame_id=frame_id)
+        self.recorder.emit("scope_opened", child, node_id=plan.start,
+                           summary={"workflow": plan.id, "caller_node_id": node.id, "input": summarize(child_input)})
+        if plan.start is None:
+            self.finish_scope(rs.scopes[scope_id], child)
+        else:
+            self.enqueue(child)
+
+    def finish_scope(self, scope: RuntimeScope, root_frame: ExecutionFrame) -> None:
+        """The scope's root lineage ended: project the workflow outputs and hand them to the caller."""
+        plan = self.plan_for(scope)
+        output = project(plan.outputs, self.reader(scope, root_frame, plan.id))
+        if output is MISSING:
+            output = {}
+        rs = self.rs
+        self.remove_frame(root_frame)
+        if scope.scope_id == ROOT_SCOPE_ID:
+            rs.output = output
+            self.completed = True
+            return
+        del rs.scopes[scope.scope_id]
+        caller = rs.frames.get(scope.caller_frame_id or "")
+        if caller is None:
+            raise CorruptRunStateError(f"scope {scope.scope_id!r} has no caller frame {scope.caller_frame_id!r}",
+                                       scope_id=scope.scope_id)
+        self.recorder.emit("scope_closed", root_frame, summary={"workflow": plan.id, "output": summarize(output)})
+        node = self.node_of(caller)
+        self.recorder.emit("node_completed", caller, label="ok", summary=summarize(output))
+        self.commit_result(caller, node, "ok", output)
+
+    def discard_scope(self, scope_id: str) -> None:
+        """Drop a failed child scope and everything inside it (nested scopes included)."""
+        rs = self.rs
+        doomed = {scope_id}
+        grew = True
+        while grew:
+            grew = False
+            for scope in rs.scopes.values():
+                if scope.parent_scope_id in doomed and scope.scope_id not in doomed:
+                    doomed.add(scope.scope_id)
+                    grew = True
+        for frame in [f for f in rs.frames.values() if f.scope_id in doomed]:
+            self.remove_frame(frame)
+        for key in [k for k, a in rs.activations.items() if a.scope_id in doomed]:
+            del rs.activations[key]
+            rs.barriers.pop(key, None)
+        for key in [k for k, i in rs.interrupts.items() if i.scope_id in doomed]:
+            del rs.interrupts[key]
+        rs.ready = [fid for fid in rs.ready if fid in rs.frames]
+        for key in doomed:
+            rs.scopes.pop(key, None)
+
+    # -- foreach -------------------------------------------------------------------
+
+    def enter_foreach(self, frame: ExecutionFrame, node: ForeachNode, items: list[Any]) -> None:
+        rs = self.rs
+        plan = self.plan_for(self.scope_of(frame))
+        activation_id = mint(rs, self.ids, "act")
+        self.recorder.emit("foreach_started", frame, activation_id=activation_id, summary={"total": len(items)})
+        if not items or plan.target(node.id, "loop") is None:
+            self.recorder.emit("foreach_completed", frame, activation_id=activation_id, label="done",
+                               summary={"total": len(items), "done": 0})
+            self.route(frame, "done")
+            return
+        activation = ForeachActivation(
+            activation_id=activation_id, node_id=node.id, scope_id=frame.scope_id, frame_id=frame.frame_id,
+            alias=node.as_, items=items, max_concurrency=node.max_concurrency,
+        )
+        rs.activations[activation_id] = activation
+        rs.barriers[activation_id] = Barrier(activation_id=activation_id, frame_id=frame.frame_id,
+                                             expected=len(items))
+        frame.status = "waiting"
+        frame.waiting_for = activation_id
+        self.admit(activation)
+
+    def admit(self, activation: ForeachActivation) -> None:
+        """Start items until ``max_concurrency`` are running or none are left, in index order."""
+        rs = self.rs
+        parent = rs.frames.get(activation.frame_id)
+        if parent is None:
+            raise CorruptRunStateError(f"foreach activation {activation.activation_id!r} waits in frame "
+                                       f"{activation.frame_id!r}, which does not exist",
+                                       activation_id=activation.activation_id)
+        plan = self.plan_for(self.scope_of(parent))
+        loop_target = plan.target(activation.node_id, "loop")
+        while loop_target is not None and len(activation.running) < activation.max_concurrency \
+                and activation.next_index < len(activation.items):
+            index = activation.next_index
+            item = activation.items[index]
+            frame = self.new_frame(
+                parent=parent, scope_id=activation.scope_id, node_id=loop_target, kind="item",
+                metadata={"foreach": {"node_id": activation.node_id, "activation_id": activation.activation_id,
+                                      "index": index, "item": item, "alias": activation.alias}},
+            )
+            activation.next_index = index + 1
+            activation.running.append(frame.frame_id)
+            self.recorder.emit("item_started", frame, node_id=activation.node_id,
+                               activation_id=activation.activation_id, index=index, summary=summarize(item))
+            self.enqueue(frame)
+
+    def complete_item(self, frame: ExecutionFrame, meta: ForeachItemMetadata) -> None:
+        rs = self.rs
+        activation = rs.activations[meta.activation_id]
+        barrier = rs.barriers.get(meta.activation_id)
+        if barrier is None or frame.frame_id not in activation.running:
+            raise CorruptRunStateError(
+                f"foreach item frame {frame.frame_id!r} is not running in activation {meta.activation_id!r}",
+                frame_id=frame.frame_id, activation_id=meta.activation_id)
+        activation.running.remove(frame.frame_id)
+        activation.completed += 1
+        barrier.arrived += 1
+        self.recorder.emit("item_completed", frame, node_id=meta.node_id, activation_id=meta.activation_id,
+                           index=meta.index)
+        self.remove_frame(frame)
+        if activation.completed >= len(activation.items):
+            waiting = rs.frames.get(activation.frame_id)
+            if waiting is None:
+                raise CorruptRunStateError(f"foreach activation {activation.activation_id!r} has no waiting frame",
+                                           activation_id=activation.activation_id)
+            del rs.activations[activation.activation_id]
+            del rs.barriers[activation.activation_id]
+            self.recorder.emit("foreach_completed", waiting, activation_id=activation.activation_id,
+                               label="done", summary={"total": len(activation.items), "done": activation.completed})
+            self.route(waiting, "done")
+        else:
+            self.admit(activation)
+
+    # -- interrupts -----------------------------------------------------------------
+
+    def interrupt(self, frame: ExecutionFrame, node: InterruptNode, payload: Any) -> Interrupt:
+        rs = self.rs
+        interrupt_id = mint(rs, self.ids, "int")
+        record = Interrupt(
+            interrupt_id=interrupt_id, frame_id=frame.frame_id, scope_id=frame.scope_id,
+            lineage_id=frame.lineage_id, node_id=node.id, prompt=node.prompt,
+            payload=None if payload is MISSING else payload, resume_schema=node.resume_schema,
+            labels=list(node.labels), step=rs.step,
+        )
+        rs.interrupts[interrupt_id] = record
+        frame.status = "interrupted"
+        frame.waiting_for = interrupt_id
+        self.recorder.emit("interrupted", frame, summary={"interrupt_id": interrupt_id,
+                                                          "payload": summarize(record.payload)})
+        return record
+
+    # -- failures ------------------------------------------------------------------
+
+    def fail(self, frame: ExecutionFrame, node: Node, cause: BaseException, *, attempts: int,
+             error_route: bool = True, via: list[str] | None = None) -> None:
+        """A node failed for good: take its ``error`` route, else fail its scope (and so its caller)."""
+        if isinstance(cause, CorruptRunStateError):
+            raise cause
+        meta = self.item_metadata(frame)
+        failure = Failure(
+            node_id=node.id, frame_id=frame.frame_id, scope_id=frame.scope_id, lineage_id=frame.lineage_id,
+            activation_id=meta.activation_id if meta else None, index=meta.index if meta else None,
+            attempts=attempts, cause=cause, via=list(via or []),
+        )
+        plan = self.plan_for(self.scope_of(frame))
+        if error_route and plan.target(node.id, "error") is not None:
+            payload = failure.error_payload()
+            self.recorder.emit("node_failed", frame, label="error", attempt=attempts,
+                               summary=summarize(payload["error"]))
+            self.commit_result(frame, node, "error", payload)
+            return
+        self.recorder.emit("node_failed", frame, attempt=attempts, summary=summarize(failure.cause_dict()))
+        scope = self.scope_of(frame)
+        if scope.scope_id == ROOT_SCOPE_ID:
+            frame.status = "failed"
+            if self.failure is None:
+                self.failure = failure
+            return
+        caller = self.rs.frames.get(scope.caller_frame_id or "")
+        if caller is None:
+            raise CorruptRunStateError(f"scope {scope.scope_id!r} has no caller frame", scope_id=scope.scope_id)
+        self.recorder.emit("scope_closed", frame, summary={"failed": True})
+        self.discard_scope(scope.scope_id)
+        caller_node = self.node_of(caller)
+        inner = failure.to_error()
+        # The run error keeps naming the innermost node; callers on the way are listed in ``via``.
+        self.fail_caller(caller, caller_node, inner, failure)
+
+    def fail_caller(self, caller: ExecutionFrame, node: Node, inner: NodeFailedError, failure: Failure) -> None:
+        plan = self.plan_for(self.scope_of(caller))
+        if plan.target(node.id, "error") is not None:
+            self.fail(caller, node, inner, attempts=1)
+            return
+        self.recorder.emit("node_failed", caller, summary=summarize(failure.cause_dict()))
+        failure.via.insert(0, node.id)
+        scope = self.scope_of(caller)
+        if scope.scope_id == ROOT_SCOPE_ID:
+            caller.status = "failed"
+            if self.failure is None:
+                self.failure = failure
+            return
+        next_caller = self.rs.frames.get(scope.caller_frame_id or "")
+        if next_caller is None:
+            raise CorruptRunStateError(f"scope {scope.scope_id!r} has no caller frame", scope_id=scope.scope_id)
+        self.recorder.emit("scope_closed", caller, summary={"failed": True})
+        self.discard_scope(scope.scope_id)
+        self.fail_caller(next_caller, self.node_of(next_caller), inner, failure)

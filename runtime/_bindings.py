@@ -1,0 +1,175 @@
+"""Reading graph paths and moving values across a node's boundary.
+
+Values in a scope are never mutated in place: every write builds new
+containers along the written path (copy-on-write). That is what lets the
+engine hand the same objects to tasks, foreach snapshots and child scopes
+without defensive deep copies, and keeps reads within a superstep consistent.
+A task must not mutate the values it receives.
+
+A path that does not resolve yields ``MISSING``: a binding from it leaves its
+target unset (so a task's default applies or its validation names the
+missing field), an output binding from it writes nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Final
+
+from runtime._document import InputBinding, OutputBinding
+from runtime._errors import BindingError
+from runtime._paths import GraphSourcePath, LocalPath, StatePath
+
+
+class _Missing:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "MISSING"
+
+    def __bool__(self) -> bool:
+        return False
+
+
+MISSING: Final[Any] = _Missing()
+
+
+def get_in(value: Any, parts: Sequence[str]) -> Any:
+    """The value at ``parts`` below ``value``; list elements by decimal index; ``MISSING`` if absent."""
+    for part in parts:
+        if isinstance(value, Mapping):
+            if part not in value:
+                return MISSING
+            value = value[part]
+        elif isinstance(value, list) and part.isdigit():
+            position = int(part)
+            if position >= len(value):
+                return MISSING
+            value = value[position]
+        else:
+            return MISSING
+    return value
+
+
+def set_in(container: Any, parts: Sequence[str], value: Any) -> Any:
+    """A copy of ``container`` with ``value`` at ``parts``, creating objects on the way.
+
+    Only the containers along the path are copied; everything else is shared.
+    A non-object on the way is replaced by an object, as a plain assignment would.
+    """
+    if not parts:
+        return value
+    head, rest = parts[0], parts[1:]
+    base = dict(container) if isinstance(container, Mapping) else {}
+    base[head] = set_in(base.get(head), rest, value) if rest else value
+    return base
+
+
+class ScopeReader:
+    """Reads ``input``, ``state`` and ``context`` paths of one frame.
+
+    The context mapping is built only when a path asks for it; most nodes
+    never read context, and deriving it walks frame ancestry.
+    """
+
+    __slots__ = ("_input", "_state", "_context_fn", "_context")
+
+    def __init__(self, input: Any, state: Any, context_fn: Callable[[], Mapping[str, Any]]) -> None:
+        self._input = input
+        self._state = state
+        self._context_fn = context_fn
+        self._context: Mapping[str, Any] | None = None
+
+    def context(self) -> Mapping[str, Any]:
+        if self._context is None:
+            self._context = self._context_fn()
+        return self._context
+
+    def read(self, path: GraphSourcePath) -> Any:
+        root = path.root
+        if root == "state":
+            base = self._state
+        elif root == "input":
+            base = self._input
+        else:
+            base = self.context()
+        return get_in(base, path.parts) if path.parts else base
+
+
+def build_payload(bindings: Sequence[InputBinding], reader: ScopeReader) -> Any:
+    """The payload described by ``bindings``: a whole-payload binding first, then fields over it."""
+    payload: Any = {}
+    ordered = sorted(bindings, key=lambda b: bool(b.target.parts)) if len(bindings) > 1 else bindings
+    for binding in ordered:
+        value = binding.value if binding.path is None else reader.read(binding.path)
+        if value is MISSING:
+            continue
+        payload = set_in(payload, binding.target.parts, value) if binding.target.parts else value
+    return payload
+
+
+def local_get(payload: Any, path: LocalPath) -> Any:
+    return get_in(payload, path.parts) if path.parts else payload
+
+
+def apply_outputs(state: dict[str, Any], bindings: Sequence[OutputBinding], result: Any,
+                  *, node_id: str) -> dict[str, Any]:
+    """The new state after committing ``result`` through ``bindings`` (``state`` is not modified)."""
+    for binding in bindings:
+        value = local_get(result, binding.source)
+        if value is MISSING:
+            continue
+        state = write_state(state, binding.target, value, binding.mode, node_id=node_id)
+    return state
+
+
+def write_state(state: dict[str, Any], target: StatePath, value: Any, mode: str, *, node_id: str) -> dict[str, Any]:
+    if mode == "set":
+        return set_in(state, target.parts, value)
+    current = get_in(state, target.parts)
+    where = f"node {node_id!r}: output binding to {str(target)!r} ({mode})"
+    if mode == "append":
+        if current is MISSING or current is None:
+            merged: Any = [value]
+        elif isinstance(current, list):
+            merged = [*current, value]
+        else:
+            raise BindingError(f"{where}: the state value is a {type(current).__name__}, not a list",
+                               node_id=node_id, target=str(target), mode=mode)
+    elif mode == "extend":
+        if not isinstance(value, list):
+            raise BindingError(f"{where}: the result value is a {type(value).__name__}; extend needs a list",
+                               node_id=node_id, target=str(target), mode=mode)
+        if current is MISSING or current is None:
+            merged = list(value)
+        elif isinstance(current, list):
+            merged = [*current, *value]
+        else:
+            raise BindingError(f"{where}: the state value is a {type(current).__name__}, not a list",
+                               node_id=node_id, target=str(target), mode=mode)
+    elif mode == "merge":
+        if not isinstance(value, Mapping):
+            raise BindingError(f"{where}: the result value is a {type(value).__name__}; merge needs an object",
+                               node_id=node_id, target=str(target), mode=mode)
+        if current is MISSING or current is None:
+            merged = dict(value)
+        elif isinstance(current, Mapping):
+            merged = {**current, **value}
+        else:
+            raise BindingError(f"{where}: the state value is a {type(current).__name__}, not an object",
+                               node_id=node_id, target=str(target), mode=mode)
+    else:
+        raise BindingError(f"{where}: unknown mode {mode!r}", node_id=node_id, target=str(target), mode=mode)
+    return set_in(state, target.parts, merged)
+
+
+def project(targets: Sequence[tuple[LocalPath, GraphSourcePath]], reader: ScopeReader) -> dict[str, Any] | Any:
+    """A workflow's output payload: each ``(target, path)`` read in the scope, missing ones left out."""
+    payload: Any = {}
+    ordered = sorted(targets, key=lambda t: bool(t[0].parts)) if len(targets) > 1 else targets
+    for target, path in ordered:
+        value = reader.read(path)
+        if value is MISSING:
+            continue
+        payload = set_in(payload, target.parts, value) if target.parts else value
+    return payload

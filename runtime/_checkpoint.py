@@ -1,0 +1,183 @@
+"""Checkpointers: where the engine leaves a RunState (and the trace events of each superstep).
+
+The engine calls ``save(run_state, events)`` once per superstep, after the
+commit, with the events that superstep produced. An implementation must store
+both as one unit where it can (the designer's ORM checkpointer writes them in
+one transaction) and must keep a snapshot, never a reference: the engine goes
+on mutating the RunState it passed.
+
+``runtime.testing.checkpointer_conformance`` holds the tests every
+implementation must pass.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+from runtime._errors import CheckpointNotFoundError
+from runtime._state import RunState
+from runtime._trace import TraceEvent
+
+_SAFE_RUN_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,199}")
+
+
+@runtime_checkable
+class Checkpointer(Protocol):
+    def save(self, run_state: RunState, events: Sequence[TraceEvent] = ()) -> None:
+        """Store a snapshot of ``run_state`` and append ``events`` to the run's trace, together."""
+        ...
+
+    def load(self, run_id: str) -> RunState:
+        """The latest saved state; raises ``CheckpointNotFoundError`` when there is none."""
+        ...
+
+    def load_events(self, run_id: str) -> list[TraceEvent]:
+        """Every event saved with the run's states, in ``seq`` order (empty for an unknown run)."""
+        ...
+
+    def delete(self, run_id: str) -> None:
+        """Forget the run; deleting an unknown run does nothing."""
+        ...
+
+
+def _not_found(run_id: str) -> CheckpointNotFoundError:
+    return CheckpointNotFoundError(f"no checkpoint for run {run_id!r}", run_id=run_id)
+
+
+class InMemoryCheckpointer:
+    """Keeps each run's latest state as JSON, which also proves every checkpoint round-trips."""
+
+    def __init__(self) -> None:
+        self._states: dict[str, str] = {}
+        self._events: dict[str, list[TraceEvent]] = {}
+        self._lock = threading.Lock()
+        self.saves = 0
+
+    def save(self, run_state: RunState, events: Sequence[TraceEvent] = ()) -> None:
+        data = run_state.model_dump_json()
+        with self._lock:
+            self._states[run_state.run_id] = data
+            if events:
+                self._events.setdefault(run_state.run_id, []).extend(events)
+            self.saves += 1
+
+    def load(self, run_id: str) -> RunState:
+        with self._lock:
+            data = self._states.get(run_id)
+        if data is None:
+            raise _not_found(run_id)
+        return RunState.from_json(data)
+
+    def load_events(self, run_id: str) -> list[TraceEvent]:
+        with self._lock:
+            return list(self._events.get(run_id, ()))
+
+    def delete(self, run_id: str) -> None:
+        with self._lock:
+            self._states.pop(run_id, None)
+            self._events.pop(run_id, None)
+
+    def run_ids(self) -> list[str]:
+        with self._lock:
+            return sorted(self._states)
+
+
+class FileCheckpointer:
+    """One directory; per run ``<run_id>.json`` (the state) and ``<run_id>.events.jsonl`` (the trace).
+
+    The state file is replaced atomically (write a temporary file, flush,
+    ``os.replace``), so a reader or a process killed mid-write never sees a
+    torn state. Events are appended before the state is replaced; a crash in
+    between leaves events of a superstep that the resumed run will redo, so
+    ``load_events`` keeps, for each ``seq``, the last line written and drops
+    those beyond the saved state's ``trace_seq``.
+    ``durable=True`` also fsyncs, which survives power loss, not just a kill.
+    """
+
+    def __init__(self, directory: str | os.PathLike[str], *, durable: bool = False) -> None:
+        self.directory = Path(directory)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.durable = durable
+        self._lock = threading.Lock()
+        self._counter = 0
+
+    def _path(self, run_id: str, suffix: str) -> Path:
+        if not isinstance(run_id, str) or not _SAFE_RUN_ID.fullmatch(run_id) or ".." in run_id:
+            raise ValueError(f"run id {run_id!r} cannot name a checkpoint file")
+        return self.directory / f"{run_id}{suffix}"
+
+    def state_path(self, run_id: str) -> Path:
+        return self._path(run_id, ".json")
+
+    def events_path(self, run_id: str) -> Path:
+        return self._path(run_id, ".events.jsonl")
+
+    def save(self, run_state: RunState, events: Sequence[TraceEvent] = ()) -> None:
+        run_id = run_state.run_id
+        target = self.state_path(run_id)
+        data = run_state.model_dump_json()
+        with self._lock:
+            if events:
+                lines = "".join(json.dumps(e.to_dict(), separators=(",", ":")) + "\n" for e in events)
+                with open(self.events_path(run_id), "a", encoding="utf-8") as handle:
+                    handle.write(lines)
+                    handle.flush()
+                    if self.durable:
+                        os.fsync(handle.fileno())
+            self._counter += 1
+            temporary = self.directory / f".{run_id}.{os.getpid()}.{self._counter}.tmp"
+            with open(temporary, "w", encoding="utf-8") as handle:
+                handle.write(data)
+                handle.flush()
+                if self.durable:
+                    os.fsync(handle.fileno())
+            os.replace(temporary, target)
+            if self.durable:
+                fd = os.open(self.directory, os.O_RDONLY)
+                try:
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+
+    def load(self, run_id: str) -> RunState:
+        try:
+            data = self.state_path(run_id).read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise _not_found(run_id) from None
+        return RunState.from_json(data)
+
+    def load_events(self, run_id: str) -> list[TraceEvent]:
+        try:
+            text = self.events_path(run_id).read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return []
+        try:
+            limit: int | None = self.load(run_id).trace_seq
+        except CheckpointNotFoundError:
+            limit = None
+        by_seq: dict[int, TraceEvent] = {}
+        for line in text.splitlines():
+            try:
+                event = TraceEvent.from_dict(json.loads(line))
+            except (ValueError, TypeError):
+                continue  # a line torn by a crash mid-append
+            if limit is None or event.seq < limit:
+                by_seq[event.seq] = event
+        return [by_seq[seq] for seq in sorted(by_seq)]
+
+    def delete(self, run_id: str) -> None:
+        for path in (self.state_path(run_id), self.events_path(run_id)):
+            try:
+                path.unlink()
+            except FileNotFoundError:
+                pass
+
+    def run_ids(self) -> list[str]:
+        return sorted(p.name[: -len(".json")] for p in self.directory.glob("*.json")
+                      if not p.name.startswith("."))

@@ -1,0 +1,118 @@
+"""A workflow prepared for execution: lookups, task specs and schema validators built once.
+
+The engine compiles each workflow document once (cached per document object)
+so that the per-step work is dictionary lookups, not scans over the document.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from jsonschema import exceptions as jsonschema_exceptions
+from jsonschema import validators as jsonschema_validators
+from pydantic_core import to_jsonable_python
+
+from runtime._document import Node, TaskNode, Workflow
+from runtime._errors import InputValidationError
+from runtime._paths import GraphSourcePath, LocalPath
+from runtime._registry import TaskRegistry, TaskSpec
+
+
+def schema_validator(schema: Mapping[str, Any]) -> Any:
+    """A jsonschema validator for ``schema`` (draft chosen by ``$schema``, 2020-12 by default)."""
+    cls = jsonschema_validators.validator_for(schema, default=jsonschema_validators.Draft202012Validator)
+    return cls(schema)
+
+
+def schema_problems(validator: Any, value: Any) -> list[dict[str, Any]]:
+    """Every way ``value`` violates the validator's schema, each with a location and a message."""
+    try:
+        errors = sorted(validator.iter_errors(value), key=lambda e: [str(p) for p in e.absolute_path])
+    except jsonschema_exceptions.SchemaError as exc:  # the document's schema itself is broken
+        return [{"field": "", "message": f"the schema is invalid: {exc.message}"}]
+    return [
+        {"field": ".".join(str(p) for p in error.absolute_path), "message": error.message}
+        for error in errors[:20]
+    ]
+
+
+def with_defaults(schema: Mapping[str, Any], value: dict[str, Any]) -> dict[str, Any]:
+    """``value`` with the schema's top-level property defaults filled in where absent."""
+    properties = schema.get("properties")
+    if not isinstance(properties, Mapping):
+        return value
+    filled = value
+    for name, prop in properties.items():
+        if name not in value and isinstance(prop, Mapping) and "default" in prop:
+            if filled is value:
+                filled = dict(value)
+            filled[name] = copy.deepcopy(prop["default"])
+    return filled
+
+
+def check_payload(schema: Mapping[str, Any], validator: Any, value: Any, *, what: str,
+                  **details: Any) -> dict[str, Any]:
+    """A JSON-compatible object payload, defaults filled, valid against ``schema``; else InputValidationError."""
+    if value is None:
+        value = {}
+    value = to_jsonable_python(value)
+    if not isinstance(value, dict):
+        raise InputValidationError(f"{what} must be a JSON object, got {type(value).__name__}",
+                                   errors=[{"field": "", "message": "not an object"}], **details)
+    value = with_defaults(schema, value)
+    problems = schema_problems(validator, value)
+    if problems:
+        shown = "; ".join(f"{p['field'] or '(root)'}: {p['message']}" for p in problems[:5])
+        raise InputValidationError(f"{what} is invalid: {shown}", errors=problems, **details)
+    return value
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class CompiledWorkflow:
+    workflow: Workflow
+    nodes: Mapping[str, Node]
+    routes: Mapping[str, Mapping[str, str]]
+    specs: Mapping[str, TaskSpec]
+    start: str | None
+    outputs: tuple[tuple[LocalPath, GraphSourcePath], ...]
+    _validators: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def id(self) -> str:
+        return self.workflow.id
+
+    def validator(self, key: str, schema: Mapping[str, Any]) -> Any:
+        """A cached validator; ``key`` names which schema of this document it checks."""
+        found = self._validators.get(key)
+        if found is None:
+            found = self._validators[key] = schema_validator(schema)
+        return found
+
+    def check_input(self, value: Any, *, what: str = "workflow input", **details: Any) -> dict[str, Any]:
+        schema = self.workflow.input_schema
+        return check_payload(schema, self.validator("input", schema), value, what=what,
+                             workflow_id=self.workflow.id, **details)
+
+    def initial_state(self) -> dict[str, Any]:
+        return with_defaults(self.workflow.state_schema, {})
+
+    def target(self, node_id: str, label: str) -> str | None:
+        return self.routes.get(node_id, {}).get(label)
+
+
+def compile_workflow(workflow: Workflow, registry: TaskRegistry) -> CompiledWorkflow:
+    routes: dict[str, dict[str, str]] = {}
+    for route in workflow.routes:
+        routes.setdefault(route.source, {})[route.label] = route.target
+    specs = {node.id: registry.get(node.task) for node in workflow.nodes if isinstance(node, TaskNode)}
+    return CompiledWorkflow(
+        workflow=workflow,
+        nodes=workflow.node_map(),
+        routes=routes,
+        specs=specs,
+        start=workflow.start_node,
+        outputs=tuple((out.target, out.path) for out in workflow.outputs),
+    )

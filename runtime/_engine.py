@@ -1,0 +1,286 @@
+"""The Engine: the one object callers use to run, resume and continue workflows."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from runtime._algo import mint
+from runtime._analysis import analyze
+from runtime._compiled import CompiledWorkflow, compile_workflow
+from runtime._document import Workflow, WorkflowRef
+from runtime._errors import NodeFailedError, ResumeError, WorkflowError
+from runtime._ids import IdFactory, RandomIds
+from runtime._loop import LoopConfig, RunLoop
+from runtime._registry import TaskRegistry, default_registry
+from runtime._resolver import WorkflowResolver, as_resolver
+from runtime._state import ROOT_SCOPE_ID, Interrupt, RunState, RuntimeScope
+from runtime._trace import TraceEvent, summarize
+
+RunStatus = Literal["completed", "interrupted", "failed", "cancelled"]
+
+_CACHE_LIMIT = 256
+
+
+@dataclass(frozen=True, slots=True)
+class RunResult:
+    """What one engine call ended with.
+
+    ``trace`` holds the events of this call only; a checkpointer keeps the
+    whole history. ``run_state`` is the engine's state object after the call:
+    pass it (or its JSON) to ``resume``, which never modifies it.
+    """
+
+    status: RunStatus
+    output: Any
+    state: dict[str, Any]
+    run_state: RunState
+    trace: tuple[TraceEvent, ...]
+    interrupts: tuple[Interrupt, ...]
+    error: WorkflowError | None
+
+    @property
+    def run_id(self) -> str:
+        return self.run_state.run_id
+
+    def to_dict(self, *, trace: bool = False) -> dict[str, Any]:
+        """JSON-compatible form, used by the command line and APIs."""
+        data: dict[str, Any] = {
+            "run_id": self.run_id,
+            "status": self.status,
+            "output": self.output,
+            "state": self.state,
+            "interrupts": [i.to_dict() for i in self.interrupts],
+            "error": self.error.to_dict() if self.error is not None else None,
+        }
+        if trace:
+            data["trace"] = [event.to_dict() for event in self.trace]
+        return data
+
+
+class Engine:
+    """Runs workflow documents with tasks from a registry.
+
+    ``workflows`` resolves subgraph references (a resolver, a mapping or a
+    function). ``checkpointer`` receives the RunState and the new trace events
+    after every superstep. ``on_superstep(run_state, events)`` is called
+    after each save; ``should_cancel(run_id)`` is consulted before each
+    superstep, and a true answer stops the run with status ``cancelled``.
+    """
+
+    def __init__(
+        self,
+        registry: TaskRegistry | None = None,
+        workflows: WorkflowResolver | Mapping[object, Workflow] | Callable[[WorkflowRef], Workflow] | None = None,
+        checkpointer: Any = None,
+        ids: IdFactory | None = None,
+        *,
+        max_workers: int | None = None,
+        on_superstep: Callable[[RunState, list[TraceEvent]], Any] | None = None,
+        should_cancel: Callable[[str], bool] | None = None,
+        max_depth: int = 32,
+    ) -> None:
+        self.registry = registry if registry is not None else default_registry
+        self.resolver = as_resolver(workflows)
+        self.checkpointer = checkpointer
+        self.ids = ids if ids is not None else RandomIds()
+        self.max_workers = max_workers or min(32, (os.cpu_count() or 1) + 4)
+        self.on_superstep = on_superstep
+        self.should_cancel = should_cancel
+        self.max_depth = max_depth
+        self._compiled: dict[int, tuple[Workflow, CompiledWorkflow]] = {}
+        self._known: dict[str, Workflow] = {}
+        self._pool: ThreadPoolExecutor | None = None
+        self._lock = threading.Lock()
+
+    # -- lifecycle ------------------------------------------------------------------
+
+    def _get_pool(self) -> ThreadPoolExecutor:
+        if self._pool is None:
+            with self._lock:
+                if self._pool is None:
+                    self._pool = ThreadPoolExecutor(max_workers=self.max_workers, thread_name_prefix="trellis-task")
+        return self._pool
+
+    def close(self) -> None:
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True)
+
+    def __enter__(self) -> Engine:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- documents --------------------------------------------------------------------
+
+    def compile(self, workflow: Workflow) -> CompiledWorkflow:
+        """Validate ``workflow`` with the analyzer (once per document object) and prepare it to run.
+
+        Raises ``WorkflowValidationError`` listing every problem.
+        """
+        hit = self._compiled.get(id(workflow))
+        if hit is not None and hit[0] is workflow:
+            return hit[1]
+        analyze(workflow, registry=self.registry, workflows=self.resolver).raise_for_errors()
+        plan = compile_workflow(workflow, self.registry)
+        with self._lock:
+            if len(self._compiled) >= _CACHE_LIMIT:
+                self._compiled.pop(next(iter(self._compiled)))
+            self._compiled[id(workflow)] = (workflow, plan)
+        return plan
+
+    def _config(self) -> LoopConfig:
+        return LoopConfig(
+            ids=self.ids, resolver=self.resolver, compile=self.compile, pool=self._get_pool,
+            checkpointer=self.checkpointer, on_superstep=self.on_superstep, should_cancel=self.should_cancel,
+            max_depth=self.max_depth,
+        )
+
+    @staticmethod
+    def _document(workflow: Workflow | Mapping[str, Any]) -> Workflow:
+        return workflow if isinstance(workflow, Workflow) else Workflow.model_validate(workflow)
+
+    def _remember(self, workflow: Workflow) -> None:
+        with self._lock:
+            if len(self._known) >= _CACHE_LIMIT and workflow.id not in self._known:
+                self._known.pop(next(iter(self._known)))
+            self._known[workflow.id] = workflow
+
+    def _root_workflow(self, run_state: RunState, workflow: Workflow | Mapping[str, Any] | None) -> Workflow:
+        if workflow is not None:
+            return self._document(workflow)
+        known = self._known.get(run_state.workflow.id)
+        if known is not None:
+            return known
+        return self.resolver.resolve(run_state.workflow)
+
+    # -- starting ----------------------------------------------------------------------
+
+    def _start(self, workflow: Workflow | Mapping[str, Any], input: Any, run_id: str | None) -> RunLoop:
+        document = self._document(workflow)
+        plan = self.compile(document)
+        checked = plan.check_input(input)
+        self._remember(document)
+        ref = WorkflowRef(id=document.id)
+        rs = RunState(run_id=run_id or self.ids.run_id(), workflow=ref)
+        loop = RunLoop(self._config(), rs, plan)
+        sched = loop.scheduler
+        frame_id = mint(rs, self.ids, "frame")
+        rs.scopes[ROOT_SCOPE_ID] = RuntimeScope(
+            scope_id=ROOT_SCOPE_ID, workflow=ref, root_frame_id=frame_id, input=checked,
+            state=plan.initial_state(),
+        )
+        frame = sched.new_frame(parent=None, scope_id=ROOT_SCOPE_ID, node_id=plan.start or "", kind="root",
+                                frame_id=frame_id)
+        loop.recorder.emit("run_started", frame, summary={"workflow": document.id, "input": summarize(checked)})
+        if plan.start is None:
+            sched.finish_scope(rs.scopes[ROOT_SCOPE_ID], frame)
+        else:
+            sched.enqueue(frame)
+        return loop
+
+    def _reopen(self, run_state: RunState | Mapping[str, Any] | str | bytes,
+                workflow: Workflow | Mapping[str, Any] | None) -> RunLoop:
+        if isinstance(run_state, RunState):
+            rs = run_state.copy_for_resume()
+        else:
+            rs = RunState.from_json(run_state)
+        rs.root_scope  # noqa: B018 - fails closed on a state without its root scope
+        plan = self.compile(self._root_workflow(rs, workflow))
+        return RunLoop(self._config(), rs, plan)
+
+    @staticmethod
+    def _check_resumable(loop: RunLoop) -> None:
+        if loop.rs.status != "interrupted":
+            raise ResumeError(f"run {loop.rs.run_id!r} is {loop.rs.status}, not interrupted; nothing to resume",
+                              run_id=loop.rs.run_id, status=loop.rs.status)
+
+    # -- results -----------------------------------------------------------------------
+
+    @staticmethod
+    def _result(loop: RunLoop) -> RunResult:
+        rs = loop.rs
+        error: WorkflowError | None = None
+        if rs.status == "failed":
+            failure = loop.scheduler.failure
+            if failure is not None:
+                error = failure.to_error()
+            elif rs.error is not None:
+                details = {k: v for k, v in rs.error.items() if k not in ("code", "message")}
+                error = NodeFailedError(str(rs.error.get("message", "the run failed")), **details)
+        scope = rs.scopes.get(ROOT_SCOPE_ID)
+        return RunResult(
+            status=rs.status,  # type: ignore[arg-type]
+            output=rs.output if rs.status == "completed" else None,
+            state=scope.state if scope is not None else {},
+            run_state=rs,
+            trace=tuple(loop.recorder.events),
+            interrupts=tuple(rs.interrupts.values()),
+            error=error,
+        )
+
+    # -- synchronous API --------------------------------------------------------------
+
+    def run(self, workflow: Workflow | Mapping[str, Any], input: Any = None, *, run_id: str | None = None
+            ) -> RunResult:
+        """Validate the workflow and its input, then run until completed, interrupted, failed or cancelled."""
+        loop = self._start(workflow, input, run_id)
+        loop.checkpoint(loop.settle())
+        loop.drive()
+        return self._result(loop)
+
+    def resume(self, run_state: RunState | Mapping[str, Any] | str | bytes, interrupt_id: str, value: Any,
+               label: str | None = None, *, workflow: Workflow | Mapping[str, Any] | None = None) -> RunResult:
+        """Answer one open interrupt with ``value`` (and optionally a label) and continue.
+
+        ``workflow`` is the root document; without it the engine uses the one
+        it last ran under that id, else asks its resolver.
+        """
+        loop = self._reopen(run_state, workflow)
+        self._check_resumable(loop)
+        loop.apply_resume(interrupt_id, value, label)
+        loop.checkpoint(loop.settle())
+        loop.drive()
+        return self._result(loop)
+
+    def continue_run(self, run_state: RunState | Mapping[str, Any] | str | bytes, *,
+                     workflow: Workflow | Mapping[str, Any] | None = None) -> RunResult:
+        """Carry on a run from its last checkpoint (after a crash); a finished run is returned as it is.
+
+        The superstep that was in flight when the process died runs again, so
+        tasks see at-least-once execution.
+        """
+        loop = self._reopen(run_state, workflow)
+        loop.drive()
+        return self._result(loop)
+
+    # -- asynchronous API ---------------------------------------------------------------
+
+    async def arun(self, workflow: Workflow | Mapping[str, Any], input: Any = None, *, run_id: str | None = None
+                   ) -> RunResult:
+        loop = self._start(workflow, input, run_id)
+        await loop.acheckpoint(loop.settle())
+        await loop.adrive()
+        return self._result(loop)
+
+    async def aresume(self, run_state: RunState | Mapping[str, Any] | str | bytes, interrupt_id: str, value: Any,
+                      label: str | None = None, *, workflow: Workflow | Mapping[str, Any] | None = None
+                      ) -> RunResult:
+        loop = self._reopen(run_state, workflow)
+        self._check_resumable(loop)
+        loop.apply_resume(interrupt_id, value, label)
+        await loop.acheckpoint(loop.settle())
+        await loop.adrive()
+        return self._result(loop)
+
+    async def acontinue_run(self, run_state: RunState | Mapping[str, Any] | str | bytes, *,
+                            workflow: Workflow | Mapping[str, Any] | None = None) -> RunResult:
+        loop = self._reopen(run_state, workflow)
+        await loop.adrive()
+        return self._result(loop)

@@ -1,0 +1,426 @@
+"""The run loop: supersteps of prepare, execute, commit, checkpoint.
+
+A superstep takes every ready frame in queue order. *Prepare* reads the
+scope for each of them (input bindings, branch values, foreach collections,
+subgraph inputs) before anything is written, so every frame of a superstep
+sees the same state. *Execute* calls the tasks: sync tasks in a bounded
+thread pool, async ones concurrently on an event loop, and a lone sync task
+directly, since a thread hop would cost more than most tasks do. *Commit*
+applies the outcomes in queue order through the ``Scheduler``; new frames
+join the queue in that order (item frames by index), so the resulting state
+and trace order do not depend on timing. Then the checkpointer receives the
+state and the superstep's events.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from runtime._algo import Recorder, Scheduler, choose_branch
+from runtime._bindings import MISSING, ScopeReader, build_payload
+from runtime._compiled import CompiledWorkflow
+from runtime._context import RuntimeContext
+from runtime._document import BranchNode, ForeachNode, InterruptNode, Node, SubgraphNode, TaskNode, Workflow
+from runtime._errors import (
+    CorruptRunStateError,
+    InputValidationError,
+    ResumeError,
+    SubgraphDepthError,
+    WorkflowError,
+)
+from runtime._ids import IdFactory
+from runtime._inspect import check_resume_value
+from runtime._registry import TaskSpec
+from runtime._resolver import WorkflowResolver
+from runtime._state import ROOT_SCOPE_ID, ExecutionFrame, RunState, RuntimeScope, frame_of, runtime_context
+from runtime._trace import TraceEvent, summarize
+
+if TYPE_CHECKING:
+    from runtime._checkpoint import Checkpointer
+
+
+@dataclass(slots=True)
+class LoopConfig:
+    """What a run loop needs from its engine."""
+
+    ids: IdFactory
+    resolver: WorkflowResolver
+    compile: Callable[[Workflow], CompiledWorkflow]
+    pool: Callable[[], ThreadPoolExecutor]
+    checkpointer: Checkpointer | None = None
+    on_superstep: Callable[[RunState, list[TraceEvent]], Any] | None = None
+    should_cancel: Callable[[str], bool] | None = None
+    max_depth: int = 32
+
+
+@dataclass(slots=True, eq=False)
+class Work:
+    """One ready frame in one superstep: what prepare decided and what execute produced."""
+
+    frame: ExecutionFrame
+    node: Node
+    scope: RuntimeScope
+    plan: CompiledWorkflow
+    spec: TaskSpec | None = None
+    call: Callable[[], Any] | None = None
+    context: RuntimeContext | None = None
+    value: Any = None
+    label: str | None = None
+    result: Any = None
+    error: BaseException | None = None
+    attempts: int = 1
+    retries: list[tuple[int, str]] = field(default_factory=list)
+    duration: float | None = None
+
+
+def _run_sync_task(work: Work) -> None:
+    spec, ctx, call = work.spec, work.context, work.call
+    assert spec is not None and ctx is not None and call is not None
+    policy = getattr(work.node, "retry", None)
+    attempts = policy.max_attempts if policy is not None else 1
+    started = time.perf_counter()
+    for attempt in range(1, attempts + 1):
+        if attempt > 1:
+            time.sleep(policy.delay_before(attempt))  # type: ignore[union-attr]
+        ctx.attempt = attempt
+        work.attempts = attempt
+        try:
+            raw = call()
+            if inspect.isawaitable(raw):  # a sync callable that hands back a coroutine
+                raw = asyncio.run(_await(raw))
+        except Exception as exc:
+            work.error = exc
+            if attempt < attempts:
+                work.retries.append((attempt, f"{type(exc).__name__}: {exc}"))
+                continue
+            break
+        work.error = None
+        try:
+            work.label, work.result = spec.finish(raw, ctx)
+        except WorkflowError as exc:
+            work.error = exc
+        break
+    work.duration = time.perf_counter() - started
+
+
+async def _await(awaitable: Any) -> Any:
+    return await awaitable
+
+
+async def _run_async_task(work: Work) -> None:
+    spec, ctx, call = work.spec, work.context, work.call
+    assert spec is not None and ctx is not None and call is not None
+    policy = getattr(work.node, "retry", None)
+    attempts = policy.max_attempts if policy is not None else 1
+    started = time.perf_counter()
+    for attempt in range(1, attempts + 1):
+        if attempt > 1:
+            await asyncio.sleep(policy.delay_before(attempt))  # type: ignore[union-attr]
+        ctx.attempt = attempt
+        work.attempts = attempt
+        try:
+            raw = await call()
+        except Exception as exc:
+            work.error = exc
+            if attempt < attempts:
+                work.retries.append((attempt, f"{type(exc).__name__}: {exc}"))
+                continue
+            break
+        work.error = None
+        try:
+            work.label, work.result = spec.finish(raw, ctx)
+        except WorkflowError as exc:
+            work.error = exc
+        break
+    work.duration = time.perf_counter() - started
+
+
+class RunLoop:
+    """Drives one engine call (run, resume or continue) over one RunState."""
+
+    def __init__(self, config: LoopConfig, run_state: RunState, root_plan: CompiledWorkflow) -> None:
+        self.config = config
+        self.rs = run_state
+        self.root_plan = root_plan
+        self.recorder = Recorder(run_state)
+        self._plans: dict[tuple[str, int | None], CompiledWorkflow] = {}
+        self.scheduler = Scheduler(run_state, config.ids, self.recorder, self.plan_for)
+        self._step_start = 0
+        self._event_loop: asyncio.AbstractEventLoop | None = None
+
+    # -- workflows per scope ------------------------------------------------------
+
+    def plan_for(self, scope: RuntimeScope) -> CompiledWorkflow:
+        if scope.scope_id == ROOT_SCOPE_ID:
+            return self.root_plan
+        key = (scope.workflow.id, scope.workflow.version)
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = self._plans[key] = self.config.compile(self.config.resolver.resolve(scope.workflow))
+        return plan
+
+    # -- prepare ------------------------------------------------------------------
+
+    def prepare(self) -> list[Work]:
+        rs = self.rs
+        rs.step += 1
+        ready, rs.ready = rs.ready, []
+        works: list[Work] = []
+        for frame_id in ready:
+            frame = frame_of(rs, frame_id)
+            if frame.status != "ready":
+                raise CorruptRunStateError(f"frame {frame_id!r} is queued but its status is {frame.status!r}",
+                                           frame_id=frame_id)
+            scope = self.scheduler.scope_of(frame)
+            plan = self.plan_for(scope)
+            node = self.scheduler.node_of(frame)
+            work = Work(frame, node, scope, plan)
+            if "foreach" in frame.metadata:
+                # Finished frames are pruned from RunState; the event keeps their context for inspection.
+                work.context = runtime_context(rs, frame_id, workflow_id=plan.id)
+                self.recorder.emit("node_started", frame, summary={"context": summarize(work.context.to_mapping())})
+            else:
+                self.recorder.emit("node_started", frame)
+            try:
+                self._prepare(work)
+            except CorruptRunStateError:
+                raise
+            except WorkflowError as exc:
+                work.error = exc
+            works.append(work)
+        return works
+
+    def _reader(self, work: Work, context: RuntimeContext | None = None) -> ScopeReader:
+        context = context or work.context
+        if context is not None:
+            return ScopeReader(work.scope.input, work.scope.state, context.to_mapping)
+        return self.scheduler.reader(work.scope, work.frame, work.plan.id)
+
+    def _prepare(self, work: Work) -> None:
+        node = work.node
+        if isinstance(node, TaskNode):
+            spec = work.plan.specs[node.id]
+            ctx = work.context or runtime_context(self.rs, work.frame.frame_id, workflow_id=work.plan.id)
+            payload = build_payload(node.input, self._reader(work, ctx))
+            work.spec, work.context = spec, ctx
+            work.call = spec.bind(payload, ctx)
+        elif isinstance(node, BranchNode):
+            reader = self._reader(work)
+            work.value = choose_branch(node, reader.read(node.path))
+        elif isinstance(node, ForeachNode):
+            items = self._reader(work).read(node.over)
+            if not isinstance(items, list):
+                shown = "nothing" if items is MISSING else f"a {type(items).__name__}"
+                raise InputValidationError(
+                    f"foreach {node.id!r}: {node.over} must be a list, got {shown}", node_id=node.id,
+                    path=str(node.over))
+            work.value = items  # state is copy-on-write, so this reference is a stable snapshot
+        elif isinstance(node, SubgraphNode):
+            depth = work.scope.depth + 1
+            if depth > self.config.max_depth:
+                raise SubgraphDepthError(
+                    f"subgraph {node.id!r}: calls nest deeper than {self.config.max_depth} scopes "
+                    f"(is workflow {node.workflow.id!r} calling itself?)",
+                    node_id=node.id, workflow=node.workflow.id, depth=depth, limit=self.config.max_depth)
+            child = self.config.compile(self.config.resolver.resolve(node.workflow))
+            self._plans[(node.workflow.id, node.workflow.version)] = child
+            payload = build_payload(node.input, self._reader(work))
+            work.value = (child, child.check_input(payload, what=f"input of subgraph {node.id!r}", node_id=node.id))
+        elif isinstance(node, InterruptNode):
+            work.value = build_payload(node.input, self._reader(work)) if node.input else None
+
+    # -- execute ------------------------------------------------------------------
+
+    def execute(self, works: list[Work]) -> None:
+        """Run the tasks of a superstep from synchronous code."""
+        tasks = [w for w in works if w.call is not None and w.error is None]
+        if not tasks:
+            return
+        if all(not w.spec.is_async for w in tasks):  # type: ignore[union-attr]
+            if len(tasks) == 1:
+                _run_sync_task(tasks[0])
+                return
+            pool = self.config.pool()
+            futures = [pool.submit(_run_sync_task, w) for w in tasks[1:]]
+            _run_sync_task(tasks[0])
+            for future in futures:
+                future.result()
+            return
+        self._run_coroutine(self._gather(tasks))
+
+    async def aexecute(self, works: list[Work]) -> None:
+        tasks = [w for w in works if w.call is not None and w.error is None]
+        if tasks:
+            await self._gather(tasks)
+
+    async def _gather(self, tasks: list[Work]) -> None:
+        loop = asyncio.get_running_loop()
+        pool = self.config.pool()
+        await asyncio.gather(*(
+            _run_async_task(w) if w.spec.is_async  # type: ignore[union-attr]
+            else loop.run_in_executor(pool, _run_sync_task, w)
+            for w in tasks
+        ))
+
+    def _run_coroutine(self, coro: Any) -> None:
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            if self._event_loop is None:
+                self._event_loop = asyncio.new_event_loop()
+            self._event_loop.run_until_complete(coro)
+            return
+        # Called synchronously from inside a running event loop: that loop cannot be
+        # re-entered, so the async tasks get a loop of their own on a helper thread.
+        failure: list[BaseException] = []
+
+        def host() -> None:
+            try:
+                asyncio.run(coro)
+            except BaseException as exc:  # noqa: BLE001 - re-raised in the calling thread
+                failure.append(exc)
+
+        thread = threading.Thread(target=host, name="trellis-async-tasks")
+        thread.start()
+        thread.join()
+        if failure:
+            raise failure[0]
+
+    def close(self) -> None:
+        if self._event_loop is not None:
+            self._event_loop.close()
+            self._event_loop = None
+
+    # -- commit -------------------------------------------------------------------
+
+    def commit(self, works: list[Work]) -> None:
+        rs, sched, emit = self.rs, self.scheduler, self.recorder.emit
+        for work in works:
+            frame = work.frame
+            if rs.frames.get(frame.frame_id) is not frame:
+                continue  # dropped by an earlier commit of this superstep (its child scope failed)
+            node = work.node
+            for attempt, message in work.retries:
+                emit("node_retrying", frame, attempt=attempt, summary=message)
+            if work.error is not None:
+                sched.fail(frame, node, work.error, attempts=work.attempts)
+            elif isinstance(node, TaskNode):
+                emit("node_completed", frame, label=work.label, attempt=work.attempts, duration=work.duration,
+                     summary=summarize(work.result))
+                sched.commit_result(frame, node, work.label or "ok", work.result)
+            elif isinstance(node, BranchNode):
+                emit("node_completed", frame, label=work.value)
+                sched.route(frame, work.value)
+            elif isinstance(node, ForeachNode):
+                sched.enter_foreach(frame, node, work.value)
+            elif isinstance(node, SubgraphNode):
+                child, child_input = work.value
+                sched.open_scope(frame, node, child, child_input)
+            elif isinstance(node, InterruptNode):
+                sched.interrupt(frame, node, work.value)
+
+    def settle(self) -> list[TraceEvent]:
+        """Decide the run status after a commit; returns the events of the step."""
+        rs, sched = self.rs, self.scheduler
+        if sched.failure is not None:
+            error = sched.failure.to_error()
+            rs.status = "failed"
+            rs.error = error.to_dict()
+            self.recorder.emit("run_failed", summary=summarize(rs.error))
+        elif sched.completed:
+            rs.status = "completed"
+            self.recorder.emit("run_completed", summary=summarize(rs.output))
+        elif not rs.ready:
+            if not rs.interrupts:
+                raise CorruptRunStateError("the run cannot progress: nothing is ready and nothing is interrupted",
+                                           run_id=rs.run_id)
+            rs.status = "interrupted"
+            self.recorder.emit("run_interrupted", summary={"interrupts": list(rs.interrupts)})
+        events = self.recorder.events[self._step_start:]
+        self._step_start = len(self.recorder.events)
+        return events
+
+    def cancelled(self) -> bool:
+        check = self.config.should_cancel
+        if check is None or not check(self.rs.run_id):
+            return False
+        self.rs.status = "cancelled"
+        self.recorder.emit("run_cancelled")
+        return True
+
+    # -- resume -------------------------------------------------------------------
+
+    def apply_resume(self, interrupt_id: str, value: Any, label: str | None) -> None:
+        rs = self.rs
+        record = rs.interrupts.get(interrupt_id)
+        if record is None:
+            raise ResumeError(f"run {rs.run_id!r} has no open interrupt {interrupt_id!r}",
+                              interrupt_id=interrupt_id, open=sorted(rs.interrupts))
+        frame = frame_of(rs, record.frame_id)
+        node = self.scheduler.node_of(frame)
+        if not isinstance(node, InterruptNode) or frame.status != "interrupted":
+            raise CorruptRunStateError(f"interrupt {interrupt_id!r} points at frame {frame.frame_id!r}, "
+                                       f"which is not paused at an interrupt node", interrupt_id=interrupt_id)
+        chosen, checked = check_resume_value(node.resume_schema, node.labels, value, label,
+                                             interrupt_id=interrupt_id, node_id=node.id)
+        rs.step += 1
+        del rs.interrupts[interrupt_id]
+        rs.status = "running"
+        frame.status = "ready"
+        frame.waiting_for = None
+        self.recorder.emit("resumed", frame, label=chosen, summary={"interrupt_id": interrupt_id,
+                                                                     "value": summarize(checked)})
+        self.recorder.emit("node_completed", frame, label=chosen, summary=summarize(checked))
+        self.scheduler.commit_result(frame, node, chosen, checked)
+
+    # -- drivers ------------------------------------------------------------------
+
+    def checkpoint(self, events: list[TraceEvent]) -> None:
+        if self.config.checkpointer is not None:
+            self.config.checkpointer.save(self.rs, events)
+        if self.config.on_superstep is not None:
+            self.config.on_superstep(self.rs, events)
+
+    async def acheckpoint(self, events: list[TraceEvent]) -> None:
+        cp = self.config.checkpointer
+        if cp is not None:
+            asave = getattr(cp, "asave", None)
+            if asave is not None:
+                await asave(self.rs, events)
+            else:
+                cp.save(self.rs, events)
+        hook = self.config.on_superstep
+        if hook is not None:
+            outcome = hook(self.rs, events)
+            if inspect.isawaitable(outcome):
+                await outcome
+
+    def drive(self) -> None:
+        try:
+            while self.rs.status == "running":
+                if self.cancelled():
+                    self.checkpoint(self.settle())
+                    return
+                works = self.prepare()
+                self.execute(works)
+                self.commit(works)
+                self.checkpoint(self.settle())
+        finally:
+            self.close()
+
+    async def adrive(self) -> None:
+        while self.rs.status == "running":
+            if self.cancelled():
+                await self.acheckpoint(self.settle())
+                return
+            works = self.prepare()
+            await self.aexecute(works)
+            self.commit(works)
+            await self.acheckpoint(self.settle())

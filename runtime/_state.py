@@ -1,0 +1,314 @@
+"""RunState: everything needed to resume a run, and nothing that only describes its past.
+
+The pydantic models here are both the engine's working state and, through
+``model_dump_json``, the checkpoint format. They hold live structure only:
+a frame, lineage, activation or child scope is deleted as soon as it is done,
+so the size of a RunState follows what is active, never how long the run has
+been going.
+
+Foreach item frames keep their typed metadata at
+``frames[frame_id].metadata["foreach"]``. The structured runtime context is
+derived on demand from frame ancestry within one scope
+(``foreach_entries``/``runtime_context``); every read of that metadata goes
+through ``foreach_item_metadata``, which raises ``CorruptRunStateError`` on
+anything malformed, because corrupt state is not a missing value.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from runtime._context import RESERVED_CONTEXT_FIELDS, ForeachContext, RuntimeContext
+from runtime._document import WorkflowRef
+from runtime._errors import CorruptRunStateError
+
+RUN_STATE_VERSION = 1
+ROOT_SCOPE_ID = "root"
+
+RunStatus = Literal["running", "interrupted", "completed", "failed", "cancelled"]
+FrameStatus = Literal["ready", "waiting", "interrupted", "failed"]
+LineageKind = Literal["root", "item", "subgraph"]
+
+
+class _StateModel(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class RuntimeScope(_StateModel):
+    """The ``input``/``state``/``context`` boundary of one workflow invocation."""
+
+    scope_id: str
+    workflow: WorkflowRef
+    parent_scope_id: str | None = None
+    caller_frame_id: str | None = None
+    root_frame_id: str
+    depth: int = 0
+    input: dict[str, Any] = Field(default_factory=dict)
+    state: dict[str, Any] = Field(default_factory=dict)
+
+
+class ExecutionFrame(_StateModel):
+    """One position of control: the node a line of work is at, in which scope and lineage.
+
+    ``waiting_for`` names the foreach activation or child scope a ``waiting``
+    frame is blocked on.
+    """
+
+    frame_id: str
+    parent_frame_id: str | None = None
+    scope_id: str
+    lineage_id: str
+    node_id: str
+    status: FrameStatus = "ready"
+    waiting_for: str | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class Lineage(_StateModel):
+    lineage_id: str
+    kind: LineageKind
+    scope_id: str
+    frame_id: str
+    parent_lineage_id: str | None = None
+
+
+class ForeachActivation(_StateModel):
+    """One entry into a foreach node: the snapshot of ``over`` and how far the items have got."""
+
+    activation_id: str
+    node_id: str
+    scope_id: str
+    frame_id: str
+    alias: str | None = None
+    items: list[Any] = Field(default_factory=list)
+    max_concurrency: int = 1
+    next_index: int = 0
+    running: list[str] = Field(default_factory=list)
+    completed: int = 0
+
+
+class Barrier(_StateModel):
+    """The entering frame of an activation waits here until every item has arrived."""
+
+    activation_id: str
+    frame_id: str
+    expected: int
+    arrived: int = 0
+
+
+class Interrupt(_StateModel):
+    """An open request for a value: the frame stays at its interrupt node until resumed."""
+
+    interrupt_id: str
+    frame_id: str
+    scope_id: str
+    lineage_id: str
+    node_id: str
+    prompt: str = ""
+    payload: Any = None
+    resume_schema: dict[str, Any] = Field(default_factory=dict)
+    labels: list[str] = Field(default_factory=lambda: ["ok"])
+    step: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")
+
+
+class RunState(_StateModel):
+    version: Literal[1] = RUN_STATE_VERSION
+    run_id: str
+    workflow: WorkflowRef
+    status: RunStatus = "running"
+    step: int = 0
+    #: How many identifiers this run has minted; deterministic id factories derive ids from it.
+    id_seq: int = 0
+    #: The sequence number of the next trace event.
+    trace_seq: int = 0
+    scopes: dict[str, RuntimeScope] = Field(default_factory=dict)
+    frames: dict[str, ExecutionFrame] = Field(default_factory=dict)
+    lineages: dict[str, Lineage] = Field(default_factory=dict)
+    ready: list[str] = Field(default_factory=list)
+    barriers: dict[str, Barrier] = Field(default_factory=dict)
+    activations: dict[str, ForeachActivation] = Field(default_factory=dict)
+    interrupts: dict[str, Interrupt] = Field(default_factory=dict)
+    output: Any = None
+    error: dict[str, Any] | None = None
+
+    @property
+    def root_scope(self) -> RuntimeScope:
+        try:
+            return self.scopes[ROOT_SCOPE_ID]
+        except KeyError:
+            raise CorruptRunStateError("run state has no root scope", run_id=self.run_id) from None
+
+    def to_json(self) -> str:
+        return self.model_dump_json()
+
+    @classmethod
+    def from_json(cls, data: str | bytes | Mapping[str, Any]) -> RunState:
+        """Load a checkpoint; anything that does not validate is ``CorruptRunStateError``."""
+        try:
+            if isinstance(data, str | bytes):
+                return cls.model_validate_json(data)
+            return cls.model_validate(data)
+        except ValidationError as exc:
+            problems = [
+                {"location": ".".join(str(p) for p in err["loc"]), "message": err["msg"]}
+                for err in exc.errors(include_url=False)[:20]
+            ]
+            raise CorruptRunStateError(
+                "run state does not match the RunState format: "
+                + "; ".join(f"{p['location']}: {p['message']}" for p in problems[:5]),
+                problems=problems,
+            ) from None
+
+    def copy_for_resume(self) -> RunState:
+        """An independent copy, so resuming never alters the caller's object."""
+        return self.model_copy(deep=True)
+
+
+# ---------------------------------------------------------------------------
+# Typed metadata helpers
+
+
+@dataclass(frozen=True, slots=True)
+class ForeachItemMetadata:
+    node_id: str
+    activation_id: str
+    index: int
+    item: object
+    alias: str | None
+
+
+_ITEM_KEYS = frozenset({"node_id", "activation_id", "index", "item", "alias"})
+
+
+def _corrupt(frame_id: str, problem: str, **details: Any) -> CorruptRunStateError:
+    return CorruptRunStateError(f"frame {frame_id!r}: {problem}", frame_id=frame_id, **details)
+
+
+def frame_of(run_state: RunState, frame_id: str) -> ExecutionFrame:
+    frame = run_state.frames.get(frame_id)
+    if frame is None:
+        raise CorruptRunStateError(f"frame {frame_id!r} does not exist in the run state", frame_id=frame_id)
+    return frame
+
+
+def foreach_item_metadata(run_state: RunState, frame: ExecutionFrame) -> ForeachItemMetadata | None:
+    """The frame's foreach item metadata, ``None`` when it is not an item frame.
+
+    Fails closed: a malformed entry, or one whose activation is missing or
+    disagrees about node or scope, raises ``CorruptRunStateError``.
+    """
+    raw = frame.metadata.get("foreach")
+    if raw is None:
+        return None
+    fid = frame.frame_id
+    if not isinstance(raw, dict):
+        raise _corrupt(fid, f"foreach metadata must be an object, got {type(raw).__name__}")
+    missing = _ITEM_KEYS - raw.keys()
+    if missing:
+        raise _corrupt(fid, f"foreach metadata lacks {', '.join(sorted(missing))}", missing=sorted(missing))
+    node_id, activation_id, index, alias = raw["node_id"], raw["activation_id"], raw["index"], raw["alias"]
+    if not isinstance(node_id, str) or not node_id:
+        raise _corrupt(fid, f"foreach metadata node_id must be a non-empty string, got {node_id!r}")
+    if not isinstance(activation_id, str) or not activation_id:
+        raise _corrupt(fid, f"foreach metadata activation_id must be a non-empty string, got {activation_id!r}")
+    if not isinstance(index, int) or isinstance(index, bool) or index < 0:
+        raise _corrupt(fid, f"foreach metadata index must be a non-negative integer, got {index!r}")
+    if alias is not None and (not isinstance(alias, str) or not alias):
+        raise _corrupt(fid, f"foreach metadata alias must be a non-empty string or null, got {alias!r}")
+    activation = run_state.activations.get(activation_id)
+    if activation is None:
+        raise _corrupt(fid, f"foreach activation {activation_id!r} does not exist", activation_id=activation_id)
+    if activation.node_id != node_id or activation.scope_id != frame.scope_id:
+        raise _corrupt(
+            fid,
+            f"foreach activation {activation_id!r} belongs to node {activation.node_id!r} in scope "
+            f"{activation.scope_id!r}, not node {node_id!r} in scope {frame.scope_id!r}",
+            activation_id=activation_id,
+        )
+    if index >= len(activation.items):
+        raise _corrupt(fid, f"foreach item index {index} is outside activation {activation_id!r} "
+                            f"({len(activation.items)} items)", activation_id=activation_id)
+    return ForeachItemMetadata(node_id, activation_id, index, raw["item"], alias)
+
+
+def foreach_entries(run_state: RunState, frame_id: str) -> list[tuple[ForeachContext, str | None]]:
+    """Active foreach entries of ``frame_id``'s scope with their aliases, outermost first.
+
+    Walks ``parent_frame_id`` while the ancestors stay in the frame's scope: a
+    subgraph's root frame has its caller as scheduling parent, but that grants
+    no context visibility across the scope boundary.
+    """
+    frames = run_state.frames
+    frame = frame_of(run_state, frame_id)
+    scope_id = frame.scope_id
+    entries: list[tuple[ForeachContext, str | None]] = []
+    seen: set[str] = set()
+    current: ExecutionFrame | None = frame
+    while current is not None:
+        if current.frame_id in seen:
+            raise _corrupt(frame_id, "frame ancestry contains a cycle")
+        seen.add(current.frame_id)
+        meta = foreach_item_metadata(run_state, current)
+        if meta is not None:
+            entries.append((
+                ForeachContext(
+                    node_id=meta.node_id,
+                    activation_id=meta.activation_id,
+                    frame_id=current.frame_id,
+                    scope_id=current.scope_id,
+                    lineage_id=current.lineage_id,
+                    index=meta.index,
+                    item=meta.item,
+                ),
+                meta.alias,
+            ))
+        parent_id = current.parent_frame_id
+        if parent_id is None:
+            break
+        parent = frames.get(parent_id)
+        if parent is None:
+            raise _corrupt(current.frame_id, f"parent frame {parent_id!r} does not exist", parent_frame_id=parent_id)
+        if parent.scope_id != scope_id:
+            break
+        current = parent
+    entries.reverse()
+    return entries
+
+
+def runtime_context(run_state: RunState, frame_id: str, *, workflow_id: str = "", attempt: int = 1) -> RuntimeContext:
+    """The structured context of a frame, derived from persisted ancestry."""
+    frame = frame_of(run_state, frame_id)
+    entries = foreach_entries(run_state, frame_id)
+    foreach: dict[str, ForeachContext] = {}
+    for entry, _alias in entries:
+        if entry.node_id in foreach:
+            raise _corrupt(frame_id, f"foreach {entry.node_id!r} is active twice in one scope")
+        foreach[entry.node_id] = entry
+    counts: dict[str, int] = {}
+    for _entry, alias in entries:
+        if alias is not None:
+            counts[alias] = counts.get(alias, 0) + 1
+    # Only unique, unreserved aliases are exposed: an inner alias never shadows an outer one.
+    aliases = {
+        alias: entry.node_id
+        for entry, alias in entries
+        if alias is not None and counts[alias] == 1 and alias not in RESERVED_CONTEXT_FIELDS
+    }
+    return RuntimeContext(
+        run_id=run_state.run_id,
+        workflow_id=workflow_id,
+        scope_id=frame.scope_id,
+        frame_id=frame.frame_id,
+        lineage_id=frame.lineage_id,
+        node_id=frame.node_id,
+        attempt=attempt,
+        foreach=foreach,
+        aliases=aliases,
+    )
