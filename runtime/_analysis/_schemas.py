@@ -33,8 +33,8 @@ _MAX_DEPTH = 32
 def prepare(schema: object) -> Schema:
     """A self-contained schema: local ``$ref``s inlined, ``allOf`` of one flattened.
 
-    A recursive definition cannot be inlined; its recursive occurrence becomes
-    *any* (titled with the definition name), which is sound for compatibility
+    A recursive definition cannot be inlined forever: it is unrolled once, then
+    becomes *any* (titled with the definition name), which is sound for compatibility
     (any fits) and stops path options from descending forever.
     """
     if not isinstance(schema, dict):
@@ -67,7 +67,7 @@ def _inline(node: object, defs: dict[str, Any], stack: tuple[str, ...]) -> objec
     ref = node.get("$ref")
     if isinstance(ref, str):
         rest = {k: v for k, v in node.items() if k != "$ref"}
-        if ref in stack or ref not in defs or len(stack) > _MAX_DEPTH:
+        if stack.count(ref) >= 2 or ref not in defs or len(stack) > _MAX_DEPTH:
             title = ref.rsplit("/", 1)[-1]
             return {**_inline(rest, defs, stack), "title": rest.get("title", title)}  # type: ignore[dict-item]
         target = _inline(defs[ref], defs, (*stack, ref))

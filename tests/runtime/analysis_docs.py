@@ -37,3 +37,68 @@ def workflow(nodes: list[dict[str, Any]], routes: list[dict[str, str]], **extra:
                             "input_schema": {"type": "object"}}
     data.update(extra)
     return Workflow.model_validate(data)
+
+
+def subgraph(node_id: str, workflow_id: str, *, input: list[dict[str, Any]] | None = None,
+             output: list[dict[str, Any]] | None = None, version: int | None = None) -> dict[str, Any]:
+    ref: dict[str, Any] = {"id": workflow_id}
+    if version is not None:
+        ref["version"] = version
+    return {"kind": "subgraph", "id": node_id, "workflow": ref, "input": input or [], "output": output or []}
+
+
+def out(source: str, target: str, mode: str = "set") -> dict[str, str]:
+    return {"source": source, "target": target, "mode": mode}
+
+
+def shop_registry() -> Any:
+    """A real registry with typed tasks used across the analyzer tests."""
+    from pydantic import BaseModel
+
+    from runtime import Route, TaskRegistry
+
+    class Order(BaseModel):
+        sku: str
+        qty: int
+        price: float | None = None
+
+    class Customer(BaseModel):
+        name: str
+        email: str | None = None
+        orders: list[Order]
+
+    class Receipt(BaseModel):
+        total: float
+        count: int
+
+    registry = TaskRegistry()
+
+    @registry.task
+    def load_customers() -> list[Customer]:
+        return []
+
+    @registry.task
+    def charge(order: Order, customer: str, attempt: int = 1) -> Receipt:
+        return Receipt(total=0, count=0)
+
+    @registry.task
+    def add(a: float, b: float) -> float:
+        return a + b
+
+    @registry.task
+    def count(n: int) -> int:
+        return n
+
+    @registry.task
+    def greet(name: str) -> str:
+        return name
+
+    @registry.task(labels=("ok", "again"))
+    def check(value: float) -> Route:
+        return Route("ok")
+
+    @registry.task
+    def noop() -> None:
+        return None
+
+    return registry
