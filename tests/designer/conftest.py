@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 from rest_framework.test import APIClient
-from runtime import WorkflowBuilder
 
 from designer.models import Membership
 from designer.services import teams as team_services
 from designer.services import workflows as workflow_services
+from runtime import WorkflowBuilder
 
 ROLES = ("owner", "editor", "viewer", "stranger")
 
@@ -28,6 +28,12 @@ class Cast:
             return self.users[name]
         except KeyError:
             raise AttributeError(name) from None
+
+
+@pytest.fixture(autouse=True)
+def _fast_password_hashing(settings: Any) -> None:
+    # PBKDF2 at production strength costs ~0.3 s per user; these tests create many users.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
 @pytest.fixture

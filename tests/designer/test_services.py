@@ -3,7 +3,6 @@ from __future__ import annotations
 import copy
 
 import pytest
-from runtime import WorkflowValidationError
 
 from designer.errors import (
     BadRequest,
@@ -18,6 +17,7 @@ from designer.errors import (
 from designer.models import Membership, Workflow, WorkflowVersion
 from designer.services import teams as team_services
 from designer.services import workflows as workflow_services
+from runtime import WorkflowValidationError
 
 pytestmark = pytest.mark.django_db
 
