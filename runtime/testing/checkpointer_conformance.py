@@ -1,0 +1,273 @@
+"""Tests every ``Checkpointer`` implementation must pass.
+
+Use it by subclassing in a test module (pytest collects the inherited tests)::
+
+    from runtime.testing.checkpointer_conformance import CheckpointerConformance
+
+    class TestMyCheckpointer(CheckpointerConformance):
+        def make_checkpointer(self):
+            return MyCheckpointer(...)
+
+        def reopen(self, checkpointer):          # optional: a new instance on the same storage
+            return MyCheckpointer(...)
+
+Add markers the implementation needs (``pytestmark = pytest.mark.django_db``)
+in the subclass's module. The tests use only the public runtime API.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from runtime import (
+    Barrier,
+    CheckpointNotFoundError,
+    Engine,
+    ExecutionFrame,
+    ForeachActivation,
+    Interrupt,
+    Lineage,
+    RunState,
+    RuntimeScope,
+    SequentialIds,
+    TaskRegistry,
+    TraceEvent,
+    Workflow,
+    WorkflowRef,
+)
+from runtime._checkpoint import Checkpointer
+
+
+def sample_run_state(run_id: str = "run_0000000000001", *, step: int = 3, item: Any = None) -> RunState:
+    """A small but complete live RunState: a root frame waiting on a foreach with one interrupted item."""
+    item = {"name": "Ada", "tags": ["x", "ÿ", "日本"], "n": 1.5} if item is None else item
+    ref = WorkflowRef(id="conformance")
+    rs = RunState(run_id=run_id, workflow=ref, status="interrupted", step=step, id_seq=7, trace_seq=11)
+    rs.scopes["root"] = RuntimeScope(scope_id="root", workflow=ref, root_frame_id="frame_1",
+                                     input={"people": [item]}, state={"seen": [], "note": "ünïcode ✓"})
+    rs.frames["frame_1"] = ExecutionFrame(frame_id="frame_1", scope_id="root", lineage_id="lineage_1",
+                                          node_id="people", status="waiting", waiting_for="act_3")
+    rs.frames["frame_4"] = ExecutionFrame(
+        frame_id="frame_4", parent_frame_id="frame_1", scope_id="root", lineage_id="lineage_5", node_id="ask",
+        status="interrupted", waiting_for="int_6",
+        metadata={"foreach": {"node_id": "people", "activation_id": "act_3", "index": 0, "item": item,
+                              "alias": "person"}},
+    )
+    rs.lineages["lineage_1"] = Lineage(lineage_id="lineage_1", kind="root", scope_id="root", frame_id="frame_1")
+    rs.lineages["lineage_5"] = Lineage(lineage_id="lineage_5", kind="item", scope_id="root", frame_id="frame_4",
+                                       parent_lineage_id="lineage_1")
+    rs.activations["act_3"] = ForeachActivation(activation_id="act_3", node_id="people", scope_id="root",
+                                                frame_id="frame_1", alias="person", items=[item], next_index=1,
+                                                running=["frame_4"])
+    rs.barriers["act_3"] = Barrier(activation_id="act_3", frame_id="frame_1", expected=1)
+    rs.interrupts["int_6"] = Interrupt(interrupt_id="int_6", frame_id="frame_4", scope_id="root",
+                                       lineage_id="lineage_5", node_id="ask", prompt="Greeting?",
+                                       payload={"name": "Ada"}, resume_schema={"type": "object"}, step=step)
+    return rs
+
+
+def sample_events(run_id: str, first: int, count: int) -> list[TraceEvent]:
+    return [
+        TraceEvent(seq=first + i, kind="node_completed", run_id=run_id, step=first + i, time=1_700_000_000.25 + i,
+                   scope_id="root", frame_id=f"frame_{i}", lineage_id=f"lineage_{i}", node_id="ask",
+                   activation_id="act_3", index=i, label="ok", attempt=1, duration=0.5,
+                   summary={"value": f"é{i}", "list": [1, 2, 3]})
+        for i in range(count)
+    ]
+
+
+def _registry() -> TaskRegistry:
+    registry = TaskRegistry()
+
+    @registry.task
+    def join(values: list[str], sep: str = ", ") -> str:
+        return sep.join(values)
+
+    return registry
+
+
+def greeting_workflow() -> Workflow:
+    """Foreach (two at a time) whose items each pause at an interrupt, then a task joins the answers."""
+    return Workflow.model_validate({
+        "id": "conformance",
+        "input_schema": {"type": "object", "properties": {"names": {"type": "array", "items": {"type": "string"}}},
+                         "required": ["names"]},
+        "state_schema": {"type": "object", "properties": {
+            "greetings": {"type": "array", "items": {"type": "string"}, "default": []},
+            "joined": {"type": "string"}}},
+        "nodes": [
+            {"kind": "foreach", "id": "people", "over": "input.names", "as": "person", "max_concurrency": 2},
+            {"kind": "interrupt", "id": "ask", "prompt": "Greeting?",
+             "input": [{"target": "name", "path": "context.foreach.people.item"}],
+             "resume_schema": {"type": "object", "properties": {"answer": {"type": "string"}},
+                               "required": ["answer"]},
+             "output": [{"source": "answer", "target": "greetings", "mode": "append"}]},
+            {"kind": "task", "id": "finish", "task": "join",
+             "input": [{"target": "values", "path": "state.greetings"}],
+             "output": [{"source": ".", "target": "joined"}]},
+        ],
+        "routes": [
+            {"source": "people", "label": "loop", "target": "ask"},
+            {"source": "ask", "label": "ok", "target": "people"},
+            {"source": "people", "label": "done", "target": "finish"},
+        ],
+        "outputs": [{"target": "joined", "path": "state.joined"}],
+    })
+
+
+def _dump(rs: RunState) -> dict[str, Any]:
+    return rs.model_dump(mode="json")
+
+
+class CheckpointerConformance:
+    """Inherit and implement ``make_checkpointer``; every ``test_*`` here then runs against it."""
+
+    def make_checkpointer(self) -> Checkpointer:
+        raise NotImplementedError("return a fresh, empty checkpointer")
+
+    def reopen(self, checkpointer: Checkpointer) -> Checkpointer:
+        """A second instance over the same storage; the default reuses the instance."""
+        return checkpointer
+
+    def _engine(self, checkpointer: Checkpointer) -> Engine:
+        return Engine(registry=_registry(), checkpointer=checkpointer, ids=SequentialIds())
+
+    # -- state -------------------------------------------------------------------------
+
+    def test_save_then_load_returns_an_equal_state(self) -> None:
+        cp = self.make_checkpointer()
+        rs = sample_run_state()
+        cp.save(rs)
+        loaded = cp.load(rs.run_id)
+        assert isinstance(loaded, RunState)
+        assert _dump(loaded) == _dump(rs)
+
+    def test_save_keeps_a_snapshot_not_a_reference(self) -> None:
+        cp = self.make_checkpointer()
+        rs = sample_run_state()
+        cp.save(rs)
+        expected = _dump(rs)
+        rs.step = 99
+        rs.scopes["root"].state = {"changed": True}
+        rs.frames.pop("frame_4")
+        assert _dump(cp.load(rs.run_id)) == expected
+
+    def test_loaded_states_are_independent(self) -> None:
+        cp = self.make_checkpointer()
+        rs = sample_run_state()
+        cp.save(rs)
+        first = cp.load(rs.run_id)
+        first.scopes["root"].state["seen"] = ["mutated"]
+        assert cp.load(rs.run_id).scopes["root"].state["seen"] == []
+
+    def test_latest_save_wins(self) -> None:
+        cp = self.make_checkpointer()
+        cp.save(sample_run_state(step=1))
+        cp.save(sample_run_state(step=2))
+        assert cp.load("run_0000000000001").step == 2
+
+    def test_unknown_run_raises_checkpoint_not_found(self) -> None:
+        cp = self.make_checkpointer()
+        with pytest.raises(CheckpointNotFoundError) as caught:
+            cp.load("run_0000000009999")
+        assert caught.value.code == "checkpoint.not_found"
+
+    def test_runs_are_isolated(self) -> None:
+        cp = self.make_checkpointer()
+        cp.save(sample_run_state("run_a", item={"who": "a"}), sample_events("run_a", 0, 2))
+        cp.save(sample_run_state("run_b", item={"who": "b"}), sample_events("run_b", 0, 3))
+        assert cp.load("run_a").scopes["root"].input == {"people": [{"who": "a"}]}
+        assert cp.load("run_b").scopes["root"].input == {"people": [{"who": "b"}]}
+        assert [e.run_id for e in cp.load_events("run_a")] == ["run_a", "run_a"]
+        assert len(cp.load_events("run_b")) == 3
+
+    def test_unicode_and_nested_values_round_trip(self) -> None:
+        cp = self.make_checkpointer()
+        item = {"text": "naïve — “quotes” \\ back\nslash \u0000 nul", "deep": {"a": [[1, None, True, 2.5e-7]]},
+                "emoji": "🙂", "big": 2**53}
+        rs = sample_run_state(item=item)
+        cp.save(rs)
+        assert cp.load(rs.run_id).frames["frame_4"].metadata["foreach"]["item"] == item
+
+    # -- events ------------------------------------------------------------------------
+
+    def test_events_accumulate_across_saves_in_seq_order(self) -> None:
+        cp = self.make_checkpointer()
+        rs = sample_run_state()
+        rs.trace_seq = 5
+        cp.save(rs, sample_events(rs.run_id, 0, 2))
+        cp.save(rs, [])
+        cp.save(rs, sample_events(rs.run_id, 2, 3))
+        assert [e.seq for e in cp.load_events(rs.run_id)] == [0, 1, 2, 3, 4]
+
+    def test_events_round_trip_every_field(self) -> None:
+        cp = self.make_checkpointer()
+        rs = sample_run_state()
+        rs.trace_seq = 4
+        events = sample_events(rs.run_id, 0, 4)
+        cp.save(rs, events)
+        loaded = cp.load_events(rs.run_id)
+        assert [e.to_dict() for e in loaded] == [e.to_dict() for e in events]
+
+    def test_events_of_an_unknown_run_are_empty(self) -> None:
+        assert self.make_checkpointer().load_events("run_0000000008888") == []
+
+    # -- deletion and persistence --------------------------------------------------
+
+    def test_delete_forgets_state_and_events(self) -> None:
+        cp = self.make_checkpointer()
+        rs = sample_run_state()
+        cp.save(rs, sample_events(rs.run_id, 0, 2))
+        cp.delete(rs.run_id)
+        with pytest.raises(CheckpointNotFoundError):
+            cp.load(rs.run_id)
+        assert cp.load_events(rs.run_id) == []
+
+    def test_delete_of_an_unknown_run_does_nothing(self) -> None:
+        cp = self.make_checkpointer()
+        cp.save(sample_run_state("run_keep"))
+        cp.delete("run_missing")
+        assert cp.load("run_keep").run_id == "run_keep"
+
+    def test_a_reopened_checkpointer_sees_saved_runs(self) -> None:
+        cp = self.make_checkpointer()
+        rs = sample_run_state()
+        rs.trace_seq = 2
+        cp.save(rs, sample_events(rs.run_id, 0, 2))
+        again = self.reopen(cp)
+        assert _dump(again.load(rs.run_id)) == _dump(rs)
+        assert [e.seq for e in again.load_events(rs.run_id)] == [0, 1]
+
+    # -- with the engine -----------------------------------------------------------
+
+    def test_engine_saves_every_superstep_with_its_events(self) -> None:
+        cp = self.make_checkpointer()
+        result = self._engine(cp).run(greeting_workflow(), {"names": ["Ada", "Grace", "Edsger"]})
+        assert result.status == "interrupted"
+        assert len(result.interrupts) == 2
+        assert _dump(cp.load(result.run_id)) == _dump(result.run_state)
+        assert [e.identity() for e in cp.load_events(result.run_id)] == [e.identity() for e in result.trace]
+
+    def test_resuming_a_loaded_checkpoint_matches_resuming_the_live_state(self) -> None:
+        cp = self.make_checkpointer()
+        workflow = greeting_workflow()
+        first = self._engine(cp).run(workflow, {"names": ["Ada", "Grace", "Edsger"]})
+        loaded = self.reopen(cp).load(first.run_id)
+        outcomes = []
+        for state in (first.run_state, loaded):
+            engine = self._engine(self.make_checkpointer())
+            current, trace = state, []
+            while current.status == "interrupted":
+                pending = next(iter(current.interrupts.values()))
+                result = engine.resume(current, pending.interrupt_id, {"answer": f"hi {pending.payload['name']}"},
+                                       workflow=workflow)
+                current = result.run_state
+                trace.extend(e.identity() for e in result.trace)
+            outcomes.append((result, trace))
+        (live, live_trace), (restored, restored_trace) = outcomes
+        assert restored.status == live.status == "completed"
+        assert restored.output == live.output == {"joined": "hi Ada, hi Grace, hi Edsger"}
+        assert _dump(restored.run_state) == _dump(live.run_state)
+        assert restored_trace == live_trace
