@@ -57,7 +57,8 @@ class Checker:
                 self.add("binding.type_mismatch", "error", node_id, field,
                          f"mode {binding.mode!r} needs {need}, but {str(binding.source)!r} of the result is "
                          f"{S.type_label(source)}", "use mode 'set' or 'append', or bind another field")
-                written = S.ANY
+                found.append(Write(node_id, binding, S.ANY))
+                continue
             top = binding.target.parts[0]
             if top in declared:
                 self._check_declared_write(node_id, field, binding, source, declared[top])

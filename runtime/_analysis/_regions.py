@@ -147,7 +147,9 @@ class _RegionChecker:
         chain = all(_is_prefix(stacks[i], stacks[i + 1]) for i in range(len(stacks) - 1))
         if chain:
             outside = stacks[0]
-            escaping = [edge for edge in edges if len(edge[2]) > len(outside)]
+            # a loop route enters a body, it never leaves one
+            escaping = [edge for edge in edges if len(edge[2]) > len(outside)
+                        and not (edge[1] == "loop" and isinstance(self.nodes[edge[0]], ForeachNode))]
             owner = stacks[1][len(outside)]
             if escaping and not self.reaches(target, owner):
                 for source, label, after in escaping:
