@@ -152,3 +152,10 @@ class WorkflowBuildError(WorkflowError, ValueError):
     """``WorkflowBuilder`` was asked for something that cannot become a valid document."""
 
     code = "workflow.build"
+
+
+class TaskError(WorkflowError):
+    """A task failed on purpose with a reason meant for the author (a built-in's division by zero, a
+    bad JMESPath expression). Raise it from your own tasks too; the engine treats it like any failure."""
+
+    code = "task.failed"

@@ -137,16 +137,6 @@ def json_schema_of(annotation: Any, *, mode: typing.Literal["validation", "seria
     return inline_schema_refs(raw)
 
 
-def type_name(annotation: Any) -> str:
-    """A short human name for an annotation, used in error messages."""
-    if annotation is Any or annotation is inspect.Parameter.empty:
-        return "any value"
-    if isinstance(annotation, type) and not typing.get_args(annotation):
-        return annotation.__name__
-    text = repr(annotation)
-    return text.replace("typing.", "")
-
-
 # ---------------------------------------------------------------------------
 # TaskSpec
 
@@ -194,7 +184,7 @@ class TaskSpec:
         try:
             return self._input_model.model_validate(payload)
         except ValidationError as exc:
-            errors = [self._explain_input(error) for error in exc.errors(include_url=False)]
+            errors = self._explain_errors(exc.errors(include_url=False), payload)
             raise InputValidationError(
                 f"{where}: invalid input: " + "; ".join(e["text"] for e in errors),
                 task=self.name, node_id=_node_of(context),
@@ -238,12 +228,13 @@ class TaskSpec:
             validated = self._result_adapter.validate_python(payload)
             return label, self._result_adapter.dump_python(validated, mode="json")
         except ValidationError as exc:
-            expected = type_name(self._result_type)
+            expected = schema_type_text(self.result_schema)
             parts = []
             for error in exc.errors(include_url=False):
                 loc = _loc_text(error["loc"])
                 prefix = f"field {loc!r}: " if loc else ""
-                parts.append(f"{prefix}{error['msg']} (got {_describe(error.get('input'))})")
+                got = "" if error["type"] == "missing" else f" (got {_describe(error.get('input'))})"
+                parts.append(f"{prefix}{error['msg']}{got}")
             raise TaskResultError(
                 f"{where} returned an invalid result (expected {expected}): " + "; ".join(parts),
                 task=self.name, node_id=_node_of(context), expected=expected,
@@ -253,6 +244,28 @@ class TaskSpec:
                 f"{where} returned a result that is not JSON-compatible: {exc}",
                 task=self.name, node_id=_node_of(context),
             ) from None
+
+    def _explain_errors(self, raw: list[Any], payload: object) -> list[dict[str, Any]]:
+        """One explanation per problem; the failed alternatives of a union become one entry."""
+        explained: list[dict[str, Any]] = []
+        unions: dict[tuple[Any, ...], dict[str, Any]] = {}
+        for error in raw:
+            loc, tagged = _data_loc(tuple(error["loc"]), payload, error["type"])
+            if not tagged:
+                explained.append(self._explain_input({**error, "loc": loc}))
+                continue
+            if loc in unions:
+                continue
+            field_name = _loc_text(loc)
+            expected = self._expected_at(loc)
+            got = _describe(_value_at(payload, loc))
+            entry = {
+                "field": field_name, "expected": expected, "type": "union", "message": "matches no allowed type",
+                "text": f"field {field_name!r}: {got} matches none of the allowed types (expected {expected})",
+            }
+            unions[loc] = entry
+            explained.append(entry)
+        return explained
 
     def _explain_input(self, error: Mapping[str, Any]) -> dict[str, Any]:
         loc = tuple(error["loc"])
@@ -270,35 +283,91 @@ class TaskSpec:
                 "message": error["msg"], "text": text}
 
     def _expected_at(self, loc: tuple[Any, ...]) -> str:
-        if not self.whole_payload and len(loc) == 1:
-            for param, _attr, annotation in self._fields:
-                if param == loc[0]:
-                    return type_name(annotation)
         node: Any = self.input_schema
         for step in loc:
-            if not isinstance(node, dict):
+            node = _schema_step(node, step)
+            if node is None:
                 return "a valid value"
-            if isinstance(step, int):
-                node = node.get("items", {})
-            else:
-                node = node.get("properties", {}).get(step, {})
-        return _schema_type_text(node)
+        return schema_type_text(node)
 
 
-def _schema_type_text(schema: Any) -> str:
+def _schema_step(node: Any, step: Any) -> Any:
+    """The sub-schema for one location step, looking through ``anyOf``/``oneOf`` alternatives."""
+    if not isinstance(node, dict):
+        return None
+    if isinstance(step, int) and "items" in node:
+        return node["items"]
+    properties = node.get("properties", {})
+    if isinstance(step, str) and step in properties:
+        return properties[step]
+    if isinstance(step, str) and isinstance(node.get("additionalProperties"), dict):
+        return node["additionalProperties"]
+    for key in ("anyOf", "oneOf", "allOf"):
+        for option in node.get(key, ()):
+            found = _schema_step(option, step)
+            if found is not None:
+                return found
+    return None
+
+
+def schema_type_text(schema: Any) -> str:
+    """A short description of what a JSON Schema accepts, for messages: ``integer``, ``array of string``..."""
     if not isinstance(schema, dict) or not schema:
         return "any value"
-    if "type" in schema:
-        kind = schema["type"]
-        return " or ".join(kind) if isinstance(kind, list) else str(kind)
-    for key in ("anyOf", "oneOf"):
-        if key in schema:
-            return " or ".join(_schema_type_text(option) for option in schema[key])
     if "enum" in schema:
         return "one of " + ", ".join(repr(v) for v in schema["enum"])
     if "const" in schema:
         return repr(schema["const"])
-    return "a valid value"
+    for key in ("anyOf", "oneOf"):
+        if key in schema:
+            return " or ".join(dict.fromkeys(schema_type_text(option) for option in schema[key]))
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        return " or ".join(str(k) for k in kind)
+    if kind == "array" and isinstance(schema.get("items"), dict) and schema["items"]:
+        return f"array of {schema_type_text(schema['items'])}"
+    if kind == "object" and "title" in schema and "properties" in schema:
+        return f"{schema['title']} object"
+    if "$ref" in schema:
+        return str(schema["$ref"]).rsplit("/", 1)[-1] + " object"
+    return str(kind) if kind else "a valid value"
+
+
+_MISSING = object()
+
+
+def _data_loc(loc: tuple[Any, ...], payload: object, kind: str) -> tuple[tuple[Any, ...], bool]:
+    """Pydantic's location with union-branch tags (``list[any]``, ``int``…) cut off.
+
+    A step is a real field or index when the data has it; the first step that is neither (and is not
+    the last step of a "missing" or "extra" error) is a union tag. Returns the location up to that
+    tag and whether one was found.
+    """
+    data: object = payload
+    for position, step in enumerate(loc):
+        last = position == len(loc) - 1
+        if isinstance(data, Mapping) and step in data:
+            data = data[step]
+            continue
+        if isinstance(step, int) and isinstance(data, list) and 0 <= step < len(data):
+            data = data[step]
+            continue
+        if last and kind in ("missing", "extra_forbidden"):
+            return loc, False
+        return loc[:position], True
+    return loc, False
+
+
+def _value_at(payload: object, loc: tuple[Any, ...]) -> object:
+    data = payload
+    for step in loc:
+        if isinstance(data, Mapping):
+            data = data.get(step, _MISSING)
+        elif isinstance(data, list) and isinstance(step, int) and 0 <= step < len(data):
+            data = data[step]
+        else:
+            return _MISSING
+    return data
 
 
 def _loc_text(loc: tuple[Any, ...] | list[Any]) -> str:

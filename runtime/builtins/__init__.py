@@ -1,12 +1,31 @@
-"""Built-in tasks shipped with the runtime; ``builtin_registry()`` returns a registry holding them."""
+"""Built-in tasks shipped with the runtime; ``builtin_registry()`` returns a registry holding them.
+
+Every built-in is an ordinary typed task, so its input and result schemas come
+from the registry like any user task's. None of them evaluates Python: data
+expressions are JMESPath and templates only substitute named values.
+"""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from runtime.builtins import _data, _net, _numbers
+
 if TYPE_CHECKING:
     from runtime._registry import TaskRegistry
+
+#: Names of the built-in tasks, in registration order.
+BUILTIN_TASKS = ("transform", "template", "set_value", "collect", "length", "math", "compare", "http_request", "wait")
 
 
 def register_builtins(registry: TaskRegistry) -> None:
     """Register every built-in task into ``registry``."""
+    registry.register(_data.transform, name="transform")
+    registry.register(_data.template, name="template")
+    registry.register(_data.set_value, name="set_value")
+    registry.register(_data.collect, name="collect")
+    registry.register(_data.length, name="length")
+    registry.register(_numbers.math, name="math")
+    registry.register(_numbers.compare, name="compare", labels=("true", "false"))
+    registry.register(_net.http_request, name="http_request")
+    registry.register(_net.wait, name="wait")

@@ -1,0 +1,106 @@
+"""Built-ins that wait on the outside world: HTTP requests and timed waits."""
+
+from __future__ import annotations
+
+import asyncio
+import json as _json
+from typing import Annotated, Any, Literal, TypedDict
+
+import httpx
+from pydantic import Field
+
+from runtime._errors import TaskError
+
+#: Upper bounds a document cannot raise: a workflow step must not hold a worker indefinitely.
+MAX_TIMEOUT_SECONDS = 60.0
+MAX_RESPONSE_BYTES = 10_000_000
+MAX_WAIT_SECONDS = 300.0
+
+HttpMethod = Literal["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
+
+
+class HttpResponse(TypedDict):
+    status: int
+    ok: bool
+    url: str
+    headers: dict[str, str]
+    json: Any
+    text: str
+
+
+def _no_constants(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+async def http_request(
+    url: Annotated[str, Field(min_length=1, max_length=8_000)],
+    method: HttpMethod = "GET",
+    headers: dict[str, str] | None = None,
+    params: dict[str, str | int | float | bool] | None = None,
+    json: Any = None,
+    body: str | None = None,
+    timeout: Annotated[float, Field(gt=0, le=MAX_TIMEOUT_SECONDS)] = 10.0,
+    max_bytes: Annotated[int, Field(gt=0, le=MAX_RESPONSE_BYTES)] = 1_000_000,
+    follow_redirects: bool = False,
+    raise_for_status: bool = False,
+) -> HttpResponse:
+    """Send an HTTP request and return its status, headers, text and (for JSON responses) parsed JSON.
+
+    ``timeout`` bounds the whole exchange in seconds (at most 60); a body
+    larger than ``max_bytes`` fails the step. A 4xx/5xx status is a normal
+    result (``ok`` false) unless ``raise_for_status``.
+    """
+    if json is not None and body is not None:
+        raise TaskError("http_request: give either 'json' or 'body', not both")
+    try:
+        parsed = httpx.URL(url)
+    except httpx.InvalidURL as exc:
+        raise TaskError(f"http_request: invalid url {url!r}: {exc}", url=url) from None
+    if parsed.scheme not in ("http", "https") or not parsed.host:
+        raise TaskError(f"http_request: url {url!r} must be an absolute http:// or https:// address", url=url)
+    try:
+        async with asyncio.timeout(timeout):
+            async with httpx.AsyncClient(timeout=timeout, follow_redirects=follow_redirects) as client:
+                async with client.stream(
+                    method, parsed, headers=headers, params=params, json=json,
+                    content=body.encode() if body is not None else None,
+                ) as response:
+                    content = bytearray()
+                    async for chunk in response.aiter_bytes():
+                        content.extend(chunk)
+                        if len(content) > max_bytes:
+                            raise TaskError(
+                                f"http_request: {method} {url} returned more than {max_bytes} bytes",
+                                url=url, max_bytes=max_bytes,
+                            )
+    except TimeoutError:
+        raise TaskError(f"http_request: {method} {url} timed out after {timeout:g} s", url=url) from None
+    except httpx.HTTPError as exc:
+        raise TaskError(f"http_request: {method} {url} failed: {type(exc).__name__}: {exc}", url=url) from None
+
+    text = bytes(content).decode(response.encoding or "utf-8", errors="replace")
+    data: Any = None
+    if "json" in response.headers.get("content-type", "") and text.strip():
+        try:
+            data = _json.loads(text, parse_constant=_no_constants)
+        except ValueError:
+            data = None
+    if raise_for_status and response.status_code >= 400:
+        raise TaskError(
+            f"http_request: {method} {url} returned HTTP {response.status_code}",
+            url=url, status=response.status_code,
+        )
+    return HttpResponse(
+        status=response.status_code,
+        ok=response.status_code < 400,
+        url=str(response.url),
+        headers={key.lower(): value for key, value in response.headers.items()},
+        json=data,
+        text=text,
+    )
+
+
+async def wait(seconds: Annotated[float, Field(ge=0, le=MAX_WAIT_SECONDS)]) -> float:
+    """Pause this step for ``seconds`` (at most 300) without blocking other work; returns the seconds waited."""
+    await asyncio.sleep(seconds)
+    return seconds
