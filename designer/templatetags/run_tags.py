@@ -1,0 +1,63 @@
+"""Template filters for the run and team pages."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django import template
+
+from designer.views.run_display import short_id as _short_id
+
+register = template.Library()
+
+
+@register.filter
+def duration(ms: Any) -> str:
+    """Milliseconds as a short human duration: ``850 ms``, ``3.2 s``, ``4 min 05 s``, ``2 h 03 min``."""
+    if ms is None or ms == "":
+        return "—"
+    try:
+        value = float(ms)
+    except (TypeError, ValueError):
+        return "—"
+    if value < 1000:
+        return f"{int(value)} ms"
+    seconds = value / 1000
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, secs = divmod(int(seconds), 60)
+    if minutes < 60:
+        return f"{minutes} min {secs:02d} s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes:02d} min"
+
+
+@register.filter
+def pretty_json(value: Any) -> str:
+    return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=False, default=str)
+
+
+@register.filter
+def compact_json(value: Any, limit: int = 120) -> str:
+    text = json.dumps(value, ensure_ascii=False, default=str, separators=(", ", ": "))
+    limit = int(limit)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+@register.filter
+def short_id(value: Any) -> str:
+    return _short_id(str(value) if value else "")
+
+
+@register.filter
+def get_item(mapping: Any, key: Any) -> Any:
+    try:
+        return mapping[key]
+    except (KeyError, IndexError, TypeError):
+        return None
+
+
+@register.filter
+def is_scalar(value: Any) -> bool:
+    return value is None or isinstance(value, str | int | float | bool)

@@ -1,0 +1,39 @@
+"""Small helpers shared by the run and team pages.
+
+Pages call services and selectors directly. Their errors are the designer's
+own (``designer.errors``): an invisible object must look exactly like a
+missing page (404), a role that is too low is a 403 page, and anything else
+is shown next to the form that caused it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import wraps
+from typing import Any
+
+from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.http import Http404, HttpResponse
+
+from designer.errors import NotFound, PermissionDenied
+
+
+def designer_errors[F: Callable[..., HttpResponse]](view: F) -> F:
+    """Turn ``NotFound`` into Django's 404 and ``PermissionDenied`` into its 403."""
+
+    @wraps(view)
+    def wrapped(*args: Any, **kwargs: Any) -> HttpResponse:
+        try:
+            return view(*args, **kwargs)
+        except NotFound as exc:
+            raise Http404(exc.message) from exc
+        except PermissionDenied as exc:
+            raise DjangoPermissionDenied(exc.message) from exc
+
+    return wrapped  # type: ignore[return-value]
+
+
+def error_message(exc: BaseException) -> str:
+    """The readable message of a designer or runtime error."""
+    message = getattr(exc, "message", None)
+    return str(message if isinstance(message, str) and message else exc)

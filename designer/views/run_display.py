@@ -1,0 +1,242 @@
+"""Shapes a run's trace into what the run page draws: a timeline of node steps per lineage.
+
+This reads the trace's identity fields (frame, lineage, activation, index)
+and positions bars by their recorded times; it decides nothing about how a
+workflow runs. Live structure (progress, frame context) comes from the
+runtime's RunState helpers, see ``designer.views.run_inspect``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from designer.models import RunEvent
+
+#: More rows than this make the timeline unreadable; the events table still has everything.
+MAX_ROWS = 150
+#: Events read for the timeline; beyond this the page says it is cut.
+MAX_EVENTS = 20000
+
+_STEP_END = {"node_completed": "completed", "node_failed": "failed"}
+
+
+@dataclass(slots=True)
+class Step:
+    """One node step of one frame: a bar."""
+
+    seq: int
+    node_id: str
+    frame_id: str
+    lineage_id: str
+    scope_id: str
+    start: datetime
+    end: datetime | None = None
+    status: str = "running"  # running | completed | failed | waiting
+    label: str = ""
+    attempts: int = 1
+    left: float = 0.0
+    width: float = 0.0
+
+    @property
+    def duration_ms(self) -> int | None:
+        if self.end is None:
+            return None
+        return int((self.end - self.start).total_seconds() * 1000)
+
+
+@dataclass(slots=True)
+class Span:
+    """A foreach activation, drawn as a bracket across its items' time in the entering lineage."""
+
+    activation_id: str
+    node_id: str
+    lineage_id: str
+    start: datetime
+    end: datetime | None = None
+    total: int | None = None
+    left: float = 0.0
+    width: float = 0.0
+
+
+@dataclass(slots=True)
+class Row:
+    lineage_id: str
+    title: str
+    kind: str  # root | item | subgraph | other
+    parent: str | None
+    order: tuple[Any, ...]
+    depth: int = 0
+    steps: list[Step] = field(default_factory=list)
+    spans: list[Span] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class Timeline:
+    rows: list[Row]
+    total_ms: int
+    ticks: list[tuple[float, int]]  # (percent, ms)
+    hidden_rows: int = 0
+    truncated: bool = False
+
+    @property
+    def empty(self) -> bool:
+        return not self.rows
+
+
+def _ticks(total_ms: int, count: int = 5) -> list[tuple[float, int]]:
+    return [(100.0 * i / count, round(total_ms * i / count)) for i in range(count + 1)]
+
+
+def build_timeline(events: Iterable[RunEvent], *, now: datetime, end: datetime | None = None,
+                   truncated: bool = False) -> Timeline:
+    """Bars from ``node_started`` to the step's end event, one row per lineage, children after their parent.
+
+    ``now`` closes steps that are still running; ``end`` (the run's finish
+    time) closes steps a finished run left open.
+    """
+    rows: dict[str, Row] = {}
+    open_steps: dict[tuple[str, str], Step] = {}
+    spans: dict[str, Span] = {}
+    t0: datetime | None = None
+    latest: datetime | None = None
+
+    def row_for(event: RunEvent) -> Row:
+        lineage = event.lineage_id or "—"
+        row = rows.get(lineage)
+        if row is None:
+            kind = "root" if not rows else "other"
+            row = Row(lineage, "run" if kind == "root" else event.node_id or lineage, kind, None, (len(rows),))
+            rows[lineage] = row
+        return row
+
+    for event in events:
+        t0 = t0 or event.at
+        latest = event.at if latest is None or event.at > latest else latest
+        kind = event.kind
+        if kind == "node_started":
+            step = Step(event.seq, event.node_id, event.frame_id, event.lineage_id, event.scope_id, event.at)
+            open_steps[(event.frame_id, event.node_id)] = step
+            row_for(event).steps.append(step)
+        elif kind in _STEP_END:
+            step = open_steps.pop((event.frame_id, event.node_id), None)
+            if step is not None:
+                step.end, step.status = event.at, _STEP_END[kind]
+                step.label = str((event.data or {}).get("label") or "")
+        elif kind == "node_retrying":
+            step = open_steps.get((event.frame_id, event.node_id))
+            if step is not None:
+                step.attempts += 1
+        elif kind == "interrupted":
+            step = open_steps.get((event.frame_id, event.node_id))
+            if step is not None:
+                step.status = "waiting"
+        elif kind == "resumed":
+            step = open_steps.get((event.frame_id, event.node_id))
+            if step is not None:
+                step.status = "running"
+        elif kind == "foreach_started":
+            total = _int((event.data or {}).get("total"))
+            span = Span(event.activation_id, event.node_id, event.lineage_id, event.at, total=total)
+            spans[event.activation_id] = span
+            row_for(event).spans.append(span)
+        elif kind == "foreach_completed":
+            span = spans.get(event.activation_id)
+            if span is not None:
+                span.end = event.at
+        elif kind == "item_started":
+            span = spans.get(event.activation_id)
+            row = rows.get(event.lineage_id)
+            if row is None:
+                row = Row(event.lineage_id, "", "item", None, ())
+                rows[event.lineage_id] = row
+            row.kind = "item"
+            row.parent = span.lineage_id if span is not None else None
+            row.title = f"{event.node_id} [{event.index}]"
+            row.order = (event.seq, event.index or 0)
+        elif kind == "scope_opened":
+            row = rows.get(event.lineage_id)
+            data = event.data or {}
+            parent = data.get("parent_lineage_id") or data.get("caller_lineage_id")
+            if row is None:
+                row = Row(event.lineage_id, "", "subgraph", None, ())
+                rows[event.lineage_id] = row
+            if event.scope_id and event.scope_id != "root" and row.kind != "root":
+                row.kind = "subgraph"
+                row.parent = str(parent) if parent else row.parent
+                row.title = f"{event.node_id or 'subgraph'} (scope {short_id(event.scope_id)})"
+                row.order = (event.seq,)
+        elif kind == "run_started":
+            row = row_for(event)
+            row.kind, row.title = "root", "run"
+
+    if t0 is None:
+        return Timeline(rows=[], total_ms=0, ticks=[])
+    stop = end or now
+    for step in open_steps.values():
+        if step.end is None and end is not None:
+            step.end = end
+    ends: list[datetime] = [latest or t0]
+    for row in rows.values():
+        ends.extend(s.end or stop for s in row.steps)
+        ends.extend(s.end or stop for s in row.spans)
+    finish = max(ends)
+    total_ms = max(1, int((finish - t0).total_seconds() * 1000))
+
+    def pct(moment: datetime) -> float:
+        return max(0.0, min(100.0, (moment - t0).total_seconds() * 1000 * 100.0 / total_ms))
+
+    for row in rows.values():
+        for item in (*row.steps, *row.spans):
+            item.left = round(pct(item.start), 3)
+            item.width = round(max(0.35, pct(item.end or stop) - item.left), 3)
+    ordered = _tree_order(rows)
+    hidden = max(0, len(ordered) - MAX_ROWS)
+    return Timeline(rows=ordered[:MAX_ROWS], total_ms=total_ms, ticks=_ticks(total_ms), hidden_rows=hidden,
+                    truncated=truncated)
+
+
+def _tree_order(rows: dict[str, Row]) -> list[Row]:
+    children: dict[str | None, list[Row]] = {}
+    for row in rows.values():
+        parent = row.parent if row.parent in rows and row.parent != row.lineage_id else None
+        row.parent = parent
+        children.setdefault(parent, []).append(row)
+    out: list[Row] = []
+    seen: set[str] = set()
+
+    def visit(row: Row, depth: int) -> None:
+        if row.lineage_id in seen:
+            return
+        seen.add(row.lineage_id)
+        row.depth = depth
+        out.append(row)
+        for child in sorted(children.get(row.lineage_id, []), key=lambda r: r.order):
+            visit(child, depth + 1)
+
+    for root in sorted(children.get(None, []), key=lambda r: r.order):
+        visit(root, 0)
+    return out
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def short_id(value: str | None) -> str:
+    """``frame_1234567890123`` -> ``frame_…0123``: enough to tell ids apart on screen."""
+    if not value:
+        return ""
+    head, sep, tail = value.partition("_")
+    if sep and len(tail) > 6:
+        return f"{head}_…{tail[-4:]}"
+    return value
+
+
+def event_filters(events: Sequence[tuple[str, str]]) -> tuple[list[str], list[str]]:
+    """Distinct kinds and node ids, for the events table's filter selects."""
+    kinds = sorted({kind for kind, _ in events if kind})
+    nodes = sorted({node for _, node in events if node})
+    return kinds, nodes

@@ -1,0 +1,139 @@
+"""Live structure of a run, asked of the runtime: foreach progress and a frame's structured context.
+
+The designer never derives these itself. ``RunState`` (the run's latest
+checkpoint) goes through the runtime's own helpers, the same ones the engine
+uses, so the page shows exactly what a task in that frame would see. A
+finished run has pruned its frames and activations; for those the trace is
+the only record, and only what the engine recorded there is shown.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from designer.models import Run, RunEvent
+from runtime import CorruptRunStateError
+from runtime._inspect import activation_progress, frame_context  # TODO: public names once exported
+from runtime._state import RunState
+
+
+@dataclass(slots=True)
+class Progress:
+    activation_id: str
+    node_id: str
+    done: int
+    total: int | None
+    running: int = 0
+    finished: bool = False
+    parent_activation_id: str | None = None
+    parent_index: int | None = None
+    lineage_id: str = ""
+    children: list[Progress] = field(default_factory=list)
+    depth: int = 0
+
+    @property
+    def percent(self) -> float:
+        if not self.total:
+            return 100.0 if self.finished else 0.0
+        return round(100.0 * min(self.done, self.total) / self.total, 1)
+
+
+@dataclass(frozen=True, slots=True)
+class Inspection:
+    state: RunState | None
+    error: str = ""
+
+
+def load_state(run: Run) -> Inspection:
+    if not run.run_state:
+        return Inspection(None)
+    try:
+        return Inspection(RunState.from_json(run.run_state))
+    except CorruptRunStateError as exc:
+        return Inspection(None, error=str(exc))
+
+
+def context_of(state: RunState | None, frame_id: str) -> dict[str, Any] | None:
+    """The structured context of a live frame (``None`` when the frame is not in the state)."""
+    if state is None or frame_id not in state.frames:
+        return None
+    return dict(frame_context(state, frame_id).to_mapping())
+
+
+def recorded_context(events: Iterable[RunEvent]) -> dict[str, Any] | None:
+    """The context the engine recorded when the frame's step started, if it recorded one."""
+    for event in events:
+        context = (event.data or {}).get("context")
+        if event.kind == "node_started" and isinstance(context, dict):
+            return context
+    return None
+
+
+def progress_rows(state: RunState | None, events: Iterable[RunEvent]) -> list[Progress]:
+    """One row per foreach activation, children under the item of their parent activation.
+
+    Live activations come from the runtime (``activation_progress``); ones
+    that already finished are pruned from RunState and come from their trace
+    events (``foreach_started`` .. ``foreach_completed`` and the completed
+    items in between).
+    """
+    rows: dict[str, Progress] = {}
+    # The trace first: it knows every activation, including finished ones.
+    lineage_of_item: dict[str, tuple[str, int | None]] = {}
+    for event in events:
+        kind, act = event.kind, event.activation_id
+        if kind == "foreach_started" and act:
+            data = event.data or {}
+            total = data.get("total")
+            parent = lineage_of_item.get(event.lineage_id)
+            rows[act] = Progress(
+                activation_id=act, node_id=event.node_id, done=0,
+                total=total if isinstance(total, int) and not isinstance(total, bool) else None,
+                parent_activation_id=parent[0] if parent else None,
+                parent_index=parent[1] if parent else None,
+                lineage_id=event.lineage_id,
+            )
+        elif kind == "item_started" and act:
+            lineage_of_item[event.lineage_id] = (act, event.index)
+        elif kind == "item_completed" and act in rows:
+            rows[act].done += 1
+        elif kind == "foreach_completed" and act in rows:
+            row = rows[act]
+            row.finished = True
+            if row.total is None:
+                row.total = row.done
+    if state is not None:
+        for live in activation_progress(state):
+            row = rows.get(live.activation_id)
+            if row is None:
+                row = rows[live.activation_id] = Progress(
+                    activation_id=live.activation_id, node_id=live.node_id, done=0, total=None
+                )
+            row.done, row.total, row.running = live.done, live.total, live.running
+            row.parent_activation_id = live.parent_activation_id or row.parent_activation_id
+            row.parent_index = live.parent_index if live.parent_index is not None else row.parent_index
+    return _nest(rows)
+
+
+def _nest(rows: dict[str, Progress]) -> list[Progress]:
+    """Depth-first order: an activation is followed by the activations started inside its items."""
+    top: list[Progress] = []
+    for row in rows.values():
+        parent = rows.get(row.parent_activation_id or "")
+        if parent is not None and parent is not row:
+            parent.children.append(row)
+        else:
+            top.append(row)
+    out: list[Progress] = []
+
+    def visit(row: Progress, depth: int) -> None:
+        row.depth = depth
+        out.append(row)
+        for child in sorted(row.children, key=lambda r: (r.parent_index or 0)):
+            visit(child, depth + 1)
+
+    for row in top:
+        visit(row, 0)
+    return out

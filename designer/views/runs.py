@@ -1,0 +1,449 @@
+"""Run pages: the editor's run panel, run history, and the live run detail page.
+
+The pages call the run services and selectors directly. The detail page is
+server-rendered and polled with htmx while the run is queued or running: the
+``live`` partial carries ``hx-trigger`` only then, so polling stops by itself
+once the run waits for an answer or ends.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, time
+from typing import Any
+from urllib.parse import urlencode
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.db.models import QuerySet
+from django.http import HttpResponse, QueryDict
+from django.shortcuts import redirect
+from django.template.response import TemplateResponse
+from django.urls import NoReverseMatch, reverse
+from django.utils import timezone
+from django.utils.dateparse import parse_date
+from django.views.decorators.http import require_GET, require_POST
+
+from designer import selectors
+from designer.errors import DesignerError, NotFound, PermissionDenied
+from designer.models import Run, RunEvent, Team, Workflow
+from designer.permissions import has_role, role_of
+from designer.services import runs as run_services
+from designer.views.htmx import HtmxHttpRequest
+from designer.views.pages import designer_errors, error_message
+from designer.views.run_display import MAX_EVENTS, build_timeline, event_filters, short_id
+from designer.views.run_inspect import context_of, load_state, progress_rows, recorded_context
+from designer.views.schema_form import SchemaForm, build_form, parse_form, with_error
+from runtime import WorkflowError
+
+PAGE_SIZE = 25
+EVENTS_PAGE_SIZE = 100
+RECENT_RUNS = 5
+#: Seconds between polls while a run is queued or running.
+POLL_SECONDS = 1
+ACTIVE = (Run.Status.QUEUED, Run.Status.RUNNING)
+
+
+def _ok_status(request: HtmxHttpRequest, ok: bool) -> int:
+    # htmx does not swap 4xx responses, so a form with errors comes back as 200 to htmx.
+    return 200 if ok or request.htmx else 400
+
+
+def _admin_runs_url(request: HtmxHttpRequest, **params: Any) -> str:
+    if not request.user.is_staff:
+        return ""
+    try:
+        url = reverse("admin:designer_run_changelist")
+    except NoReverseMatch:
+        return ""
+    query = {key: value for key, value in params.items() if value not in (None, "")}
+    return f"{url}?{urlencode(query)}" if query else url
+
+
+def _error_details(exc: BaseException) -> tuple[str, dict[str, str], list[dict[str, Any]]]:
+    """(message, per-field errors, diagnostics) of a service or runtime error."""
+    details: dict[str, Any] = getattr(exc, "details", None) or {}
+    fields: dict[str, str] = {}
+    for item in details.get("errors") or ():
+        if isinstance(item, dict):
+            name = str(item.get("field") or item.get("loc") or "").split(".")[0]
+            if name:
+                fields.setdefault(name, str(item.get("message") or item.get("msg") or ""))
+    diagnostics = [d if isinstance(d, dict) else getattr(d, "__dict__", {"message": str(d)})
+                   for d in details.get("diagnostics") or ()]
+    return error_message(exc), fields, diagnostics
+
+
+# --- history -----------------------------------------------------------------------------------------------
+
+
+def _filtered_runs(request: HtmxHttpRequest, qs: QuerySet[Run]) -> tuple[QuerySet[Run], dict[str, str]]:
+    params = request.GET
+    filters = {name: params.get(name, "").strip() for name in ("status", "version", "who", "since", "until",
+                                                               "team", "workflow")}
+    if filters["status"] in Run.Status.values:
+        qs = qs.filter(status=filters["status"])
+    else:
+        filters["status"] = ""
+    if filters["version"] == "draft":
+        qs = qs.filter(workflow_version__isnull=True)
+    elif filters["version"].isdigit():
+        qs = qs.filter(workflow_version__number=int(filters["version"]))
+    else:
+        filters["version"] = ""
+    if filters["who"].isdigit():
+        qs = qs.filter(created_by_id=int(filters["who"]))
+    else:
+        filters["who"] = ""
+    for name, lookup, clock in (("since", "created_at__gte", time.min), ("until", "created_at__lte", time.max)):
+        day = parse_date(filters[name]) if filters[name] else None
+        if day is None:
+            filters[name] = ""
+            continue
+        qs = qs.filter(**{lookup: timezone.make_aware(datetime.combine(day, clock))})
+    for name in ("team", "workflow"):
+        if filters[name].isdigit():
+            qs = qs.filter(**{f"{name}_id": int(filters[name])})
+        else:
+            filters[name] = ""
+    return qs, filters
+
+
+def _history(request: HtmxHttpRequest, *, team: Team | None = None, workflow: Workflow | None = None) -> HttpResponse:
+    base = selectors.runs_for(user=request.user).select_related("team")
+    if workflow is not None:
+        base = base.filter(workflow=workflow)
+    elif team is not None:
+        base = base.filter(team=team)
+    runs, filters = _filtered_runs(request, base)
+    page = Paginator(runs, PAGE_SIZE).get_page(request.GET.get("page"))
+    query = QueryDict(mutable=True)
+    query.update({key: value for key, value in filters.items() if value})
+    user_model = get_user_model()
+    people = user_model.objects.filter(pk__in=base.exclude(created_by=None).values("created_by")).order_by(
+        user_model.USERNAME_FIELD
+    )
+    if workflow is not None:
+        title, url = f"Runs of {workflow.name}", reverse("workflow-runs", args=[workflow.pk])
+        admin_url = _admin_runs_url(request, workflow__id__exact=workflow.pk)
+    elif team is not None:
+        title, url = f"Runs in {team.name}", reverse("team-runs", args=[team.pk])
+        admin_url = _admin_runs_url(request, team__id__exact=team.pk)
+    else:
+        title, url = "All runs", reverse("run-list")
+        admin_url = _admin_runs_url(request)
+    context = {
+        "title": title,
+        "url": url,
+        "team": team,
+        "workflow": workflow,
+        "page": page,
+        "runs": page.object_list,
+        "filters": filters,
+        "query": query.urlencode(),
+        "statuses": Run.Status.choices,
+        "versions": list(selectors.versions_of(workflow).values_list("number", flat=True)) if workflow else [],
+        "people": people,
+        "teams": selectors.teams_for(user=request.user) if team is None and workflow is None else [],
+        "workflows": selectors.workflows_for(user=request.user, team_id=team.pk) if team is not None else [],
+        "admin_url": admin_url,
+        "can_run": workflow is not None and has_role(role_of(request.user, workflow.team_id), "editor"),
+    }
+    template = "runs/history.html#table" if request.htmx and request.htmx.target == "run-table" else "runs/history.html"
+    return TemplateResponse(request, template, context)
+
+
+@login_required
+@require_GET
+def run_list(request: HtmxHttpRequest) -> HttpResponse:
+    return _history(request)
+
+
+@login_required
+@require_GET
+@designer_errors
+def team_runs(request: HtmxHttpRequest, team_id: int) -> HttpResponse:
+    return _history(request, team=selectors.get_team(user=request.user, team_id=team_id))
+
+
+@login_required
+@require_GET
+@designer_errors
+def workflow_runs(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
+    return _history(request, workflow=selectors.get_workflow(user=request.user, workflow_id=workflow_id))
+
+
+# --- run panel (inside the editor) ---------------------------------------------------------------------------
+
+
+def _panel_schema(workflow: Workflow, version: int | None) -> dict[str, Any]:
+    document = workflow.document if version is None else selectors.get_version(
+        workflow=workflow, number=version).document
+    schema = (document or {}).get("input_schema")
+    return schema if isinstance(schema, dict) else {}
+
+
+def _version_param(raw: str | None) -> int | None:
+    return int(raw) if raw and raw.isdigit() else None
+
+
+def _panel_context(request: HtmxHttpRequest, workflow: Workflow, *, version: int | None = None,
+                   form: SchemaForm | None = None, **extra: Any) -> dict[str, Any]:
+    role = role_of(request.user, workflow.team_id)
+    recent = list(selectors.runs_for(user=request.user).filter(workflow=workflow)[:RECENT_RUNS])
+    return {
+        "workflow": workflow,
+        "role": role,
+        "can_run": has_role(role, "editor"),
+        "versions": list(selectors.versions_of(workflow)),
+        "version": version,
+        "form": form if form is not None else build_form(_panel_schema(workflow, version)),
+        "recent": recent,
+        "recent_active": any(run.status in ACTIVE for run in recent),
+        "poll_seconds": POLL_SECONDS,
+        **extra,
+    }
+
+
+@login_required
+@require_GET
+@designer_errors
+def run_panel(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
+    """The run panel; htmx asks for one part of it: ``#inputs`` (after a version change) or ``#recent`` (polling)."""
+    workflow = selectors.get_workflow(user=request.user, workflow_id=workflow_id)
+    context = _panel_context(request, workflow, version=_version_param(request.GET.get("version")))
+    part = request.GET.get("part", "")
+    template = f"runs/panel.html#{part}" if part in ("inputs", "recent") else "runs/panel.html#panel"
+    if not request.htmx and not part:
+        template = "runs/panel_page.html"
+    return TemplateResponse(request, template, context)
+
+
+@login_required
+@require_POST
+@designer_errors
+def run_start(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
+    workflow = selectors.get_workflow(user=request.user, workflow_id=workflow_id)
+    version = _version_param(request.POST.get("version"))
+    form, value = parse_form(_panel_schema(workflow, version), request.POST)
+    error_context: dict[str, Any] = {}
+    if not form.has_errors:
+        try:
+            run = run_services.start_run(actor=request.user, workflow=workflow, input=value, version=version)
+        except PermissionDenied:
+            raise
+        except (DesignerError, WorkflowError) as exc:
+            message, fields, diagnostics = _error_details(exc)
+            form = with_error(form, message, fields)
+            error_context["diagnostics"] = diagnostics
+        else:
+            if not request.htmx:
+                return redirect("run-detail", run_id=run.pk)
+            context = _panel_context(request, workflow, version=version, started=run)
+            return TemplateResponse(request, "runs/panel.html#panel", context)
+    context = _panel_context(request, workflow, version=version, form=form, **error_context)
+    template = "runs/panel.html#panel" if request.htmx else "runs/panel_page.html"
+    return TemplateResponse(request, template, context, status=_ok_status(request, False))
+
+
+# --- run detail ----------------------------------------------------------------------------------------------
+
+
+def _interrupts(run: Run, forms: dict[str, SchemaForm] | None = None) -> list[dict[str, Any]]:
+    if run.status != Run.Status.INTERRUPTED:
+        return []
+    out = []
+    for record in run.interrupts or []:
+        if not isinstance(record, dict):
+            continue
+        interrupt_id = str(record.get("id") or record.get("interrupt_id") or "")
+        schema = record.get("resume_schema") if isinstance(record.get("resume_schema"), dict) else {}
+        labels = [str(label) for label in record.get("labels") or ["ok"]]
+        out.append({
+            "id": interrupt_id,
+            "node_id": record.get("node_id", ""),
+            "frame_id": record.get("frame_id", ""),
+            "prompt": record.get("prompt", ""),
+            "payload": record.get("payload"),
+            "labels": labels,
+            "form": (forms or {}).get(interrupt_id) or build_form(schema),
+        })
+    return out
+
+
+def _live_frames(state: Any) -> list[dict[str, Any]]:
+    if state is None:
+        return []
+    return [
+        {"id": frame.frame_id, "node_id": frame.node_id, "status": frame.status, "scope_id": frame.scope_id,
+         "lineage_id": frame.lineage_id, "is_item": "foreach" in frame.metadata}
+        for frame in state.frames.values()
+    ]
+
+
+def _detail_context(request: HtmxHttpRequest, run: Run, **extra: Any) -> dict[str, Any]:
+    role = role_of(request.user, run.team_id)
+    inspection = load_state(run)
+    events = list(run.events.order_by("seq")[:MAX_EVENTS])
+    now = timezone.now()
+    timeline = build_timeline(events, now=now, end=run.finished_at if run.is_finished else None,
+                              truncated=len(events) >= MAX_EVENTS)
+    scope_state = inspection.state.root_scope.state if inspection.state and "root" in inspection.state.scopes else None
+    return {
+        "run": run,
+        "workflow": run.workflow,
+        "role": role,
+        "can_run": has_role(role, "editor"),
+        "active": run.status in ACTIVE,
+        "poll_seconds": POLL_SECONDS,
+        "interrupts": _interrupts(run, extra.pop("forms", None)),
+        "progress": progress_rows(inspection.state, events),
+        "timeline": timeline,
+        "frames": _live_frames(inspection.state),
+        "state_error": inspection.error,
+        "final_state": scope_state,
+        "event_count": len(events),
+        "admin_url": _admin_runs_url(request, id__exact=run.pk),
+        "preserve": True,
+        **extra,
+    }
+
+
+@login_required
+@require_GET
+@designer_errors
+def run_detail(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
+    run = selectors.get_run(user=request.user, run_id=run_id)
+    context = _detail_context(request, run)
+    if request.htmx and request.htmx.target == "run-live":
+        return TemplateResponse(request, "runs/detail.html#live", context)
+    context.update(_events_context(request, run))
+    return TemplateResponse(request, "runs/detail.html", context)
+
+
+def _events_context(request: HtmxHttpRequest, run: Run) -> dict[str, Any]:
+    qs: QuerySet[RunEvent] = run.events.order_by("seq")
+    kinds, nodes = event_filters(list(qs.values_list("kind", "node_id").distinct()))
+    kind, node, lineage = (request.GET.get(name, "").strip() for name in ("kind", "node", "lineage"))
+    if kind:
+        qs = qs.filter(kind=kind)
+    if node:
+        qs = qs.filter(node_id=node)
+    if lineage:
+        qs = qs.filter(lineage_id=lineage)
+    page = Paginator(qs, EVENTS_PAGE_SIZE).get_page(request.GET.get("page"))
+    first = run.events.order_by("seq").values_list("at", flat=True).first()
+    rows = [
+        {"event": event, "offset_ms": int((event.at - first).total_seconds() * 1000) if first else 0}
+        for event in page.object_list
+    ]
+    query = urlencode({key: value for key, value in (("kind", kind), ("node", node), ("lineage", lineage)) if value})
+    return {"events_page": page, "event_rows": rows, "event_kinds": kinds, "event_nodes": nodes,
+            "event_filter": {"kind": kind, "node": node, "lineage": lineage}, "events_query": query,
+            "run": run, "active": run.status in ACTIVE}
+
+
+@login_required
+@require_GET
+@designer_errors
+def run_events(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
+    """The events table (filtered, paged); polled with the page while the run is active."""
+    run = selectors.get_run(user=request.user, run_id=run_id)
+    if not request.htmx:
+        query = request.GET.urlencode()
+        return redirect(reverse("run-detail", args=[run.pk]) + (f"?{query}" if query else "") + "#events")
+    return TemplateResponse(request, "runs/detail.html#events", _events_context(request, run))
+
+
+@login_required
+@require_GET
+@designer_errors
+def run_frame(request: HtmxHttpRequest, run_id: int, frame_id: str) -> HttpResponse:
+    """One frame: its steps in the trace and its structured context, derived by the runtime."""
+    run = selectors.get_run(user=request.user, run_id=run_id)
+    inspection = load_state(run)
+    events = list(run.events.filter(frame_id=frame_id).order_by("seq")[:200])
+    if not events and (inspection.state is None or frame_id not in inspection.state.frames):
+        raise NotFound(f"run {run.pk} has no frame {frame_id!r}")
+    live = context_of(inspection.state, frame_id)
+    frame = inspection.state.frames.get(frame_id) if inspection.state else None
+    first = events[0] if events else None
+    shown = live if live is not None else recorded_context(events)
+    foreach = (shown or {}).get("foreach")
+    context = {
+        "run": run,
+        "frame_id": frame_id,
+        "frame": frame,
+        "node_id": frame.node_id if frame else (first.node_id if first else ""),
+        "lineage_id": frame.lineage_id if frame else (first.lineage_id if first else ""),
+        "scope_id": frame.scope_id if frame else (first.scope_id if first else ""),
+        "frame_events": events,
+        "frame_context": shown,
+        "foreach_entries": list(foreach.items()) if isinstance(foreach, dict) else [],
+        "context_extras": [(key, value) for key, value in (shown or {}).items() if key != "foreach"],
+        "context_source": "live" if live is not None else "trace",
+        "focus_seq": request.GET.get("seq", ""),
+        "short_frame": short_id(frame_id),
+    }
+    template = "runs/detail.html#frame" if request.htmx else "runs/frame_page.html"
+    return TemplateResponse(request, template, context)
+
+
+@login_required
+@require_POST
+@designer_errors
+def run_resume(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
+    run = selectors.get_run(user=request.user, run_id=run_id)
+    interrupt_id = request.POST.get("interrupt_id", "")
+    record = next((item for item in _interrupts(run) if item["id"] == interrupt_id), None)
+    if record is None:
+        # Answered or cancelled meanwhile: show the run as it is now.
+        return _after_action(request, run, notice="That question is no longer open.")
+    schema = next((r.get("resume_schema") for r in run.interrupts if isinstance(r, dict)
+                   and str(r.get("id") or r.get("interrupt_id")) == interrupt_id), {})
+    form, value = parse_form(schema, request.POST)
+    label = request.POST.get("label") or None
+    if not form.has_errors:
+        try:
+            run = run_services.resume_run(actor=request.user, run=run, interrupt_id=interrupt_id, value=value,
+                                          label=label)
+        except PermissionDenied:
+            raise
+        except (DesignerError, WorkflowError) as exc:
+            message, fields, _ = _error_details(exc)
+            form = with_error(form, message, fields)
+        else:
+            return _after_action(request, run)
+    if request.htmx:
+        context = _detail_context(request, run, forms={interrupt_id: form})
+        item = next(i for i in context["interrupts"] if i["id"] == interrupt_id)
+        response = TemplateResponse(request, "runs/detail.html#interrupt",
+                                    {**context, "interrupt": item, "preserve": False})
+        # Only this form changes: the rest of the page (and other open questions) stay as they are.
+        response["HX-Retarget"] = f"#interrupt-{interrupt_id}"
+        response["HX-Reswap"] = "outerHTML"
+        return response
+    return TemplateResponse(request, "runs/detail.html",
+                            {**_detail_context(request, run, forms={interrupt_id: form}),
+                             **_events_context(request, run)}, status=400)
+
+
+@login_required
+@require_POST
+@designer_errors
+def run_cancel(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
+    run = selectors.get_run(user=request.user, run_id=run_id)
+    try:
+        run = run_services.cancel_run(actor=request.user, run=run)
+    except PermissionDenied:
+        raise
+    except DesignerError as exc:
+        return _after_action(request, run, notice=error_message(exc))
+    return _after_action(request, run, notice="Cancel requested." if run.status == "running" else "Run cancelled.")
+
+
+def _after_action(request: HtmxHttpRequest, run: Run, notice: str = "") -> HttpResponse:
+    if request.htmx:
+        run = Run.objects.select_related("workflow", "workflow_version", "created_by").get(pk=run.pk)
+        return TemplateResponse(request, "runs/detail.html#live", _detail_context(request, run, notice=notice))
+    return redirect("run-detail", run_id=run.pk)

@@ -1,0 +1,198 @@
+"""Team pages: your teams, members and roles, and what a workflow shares with whom.
+
+Every change goes through ``designer.services.teams`` / ``workflows`` (which
+check roles); every read goes through the selectors (which scope to the
+caller's teams). Member forms post with htmx and get the members partial back;
+without htmx they redirect, so the pages also work as plain forms.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.db.models import Count
+from django.http import HttpResponse
+from django.shortcuts import redirect
+from django.template.response import TemplateResponse
+from django.views.decorators.http import require_http_methods, require_POST
+
+from designer import selectors
+from designer.errors import DesignerError, NotFound, PermissionDenied
+from designer.models import Membership, Run, Team, Workflow
+from designer.permissions import ACTIONS, has_role
+from designer.services import teams as team_services
+from designer.services import workflows as workflow_services
+from designer.views.htmx import HtmxHttpRequest
+from designer.views.pages import designer_errors, error_message
+
+ROLE_CHOICES = Membership.Role.choices
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def team_list(request: HtmxHttpRequest) -> HttpResponse:
+    """The caller's teams with their role, member and workflow counts; POST creates a team."""
+    error, name = "", ""
+    if request.method == "POST":
+        name = request.POST.get("name", "")
+        try:
+            team = team_services.create_team(actor=request.user, name=name)
+        except DesignerError as exc:
+            error = error_message(exc)
+        else:
+            messages.success(request, f"Team “{team.name}” created. You are its owner.")
+            return redirect("team-detail", team_id=team.pk)
+    teams = selectors.teams_for(user=request.user).annotate(
+        member_count=Count("memberships", distinct=True), workflow_count=Count("workflows", distinct=True)
+    )
+    return TemplateResponse(
+        request, "teams/list.html", {"teams": teams, "error": error, "name": name},
+        status=400 if error else 200,
+    )
+
+
+def _team_context(request: HtmxHttpRequest, team: Team, **extra: Any) -> dict[str, Any]:
+    role = getattr(team, "role", None)
+    members = list(selectors.members_of(team))
+    owners = sum(1 for m in members if m.role == Membership.Role.OWNER)
+    return {
+        "team": team,
+        "role": role,
+        "is_owner": has_role(role, "owner"),
+        "can_edit": has_role(role, "editor"),
+        "members": members,
+        "owner_count": owners,
+        "role_choices": ROLE_CHOICES,
+        "role_actions": ACTIONS,
+        "workflows": selectors.workflows_for(user=request.user, team_id=team.pk),
+        "run_count": Run.objects.for_user(request.user).filter(team=team).count(),
+        "invite": {"user": "", "role": Membership.Role.EDITOR, "error": ""},
+        "member_error": "",
+        **extra,
+    }
+
+
+@login_required
+@designer_errors
+def team_detail(request: HtmxHttpRequest, team_id: int) -> HttpResponse:
+    team = selectors.get_team(user=request.user, team_id=team_id)
+    return TemplateResponse(request, "teams/detail.html", _team_context(request, team))
+
+
+def _members_response(request: HtmxHttpRequest, team_id: int, **extra: Any) -> HttpResponse:
+    """After a member change: the members partial for htmx, else back to the page."""
+    try:
+        team = selectors.get_team(user=request.user, team_id=team_id)
+    except NotFound:
+        # The caller just left the team (or removed themselves): nothing to show here any more.
+        if request.htmx:
+            response = HttpResponse(status=200)
+            response["HX-Redirect"] = "/teams/"
+            return response
+        return redirect("team-list")
+    if request.htmx:
+        # htmx swaps only 2xx responses, and the error belongs in the swapped partial.
+        return TemplateResponse(request, "teams/detail.html#members", _team_context(request, team, **extra))
+    if extra.get("member_error") or extra.get("invite", {}).get("error"):
+        messages.error(request, extra.get("member_error") or extra["invite"]["error"])
+    elif extra.get("notice"):
+        messages.success(request, extra["notice"])
+    return redirect("team-detail", team_id=team.pk)
+
+
+@login_required
+@require_POST
+@designer_errors
+def member_add(request: HtmxHttpRequest, team_id: int) -> HttpResponse:
+    team = selectors.get_team(user=request.user, team_id=team_id)
+    user_ref, role = request.POST.get("user", ""), request.POST.get("role", "")
+    try:
+        membership = team_services.add_member(actor=request.user, team=team, user=user_ref, role=role)
+    except PermissionDenied:
+        raise
+    except DesignerError as exc:
+        invite = {"user": user_ref, "role": role, "error": error_message(exc)}
+        return _members_response(request, team_id, invite=invite)
+    return _members_response(
+        request, team_id, notice=f"{membership.user.get_username()} joined as {membership.get_role_display().lower()}."
+    )
+
+
+@login_required
+@require_POST
+@designer_errors
+def member_update(request: HtmxHttpRequest, team_id: int, user_id: int) -> HttpResponse:
+    team = selectors.get_team(user=request.user, team_id=team_id)
+    try:
+        membership = team_services.change_member_role(
+            actor=request.user, team=team, user_id=user_id, role=request.POST.get("role", "")
+        )
+    except PermissionDenied:
+        raise
+    except DesignerError as exc:
+        return _members_response(request, team_id, member_error=error_message(exc))
+    return _members_response(
+        request, team_id,
+        notice=f"{membership.user.get_username()} is now {membership.get_role_display().lower()}.",
+    )
+
+
+@login_required
+@require_POST
+@designer_errors
+def member_remove(request: HtmxHttpRequest, team_id: int, user_id: int) -> HttpResponse:
+    team = selectors.get_team(user=request.user, team_id=team_id)
+    try:
+        team_services.remove_member(actor=request.user, team=team, user_id=user_id)
+    except PermissionDenied:
+        raise
+    except DesignerError as exc:
+        return _members_response(request, team_id, member_error=error_message(exc))
+    return _members_response(request, team_id, notice="Member removed.")
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+@designer_errors
+def workflow_sharing(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
+    """Who sees a workflow (its team's members) and, for owners, a copy into another of their teams."""
+    workflow: Workflow = selectors.get_workflow(user=request.user, workflow_id=workflow_id)
+    team = selectors.get_team(user=request.user, team_id=workflow.team_id)
+    role = getattr(team, "role", None)
+    is_owner = has_role(role, "owner")
+    # Only teams where the copy may be created (editor or above there).
+    targets = [t for t in selectors.teams_for(user=request.user) if t.pk != team.pk and has_role(t.role, "editor")]
+    error, form = "", {"team": "", "name": f"{workflow.name} (copy)"}
+    if request.method == "POST":
+        if not is_owner:
+            raise PermissionDenied(f"your role in this team is {role}; only owners can share a workflow into "
+                                   "another team")
+        form = {"team": request.POST.get("team", ""), "name": request.POST.get("name", "")}
+        target = next((t for t in targets if str(t.pk) == form["team"]), None)
+        if target is None:
+            error = "Choose one of your teams where you are an editor or owner."
+        else:
+            try:
+                copy = workflow_services.duplicate_workflow(
+                    actor=request.user, workflow=workflow, team=target, name=form["name"] or None
+                )
+            except PermissionDenied:
+                raise
+            except DesignerError as exc:
+                error = error_message(exc)
+            else:
+                messages.success(request, f"Copied “{workflow.name}” into {target.name} as “{copy.name}”.")
+                return redirect("workflow-sharing", workflow_id=copy.pk)
+    context = {
+        "workflow": workflow,
+        "team": team,
+        "role": role,
+        "is_owner": is_owner,
+        "members": selectors.members_of(team),
+        "targets": targets,
+        "form": form,
+        "error": error,
+    }
+    return TemplateResponse(request, "teams/sharing.html", context, status=400 if error else 200)

@@ -1,0 +1,46 @@
+"""Page routes (server-rendered, htmx). Shared by the page helpers: add your block, keep the others."""
+
+from __future__ import annotations
+
+from django.urls import URLPattern, URLResolver, path
+
+from designer.views import runs, teams
+
+urlpatterns: list[URLPattern | URLResolver] = []
+
+# --- teams and sharing (designer/views/teams.py) ---
+urlpatterns += [
+    path("teams/", teams.team_list, name="team-list"),
+    path("teams/<int:team_id>/", teams.team_detail, name="team-detail"),
+    path("teams/<int:team_id>/members/", teams.member_add, name="team-member-add"),
+    path("teams/<int:team_id>/members/<int:user_id>/", teams.member_update, name="team-member-update"),
+    path("teams/<int:team_id>/members/<int:user_id>/remove/", teams.member_remove, name="team-member-remove"),
+    path("workflows/<int:workflow_id>/sharing/", teams.workflow_sharing, name="workflow-sharing"),
+]
+
+# --- runs (designer/views/runs.py) ---
+urlpatterns += [
+    path("runs/", runs.run_list, name="run-list"),
+    path("teams/<int:team_id>/runs/", runs.team_runs, name="team-runs"),
+    path("workflows/<int:workflow_id>/runs/", runs.workflow_runs, name="workflow-runs"),
+    path("workflows/<int:workflow_id>/run-panel/", runs.run_panel, name="run-panel"),
+    path("workflows/<int:workflow_id>/runs/start/", runs.run_start, name="run-start"),
+    path("runs/<int:run_id>/", runs.run_detail, name="run-detail"),
+    path("runs/<int:run_id>/events/", runs.run_events, name="run-events"),
+    path("runs/<int:run_id>/frames/<str:frame_id>/", runs.run_frame, name="run-frame"),
+    path("runs/<int:run_id>/resume/", runs.run_resume, name="run-resume"),
+    path("runs/<int:run_id>/cancel/", runs.run_cancel, name="run-cancel"),
+]
+
+# --- workflow editor (designer/views/editor.py) ---
+from designer.views import editor  # noqa: E402
+
+urlpatterns += [
+    path("workflows/<int:workflow_id>/edit/", editor.editor, name="editor"),
+    path("workflows/<int:workflow_id>/edit/palette/", editor.palette, name="editor-palette"),
+    path("workflows/<int:workflow_id>/edit/inspector/", editor.inspector, name="editor-inspector"),
+    path("workflows/<int:workflow_id>/edit/picker/", editor.picker, name="editor-picker"),
+    path("workflows/<int:workflow_id>/edit/diagnostics/", editor.diagnostics, name="editor-diagnostics"),
+    path("workflows/<int:workflow_id>/edit/change/", editor.edit, name="editor-edit"),
+    path("workflows/<int:workflow_id>/edit/publish/", editor.publish, name="editor-publish"),
+]
