@@ -1,0 +1,114 @@
+"""The demo: idempotent loading, valid documents, and real runs through runtime.Engine."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth import authenticate
+from django.core.management import CommandError, call_command
+from django.urls import reverse
+
+from designer import catalog, demo
+from designer.models import Membership, Team, Workflow, WorkflowVersion
+from designer.resolvers import TeamVersionResolver
+from runtime import Engine, RuntimeContext
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def loaded(settings):
+    settings.DEBUG = True
+    call_command("load_demo", stdout=open("/dev/null", "w"))  # noqa: SIM115
+    return Team.objects.get(slug="demo")
+
+
+def _engine(team):
+    return Engine(registry=catalog.registry(), workflows=TeamVersionResolver(team))
+
+
+def _document(team, slug):
+    return Workflow.objects.get(team=team, slug=slug).document
+
+
+def test_load_demo_is_idempotent(loaded):
+    counts = (Team.objects.count(), Membership.objects.count(), Workflow.objects.count(),
+              WorkflowVersion.objects.count())
+    revisions = dict(Workflow.objects.values_list("slug", "revision"))
+    report = demo.load_demo()
+    assert (report.created_users, report.created_workflows, report.published) == ([], [], [])
+    assert counts == (Team.objects.count(), Membership.objects.count(), Workflow.objects.count(),
+                      WorkflowVersion.objects.count())
+    assert dict(Workflow.objects.values_list("slug", "revision")) == revisions
+    assert sorted(revisions) == ["customer-orders", "orders-via-subgraph", "process-order", "spending-approval"]
+
+
+def test_demo_accounts_log_in_with_documented_passwords(loaded):
+    for username, password, role, superuser in demo.ACCOUNTS:
+        user = authenticate(username=username, password=password)
+        assert user is not None, username
+        assert user.is_superuser is superuser
+        assert Membership.objects.get(team=loaded, user=user).role == role
+
+
+def test_load_demo_refuses_to_run_with_debug_off(settings, db):
+    settings.DEBUG = False
+    with pytest.raises(CommandError, match="DEBUG"):
+        call_command("load_demo")
+    assert not Team.objects.exists()
+
+
+def test_every_demo_workflow_validates_in_the_team(loaded, api):
+    from django.contrib.auth import get_user_model
+
+    client = api(get_user_model().objects.get(username="demo"))
+    for workflow in Workflow.objects.filter(team=loaded):
+        body = client.get(reverse("api:workflow-validate", args=[workflow.pk])).json()
+        assert body["ok"], (workflow.slug, body["diagnostics"])
+        assert workflow.document["metadata"]["sample_input"]
+    assert Workflow.objects.get(team=loaded, slug="process-order").versions.count() == 1
+
+
+def test_nested_foreach_reads_both_items_in_one_task(loaded):
+    customers = demo.SAMPLE_CUSTOMERS
+    result = _engine(loaded).run(_document(loaded, "customer-orders"), {"customers": customers})
+    assert result.status == "completed", result.error
+    priced = result.output["priced"]
+    fetch = catalog.registry().get("fetch_orders")
+    expected_orders = [order for c in customers
+                       for order in fetch.finish(fetch.bind({"customer": c}, RuntimeContext())())[1]]
+    assert [p["order_id"] for p in priced] == [o["id"] for o in expected_orders]
+    by_id = {c["id"]: c for c in customers}
+    for row in priced:
+        # customer comes from context.foreach.customers.item, the order from context.foreach.orders.item
+        assert row["order_id"].startswith(row["customer_id"] + "-")
+        assert row["customer_name"] == by_id[row["customer_id"]]["name"]
+    assert result.output["totals"]["orders"] == len(priced)
+    assert result.output["totals"]["total"] == pytest.approx(sum(p["total"] for p in priced))
+
+
+def test_parent_calls_the_published_child_per_order(loaded):
+    customers = demo.SAMPLE_CUSTOMERS[:2]
+    engine = _engine(loaded)
+    via = engine.run(_document(loaded, "orders-via-subgraph"), {"customers": customers})
+    assert via.status == "completed", via.error
+    direct = engine.run(_document(loaded, "customer-orders"), {"customers": customers})
+    assert [r["priced"] for r in via.output["results"]] == direct.output["priced"]
+    assert all(r["shipment"]["order_id"] == r["priced"]["order_id"] for r in via.output["results"])
+
+
+def test_approval_waits_for_a_person_above_the_limit(loaded):
+    engine = _engine(loaded)
+    document = _document(loaded, "spending-approval")
+    small = engine.run(document, {"amount": 200, "requester": "ann"})
+    assert small.status == "completed"
+    assert small.output["decision"] == {"approved": True, "comment": "below the review limit",
+                                        "decided_by": "system"}
+
+    large = engine.run(document, {"amount": 5000, "requester": "bob", "purpose": "servers"})
+    assert large.status == "interrupted"
+    (interrupt,) = large.interrupts
+    assert interrupt.node_id == "review" and interrupt.payload["amount"] == 5000
+    done = engine.resume(large.run_state, interrupt.interrupt_id, {"approved": False, "comment": "too much"},
+                         workflow=document)
+    assert done.status == "completed", done.error
+    assert done.output["decision"] == {"approved": False, "comment": "too much", "decided_by": "reviewer"}
