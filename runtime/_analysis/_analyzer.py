@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from runtime._analysis import _schemas as S
@@ -17,8 +18,23 @@ from runtime._analysis._scope import Scope
 from runtime._context import RESERVED_CONTEXT_FIELDS
 from runtime._diagnostics import Diagnostic
 from runtime._document import BranchNode, ForeachNode, InterruptNode, SubgraphNode, TaskNode, Workflow
-from runtime._errors import UnknownNodeError, UnreachableNodeError, WorkflowError, WorkflowValidationError
+from runtime._errors import (
+    PathSyntaxError,
+    UnknownNodeError,
+    UnreachableNodeError,
+    WorkflowError,
+    WorkflowValidationError,
+)
+from runtime._paths import parse_local_path
 from runtime._resolver import WorkflowResolver, as_resolver
+
+
+@dataclass(frozen=True, slots=True)
+class _NodeFacts:
+    node: Any
+    labels: LabelSet
+    input_schema: Schema | None  # the payload its input bindings fill, when known
+    result_schema: Schema
 
 
 class Analysis:
@@ -30,7 +46,8 @@ class Analysis:
     """
 
     def __init__(self, workflow: Workflow, regions: Regions, diagnostics: list[Diagnostic], scope: Scope,
-                 options: OptionIndex, output_schema: Schema, subgraphs: Mapping[str, Analysis]) -> None:
+                 options: OptionIndex, output_schema: Schema, subgraphs: Mapping[str, Analysis],
+                 nodes: Mapping[str, _NodeFacts]) -> None:
         self.workflow = workflow
         self._regions = regions
         self._scope = scope
@@ -45,6 +62,7 @@ class Analysis:
         #: JSON Schema of the payload this workflow's outputs project (a subgraph node's result).
         self.output_schema: Schema = output_schema
         self._subgraphs = dict(subgraphs)
+        self._nodes = nodes
 
     @property
     def ok(self) -> bool:
@@ -95,6 +113,65 @@ class Analysis:
         if want is None:
             return list(self._options.region(stack))
         return list(self._options.wanted(stack, want))
+
+    def labels(self, node_id: str) -> tuple[str, ...]:
+        """The labels a node can emit, one per possible route (``error`` included for tasks and subgraphs).
+
+        For a task the analyzer cannot look up (no registry, or an unknown
+        name) that is ``ok``, ``error`` and whatever labels its routes use.
+        """
+        facts = self._facts(node_id)
+        if facts.labels.known:
+            return facts.labels.valid
+        used = tuple(r.label for r in self.workflow.routes if r.source == node_id)
+        return tuple(dict.fromkeys(("ok", "error", *used)))
+
+    def field_schema(self, node_id: str, field: str) -> Schema | None:
+        """The JSON Schema a node's field wants, for ``path_options(node_id, want=...)``.
+
+        ``input.<target>`` of a task or subgraph: that field of the task's (or
+        child workflow's) input schema; ``input`` alone: the whole payload;
+        of an interrupt: ``{}`` (its prompt payload is free). ``over`` of a
+        foreach: an array; ``path`` of a branch: ``{}``. ``{}`` also when the
+        payload schema is unknown (no registry, unresolved child); None when
+        the field does not exist.
+        """
+        facts = self._facts(node_id)
+        node = facts.node
+        if field == "over" and isinstance(node, ForeachNode):
+            return {"type": "array"}
+        if field == "path" and isinstance(node, BranchNode):
+            return {}
+        if field != "input" and not field.startswith("input."):
+            return None
+        if not isinstance(node, TaskNode | SubgraphNode | InterruptNode):
+            return None
+        if facts.input_schema is None:
+            return {}
+        if field == "input":
+            return copy.deepcopy(facts.input_schema)
+        try:
+            target = parse_local_path(field[len("input."):])
+        except PathSyntaxError:
+            return None
+        found, _ = S.descend(facts.input_schema, target.parts, for_target=True)
+        return copy.deepcopy(found) if found is not None else None
+
+    def result_schema(self, node_id: str) -> Schema:
+        """The schema of a node's result payload (what its output bindings' ``source`` paths read)."""
+        return copy.deepcopy(self._facts(node_id).result_schema)
+
+    def node_diagnostics(self, node_id: str) -> tuple[Diagnostic, ...]:
+        """The diagnostics located at one node (any field)."""
+        self._facts(node_id)
+        return tuple(d for d in self.diagnostics if d.node_id == node_id)
+
+    def _facts(self, node_id: str) -> _NodeFacts:
+        facts = self._nodes.get(node_id)
+        if facts is None:
+            raise UnknownNodeError(f"workflow {self.workflow.id!r} has no node {node_id!r}",
+                                   workflow=self.workflow.id, node_id=node_id)
+        return facts
 
     def subgraph(self, node_id: str) -> Analysis | None:
         """The analysis of the child workflow a subgraph node runs (None when it cannot be resolved)."""
@@ -234,6 +311,14 @@ def _aliases(workflow: Workflow, nodes: Mapping[str, object], stacks: Mapping[st
     return out
 
 
+def _payload_schema(node: object, spec: Any | None, child: Workflow | None) -> Schema | None:
+    if isinstance(node, TaskNode) and spec is not None:
+        return S.prepare(spec.input_schema)
+    if isinstance(node, SubgraphNode) and child is not None:
+        return S.prepare(child.input_schema)
+    return None
+
+
 def _spec_of(registry: Any, node: object) -> Any | None:
     if registry is None or not isinstance(node, TaskNode):
         return None
@@ -298,11 +383,14 @@ class _Session:
         checker = Checker(doc, regions.stacks)
         declared_state = S.prepare(doc.state_schema)
         writes = []
+        facts: dict[str, _NodeFacts] = {}
         for node_id, node in nodes.items():
+            child = subgraphs.get(node_id)
+            result = result_schema(node, specs.get(node_id), child.output_schema if child else None)
+            facts[node_id] = _NodeFacts(node, labels[node_id], _payload_schema(node, specs.get(node_id),
+                                                                               child_docs.get(node_id)), result)
             bindings = getattr(node, "output", None)
             if bindings:
-                child = subgraphs.get(node_id)
-                result = result_schema(node, specs.get(node_id), child.output_schema if child else None)
                 writes += checker.writes(node_id, bindings, result, declared_state)
         view = state_view(declared_state, writes)
         scope = Scope(doc.id, foreach_nodes, frozenset(nodes) - frozenset(foreach_nodes), regions.stacks,
@@ -310,13 +398,11 @@ class _Session:
         for node_id, node in nodes.items():
             stack = regions.stacks.get(node_id)
             if isinstance(node, TaskNode):
-                spec = specs.get(node_id)
-                target = S.prepare(spec.input_schema) if spec is not None else None
-                checker.inputs(scope, node_id, stack, node.input, target, f"task {node.task!r}")
+                checker.inputs(scope, node_id, stack, node.input, facts[node_id].input_schema,
+                               f"task {node.task!r}")
             elif isinstance(node, SubgraphNode):
-                child_doc = child_docs.get(node_id)
-                target = S.prepare(child_doc.input_schema) if child_doc is not None else None
-                checker.inputs(scope, node_id, stack, node.input, target, f"workflow {node.workflow.id!r}")
+                checker.inputs(scope, node_id, stack, node.input, facts[node_id].input_schema,
+                               f"workflow {node.workflow.id!r}")
             elif isinstance(node, InterruptNode):
                 checker.inputs(scope, node_id, stack, node.input, None, f"interrupt {node_id!r}")
             elif isinstance(node, ForeachNode):
@@ -329,7 +415,7 @@ class _Session:
             projected.append((output, schema if schema is not None else S.ANY))
         diagnostics += checker.out
         options = OptionIndex(scope, {n.id: n.title for n in foreach_nodes.values()}, view.writers)
-        return Analysis(doc, regions, diagnostics, scope, options, output_schema(projected), subgraphs)
+        return Analysis(doc, regions, diagnostics, scope, options, output_schema(projected), subgraphs, facts)
 
     def child(self, doc: Workflow, node: SubgraphNode, chain: tuple[str, ...], caller_foreach: frozenset[str],
               caller_aliases: frozenset[str], diagnostics: list[Diagnostic]) -> tuple[Workflow, Analysis] | None:

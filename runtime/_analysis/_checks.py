@@ -72,7 +72,7 @@ class Checker:
 
     def _check_declared_write(self, node_id: str, field: str, binding: OutputBinding, source: Schema,
                               declared: Schema) -> None:
-        target, bad = S.descend(declared, binding.target.parts[1:], absent_is_null=False)
+        target, bad = S.descend(declared, binding.target.parts[1:], for_target=True)
         if target is None:
             self.add("path.unknown_field", "error", node_id, field,
                      f"output binding writes state {str(binding.target)!r}, but the declared state field "
@@ -107,7 +107,7 @@ class Checker:
             return
         for name in {n for a in S.object_atoms(source) for n in (a.get("properties") or {})}:
             got = S.property_schema(source, name, absent_is_null=False) or S.ANY
-            want = S.property_schema(target, name, absent_is_null=False)
+            want = S.property_schema(target, name, for_target=True)
             if want is not None and S.fit(got, want) == S.NONE:
                 self.add("binding.type_mismatch", "error", node_id, field,
                          f"merging {str(binding.source)!r} into state {str(binding.target)!r} puts field "
@@ -141,7 +141,7 @@ class Checker:
                 shown = "the literal value"
             if target is None:
                 continue
-            want, bad = S.descend(target, binding.target.parts, absent_is_null=False)
+            want, bad = S.descend(target, binding.target.parts, for_target=True)
             if want is None:
                 closed = any(a.get("additionalProperties") is False for a in S.object_atoms(target))
                 self.add("path.unknown_field", "error" if closed else "warning", node_id, field,

@@ -46,7 +46,8 @@ def prepare(schema: object) -> Schema:
             defs.update({f"#/{key}/{name}": value for name, value in found.items()})
     if not defs and not _has_composition(schema):
         return schema
-    return _inline(schema, defs, ())  # type: ignore[no-any-return]
+    inlined = _inline(schema, defs, ())
+    return inlined if isinstance(inlined, dict) else {}
 
 
 def _has_composition(node: object) -> bool:
@@ -214,12 +215,14 @@ def object_atoms(schema: Schema) -> list[Schema]:
     return [atom for atom in atoms(schema) if atom.get("type") == "object" or is_any(atom)]
 
 
-def property_schema(schema: Schema, name: str, *, absent_is_null: bool = True) -> Schema | None:
+def property_schema(schema: Schema, name: str, *, absent_is_null: bool = True,
+                    for_target: bool = False) -> Schema | None:
     """The schema of ``schema[name]``, or None when no object form of ``schema`` has that field.
 
     A field reached through a nullable object, or one that is neither
     required nor defaulted, may be missing at run time: its schema is made
-    nullable so that binding it into a required field warns.
+    nullable so that binding it into a required field warns. ``for_target``
+    asks what a field *accepts* instead: then absence never adds ``null``.
     """
     found: list[Schema] = []
     maybe_missing = False
@@ -252,14 +255,20 @@ def property_schema(schema: Schema, name: str, *, absent_is_null: bool = True) -
     if not found:
         return None
     result = union(found)
-    return make_nullable(result) if maybe_missing else result
+    return make_nullable(result) if maybe_missing and not for_target else result
 
 
-def descend(schema: Schema, parts: tuple[str, ...], *, absent_is_null: bool = True) -> tuple[Schema | None, int]:
-    """Walk ``parts`` into ``schema``; returns (schema, -1) or (None, index of the first unknown part)."""
+def descend(schema: Schema, parts: tuple[str, ...], *, absent_is_null: bool = True,
+            for_target: bool = False) -> tuple[Schema | None, int]:
+    """Walk ``parts`` into ``schema``; returns (schema, -1) or (None, index of the first unknown part).
+
+    ``absent_is_null`` applies to the first part only (state fields are not
+    tracked for presence, their nested fields are); ``for_target`` reads the
+    schema as the receiving side (see ``property_schema``).
+    """
     current = schema
     for index, part in enumerate(parts):
-        found = property_schema(current, part, absent_is_null=absent_is_null or index > 0)
+        found = property_schema(current, part, absent_is_null=absent_is_null or index > 0, for_target=for_target)
         if found is None:
             return None, index
         current = found
