@@ -479,7 +479,7 @@ class Scheduler:
         record = Interrupt(
             interrupt_id=interrupt_id, frame_id=frame.frame_id, scope_id=frame.scope_id,
             lineage_id=frame.lineage_id, node_id=node.id, prompt=node.prompt,
-            payload=None if payload is MISSING else payload, resume_schema=node.resume_schema,
+            payload=None if payload is MISSING else to_jsonable_python(payload), resume_schema=node.resume_schema,
             labels=list(node.labels), step=rs.step,
         )
         rs.interrupts[interrupt_id] = record

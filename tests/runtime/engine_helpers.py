@@ -1,0 +1,153 @@
+"""Tasks and workflows the engine tests share."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from typing import Any
+
+from runtime import (
+    Engine,
+    RunResult,
+    RunState,
+    RuntimeContext,
+    SequentialIds,
+    TaskRegistry,
+    Workflow,
+    WorkflowBuilder,
+    input_path,
+    state_path,
+)
+
+ITEMS = {"type": "array", "items": {"type": "integer"}}
+ANY_LIST: dict[str, Any] = {"type": "array", "default": []}
+
+
+def registry() -> TaskRegistry:
+    reg = TaskRegistry()
+
+    @reg.task
+    def double(x: int) -> int:
+        return x * 2
+
+    @reg.task
+    def add(a: int, b: int = 0) -> int:
+        return a + b
+
+    @reg.task
+    def echo(value: Any = None) -> Any:
+        return value
+
+    @reg.task
+    def capture(bound: dict[str, Any], ctx: RuntimeContext) -> dict[str, Any]:
+        """What a body node sees: the bound JSON context and the typed RuntimeContext, side by side."""
+        return {
+            "bound": bound,
+            "typed": {key: entry.to_json() for key, entry in ctx.foreach.items()},
+            "loop_item": ctx.loop_item,
+            "loop_index": ctx.loop_index,
+            "frame_id": ctx.frame_id,
+            "scope_id": ctx.scope_id,
+            "lineage_id": ctx.lineage_id,
+        }
+
+    @reg.task
+    def boom(message: str = "boom") -> int:
+        raise RuntimeError(message)
+
+    @reg.task
+    async def slow(value: Any = None, delay: float = 0.0) -> Any:
+        await asyncio.sleep(delay)
+        return value
+
+    @reg.task
+    async def jitter(value: Any = None) -> Any:
+        await asyncio.sleep(random.random() * 0.02)
+        return value
+
+    @reg.task(labels=("small", "big"))
+    def size(x: int) -> Any:
+        from runtime import Route
+
+        return Route("big" if x >= 10 else "small", x)
+
+    return reg
+
+
+def engine(**kwargs: Any) -> Engine:
+    kwargs.setdefault("registry", registry())
+    kwargs.setdefault("ids", SequentialIds())
+    return Engine(**kwargs)
+
+
+def capture_input() -> list[dict[str, Any]]:
+    return [{"target": "bound", "path": "context"}]
+
+
+def nested_capture(*, inner_concurrency: int = 1, outer_concurrency: int = 1, after_inner: bool = False,
+                   interrupt: bool = False) -> Workflow:
+    """customers -> orders (each customer's orders) -> capture (-> ask) -> back; optionally a capture after orders."""
+    g = WorkflowBuilder(
+        "nested",
+        input_schema={"type": "object", "properties": {"customers": {"type": "array", "items": {
+            "type": "object", "properties": {"name": {"type": "string"}, "orders": ITEMS},
+            "required": ["name", "orders"]}}}, "required": ["customers"]},
+        state_schema={"type": "object", "properties": {"seen": ANY_LIST, "after": ANY_LIST, "answers": ANY_LIST}},
+    )
+    customers = g.foreach("customers", input_path("customers"), as_="customer", max_concurrency=outer_concurrency)
+    orders = g.foreach("orders", customers.item.child("orders"), as_="order", max_concurrency=inner_concurrency)
+    seen = g.use("capture", id="seen", input=capture_input(),
+                 output=[{"source": ".", "target": "seen", "mode": "append"}])
+    g.set_route(customers, "loop", orders)
+    g.set_route(orders, "loop", seen)
+    if interrupt:
+        ask = g.interrupt("ask", prompt="ok?", input=[{"target": "order", "path": orders.item}],
+                          resume_schema={"type": "object", "properties": {"answer": {"type": "string"}},
+                                         "required": ["answer"]},
+                          output=[{"source": "answer", "target": "answers", "mode": "append"}])
+        confirm = g.use("capture", id="confirm", input=capture_input(),
+                        output=[{"source": ".", "target": "after", "mode": "append"}])
+        g.set_route(seen, "ok", ask)
+        g.set_route(ask, "ok", confirm)
+        g.set_route(confirm, "ok", orders)
+    else:
+        g.set_route(seen, "ok", orders)
+    if after_inner:
+        after = g.use("capture", id="after", input=capture_input(),
+                      output=[{"source": ".", "target": "after", "mode": "append"}])
+        g.set_route(orders, "done", after)
+        g.set_route(after, "ok", customers)
+    else:
+        g.set_route(orders, "done", customers)
+    g.output("seen", state_path("seen"))
+    return g.build()
+
+
+CUSTOMERS = [{"name": "Ada", "orders": [1, 2]}, {"name": "Grace", "orders": [3]}]
+
+
+def single_foreach(*, concurrency: int = 1, alias: str | None = "order") -> Workflow:
+    g = WorkflowBuilder("single", input_schema={"type": "object", "properties": {"orders": ITEMS}},
+                        state_schema={"type": "object", "properties": {"seen": ANY_LIST}})
+    orders = g.foreach("orders", input_path("orders"), as_=alias, max_concurrency=concurrency)
+    seen = g.use("capture", id="seen", input=capture_input(),
+                 output=[{"source": ".", "target": "seen", "mode": "append"}])
+    g.set_route(orders, "loop", seen)
+    g.set_route(seen, "ok", orders)
+    g.output("seen", state_path("seen"))
+    return g.build()
+
+
+def json_round_trip(rs: RunState) -> RunState:
+    return RunState.from_json(rs.model_dump_json())
+
+
+def answer_all(eng: Engine, result: RunResult, workflow: Workflow, *, through_json: bool = True) -> RunResult:
+    """Resume every interrupt, oldest first, with {"answer": "yes <order>"}, until the run stops pausing."""
+    while result.status == "interrupted":
+        pending = result.interrupts[0]
+        state = json_round_trip(result.run_state) if through_json else result.run_state
+        result = eng.resume(state, pending.interrupt_id, {"answer": f"yes {pending.payload}"}, workflow=workflow)
+    return result
+
+

@@ -1,0 +1,206 @@
+"""Runtime context: the seed's "Runtime context" required tests, run through the real engine."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import pytest
+
+from runtime import CorruptRunStateError, Engine, RandomIds, RunState, frame_context
+from tests.runtime.engine_helpers import (
+    CUSTOMERS,
+    answer_all,
+    engine,
+    json_round_trip,
+    nested_capture,
+    registry,
+    single_foreach,
+)
+
+ID = re.compile(r"^(act|frame|lineage)_\d{13}$")
+
+
+def entry_ids_are_well_formed(entry: dict[str, Any]) -> None:
+    assert ID.match(entry["activation_id"]) and entry["activation_id"].startswith("act_")
+    assert ID.match(entry["frame_id"]) and entry["frame_id"].startswith("frame_")
+    assert ID.match(entry["lineage_id"]) and entry["lineage_id"].startswith("lineage_")
+
+
+def test_single_foreach_exposes_one_structured_entry() -> None:
+    result = Engine(registry=registry()).run(single_foreach(), {"orders": [7, 8]})
+    assert result.status == "completed"
+    first, second = result.output["seen"]
+    for seen, index, item in ((first, 0, 7), (second, 1, 8)):
+        assert list(seen["bound"]["foreach"]) == ["orders"]
+        entry = seen["bound"]["foreach"]["orders"]
+        assert entry["node_id"] == "orders"
+        assert entry["index"] == index and entry["item"] == item
+        assert entry["scope_id"] == "root"
+        assert entry["frame_id"] == seen["frame_id"] and entry["lineage_id"] == seen["lineage_id"]
+        entry_ids_are_well_formed(entry)
+        # Python context and graph-visible context agree field for field.
+        assert seen["typed"] == seen["bound"]["foreach"]
+    assert first["bound"]["foreach"]["orders"]["activation_id"] == second["bound"]["foreach"]["orders"]["activation_id"]
+
+
+def test_nested_body_exposes_outer_and_inner_entries() -> None:
+    result = engine().run(nested_capture(), {"customers": CUSTOMERS})
+    seen = result.output["seen"]
+    assert [(s["bound"]["foreach"]["customers"]["index"], s["bound"]["foreach"]["orders"]["item"]) for s in seen] == [
+        (0, 1), (0, 2), (1, 3)]
+    for snapshot in seen:
+        foreach = snapshot["bound"]["foreach"]
+        assert list(foreach) == ["customers", "orders"]  # outermost first
+        assert foreach["customers"]["item"] == CUSTOMERS[foreach["customers"]["index"]]
+        assert foreach["orders"]["frame_id"] == snapshot["frame_id"]
+        assert foreach["customers"]["frame_id"] != snapshot["frame_id"]
+        assert snapshot["typed"] == foreach
+        assert list(snapshot["typed"]) == ["customers", "orders"]
+
+
+def test_loop_item_and_loop_index_select_innermost_entry() -> None:
+    result = engine().run(nested_capture(), {"customers": CUSTOMERS})
+    for snapshot in result.output["seen"]:
+        inner = snapshot["bound"]["foreach"]["orders"]
+        assert snapshot["bound"]["loop_item"] == inner["item"] == snapshot["loop_item"]
+        assert snapshot["bound"]["loop_index"] == inner["index"] == snapshot["loop_index"]
+
+
+def test_unique_outer_and_inner_aliases_available_together() -> None:
+    result = engine().run(nested_capture(), {"customers": CUSTOMERS})
+    for snapshot in result.output["seen"]:
+        bound = snapshot["bound"]
+        assert bound["customer"] == bound["foreach"]["customers"]["item"]
+        assert bound["order"] == bound["foreach"]["orders"]["item"]
+
+
+def test_inner_completion_restores_outer_entry_and_removes_inner() -> None:
+    result = engine().run(nested_capture(after_inner=True), {"customers": CUSTOMERS})
+    after = result.state["after"]
+    assert len(after) == 2
+    for index, snapshot in enumerate(after):
+        bound = snapshot["bound"]
+        assert list(bound["foreach"]) == ["customers"]
+        assert bound["foreach"]["customers"]["index"] == index
+        assert bound["loop_item"] == CUSTOMERS[index] and bound["loop_index"] == index
+        assert bound["customer"] == CUSTOMERS[index]
+        assert "order" not in bound
+        # Back in the outer item frame: the same frame the inner entries hung from.
+        inner_parents = {s["bound"]["foreach"]["customers"]["frame_id"] for s in result.state["seen"]
+                         if s["bound"]["foreach"]["customers"]["index"] == index}
+        assert inner_parents == {snapshot["frame_id"]}
+
+
+def test_concurrent_item_frames_receive_distinct_identities() -> None:
+    customers = [{"name": "A", "orders": [1, 2, 3]}, {"name": "B", "orders": [4, 5, 6]}]
+    result = engine().run(nested_capture(inner_concurrency=3, outer_concurrency=2), {"customers": customers})
+    seen = result.output["seen"]
+    assert len(seen) == 6
+    inner = [s["bound"]["foreach"]["orders"] for s in seen]
+    assert len({e["frame_id"] for e in inner}) == 6
+    assert len({e["lineage_id"] for e in inner}) == 6
+    # one inner activation per customer, shared by that customer's items
+    by_customer: dict[int, set[str]] = {}
+    for snapshot in seen:
+        customer = snapshot["bound"]["foreach"]["customers"]["index"]
+        by_customer.setdefault(customer, set()).add(snapshot["bound"]["foreach"]["orders"]["activation_id"])
+    assert all(len(ids) == 1 for ids in by_customer.values())
+    assert len(set.union(*by_customer.values())) == 2
+    outer = {s["bound"]["foreach"]["customers"]["frame_id"] for s in seen}
+    assert len(outer) == 2
+    assert sorted(e["item"] for e in inner) == [1, 2, 3, 4, 5, 6]
+
+
+def test_interrupt_resume_recreates_same_structured_entries() -> None:
+    workflow = nested_capture(interrupt=True, inner_concurrency=2)
+    eng = Engine(registry=registry(), ids=RandomIds())
+    first = eng.run(workflow, {"customers": CUSTOMERS})
+    assert first.status == "interrupted" and len(first.interrupts) == 2
+    before = {i.frame_id: frame_context(first.run_state, i.frame_id).to_mapping() for i in first.interrupts}
+    # Through JSON, into an engine that has never seen this run.
+    fresh = Engine(registry=registry(), ids=RandomIds())
+    finished = answer_all(fresh, first, workflow)
+    assert finished.status == "completed"
+    confirmed = {c["frame_id"]: c["bound"] for c in finished.state["after"]}
+    for frame_id, context in before.items():
+        assert json.loads(json.dumps(dict(context))) == confirmed[frame_id]
+    assert len(finished.state["answers"]) == 3
+
+
+def _interrupted_state() -> tuple[RunState, str]:
+    result = engine().run(nested_capture(interrupt=True), {"customers": CUSTOMERS})
+    assert result.status == "interrupted"
+    return result.run_state, result.interrupts[0].interrupt_id
+
+
+def _corrupt(rs: RunState, how: str) -> dict[str, Any]:
+    data = json.loads(rs.model_dump_json())
+    interrupt = next(iter(data["interrupts"].values()))
+    frame = data["frames"][interrupt["frame_id"]]
+    meta = frame["metadata"]["foreach"]
+    if how == "missing_key":
+        del meta["activation_id"]
+    elif how == "index_not_int":
+        meta["index"] = "0"
+    elif how == "index_bool":
+        meta["index"] = True
+    elif how == "negative_index":
+        meta["index"] = -1
+    elif how == "index_outside_activation":
+        meta["index"] = 99
+    elif how == "not_an_object":
+        frame["metadata"]["foreach"] = ["orders", 0]
+    elif how == "missing_activation":
+        del data["activations"][meta["activation_id"]]
+    elif how == "activation_of_other_node":
+        meta["node_id"] = "customers"
+    elif how == "dangling_parent":
+        frame["parent_frame_id"] = "frame_0000000099999"
+    elif how == "outer_metadata_broken":
+        outer_item = data["frames"][frame["parent_frame_id"]]  # the customers item the orders item runs in
+        outer_item["metadata"]["foreach"]["alias"] = 5
+    return data
+
+
+CORRUPTIONS = ["missing_key", "index_not_int", "index_bool", "negative_index", "index_outside_activation",
+               "not_an_object", "missing_activation", "activation_of_other_node", "dangling_parent",
+               "outer_metadata_broken"]
+
+
+@pytest.mark.parametrize("how", CORRUPTIONS)
+def test_malformed_persisted_foreach_metadata_fails_closed(how: str) -> None:
+    rs, interrupt_id = _interrupted_state()
+    frame_id = rs.interrupts[interrupt_id].frame_id
+    data = _corrupt(rs, how)
+    with pytest.raises(CorruptRunStateError) as caught:
+        frame_context(data, frame_id)
+    assert caught.value.code == "runstate.corrupt"
+    with pytest.raises(CorruptRunStateError):
+        engine().resume(data, interrupt_id, {"answer": "yes"}, workflow=nested_capture(interrupt=True))
+
+
+def test_intact_state_resumes_where_corrupt_copies_fail() -> None:
+    rs, interrupt_id = _interrupted_state()
+    result = engine().resume(json_round_trip(rs), interrupt_id, {"answer": "yes"},
+                             workflow=nested_capture(interrupt=True))
+    assert result.status == "interrupted"
+    assert result.state["answers"] == ["yes"]
+
+
+def test_frame_context_of_unknown_frame_fails_closed() -> None:
+    rs, _ = _interrupted_state()
+    with pytest.raises(CorruptRunStateError):
+        frame_context(rs, "frame_9999999999999")
+
+
+def test_node_started_events_record_the_context_of_item_frames() -> None:
+    result = engine().run(single_foreach(), {"orders": [5]})
+    started = [e for e in result.trace if e.kind == "node_started" and e.node_id == "seen"]
+    assert len(started) == 1
+    context = started[0].summary["context"]
+    assert context["loop_item"] == 5 and context["order"] == 5
+    assert context["foreach"]["orders"]["frame_id"] == started[0].frame_id
+    assert started[0].activation_id == context["foreach"]["orders"]["activation_id"]
+    assert started[0].index == 0
