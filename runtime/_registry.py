@@ -423,8 +423,20 @@ def _split_result(annotation: Any) -> tuple[Any, bool]:
     return annotation, False
 
 
+def _hint_target(fn: Callable[..., Any]) -> Any:
+    """The plain function whose annotations describe ``fn`` (through wrappers, partials and ``__call__``)."""
+    target: Any = inspect.unwrap(fn)
+    while isinstance(target, functools.partial):
+        target = inspect.unwrap(target.func)
+    if not (inspect.isfunction(target) or inspect.ismethod(target) or isinstance(target, type)):
+        call = inspect.getattr_static(type(target), "__call__", None)
+        if call is not None:
+            target = call
+    return target
+
+
 def _hints(fn: Callable[..., Any], name: str, localns: Mapping[str, Any] | None) -> dict[str, Any]:
-    target = inspect.unwrap(fn)
+    target = _hint_target(fn)
     try:
         return typing.get_type_hints(target, localns=dict(localns) if localns else None, include_extras=True)
     except Exception as exc:  # NameError for unresolvable forward refs, TypeError for odd callables
@@ -540,7 +552,7 @@ def build_spec(
         description=description,
         input_schema=input_schema,
         result_schema=result_schema,
-        is_async=inspect.iscoroutinefunction(inspect.unwrap(fn)),
+        is_async=_is_async(fn),
         fn=fn,
         whole_payload=whole,
         may_route=may_route,
@@ -550,6 +562,11 @@ def build_spec(
         _result_adapter=adapter,
         _result_type=result_type,
     )
+
+
+def _is_async(fn: Callable[..., Any]) -> bool:
+    """Coroutine functions, partials of them and objects whose ``__call__`` is one."""
+    return inspect.iscoroutinefunction(inspect.unwrap(fn)) or inspect.iscoroutinefunction(_hint_target(fn))
 
 
 def _model_name(task_name: str, suffix: str) -> str:

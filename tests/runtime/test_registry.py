@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import functools
 from typing import Any, Literal
 
 import pytest
@@ -393,6 +394,24 @@ def test_async_tasks_bind_to_a_coroutine() -> None:
     call = spec.bind({"x": 1}, ctx())
     assert asyncio.run(call()) == 2
     assert spec.finish(2) == ("ok", 2)
+
+
+def test_async_callable_objects_and_partials_are_async() -> None:
+    class Fetcher:
+        async def __call__(self, url: str) -> str:
+            return url
+
+    async def fetch(url: str, retries: int) -> str:
+        return f"{url}/{retries}"
+
+    registry = TaskRegistry()
+    spec = registry.register(Fetcher(), name="fetcher")
+    assert spec.is_async
+    assert list(spec.input_schema["properties"]) == ["url"]
+    assert asyncio.run(spec.bind({"url": "u"}, ctx())()) == "u"
+    partial = registry.register(functools.partial(fetch, retries=2), name="fetch2")
+    assert partial.is_async
+    assert asyncio.run(partial.bind({"url": "u"}, ctx())()) == "u/2"
 
 
 # --- finish: result validation -------------------------------------------------------------------
