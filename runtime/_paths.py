@@ -261,12 +261,13 @@ def parse_source_path(text: str) -> GraphSourcePath:
     """``"context.foreach.orders.item"`` -> ``GraphSourcePath("context", ("foreach", "orders", "item"))``."""
     parts = parse_key(text)
     if parts[0] not in SOURCE_ROOTS:
+        position = len(text) - len(text.lstrip(" \t"))
         raise PathSyntaxError(
-            f"invalid path {text!r}: unknown root {parts[0]!r}; a graph path starts with one of "
-            f"{', '.join(SOURCE_ROOTS)} (there is no 'output' root: commit node results to state "
-            f"with output bindings)",
+            f"invalid path {text!r} at position {position}: unknown root {parts[0]!r}; expected one of "
+            f"{', '.join(SOURCE_ROOTS)}: a graph path starts with one of them (there is no 'output' root: "
+            f"commit node results to state with output bindings)",
             text=text,
-            position=0,
+            position=position,
             expected="one of " + ", ".join(SOURCE_ROOTS),
         )
     return GraphSourcePath(parts[0], parts[1:])  # type: ignore[arg-type]

@@ -131,7 +131,7 @@ def test_graph_source_path_rejects_output_root() -> None:
     graph = WorkflowBuilder(id="w")
     with pytest.raises(WorkflowBuildError) as caught:
         graph.use("noop", input=[{"target": "x", "path": "output.charge.total"}])
-    assert "node 'noop': invalid path 'output.charge.total': unknown root 'output'" in str(caught.value)
+    assert "node 'noop': invalid path 'output.charge.total' at position 0: unknown root 'output'" in str(caught.value)
     with pytest.raises(WorkflowBuildError, match="unknown root 'output'"):
         graph.output("total", "output.total")
 

@@ -133,7 +133,7 @@ def test_errors_inside_a_node_keep_location_and_type() -> None:
         ]})
     errors = {tuple(e["loc"]): e for e in caught.value.errors()}
     over = errors[("nodes", 0, "foreach", "over")]
-    assert over["msg"].startswith("node 'orders': invalid path 'output.orders': unknown root 'output'")
+    assert over["msg"].startswith("node 'orders': invalid path 'output.orders' at position 0: unknown root 'output'")
     limit = errors[("nodes", 0, "foreach", "max_concurrency")]
     assert limit["type"] == "greater_than_equal"
     assert limit["msg"] == "node 'orders': Input should be greater than or equal to 1"

@@ -136,10 +136,14 @@ def test_parse_state_and_local_paths() -> None:
 def test_graph_source_path_rejects_output_root() -> None:
     with pytest.raises(PathSyntaxError) as parsed:
         parse_source_path("output.total")
-    assert "unknown root 'output'" in str(parsed.value)
-    assert "input, state, context" in str(parsed.value)
+    assert str(parsed.value).startswith(
+        "invalid path 'output.total' at position 0: unknown root 'output'; expected one of input, state, context"
+    )
+    assert "there is no 'output' root" in str(parsed.value)
     assert parsed.value.expected == "one of input, state, context"
     assert parsed.value.position == 0
+    with pytest.raises(PathSyntaxError, match="at position 2: unknown root 'outputs'"):
+        parse_source_path("  outputs")
     with pytest.raises(PathSyntaxError) as built:
         GraphSourcePath("output", ("total",))  # type: ignore[arg-type]
     assert "unknown path root 'output'" in str(built.value)
