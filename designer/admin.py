@@ -2,4 +2,5 @@
 
 from __future__ import annotations
 
+from designer import admin_workflows  # noqa: F401  (teams with memberships, workflows with versions)
 from designer.runs import admin as runs_admin  # noqa: F401  (registers Run with the trace inline)

@@ -1,11 +1,10 @@
 from __future__ import annotations
 
-from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
+
+from designer.views.workflows import workflow_list
 
 
-@login_required
 def home(request: HttpRequest) -> HttpResponse:
-    """The workflow list; the landing page after login."""
-    return render(request, "designer/home.html", {"workflows": []})
+    """The landing page after login: the workflow list of the caller's teams."""
+    return workflow_list(request)

@@ -44,3 +44,13 @@ urlpatterns += [
     path("workflows/<int:workflow_id>/edit/change/", editor.edit, name="editor-edit"),
     path("workflows/<int:workflow_id>/edit/publish/", editor.publish, name="editor-publish"),
 ]
+
+# --- workflow list: search, create, duplicate, import (designer/views/workflows.py); "/" (home) shows it too ---
+from designer.views import workflows  # noqa: E402
+
+urlpatterns += [
+    path("workflows/", workflows.workflow_list, name="workflow-list"),
+    path("workflows/new/", workflows.workflow_create, name="workflow-create"),
+    path("workflows/import/", workflows.workflow_import, name="workflow-import"),
+    path("workflows/<int:workflow_id>/duplicate/", workflows.workflow_duplicate, name="workflow-duplicate"),
+]

@@ -1,0 +1,106 @@
+"""Admin for teams (memberships inline) and workflows (published versions inline, read-only).
+
+Versions are immutable, so their inline only shows them; the draft document is
+edited through the API/editor, which run the analyzer and guard revisions, so
+here it is read-only too.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.contrib import admin
+from django.http import HttpRequest
+from django.utils.html import format_html
+
+from designer.models import Membership, Team, Workflow, WorkflowVersion
+
+
+def _pretty(value: Any) -> str:
+    return format_html('<pre style="white-space: pre-wrap; margin: 0">{}</pre>',
+                       json.dumps(value, indent=2, ensure_ascii=False))
+
+
+class MembershipInline(admin.TabularInline):
+    model = Membership
+    extra = 0
+    autocomplete_fields = ("user",)
+    fields = ("user", "role", "created_at")
+    readonly_fields = ("created_at",)
+
+
+@admin.register(Team)
+class TeamAdmin(admin.ModelAdmin):
+    list_display = ("name", "slug", "member_count", "workflow_count", "created_at")
+    search_fields = ("name", "slug")
+    prepopulated_fields = {"slug": ("name",)}
+    inlines = (MembershipInline,)
+
+    @admin.display(description="members")
+    def member_count(self, team: Team) -> int:
+        return team.memberships.count()
+
+    @admin.display(description="workflows")
+    def workflow_count(self, team: Team) -> int:
+        return team.workflows.count()
+
+
+class WorkflowVersionInline(admin.TabularInline):
+    model = WorkflowVersion
+    extra = 0
+    can_delete = False
+    ordering = ("-number",)
+    fields = ("number", "published_by", "published_at", "node_count")
+    readonly_fields = fields
+    show_change_link = True
+
+    @admin.display(description="nodes")
+    def node_count(self, version: WorkflowVersion) -> int:
+        return len(version.document.get("nodes", []))
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(Workflow)
+class WorkflowAdmin(admin.ModelAdmin):
+    list_display = ("name", "team", "slug", "revision", "updated_at", "created_by")
+    list_filter = ("team",)
+    search_fields = ("name", "slug", "description")
+    list_select_related = ("team", "created_by")
+    readonly_fields = ("slug", "revision", "document_json", "created_by", "created_at", "updated_at")
+    fields = ("team", "name", "slug", "description", "revision", "document_json", "created_by", "created_at",
+              "updated_at")
+    inlines = (WorkflowVersionInline,)
+
+    @admin.display(description="document (edit it in the editor)")
+    def document_json(self, workflow: Workflow) -> str:
+        return _pretty(workflow.document)
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        # Moving a workflow between teams would break its subgraph references and runs.
+        return (*self.readonly_fields, "team") if obj is not None else self.readonly_fields
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # created through the API/pages, which set slug and document
+
+
+@admin.register(WorkflowVersion)
+class WorkflowVersionAdmin(admin.ModelAdmin):
+    list_display = ("workflow", "number", "published_by", "published_at")
+    list_filter = ("workflow__team",)
+    search_fields = ("workflow__name", "workflow__slug")
+    list_select_related = ("workflow", "published_by")
+    fields = ("workflow", "number", "published_by", "published_at", "document_json")
+    readonly_fields = fields
+
+    @admin.display(description="document")
+    def document_json(self, version: WorkflowVersion) -> str:
+        return _pretty(version.document)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False

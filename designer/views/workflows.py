@@ -1,0 +1,139 @@
+"""The workflow list (the home page): search, create, duplicate, import and export.
+
+Reads go through selectors (team-scoped), writes through services (role
+checks); a refused write is shown as a message on the list, never a traceback.
+The search box re-renders only the ``results`` partial through htmx.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+
+from designer import selectors
+from designer.errors import DesignerError
+from designer.permissions import has_role
+from designer.services import workflows as workflow_services
+from designer.views.pages import designer_errors, error_message
+from runtime import WorkflowError
+
+
+def _list_context(request: HttpRequest) -> dict[str, Any]:
+    q = request.GET.get("q", "").strip()
+    team_filter = request.GET.get("team", "").strip()
+    teams = list(selectors.teams_for(user=request.user))
+    roles = {team.pk: team.role for team in teams}
+    workflows = list(selectors.workflows_for(user=request.user, team_id=team_filter or None, q=q or None))
+    groups = [
+        {"team": team, "can_edit": has_role(team.role, "editor"),
+         "workflows": [w for w in workflows if w.team_id == team.pk]}
+        for team in teams
+        if not team_filter or str(team.pk) == team_filter
+    ]
+    # A team with nothing matching a search is noise; without a search an empty team shows its empty state.
+    if q:
+        groups = [g for g in groups if g["workflows"]]
+    for workflow in workflows:
+        workflow.can_edit = has_role(roles.get(workflow.team_id), "editor")
+    return {
+        "q": q,
+        "team_filter": team_filter,
+        "teams": teams,
+        "editable_teams": [t for t in teams if has_role(t.role, "editor")],
+        "groups": groups,
+        "match_count": len(workflows),
+    }
+
+
+@login_required
+@require_GET
+def workflow_list(request: HttpRequest) -> HttpResponse:
+    context = _list_context(request)
+    htmx = getattr(request, "htmx", None)
+    # Only the search box asks for the fragment; history restores and boosts get the page.
+    if htmx and htmx.target == "workflow-results" and not htmx.history_restore_request:
+        return render(request, "workflows/list.html#results", context)
+    return render(request, "workflows/list.html", context)
+
+
+def _back_to_list(request: HttpRequest) -> HttpResponseRedirect:
+    return redirect(reverse("home"))
+
+
+def _refused(request: HttpRequest, exc: DesignerError | WorkflowError, what: str) -> HttpResponseRedirect:
+    messages.error(request, f"{what}: {error_message(exc)}")
+    return _back_to_list(request)
+
+
+@login_required
+@require_POST
+@designer_errors
+def workflow_create(request: HttpRequest) -> HttpResponse:
+    try:
+        workflow = workflow_services.create_workflow(
+            actor=request.user, team=_team_id(request.POST.get("team")), name=request.POST.get("name", ""),
+            description=request.POST.get("description", ""),
+        )
+    except (DesignerError, WorkflowError) as exc:
+        return _refused(request, exc, "Could not create the workflow")
+    messages.success(request, f"Created {workflow.name}.")
+    return redirect(reverse("editor", args=[workflow.pk]))
+
+
+@login_required
+@require_POST
+@designer_errors
+def workflow_duplicate(request: HttpRequest, workflow_id: int) -> HttpResponse:
+    workflow = selectors.get_workflow(user=request.user, workflow_id=workflow_id)
+    try:
+        copy = workflow_services.duplicate_workflow(
+            actor=request.user, workflow=workflow, team=_team_id(request.POST.get("team")) or None,
+            name=request.POST.get("name") or None,
+        )
+    except (DesignerError, WorkflowError) as exc:
+        return _refused(request, exc, f"Could not duplicate {workflow.name}")
+    messages.success(request, f"Created {copy.name} from {workflow.name}.")
+    return _back_to_list(request)
+
+
+@login_required
+@require_POST
+@designer_errors
+def workflow_import(request: HttpRequest) -> HttpResponse:
+    upload = request.FILES.get("file")
+    limit = int(settings.DATA_UPLOAD_MAX_MEMORY_SIZE or 0)
+    if upload is None:
+        messages.error(request, "Could not import: choose a JSON file exported from Trellis.")
+        return _back_to_list(request)
+    if limit and upload.size is not None and upload.size > limit:
+        messages.error(request, f"Could not import: the file is larger than {limit} bytes.")
+        return _back_to_list(request)
+    try:
+        document = json.loads(upload.read().decode("utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        messages.error(request, f"Could not import {upload.name}: not JSON ({exc}).")
+        return _back_to_list(request)
+    try:
+        workflow = workflow_services.import_workflow(
+            actor=request.user, team=_team_id(request.POST.get("team")), document=document,
+            name=request.POST.get("name") or None,
+        )
+    except (DesignerError, WorkflowError) as exc:
+        return _refused(request, exc, f"Could not import {upload.name}")
+    messages.success(request, f"Imported {workflow.name}.")
+    return _back_to_list(request)
+
+
+def _team_id(value: object) -> int:
+    try:
+        return int(value)  # type: ignore[call-overload]
+    except (TypeError, ValueError):
+        return 0  # no such team: the service answers NotFound

@@ -1,0 +1,34 @@
+from __future__ import annotations
+
+import pytest
+from django.urls import reverse
+
+from designer.services import workflows as services
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def admin_client_for(client, make_user):
+    admin = make_user("root", is_staff=True, is_superuser=True)
+    client.force_login(admin)
+    return client
+
+
+def test_admin_pages_for_teams_workflows_and_versions_render(admin_client_for, cast, workflow):
+    version = services.publish_workflow(actor=cast.owner, workflow=workflow)
+    pages = [
+        reverse("admin:designer_team_changelist"),
+        reverse("admin:designer_team_change", args=[cast.team.pk]),
+        reverse("admin:designer_workflow_changelist"),
+        reverse("admin:designer_workflow_change", args=[workflow.pk]),
+        reverse("admin:designer_workflowversion_changelist"),
+        reverse("admin:designer_workflowversion_change", args=[version.pk]),
+    ]
+    for page in pages:
+        response = admin_client_for.get(page)
+        assert response.status_code == 200, page
+    change = admin_client_for.get(reverse("admin:designer_workflow_change", args=[workflow.pk])).content.decode()
+    assert "olivia" in admin_client_for.get(pages[1]).content.decode()  # membership inline
+    assert "assess_request" in change  # the document, read-only
+    assert admin_client_for.get(reverse("admin:designer_workflow_add")).status_code == 403
