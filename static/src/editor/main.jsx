@@ -1,31 +1,23 @@
-// Entry of the editor island. Placeholder canvas: the editor work replaces
-// this with the real workflow canvas; it exists so the build, the manifest
-// and {% vite_asset %} are exercised from day one.
-import { Background, Controls, ReactFlow } from "@xyflow/react";
+// Entry of the editor island: mounts the React Flow canvas on
+// [data-editor-canvas] and wires it to the htmx panels around it.
 import "@xyflow/react/dist/style.css";
 import { StrictMode } from "react";
 import { createRoot } from "react-dom/client";
 
-function Canvas({ nodes, edges }) {
-  return (
-    <div style={{ width: "100%", height: "100%" }}>
-      <ReactFlow defaultNodes={nodes} defaultEdges={edges} fitView>
-        <Background />
-        <Controls />
-      </ReactFlow>
-    </div>
-  );
-}
+import { Editor } from "./Editor.jsx";
+import { installGlue } from "./glue.js";
 
-function mount(element) {
-  const data = JSON.parse(element.dataset.graph || '{"nodes": [], "edges": []}');
+const element = document.querySelector("[data-editor-canvas]");
+if (element) {
+  installGlue();
   createRoot(element).render(
     <StrictMode>
-      <Canvas nodes={data.nodes} edges={data.edges} />
+      <Editor
+        workflowId={element.dataset.workflowId}
+        apiBase={element.dataset.apiBase || "/api/"}
+        canEdit={element.dataset.canEdit === "true"}
+        root={element}
+      />
     </StrictMode>,
   );
-}
-
-for (const element of document.querySelectorAll("[data-editor-canvas]")) {
-  mount(element);
 }

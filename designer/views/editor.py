@@ -1,0 +1,341 @@
+"""The workflow editor page and its htmx panels.
+
+The canvas island (static/src/editor) edits the document through the REST
+API. The panels around it are rendered here, from the same services and the
+runtime's analysis, and their edits are saved through the same
+``save_document`` service with the revision the page holds, so a stale panel
+gets the same conflict as a stale canvas. Panels and canvas talk through DOM
+events; responses here raise them with the ``HX-Trigger`` header.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from django.contrib.auth.decorators import login_required
+from django.http import HttpResponse
+from django.template.loader import select_template
+from django.template.response import TemplateResponse
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+
+from designer import analysis as doc_analysis
+from designer import selectors
+from designer.errors import DesignerError, RevisionConflict
+from designer.models import Workflow as WorkflowModel
+from designer.permissions import has_role, require_role
+from designer.services import workflows as workflow_services
+from designer.views import editor_edits as edits
+from designer.views import editor_panels as panels
+from designer.views.htmx import HtmxHttpRequest
+from designer.views.pages import designer_errors, error_message
+from runtime import WorkflowError
+
+TEMPLATE = "editor/editor.html"
+RUN_PANEL_SLOT = "runs/_run_panel_slot.html"
+
+
+@dataclass(frozen=True, slots=True)
+class Loaded:
+    """A workflow as the caller may see it, with the runtime's analysis of its draft."""
+
+    workflow: WorkflowModel
+    role: str
+    document: dict[str, Any]
+    analysis: Any
+
+    @property
+    def can_edit(self) -> bool:
+        return has_role(self.role, "editor")
+
+
+def _load(request: HtmxHttpRequest, workflow_id: int, *, workflow: WorkflowModel | None = None,
+          analysis: Any = None) -> Loaded:
+    if workflow is None:
+        workflow = selectors.get_workflow(user=request.user, workflow_id=workflow_id)
+    role = require_role(request.user, workflow.team_id, "viewer", what="this workflow")
+    if analysis is None:
+        parsed = doc_analysis.parse_document(workflow.document)
+        analysis = doc_analysis.analyze_document(parsed, team=workflow.team_id)
+    return Loaded(workflow=workflow, role=role, document=workflow.document, analysis=analysis)
+
+
+def _diagnostics(loaded: Loaded) -> list[dict[str, Any]]:
+    return doc_analysis.diagnostics_json(loaded.analysis)
+
+
+def _node(document: dict[str, Any], node_id: str) -> dict[str, Any] | None:
+    return next((n for n in document.get("nodes", []) if n.get("id") == node_id), None)
+
+
+def _inspector_context(loaded: Loaded, node_id: str | None, focus: str | None = None) -> dict[str, Any]:
+    document = loaded.document
+    node = _node(document, node_id) if node_id else None
+    context: dict[str, Any] = {
+        "workflow": loaded.workflow,
+        "can_edit": loaded.can_edit,
+        "node": node,
+        "focus": focus or "",
+        "choices": panels.EDITOR_CHOICES,
+        "document": document,
+    }
+    if node is None:
+        context["settings"] = {
+            "input_schema": json.dumps(document.get("input_schema", {}), indent=2),
+            "state_schema": json.dumps(document.get("state_schema", {}), indent=2),
+            "outputs": json.dumps(document.get("outputs", []), indent=2),
+            "start": document.get("start") or "",
+            "nodes": [n["id"] for n in document.get("nodes", [])],
+        }
+        context["missing_node"] = node_id or ""
+        return context
+    diagnostics = [d for d in _diagnostics(loaded) if d["node_id"] == node["id"]]
+    analysis = loaded.analysis
+    reachable = node["id"] in analysis.reachable
+    context.update({
+        "diagnostics": diagnostics,
+        "node_diagnostics": [d for d in diagnostics if not d.get("field")],
+        "reachable": reachable,
+        "region": list(analysis.control_region(node["id"])) if reachable else [],
+        "is_start": (document.get("start") or (document["nodes"][0]["id"] if document.get("nodes") else None))
+        == node["id"],
+        "routes": [r for r in document.get("routes", []) if r.get("source") == node["id"]],
+        "outputs": node.get("output", []),
+        "result_fields": panels.result_fields(node, analysis),
+        "state_fields": panels.state_fields(analysis),
+    })
+    kind = node["kind"]
+    if kind in ("task", "subgraph"):
+        schema = panels.input_schema_of(node, analysis)
+        rows = panels.field_rows(node, schema, diagnostics)
+        for row in rows:
+            if row.key == focus:
+                row.focused = True
+                row.picker = _picker_for(loaded, node["id"], row.key, current=_bound_path(row.binding))
+        context["rows"] = rows
+        context["schema_known"] = schema is not None
+    if kind == "task":
+        context["task_description"] = _task_description(node.get("task"))
+    if kind == "subgraph":
+        context["children"] = _children(loaded.workflow)
+    if kind in ("foreach", "branch"):
+        key = "over" if kind == "foreach" else "path"
+        context["path_field"] = {
+            "key": key,
+            "value": node.get(key),
+            "diagnostics": [d for d in diagnostics if d.get("field") == key],
+            "picker": _picker_for(loaded, node["id"], key, current=node.get(key)) if focus == key else None,
+        }
+    if kind == "branch":
+        context["cases"] = [
+            {**case, "value_text": "" if case.get("value") is None else json.dumps(case.get("value"))}
+            for case in node.get("cases", [])
+        ]
+    if kind == "interrupt":
+        context["resume_schema"] = json.dumps(node.get("resume_schema", {}), indent=2)
+        context["labels_text"] = ", ".join(node.get("labels", []))
+    return context
+
+
+def _bound_path(binding: dict[str, Any] | None) -> str | None:
+    return binding.get("path") if binding else None
+
+
+def _picker_for(loaded: Loaded, node_id: str, field: str, *, current: str | None = None, show_all: bool = False,
+                query: str = "") -> dict[str, Any]:
+    return panels.picker(loaded.analysis, node_id, field, show_all=show_all, query=query, current=current)
+
+
+def _task_description(name: object) -> str:
+    from designer import catalog
+
+    try:
+        return catalog.registry().get(str(name)).description
+    except WorkflowError:
+        return ""
+
+
+def _children(workflow: WorkflowModel) -> list[dict[str, Any]]:
+    """Workflows of the same team a subgraph can run: the published ones, with their version numbers."""
+    rows = (
+        WorkflowModel.objects.filter(team_id=workflow.team_id, versions__isnull=False)
+        .exclude(pk=workflow.pk).distinct().order_by("name")
+    )
+    return [
+        {"slug": child.slug, "name": child.name,
+         "versions": list(child.versions.order_by("-number").values_list("number", flat=True))}
+        for child in rows
+    ]
+
+
+def _triggers(response: HttpResponse, **events: dict[str, Any]) -> HttpResponse:
+    if events:
+        response["HX-Trigger"] = json.dumps({f"trellis:{name.replace('_', '-')}": detail
+                                             for name, detail in events.items()})
+    return response
+
+
+# --- pages and partials ---------------------------------------------------------------
+
+
+@login_required
+@require_GET
+@designer_errors
+def editor(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
+    """The editor page: palette, canvas, inspector, diagnostics (and the run panel)."""
+    loaded = _load(request, workflow_id)
+    try:
+        select_template([RUN_PANEL_SLOT])
+        has_run_panel = True
+    except Exception:  # the runs pages are optional for the editor
+        has_run_panel = False
+    diagnostics = _diagnostics(loaded)
+    context = {
+        **_inspector_context(loaded, None),
+        "role": loaded.role,
+        "palette": panels.palette(loaded.workflow),
+        "query": "",
+        "api_base": reverse("api:task-list").removesuffix("tasks/"),
+        "summary": panels.diagnostics_summary(diagnostics),
+        "has_run_panel": has_run_panel,
+    }
+    return TemplateResponse(request, TEMPLATE, context)
+
+
+@login_required
+@require_GET
+@designer_errors
+def palette(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
+    loaded = _load(request, workflow_id)
+    query = request.GET.get("q", "")
+    context = {"palette": panels.palette(loaded.workflow, query), "query": query, "can_edit": loaded.can_edit}
+    return TemplateResponse(request, f"{TEMPLATE}#palette-list", context)
+
+
+@login_required
+@require_GET
+@designer_errors
+def inspector(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
+    loaded = _load(request, workflow_id)
+    context = _inspector_context(loaded, request.GET.get("node") or None, request.GET.get("field") or None)
+    return TemplateResponse(request, f"{TEMPLATE}#inspector", context)
+
+
+@login_required
+@require_GET
+@designer_errors
+def picker(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
+    loaded = _load(request, workflow_id)
+    node_id, field = request.GET.get("node", ""), request.GET.get("field", "")
+    node = _node(loaded.document, node_id)
+    current = None
+    if node is not None:
+        if field in ("over", "path"):
+            current = node.get(field)
+        else:
+            target = field[len("input."):]
+            current = next((b.get("path") for b in node.get("input", []) if b.get("target") == target), None)
+    context = {
+        "workflow": loaded.workflow,
+        "can_edit": loaded.can_edit,
+        "picker": _picker_for(loaded, node_id, field, current=current, show_all=request.GET.get("all") == "1",
+                              query=request.GET.get("q", "")),
+    }
+    part = "picker-results" if request.GET.get("part") == "results" else "picker"
+    return TemplateResponse(request, f"{TEMPLATE}#{part}", context)
+
+
+@login_required
+@require_GET
+@designer_errors
+def diagnostics(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
+    loaded = _load(request, workflow_id)
+    context = {"workflow": loaded.workflow, "summary": panels.diagnostics_summary(_diagnostics(loaded))}
+    return TemplateResponse(request, f"{TEMPLATE}#diagnostics", context)
+
+
+# --- edits from the panels ---------------------------------------------------------------
+
+
+def _apply(loaded: Loaded, action: str, node_id: str, form: Any) -> tuple[dict[str, Any], str | None]:
+    """The edited document and the node to show afterwards."""
+    document = loaded.document
+    if action == "settings":
+        return edits.update_settings(document, form), None
+    field = form.get("field", "")
+    if action == "bind":
+        return edits.bind_path(document, node_id, field, form.get("path", "")), node_id
+    if action == "literal":
+        node = edits.find_node(document, node_id)
+        schema = panels.field_schema(node, loaded.analysis, str(edits.input_target(field).parts[0])) \
+            if edits.input_target(field).parts else None
+        value = edits.literal_value(form.get("value", ""), schema)
+        return edits.bind_literal(document, node_id, field, value), node_id
+    if action == "unbind":
+        return edits.unbind(document, node_id, field), node_id
+    if action == "basics":
+        return edits.update_basics(document, node_id, form)
+    if action == "start":
+        return edits.set_start(document, node_id), node_id
+    edit = edits.NODE_EDITS.get(action)
+    if edit is None:
+        raise edits.BadRequest(f"unknown editor action {action!r}")
+    return edit(document, node_id, form), node_id
+
+
+@login_required
+@require_POST
+@designer_errors
+def edit(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
+    """Apply one panel edit to the stored draft and answer with the refreshed inspector."""
+    loaded = _load(request, workflow_id)
+    action = request.POST.get("action", "")
+    node_id = request.POST.get("node", "")
+    try:
+        revision = int(request.POST.get("revision", ""))
+    except ValueError:
+        revision = -1
+    try:
+        document, show = _apply(loaded, action, node_id, request.POST)
+        saved = workflow_services.save_document(actor=request.user, workflow=loaded.workflow, revision=revision,
+                                                document=document)
+    except RevisionConflict as exc:
+        fresh = _load(request, workflow_id)
+        context = _inspector_context(fresh, node_id or None)
+        response = TemplateResponse(request, f"{TEMPLATE}#inspector", context)
+        return _triggers(
+            response,
+            document_changed={"revision": fresh.workflow.revision},
+            notice={"kind": "conflict", "message": (
+                f"Someone else saved this workflow (now revision {fresh.workflow.revision}); the editor shows "
+                f"their version and your change was not applied. {exc.message.split(';')[0].capitalize()}."
+            )},
+        )
+    except (DesignerError, WorkflowError) as exc:
+        context = _inspector_context(loaded, node_id or None, request.POST.get("field") or None)
+        context["error"] = error_message(exc)
+        return TemplateResponse(request, f"{TEMPLATE}#inspector", context)
+    fresh = _load(request, workflow_id, workflow=saved.workflow, analysis=saved.analysis)
+    context = _inspector_context(fresh, show)
+    response = TemplateResponse(request, f"{TEMPLATE}#inspector", context)
+    return _triggers(response, document_changed={"revision": saved.workflow.revision})
+
+
+@login_required
+@require_POST
+@designer_errors
+def publish(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
+    """Publish the draft as the next version; the answer is a notice either way."""
+    loaded = _load(request, workflow_id)
+    try:
+        version = workflow_services.publish_workflow(actor=request.user, workflow=loaded.workflow)
+    except (DesignerError, WorkflowError) as exc:
+        count = len(getattr(exc, "diagnostics", ()) or ())
+        message = (f"Not published: the draft has {count} error{'s' if count != 1 else ''}; "
+                   "fix them in the diagnostics panel first.") if count else f"Not published: {error_message(exc)}"
+        return _triggers(HttpResponse(status=204), notice={"kind": "error", "message": message})
+    return _triggers(HttpResponse(status=204), notice={
+        "kind": "success", "message": f"Published version {version.number} of {loaded.workflow.name}.",
+    })

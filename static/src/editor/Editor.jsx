@@ -1,0 +1,506 @@
+// The workflow canvas. The server owns the document: every edit becomes a
+// PUT of the whole document with the revision it started from, and the canvas
+// redraws from the answer. Undo/redo replay earlier documents as new saves.
+import {
+  Background,
+  Controls,
+  MiniMap,
+  Panel,
+  ReactFlow,
+  ReactFlowProvider,
+  ViewportPortal,
+  applyEdgeChanges,
+  applyNodeChanges,
+  useReactFlow,
+} from "@xyflow/react";
+import { useCallback, useEffect, useMemo, useRef, useState } from "react";
+
+import { documentUrl, request, validateUrl } from "./api.js";
+import { addNode, connect, moveNodes, removeNodes, removeRoutes, routeKey, sameDocument } from "./doc.js";
+import { emit, EVENTS, notice } from "./events.js";
+import { buildEdges, buildFrames, buildNodes } from "./graph.js";
+import { autoLayout, freeSpot, NODE_WIDTH } from "./layout.js";
+import { KindIcon } from "./icons.jsx";
+import { nodeTypes } from "./nodes.jsx";
+
+const HISTORY_LIMIT = 100;
+const DRAG_TYPE = "application/x-trellis-node";
+
+function isTyping(target) {
+  if (!target || !(target instanceof Element)) return false;
+  return Boolean(target.closest("input, textarea, select, [contenteditable=''], [contenteditable='true']"));
+}
+
+function Frames({ frames }) {
+  return (
+    <ViewportPortal>
+      {frames.map((frame) => (
+        <div
+          key={frame.id}
+          className="wf-frame"
+          data-foreach={frame.id}
+          style={{
+            transform: `translate(${frame.x}px, ${frame.y}px)`,
+            width: frame.width,
+            height: frame.height,
+            "--region-color": frame.color,
+          }}
+        >
+          <span className="wf-frame__label">
+            <KindIcon kind="foreach" size={11} /> {frame.label} · loop body
+          </span>
+        </div>
+      ))}
+    </ViewportPortal>
+  );
+}
+
+function Canvas({ workflowId, apiBase, canEdit, root }) {
+  const flow = useReactFlow();
+  const [doc, setDoc] = useState(null);
+  const [analysis, setAnalysis] = useState(null);
+  const [diagnostics, setDiagnostics] = useState([]);
+  const [nodes, setNodes] = useState([]);
+  const [edges, setEdges] = useState([]);
+  const [status, setStatus] = useState({ state: "loading", revision: null });
+  const [historySize, setHistorySize] = useState({ undo: 0, redo: 0 });
+
+  const docRef = useRef(null);
+  const revisionRef = useRef(null);
+  const history = useRef({ undo: [], redo: [] });
+  const queue = useRef(Promise.resolve());
+  const generation = useRef(0);
+  const analysisTicket = useRef(0);
+  const pendingSelect = useRef(null);
+  const lastSelected = useRef(null);
+  const fitted = useRef(false);
+  const wrapper = useRef(null);
+
+  const docUrl = documentUrl(apiBase, workflowId);
+
+  const syncHistorySize = () =>
+    setHistorySize({ undo: history.current.undo.length, redo: history.current.redo.length });
+
+  const publishRevision = useCallback(
+    (revision, state = "saved") => {
+      revisionRef.current = revision;
+      setStatus({ state, revision });
+      root.dataset.revision = String(revision);
+      root.dataset.state = state;
+      const field = document.getElementById("editor-revision");
+      if (field) field.value = String(revision);
+    },
+    [root],
+  );
+
+  // Regions, reachability and labels for every node in one call.
+  const refreshAnalysis = useCallback(async () => {
+    const ticket = ++analysisTicket.current;
+    const { status: code, data } = await request("POST", validateUrl(apiBase, workflowId), {});
+    if (ticket !== analysisTicket.current || code !== 200) return;
+    setAnalysis(data);
+    if (data.diagnostics) setDiagnostics(data.diagnostics);
+  }, [apiBase, workflowId]);
+
+  const adopt = useCallback(
+    (data, { revision = data.revision, diagnostics: diags = data.diagnostics } = {}) => {
+      docRef.current = data.document;
+      setDoc(data.document);
+      if (diags) setDiagnostics(diags);
+      publishRevision(revision);
+      if (data.analysis) {
+        analysisTicket.current += 1;
+        setAnalysis(data.analysis);
+      } else {
+        refreshAnalysis();
+      }
+    },
+    [publishRevision, refreshAnalysis],
+  );
+
+  const load = useCallback(
+    async ({ record = false } = {}) => {
+      const { status: code, data } = await request("GET", docUrl);
+      if (code !== 200) {
+        notice(data && data.message ? data.message : `Could not load the workflow (HTTP ${code}).`, "error");
+        return null;
+      }
+      if (record && docRef.current && !sameDocument(docRef.current, data.document)) {
+        history.current.undo.push(docRef.current);
+        history.current.redo = [];
+        syncHistorySize();
+      }
+      adopt(data);
+      return data;
+    },
+    [adopt, docUrl],
+  );
+
+  useEffect(() => {
+    load();
+  }, [load]);
+
+  // One save in flight at a time: each PUT needs the revision the previous
+  // one produced. A conflict bumps the generation so saves queued on the
+  // discarded base are dropped instead of overwriting someone's work.
+  const save = useCallback(
+    (next, { record = true, selectId = null } = {}) => {
+      if (!canEdit) return;
+      const previous = docRef.current;
+      if (!previous || sameDocument(previous, next)) return;
+      if (record) {
+        history.current.undo.push(previous);
+        if (history.current.undo.length > HISTORY_LIMIT) history.current.undo.shift();
+        history.current.redo = [];
+        syncHistorySize();
+      }
+      if (selectId) pendingSelect.current = selectId;
+      docRef.current = next;
+      setDoc(next);
+      const ticket = generation.current;
+      queue.current = queue.current
+        .then(async () => {
+          if (ticket !== generation.current) return;
+          publishRevision(revisionRef.current, "saving");
+          const { status: code, data } = await request("PUT", docUrl, { revision: revisionRef.current, document: next });
+          if (code === 200) {
+            if (docRef.current === next) adopt(data);
+            else publishRevision(data.revision, "saving");
+            emit(EVENTS.documentSaved, { revision: data.revision });
+            return;
+          }
+          generation.current += 1;
+          if (code === 409) {
+            history.current = { undo: [], redo: [] };
+            syncHistorySize();
+            adopt({ document: data.document, revision: data.current_revision, diagnostics: null });
+            notice(
+              `Someone else saved this workflow (now revision ${data.current_revision}). ` +
+                "The canvas shows their version; your last change was not applied.",
+              "conflict",
+            );
+            emit(EVENTS.documentReloaded, { revision: data.current_revision });
+            return;
+          }
+          if (code === 403) notice("You can view this workflow but not change it.", "error");
+          else notice((data && data.message) || `The change could not be saved (HTTP ${code}).`, "error");
+          if (record) history.current.undo.pop();
+          syncHistorySize();
+          await load();
+          emit(EVENTS.documentReloaded, { revision: revisionRef.current });
+        })
+        .catch(() => {
+          generation.current += 1;
+          notice("The server could not be reached; the change was not saved.", "error");
+          publishRevision(revisionRef.current, "error");
+        });
+    },
+    [adopt, canEdit, docUrl, load, publishRevision],
+  );
+
+  const undo = useCallback(() => {
+    const { undo: past, redo: future } = history.current;
+    if (!past.length || !docRef.current) return;
+    const target = past.pop();
+    future.push(docRef.current);
+    syncHistorySize();
+    save(target, { record: false });
+  }, [save]);
+
+  const redo = useCallback(() => {
+    const { undo: past, redo: future } = history.current;
+    if (!future.length || !docRef.current) return;
+    const target = future.pop();
+    past.push(docRef.current);
+    syncHistorySize();
+    save(target, { record: false });
+  }, [save]);
+
+  // Redraw whenever the document or what the server says about it changes.
+  useEffect(() => {
+    if (!doc || !analysis) return;
+    const selectId = pendingSelect.current;
+    pendingSelect.current = null;
+    setNodes((previous) => buildNodes(doc, analysis, diagnostics, previous, { canEdit, selectId }));
+    setEdges((previous) => buildEdges(doc, analysis, previous));
+    if (selectId && selectId !== lastSelected.current) {
+      lastSelected.current = selectId;
+      emit(EVENTS.select, { nodeId: selectId });
+    }
+  }, [doc, analysis, diagnostics, canEdit]);
+
+  useEffect(() => {
+    if (!fitted.current && nodes.length && nodes.every((node) => node.measured)) {
+      fitted.current = true;
+      flow.fitView({ padding: 0.2, maxZoom: 1.1 });
+    }
+  }, [nodes, flow]);
+
+  const frames = useMemo(() => (doc && analysis ? buildFrames(doc, analysis, nodes) : []), [doc, analysis, nodes]);
+
+  const currentPositions = useCallback(() => {
+    const positions = {};
+    for (const node of flow.getNodes()) {
+      positions[node.id] = { x: Math.round(node.position.x), y: Math.round(node.position.y) };
+    }
+    return positions;
+  }, [flow]);
+
+  // --- React Flow callbacks ---------------------------------------------------
+
+  const onNodesChange = useCallback(
+    (changes) => setNodes((current) => applyNodeChanges(changes.filter((c) => c.type !== "remove"), current)),
+    [],
+  );
+  const onEdgesChange = useCallback(
+    (changes) => setEdges((current) => applyEdgeChanges(changes.filter((c) => c.type !== "remove"), current)),
+    [],
+  );
+
+  const onNodeDragStop = useCallback(() => {
+    // Every drawn position is stored, so auto-laid-out nodes stay where they are.
+    save(moveNodes(docRef.current, currentPositions()));
+  }, [currentPositions, save]);
+
+  const onDelete = useCallback(
+    ({ nodes: gone, edges: cut }) => {
+      let next = docRef.current;
+      if (gone.length) next = removeNodes(next, gone.map((node) => node.id));
+      if (cut.length) next = removeRoutes(next, cut.map((edge) => routeKey(edge.data.route)));
+      save(next);
+    },
+    [save],
+  );
+
+  const onConnect = useCallback(
+    ({ source, sourceHandle, target }) => {
+      if (!sourceHandle) return;
+      save(connect(docRef.current, source, sourceHandle, target));
+    },
+    [save],
+  );
+
+  // Dragging an edge's end onto another node re-targets it; dropping it on
+  // the empty pane disconnects the route.
+  const reconnected = useRef(false);
+  const onReconnectStart = useCallback(() => {
+    reconnected.current = false;
+  }, []);
+  const onReconnect = useCallback(
+    (edge, connection) => {
+      reconnected.current = true;
+      const route = edge.data.route;
+      let next = removeRoutes(docRef.current, [routeKey(route)]);
+      next = connect(next, connection.source, connection.sourceHandle, connection.target);
+      save(next);
+    },
+    [save],
+  );
+  const onReconnectEnd = useCallback(
+    (_event, edge) => {
+      if (!reconnected.current) save(removeRoutes(docRef.current, [routeKey(edge.data.route)]));
+      reconnected.current = false;
+    },
+    [save],
+  );
+
+  const onSelectionChange = useCallback(({ nodes: picked }) => {
+    const nodeId = picked.length === 1 ? picked[0].id : null;
+    if (nodeId === lastSelected.current) return;
+    lastSelected.current = nodeId;
+    emit(EVENTS.select, { nodeId, count: picked.length });
+  }, []);
+
+  const addTemplate = useCallback(
+    (template, position) => {
+      const { doc: next, id } = addNode(docRef.current, template, position);
+      save(next, { selectId: id });
+    },
+    [save],
+  );
+
+  const onDragOver = useCallback(
+    (event) => {
+      if (!canEdit || !event.dataTransfer.types.includes(DRAG_TYPE)) return;
+      event.preventDefault();
+      event.dataTransfer.dropEffect = "copy";
+    },
+    [canEdit],
+  );
+
+  const onDrop = useCallback(
+    (event) => {
+      if (!canEdit) return;
+      const raw = event.dataTransfer.getData(DRAG_TYPE);
+      if (!raw) return;
+      event.preventDefault();
+      const point = flow.screenToFlowPosition({ x: event.clientX, y: event.clientY });
+      addTemplate(JSON.parse(raw), { x: Math.round(point.x - NODE_WIDTH / 2), y: Math.round(point.y - 30) });
+    },
+    [addTemplate, canEdit, flow],
+  );
+
+  const layoutAll = useCallback(() => {
+    const current = docRef.current;
+    if (!current || !current.nodes.length) return;
+    const labels = new Map(nodes.map((node) => [node.id, node.data.labels]));
+    const positions = autoLayout(
+      current.nodes.map((node) => ({ id: node.id, labels: labels.get(node.id) || [] })),
+      current.routes,
+      (analysis && analysis.control_regions) || {},
+    );
+    save(moveNodes(current, positions));
+    window.requestAnimationFrame(() => flow.fitView({ padding: 0.2, maxZoom: 1.1, duration: 200 }));
+  }, [analysis, flow, nodes, save]);
+
+  const fit = useCallback(() => flow.fitView({ padding: 0.2, maxZoom: 1.1, duration: 200 }), [flow]);
+
+  // --- events from the htmx panels --------------------------------------------
+
+  useEffect(() => {
+    const onChanged = () => load({ record: true });
+    const onFocus = (event) => {
+      const { nodeId, field } = event.detail || {};
+      if (!nodeId) return;
+      lastSelected.current = nodeId;
+      setNodes((current) => current.map((node) => ({ ...node, selected: node.id === nodeId })));
+      setEdges((current) => current.map((edge) => ({ ...edge, selected: false })));
+      const target = flow.getNode(nodeId);
+      if (target) flow.fitView({ nodes: [{ id: nodeId }], maxZoom: 1.1, duration: 250, padding: 0.6 });
+      emit(EVENTS.select, { nodeId, field });
+    };
+    const onAdd = (event) => {
+      if (!canEdit || !docRef.current) return;
+      const box = wrapper.current.getBoundingClientRect();
+      const centre = flow.screenToFlowPosition({ x: box.left + box.width / 2, y: box.top + box.height / 2 });
+      const spot = freeSpot(currentPositions(), { x: centre.x - NODE_WIDTH / 2, y: centre.y - 40 });
+      addTemplate(event.detail.template, spot);
+    };
+    document.addEventListener(EVENTS.documentChanged, onChanged);
+    document.addEventListener(EVENTS.focus, onFocus);
+    document.addEventListener(EVENTS.addNode, onAdd);
+    return () => {
+      document.removeEventListener(EVENTS.documentChanged, onChanged);
+      document.removeEventListener(EVENTS.focus, onFocus);
+      document.removeEventListener(EVENTS.addNode, onAdd);
+    };
+  }, [addTemplate, canEdit, currentPositions, flow, load]);
+
+  // Keyboard shortcuts (Delete is React Flow's own deleteKeyCode).
+  useEffect(() => {
+    const onKey = (event) => {
+      if (isTyping(event.target)) return;
+      const mod = event.ctrlKey || event.metaKey;
+      const key = event.key.toLowerCase();
+      if (mod && key === "z" && canEdit) {
+        event.preventDefault();
+        if (event.shiftKey) redo();
+        else undo();
+      } else if (mod && key === "y" && canEdit) {
+        event.preventDefault();
+        redo();
+      } else if (!mod && !event.altKey && key === "f") {
+        event.preventDefault();
+        fit();
+      }
+    };
+    window.addEventListener("keydown", onKey);
+    return () => window.removeEventListener("keydown", onKey);
+  }, [canEdit, fit, redo, undo]);
+
+  const statusText =
+    status.state === "loading"
+      ? "Loading…"
+      : status.state === "saving"
+        ? "Saving…"
+        : status.state === "error"
+          ? "Not saved"
+          : `Saved · revision ${status.revision}`;
+
+  const empty = doc && doc.nodes.length === 0;
+
+  return (
+    <div className="wf-canvas" ref={wrapper} onDragOver={onDragOver} onDrop={onDrop}>
+      <ReactFlow
+        nodes={nodes}
+        edges={edges}
+        nodeTypes={nodeTypes}
+        onNodesChange={onNodesChange}
+        onEdgesChange={onEdgesChange}
+        onNodeDragStop={onNodeDragStop}
+        onDelete={onDelete}
+        onConnect={onConnect}
+        onReconnect={onReconnect}
+        onReconnectStart={onReconnectStart}
+        onReconnectEnd={onReconnectEnd}
+        onSelectionChange={onSelectionChange}
+        nodesDraggable={canEdit}
+        nodesConnectable={canEdit}
+        edgesReconnectable={canEdit}
+        deleteKeyCode={canEdit ? ["Delete", "Backspace"] : null}
+        multiSelectionKeyCode={["Meta", "Control", "Shift"]}
+        selectionKeyCode="Shift"
+        minZoom={0.2}
+        maxZoom={2}
+        proOptions={{ hideAttribution: true }}
+        aria-label="Workflow canvas"
+      >
+        <Frames frames={frames} />
+        <Background gap={20} size={1.2} color="#d3d8e0" />
+        <MiniMap pannable zoomable className="wf-minimap" nodeStrokeWidth={3} nodeColor={minimapColor} />
+        <Controls showInteractive={false} position="bottom-left" />
+        <Panel position="top-left" className="wf-toolbar" aria-label="Canvas tools">
+          {canEdit && (
+            <>
+              <button type="button" onClick={undo} disabled={!historySize.undo} title="Undo (Ctrl+Z)" aria-label="Undo">
+                ↶ Undo
+              </button>
+              <button
+                type="button"
+                onClick={redo}
+                disabled={!historySize.redo}
+                title="Redo (Ctrl+Shift+Z)"
+                aria-label="Redo"
+              >
+                ↷ Redo
+              </button>
+              <span className="wf-toolbar__sep" />
+            </>
+          )}
+          <button type="button" onClick={fit} title="Fit the graph in view (F)" aria-label="Fit view">
+            ⤢ Fit
+          </button>
+          {canEdit && (
+            <button type="button" onClick={layoutAll} title="Arrange nodes automatically" aria-label="Auto layout">
+              ⇶ Layout
+            </button>
+          )}
+          <span className={`wf-status wf-status--${status.state}`} role="status" data-testid="save-status">
+            {statusText}
+          </span>
+          {!canEdit && <span className="wf-readonly">Read-only</span>}
+        </Panel>
+        {empty && (
+          <Panel position="top-center" className="wf-empty">
+            {canEdit
+              ? "Drag a task or a control node from the palette to start."
+              : "This workflow has no nodes yet."}
+          </Panel>
+        )}
+      </ReactFlow>
+    </div>
+  );
+}
+
+function minimapColor(node) {
+  if (node.data && node.data.errors) return "#e57373";
+  return (node.data && node.data.regionColor) || "#9aa5b8";
+}
+
+export function Editor(props) {
+  return (
+    <ReactFlowProvider>
+      <Canvas {...props} />
+    </ReactFlowProvider>
+  );
+}

@@ -1,0 +1,19 @@
+// The DOM CustomEvents through which the canvas island and the htmx panels
+// talk. Names are the contract; both sides import nothing else from each other.
+export const EVENTS = {
+  select: "trellis:select", // canvas -> panels {nodeId, field}
+  focus: "trellis:focus", // panels -> canvas {nodeId, field}: select and show a node
+  addNode: "trellis:add-node", // palette (keyboard) -> canvas {template}
+  documentChanged: "trellis:document-changed", // panels -> canvas: the server document changed, reload it
+  documentSaved: "trellis:document-saved", // canvas -> panels {revision}: a canvas edit was stored
+  documentReloaded: "trellis:document-reloaded", // canvas -> panels {revision}: canvas replaced its document
+  notice: "trellis:notice", // anyone -> notice bar {message, kind}
+};
+
+export function emit(name, detail = {}) {
+  document.dispatchEvent(new CustomEvent(name, { detail, bubbles: true }));
+}
+
+export function notice(message, kind = "info") {
+  emit(EVENTS.notice, { message, kind });
+}

@@ -1,0 +1,82 @@
+// Wiring between the server-rendered (htmx) panels and the canvas island.
+// Everything goes through DOM CustomEvents; delegated listeners survive htmx
+// swapping the panels' contents.
+import { emit, EVENTS } from "./events.js";
+
+const DRAG_TYPE = "application/x-trellis-node";
+
+function inspector() {
+  return document.getElementById("inspector");
+}
+
+function loadInspector(nodeId, field) {
+  const panel = inspector();
+  if (!panel || !window.htmx) return;
+  const params = new URLSearchParams();
+  if (nodeId) params.set("node", nodeId);
+  if (field) params.set("field", field);
+  panel.dataset.node = nodeId || "";
+  window.htmx.ajax("GET", `${panel.dataset.url}?${params}`, { target: "#inspector", swap: "innerHTML" });
+}
+
+function showNotice(message, kind) {
+  const bar = document.getElementById("editor-notice");
+  if (!bar) return;
+  bar.replaceChildren();
+  const box = document.createElement("div");
+  box.className = `notice notice--${kind}`;
+  box.setAttribute("role", kind === "info" ? "status" : "alert");
+  const text = document.createElement("span");
+  text.textContent = message;
+  const close = document.createElement("button");
+  close.type = "button";
+  close.className = "notice__close";
+  close.setAttribute("aria-label", "Dismiss notice");
+  close.textContent = "×";
+  close.addEventListener("click", () => bar.replaceChildren());
+  box.append(text, close);
+  bar.append(box);
+}
+
+function inspectorBusy() {
+  const panel = inspector();
+  if (!panel) return true;
+  return panel.contains(document.activeElement) || Boolean(panel.querySelector(".picker"));
+}
+
+export function installGlue() {
+  document.addEventListener(EVENTS.select, (event) => {
+    const { nodeId, field } = event.detail || {};
+    loadInspector(nodeId, field);
+  });
+  document.addEventListener(EVENTS.notice, (event) => showNotice(event.detail.message, event.detail.kind || "info"));
+  document.addEventListener(EVENTS.documentReloaded, () => loadInspector(inspector()?.dataset.node));
+  // A canvas edit can change what the inspector shows (reachability, the
+  // diagnostics of a field); refresh it unless the person is working in it.
+  document.addEventListener(EVENTS.documentSaved, () => {
+    if (!inspectorBusy()) loadInspector(inspector()?.dataset.node);
+  });
+
+  document.addEventListener("click", (event) => {
+    const focus = event.target.closest("[data-focus-node]");
+    if (focus) {
+      const nodeId = focus.dataset.focusNode;
+      const field = focus.dataset.focusField || null;
+      // Workflow-level problems (no node) live in the workflow settings.
+      if (nodeId) emit(EVENTS.focus, { nodeId, field });
+      else loadInspector(null, field);
+      return;
+    }
+    const item = event.target.closest("[data-template]");
+    if (item && !item.closest("[data-readonly]")) {
+      emit(EVENTS.addNode, { template: JSON.parse(item.dataset.template) });
+    }
+  });
+
+  document.addEventListener("dragstart", (event) => {
+    const item = event.target.closest && event.target.closest("[data-template]");
+    if (!item || item.closest("[data-readonly]")) return;
+    event.dataTransfer.setData(DRAG_TYPE, item.dataset.template);
+    event.dataTransfer.effectAllowed = "copy";
+  });
+}

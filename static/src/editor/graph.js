@@ -1,0 +1,184 @@
+// Document + analysis -> React Flow nodes, edges and region frames. Every
+// semantic fact here (labels, control regions, reachability, diagnostics)
+// comes from the server's answer; this file only draws it.
+import { MarkerType } from "@xyflow/react";
+
+import { positionsOf } from "./doc.js";
+import { autoLayout, estimatedHeight, freeSpot, NODE_WIDTH } from "./layout.js";
+
+const REGION_COLORS = ["#7c4dff", "#00897b", "#ef6c00", "#c2185b", "#1e88e5", "#6d4c41"];
+
+export function regionColors(doc) {
+  const colors = {};
+  doc.nodes
+    .filter((node) => node.kind === "foreach")
+    .forEach((node, index) => {
+      colors[node.id] = REGION_COLORS[index % REGION_COLORS.length];
+    });
+  return colors;
+}
+
+function subtitle(node) {
+  switch (node.kind) {
+    case "task":
+      return node.task;
+    case "foreach":
+      return `over ${node.over}`;
+    case "subgraph":
+      return `${node.workflow.id} · ${node.workflow.version == null ? "latest" : `v${node.workflow.version}`}`;
+    case "branch":
+      return `on ${node.path}`;
+    case "interrupt":
+      return node.prompt ? node.prompt.slice(0, 60) : "waits for a person";
+    default:
+      return "";
+  }
+}
+
+// Labels the analyzer reports, plus any label a stored route uses that the
+// node cannot emit, drawn as an "unknown" handle so the broken route shows.
+function labelsOf(node, doc, analysis) {
+  const emitted = (analysis.labels && analysis.labels[node.id]) || [];
+  const labels = emitted.map((name) => ({ name, known: true }));
+  const names = new Set(emitted);
+  for (const route of doc.routes) {
+    if (route.source === node.id && !names.has(route.label)) {
+      names.add(route.label);
+      labels.push({ name: route.label, known: !analysis.labels });
+    }
+  }
+  return labels;
+}
+
+function diagnosticCounts(diagnostics) {
+  const counts = {};
+  for (const diagnostic of diagnostics) {
+    if (!diagnostic.node_id) continue;
+    const entry = (counts[diagnostic.node_id] ||= { errors: 0, warnings: 0 });
+    if (diagnostic.severity === "error") entry.errors += 1;
+    else entry.warnings += 1;
+  }
+  return counts;
+}
+
+function resolvePositions(doc, labelsById, regions) {
+  const stored = positionsOf(doc);
+  const missing = doc.nodes.filter((node) => !stored[node.id]);
+  if (!missing.length) return stored;
+  if (missing.length === doc.nodes.length) {
+    return autoLayout(
+      doc.nodes.map((node) => ({ id: node.id, labels: labelsById[node.id] })),
+      doc.routes,
+      regions,
+    );
+  }
+  const positions = { ...stored };
+  const xs = Object.values(stored).map((p) => p.x);
+  const right = Math.max(...xs) + NODE_WIDTH + 80;
+  for (const node of missing) positions[node.id] = freeSpot(positions, { x: right, y: 40 });
+  return positions;
+}
+
+export function buildNodes(doc, analysis, diagnostics, previous, { canEdit, selectId }) {
+  const before = new Map(previous.map((node) => [node.id, node]));
+  const regions = analysis.control_regions || {};
+  const reachable = analysis.reachable ? new Set(analysis.reachable) : null;
+  const colors = regionColors(doc);
+  const counts = diagnosticCounts(diagnostics);
+  const start = doc.start || (doc.nodes[0] && doc.nodes[0].id);
+  const labelsById = {};
+  for (const node of doc.nodes) labelsById[node.id] = labelsOf(node, doc, analysis);
+  const positions = resolvePositions(doc, labelsById, regions);
+  return doc.nodes.map((node) => {
+    const old = before.get(node.id);
+    const region = regions[node.id] || [];
+    const count = counts[node.id] || { errors: 0, warnings: 0 };
+    return {
+      id: node.id,
+      type: "workflow",
+      position: positions[node.id],
+      selected: selectId ? selectId === node.id : Boolean(old && old.selected),
+      measured: old && old.measured,
+      draggable: canEdit,
+      ariaLabel: `${node.kind} node ${node.name || node.id}`,
+      data: {
+        kind: node.kind,
+        title: node.name || node.id,
+        subtitle: subtitle(node),
+        labels: labelsById[node.id],
+        region,
+        regionColor: region.length ? colors[region[region.length - 1]] : null,
+        errors: count.errors,
+        warnings: count.warnings,
+        isStart: node.id === start,
+        unreachable: reachable ? !reachable.has(node.id) : false,
+      },
+    };
+  });
+}
+
+export function buildEdges(doc, analysis, previous) {
+  const before = new Map(previous.map((edge) => [edge.id, edge]));
+  const regions = analysis.control_regions || {};
+  const colors = regionColors(doc);
+  const kinds = new Map(doc.nodes.map((node) => [node.id, node.kind]));
+  return doc.routes.map((route) => {
+    const id = `${route.source}::${route.label}`;
+    const region = regions[route.source] || [];
+    // The route back to the innermost owning foreach closes one item.
+    const back = kinds.get(route.target) === "foreach" && region[region.length - 1] === route.target;
+    const loop = kinds.get(route.source) === "foreach" && route.label === "loop";
+    const color = back ? colors[route.target] : loop ? colors[route.source] : route.label === "error" ? "#c0392b" : "#8a94a6";
+    const classes = ["wf-edge"];
+    if (back) classes.push("wf-edge--back");
+    if (loop) classes.push("wf-edge--loop");
+    if (route.label === "error") classes.push("wf-edge--error");
+    return {
+      id,
+      source: route.source,
+      sourceHandle: route.label,
+      target: route.target,
+      targetHandle: "in",
+      type: "smoothstep",
+      selected: Boolean(before.get(id) && before.get(id).selected),
+      className: classes.join(" "),
+      label: back ? "next item" : undefined,
+      animated: back,
+      style: { stroke: color, strokeWidth: back || loop ? 2 : 1.6 },
+      markerEnd: { type: MarkerType.ArrowClosed, color, width: 18, height: 18 },
+      data: { route, back },
+      ariaLabel: `route ${route.source} ${route.label} to ${route.target}`,
+    };
+  });
+}
+
+// A frame around the body of each foreach (the nodes whose control region
+// contains it), padded by how many bodies nest inside so frames never cross.
+export function buildFrames(doc, analysis, nodes) {
+  const regions = analysis.control_regions || {};
+  const colors = regionColors(doc);
+  const byId = new Map(nodes.map((node) => [node.id, node]));
+  const hasBody = new Set(Object.values(regions).flatMap((region) => region));
+  const frames = [];
+  for (const owner of doc.nodes.filter((node) => node.kind === "foreach")) {
+    let depth = 0;
+    const boxes = [];
+    for (const [nodeId, region] of Object.entries(regions)) {
+      const at = region.indexOf(owner.id);
+      const drawn = byId.get(nodeId);
+      if (at < 0 || !drawn) continue;
+      depth = Math.max(depth, region.length - 1 - at + (hasBody.has(nodeId) ? 1 : 0));
+      const width = (drawn.measured && drawn.measured.width) || NODE_WIDTH;
+      const height = (drawn.measured && drawn.measured.height) || estimatedHeight(drawn.data.labels.length);
+      boxes.push({ x1: drawn.position.x, y1: drawn.position.y, x2: drawn.position.x + width, y2: drawn.position.y + height });
+    }
+    if (!boxes.length) continue;
+    const pad = 16 + 16 * depth;
+    const x1 = Math.min(...boxes.map((b) => b.x1)) - pad;
+    const y1 = Math.min(...boxes.map((b) => b.y1)) - pad - 18;
+    const x2 = Math.max(...boxes.map((b) => b.x2)) + pad;
+    const y2 = Math.max(...boxes.map((b) => b.y2)) + pad;
+    frames.push({ id: owner.id, label: owner.name || owner.id, color: colors[owner.id], x: x1, y: y1, width: x2 - x1, height: y2 - y1 });
+  }
+  return frames;
+}

@@ -1,0 +1,82 @@
+// Canvas drawing of workflow nodes: one component for every kind, one source
+// handle per label the analyzer says the node can emit.
+import { Handle, Position } from "@xyflow/react";
+import { memo } from "react";
+
+import { KindIcon } from "./icons.jsx";
+
+export const KINDS = {
+  task: "Task",
+  foreach: "For each",
+  subgraph: "Subgraph",
+  branch: "Branch",
+  interrupt: "Interrupt",
+};
+
+function labelRole(kind, label, known) {
+  if (!known) return "unknown";
+  if (label === "error") return "error";
+  if (kind === "foreach") return label === "loop" ? "loop" : "done";
+  return "normal";
+}
+
+function WorkflowNode({ id, data, selected }) {
+  const classes = [
+    "wf-node",
+    `wf-node--${data.kind}`,
+    selected ? "is-selected" : "",
+    data.errors ? "has-errors" : "",
+    data.region.length ? "in-region" : "",
+    data.unreachable ? "is-unreachable" : "",
+  ];
+  const problems = data.errors + data.warnings;
+  return (
+    <div
+      className={classes.filter(Boolean).join(" ")}
+      style={{ "--region-color": data.regionColor || "transparent" }}
+      data-kind={data.kind}
+    >
+      <Handle type="target" position={Position.Left} id="in" className="wf-handle wf-handle--in" />
+      <div className="wf-node__head">
+        <span className="wf-node__kind">
+          <KindIcon kind={data.kind} size={13} />
+        </span>
+        <span className="wf-node__kind-label">{KINDS[data.kind] || data.kind}</span>
+        {data.isStart && <span className="wf-node__start">start</span>}
+        {problems > 0 && (
+          <span
+            className={`wf-node__badge ${data.errors ? "is-error" : "is-warning"}`}
+            title={`${data.errors} error(s), ${data.warnings} warning(s)`}
+            aria-label={`${data.errors} errors, ${data.warnings} warnings`}
+            data-testid="node-badge"
+          >
+            {problems}
+          </span>
+        )}
+      </div>
+      <div className="wf-node__title" title={id}>{data.title}</div>
+      {data.subtitle && <div className="wf-node__sub" title={data.subtitle}>{data.subtitle}</div>}
+      {data.region.length > 0 && (
+        <div className="wf-node__region" title="inside the body of these foreach nodes, outermost first">
+          in {data.region.join(" › ")}
+        </div>
+      )}
+      <ul className="wf-node__labels">
+        {data.labels.map(({ name, known }) => (
+          <li key={name} className={`wf-label wf-label--${labelRole(data.kind, name, known)}`}>
+            <span className="wf-label__text">{name}</span>
+            <Handle
+              type="source"
+              position={Position.Right}
+              id={name}
+              className="wf-handle wf-handle--out"
+              title={known ? `drag from "${name}" to a node to route it` : `"${name}" is not a label this node emits`}
+            />
+          </li>
+        ))}
+      </ul>
+    </div>
+  );
+}
+
+export const nodeTypes = { workflow: memo(WorkflowNode) };
