@@ -14,12 +14,15 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from runtime import (
+    Engine,
     InputValidationError,
     RuntimeContext,
     TaskError,
     TaskRegistry,
+    WorkflowBuilder,
     builtin_registry,
     default_registry,
+    state_path,
 )
 from runtime.builtins import BUILTIN_TASKS
 
@@ -406,3 +409,55 @@ def test_http_connection_failure_is_a_task_error() -> None:
     # Port 9 (discard) is not served on the loopback here; the connection is refused at once.
     with pytest.raises(TaskError, match=r"http_request: GET http://127.0.0.1:9/ failed: ConnectError"):
         run("http_request", url="http://127.0.0.1:9/", timeout=5)
+
+
+# --- end to end: builder + built-ins + the real engine -------------------------------------------
+
+
+def test_builtins_run_in_a_built_workflow_on_the_engine() -> None:
+    graph = WorkflowBuilder(
+        id="orders-report",
+        input_schema={"type": "object", "properties": {"customer": {"type": "string"}}, "required": ["customer"]},
+        state_schema={"type": "object", "properties": {
+            "orders": {"type": "array", "items": {"type": "object", "properties": {"amount": {"type": "number"}}}},
+            "big": {"type": "array", "items": {"type": "number"}, "default": []},
+            "total": {"type": "number"},
+            "message": {"type": "string"},
+        }},
+    )
+    load = graph.use("set_value", id="load", input=[{"target": "value", "value": [
+        {"amount": 5}, {"amount": 12.5}, {"amount": 30},
+    ]}], output=[{"target": "orders"}])
+    orders = graph.foreach(id="orders.each", over=state_path("orders"), as_="order")
+    check = graph.use("compare", id="is_big", input=[
+        {"target": "left", "path": orders.item.child("amount")},
+        {"target": "op", "value": "gt"},
+        {"target": "right", "value": 10},
+    ])
+    keep = graph.use("set_value", id="keep", input=[{"target": "value", "path": orders.item.child("amount")}],
+                     output=[{"target": "big", "mode": "append"}])
+    total = graph.use("transform", id="total", input=[
+        {"target": "expression", "value": "sum(orders[].amount)"},
+        {"target": "data", "path": "state"},
+    ], output=[{"target": "total"}])
+    message = graph.use("template", id="message", input=[
+        {"target": "template", "value": "{who}: {n} big orders, {total:.2f} in all"},
+        {"target": "values.who", "path": "input.customer"},
+        {"target": "values.n", "value": 2},
+        {"target": "values.total", "path": "state.total"},
+    ], output=[{"target": "message"}])
+    graph.set_route(load, "ok", orders)
+    graph.set_route(orders, "loop", check)
+    graph.set_route(check, "true", keep)
+    graph.set_route(check, "false", orders)
+    graph.set_route(keep, "ok", orders)
+    graph.set_route(orders, "done", total)
+    graph.set_route(total, "ok", message)
+    graph.output("message", "state.message")
+    graph.output("big", "state.big")
+
+    with Engine(registry=builtin_registry(), max_workers=2) as engine:
+        result = engine.run(graph.build(), {"customer": "Ada"})
+    assert result.status == "completed", result.error
+    assert result.output == {"message": "Ada: 2 big orders, 47.50 in all", "big": [12.5, 30]}
+    assert result.state["total"] == 47.5
