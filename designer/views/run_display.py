@@ -100,6 +100,7 @@ def build_timeline(events: Iterable[RunEvent], *, now: datetime, end: datetime |
     rows: dict[str, Row] = {}
     open_steps: dict[tuple[str, str], Step] = {}
     spans: dict[str, Span] = {}
+    calls: set[int] = set()
     t0: datetime | None = None
     latest: datetime | None = None
 
@@ -117,6 +118,11 @@ def build_timeline(events: Iterable[RunEvent], *, now: datetime, end: datetime |
         latest = event.at if latest is None or event.at > latest else latest
         kind = event.kind
         if kind == "node_started":
+            # A frame is at one node at a time: a step it left without an end event (a foreach that
+            # only evaluated its collection, say) ends where the next one starts.
+            for key in [key for key in open_steps if key[0] == event.frame_id and key[1] != event.node_id]:
+                left = open_steps.pop(key)
+                left.end, left.status = event.at, "completed" if left.status == "running" else left.status
             step = Step(event.seq, event.node_id, event.frame_id, event.lineage_id, event.scope_id, event.at)
             open_steps[(event.frame_id, event.node_id)] = step
             row_for(event).steps.append(step)
@@ -138,7 +144,11 @@ def build_timeline(events: Iterable[RunEvent], *, now: datetime, end: datetime |
             if step is not None:
                 step.status = "running"
         elif kind == "foreach_started":
-            total = _int((event.data or {}).get("total"))
+            # The foreach node's own step only read its collection; the span below covers its items.
+            step = open_steps.pop((event.frame_id, event.node_id), None)
+            if step is not None:
+                step.end, step.status = event.at, "completed"
+            total = _int(summary_of(event).get("total"))
             span = Span(event.activation_id, event.node_id, event.lineage_id, event.at, total=total)
             spans[event.activation_id] = span
             row_for(event).spans.append(span)
@@ -157,17 +167,21 @@ def build_timeline(events: Iterable[RunEvent], *, now: datetime, end: datetime |
             row.title = f"{event.node_id} [{event.index}]"
             row.order = (event.seq, event.index or 0)
         elif kind == "scope_opened":
+            # The trace names the calling node, not its frame: the caller is the oldest open, not yet
+            # matched step of that node (calls open their scopes in the order their steps started).
+            caller_node = str(summary_of(event).get("caller_node_id") or "")
+            caller = next((s for key, s in open_steps.items() if key[1] == caller_node and s.seq not in calls), None)
+            if caller is not None:
+                calls.add(caller.seq)
             row = rows.get(event.lineage_id)
-            data = event.data or {}
-            parent = data.get("parent_lineage_id") or data.get("caller_lineage_id")
             if row is None:
                 row = Row(event.lineage_id, "", "subgraph", None, ())
                 rows[event.lineage_id] = row
-            if event.scope_id and event.scope_id != "root" and row.kind != "root":
-                row.kind = "subgraph"
-                row.parent = str(parent) if parent else row.parent
-                row.title = f"{event.node_id or 'subgraph'} (scope {short_id(event.scope_id)})"
-                row.order = (event.seq,)
+            row.kind = "subgraph"
+            row.parent = caller.lineage_id if caller is not None else None
+            workflow = summary_of(event).get("workflow") or "subgraph"
+            row.title = f"{caller_node or 'call'} → {workflow}"
+            row.order = (event.seq,)
         elif kind == "run_started":
             row = row_for(event)
             row.kind, row.title = "root", "run"
@@ -219,6 +233,12 @@ def _tree_order(rows: dict[str, Row]) -> list[Row]:
     for root in sorted(children.get(None, []), key=lambda r: r.order):
         visit(root, 0)
     return out
+
+
+def summary_of(event: RunEvent) -> dict[str, Any]:
+    """The engine's bounded payload summary stored with the event (``data["summary"]``), when it is an object."""
+    summary = (event.data or {}).get("summary")
+    return summary if isinstance(summary, dict) else {}
 
 
 def _int(value: Any) -> int | None:

@@ -14,9 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from designer.models import Run, RunEvent
-from runtime import CorruptRunStateError
-from runtime._inspect import activation_progress, frame_context  # TODO: public names once exported
-from runtime._state import RunState
+from designer.views.run_display import summary_of
+from runtime import CorruptRunStateError, RunState, activation_progress, frame_context
 
 
 @dataclass(slots=True)
@@ -65,7 +64,7 @@ def context_of(state: RunState | None, frame_id: str) -> dict[str, Any] | None:
 def recorded_context(events: Iterable[RunEvent]) -> dict[str, Any] | None:
     """The context the engine recorded when the frame's step started, if it recorded one."""
     for event in events:
-        context = (event.data or {}).get("context")
+        context = summary_of(event).get("context")
         if event.kind == "node_started" and isinstance(context, dict):
             return context
     return None
@@ -85,8 +84,7 @@ def progress_rows(state: RunState | None, events: Iterable[RunEvent]) -> list[Pr
     for event in events:
         kind, act = event.kind, event.activation_id
         if kind == "foreach_started" and act:
-            data = event.data or {}
-            total = data.get("total")
+            total = summary_of(event).get("total")
             parent = lineage_of_item.get(event.lineage_id)
             rows[act] = Progress(
                 activation_id=act, node_id=event.node_id, done=0,

@@ -176,11 +176,21 @@ def workflow_runs(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
 # --- run panel (inside the editor) ---------------------------------------------------------------------------
 
 
-def _panel_schema(workflow: Workflow, version: int | None) -> dict[str, Any]:
+def _panel_document(workflow: Workflow, version: int | None) -> dict[str, Any]:
     document = workflow.document if version is None else selectors.get_version(
         workflow=workflow, number=version).document
-    schema = (document or {}).get("input_schema")
+    return document if isinstance(document, dict) else {}
+
+
+def _panel_schema(workflow: Workflow, version: int | None) -> dict[str, Any]:
+    schema = _panel_document(workflow, version).get("input_schema")
     return schema if isinstance(schema, dict) else {}
+
+
+def _sample_input(workflow: Workflow, version: int | None) -> Any:
+    """A ready-made input the author stored in the document's metadata (``metadata.sample_input``)."""
+    metadata = _panel_document(workflow, version).get("metadata")
+    return metadata.get("sample_input") if isinstance(metadata, dict) else None
 
 
 def _version_param(raw: str | None) -> int | None:
@@ -197,7 +207,8 @@ def _panel_context(request: HtmxHttpRequest, workflow: Workflow, *, version: int
         "can_run": has_role(role, "editor"),
         "versions": list(selectors.versions_of(workflow)),
         "version": version,
-        "form": form if form is not None else build_form(_panel_schema(workflow, version)),
+        "form": form if form is not None else build_form(_panel_schema(workflow, version),
+                                                         _sample_input(workflow, version)),
         "recent": recent,
         "recent_active": any(run.status in ACTIVE for run in recent),
         "poll_seconds": POLL_SECONDS,
@@ -265,6 +276,7 @@ def _interrupts(run: Run, forms: dict[str, SchemaForm] | None = None) -> list[di
             "frame_id": record.get("frame_id", ""),
             "prompt": record.get("prompt", ""),
             "payload": record.get("payload"),
+            "payload_fields": list(record["payload"].items()) if isinstance(record.get("payload"), dict) else [],
             "labels": labels,
             "form": (forms or {}).get(interrupt_id) or build_form(schema),
         })
@@ -303,6 +315,7 @@ def _detail_context(request: HtmxHttpRequest, run: Run, **extra: Any) -> dict[st
         "state_error": inspection.error,
         "final_state": scope_state,
         "event_count": len(events),
+        "elapsed_ms": int((now - run.started_at).total_seconds() * 1000) if run.started_at else None,
         "admin_url": _admin_runs_url(request, id__exact=run.pk),
         "preserve": True,
         **extra,
@@ -334,7 +347,8 @@ def _events_context(request: HtmxHttpRequest, run: Run) -> dict[str, Any]:
     page = Paginator(qs, EVENTS_PAGE_SIZE).get_page(request.GET.get("page"))
     first = run.events.order_by("seq").values_list("at", flat=True).first()
     rows = [
-        {"event": event, "offset_ms": int((event.at - first).total_seconds() * 1000) if first else 0}
+        {"event": event, "offset_ms": int((event.at - first).total_seconds() * 1000) if first else 0,
+         "summary": (event.data or {}).get("summary")}
         for event in page.object_list
     ]
     query = urlencode({key: value for key, value in (("kind", kind), ("node", node), ("lineage", lineage)) if value})
