@@ -311,11 +311,12 @@ def _aliases(workflow: Workflow, nodes: Mapping[str, object], stacks: Mapping[st
     return out
 
 
-def _payload_schema(node: object, spec: Any | None, child: Workflow | None) -> Schema | None:
+def _payload_schema(node: object, spec: Any | None, child: Workflow | None,
+                    prepare: S.Prepared) -> Schema | None:
     if isinstance(node, TaskNode) and spec is not None:
-        return S.prepare(spec.input_schema)
+        return prepare(spec.input_schema)
     if isinstance(node, SubgraphNode) and child is not None:
-        return S.prepare(child.input_schema)
+        return prepare(child.input_schema)
     return None
 
 
@@ -349,6 +350,8 @@ class _Session:
         self.resolver = resolver
         self.children: dict[tuple[int, tuple[str, ...], frozenset[str], frozenset[str]], Analysis] = {}
         self.keep: list[Workflow] = []  # keeps resolved documents alive so their ids stay unique
+        self.prepare = S.Prepared()
+        self.fits = S.FitCache()
 
     def analyze(self, doc: Workflow, chain: tuple[str, ...], caller_foreach: frozenset[str],
                 caller_aliases: frozenset[str]) -> Analysis:
@@ -380,21 +383,21 @@ class _Session:
                 if found is not None:
                     child_docs[node_id], subgraphs[node_id] = found
 
-        checker = Checker(doc, regions.stacks)
-        declared_state = S.prepare(doc.state_schema)
+        checker = Checker(doc, regions.stacks, self.fits)
+        declared_state = self.prepare(doc.state_schema)
         writes = []
         facts: dict[str, _NodeFacts] = {}
         for node_id, node in nodes.items():
             child = subgraphs.get(node_id)
-            result = result_schema(node, specs.get(node_id), child.output_schema if child else None)
-            facts[node_id] = _NodeFacts(node, labels[node_id], _payload_schema(node, specs.get(node_id),
-                                                                               child_docs.get(node_id)), result)
+            result = result_schema(node, specs.get(node_id), child.output_schema if child else None, self.prepare)
+            payload = _payload_schema(node, specs.get(node_id), child_docs.get(node_id), self.prepare)
+            facts[node_id] = _NodeFacts(node, labels[node_id], payload, result)
             bindings = getattr(node, "output", None)
             if bindings:
                 writes += checker.writes(node_id, bindings, result, declared_state)
         view = state_view(declared_state, writes)
         scope = Scope(doc.id, foreach_nodes, frozenset(nodes) - frozenset(foreach_nodes), regions.stacks,
-                      S.prepare(doc.input_schema), view.schema, caller_foreach, caller_aliases)
+                      self.prepare(doc.input_schema), view.schema, caller_foreach, caller_aliases)
         for node_id, node in nodes.items():
             stack = regions.stacks.get(node_id)
             if isinstance(node, TaskNode):

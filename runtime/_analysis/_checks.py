@@ -11,6 +11,7 @@ from runtime._analysis._schemas import Schema
 from runtime._analysis._scope import Scope, Stack
 from runtime._diagnostics import Diagnostic
 from runtime._document import BranchNode, ForeachNode, InputBinding, OutputBinding, Workflow
+from runtime._paths import format_key
 
 _SEVERITY = {S.NONE: "error", S.OPTIONAL: "warning"}
 
@@ -22,9 +23,13 @@ def _why(source: Schema, target: Schema) -> str:
 class Checker:
     """Collects diagnostics for one workflow; ``scope`` may be set after the writes are known."""
 
-    def __init__(self, workflow: Workflow, stacks: Mapping[str, Stack]) -> None:
+    def __init__(self, workflow: Workflow, stacks: Mapping[str, Stack], fits: S.FitCache | None = None) -> None:
         self.workflow = workflow
         self.stacks = stacks
+        self.fits = fits or S.FitCache()
+        self._fields: dict[tuple[str, ...], str] = {}
+        self._sources: dict[tuple[int, tuple[str, ...]], tuple[Schema, tuple[Schema | None, int]]] = {}
+        self._targets: dict[tuple[int, tuple[str, ...]], tuple[Schema, tuple[Schema | None, int]]] = {}
         self.out: list[Diagnostic] = []
 
     def add(self, code: str, severity: str, node_id: str | None, field: str | None, message: str,
@@ -40,8 +45,8 @@ class Checker:
         declared = declared if isinstance(declared, dict) else {}
         closed = declared_state.get("additionalProperties") is False
         for binding in bindings:
-            field = f"output.{binding.target}"
-            source, bad = S.descend(result, binding.source.parts)
+            field = self._field_text(binding.target.parts, "output")
+            source, bad = self._source(result, binding.source.parts)
             if source is None:
                 parent, _ = S.descend(result, binding.source.parts[:bad])
                 names = [n for a in S.object_atoms(parent or {}) for n in (a.get("properties") or {})]
@@ -90,7 +95,7 @@ class Checker:
         elif binding.mode == "merge":
             self._check_merge(node_id, field, binding, source, target)
             return
-        level = S.fit(source, target)
+        level = self.fits.fit(source, target)
         if level in _SEVERITY:
             self.add("binding.type_mismatch", _SEVERITY[level], node_id, field,
                      f"writing {str(binding.source)!r} of the result of {node_id!r} into state "
@@ -132,16 +137,14 @@ class Checker:
                target: Schema | None, what: str) -> None:
         """Input bindings of a task, subgraph or interrupt; ``target`` is the payload schema when known."""
         for binding in bindings:
-            field = f"input.{binding.target}" if binding.target.parts else "input"
+            field = self._field_text(binding.target.parts)
             if binding.path is not None:
                 source = self.read(scope, node_id, field, binding.path, stack)
-                shown = repr(str(binding.path))
             else:
                 source = S.schema_of_value(binding.value)
-                shown = "the literal value"
             if target is None:
                 continue
-            want, bad = S.descend(target, binding.target.parts, for_target=True)
+            want, bad = self._target(target, binding.target.parts)
             if want is None:
                 closed = any(a.get("additionalProperties") is False for a in S.object_atoms(target))
                 self.add("path.unknown_field", "error" if closed else "warning", node_id, field,
@@ -150,8 +153,9 @@ class Checker:
                 continue
             if source is None:
                 continue
-            level = S.fit(source, want)
+            level = self.fits.fit(source, want)
             if level in _SEVERITY:
+                shown = repr(str(binding.path)) if binding.path is not None else "the literal value"
                 tail = ": it may be null or not one of the allowed values" if level == S.OPTIONAL else ""
                 self.add("binding.type_mismatch", _SEVERITY[level], node_id, field,
                          f"{shown} is {S.type_label(source)}, but {what} expects {S.type_label(want)} for "
@@ -159,6 +163,31 @@ class Checker:
                          "bind a path of the expected type (the path picker lists compatible ones first)")
         if target is not None:
             self._missing(node_id, bindings, target, what)
+
+    def _source(self, result: Schema, parts: tuple[str, ...]) -> tuple[Schema | None, int]:
+        key = (id(result), parts)
+        found = self._sources.get(key)
+        if found is None:
+            found = (result, S.descend(result, parts))
+            self._sources[key] = found
+        return found[1]
+
+    def _field_text(self, parts: tuple[str, ...], prefix: str = "input") -> str:
+        key = (prefix, *parts)
+        text = self._fields.get(key)
+        if text is None:
+            text = f"{prefix}.{format_key(parts)}" if parts else prefix
+            self._fields[key] = text
+        return text
+
+    def _target(self, target: Schema, parts: tuple[str, ...]) -> tuple[Schema | None, int]:
+        """The schema of one field of a payload schema (cached: many nodes bind the same task's fields)."""
+        key = (id(target), parts)
+        found = self._targets.get(key)
+        if found is None:
+            found = (target, S.descend(target, parts, for_target=True))
+            self._targets[key] = found
+        return found[1]
 
     def _missing(self, node_id: str, bindings: list[InputBinding], target: Schema, what: str) -> None:
         if any(b.target.is_whole for b in bindings):

@@ -10,7 +10,7 @@ read; presence is the engine's business at run time.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,14 +20,15 @@ from runtime._document import InterruptNode, OutputBinding, SubgraphNode, TaskNo
 from runtime._paths import LocalPath
 
 
-def result_schema(node: object, spec: Any | None, child_output: Schema | None) -> Schema:
+def result_schema(node: object, spec: Any | None, child_output: Schema | None,
+                  prepare: Callable[[object], Schema] = S.prepare) -> Schema:
     """The schema of a node's result payload (what its output bindings read)."""
     if isinstance(node, TaskNode):
-        return S.prepare(spec.result_schema) if spec is not None else S.ANY
+        return prepare(spec.result_schema) if spec is not None else S.ANY
     if isinstance(node, SubgraphNode):
         return child_output if child_output is not None else S.ANY
     if isinstance(node, InterruptNode):
-        return S.prepare(node.resume_schema)
+        return prepare(node.resume_schema)
     return S.ANY
 
 
@@ -90,13 +91,11 @@ def state_view(state_schema: Schema, writes: Iterable[Write]) -> StateView:
     declared = dict(declared_props) if isinstance(declared_props, dict) else {}
     whole: dict[str, list[Schema]] = {}
     merged: dict[str, list[Schema]] = {}
-    writers: dict[str, list[str]] = {}
+    writers: dict[str, dict[str, None]] = {}  # ordered sets
     for write in writes:
         parts = write.binding.target.parts
         top = parts[0]
-        writers.setdefault(top, [])
-        if write.node_id not in writers[top]:
-            writers[top].append(write.node_id)
+        writers.setdefault(top, {})[write.node_id] = None
         if top in declared:
             continue
         if len(parts) > 1 or write.binding.mode == "merge":
@@ -110,7 +109,7 @@ def state_view(state_schema: Schema, writes: Iterable[Write]) -> StateView:
             options.append(_merge_objects(merged[name]))
         props[name] = S.union(options)
     schema: Schema = {**state_schema, "type": "object", "properties": props}
-    return StateView(schema, frozenset(declared), writers)
+    return StateView(schema, frozenset(declared), {name: list(nodes) for name, nodes in writers.items()})
 
 
 def output_schema(outputs: Iterable[tuple[WorkflowOutput, Schema]]) -> Schema:

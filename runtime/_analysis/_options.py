@@ -43,6 +43,12 @@ MAX_DEPTH = 4
 MAX_OPTIONS_PER_ROOT = 2000
 
 
+def _some(names: list[str], shown: int = 3) -> str:
+    if len(names) <= shown:
+        return ", ".join(names)
+    return f"{', '.join(names[:shown])} and {len(names) - shown} more"
+
+
 def _title(schema: Schema, fallback: str) -> str:
     title = schema.get("title") if isinstance(schema, dict) else None
     return title if isinstance(title, str) and title else fallback
@@ -93,8 +99,7 @@ class OptionIndex:
             _walk(out, GraphSourcePath("input"), self.scope.input_schema, "Input",
                   "The workflow's whole input", "Input", None, 0, MAX_OPTIONS_PER_ROOT)
             state: list[PathOption] = []
-            notes = {name: f"State field {name!r}, written by {', '.join(nodes)}"
-                     for name, nodes in self.writers.items()}
+            notes = {name: f"State field {name!r}, written by {_some(nodes)}" for name, nodes in self.writers.items()}
             _walk(state, GraphSourcePath("state"), self.scope.state_schema, "State",
                   "The workflow's whole state", "State", None, 0, MAX_OPTIONS_PER_ROOT, notes,
                   absent_is_null=False)

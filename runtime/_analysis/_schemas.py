@@ -30,6 +30,20 @@ _MAX_DEPTH = 32
 # preparation
 
 
+class Prepared:
+    """``prepare`` once per schema object (task specs are shared by many nodes)."""
+
+    def __init__(self) -> None:
+        self._seen: dict[int, tuple[object, Schema]] = {}
+
+    def __call__(self, schema: object) -> Schema:
+        found = self._seen.get(id(schema))
+        if found is None:
+            found = (schema, prepare(schema))
+            self._seen[id(schema)] = found
+        return found[1]
+
+
 def prepare(schema: object) -> Schema:
     """A self-contained schema: local ``$ref``s inlined, ``allOf`` of one flattened.
 
@@ -178,6 +192,8 @@ def _key(schema: Schema) -> str:
 
 def union(schemas: list[Schema]) -> Schema:
     """One schema accepting any of ``schemas`` (deduplicated; *any* absorbs the rest)."""
+    if len(schemas) == 1 and "anyOf" not in schemas[0]:
+        return ANY if is_any(schemas[0]) else schemas[0]
     unique: dict[str, Schema] = {}
     for schema in schemas:
         if is_any(schema):
@@ -297,6 +313,24 @@ def is_object(schema: Schema) -> bool:
 
 # ---------------------------------------------------------------------------
 # compatibility
+
+
+class FitCache:
+    """Memoizes ``fit`` for schema objects that are shared (the analyzer reuses one object per schema).
+
+    Keys are object ids, so the entries keep both schemas alive to stop an id being reused.
+    """
+
+    def __init__(self) -> None:
+        self._seen: dict[tuple[int, int], tuple[Schema, Schema, int]] = {}
+
+    def fit(self, source: Schema, target: Schema) -> int:
+        key = (id(source), id(target))
+        found = self._seen.get(key)
+        if found is None:
+            found = (source, target, fit(source, target))
+            self._seen[key] = found
+        return found[2]
 
 
 def fit(source: Schema, target: Schema, depth: int = 0) -> int:

@@ -86,6 +86,7 @@ class Scope:
         self._items: dict[str, Schema] = {}
         self._in_progress: set[str] = set()
         self._contexts: dict[Stack, Schema] = {}
+        self._resolved: dict[tuple[GraphSourcePath, Stack], Resolved] = {}
 
     # -- foreach items --------------------------------------------------------
 
@@ -154,6 +155,14 @@ class Scope:
     # -- resolving paths ------------------------------------------------------
 
     def resolve(self, path: GraphSourcePath, stack: Stack) -> Resolved:
+        key = (path, stack)
+        found = self._resolved.get(key)
+        if found is None:
+            found = self._resolve(path, stack)
+            self._resolved[key] = found
+        return found
+
+    def _resolve(self, path: GraphSourcePath, stack: Stack) -> Resolved:
         if path.root == "input":
             return self._descend(path, self.input_schema, path.parts, 0, absent_is_null=True,
                                  where="the workflow's input_schema",
