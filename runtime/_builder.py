@@ -32,7 +32,8 @@ from runtime._document import (
 )
 from runtime._errors import WorkflowBuildError
 from runtime._paths import GraphSourcePath, LocalPath
-from runtime._registry import TaskSpec, json_schema_of, spec_of
+from runtime._registry import TaskSpec, spec_of
+from runtime._task_schema import json_schema_of
 
 AnyNode = TaskNode | ForeachNode | SubgraphNode | BranchNode | InterruptNode
 NodeRef = AnyNode | str

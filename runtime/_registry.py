@@ -45,6 +45,15 @@ from runtime._errors import (
     TaskResultError,
     UnknownTaskError,
 )
+from runtime._task_schema import (
+    data_loc,
+    describe,
+    json_schema_of,
+    loc_text,
+    schema_step,
+    schema_type_text,
+    value_at,
+)
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -61,80 +70,6 @@ class Route:
 
     label: str
     payload: object = None
-
-
-# ---------------------------------------------------------------------------
-# JSON Schema helpers
-
-
-def inline_schema_refs(schema: dict[str, Any]) -> dict[str, Any]:
-    """Replace local ``$ref``s into ``$defs`` by the definitions themselves.
-
-    Consumers (the analyzer's path options, the designer's forms) walk
-    ``properties`` directly; resolving references once here spares each of
-    them a resolver. Recursive definitions cannot be inlined, so they (and
-    only they) keep their ``$defs``.
-    """
-    defs: dict[str, Any] = dict(schema.get("$defs", {}))
-    if not defs:
-        return schema
-    kept: set[str] = set()
-
-    def resolve(node: Any, stack: tuple[str, ...]) -> Any:
-        if isinstance(node, list):
-            return [resolve(item, stack) for item in node]
-        if not isinstance(node, dict):
-            return node
-        ref = node.get("$ref")
-        if isinstance(ref, str) and ref.startswith("#/$defs/"):
-            name = ref[len("#/$defs/"):]
-            if name in defs and name not in stack:
-                merged = dict(resolve(defs[name], (*stack, name)))
-                for key, value in node.items():
-                    if key != "$ref":
-                        merged[key] = resolve(value, stack)
-                return merged
-            kept.add(name)
-            return dict(node)
-        return {key: resolve(value, stack) for key, value in node.items() if key != "$defs"}
-
-    result: dict[str, Any] = resolve(schema, ())
-    if kept:
-        # A recursive definition may reference others; keep everything it can reach.
-        result["$defs"] = {name: resolve(defs[name], (name,)) for name in sorted(kept)}
-        pending = set(kept)
-        while pending:
-            pending = set()
-            for name in list(result["$defs"]):
-                for other in _refs_in(result["$defs"][name]):
-                    if other in defs and other not in result["$defs"]:
-                        result["$defs"][other] = resolve(defs[other], (other,))
-                        pending.add(other)
-    return result
-
-
-def _refs_in(node: Any) -> set[str]:
-    found: set[str] = set()
-    if isinstance(node, dict):
-        ref = node.get("$ref")
-        if isinstance(ref, str) and ref.startswith("#/$defs/"):
-            found.add(ref[len("#/$defs/"):])
-        for value in node.values():
-            found |= _refs_in(value)
-    elif isinstance(node, list):
-        for item in node:
-            found |= _refs_in(item)
-    return found
-
-
-def json_schema_of(annotation: Any, *, mode: typing.Literal["validation", "serialization"] = "validation"
-                   ) -> dict[str, Any]:
-    """JSON Schema of a Python type (a pydantic model class included), with ``$defs`` inlined."""
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        raw = annotation.model_json_schema(mode=mode)
-    else:
-        raw = TypeAdapter(annotation).json_schema(mode=mode)
-    return inline_schema_refs(raw)
 
 
 # ---------------------------------------------------------------------------
@@ -178,7 +113,7 @@ class TaskSpec:
         if not self.whole_payload and not isinstance(payload, Mapping):
             raise InputValidationError(
                 f"{where}: the input payload must be an object with fields "
-                f"{', '.join(repr(f[0]) for f in self._fields) or '(none)'}, got {_describe(payload)}",
+                f"{', '.join(repr(f[0]) for f in self._fields) or '(none)'}, got {describe(payload)}",
                 task=self.name, node_id=_node_of(context), errors=[],
             )
         try:
@@ -231,9 +166,9 @@ class TaskSpec:
             expected = schema_type_text(self.result_schema)
             parts = []
             for error in exc.errors(include_url=False):
-                loc = _loc_text(error["loc"])
+                loc = loc_text(error["loc"])
                 prefix = f"field {loc!r}: " if loc else ""
-                got = "" if error["type"] == "missing" else f" (got {_describe(error.get('input'))})"
+                got = "" if error["type"] == "missing" else f" (got {describe(error.get('input'))})"
                 parts.append(f"{prefix}{error['msg']}{got}")
             raise TaskResultError(
                 f"{where} returned an invalid result (expected {expected}): " + "; ".join(parts),
@@ -250,15 +185,15 @@ class TaskSpec:
         explained: list[dict[str, Any]] = []
         unions: dict[tuple[Any, ...], dict[str, Any]] = {}
         for error in raw:
-            loc, tagged = _data_loc(tuple(error["loc"]), payload, error["type"])
+            loc, tagged = data_loc(tuple(error["loc"]), payload, error["type"])
             if not tagged:
                 explained.append(self._explain_input({**error, "loc": loc}))
                 continue
             if loc in unions:
                 continue
-            field_name = _loc_text(loc)
+            field_name = loc_text(loc)
             expected = self._expected_at(loc)
-            got = _describe(_value_at(payload, loc))
+            got = describe(value_at(payload, loc))
             entry = {
                 "field": field_name, "expected": expected, "type": "union", "message": "matches no allowed type",
                 "text": f"field {field_name!r}: {got} matches none of the allowed types (expected {expected})",
@@ -269,7 +204,7 @@ class TaskSpec:
 
     def _explain_input(self, error: Mapping[str, Any]) -> dict[str, Any]:
         loc = tuple(error["loc"])
-        field_name = _loc_text(loc)
+        field_name = loc_text(loc)
         expected = self._expected_at(loc)
         if error["type"] == "missing":
             text = f"field {field_name!r} is required (expected {expected})"
@@ -278,107 +213,17 @@ class TaskSpec:
             text = f"field {field_name!r} is not an input of this task (fields: {allowed})"
         else:
             text = (f"field {field_name!r}: {error['msg']} "
-                    f"(expected {expected}, got {_describe(error.get('input'))})")
+                    f"(expected {expected}, got {describe(error.get('input'))})")
         return {"field": field_name, "expected": expected, "type": error["type"],
                 "message": error["msg"], "text": text}
 
     def _expected_at(self, loc: tuple[Any, ...]) -> str:
         node: Any = self.input_schema
         for step in loc:
-            node = _schema_step(node, step)
+            node = schema_step(node, step)
             if node is None:
                 return "a valid value"
         return schema_type_text(node)
-
-
-def _schema_step(node: Any, step: Any) -> Any:
-    """The sub-schema for one location step, looking through ``anyOf``/``oneOf`` alternatives."""
-    if not isinstance(node, dict):
-        return None
-    if isinstance(step, int) and "items" in node:
-        return node["items"]
-    properties = node.get("properties", {})
-    if isinstance(step, str) and step in properties:
-        return properties[step]
-    if isinstance(step, str) and isinstance(node.get("additionalProperties"), dict):
-        return node["additionalProperties"]
-    for key in ("anyOf", "oneOf", "allOf"):
-        for option in node.get(key, ()):
-            found = _schema_step(option, step)
-            if found is not None:
-                return found
-    return None
-
-
-def schema_type_text(schema: Any) -> str:
-    """A short description of what a JSON Schema accepts, for messages: ``integer``, ``array of string``..."""
-    if not isinstance(schema, dict) or not schema:
-        return "any value"
-    if "enum" in schema:
-        return "one of " + ", ".join(repr(v) for v in schema["enum"])
-    if "const" in schema:
-        return repr(schema["const"])
-    for key in ("anyOf", "oneOf"):
-        if key in schema:
-            return " or ".join(dict.fromkeys(schema_type_text(option) for option in schema[key]))
-    kind = schema.get("type")
-    if isinstance(kind, list):
-        return " or ".join(str(k) for k in kind)
-    if kind == "array" and isinstance(schema.get("items"), dict) and schema["items"]:
-        return f"array of {schema_type_text(schema['items'])}"
-    if kind == "object" and "title" in schema and "properties" in schema:
-        return f"{schema['title']} object"
-    if "$ref" in schema:
-        return str(schema["$ref"]).rsplit("/", 1)[-1] + " object"
-    return str(kind) if kind else "a valid value"
-
-
-_MISSING = object()
-
-
-def _data_loc(loc: tuple[Any, ...], payload: object, kind: str) -> tuple[tuple[Any, ...], bool]:
-    """Pydantic's location with union-branch tags (``list[any]``, ``int``…) cut off.
-
-    A step is a real field or index when the data has it; the first step that is neither (and is not
-    the last step of a "missing" or "extra" error) is a union tag. Returns the location up to that
-    tag and whether one was found.
-    """
-    data: object = payload
-    for position, step in enumerate(loc):
-        last = position == len(loc) - 1
-        if isinstance(data, Mapping) and step in data:
-            data = data[step]
-            continue
-        if isinstance(step, int) and isinstance(data, list) and 0 <= step < len(data):
-            data = data[step]
-            continue
-        if last and kind in ("missing", "extra_forbidden"):
-            return loc, False
-        return loc[:position], True
-    return loc, False
-
-
-def _value_at(payload: object, loc: tuple[Any, ...]) -> object:
-    data = payload
-    for step in loc:
-        if isinstance(data, Mapping):
-            data = data.get(step, _MISSING)
-        elif isinstance(data, list) and isinstance(step, int) and 0 <= step < len(data):
-            data = data[step]
-        else:
-            return _MISSING
-    return data
-
-
-def _loc_text(loc: tuple[Any, ...] | list[Any]) -> str:
-    return ".".join(str(step) for step in loc)
-
-
-def _describe(value: object) -> str:
-    text = repr(value)
-    if len(text) > 80:
-        text = text[:77] + "..."
-    return f"{type(value).__name__} {text}"
 
 
 def _node_of(context: RuntimeContext | None) -> str | None:

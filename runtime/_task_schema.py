@@ -1,0 +1,173 @@
+"""JSON Schema helpers for task signatures, and mapping validation errors back onto payloads.
+
+Kept apart from the registry so that the analyzer and designer can reuse them
+without pulling in registration machinery.
+"""
+
+from __future__ import annotations
+
+import typing
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import BaseModel, TypeAdapter
+
+
+def inline_schema_refs(schema: dict[str, Any]) -> dict[str, Any]:
+    """Replace local ``$ref``s into ``$defs`` by the definitions themselves.
+
+    Consumers (the analyzer's path options, the designer's forms) walk
+    ``properties`` directly; resolving references once here spares each of
+    them a resolver. Recursive definitions cannot be inlined, so they (and
+    only they) keep their ``$defs``.
+    """
+    defs: dict[str, Any] = dict(schema.get("$defs", {}))
+    if not defs:
+        return schema
+    kept: set[str] = set()
+
+    def resolve(node: Any, stack: tuple[str, ...]) -> Any:
+        if isinstance(node, list):
+            return [resolve(item, stack) for item in node]
+        if not isinstance(node, dict):
+            return node
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/"):
+            name = ref[len("#/$defs/"):]
+            if name in defs and name not in stack:
+                merged = dict(resolve(defs[name], (*stack, name)))
+                for key, value in node.items():
+                    if key != "$ref":
+                        merged[key] = resolve(value, stack)
+                return merged
+            kept.add(name)
+            return dict(node)
+        return {key: resolve(value, stack) for key, value in node.items() if key != "$defs"}
+
+    result: dict[str, Any] = resolve(schema, ())
+    if kept:
+        # A recursive definition may reference others; keep everything it can reach.
+        result["$defs"] = {name: resolve(defs[name], (name,)) for name in sorted(kept)}
+        pending = set(kept)
+        while pending:
+            pending = set()
+            for name in list(result["$defs"]):
+                for other in _refs_in(result["$defs"][name]):
+                    if other in defs and other not in result["$defs"]:
+                        result["$defs"][other] = resolve(defs[other], (other,))
+                        pending.add(other)
+    return result
+
+
+def _refs_in(node: Any) -> set[str]:
+    found: set[str] = set()
+    if isinstance(node, dict):
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/"):
+            found.add(ref[len("#/$defs/"):])
+        for value in node.values():
+            found |= _refs_in(value)
+    elif isinstance(node, list):
+        for item in node:
+            found |= _refs_in(item)
+    return found
+
+
+def json_schema_of(annotation: Any, *, mode: typing.Literal["validation", "serialization"] = "validation"
+                   ) -> dict[str, Any]:
+    """JSON Schema of a Python type (a pydantic model class included), with ``$defs`` inlined."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        raw = annotation.model_json_schema(mode=mode)
+    else:
+        raw = TypeAdapter(annotation).json_schema(mode=mode)
+    return inline_schema_refs(raw)
+
+
+def schema_step(node: Any, step: Any) -> Any:
+    """The sub-schema for one location step, looking through ``anyOf``/``oneOf`` alternatives."""
+    if not isinstance(node, dict):
+        return None
+    if isinstance(step, int) and "items" in node:
+        return node["items"]
+    properties = node.get("properties", {})
+    if isinstance(step, str) and step in properties:
+        return properties[step]
+    if isinstance(step, str) and isinstance(node.get("additionalProperties"), dict):
+        return node["additionalProperties"]
+    for key in ("anyOf", "oneOf", "allOf"):
+        for option in node.get(key, ()):
+            found = schema_step(option, step)
+            if found is not None:
+                return found
+    return None
+
+
+def schema_type_text(schema: Any) -> str:
+    """A short description of what a JSON Schema accepts, for messages: ``integer``, ``array of string``..."""
+    if not isinstance(schema, dict) or not schema:
+        return "any value"
+    if "enum" in schema:
+        return "one of " + ", ".join(repr(v) for v in schema["enum"])
+    if "const" in schema:
+        return repr(schema["const"])
+    for key in ("anyOf", "oneOf"):
+        if key in schema:
+            return " or ".join(dict.fromkeys(schema_type_text(option) for option in schema[key]))
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        return " or ".join(str(k) for k in kind)
+    if kind == "array" and isinstance(schema.get("items"), dict) and schema["items"]:
+        return f"array of {schema_type_text(schema['items'])}"
+    if kind == "object" and "title" in schema and "properties" in schema:
+        return f"{schema['title']} object"
+    if "$ref" in schema:
+        return str(schema["$ref"]).rsplit("/", 1)[-1] + " object"
+    return str(kind) if kind else "a valid value"
+
+
+_MISSING = object()
+
+
+def data_loc(loc: tuple[Any, ...], payload: object, kind: str) -> tuple[tuple[Any, ...], bool]:
+    """Pydantic's location with union-branch tags (``list[any]``, ``int``…) cut off.
+
+    A step is a real field or index when the data has it; the first step that is neither (and is not
+    the last step of a "missing" or "extra" error) is a union tag. Returns the location up to that
+    tag and whether one was found.
+    """
+    data: object = payload
+    for position, step in enumerate(loc):
+        last = position == len(loc) - 1
+        if isinstance(data, Mapping) and step in data:
+            data = data[step]
+            continue
+        if isinstance(step, int) and isinstance(data, list) and 0 <= step < len(data):
+            data = data[step]
+            continue
+        if last and kind in ("missing", "extra_forbidden"):
+            return loc, False
+        return loc[:position], True
+    return loc, False
+
+
+def value_at(payload: object, loc: tuple[Any, ...]) -> object:
+    data = payload
+    for step in loc:
+        if isinstance(data, Mapping):
+            data = data.get(step, _MISSING)
+        elif isinstance(data, list) and isinstance(step, int) and 0 <= step < len(data):
+            data = data[step]
+        else:
+            return _MISSING
+    return data
+
+
+def loc_text(loc: tuple[Any, ...] | list[Any]) -> str:
+    return ".".join(str(step) for step in loc)
+
+
+def describe(value: object) -> str:
+    text = repr(value)
+    if len(text) > 80:
+        text = text[:77] + "..."
+    return f"{type(value).__name__} {text}"
