@@ -39,7 +39,7 @@ class TeamSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Team
-        fields = ("id", "name", "slug", "role")
+        fields: tuple[str, ...] = ("id", "name", "slug", "role")
 
 
 class MemberSerializer(serializers.ModelSerializer):
@@ -93,7 +93,7 @@ class VersionSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = WorkflowVersion
-        fields = ("number", "published_at", "published_by")
+        fields: tuple[str, ...] = ("number", "published_at", "published_by")
 
 
 class VersionDetailSerializer(VersionSerializer):

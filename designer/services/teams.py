@@ -35,11 +35,17 @@ def create_team(*, actor: Any, name: str, slug: str | None = None) -> Team:
     name = (name or "").strip()
     if not name:
         raise BadRequest("a team needs a name", field="name")
-    try:
-        with transaction.atomic():
-            team = Team.objects.create(name=name, slug=slug or unique_team_slug(name))
-    except IntegrityError:
-        raise BadRequest(f"a team with slug {slug!r} already exists", field="slug") from None
+    # Two concurrent creates may pick the same free slug; the unique constraint decides, we pick again.
+    for attempt in range(5):
+        try:
+            with transaction.atomic():
+                team = Team.objects.create(name=name, slug=slug or unique_team_slug(name))
+            break
+        except IntegrityError:
+            if slug is not None:
+                raise BadRequest(f"a team with slug {slug!r} already exists", field="slug") from None
+            if attempt == 4:
+                raise
     Membership.objects.create(team=team, user=actor, role=Membership.Role.OWNER)
     return team
 

@@ -9,7 +9,7 @@ from django.utils import timezone
 from django.utils.text import slugify
 
 from designer.analysis import analyze_document, dump_document, parse_document
-from designer.errors import BadRequest, RevisionConflict
+from designer.errors import BadRequest, NotFound, RevisionConflict
 from designer.models import Team, Workflow, WorkflowVersion
 from designer.permissions import require_role
 from runtime import Analysis, Diagnostic
@@ -162,7 +162,7 @@ def save_document(*, actor: Any, workflow: Workflow, revision: object, document:
         if not updated:
             current = Workflow.objects.filter(pk=workflow.pk).values("revision", "document").first()
             if current is None:
-                raise BadRequest("the workflow was deleted meanwhile")
+                raise NotFound("the workflow was deleted meanwhile", workflow=workflow.pk)
             raise RevisionConflict(
                 f"the workflow was saved by someone else (revision {current['revision']}) after "
                 f"revision {revision} that you edited; reload and apply your change again",
