@@ -170,9 +170,9 @@ class Run(models.Model):
         help_text="null: the run used the draft captured in document",
     )
     document = models.JSONField()
-    # The runtime's run id (RunState.run_id, trace events). Set when the run is created; the ORM checkpointer
-    # finds the row by it. Null only for rows made outside the services.
-    runtime_id = models.CharField(max_length=64, unique=True, null=True, blank=True)
+    # The runtime's run id (RunState.run_id, trace events), unique within the team. Set when the run is created;
+    # the ORM checkpointer (one per team) finds the row by it. Null only for rows made outside the services.
+    runtime_id = models.CharField(max_length=64, null=True, blank=True)
     status = models.CharField(max_length=12, choices=Status.choices, default=Status.QUEUED)
     input = models.JSONField(default=dict, blank=True)
     output = models.JSONField(null=True, blank=True)
@@ -209,6 +209,7 @@ class Run(models.Model):
                 ),
                 name="run_status_valid",
             ),
+            models.UniqueConstraint(fields=("team", "runtime_id"), name="run_unique_team_runtime_id"),
         ]
 
     def __str__(self) -> str:

@@ -1,0 +1,157 @@
+"""``OrmCheckpointer``: the runtime's Checkpointer protocol on the Django ORM.
+
+One ``save`` is one transaction: the RunState goes into ``Run.run_state`` and
+the superstep's new trace events into ``RunEvent`` together, so after a crash
+the database holds either both or neither. When the checkpointer belongs to a
+worker (``owner``), the same transaction renews that worker's lease and
+writes only if the worker still holds it; a worker that lost its lease gets
+``LeaseLost`` and has committed nothing.
+
+A checkpointer serves one team: rows are found by ``(team, Run.runtime_id)``.
+The designer mints runtime ids as ``run_<pk, 13 digits>`` (``run_id_for``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from designer.models import Run, RunEvent, Team
+from designer.runs.lease import LeaseLost, lease_seconds
+from runtime import CheckpointNotFoundError, CorruptRunStateError, RunState, TraceEvent, WorkflowError
+
+RUN_ID_PREFIX = "run_"
+_DIGITS = 13
+
+
+class UnknownRunError(WorkflowError):
+    """A checkpoint for a runtime run id that has no ``Run`` row in the checkpointer's team."""
+
+    code = "run.unknown"
+
+
+def run_id_for(pk: int) -> str:
+    """The runtime run id of ``Run(pk)``, in the runtime's id shape (prefix and thirteen digits)."""
+    return f"{RUN_ID_PREFIX}{pk:0{_DIGITS}d}"
+
+
+def event_row(run_pk: int, event: TraceEvent) -> RunEvent:
+    """A ``RunEvent`` for one trace event: identities as columns, the rest (``TraceEvent.to_record()["data"]``)
+    in ``data``, plus the exact ``time`` and ``duration`` so ``load_events`` returns the event unchanged."""
+    record = event.to_record()
+    data = dict(record["data"])
+    data["time"] = event.time
+    if event.duration is not None:
+        data["duration"] = event.duration
+    return RunEvent(
+        run_id=run_pk,
+        seq=event.seq,
+        kind=event.kind,
+        node_id=event.node_id or "",
+        frame_id=event.frame_id or "",
+        scope_id=event.scope_id or "",
+        lineage_id=event.lineage_id or "",
+        activation_id=event.activation_id or "",
+        index=event.index,
+        data=data,
+        at=datetime.fromtimestamp(event.time, tz=UTC),
+        duration_ms=None if event.duration is None else max(0, round(event.duration * 1000)),
+    )
+
+
+def trace_event(runtime_id: str, row: RunEvent) -> TraceEvent:
+    data = row.data if isinstance(row.data, dict) else {}
+    time = data.get("time")
+    return TraceEvent(
+        seq=row.seq,
+        kind=row.kind,
+        run_id=runtime_id,
+        step=int(data.get("step", 0)),
+        time=float(time) if isinstance(time, int | float) else row.at.timestamp(),
+        scope_id=row.scope_id or None,
+        frame_id=row.frame_id or None,
+        lineage_id=row.lineage_id or None,
+        node_id=row.node_id or None,
+        activation_id=row.activation_id or None,
+        index=row.index,
+        label=data.get("label"),
+        attempt=data.get("attempt"),
+        duration=data.get("duration", None if row.duration_ms is None else row.duration_ms / 1000),
+        summary=data.get("summary"),
+    )
+
+
+class OrmCheckpointer:
+    """Saves RunStates in ``Run.run_state`` and their trace events in ``RunEvent``, one transaction per save.
+
+    ``team``: whose runs this checkpointer reads and writes.
+    ``owner``: the lease holder it writes for (None: no lease check, for tools and tests).
+    ``extra_fields(run_state)``: more ``Run`` fields to write with a save (the executor clears an applied
+    ``resume_request`` in the very transaction that records the resume's effect).
+    ``create_run(run_state)``: makes the row for a run id the team does not have yet (tests); without it such a
+    save raises ``UnknownRunError``, since the designer creates every row before its first checkpoint.
+    After each save ``cancel_requested`` holds the run's flag as read inside that transaction.
+    """
+
+    def __init__(
+        self,
+        team: Team | int,
+        *,
+        owner: str | None = None,
+        extra_fields: Callable[[RunState], dict[str, Any]] | None = None,
+        create_run: Callable[[RunState], Run] | None = None,
+    ) -> None:
+        self.team_id = team.pk if isinstance(team, Team) else int(team)
+        self.owner = owner
+        self.extra_fields = extra_fields
+        self.create_run = create_run
+        self.cancel_requested = False
+        self.saves = 0
+
+    def _rows(self, run_id: str) -> Any:
+        return Run.objects.filter(team_id=self.team_id, runtime_id=run_id)
+
+    def save(self, run_state: RunState, events: Sequence[TraceEvent] = ()) -> None:
+        fields: dict[str, Any] = {"run_state": run_state.model_dump(mode="json")}
+        if self.extra_fields is not None:
+            fields.update(self.extra_fields(run_state))
+        with transaction.atomic():
+            pk = self._rows(run_state.run_id).values_list("pk", flat=True).first()
+            if pk is None:
+                if self.create_run is None or self.owner is not None:
+                    raise UnknownRunError(f"no run {run_state.run_id!r} in team {self.team_id} to checkpoint",
+                                          run_id=run_state.run_id)
+                pk = self.create_run(run_state).pk
+            rows = Run.objects.filter(pk=pk)
+            if self.owner is not None:
+                rows = rows.filter(lease_owner=self.owner)
+                fields["lease_expires_at"] = timezone.now() + timedelta(seconds=lease_seconds())
+            if rows.update(**fields) != 1:
+                raise LeaseLost(f"run {pk}: lease no longer held by {self.owner}; checkpoint discarded")
+            if events:
+                RunEvent.objects.bulk_create([event_row(pk, event) for event in events])
+            self.cancel_requested = bool(Run.objects.filter(pk=pk).values_list("cancel_requested", flat=True).get())
+        self.saves += 1
+
+    def load(self, run_id: str) -> RunState:
+        found = self._rows(run_id).values_list("run_state", flat=True).first()
+        if found is None:
+            raise CheckpointNotFoundError(f"no checkpoint for run {run_id!r}", run_id=run_id)
+        if not isinstance(found, dict):
+            raise CorruptRunStateError(f"run {run_id!r}: the stored run_state is not a JSON object", run_id=run_id)
+        return RunState.from_json(found)
+
+    def load_events(self, run_id: str) -> list[TraceEvent]:
+        rows = RunEvent.objects.filter(run__team_id=self.team_id, run__runtime_id=run_id).order_by("seq")
+        return [trace_event(run_id, row) for row in rows]
+
+    def delete(self, run_id: str) -> None:
+        """Forget the checkpoint and the trace; the ``Run`` row itself stays (it is the designer's record)."""
+        with transaction.atomic():
+            pks = list(self._rows(run_id).values_list("pk", flat=True))
+            RunEvent.objects.filter(run_id__in=pks).delete()
+            Run.objects.filter(pk__in=pks).update(run_state=None)

@@ -1,0 +1,95 @@
+"""The ORM checkpointer passes the runtime's shared Checkpointer conformance tests, plus the designer's own
+guarantees: state and events in one transaction, and no writes from a worker that lost its lease."""
+
+from __future__ import annotations
+
+from itertools import count
+from typing import Any
+
+import pytest
+
+from designer.models import Run, RunEvent, Team, Workflow
+from designer.runs import lease
+from designer.runs.checkpointer import OrmCheckpointer, UnknownRunError
+from runtime import RunState
+from runtime.testing.checkpointer_conformance import CheckpointerConformance, sample_events, sample_run_state
+
+pytestmark = pytest.mark.django_db
+
+_teams = count(1)
+
+
+def fresh_team() -> tuple[Team, Workflow]:
+    n = next(_teams)
+    team = Team.objects.create(name=f"Checkpoints {n}", slug=f"checkpoints-{n}")
+    return team, Workflow.objects.create(team=team, slug="conformance", name="Conformance")
+
+
+def checkpointer_for(team: Team, workflow: Workflow, **options: Any) -> OrmCheckpointer:
+    def create_run(run_state: RunState) -> Run:
+        return Run.objects.create(team=team, workflow=workflow, document={}, runtime_id=run_state.run_id)
+
+    return OrmCheckpointer(team, create_run=create_run, **options)
+
+
+class TestOrmCheckpointer(CheckpointerConformance):
+    # Each checkpointer gets its own team: "a fresh, empty checkpointer" whose run ids cannot meet another's.
+    def make_checkpointer(self) -> OrmCheckpointer:
+        return checkpointer_for(*fresh_team())
+
+    def reopen(self, checkpointer: Any) -> OrmCheckpointer:
+        return OrmCheckpointer(checkpointer.team_id)
+
+
+def test_state_and_events_commit_together_or_not_at_all() -> None:
+    team, workflow = fresh_team()
+    cp = checkpointer_for(team, workflow)
+    rs = sample_run_state()
+    cp.save(rs, sample_events(rs.run_id, 0, 2))
+
+    later = sample_run_state(step=9)
+    # seq 1 already exists: the unique (run, seq) constraint fails the event insert inside the transaction ...
+    with pytest.raises(Exception, match="(?i)unique"):
+        cp.save(later, sample_events(rs.run_id, 1, 2))
+    # ... and the state update of that same save is rolled back with it.
+    assert cp.load(rs.run_id).step == 3
+    assert [e.seq for e in cp.load_events(rs.run_id)] == [0, 1]
+
+
+def test_a_worker_that_lost_its_lease_writes_nothing() -> None:
+    team, workflow = fresh_team()
+    run = Run.objects.create(team=team, workflow=workflow, document={}, runtime_id="run_0000000000001")
+    assert lease.claim(run.pk, "worker-a")
+    Run.objects.filter(pk=run.pk).update(lease_owner="worker-b")  # as if b took over an expired lease
+
+    stale = OrmCheckpointer(team, owner="worker-a")
+    with pytest.raises(lease.LeaseLost):
+        stale.save(sample_run_state(), sample_events("run_0000000000001", 0, 1))
+    assert Run.objects.get(pk=run.pk).run_state is None
+    assert not RunEvent.objects.filter(run=run).exists()
+
+    OrmCheckpointer(team, owner="worker-b").save(sample_run_state())
+    assert Run.objects.get(pk=run.pk).run_state["step"] == 3
+
+
+def test_saving_renews_the_lease_and_reports_a_cancel_request() -> None:
+    team, workflow = fresh_team()
+    run = Run.objects.create(team=team, workflow=workflow, document={}, runtime_id="run_0000000000001")
+    claimed = lease.claim(run.pk, "worker-a")
+    assert claimed is not None
+    Run.objects.filter(pk=run.pk).update(cancel_requested=True)
+
+    cp = OrmCheckpointer(team, owner="worker-a")
+    cp.save(sample_run_state())
+    assert cp.cancel_requested
+    assert Run.objects.get(pk=run.pk).lease_expires_at > claimed.lease_expires_at
+
+
+def test_runs_of_another_team_are_invisible() -> None:
+    team, workflow = fresh_team()
+    other, _ = fresh_team()
+    checkpointer_for(team, workflow).save(sample_run_state())
+
+    with pytest.raises(UnknownRunError):
+        OrmCheckpointer(other).save(sample_run_state())
+    assert OrmCheckpointer(other).load_events("run_0000000000001") == []
