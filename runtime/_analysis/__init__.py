@@ -1,4 +1,51 @@
-"""Static analysis of workflow documents: control regions, schemas, path options and diagnostics."""
+"""Static analysis of workflow documents: control regions, schemas, path options and diagnostics.
+
+Modules: ``_regions`` (owner stacks, region diagnostics), ``_labels`` (what a
+node can emit), ``_schemas`` (JSON Schema subset + type compatibility),
+``_infer`` (result -> state inference), ``_scope`` (what a path reads, context
+schemas per region), ``_checks`` (binding and path diagnostics), ``_options``
+(path options), ``_codes`` (the code table), ``_analyzer`` (``analyze``).
+
+Decisions worth knowing (runtime.md section 7 leaves them open):
+
+* ``node.unreachable`` is an **error**, as the seed says ("unreachable nodes
+  remain validation errors"). The designer stores drafts with errors anyway;
+  only running is refused.
+* Flow-insensitive state: a state field is readable at every node, typed by
+  ``state_schema`` when declared (writes are checked against it), else by the
+  union of everything output bindings write there (set: the source; append:
+  array of it; extend: the array; merge: an object merge). Presence is not
+  proven; reading a field nobody declares or writes is ``path.unknown_field``.
+* An ``input`` field that is neither required nor defaulted may be missing, so
+  its schema reads as nullable (binding it into a required field warns).
+* Paths do not index arrays: ``input.items.0`` is ``path.unknown_field``; a
+  foreach reaches the items, path options offer arrays as a whole.
+* Compatibility levels: ``exact``, ``compatible`` (integer into number,
+  unknown ``{}`` source, a narrower enum), ``optional`` (may fail at run time:
+  nullable into non-nullable, some union alternative does not fit, a plain
+  string into an enum; reported as a ``binding.type_mismatch`` *warning*), and
+  none (a ``binding.type_mismatch`` error).
+* A node reached under two owner stacks: when one stack extends the other and
+  the node cannot lead back to the extra foreach, the deeper routes into it
+  are ``region.escape`` (e.g. a body routing to its foreach's ``done`` target);
+  otherwise it is ``region.ambiguous``. Such a node's region is the common
+  prefix of its stacks: only what is active however it is reached.
+* A foreach without a ``loop`` route is ``region.no_return`` (field
+  ``routes.loop``); a body node whose emittable label has no route is
+  ``region.no_return`` (``error`` is emittable only if an error route exists,
+  so it never counts). Without a registry, a task's labels are unknown: only
+  "no routes at all" is judged.
+* ``route.unknown_target``/``route.unknown_source``/``workflow.no_start`` exist
+  for documents built with ``model_construct``; a raw mapping is validated by
+  the pydantic model first and refused with ``WorkflowValidationError``
+  carrying ``document.invalid`` diagnostics.
+* Child workflows are analyzed in their own scope; their errors are repeated
+  on the calling subgraph node (same code, field ``workflow``). In a child,
+  ``context.foreach.X`` / an alias of a *caller's* foreach is
+  ``path.cross_scope``; analyzed standalone it is ``path.unknown_foreach``.
+* Additions to the code table: ``task.unknown``, ``route.unknown_source``,
+  ``workflow.no_start``, ``document.invalid`` (see ``CODES``).
+"""
 
 from __future__ import annotations
 

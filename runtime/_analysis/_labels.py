@@ -27,10 +27,12 @@ class LabelSet:
 
     @property
     def valid(self) -> tuple[str, ...]:
-        return (*self.required, *self.optional)
+        return tuple(sorted((*self.required, *self.optional), key=lambda label: label in _LAST))
 
 
 _UNKNOWN = LabelSet(False)
+#: Shown after the others (the order route handles are drawn in): the exits after the normal flow.
+_LAST = frozenset({"done", "error"})
 
 
 def labels_of(node: object, spec: Any | None) -> LabelSet:

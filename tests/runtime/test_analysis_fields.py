@@ -34,7 +34,7 @@ def test_labels_per_kind() -> None:
     assert analysis.labels("c") == ("ok", "again", "error")
     assert analysis.labels("ask") == ("approve", "reject")
     assert analysis.labels("b") == ("big", "default")
-    assert analysis.labels("f") == ("done", "loop")
+    assert analysis.labels("f") == ("loop", "done")
     assert analysis.labels("s") == ("ok", "error")
     # a task the registry does not know: the usual labels plus those its routes use
     assert analysis.labels("mystery") == ("ok", "error", "weird")
