@@ -73,7 +73,8 @@ class Recorder:
                 if isinstance(meta, dict):
                     activation_id, index = meta.get("activation_id"), meta.get("index")
         else:
-            scope_id = frame_id = lineage_id = None
+            # Run-level events belong to the run's root scope.
+            scope_id, frame_id, lineage_id = ROOT_SCOPE_ID, None, None
         event = TraceEvent(
             seq=rs.trace_seq, kind=kind, run_id=rs.run_id, step=rs.step, time=time.time(),
             scope_id=scope_id, frame_id=frame_id, lineage_id=lineage_id, node_id=node_id,
