@@ -60,17 +60,16 @@ def _admin_runs_url(request: HtmxHttpRequest, **params: Any) -> str:
     return f"{url}?{urlencode(query)}" if query else url
 
 
-def _error_details(exc: BaseException) -> tuple[str, dict[str, str], list[dict[str, Any]]]:
-    """(message, per-field errors, diagnostics) of a service or runtime error."""
-    details: dict[str, Any] = getattr(exc, "details", None) or {}
+def _error_details(exc: DesignerError | WorkflowError) -> tuple[str, dict[str, str], list[dict[str, Any]]]:
+    """(message, per-field errors, diagnostics) of a service or runtime error, from its JSON form."""
+    payload = exc.to_dict()
     fields: dict[str, str] = {}
-    for item in details.get("errors") or ():
+    for item in payload.get("errors") or ():
         if isinstance(item, dict):
             name = str(item.get("field") or item.get("loc") or "").split(".")[0]
             if name:
                 fields.setdefault(name, str(item.get("message") or item.get("msg") or ""))
-    diagnostics = [d if isinstance(d, dict) else getattr(d, "__dict__", {"message": str(d)})
-                   for d in details.get("diagnostics") or ()]
+    diagnostics = [d for d in payload.get("diagnostics") or () if isinstance(d, dict)]
     return error_message(exc), fields, diagnostics
 
 

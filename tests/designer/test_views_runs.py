@@ -1,0 +1,233 @@
+"""Run pages: the editor's run panel, history with filters and paging, the detail page and its partials.
+
+Runs that must have executed are executed by the real executor in-process (``execute``), the same code the
+worker runs; starting, roles and history need no execution at all.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+from django.utils import timezone
+
+from designer.models import Run
+from designer.services import runs as run_services
+from designer.services import workflows as workflow_services
+
+pytestmark = pytest.mark.django_db
+
+
+def client_for(user: Any) -> Client:
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def htmx(target: str) -> dict[str, str]:
+    return {"HTTP_HX_REQUEST": "true", "HTTP_HX_TARGET": target}
+
+
+def start(cast: Any, workflow: Any, amount: float = 5, **fields: Any) -> Run:
+    return run_services.start_run(actor=cast.editor, workflow=workflow, input={"amount": amount}, **fields)
+
+
+# --- run panel ------------------------------------------------------------------------------------------------
+
+
+def test_panel_builds_the_input_form_from_the_input_schema(cast: Any, workflow: Any) -> None:
+    body = client_for(cast.editor).get(reverse("run-panel", args=[workflow.pk]), **htmx("")).content.decode()
+    assert 'id="run-panel"' in body and "Start run" in body
+    assert 'type="number" step="any" name="field.amount"' in body
+    assert 'name="_json"' in body  # the expert JSON editor is always there
+
+
+def test_panel_prefills_the_documents_sample_input(cast: Any, workflow: Any) -> None:
+    document = {**workflow.document, "metadata": {"sample_input": {"amount": 1234.5}}}
+    workflow_services.save_document(actor=cast.owner, workflow=workflow, revision=workflow.revision,
+                                    document=document)
+    body = client_for(cast.editor).get(reverse("run-panel", args=[workflow.pk]), **htmx("")).content.decode()
+    assert 'name="field.amount" id="run-input-f-amount" value="1234.5"' in body
+
+
+def test_viewer_sees_runs_but_no_start_form(cast: Any, workflow: Any) -> None:
+    start(cast, workflow)
+    body = client_for(cast.viewer).get(reverse("run-panel", args=[workflow.pk]), **htmx("")).content.decode()
+    assert "Start run" not in body and "needs the editor role" in body
+    assert 'class="run-link"' in body
+
+
+def test_starting_from_the_panel_queues_a_run_and_polls_its_status(cast: Any, workflow: Any) -> None:
+    response = client_for(cast.editor).post(
+        reverse("run-start", args=[workflow.pk]), {"version": "", "_mode": "fields", "field.amount": "250"},
+        **htmx("run-panel"),
+    )
+    run = Run.objects.get()
+    body = response.content.decode()
+    assert run.input == {"amount": 250} and run.status == "queued" and run.workflow_version is None
+    assert f'Run <a href="{reverse("run-detail", args=[run.pk])}">#{run.pk}</a> started' in body
+    recent = re.search(r'<div id="run-recent"[^>]*>', body)
+    assert recent and 'hx-trigger="every 1s"' in recent.group(0)
+
+
+def test_starting_without_htmx_redirects_to_the_run(cast: Any, workflow: Any) -> None:
+    response = client_for(cast.editor).post(reverse("run-start", args=[workflow.pk]),
+                                            {"_mode": "json", "_json": '{"amount": 7}'})
+    run = Run.objects.get()
+    assert response.status_code == 302 and response["Location"] == reverse("run-detail", args=[run.pk])
+    assert run.input == {"amount": 7}
+
+
+def test_a_published_version_can_be_chosen(cast: Any, workflow: Any) -> None:
+    version = workflow_services.publish_workflow(actor=cast.owner, workflow=workflow)
+    client = client_for(cast.editor)
+    panel = client.get(reverse("run-panel", args=[workflow.pk]), **htmx("")).content.decode()
+    assert f'<option value="{version.number}"' in panel
+    client.post(reverse("run-start", args=[workflow.pk]),
+                {"version": str(version.number), "field.amount": "1"}, **htmx("run-panel"))
+    assert Run.objects.get().workflow_version == version
+
+
+def test_form_errors_are_shown_and_nothing_starts(cast: Any, workflow: Any) -> None:
+    response = client_for(cast.editor).post(reverse("run-start", args=[workflow.pk]),
+                                            {"field.amount": "lots"}, **htmx("run-panel"))
+    assert response.status_code == 200 and "Enter a number." in response.content.decode()
+    assert not Run.objects.exists()
+
+
+def test_a_draft_with_errors_shows_its_diagnostics(cast: Any, workflow: Any) -> None:
+    broken = {**workflow.document, "routes": [*workflow.document["routes"],
+                                              {"source": "assess", "label": "nope", "target": "record"}]}
+    workflow_services.save_document(actor=cast.owner, workflow=workflow, revision=workflow.revision,
+                                    document=broken)
+    body = client_for(cast.editor).post(reverse("run-start", args=[workflow.pk]), {"field.amount": "1"},
+                                        **htmx("run-panel")).content.decode()
+    assert '<ul class="diagnostics">' in body and "<code>assess</code>" in body
+    assert not Run.objects.exists()
+
+
+def test_viewer_cannot_start_and_stranger_sees_nothing(cast: Any, workflow: Any) -> None:
+    url = reverse("run-start", args=[workflow.pk])
+    assert client_for(cast.viewer).post(url, {"field.amount": "1"}).status_code == 403
+    assert client_for(cast.stranger).post(url, {"field.amount": "1"}).status_code == 404
+    assert client_for(cast.stranger).get(reverse("run-panel", args=[workflow.pk])).status_code == 404
+    assert not Run.objects.exists()
+
+
+# --- history ----------------------------------------------------------------------------------------------------
+
+
+def run_ids(body: str) -> list[int]:
+    return [int(n) for n in re.findall(r'<tr data-run="(\d+)"', body)]
+
+
+def test_history_filters_by_status_version_who_and_date(cast: Any, workflow: Any) -> None:
+    version = workflow_services.publish_workflow(actor=cast.owner, workflow=workflow)
+    draft = start(cast, workflow)
+    pinned = run_services.start_run(actor=cast.owner, workflow=workflow, input={"amount": 1},
+                                    version=version.number)
+    old = start(cast, workflow)
+    Run.objects.filter(pk=old.pk).update(status="failed", created_at=timezone.now() - timedelta(days=10))
+    client = client_for(cast.viewer)
+    url = reverse("workflow-runs", args=[workflow.pk])
+
+    assert run_ids(client.get(url).content.decode()) == [pinned.pk, draft.pk, old.pk]
+    assert run_ids(client.get(url, {"status": "failed"}).content.decode()) == [old.pk]
+    assert run_ids(client.get(url, {"version": "draft"}).content.decode()) == [draft.pk, old.pk]
+    assert run_ids(client.get(url, {"version": str(version.number)}).content.decode()) == [pinned.pk]
+    assert run_ids(client.get(url, {"who": str(cast.owner.pk)}).content.decode()) == [pinned.pk]
+    since = (timezone.localdate() - timedelta(days=1)).isoformat()
+    assert old.pk not in run_ids(client.get(url, {"since": since}).content.decode())
+
+
+def test_history_filter_request_from_htmx_gets_only_the_table(cast: Any, workflow: Any) -> None:
+    start(cast, workflow)
+    body = client_for(cast.viewer).get(reverse("workflow-runs", args=[workflow.pk]), {"status": "queued"},
+                                       **htmx("run-table")).content.decode()
+    assert body.lstrip().startswith('<div id="run-table">') and "<html" not in body
+
+
+def test_history_pages(cast: Any, workflow: Any) -> None:
+    for _ in range(27):
+        start(cast, workflow)
+    client = client_for(cast.viewer)
+    first = client.get(reverse("team-runs", args=[cast.team.pk])).content.decode()
+    second = client.get(reverse("team-runs", args=[cast.team.pk]), {"page": "2"}).content.decode()
+    assert len(run_ids(first)) == 25 and len(run_ids(second)) == 2
+    assert "page 1 of 2" in first and "Older" in first and "Newer" in second
+    assert not set(run_ids(first)) & set(run_ids(second))
+
+
+def test_team_and_global_history_only_show_my_teams(cast: Any, workflow: Any) -> None:
+    mine = start(cast, workflow)
+    other = workflow_services.create_workflow(actor=cast.stranger, team=cast.other_team, name="Theirs",
+                                              document={**workflow.document, "id": "theirs"})
+    theirs = run_services.start_run(actor=cast.stranger, workflow=other, input={"amount": 1})
+    client = client_for(cast.viewer)
+    assert run_ids(client.get(reverse("run-list")).content.decode()) == [mine.pk]
+    assert client.get(reverse("team-runs", args=[cast.other_team.pk])).status_code == 404
+    assert client.get(reverse("workflow-runs", args=[other.pk])).status_code == 404
+    assert client.get(reverse("run-detail", args=[theirs.pk])).status_code == 404
+
+
+def test_staff_get_a_link_into_the_admin_run_history(cast: Any, workflow: Any) -> None:
+    url = reverse("workflow-runs", args=[workflow.pk])
+    assert "Admin run history" not in client_for(cast.viewer).get(url).content.decode()
+    cast.viewer.is_staff = True
+    cast.viewer.save()
+    body = client_for(cast.viewer).get(url).content.decode()
+    assert f'{reverse("admin:designer_run_changelist")}?workflow__id__exact={workflow.pk}' in body
+
+
+# --- detail -----------------------------------------------------------------------------------------------------
+
+
+def live_div(body: str) -> str:
+    match = re.search(r'<div id="run-live"[^>]*>', body)
+    assert match, "the live region is on the page"
+    return match.group(0)
+
+
+def test_a_queued_run_polls_every_second(cast: Any, workflow: Any) -> None:
+    run = start(cast, workflow)
+    body = client_for(cast.viewer).get(reverse("run-detail", args=[run.pk])).content.decode()
+    assert 'hx-trigger="every 1s"' in live_div(body)
+    partial = client_for(cast.viewer).get(reverse("run-detail", args=[run.pk]), **htmx("run-live")).content.decode()
+    assert partial.lstrip().startswith('<div id="run-live"') and "<html" not in partial
+
+
+@pytest.mark.parametrize("status", ["completed", "failed", "cancelled", "interrupted"])
+def test_polling_stops_once_the_run_waits_or_ends(cast: Any, workflow: Any, status: str) -> None:
+    run = start(cast, workflow)
+    Run.objects.filter(pk=run.pk).update(status=status)
+    body = client_for(cast.viewer).get(reverse("run-detail", args=[run.pk])).content.decode()
+    assert "hx-trigger" not in live_div(body)
+
+
+def test_viewer_has_no_cancel_button_editor_does(cast: Any, workflow: Any) -> None:
+    run = start(cast, workflow)
+    url = reverse("run-detail", args=[run.pk])
+    assert "Cancel run" not in client_for(cast.viewer).get(url).content.decode()
+    assert "Cancel run" in client_for(cast.editor).get(url).content.decode()
+    assert client_for(cast.viewer).post(reverse("run-cancel", args=[run.pk])).status_code == 403
+
+
+def test_cancelling_a_queued_run(cast: Any, workflow: Any) -> None:
+    run = start(cast, workflow)
+    body = client_for(cast.editor).post(reverse("run-cancel", args=[run.pk]), **htmx("run-live")).content.decode()
+    assert Run.objects.get(pk=run.pk).status == "cancelled"
+    assert 'data-status="cancelled"' in body and "Run cancelled." in body
+
+
+def test_stranger_gets_404_on_every_run_page(cast: Any, workflow: Any) -> None:
+    run = start(cast, workflow)
+    client = client_for(cast.stranger)
+    for name, args in (("run-detail", [run.pk]), ("run-events", [run.pk]), ("run-frame", [run.pk, "frame_1"])):
+        assert client.get(reverse(name, args=args)).status_code == 404, name
+    for name in ("run-resume", "run-cancel"):
+        assert client.post(reverse(name, args=[run.pk])).status_code == 404, name
+    assert Run.objects.get(pk=run.pk).status == "queued"
