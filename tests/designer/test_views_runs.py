@@ -231,3 +231,123 @@ def test_stranger_gets_404_on_every_run_page(cast: Any, workflow: Any) -> None:
     for name in ("run-resume", "run-cancel"):
         assert client.post(reverse(name, args=[run.pk])).status_code == 404, name
     assert Run.objects.get(pk=run.pk).status == "queued"
+
+
+# --- executed runs (the real executor, in-process) ----------------------------------------------------------------
+
+
+@pytest.fixture
+def demo(make_user: Any) -> dict[str, Any]:
+    from django.contrib.auth import get_user_model
+
+    from designer.demo import load_demo
+    from designer.models import Workflow
+
+    load_demo()
+    users = {name: get_user_model().objects.get(username=name) for name in ("demo", "viewer")}
+    workflows = {w.slug: w for w in Workflow.objects.filter(team__slug="demo")}
+    return {"users": users, "workflows": workflows, "stranger": make_user("stan")}
+
+
+def run_demo(demo: dict[str, Any], slug: str) -> Run:
+    from designer.runs.executor import execute
+
+    workflow = demo["workflows"][slug]
+    run = run_services.start_run(actor=demo["users"]["demo"], workflow=workflow,
+                                 input=workflow.document["metadata"]["sample_input"])
+    execute(run.pk)
+    return Run.objects.get(pk=run.pk)
+
+
+def progress_rows(body: str) -> list[tuple[str, int, int]]:
+    """(node, done, total) per progress row, in page order."""
+    return [(node, int(done), int(total)) for node, done, total in re.findall(
+        r'class="progress-row[^"]*"[^>]*data-node="([^"]+)" data-done="(\d+)" data-total="(\d*)"', body)]
+
+
+def test_a_finished_nested_run_shows_every_activation_complete(demo: dict[str, Any]) -> None:
+    run = run_demo(demo, "customer-orders")
+    assert run.status == "completed"
+    body = client_for(demo["users"]["viewer"]).get(reverse("run-detail", args=[run.pk])).content.decode()
+
+    rows = progress_rows(body)
+    customers = len(run.input["customers"])
+    assert rows[0] == ("customers", customers, customers)
+    assert [node for node, _, _ in rows[1:]] == ["orders"] * customers  # one inner activation per customer
+    assert all(done == total for _, done, total in rows)
+    for index in range(customers):  # nested under their parent item, in item order
+        assert f'<span class="muted">item [{index}] ›</span>' in body
+    assert body.count('class="tl-row kind-item"') == customers + sum(total for _, _, total in rows[1:])
+    assert '"totals"' in body and 'id="run-output"' in body
+
+
+def test_a_finished_item_frame_shows_the_context_the_runtime_recorded(demo: dict[str, Any]) -> None:
+    run = run_demo(demo, "customer-orders")
+    price = run.events.filter(kind="node_started", node_id="price").order_by("seq").last()
+    assert price is not None
+    body = client_for(demo["users"]["viewer"]).get(
+        reverse("run-frame", args=[run.pk, price.frame_id]), **htmx("frame-panel")).content.decode()
+
+    assert body.lstrip().startswith('<aside id="frame-panel"')
+    entries = re.findall(r'data-foreach="([^"]+)"', body)
+    assert entries == ["customers", "orders"]  # outermost first
+    last_customer = len(run.input["customers"]) - 1
+    assert re.search(r'data-foreach="customers".*?<dd class="ctx-index">' + str(last_customer) + "<", body, re.S)
+    assert "As recorded by the runtime" in body
+
+
+def test_events_table_filters_by_kind_and_node(demo: dict[str, Any]) -> None:
+    run = run_demo(demo, "customer-orders")
+    client = client_for(demo["users"]["viewer"])
+    body = client.get(reverse("run-events", args=[run.pk]), {"kind": "node_completed", "node": "price"},
+                      **htmx("run-events")).content.decode()
+    kinds = set(re.findall(r'data-kind="([^"]+)" data-node="([^"]*)"', body))
+    expected = run.events.filter(kind="node_completed", node_id="price").count()
+    assert kinds == {("node_completed", "price")}
+    assert f"{expected} event" in body and "hx-trigger" not in body.split(">", 1)[0]
+
+
+def test_answering_an_interrupt_in_the_page_resumes_the_run(demo: dict[str, Any]) -> None:
+    from designer.runs.executor import execute
+
+    run = run_demo(demo, "spending-approval")
+    assert run.status == "interrupted"
+    editor, viewer = client_for(demo["users"]["demo"]), client_for(demo["users"]["viewer"])
+    url = reverse("run-detail", args=[run.pk])
+
+    page = editor.get(url).content.decode()
+    interrupt = run.interrupts[0]
+    assert "Approve this spending request?" in page and f'id="interrupt-{interrupt["id"]}"' in page
+    assert 'name="field.approved"' in page and 'name="field.comment"' in page
+    assert 'name="field.approved"' not in viewer.get(url).content.decode()  # viewers cannot answer
+
+    frame = editor.get(reverse("run-frame", args=[run.pk, interrupt["frame_id"]]), **htmx("frame-panel"))
+    assert "Derived by the runtime from the run state" in frame.content.decode()
+
+    response = editor.post(reverse("run-resume", args=[run.pk]),
+                           {"interrupt_id": interrupt["id"], "field.approved": "on", "field.comment": "ok by me"},
+                           **htmx("run-live"))
+    assert 'hx-trigger="every 1s"' in live_div(response.content.decode())  # queued again: polling resumes
+    execute(run.pk)
+    run.refresh_from_db()
+    assert run.status == "completed"
+    assert run.output["decision"]["approved"] is True
+    assert "Waiting for" not in editor.get(url).content.decode()
+
+
+def test_a_resume_form_error_comes_back_to_that_form_only(demo: dict[str, Any]) -> None:
+    run = run_demo(demo, "spending-approval")
+    interrupt = run.interrupts[0]
+    response = client_for(demo["users"]["demo"]).post(
+        reverse("run-resume", args=[run.pk]),
+        {"interrupt_id": interrupt["id"], "_mode": "json", "_json": "{not json"}, **htmx("run-live"))
+    assert response["HX-Retarget"] == f"#interrupt-{interrupt['id']}"
+    body = response.content.decode()
+    assert body.lstrip().startswith(f'<form id="interrupt-{interrupt["id"]}"') and "Not valid JSON" in body
+    assert "hx-preserve" not in body.split(">", 1)[0]  # the error must replace the preserved form
+    assert Run.objects.get(pk=run.pk).status == "interrupted"
+
+
+def test_stranger_cannot_see_a_demo_run(demo: dict[str, Any]) -> None:
+    run = run_demo(demo, "spending-approval")
+    assert client_for(demo["stranger"]).get(reverse("run-detail", args=[run.pk])).status_code == 404
