@@ -2,8 +2,10 @@
 
 ``required`` labels are ones the node may emit in normal operation: without a
 route for one, the lineage ends there. ``optional`` labels are valid route
-labels whose absence changes nothing structural (``error``: with no error
-route a failure fails the run instead of ending a lineage quietly).
+labels whose absence changes nothing structural: ``error``, which every node
+kind takes when it fails (a task or child that raises, a binding or a
+collection that cannot be read) *if* an error route exists; with none, the
+failure fails the run instead of ending a lineage quietly.
 ``known`` is false for a task the analyzer cannot look up (no registry): then
 any label is accepted and only "no routes at all" can be judged.
 """
@@ -27,12 +29,11 @@ class LabelSet:
 
     @property
     def valid(self) -> tuple[str, ...]:
-        return tuple(sorted((*self.required, *self.optional), key=lambda label: label in _LAST))
+        # the order route handles are drawn in: the normal flow, then "done", then "error"
+        return tuple(sorted((*self.required, *self.optional), key=lambda label: (label == "error", label == "done")))
 
 
 _UNKNOWN = LabelSet(False)
-#: Shown after the others (the order route handles are drawn in): the exits after the normal flow.
-_LAST = frozenset({"done", "error"})
 
 
 def labels_of(node: object, spec: Any | None) -> LabelSet:
@@ -40,16 +41,17 @@ def labels_of(node: object, spec: Any | None) -> LabelSet:
     if isinstance(node, TaskNode):
         if spec is None:
             return _UNKNOWN
-        return LabelSet(True, tuple(spec.labels), ("error",))
+        return LabelSet(True, tuple(spec.labels), () if "error" in spec.labels else ("error",))
     if isinstance(node, ForeachNode):
         # A missing loop route is reported on its own; here only "done" can end a lineage.
-        return LabelSet(True, ("done",), ("loop",))
+        return LabelSet(True, ("done",), ("loop", "error"))
     if isinstance(node, SubgraphNode):
         return LabelSet(True, ("ok",), ("error",))
     if isinstance(node, BranchNode):
         cases = [case.label for case in node.cases]
         default = [node.default_label] if node.default_label not in cases else []
-        return LabelSet(True, (*cases, *default))
+        return LabelSet(True, (*cases, *default), () if "error" in cases else ("error",))
     if isinstance(node, InterruptNode):
-        return LabelSet(True, tuple(dict.fromkeys(node.labels)))
+        labels = tuple(dict.fromkeys(node.labels))
+        return LabelSet(True, labels, () if "error" in labels else ("error",))
     return _UNKNOWN

@@ -32,9 +32,10 @@ CHILD = workflow([task("t")], [], id="child", input_schema={
 def test_labels_per_kind() -> None:
     analysis = analyze(doc(), registry=REGISTRY, workflows={"child": CHILD})
     assert analysis.labels("c") == ("ok", "again", "error")
-    assert analysis.labels("ask") == ("approve", "reject")
-    assert analysis.labels("b") == ("big", "default")
-    assert analysis.labels("f") == ("loop", "done")
+    # every node takes its error route when it fails (and one exists)
+    assert analysis.labels("ask") == ("approve", "reject", "error")
+    assert analysis.labels("b") == ("big", "default", "error")
+    assert analysis.labels("f") == ("loop", "done", "error")
     assert analysis.labels("s") == ("ok", "error")
     # a task the registry does not know: the usual labels plus those its routes use
     assert analysis.labels("mystery") == ("ok", "error", "weird")

@@ -140,7 +140,7 @@ def test_unknown_label_is_reported_for_foreach_and_interrupt() -> None:
     ))
     unknown = [(d.node_id, d.field) for d in analysis.errors if d.code == "route.unknown_label"]
     assert unknown == [("ask", "routes.maybe"), ("f", "routes.finished")]
-    assert "'approve', 'reject'" in next(d.hint for d in analysis.errors if d.node_id == "ask")
+    assert "'approve', 'reject', 'error'" in next(d.hint for d in analysis.errors if d.node_id == "ask")
 
 
 def test_constructed_documents_report_unknown_targets_and_sources() -> None:
@@ -172,3 +172,15 @@ def test_raw_mapping_is_validated_first() -> None:
 
 def test_empty_workflow_has_no_start() -> None:
     assert codes(analyze(workflow([], []))) == ["workflow.no_start"]
+
+
+def test_every_node_kind_may_route_error() -> None:
+    branch = {"kind": "branch", "id": "b", "path": "input.x", "cases": [{"label": "yes", "op": "truthy"}]}
+    pause = {"kind": "interrupt", "id": "ask"}
+    analysis = analyze(workflow(
+        [branch, foreach("f", "input.xs"), task("t"), pause, task("handler")],
+        [route("b", "yes", "f"), route("b", "default", "f"), route("b", "error", "handler"),
+         route("f", "loop", "t"), route("t", "ok", "f"), route("f", "error", "handler"), route("f", "done", "ask"),
+         route("ask", "error", "handler")],
+    ))
+    assert analysis.ok, analysis.diagnostics
