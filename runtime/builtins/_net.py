@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import json as _json
+import os
 from typing import Annotated, Any, Literal, TypedDict
 
 import httpx
@@ -16,6 +18,10 @@ MAX_TIMEOUT_SECONDS = 60.0
 MAX_RESPONSE_BYTES = 10_000_000
 MAX_WAIT_SECONDS = 300.0
 
+#: Comma-separated host names (or ``*``) that may be reached even though they resolve to a
+#: loopback, private, link-local or otherwise non-public address.
+ALLOWED_HOSTS_ENV = "TRELLIS_HTTP_ALLOWED_HOSTS"
+
 HttpMethod = Literal["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
 
 
@@ -26,6 +32,37 @@ class HttpResponse(TypedDict):
     headers: dict[str, str]
     json: Any
     text: str
+
+
+def _allowed_hosts() -> frozenset[str]:
+    raw = os.environ.get(ALLOWED_HOSTS_ENV, "")
+    return frozenset(entry.strip().lower() for entry in raw.split(",") if entry.strip())
+
+
+async def _refuse_private_addresses(request: httpx.Request) -> None:
+    """Keep workflow documents from using the server to reach its own network.
+
+    A document is user input; without this, anyone who can edit a workflow could
+    read cloud metadata endpoints or internal services through the worker. It
+    runs as an httpx request hook, so every redirect hop is checked too.
+    """
+    host = request.url.host
+    allowed = _allowed_hosts()
+    if "*" in allowed or host.lower() in allowed:
+        return
+    try:
+        infos = await asyncio.get_running_loop().getaddrinfo(host, request.url.port or 0)
+    except OSError as exc:
+        raise TaskError(f"http_request: cannot resolve host {host!r}: {exc}", host=host) from None
+    for info in infos:
+        address = ipaddress.ip_address(str(info[4][0]).split("%")[0])
+        if not address.is_global:
+            raise TaskError(
+                f"http_request: host {host!r} resolves to the non-public address {address}; "
+                f"requests to loopback, private and link-local networks are refused. "
+                f"An administrator can allow it by adding the host to {ALLOWED_HOSTS_ENV}",
+                host=host, address=str(address),
+            )
 
 
 def _no_constants(name: str) -> Any:
@@ -48,7 +85,9 @@ async def http_request(
 
     ``timeout`` bounds the whole exchange in seconds (at most 60); a body
     larger than ``max_bytes`` fails the step. A 4xx/5xx status is a normal
-    result (``ok`` false) unless ``raise_for_status``.
+    result (``ok`` false) unless ``raise_for_status``. Hosts that resolve to
+    loopback, private or link-local addresses are refused unless an
+    administrator lists them in ``TRELLIS_HTTP_ALLOWED_HOSTS``.
     """
     if json is not None and body is not None:
         raise TaskError("http_request: give either 'json' or 'body', not both")
@@ -60,7 +99,10 @@ async def http_request(
         raise TaskError(f"http_request: url {url!r} must be an absolute http:// or https:// address", url=url)
     try:
         async with asyncio.timeout(timeout):
-            async with httpx.AsyncClient(timeout=timeout, follow_redirects=follow_redirects) as client:
+            async with httpx.AsyncClient(
+                timeout=timeout, follow_redirects=follow_redirects,
+                event_hooks={"request": [_refuse_private_addresses]},
+            ) as client:
                 async with client.stream(
                     method, parsed, headers=headers, params=params, json=json,
                     content=body.encode() if body is not None else None,

@@ -309,6 +309,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(200, b"x" * 5000, "text/plain")
         elif url.path == "/nan":
             self._send(200, b'{"x": NaN}', "application/json")
+        elif url.path == "/redirect-to":
+            self._send(302, b"", "text/plain", {"Location": parse_qs(url.query)["to"][0]})
         elif url.path == "/redirect":
             self._send(302, b"", "text/plain", {"Location": "/text"})
         elif url.path == "/slow":
@@ -326,7 +328,7 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 @pytest.fixture(scope="module")
-def server() -> Iterator[str]:
+def local_server() -> Iterator[str]:
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
     httpd.daemon_threads = True
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
@@ -338,6 +340,28 @@ def server() -> Iterator[str]:
         httpd.shutdown()
         httpd.server_close()
         thread.join()
+
+
+@pytest.fixture
+def server(local_server: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The local server, with 127.0.0.1 explicitly allowed as an administrator would."""
+    monkeypatch.setenv("TRELLIS_HTTP_ALLOWED_HOSTS", "127.0.0.1")
+    return local_server
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "localhost", "[::1]", "10.0.0.1", "169.254.169.254"])
+def test_http_refuses_non_public_addresses_by_default(host: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("TRELLIS_HTTP_ALLOWED_HOSTS", raising=False)
+    with pytest.raises(TaskError, match="non-public address .*TRELLIS_HTTP_ALLOWED_HOSTS"):
+        run("http_request", url=f"http://{host}:9/anything", timeout=2)
+
+
+def test_http_redirect_to_a_private_address_is_refused(local_server: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The first hop is allowed by name; the redirect goes to a host that is not.
+    monkeypatch.setenv("TRELLIS_HTTP_ALLOWED_HOSTS", "127.0.0.1")
+    port = local_server.rsplit(":", 1)[1]
+    with pytest.raises(TaskError, match="'localhost' resolves to the non-public address"):
+        run("http_request", url=f"{local_server}/redirect-to?to=http://localhost:{port}/text", follow_redirects=True)
 
 
 def test_http_get_json_with_params_and_headers(server: str) -> None:
@@ -405,7 +429,8 @@ def test_http_input_checks(server: str) -> None:
         run("http_request", url=f"{server}/echo", method="POST", json={}, body="x")
 
 
-def test_http_connection_failure_is_a_task_error() -> None:
+def test_http_connection_failure_is_a_task_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TRELLIS_HTTP_ALLOWED_HOSTS", "127.0.0.1")
     # Port 9 (discard) is not served on the loopback here; the connection is refused at once.
     with pytest.raises(TaskError, match=r"http_request: GET http://127.0.0.1:9/ failed: ConnectError"):
         run("http_request", url="http://127.0.0.1:9/", timeout=5)
