@@ -72,7 +72,7 @@ $(VENV)/.stamp-install-bench: pyproject.toml $(LOCK) $(VENV)/.stamp-install
 
 lock: $(VENV)/.stamp-install-bench
 	@{ echo "# Pinned versions for 'pip install -c $(LOCK)'. Regenerate with 'make lock'."; \
-	   $(PIP) freeze --exclude-editable --exclude trellis; } > $(LOCK)
+	   $(PIP) list --format=freeze --exclude-editable --exclude trellis --exclude pip; } > $(LOCK)
 	@echo "wrote $(LOCK)"
 
 # --- Front end ----------------------------------------------------------------
