@@ -123,7 +123,7 @@ class Analysis:
         facts = self._facts(node_id)
         if facts.labels.known:
             return facts.labels.valid
-        used = tuple(r.label for r in self.workflow.routes if r.source == node_id)
+        used = tuple(self._regions.routes.get(node_id, {}))
         return tuple(dict.fromkeys(("ok", "error", *used)))
 
     def field_schema(self, node_id: str, field: str) -> Schema | None:
@@ -252,7 +252,7 @@ def _structure(workflow: Workflow, nodes: Mapping[str, object], registry: Any,
     return out
 
 
-def _route_labels(workflow: Workflow, nodes: Mapping[str, object],
+def _route_labels(workflow: Workflow, routes: Mapping[str, Mapping[str, str]],
                   labels: Mapping[str, LabelSet]) -> list[Diagnostic]:
     out: list[Diagnostic] = []
     for route in workflow.routes:
@@ -265,17 +265,13 @@ def _route_labels(workflow: Workflow, nodes: Mapping[str, object],
             f"node {route.source!r} cannot emit label {route.label!r}, so route --{route.label}--> "
             f"{route.target!r} never fires", f"use one of the labels it can emit: {valid}"))
     for node in workflow.nodes:
-        if isinstance(node, ForeachNode) and "loop" not in _routes_of(workflow, node.id):
+        if isinstance(node, ForeachNode) and "loop" not in routes.get(node.id, {}):
             out.append(Diagnostic(
                 "region.no_return", "error", node.id, "routes.loop",
                 f"foreach {node.id!r} has no loop route, so its items have no body to run and never return",
                 f"add a route {node.id!r} --loop--> the first node of the body, and route the body back to "
                 f"{node.id!r}"))
     return out
-
-
-def _routes_of(workflow: Workflow, node_id: str) -> dict[str, str]:
-    return {r.label: r.target for r in workflow.routes if r.source == node_id}
 
 
 def _unreachable(workflow: Workflow, reached: Mapping[str, Stack]) -> list[Diagnostic]:
@@ -367,7 +363,7 @@ class _Session:
         labels = {node_id: labels_of(node, specs.get(node_id)) for node_id, node in nodes.items()}
         regions = compute_regions(doc, nodes, routes, labels)
         diagnostics = _structure(doc, nodes, self.registry, specs)
-        diagnostics += _route_labels(doc, nodes, labels)
+        diagnostics += _route_labels(doc, routes, labels)
         diagnostics += _unreachable(doc, regions.stacks) if doc.nodes else []
         diagnostics += regions.diagnostics
         diagnostics += _aliases(doc, nodes, regions.stacks)

@@ -36,6 +36,7 @@ class Regions:
     stacks: Mapping[str, Stack]          # canonical stack of every reachable node
     seen: Mapping[str, tuple[Stack, ...]]  # every stack a node was reached with
     diagnostics: tuple[Diagnostic, ...]
+    routes: Mapping[str, Mapping[str, str]]  # source -> label -> target (first route per label)
 
 
 def _show(stack: Stack) -> str:
@@ -91,7 +92,7 @@ def compute_regions(
     frozen_seen = {node_id: tuple(stacks) for node_id, stacks in seen.items()}
     canonical = {node_id: _common_prefix(stacks) for node_id, stacks in frozen_seen.items()}
     checker = _RegionChecker(nodes, routes, labels, frozen_seen, canonical)
-    return Regions(canonical, frozen_seen, tuple(checker.run()))
+    return Regions(canonical, frozen_seen, tuple(checker.run()), routes)
 
 
 class _RegionChecker:
