@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from runtime import UnknownNodeError, UnreachableNodeError, Workflow, WorkflowValidationError, analyze
+from runtime._analysis import CODES
 from tests.runtime.analysis_docs import chain, foreach, route, task, workflow
 
 
@@ -184,3 +187,38 @@ def test_every_node_kind_may_route_error() -> None:
          route("ask", "error", "handler")],
     ))
     assert analysis.ok, analysis.diagnostics
+
+
+node_kinds = st.sampled_from(["task", "foreach", "branch"])
+labels = st.sampled_from(["ok", "loop", "done", "default", "again", "error"])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.data())
+def test_arbitrary_graphs_never_crash_and_regions_are_sane(data: st.DataObject) -> None:
+    """Any structurally valid graph, however tangled: analysis finishes and its answers are consistent."""
+    count = data.draw(st.integers(1, 8))
+    kinds = data.draw(st.lists(node_kinds, min_size=count, max_size=count))
+    nodes = []
+    for i, kind in enumerate(kinds):
+        if kind == "task":
+            nodes.append(task(f"n{i}"))
+        elif kind == "foreach":
+            nodes.append(foreach(f"n{i}", "input.xs", data.draw(st.sampled_from([None, "a", "b"]))))
+        else:
+            nodes.append({"kind": "branch", "id": f"n{i}", "path": "input.x", "cases": [{"label": "again"}]})
+    edges = data.draw(st.lists(st.tuples(st.integers(0, count - 1), labels, st.integers(0, count - 1)),
+                               max_size=count * 3, unique_by=lambda e: (e[0], e[1])))
+    doc = workflow(nodes, [route(f"n{a}", label, f"n{b}") for a, label, b in edges])
+    analysis = analyze(doc)
+    foreach_ids = {n["id"] for n in nodes if n["kind"] == "foreach"}
+    assert {d.code for d in analysis.diagnostics} <= set(CODES)
+    for node_id in analysis.reachable:
+        stack = analysis.control_region(node_id)
+        assert set(stack) <= foreach_ids and len(set(stack)) == len(stack)
+        assert node_id not in stack
+        context = analysis.context_schema(node_id)
+        assert list(context["properties"]["foreach"]["properties"]) == list(stack)
+        analysis.path_options(node_id)
+    unreachable = {n["id"] for n in nodes} - analysis.reachable
+    assert {d.node_id for d in analysis.diagnostics if d.code == "node.unreachable"} == unreachable
