@@ -19,9 +19,11 @@ from designer.analysis import analyze_document, dump_document, parse_document
 from designer.errors import BadRequest, DesignerError
 from designer.models import Run, Workflow
 from designer.permissions import require_role
+from designer.runs.checkpointer import run_id_for
 from designer.runs.lease import lease_is_free
 from designer.runs.recovery import enqueue_execution
 from designer.selectors.workflows import get_version
+from runtime import ResumeError, check_resume, check_run_input
 
 
 class RunConflict(DesignerError):
@@ -29,6 +31,13 @@ class RunConflict(DesignerError):
 
     code = "run.conflict"
     status = 409
+
+
+class ResumeInvalid(DesignerError):
+    """The answer does not fit the interrupt (its resume schema or labels); ``errors`` lists [{field, message}]."""
+
+    code = "resume.invalid"
+    status = 400
 
 
 def _check_input(data: object) -> dict[str, Any]:
@@ -64,6 +73,8 @@ def start_run(*, actor: Any, workflow: Workflow, input: object = None, version: 
     else:
         workflow_version = get_version(workflow=workflow, number=number)
         snapshot = workflow_version.document
+    # The engine checks again; checking here turns a bad input into a 400 with per-field errors.
+    check_run_input(snapshot, run_input)
     run = Run.objects.create(
         team_id=workflow.team_id,
         workflow=workflow,
@@ -73,6 +84,8 @@ def start_run(*, actor: Any, workflow: Workflow, input: object = None, version: 
         status=Run.Status.QUEUED,
         created_by=actor if getattr(actor, "is_authenticated", False) else None,
     )
+    run.runtime_id = run_id_for(run.pk)
+    run.save(update_fields=["runtime_id"])
     enqueue_execution(run.pk)
     run.refresh_from_db()
     return run
@@ -110,7 +123,11 @@ def resume_run(*, actor: Any, run: Run, interrupt_id: object, value: object = No
             interrupt_id=interrupt_id,
             open_interrupts=sorted(_open_interrupt_ids(locked)),
         )
-    locked.resume_request = {"interrupt_id": interrupt_id, "value": value, "label": label}
+    try:
+        chosen, checked = check_resume(locked.run_state or {}, interrupt_id, value, label)
+    except ResumeError as exc:
+        raise ResumeInvalid(exc.message, interrupt_id=interrupt_id, errors=exc.details.get("errors")) from None
+    locked.resume_request = {"interrupt_id": interrupt_id, "value": checked, "label": chosen}
     locked.status = Run.Status.QUEUED
     locked.save(update_fields=["resume_request", "status"])
     enqueue_execution(locked.pk)

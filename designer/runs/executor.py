@@ -1,0 +1,150 @@
+"""Executing one run in a worker: claim the lease, drive ``runtime.Engine``, store the outcome.
+
+Where a run starts depends only on its row, so a worker that picks up a run
+after another one died does the right thing without being told:
+
+* no checkpoint yet        -> ``engine.run`` (the first save happens before any task runs);
+* a pending ``resume_request`` -> ``engine.resume`` on the interrupted checkpoint; the first save of the
+  resumed run clears the request in the same transaction, so it is applied exactly once;
+* otherwise                -> ``engine.continue_run``, which re-runs the superstep whose commit was lost.
+
+Every save goes through ``OrmCheckpointer`` with this worker as lease owner:
+it renews the lease, and a worker whose lease was taken over stops with
+``LeaseLost`` having written nothing. Cancellation is the engine's
+``should_cancel`` hook, fed by the flag each save reads back.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.conf import settings
+from django.utils import timezone
+
+from designer import catalog
+from designer.models import Run
+from designer.resolvers import TeamVersionResolver
+from designer.runs.checkpointer import OrmCheckpointer, run_id_for
+from designer.runs.lease import Heartbeat, LeaseLost, claim, new_owner_id, release
+from runtime import Engine, RunResult, RunState, WorkflowError
+
+logger = logging.getLogger("designer.runs")
+
+DEFAULT_MAX_ATTEMPTS = 5
+
+#: Engine outcome -> Run status.
+STATUS = {
+    "completed": Run.Status.COMPLETED,
+    "failed": Run.Status.FAILED,
+    "interrupted": Run.Status.INTERRUPTED,
+    "cancelled": Run.Status.CANCELLED,
+}
+
+
+def max_attempts() -> int:
+    """How many workers may start a run before it is failed: a run that kills every worker that touches it
+    (a task that exhausts memory, say) must not be recovered forever."""
+    return int(getattr(settings, "TRELLIS_RUN_MAX_ATTEMPTS", DEFAULT_MAX_ATTEMPTS))
+
+
+def interrupt_records(result: RunResult) -> list[dict[str, Any]]:
+    return [{"id": record.interrupt_id, **record.to_dict()} for record in result.interrupts]
+
+
+def _error(exc: BaseException) -> dict[str, Any]:
+    if isinstance(exc, WorkflowError):
+        return exc.to_dict()
+    return {"code": "worker.error", "message": f"the worker failed: {type(exc).__name__}: {exc}"}
+
+
+class Execution:
+    """One attempt at one run by this worker process."""
+
+    def __init__(self, run: Run, owner: str) -> None:
+        self.run = run
+        self.owner = owner
+        self.resume = run.resume_request if isinstance(run.resume_request, dict) else None
+        self.checkpointer = OrmCheckpointer(run.team_id, owner=owner, extra_fields=self._extra_fields)
+        self.checkpointer.cancel_requested = run.cancel_requested
+
+    def _extra_fields(self, run_state: RunState) -> dict[str, Any]:
+        if self.resume is None:
+            return {}
+        # The first save after engine.resume records the answer's effect: drop the request with it.
+        self.resume = None
+        remaining = [{"id": record.interrupt_id, **record.to_dict()} for record in run_state.interrupts.values()]
+        return {"resume_request": None, "status": Run.Status.RUNNING, "interrupts": remaining, "error": None}
+
+    def _should_cancel(self, run_id: str) -> bool:
+        return self.checkpointer.cancel_requested
+
+    def drive(self) -> RunResult:
+        run = self.run
+        engine = Engine(
+            registry=catalog.registry(),
+            workflows=TeamVersionResolver(run.team_id),
+            checkpointer=self.checkpointer,
+            should_cancel=self._should_cancel,
+        )
+        with engine:
+            if run.run_state is None:
+                return engine.run(run.document, run.input, run_id=run.runtime_id or run_id_for(run.pk))
+            if self.resume is not None:
+                return engine.resume(run.run_state, self.resume["interrupt_id"], self.resume.get("value"),
+                                     self.resume.get("label"), workflow=run.document)
+            return engine.continue_run(run.run_state, workflow=run.document)
+
+    def finish(self, result: RunResult) -> str:
+        status = STATUS[result.status]
+        finished = status != Run.Status.INTERRUPTED
+        fields: dict[str, Any] = {
+            "status": status,
+            "output": result.output,
+            "error": result.error.to_dict() if result.error is not None else None,
+            "interrupts": interrupt_records(result),
+            "finished_at": timezone.now() if finished else None,
+        }
+        if not release(self.run.pk, self.owner, **fields):
+            raise LeaseLost(f"run {self.run.pk}: lease lost before the outcome was stored")
+        return status
+
+    def fail(self, exc: BaseException) -> str:
+        """Store a failure that happened outside the engine's own handling (nothing ran, or the worker broke).
+
+        A refused resume answer is not a failed run: the run stays interrupted with the error shown."""
+        if self.resume is not None and isinstance(exc, WorkflowError) and exc.code == "resume.invalid":
+            release(self.run.pk, self.owner, status=Run.Status.INTERRUPTED, resume_request=None, error=_error(exc))
+            return Run.Status.INTERRUPTED
+        release(self.run.pk, self.owner, status=Run.Status.FAILED, error=_error(exc), resume_request=None,
+                finished_at=timezone.now())
+        return Run.Status.FAILED
+
+
+def execute(run_id: int) -> str:
+    """Run ``run_id`` if no other worker holds it; the status it ended in, ``skipped`` or ``lease-lost``."""
+    owner = new_owner_id()
+    run = claim(run_id, owner)
+    if run is None:
+        return "skipped"
+    execution = Execution(run, owner)
+    if run.attempts > max_attempts():
+        logger.error("run %s: giving up after %d attempts", run_id, run.attempts - 1)
+        release(run.pk, owner, status=Run.Status.FAILED, finished_at=timezone.now(),
+                error={"code": "run.attempts_exhausted",
+                       "message": f"{run.attempts - 1} workers stopped while executing this run; giving up"})
+        return Run.Status.FAILED
+    if run.runtime_id is None:
+        Run.objects.filter(pk=run.pk).update(runtime_id=run_id_for(run.pk))
+        run.runtime_id = run_id_for(run.pk)
+    try:
+        with Heartbeat(run.pk, owner):
+            result = execution.drive()
+        return execution.finish(result)
+    except LeaseLost as exc:
+        logger.warning("%s; another worker owns the run now", exc)
+        return "lease-lost"
+    except Exception as exc:
+        if not isinstance(exc, WorkflowError):
+            logger.exception("run %s: unexpected error in the worker", run_id)
+        return execution.fail(exc)

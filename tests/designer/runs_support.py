@@ -1,0 +1,120 @@
+"""Helpers shared by the run tests: real worker processes on the test database, small workflows built from
+the runtime's built-in tasks, and polling the API until a run settles."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from django.urls import reverse
+
+from runtime import WorkflowBuilder
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+#: A short lease so a killed worker's run is recoverable quickly; renewed every third of it.
+TEST_LEASE_SECONDS = "2"
+
+WORKER = [sys.executable, "manage.py", "run_worker", "--no-startup-delay", "--no-reload"]
+
+
+def worker_environment(base: dict[str, str]) -> dict[str, str]:
+    return {**base, "TRELLIS_RUN_LEASE_SECONDS": TEST_LEASE_SECONDS}
+
+
+def run_batch(env: dict[str, str], *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """``run_worker --batch``: recover stale runs, then work until the queue is empty."""
+    result = subprocess.run([*WORKER, "--batch", *args], cwd=REPO_ROOT, env=env, capture_output=True, text=True,
+                            timeout=timeout)
+    assert result.returncode == 0, f"run_worker failed:\n{result.stdout}\n{result.stderr}"
+    return result
+
+
+def start_worker(env: dict[str, str], *args: str) -> subprocess.Popen[str]:
+    """A long-running ``run_worker`` polling every 50 ms. Stop it with ``stop_worker``."""
+    return subprocess.Popen([*WORKER, "--interval", "0.05", *args], cwd=REPO_ROOT, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def stop_worker(process: subprocess.Popen[str]) -> str:
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+    return process.stdout.read() if process.stdout else ""
+
+
+def wait_for(condition: Callable[[], Any], *, timeout: float = 90, interval: float = 0.05,
+             message: str = "condition", worker: subprocess.Popen[str] | None = None) -> Any:
+    """Poll until ``condition()`` is truthy and return it. The timeout only guards against a hang."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if worker is not None and worker.poll() is not None:
+            raise AssertionError(f"the worker exited while waiting for {message}:\n{stop_worker(worker)}")
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {message}")
+        time.sleep(interval)
+
+
+def start_run(client: Any, workflow: Any, run_input: dict[str, Any], **body: Any) -> dict[str, Any]:
+    response = client.post(reverse("api:workflow-runs", args=[workflow.pk]), {"input": run_input, **body},
+                           format="json")
+    assert response.status_code == 201, response.json()
+    return response.json()
+
+
+def run_detail(client: Any, run_id: int) -> dict[str, Any]:
+    response = client.get(reverse("api:run-detail", args=[run_id]))
+    assert response.status_code == 200, response.json()
+    return response.json()
+
+
+def all_events(client: Any, run_id: int) -> list[dict[str, Any]]:
+    events: list[dict[str, Any]] = []
+    after = None
+    while True:
+        params = {"limit": 1000} if after is None else {"limit": 1000, "after": after}
+        page = client.get(reverse("api:run-events", args=[run_id]), params).json()
+        if not page["events"]:
+            return events
+        events += page["events"]
+        after = page["next_after"]
+
+
+def counting_document(workflow_id: str = "counting", *, pause: bool = True) -> dict[str, Any]:
+    """``first`` (x + 1) -> ``pause`` (wait input.pause seconds) -> ``second`` (first * 2), each a superstep.
+
+    Its output tells whether every step's write survived: {"first": x + 1, "second": 2 * (x + 1)}.
+    """
+    graph = WorkflowBuilder(
+        workflow_id, "Counting",
+        input_schema={"type": "object", "properties": {"x": {"type": "integer"}, "pause": {"type": "number"}},
+                      "required": ["x"]},
+        state_schema={"type": "object", "properties": {"first": {"type": "integer"},
+                                                       "second": {"type": "integer"}}},
+    )
+    first = graph.use("math", id="first", input=[{"target": "op", "value": "add"}, {"target": "a", "path": "input.x"},
+                                                 {"target": "b", "value": 1}],
+                      output=[{"source": ".", "target": "first"}])
+    second = graph.use("math", id="second", input=[{"target": "op", "value": "mul"},
+                                                   {"target": "a", "path": "state.first"}, {"target": "b", "value": 2}],
+                       output=[{"source": ".", "target": "second"}])
+    if pause:
+        wait = graph.use("wait", id="pause", input=[{"target": "seconds", "path": "input.pause"}])
+        graph.set_route(first, "ok", wait)
+        graph.set_route(wait, "ok", second)
+    else:
+        graph.set_route(first, "ok", second)
+    graph.output("first", "state.first")
+    graph.output("second", "state.second")
+    return graph.build().model_dump(mode="json")

@@ -1,0 +1,147 @@
+"""Runs executed by a real ``run_worker`` process on the test database, driven through the real API."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.urls import reverse
+
+from designer.demo import orders_via_subgraph, process_order, spending_approval
+from designer.models import Run
+from designer.services import workflows as workflow_services
+from tests.designer.runs_support import (
+    all_events,
+    counting_document,
+    run_batch,
+    run_detail,
+    start_run,
+    start_worker,
+    stop_worker,
+    wait_for,
+    worker_environment,
+)
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def env(worker_env: dict[str, str]) -> dict[str, str]:
+    return worker_environment(worker_env)
+
+
+def make_workflow(cast: Any, document: dict[str, Any], name: str) -> Any:
+    return workflow_services.create_workflow(actor=cast.owner, team=cast.team, name=name, document=document)
+
+
+def test_a_started_run_completes_in_the_worker_with_state_output_and_trace(api: Any, cast: Any,
+                                                                           env: dict[str, str]) -> None:
+    workflow = make_workflow(cast, counting_document(pause=False), "Counting")
+    client = api(cast.editor)
+    run = start_run(client, workflow, {"x": 4})
+
+    run_batch(env)
+
+    detail = run_detail(client, run["id"])
+    assert detail["status"] == "completed", detail["error"]
+    assert detail["output"] == {"first": 5, "second": 10}
+    assert detail["state"] == {"first": 5, "second": 10}
+    assert detail["started_at"] and detail["finished_at"] and detail["duration_ms"] is not None
+    assert detail["attempts"] == 1 and detail["error"] is None
+    events = all_events(client, run["id"])
+    assert [e["seq"] for e in events] == list(range(len(events)))
+    assert events[0]["kind"] == "run_started" and events[-1]["kind"] == "run_completed"
+    started = [e["node_id"] for e in events if e["kind"] == "node_started"]
+    assert started == ["first", "second"]
+    assert detail["last_seq"] == events[-1]["seq"]
+
+
+def test_a_failing_task_fails_the_run_with_a_structured_error(api: Any, cast: Any, env: dict[str, str]) -> None:
+    workflow = make_workflow(cast, counting_document(pause=True), "Counting")
+    client = api(cast.editor)
+    # A negative pause breaks the wait task's input constraint at run time: the node fails, so does the run.
+    run = start_run(client, workflow, {"x": 1, "pause": -1})
+
+    run_batch(env)
+
+    detail = run_detail(client, run["id"])
+    assert detail["status"] == "failed"
+    assert detail["error"]["code"] == "node.failed" and detail["error"]["node_id"] == "pause"
+    assert detail["output"] is None and detail["finished_at"] is not None
+    assert all_events(client, run["id"])[-1]["kind"] == "run_failed"
+
+
+def test_interrupt_then_resume_through_the_api(api: Any, cast: Any, env: dict[str, str]) -> None:
+    workflow = make_workflow(cast, spending_approval().model_dump(mode="json"), "Approval")
+    client = api(cast.editor)
+    run = start_run(client, workflow, {"amount": 2500, "requester": "eddie", "purpose": "laptops"})
+
+    run_batch(env)
+    detail = run_detail(client, run["id"])
+    assert detail["status"] == "interrupted" and detail["finished_at"] is None
+    [interrupt] = detail["interrupts"]
+    assert interrupt["node_id"] == "review" and interrupt["payload"]["amount"] == 2500
+    assert interrupt["resume_schema"]["required"] == ["approved"]
+
+    resume_url = reverse("api:run-resume", args=[run["id"]])
+    bad = client.post(resume_url, {"interrupt_id": interrupt["id"], "value": {"approved": "yes"}}, format="json")
+    assert bad.status_code == 400 and bad.json()["code"] == "resume.invalid"
+    assert bad.json()["errors"][0]["field"] == "approved"
+    unknown = client.post(resume_url, {"interrupt_id": "int_0", "value": {"approved": True}}, format="json")
+    assert unknown.status_code == 409
+
+    accepted = client.post(resume_url, {"interrupt_id": interrupt["id"], "value": {"approved": True}},
+                           format="json")
+    assert accepted.status_code == 202 and accepted.json()["resume_pending"] is True
+    assert accepted.json()["status"] == "queued"
+    run_batch(env)
+
+    detail = run_detail(client, run["id"])
+    assert detail["status"] == "completed", detail["error"]
+    assert detail["output"]["decision"] == {"approved": True, "comment": "", "decided_by": "reviewer"}
+    assert detail["interrupts"] == [] and detail["resume_pending"] is False
+    kinds = [e["kind"] for e in all_events(client, run["id"])]
+    assert kinds.count("run_started") == 1 and "resumed" in kinds and kinds[-1] == "run_completed"
+
+
+def test_a_subgraph_runs_the_published_child_version(api: Any, cast: Any, env: dict[str, str]) -> None:
+    child = make_workflow(cast, process_order().model_dump(mode="json"), "Process order")
+    workflow_services.publish_workflow(actor=cast.owner, workflow=child)
+    parent = make_workflow(cast, orders_via_subgraph().model_dump(mode="json"), "Orders via subgraph")
+    client = api(cast.editor)
+    customer = {"id": "C-100", "name": "Ada", "tier": "gold"}
+    run = start_run(client, parent, {"customers": [customer]})
+
+    run_batch(env)
+
+    detail = run_detail(client, run["id"])
+    assert detail["status"] == "completed", detail["error"]
+    results = detail["output"]["results"]
+    assert results and all(r["priced"]["customer_id"] == "C-100" for r in results)
+    kinds = [e["kind"] for e in all_events(client, run["id"])]
+    assert kinds.count("scope_opened") == len(results) == kinds.count("scope_closed")
+
+
+def test_cancelling_a_running_run_stops_it_at_the_next_superstep(api: Any, cast: Any, env: dict[str, str]) -> None:
+    workflow = make_workflow(cast, counting_document(pause=True), "Counting")
+    client = api(cast.editor)
+    run = start_run(client, workflow, {"x": 1, "pause": 1.5})
+    worker = start_worker(env)
+    try:
+        # The checkpoint after "first" is committed: the worker is now in the superstep running "pause".
+        wait_for(lambda: Run.objects.get(pk=run["id"]).run_state and
+                 Run.objects.get(pk=run["id"]).run_state["scopes"]["root"]["state"].get("first") == 2,
+                 message="the first step's checkpoint", worker=worker)
+        response = client.post(reverse("api:run-cancel", args=[run["id"]]))
+        assert response.status_code == 202 and response.json()["cancel_requested"] is True
+        wait_for(lambda: Run.objects.get(pk=run["id"]).status == "cancelled", message="cancellation",
+                 worker=worker)
+    finally:
+        stop_worker(worker)
+
+    detail = run_detail(client, run["id"])
+    assert detail["state"] == {"first": 2}  # "second" never ran
+    assert detail["finished_at"] is not None and detail["output"] is None
+    kinds = [e["kind"] for e in all_events(client, run["id"])]
+    assert kinds[-1] == "run_cancelled"
+    assert ("second", "node_started") not in {(e["node_id"], e["kind"]) for e in all_events(client, run["id"])}
