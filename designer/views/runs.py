@@ -328,9 +328,16 @@ def run_detail(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
     run = selectors.get_run(user=request.user, run_id=run_id)
     context = _detail_context(request, run)
     if request.htmx and request.htmx.target == "run-live":
-        return TemplateResponse(request, "runs/detail.html#live", context)
+        return _live_response(request, context)
     context.update(_events_context(request, run))
     return TemplateResponse(request, "runs/detail.html", context)
+
+
+def _live_response(request: HtmxHttpRequest, context: dict[str, Any]) -> TemplateResponse:
+    response = TemplateResponse(request, "runs/detail.html#live", context)
+    # The events table refreshes with the live region, so both show the same moment of the run.
+    response["HX-Trigger"] = "run-progress"
+    return response
 
 
 def _events_context(request: HtmxHttpRequest, run: Run) -> dict[str, Any]:
@@ -458,5 +465,5 @@ def run_cancel(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
 def _after_action(request: HtmxHttpRequest, run: Run, notice: str = "") -> HttpResponse:
     if request.htmx:
         run = Run.objects.select_related("workflow", "workflow_version", "created_by").get(pk=run.pk)
-        return TemplateResponse(request, "runs/detail.html#live", _detail_context(request, run, notice=notice))
+        return _live_response(request, _detail_context(request, run, notice=notice))
     return redirect("run-detail", run_id=run.pk)
