@@ -1,0 +1,221 @@
+"""``python -m runtime``: run, resume and inspect workflows from a shell, for scripting and debugging.
+
+    python -m runtime run WORKFLOW.json --input INPUT.json --tasks MODULE [--checkpoint-dir DIR]
+    python -m runtime resume RUN_ID --checkpoint-dir DIR --tasks MODULE [--interrupt ID --value JSON [--label L]]
+    python -m runtime show RUN_ID --checkpoint-dir DIR [--trace]
+
+``--tasks`` imports a module and uses its ``registry`` (a ``TaskRegistry``), or the
+default registry its ``@task`` decorators filled; the built-in tasks are added
+unless a name clashes or ``--no-builtins`` is given. With a checkpoint
+directory, ``run`` also stores the workflow document there, so ``resume``
+needs only the run id. ``resume`` without ``--interrupt`` continues a run
+that was killed mid-way from its last checkpoint.
+
+The result is printed as JSON. Exit status: 0 completed, 1 failed,
+2 refused (invalid workflow, input or resume value; usage), 3 interrupted,
+4 cancelled.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from runtime._checkpoint import FileCheckpointer
+from runtime._document import Workflow
+from runtime._engine import Engine, RunResult
+from runtime._errors import WorkflowError
+from runtime._ids import RandomIds, SequentialIds
+from runtime._registry import TaskRegistry, builtin_registry, default_registry
+
+EXIT = {"completed": 0, "failed": 1, "interrupted": 3, "cancelled": 4}
+EXIT_REFUSED = 2
+
+
+class CliError(Exception):
+    """A problem with the command line itself (a file that cannot be read, a module that cannot be imported)."""
+
+
+def _read_json(source: str, what: str) -> Any:
+    try:
+        text = sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise CliError(f"cannot read {what} {source!r}: {exc.strerror}") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise CliError(f"{what} {source!r} is not JSON: {exc}") from None
+
+
+def _parse_json(text: str, what: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise CliError(f"{what} is not JSON: {exc}") from None
+
+
+def load_registry(modules: Sequence[str], *, builtins: bool = True) -> TaskRegistry:
+    combined = TaskRegistry()
+    for name in modules:
+        try:
+            module = importlib.import_module(name)
+        except ImportError as exc:
+            raise CliError(f"cannot import task module {name!r}: {exc}") from None
+        found = getattr(module, "registry", None)
+        source = found if isinstance(found, TaskRegistry) else default_registry
+        for spec in source:
+            combined.add(spec)
+    if builtins:
+        for spec in builtin_registry():
+            if spec.name not in combined:
+                combined.add(spec)
+    return combined
+
+
+def _load_workflows(directory: str | None) -> dict[str, Workflow]:
+    if directory is None:
+        return {}
+    documents: dict[str, Workflow] = {}
+    for path in sorted(Path(directory).glob("*.json")):
+        document = Workflow.model_validate(_read_json(str(path), "workflow"))
+        documents[document.id] = document
+    return documents
+
+
+def _engine(args: argparse.Namespace, checkpointer: FileCheckpointer | None) -> Engine:
+    ids = SequentialIds() if args.ids == "sequential" else RandomIds()
+    return Engine(registry=load_registry(args.tasks, builtins=not args.no_builtins),
+                  workflows=_load_workflows(args.workflows), checkpointer=checkpointer, ids=ids)
+
+
+def _stored_workflow(directory: Path, run_id: str) -> Path:
+    return directory / "workflows" / f"{run_id}.json"
+
+
+def _emit(payload: dict[str, Any], args: argparse.Namespace) -> None:
+    indent = None if args.compact else 2
+    sys.stdout.write(json.dumps(payload, indent=indent, ensure_ascii=False) + "\n")
+    sys.stdout.flush()
+
+
+def _finish(result: RunResult, args: argparse.Namespace) -> int:
+    _emit(result.to_dict(trace=args.trace), args)
+    return EXIT[result.status]
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    document = Workflow.model_validate(_read_json(args.workflow, "workflow"))
+    if args.input_json is not None:
+        run_input = _parse_json(args.input_json, "--input-json")
+    elif args.input is not None:
+        run_input = _read_json(args.input, "input")
+    else:
+        run_input = {}
+    checkpointer = FileCheckpointer(args.checkpoint_dir, durable=args.durable) if args.checkpoint_dir else None
+    engine = _engine(args, checkpointer)
+    run_id = args.run_id or engine.ids.run_id()
+    if checkpointer is not None:
+        stored = _stored_workflow(checkpointer.directory, run_id)
+        stored.parent.mkdir(parents=True, exist_ok=True)
+        stored.write_text(document.model_dump_json(), encoding="utf-8")
+    with engine:
+        return _finish(engine.run(document, run_input, run_id=run_id), args)
+
+
+def cmd_resume(args: argparse.Namespace) -> int:
+    checkpointer = FileCheckpointer(args.checkpoint_dir, durable=args.durable)
+    state = checkpointer.load(args.run_id)
+    source = args.workflow or str(_stored_workflow(checkpointer.directory, args.run_id))
+    document = Workflow.model_validate(_read_json(source, "workflow"))
+    engine = _engine(args, checkpointer)
+    with engine:
+        if args.interrupt is None:
+            if args.value is not None or args.label is not None:
+                raise CliError("--value and --label answer an interrupt: give --interrupt too")
+            return _finish(engine.continue_run(state, workflow=document), args)
+        value = _parse_json(args.value, "--value") if args.value is not None else {}
+        return _finish(engine.resume(state, args.interrupt, value, args.label, workflow=document), args)
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    checkpointer = FileCheckpointer(args.checkpoint_dir)
+    state = checkpointer.load(args.run_id)
+    payload: dict[str, Any] = {
+        "run_id": state.run_id,
+        "status": state.status,
+        "step": state.step,
+        "output": state.output,
+        "state": state.scopes["root"].state if "root" in state.scopes else None,
+        "interrupts": [i.to_dict() for i in state.interrupts.values()],
+        "error": state.error,
+        "frames": [f.model_dump(mode="json") for f in state.frames.values()],
+    }
+    if args.trace:
+        payload["trace"] = [e.to_dict() for e in checkpointer.load_events(args.run_id)]
+    _emit(payload, args)
+    return EXIT.get(state.status, 0)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m runtime", description="Run Trellis workflows.")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    def common(sub: argparse.ArgumentParser, *, tasks: bool = True) -> None:
+        if tasks:
+            sub.add_argument("--tasks", action="append", default=[], metavar="MODULE",
+                             help="module whose tasks to use (repeatable)")
+            sub.add_argument("--no-builtins", action="store_true", help="do not add the built-in tasks")
+            sub.add_argument("--workflows", metavar="DIR", help="directory of workflow JSON files for subgraphs")
+            sub.add_argument("--ids", choices=("random", "sequential"), default="random",
+                             help="id factory (sequential ids are reproducible)")
+            sub.add_argument("--durable", action="store_true", help="fsync every checkpoint")
+        sub.add_argument("--trace", action="store_true", help="include the trace events")
+        sub.add_argument("--compact", action="store_true", help="print JSON on one line")
+
+    run = commands.add_parser("run", help="run a workflow")
+    run.add_argument("workflow", metavar="WORKFLOW.json")
+    run.add_argument("--input", metavar="INPUT.json", help="input file ('-' for stdin)")
+    run.add_argument("--input-json", metavar="JSON", help="input given inline")
+    run.add_argument("--checkpoint-dir", metavar="DIR")
+    run.add_argument("--run-id")
+    common(run)
+    run.set_defaults(handler=cmd_run)
+
+    resume = commands.add_parser("resume", help="answer an interrupt, or continue a killed run")
+    resume.add_argument("run_id", metavar="RUN_ID")
+    resume.add_argument("--checkpoint-dir", metavar="DIR", required=True)
+    resume.add_argument("--interrupt", metavar="ID")
+    resume.add_argument("--value", metavar="JSON")
+    resume.add_argument("--label")
+    resume.add_argument("--workflow", metavar="WORKFLOW.json", help="root document (default: the stored copy)")
+    common(resume)
+    resume.set_defaults(handler=cmd_resume)
+
+    show = commands.add_parser("show", help="print a checkpointed run")
+    show.add_argument("run_id", metavar="RUN_ID")
+    show.add_argument("--checkpoint-dir", metavar="DIR", required=True)
+    common(show, tasks=False)
+    show.set_defaults(handler=cmd_show)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.handler(args))
+    except CliError as exc:
+        sys.stderr.write(f"error: {exc}\n")
+        return EXIT_REFUSED
+    except WorkflowError as exc:
+        _emit({"status": "refused", "error": exc.to_dict()}, args)
+        sys.stderr.write(f"error: {exc.message}\n")
+        return EXIT_REFUSED
+    except ValueError as exc:  # a document that is not a workflow (pydantic), an unusable run id
+        sys.stderr.write(f"error: {exc}\n")
+        return EXIT_REFUSED

@@ -1,0 +1,157 @@
+"""The command line, run as a real subprocess: run, resume an interrupt, show, and refusals."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from runtime import Workflow, WorkflowBuilder, input_path, state_path
+from runtime._cli import main
+
+REPO = Path(__file__).resolve().parents[2]
+TASKS = "tests.runtime.cli_tasks"
+
+
+def doubling_workflow(*, delay: float = 0.0, concurrency: int = 2) -> Workflow:
+    g = WorkflowBuilder("doubling", input_schema={"type": "object", "properties": {
+        "xs": {"type": "array", "items": {"type": "integer"}}}, "required": ["xs"]},
+        state_schema={"type": "object", "properties": {"doubled": {"type": "array", "default": []},
+                                                       "sum": {"type": "integer"}}})
+    each = g.foreach("each", input_path("xs"), max_concurrency=concurrency)
+    d = g.use("slow_double", id="double", input=[{"target": "x", "path": each.item},
+                                                 {"target": "delay", "value": delay}],
+              output=[{"source": ".", "target": "doubled", "mode": "append"}])
+    t = g.use("total", id="sum", input=[{"target": "values", "path": state_path("doubled")}],
+              output=[{"source": ".", "target": "sum"}])
+    g.set_route(each, "loop", d)
+    g.set_route(d, "ok", each)
+    g.set_route(each, "done", t)
+    g.output("sum", state_path("sum"))
+    g.output("doubled", state_path("doubled"))
+    return g.build()
+
+
+def approval_workflow() -> Workflow:
+    g = WorkflowBuilder("approve", state_schema={"type": "object", "properties": {"answer": {}}})
+    g.interrupt("ask", prompt="Proceed?", labels=["yes", "no"],
+                resume_schema={"type": "object", "properties": {"why": {"type": "string"}}, "required": ["why"]},
+                output=[{"source": "why", "target": "answer"}])
+    g.output("answer", state_path("answer"))
+    return g.build()
+
+
+def write(path: Path, data: Any) -> str:
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return str(path)
+
+
+def cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "runtime", *args], cwd=REPO, capture_output=True, text=True,
+                          input=stdin, timeout=120)
+
+
+def test_run_prints_the_result_json(tmp_path: Path) -> None:
+    workflow = write(tmp_path / "wf.json", doubling_workflow().model_dump(mode="json"))
+    source = write(tmp_path / "in.json", {"xs": [1, 2, 3]})
+    done = cli("run", workflow, "--input", source, "--tasks", TASKS)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["status"] == "completed"
+    assert result["output"] == {"sum": 12, "doubled": [2, 4, 6]}
+    assert result["run_id"].startswith("run_") and result["error"] is None
+
+
+def test_input_from_stdin_and_inline_and_trace_flag(tmp_path: Path) -> None:
+    workflow = write(tmp_path / "wf.json", doubling_workflow().model_dump(mode="json"))
+    piped = cli("run", workflow, "--input", "-", "--tasks", TASKS, "--compact", "--trace", stdin='{"xs": [5]}')
+    assert piped.returncode == 0, piped.stderr
+    assert len(piped.stdout.strip().splitlines()) == 1
+    result = json.loads(piped.stdout)
+    assert result["output"]["sum"] == 10
+    assert result["trace"][0]["kind"] == "run_started" and result["trace"][-1]["kind"] == "run_completed"
+    assert main(["run", workflow, "--input-json", '{"xs": [1]}', "--tasks", TASKS, "--ids", "sequential"]) == 0
+
+
+def test_interrupt_then_resume_through_the_checkpoint_directory(tmp_path: Path) -> None:
+    workflow = write(tmp_path / "wf.json", approval_workflow().model_dump(mode="json"))
+    directory = str(tmp_path / "runs")
+    paused = cli("run", workflow, "--tasks", TASKS, "--checkpoint-dir", directory, "--run-id", "r1",
+                 "--ids", "sequential")
+    assert paused.returncode == 3, paused.stderr
+    result = json.loads(paused.stdout)
+    assert result["status"] == "interrupted"
+    (interrupt,) = result["interrupts"]
+    assert interrupt["prompt"] == "Proceed?" and interrupt["labels"] == ["yes", "no"]
+
+    refused = cli("resume", "r1", "--checkpoint-dir", directory, "--tasks", TASKS,
+                  "--interrupt", interrupt["interrupt_id"], "--value", '{"why": 3}')
+    assert refused.returncode == 2
+    assert json.loads(refused.stdout)["error"]["code"] == "resume.invalid"
+
+    shown = cli("show", "r1", "--checkpoint-dir", directory)
+    assert shown.returncode == 3 and json.loads(shown.stdout)["status"] == "interrupted"
+
+    resumed = cli("resume", "r1", "--checkpoint-dir", directory, "--tasks", TASKS,
+                  "--interrupt", interrupt["interrupt_id"], "--value", '{"why": "because"}', "--label", "no")
+    assert resumed.returncode == 0, resumed.stderr
+    assert json.loads(resumed.stdout)["output"] == {"answer": "because"}
+
+    history = cli("show", "r1", "--checkpoint-dir", directory, "--trace")
+    shown_run = json.loads(history.stdout)
+    assert shown_run["status"] == "completed" and shown_run["frames"] == []
+    kinds = [e["kind"] for e in shown_run["trace"]]
+    assert kinds[0] == "run_started" and "resumed" in kinds and kinds[-1] == "run_completed"
+    assert [e["seq"] for e in shown_run["trace"]] == list(range(len(kinds)))
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--input-json", '{"xs": "no"}'], "input.invalid"),
+    (["--input-json", "{not json"], "not JSON"),
+    (["--tasks", "no.such.module"], "cannot import"),
+])
+def test_refusals_exit_2_with_a_readable_reason(tmp_path: Path, args: list[str], message: str) -> None:
+    workflow = write(tmp_path / "wf.json", doubling_workflow().model_dump(mode="json"))
+    base = ["run", workflow, "--tasks", TASKS]
+    done = cli(*base, *args)
+    assert done.returncode == 2
+    assert message in done.stdout + done.stderr
+
+
+def test_invalid_workflow_is_refused_with_diagnostics(tmp_path: Path) -> None:
+    g = WorkflowBuilder("broken")
+    g.use("missing_task", id="n")
+    workflow = write(tmp_path / "wf.json", g.build().model_dump(mode="json"))
+    done = cli("run", workflow, "--tasks", TASKS)
+    assert done.returncode == 2
+    error = json.loads(done.stdout)["error"]
+    assert error["code"] == "workflow.invalid" and error["diagnostics"]
+
+
+def test_failed_run_exits_1_with_the_node_error(tmp_path: Path) -> None:
+    g = WorkflowBuilder("failing")
+    g.use("explode", id="bang")
+    workflow = write(tmp_path / "wf.json", g.build().model_dump(mode="json"))
+    done = cli("run", workflow, "--tasks", TASKS)
+    assert done.returncode == 1
+    error = json.loads(done.stdout)["error"]
+    assert error["code"] == "node.failed" and error["node_id"] == "bang"
+    assert error["cause"] == {"type": "RuntimeError", "message": "kaboom"}
+
+
+def test_unusable_run_id_is_refused(tmp_path: Path) -> None:
+    workflow = write(tmp_path / "wf.json", doubling_workflow().model_dump(mode="json"))
+    done = cli("run", workflow, "--input-json", '{"xs": [1]}', "--tasks", TASKS, "--no-builtins",
+               "--checkpoint-dir", str(tmp_path / "runs"), "--run-id", "../bad")
+    assert done.returncode == 2  # an unusable run id is refused before anything runs
+    assert "cannot name a checkpoint file" in done.stderr
+
+
+def test_resume_of_unknown_run_is_refused(tmp_path: Path) -> None:
+    done = cli("resume", "nope", "--checkpoint-dir", str(tmp_path), "--tasks", TASKS)
+    assert done.returncode == 2
+    assert json.loads(done.stdout)["error"]["code"] == "checkpoint.not_found"
