@@ -1,0 +1,144 @@
+"""Resuming from checkpoints: every superstep of a nested run, and a CLI process killed with SIGKILL."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from runtime import Engine, FileCheckpointer, RunState, SequentialIds
+from tests.runtime.engine_helpers import CUSTOMERS, answer_all, nested_capture, registry
+from tests.runtime.test_cli import REPO, TASKS, doubling_workflow
+from tests.runtime.test_scope_isolation import child_capture, parent
+
+
+def _dump(rs: RunState) -> dict[str, Any]:
+    return rs.model_dump(mode="json")
+
+
+def _checkpoints_of(workflow: Any, run_input: Any, **engine_kwargs: Any) -> tuple[Any, list[str]]:
+    """The uninterrupted result and the JSON of every checkpoint the run took."""
+    saved: list[str] = []
+    eng = Engine(registry=registry(), ids=SequentialIds(),
+                 on_superstep=lambda rs, _: saved.append(rs.model_dump_json()), **engine_kwargs)
+    return eng.run(workflow, run_input), saved
+
+
+def test_continuing_from_every_superstep_of_a_nested_run_gives_the_same_result() -> None:
+    workflow = nested_capture(after_inner=True, inner_concurrency=2)
+    baseline, saved = _checkpoints_of(workflow, {"customers": CUSTOMERS})
+    assert baseline.status == "completed" and len(saved) == baseline.run_state.step + 1
+    for checkpoint in saved:
+        fresh = Engine(registry=registry(), ids=SequentialIds())
+        resumed = fresh.continue_run(RunState.from_json(checkpoint), workflow=workflow)
+        assert resumed.status == "completed"
+        assert resumed.output == baseline.output
+        assert _dump(resumed.run_state) == _dump(baseline.run_state)
+        # the trace of the continuation is exactly the tail of the uninterrupted trace
+        tail = [e.identity() for e in baseline.trace[-len(resumed.trace):]] if resumed.trace else []
+        assert [e.identity() for e in resumed.trace] == tail
+
+
+def test_every_superstep_of_a_run_with_subgraphs_and_interrupts_resumes_identically() -> None:
+    workflow = nested_capture(interrupt=True, inner_concurrency=2, outer_concurrency=2)
+    eng = Engine(registry=registry(), ids=SequentialIds())
+    baseline = answer_all(eng, eng.run(workflow, {"customers": CUSTOMERS}), workflow, through_json=False)
+    saved: list[str] = []
+    recording = Engine(registry=registry(), ids=SequentialIds(),
+                       on_superstep=lambda rs, _: saved.append(rs.model_dump_json()))
+    answer_all(recording, recording.run(workflow, {"customers": CUSTOMERS}), workflow)
+    for checkpoint in saved:
+        state = RunState.from_json(checkpoint)
+        fresh = Engine(registry=registry(), ids=SequentialIds())
+        result = fresh.continue_run(state, workflow=workflow)
+        result = answer_all(fresh, result, workflow)
+        assert result.status == "completed"
+        assert _dump(result.run_state) == _dump(baseline.run_state)
+
+    call_parent = parent(child_orders=True)
+    workflows = {"child": child_capture(with_foreach=True)}
+    base, states = _checkpoints_of(call_parent, {"orders": [1, 2, 3]}, workflows=workflows)
+    assert base.status == "completed"
+    assert any(len(json.loads(s)["scopes"]) > 1 for s in states)  # some checkpoints sit inside the child scope
+    for checkpoint in states:
+        fresh = Engine(registry=registry(), ids=SequentialIds(), workflows=workflows)
+        again = fresh.continue_run(checkpoint, workflow=call_parent)
+        assert _dump(again.run_state) == _dump(base.run_state)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(orders=st.lists(st.lists(st.integers(0, 9), max_size=3), min_size=0, max_size=3),
+       inner=st.integers(1, 3), outer=st.integers(1, 2), cut=st.integers(0, 200))
+def test_any_checkpoint_round_trips_and_resumes_to_the_same_end(orders: list[list[int]], inner: int, outer: int,
+                                                                  cut: int) -> None:
+    customers = [{"name": f"c{i}", "orders": o} for i, o in enumerate(orders)]
+    workflow = nested_capture(after_inner=True, inner_concurrency=inner, outer_concurrency=outer)
+    baseline, saved = _checkpoints_of(workflow, {"customers": customers})
+    checkpoint = RunState.from_json(saved[cut % len(saved)])
+    assert RunState.from_json(checkpoint.model_dump_json()) == checkpoint
+    resumed = Engine(registry=registry(), ids=SequentialIds()).continue_run(checkpoint, workflow=workflow)
+    assert _dump(resumed.run_state) == _dump(baseline.run_state)
+
+
+def _wait_for_step(path: Path, step: int, process: subprocess.Popen[str]) -> dict[str, Any]:
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise AssertionError(f"the run ended before step {step}: {process.stderr.read() if process.stderr else ''}")
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (FileNotFoundError, json.JSONDecodeError):
+            data = None
+        if data is not None and data["step"] >= step:
+            return data  # type: ignore[no-any-return]
+        time.sleep(0.02)
+    raise AssertionError(f"no checkpoint reached step {step}")
+
+
+def test_cli_run_killed_with_sigkill_resumes_from_its_last_checkpoint(tmp_path: Path) -> None:
+    workflow_path = tmp_path / "wf.json"
+    workflow_path.write_text(doubling_workflow(delay=0.15).model_dump_json(), encoding="utf-8")
+    xs = list(range(1, 9))
+    command = [sys.executable, "-m", "runtime", "run", str(workflow_path), "--input-json", json.dumps({"xs": xs}),
+               "--tasks", TASKS, "--ids", "sequential", "--compact"]
+
+    reference = subprocess.run([*command, "--checkpoint-dir", str(tmp_path / "reference"), "--run-id", "ref"],
+                               cwd=REPO, capture_output=True, text=True, timeout=180)
+    assert reference.returncode == 0, reference.stderr
+    expected = json.loads(reference.stdout)
+    assert expected["output"] == {"sum": 2 * sum(xs), "doubled": [2 * x for x in xs]}
+
+    directory = tmp_path / "crash"
+    victim = subprocess.Popen([*command, "--checkpoint-dir", str(directory), "--run-id", "ref"], cwd=REPO,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        before = _wait_for_step(directory / "ref.json", 3, victim)
+    finally:
+        os.kill(victim.pid, signal.SIGKILL)
+        victim.wait(timeout=30)
+    assert victim.returncode == -signal.SIGKILL
+    killed_at = json.loads((directory / "ref.json").read_text(encoding="utf-8"))
+    assert killed_at["status"] == "running" and killed_at["step"] >= before["step"]
+    assert [p.name for p in directory.iterdir() if p.name.endswith(".tmp")] == []
+
+    resumed = subprocess.run([sys.executable, "-m", "runtime", "resume", "ref", "--checkpoint-dir", str(directory),
+                              "--tasks", TASKS, "--ids", "sequential", "--compact"],
+                             cwd=REPO, capture_output=True, text=True, timeout=180)
+    assert resumed.returncode == 0, resumed.stderr
+    finished = json.loads(resumed.stdout)
+    assert finished["status"] == "completed"
+    assert finished["output"] == expected["output"]
+    assert finished["state"] == expected["state"]
+    # The stored history is whole: the same events as the uninterrupted run, once each, in order.
+    crashed = FileCheckpointer(directory)
+    clean = FileCheckpointer(tmp_path / "reference")
+    assert [e.identity() for e in crashed.load_events("ref")] == [e.identity() for e in clean.load_events("ref")]
+    assert _dump(crashed.load("ref")) == _dump(clean.load("ref"))
