@@ -80,6 +80,18 @@ class Work:
     duration: float | None = None
 
 
+def _context_summary(context: RuntimeContext) -> dict[str, Any]:
+    """The context mapping with each item bounded like any payload, identities kept whole."""
+    mapping = context.to_mapping()
+    summary: dict[str, Any] = {
+        "foreach": {key: {**entry, "item": summarize(entry["item"])} for key, entry in mapping["foreach"].items()}
+    }
+    for key, value in mapping.items():
+        if key != "foreach":
+            summary[key] = summarize(value)
+    return summary
+
+
 def _run_sync_task(work: Work) -> None:
     spec, ctx, call = work.spec, work.context, work.call
     assert spec is not None and ctx is not None and call is not None
@@ -185,7 +197,7 @@ class RunLoop:
             if "foreach" in frame.metadata:
                 # Finished frames are pruned from RunState; the event keeps their context for inspection.
                 work.context = runtime_context(rs, frame_id, workflow_id=plan.id)
-                self.recorder.emit("node_started", frame, summary={"context": summarize(work.context.to_mapping())})
+                self.recorder.emit("node_started", frame, summary={"context": _context_summary(work.context)})
             else:
                 self.recorder.emit("node_started", frame)
             try:

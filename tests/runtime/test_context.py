@@ -204,3 +204,12 @@ def test_node_started_events_record_the_context_of_item_frames() -> None:
     assert context["foreach"]["orders"]["frame_id"] == started[0].frame_id
     assert started[0].activation_id == context["foreach"]["orders"]["activation_id"]
     assert started[0].index == 0
+
+
+def test_recorded_context_bounds_items_but_keeps_their_structure() -> None:
+    result = engine().run(nested_capture(), {"customers": CUSTOMERS})
+    started = next(e for e in result.trace if e.kind == "node_started" and e.node_id == "seen")
+    foreach = started.summary["context"]["foreach"]
+    assert foreach["customers"]["item"] == CUSTOMERS[0]
+    assert foreach["orders"]["item"] == 1
+    assert started.summary["context"]["customer"] == CUSTOMERS[0]
