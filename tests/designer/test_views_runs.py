@@ -351,3 +351,48 @@ def test_a_resume_form_error_comes_back_to_that_form_only(demo: dict[str, Any]) 
 def test_stranger_cannot_see_a_demo_run(demo: dict[str, Any]) -> None:
     run = run_demo(demo, "spending-approval")
     assert client_for(demo["stranger"]).get(reverse("run-detail", args=[run.pk])).status_code == 404
+
+
+def test_concurrent_interrupts_are_listed_and_answered_separately(cast: Any) -> None:
+    from designer.runs.executor import execute
+    from runtime import WorkflowBuilder
+
+    graph = WorkflowBuilder("checks", "Checks", input_schema={
+        "type": "object", "properties": {"items": {"type": "array", "items": {"type": "string"}}}})
+    items = graph.foreach("items", "input.items", max_concurrency=2)
+    confirm = graph.interrupt("confirm", prompt="Is this item fine?", labels=("accept", "reject"),
+                              input=[{"target": "item", "path": items.item}],
+                              resume_schema={"type": "object", "properties": {"note": {"type": "string"}}})
+    graph.set_route(items, "loop", confirm)
+    graph.set_route(confirm, "accept", items)
+    graph.set_route(confirm, "reject", items)
+    workflow = workflow_services.create_workflow(actor=cast.owner, team=cast.team, name="Checks",
+                                                 document=graph.build().model_dump(mode="json"))
+    run = run_services.start_run(actor=cast.editor, workflow=workflow, input={"items": ["bolt", "nut"]})
+    execute(run.pk)
+    run.refresh_from_db()
+    assert run.status == "interrupted" and len(run.interrupts) == 2
+
+    editor = client_for(cast.editor)
+    page = editor.get(reverse("run-detail", args=[run.pk])).content.decode()
+    assert "Waiting for 2 answers" in page
+    forms = re.findall(r'<form id="interrupt-([^"]+)" class="card interrupt" hx-preserve="true"', page)
+    assert forms == [record["id"] for record in run.interrupts]
+    assert page.count('name="label" value="accept"') == 2 and page.count('name="label" value="reject"') == 2
+
+    first, second = run.interrupts
+    response = editor.post(reverse("run-resume", args=[run.pk]),
+                           {"interrupt_id": first["id"], "label": "reject", "field.note": "scratched"},
+                           **htmx("run-live"))
+    assert response.status_code == 200
+    execute(run.pk)
+    run.refresh_from_db()
+    assert run.status == "interrupted" and [r["id"] for r in run.interrupts] == [second["id"]]
+    page = editor.get(reverse("run-detail", args=[run.pk])).content.decode()
+    assert "Waiting for 1 answer" in page and f'id="interrupt-{first["id"]}"' not in page
+    resumed = run.events.get(kind="resumed")
+    assert resumed.data["label"] == "reject"
+
+    editor.post(reverse("run-resume", args=[run.pk]), {"interrupt_id": second["id"], "label": "accept"})
+    execute(run.pk)
+    assert Run.objects.get(pk=run.pk).status == "completed"

@@ -1,0 +1,85 @@
+"""Team pages in headless Chromium: create a team, invite by username and by email, change a role, remove a member,
+and copy a workflow into another team from its sharing page."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from designer.models import Membership, Team, Workflow
+from designer.services import teams as team_services
+from designer.services import workflows as workflow_services
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+def test_create_a_team_and_manage_its_members(
+    logged_in_page: Page, live_server: Any, user: Any, make_user: Any, artifacts_dir: Path
+) -> None:
+    page = logged_in_page
+    bob = make_user("bob", email="bob@example.com")
+    make_user("carol", email="carol@example.com")
+
+    page.goto(f"{live_server.url}/teams/")
+    page.get_by_label("Name").fill("Payments")
+    page.get_by_role("button", name="Create team").click()
+    expect(page.locator("h1")).to_contain_text("Payments")
+    expect(page.locator(".messages")).to_contain_text("You are its owner")
+    team = Team.objects.get(name="Payments")
+
+    members = page.locator("#members")
+    page.get_by_label("Username or email").fill("bob")
+    page.locator("#invite-role").select_option("viewer")
+    page.get_by_role("button", name="Add member").click()
+    expect(members.locator('tr[data-member="bob"]')).to_be_visible()
+    expect(members.locator(".notice")).to_have_text("bob joined as viewer.")
+
+    page.get_by_label("Username or email").fill("CAROL@example.com")
+    page.get_by_role("button", name="Add member").click()
+    expect(members.locator('tr[data-member="carol"]')).to_be_visible()
+
+    page.get_by_label("Username or email").fill("nobody")
+    page.get_by_role("button", name="Add member").click()
+    expect(members.locator(".invite .error")).to_contain_text("No user")
+    expect(page.get_by_label("Username or email")).to_have_value("nobody")
+
+    # Changing the select saves at once (htmx), no button.
+    members.get_by_label("Role of bob").select_option("editor")
+    expect(members.locator(".notice")).to_have_text("bob is now editor.")
+    assert Membership.objects.get(team=team, user=bob).role == "editor"
+
+    # The last owner cannot step down; the page says why and keeps the role.
+    members.get_by_label(f"Role of {user.get_username()}").select_option("viewer")
+    expect(members.locator(".error")).to_contain_text("at least one owner")
+    assert Membership.objects.get(team=team, user=user).role == "owner"
+    page.screenshot(path=artifacts_dir / "teams-members.png", full_page=True)
+
+    page.once("dialog", lambda dialog: dialog.accept())
+    members.locator('tr[data-member="carol"]').get_by_role("button", name="Remove").click()
+    expect(members.locator('tr[data-member="carol"]')).to_have_count(0)
+    assert sorted(Membership.objects.filter(team=team).values_list("user__username", flat=True)) == ["alice", "bob"]
+
+
+def test_sharing_shows_the_team_and_an_owner_copies_into_another_team(
+    logged_in_page: Page, live_server: Any, user: Any, artifacts_dir: Path
+) -> None:
+    page = logged_in_page
+    acme = team_services.create_team(actor=user, name="Acme")
+    lab = team_services.create_team(actor=user, name="Lab")
+    workflow = workflow_services.create_workflow(actor=user, team=acme, name="Refunds")
+
+    page.goto(f"{live_server.url}/workflows/{workflow.pk}/sharing/")
+    expect(page.locator("h2", has_text="Shared with")).to_contain_text("Acme")
+    expect(page.locator(f'tr[data-member="{user.get_username()}"]')).to_contain_text("owner")
+    page.screenshot(path=artifacts_dir / "teams-sharing.png", full_page=True)
+
+    page.get_by_label("Team").select_option(label="Lab")
+    page.get_by_label("Name of the copy").fill("Refunds (lab)")
+    page.get_by_role("button", name="Duplicate").click()
+    expect(page.locator(".messages")).to_contain_text("Copied “Refunds” into Lab")
+    expect(page.locator("h2", has_text="Shared with")).to_contain_text("Lab")
+    copy = Workflow.objects.get(team=lab)
+    assert copy.name == "Refunds (lab)" and page.url.endswith(f"/workflows/{copy.pk}/sharing/")
