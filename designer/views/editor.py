@@ -152,7 +152,7 @@ def _task_description(name: object) -> str:
     from designer import catalog
 
     try:
-        return catalog.registry().get(str(name)).description
+        return panels.plain(catalog.registry().get(str(name)).description)
     except WorkflowError:
         return ""
 
@@ -320,7 +320,7 @@ def edit(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
     fresh = _load(request, workflow_id, workflow=saved.workflow, analysis=saved.analysis)
     context = _inspector_context(fresh, show)
     response = TemplateResponse(request, f"{TEMPLATE}#inspector", context)
-    return _triggers(response, document_changed={"revision": saved.workflow.revision})
+    return _triggers(response, document_changed={"revision": saved.workflow.revision, "node": show})
 
 
 @login_required

@@ -64,6 +64,11 @@ def _template(hint: str, node: Mapping[str, Any]) -> str:
     return json.dumps({"id_hint": hint, "node": node}, ensure_ascii=False)
 
 
+def plain(text: str) -> str:
+    """Docstring text for display: reStructuredText ``literal`` markers dropped."""
+    return text.replace("``", "")
+
+
 def _matches(query: str, *texts: str) -> bool:
     return not query or any(query in text.lower() for text in texts)
 
@@ -88,7 +93,7 @@ def palette(workflow: WorkflowModel, query: str = "") -> dict[str, list[PaletteI
         controls.append(PaletteItem(control["kind"], control["title"], control["description"],
                                     _template(control["kind"], node), disabled=disabled))
     tasks = [
-        PaletteItem("task", spec.name, spec.description or "No description.",
+        PaletteItem("task", spec.name, plain(spec.description) or "No description.",
                     _template(spec.name.rsplit(".", 1)[-1], {"kind": "task", "task": spec.name}),
                     detail=", ".join(spec.labels))
         for spec in sorted(catalog.registry(), key=lambda spec: spec.name)
@@ -233,7 +238,8 @@ def picker(analysis: Any, node_id: str, field_name: str, *, show_all: bool = Fal
     for option in report["path_options"]:
         if query and not _matches(query, option["path"], option["title"] or "", option["description"] or ""):
             continue
-        grouped.setdefault(option["group"], []).append(option)
+        # Break opportunities after the dots, so long paths wrap at segments, not mid-word.
+        grouped.setdefault(option["group"], []).append({**option, "display": option["path"].replace(".", ".\u200b")})
         foreach_of.setdefault(option["group"], option["foreach_id"])
 
     def rank(group: str) -> tuple[int, int]:

@@ -20,6 +20,7 @@ import { addNode, connect, moveNodes, removeNodes, removeRoutes, routeKey, sameD
 import { emit, EVENTS, notice } from "./events.js";
 import { buildEdges, buildFrames, buildNodes } from "./graph.js";
 import { autoLayout, freeSpot, NODE_WIDTH } from "./layout.js";
+import { edgeTypes } from "./edges.jsx";
 import { KindIcon } from "./icons.jsx";
 import { nodeTypes } from "./nodes.jsx";
 
@@ -130,6 +131,9 @@ function Canvas({ workflowId, apiBase, canEdit, root }) {
         history.current.redo = [];
         syncHistorySize();
       }
+      // Fit once, to the graph as loaded; an empty canvas keeps its viewport so
+      // nodes land where they are dropped.
+      if (!data.document.nodes.length) fitted.current = true;
       adopt(data);
       return data;
     },
@@ -154,7 +158,11 @@ function Canvas({ workflowId, apiBase, canEdit, root }) {
         history.current.redo = [];
         syncHistorySize();
       }
-      if (selectId) pendingSelect.current = selectId;
+      if (selectId) {
+        // Shown selected at once; the inspector is asked for it once the node is stored.
+        pendingSelect.current = selectId;
+        lastSelected.current = selectId;
+      }
       docRef.current = next;
       setDoc(next);
       const ticket = generation.current;
@@ -166,6 +174,7 @@ function Canvas({ workflowId, apiBase, canEdit, root }) {
           if (code === 200) {
             if (docRef.current === next) adopt(data);
             else publishRevision(data.revision, "saving");
+            if (selectId && lastSelected.current === selectId) emit(EVENTS.select, { nodeId: selectId });
             emit(EVENTS.documentSaved, { revision: data.revision });
             return;
           }
@@ -219,14 +228,12 @@ function Canvas({ workflowId, apiBase, canEdit, root }) {
   // Redraw whenever the document or what the server says about it changes.
   useEffect(() => {
     if (!doc || !analysis) return;
-    const selectId = pendingSelect.current;
-    pendingSelect.current = null;
+    const selectId = pendingSelect.current && doc.nodes.some((n) => n.id === pendingSelect.current)
+      ? pendingSelect.current
+      : null;
+    if (selectId) pendingSelect.current = null;
     setNodes((previous) => buildNodes(doc, analysis, diagnostics, previous, { canEdit, selectId }));
     setEdges((previous) => buildEdges(doc, analysis, previous));
-    if (selectId && selectId !== lastSelected.current) {
-      lastSelected.current = selectId;
-      emit(EVENTS.select, { nodeId: selectId });
-    }
   }, [doc, analysis, diagnostics, canEdit]);
 
   useEffect(() => {
@@ -237,6 +244,15 @@ function Canvas({ workflowId, apiBase, canEdit, root }) {
   }, [nodes, flow]);
 
   const frames = useMemo(() => (doc && analysis ? buildFrames(doc, analysis, nodes) : []), [doc, analysis, nodes]);
+  // Back-edges run under the frame of the body they close.
+  const drawnEdges = useMemo(() => {
+    const bottoms = new Map(frames.map((frame) => [frame.id, frame.y + frame.height]));
+    return edges.map((edge) =>
+      edge.data.back && bottoms.has(edge.target)
+        ? { ...edge, data: { ...edge.data, below: bottoms.get(edge.target) } }
+        : edge,
+    );
+  }, [edges, frames]);
 
   const currentPositions = useCallback(() => {
     const positions = {};
@@ -358,7 +374,16 @@ function Canvas({ workflowId, apiBase, canEdit, root }) {
   // --- events from the htmx panels --------------------------------------------
 
   useEffect(() => {
-    const onChanged = () => load({ record: true });
+    const onChanged = (event) => {
+      // The panel that changed the document already shows this node (it may
+      // have a new id after a rename); keep it selected without re-announcing.
+      const nodeId = event.detail && event.detail.node;
+      if (nodeId) {
+        pendingSelect.current = nodeId;
+        lastSelected.current = nodeId;
+      }
+      load({ record: true });
+    };
     const onFocus = (event) => {
       const { nodeId, field } = event.detail || {};
       if (!nodeId) return;
@@ -423,8 +448,9 @@ function Canvas({ workflowId, apiBase, canEdit, root }) {
     <div className="wf-canvas" ref={wrapper} onDragOver={onDragOver} onDrop={onDrop}>
       <ReactFlow
         nodes={nodes}
-        edges={edges}
+        edges={drawnEdges}
         nodeTypes={nodeTypes}
+        edgeTypes={edgeTypes}
         onNodesChange={onNodesChange}
         onEdgesChange={onEdgesChange}
         onNodeDragStop={onNodeDragStop}
@@ -447,7 +473,15 @@ function Canvas({ workflowId, apiBase, canEdit, root }) {
       >
         <Frames frames={frames} />
         <Background gap={20} size={1.2} color="#d3d8e0" />
-        <MiniMap pannable zoomable className="wf-minimap" nodeStrokeWidth={3} nodeColor={minimapColor} />
+        <MiniMap
+          pannable
+          zoomable
+          className="wf-minimap"
+          style={{ width: 168, height: 112 }}
+          nodeStrokeWidth={3}
+          nodeColor={minimapColor}
+          ariaLabel="Overview of the whole graph"
+        />
         <Controls showInteractive={false} position="bottom-left" />
         <Panel position="top-left" className="wf-toolbar" aria-label="Canvas tools">
           {canEdit && (

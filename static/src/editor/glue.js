@@ -9,6 +9,8 @@ function inspector() {
   return document.getElementById("inspector");
 }
 
+let pending = null; // URL of the inspector load in flight, to skip identical repeats
+
 function loadInspector(nodeId, field) {
   const panel = inspector();
   if (!panel || !window.htmx) return;
@@ -16,7 +18,13 @@ function loadInspector(nodeId, field) {
   if (nodeId) params.set("node", nodeId);
   if (field) params.set("field", field);
   panel.dataset.node = nodeId || "";
-  window.htmx.ajax("GET", `${panel.dataset.url}?${params}`, { target: "#inspector", swap: "innerHTML" });
+  const url = `${panel.dataset.url}?${params}`;
+  if (url === pending) return;
+  pending = url;
+  const done = () => {
+    if (pending === url) pending = null;
+  };
+  window.htmx.ajax("GET", url, { target: "#inspector", swap: "innerHTML" }).then(done, done);
 }
 
 function showNotice(message, kind) {
@@ -38,6 +46,14 @@ function showNotice(message, kind) {
   bar.append(box);
 }
 
+// The node the inspector shows, as the server last rendered it (a rename in
+// the inspector changes it without a canvas selection).
+function shownNode() {
+  const panel = inspector();
+  const rendered = panel && panel.querySelector(".inspector[data-node]");
+  return rendered ? rendered.dataset.node : panel?.dataset.node;
+}
+
 function inspectorBusy() {
   const panel = inspector();
   if (!panel) return true;
@@ -50,11 +66,11 @@ export function installGlue() {
     loadInspector(nodeId, field);
   });
   document.addEventListener(EVENTS.notice, (event) => showNotice(event.detail.message, event.detail.kind || "info"));
-  document.addEventListener(EVENTS.documentReloaded, () => loadInspector(inspector()?.dataset.node));
+  document.addEventListener(EVENTS.documentReloaded, () => loadInspector(shownNode()));
   // A canvas edit can change what the inspector shows (reachability, the
   // diagnostics of a field); refresh it unless the person is working in it.
   document.addEventListener(EVENTS.documentSaved, () => {
-    if (!inspectorBusy()) loadInspector(inspector()?.dataset.node);
+    if (!inspectorBusy() && !pending) loadInspector(shownNode());
   });
 
   document.addEventListener("click", (event) => {

@@ -139,7 +139,7 @@ export function buildEdges(doc, analysis, previous) {
       sourceHandle: route.label,
       target: route.target,
       targetHandle: "in",
-      type: "smoothstep",
+      type: back ? "back" : "smoothstep",
       selected: Boolean(before.get(id) && before.get(id).selected),
       className: classes.join(" "),
       label: back ? "next item" : undefined,

@@ -1,0 +1,196 @@
+"""Driving the workflow editor in a real browser: a small page object for the editor tests.
+
+Every action goes through the UI the way a person does it (palette drag and
+drop, dragging from a label handle, the inspector's pickers); waits are on
+what the page shows (the saved revision, the inspector's node), never on time.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from playwright.sync_api import Locator, Page, expect
+
+from designer.models import Workflow
+from runtime import TaskRegistry
+
+INPUT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "customers": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "name": {"type": "string"},
+                    "orders": {
+                        "type": "array",
+                        "items": {
+                            "type": "object",
+                            "properties": {"sku": {"type": "string"}, "qty": {"type": "integer"}},
+                            "required": ["sku", "qty"],
+                        },
+                    },
+                },
+                "required": ["name", "orders"],
+            },
+        }
+    },
+    "required": ["customers"],
+}
+
+
+def empty_document(**extra: Any) -> dict[str, Any]:
+    return {"id": "draft", "input_schema": INPUT_SCHEMA, "nodes": [], "routes": [], **extra}
+
+
+def test_registry() -> TaskRegistry:
+    """Tasks the editor tests add from the palette, on top of the site's catalogue."""
+    registry = TaskRegistry()
+
+    @registry.task(description="Pack one order line for a customer.")
+    def pack_item(customer: str, sku: str, qty: int = 1) -> dict[str, Any]:
+        return {"label": f"{customer}: {qty} x {sku}"}
+
+    return registry
+
+
+test_registry.__test__ = False  # type: ignore[attr-defined]  # a factory, not a test
+
+
+class EditorPage:
+    """One browser tab on ``/workflows/<id>/edit/``; collects console errors as it goes."""
+
+    def __init__(self, page: Page, base_url: str, workflow: Workflow) -> None:
+        self.page = page
+        self.workflow = workflow
+        self.url = f"{base_url}/workflows/{workflow.pk}/edit/"
+        self.errors: list[str] = []
+        page.on("console", lambda message: self.errors.append(message.text) if message.type == "error" else None)
+        page.on("pageerror", lambda error: self.errors.append(str(error)))
+
+    # --- locators -----------------------------------------------------------------
+
+    @property
+    def canvas(self) -> Locator:
+        return self.page.locator("[data-editor-canvas]")
+
+    @property
+    def inspector(self) -> Locator:
+        return self.page.locator("#inspector .inspector")
+
+    @property
+    def diagnostics(self) -> Locator:
+        return self.page.locator("#diagnostics")
+
+    @property
+    def notice(self) -> Locator:
+        return self.page.locator("#editor-notice")
+
+    def node(self, node_id: str) -> Locator:
+        return self.page.locator(f'.react-flow__node[data-id="{node_id}"]')
+
+    def edge(self, source: str, label: str) -> Locator:
+        return self.page.locator(f'.react-flow__edge[data-id="{source}::{label}"]')
+
+    def palette_item(self, kind: str, title: str) -> Locator:
+        return self.page.locator(f'[data-palette="{kind}:{title}"]')
+
+    # --- state ----------------------------------------------------------------------
+
+    def open(self) -> EditorPage:
+        # Room for a four-node graph at 100 % zoom between the palette and the inspector.
+        self.page.set_viewport_size({"width": 1600, "height": 1000})
+        self.page.goto(self.url)
+        expect(self.canvas).to_have_attribute("data-state", "saved")
+        return self
+
+    def revision(self) -> int:
+        return int(self.canvas.get_attribute("data-revision") or 0)
+
+    def wait_saved(self, revision: int) -> None:
+        expect(self.canvas).to_have_attribute("data-revision", str(revision))
+        expect(self.canvas).to_have_attribute("data-state", "saved")
+
+    def node_ids(self) -> list[str]:
+        return self.page.locator(".react-flow__node").evaluate_all("els => els.map(e => e.dataset.id)")
+
+    def document(self) -> dict[str, Any]:
+        self.workflow.refresh_from_db()
+        return self.workflow.document
+
+    # --- canvas actions -------------------------------------------------------------
+
+    def drop(self, kind: str, title: str, x: int, y: int) -> str:
+        """Drag a palette item onto the canvas at (x, y) of the pane; returns the new node's id."""
+        before, known = self.revision(), set(self.node_ids())
+        self.palette_item(kind, title).drag_to(self.page.locator(".react-flow__pane"),
+                                               target_position={"x": x, "y": y})
+        self.wait_saved(before + 1)
+        added = [node_id for node_id in self.node_ids() if node_id not in known]
+        assert len(added) == 1, added
+        expect(self.inspector).to_have_attribute("data-node", added[0])
+        return added[0]
+
+    def connect(self, source: str, label: str, target: str) -> None:
+        """Drag from ``source``'s ``label`` handle to ``target``, as a person wires a route."""
+        before = self.revision()
+        handle = self.node(source).locator(f'.react-flow__handle.source[data-handleid="{label}"]')
+        goal = self.node(target).locator(".react-flow__handle.target")
+        start, end = handle.bounding_box(), goal.bounding_box()
+        assert start and end
+        mouse = self.page.mouse
+        mouse.move(start["x"] + start["width"] / 2, start["y"] + start["height"] / 2)
+        mouse.down()
+        mouse.move(start["x"] + start["width"] / 2 + 1, start["y"] + start["height"] / 2 + 1)
+        mouse.move(end["x"] + end["width"] / 2, end["y"] + end["height"] / 2, steps=12)
+        mouse.up()
+        self.wait_saved(before + 1)
+        expect(self.edge(source, label)).to_have_count(1)
+
+    def move(self, node_id: str, dx: int, dy: int) -> None:
+        before = self.revision()
+        box = self.node(node_id).locator(".wf-node__title").bounding_box()
+        assert box
+        mouse = self.page.mouse
+        mouse.move(box["x"] + 10, box["y"] + box["height"] / 2)
+        mouse.down()
+        mouse.move(box["x"] + 11, box["y"] + box["height"] / 2 + 1)
+        mouse.move(box["x"] + 10 + dx, box["y"] + box["height"] / 2 + dy, steps=10)
+        mouse.up()
+        self.wait_saved(before + 1)
+
+    def select(self, node_id: str) -> None:
+        self.node(node_id).locator(".wf-node__title").click()
+        expect(self.inspector).to_have_attribute("data-node", node_id)
+
+    # --- inspector actions -------------------------------------------------------------
+
+    def rename(self, node_id: str, new_id: str) -> None:
+        self.select(node_id)
+        before = self.revision()
+        self.inspector.get_by_label("Id", exact=True).fill(new_id)
+        self.inspector.get_by_role("button", name="Save node", exact=True).click()
+        expect(self.inspector).to_have_attribute("data-node", new_id)
+        self.wait_saved(before + 1)
+        expect(self.node(new_id)).to_have_count(1)
+
+    def open_picker(self, field_label: str) -> Locator:
+        self.inspector.get_by_role("button", name=f"Choose a path for {field_label}", exact=True).click()
+        picker = self.inspector.locator(".picker")
+        expect(picker).to_be_visible()
+        return picker
+
+    def picker_paths(self) -> list[str]:
+        return self.inspector.locator(".picker .option").evaluate_all("els => els.map(e => e.dataset.path)")
+
+    def choose(self, path: str) -> None:
+        before = self.revision()
+        self.inspector.locator(f'.picker .option[data-path="{path}"]').click()
+        self.wait_saved(before + 1)
+        expect(self.inspector.locator(".picker")).to_have_count(0)
+
+    def bind(self, node_id: str, field_label: str, path: str) -> None:
+        self.select(node_id)
+        self.open_picker(field_label)
+        self.choose(path)
