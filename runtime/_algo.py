@@ -52,13 +52,21 @@ def mint(run_state: RunState, ids: IdFactory, kind: str) -> str:
 
 
 class Recorder:
-    """Numbers and collects the trace events of one engine call."""
+    """Numbers and collects the trace events of one engine call.
 
-    __slots__ = ("run_state", "events")
+    The sequence counter lives here during a superstep and is written back to
+    ``RunState.trace_seq`` by ``sync`` before the state is checkpointed.
+    """
+
+    __slots__ = ("run_state", "events", "seq")
 
     def __init__(self, run_state: RunState) -> None:
         self.run_state = run_state
         self.events: list[TraceEvent] = []
+        self.seq = run_state.trace_seq
+
+    def sync(self) -> None:
+        self.run_state.trace_seq = self.seq
 
     def emit(self, kind: str, frame: ExecutionFrame | None = None, *, node_id: str | None = None,
              activation_id: str | None = None, index: int | None = None, label: str | None = None,
@@ -76,12 +84,12 @@ class Recorder:
             # Run-level events belong to the run's root scope.
             scope_id, frame_id, lineage_id = ROOT_SCOPE_ID, None, None
         event = TraceEvent(
-            seq=rs.trace_seq, kind=kind, run_id=rs.run_id, step=rs.step, time=time.time(),
+            seq=self.seq, kind=kind, run_id=rs.run_id, step=rs.step, time=time.time(),
             scope_id=scope_id, frame_id=frame_id, lineage_id=lineage_id, node_id=node_id,
             activation_id=activation_id, index=index, label=label, attempt=attempt, duration=duration,
             summary=summary,
         )
-        rs.trace_seq += 1
+        self.seq += 1
         self.events.append(event)
         return event
 
@@ -170,7 +178,8 @@ class Failure:
         if isinstance(cause, WorkflowError):
             described = cause.to_dict() | {"type": type(cause).__name__}
         # Details may hold anything a task put in its exception; the run state must stay JSON.
-        return to_jsonable_python(described, fallback=repr)
+        jsonable: dict[str, Any] = to_jsonable_python(described, fallback=repr)
+        return jsonable
 
     def error_payload(self) -> dict[str, Any]:
         """The node's result on its ``error`` route."""

@@ -125,7 +125,8 @@ def apply_outputs(state: dict[str, Any], bindings: Sequence[OutputBinding], resu
 
 def write_state(state: dict[str, Any], target: StatePath, value: Any, mode: str, *, node_id: str) -> dict[str, Any]:
     if mode == "set":
-        return set_in(state, target.parts, value)
+        written: dict[str, Any] = set_in(state, target.parts, value)
+        return written
     current = get_in(state, target.parts)
     where = f"node {node_id!r}: output binding to {str(target)!r} ({mode})"
     if mode == "append":
@@ -160,7 +161,8 @@ def write_state(state: dict[str, Any], target: StatePath, value: Any, mode: str,
                                node_id=node_id, target=str(target), mode=mode)
     else:
         raise BindingError(f"{where}: unknown mode {mode!r}", node_id=node_id, target=str(target), mode=mode)
-    return set_in(state, target.parts, merged)
+    written = set_in(state, target.parts, merged)
+    return written
 
 
 def project(targets: Sequence[tuple[LocalPath, GraphSourcePath]], reader: ScopeReader) -> dict[str, Any] | Any:

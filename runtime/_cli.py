@@ -77,10 +77,10 @@ def load_registry(modules: Sequence[str], *, builtins: bool = True) -> TaskRegis
     return combined
 
 
-def _load_workflows(directory: str | None) -> dict[str, Workflow]:
+def _load_workflows(directory: str | None) -> dict[object, Workflow]:
     if directory is None:
         return {}
-    documents: dict[str, Workflow] = {}
+    documents: dict[object, Workflow] = {}
     for path in sorted(Path(directory).glob("*.json")):
         document = Workflow.model_validate(_read_json(str(path), "workflow"))
         documents[document.id] = document

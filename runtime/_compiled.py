@@ -67,7 +67,8 @@ def check_payload(schema: Mapping[str, Any], validator: Any, value: Any, *, what
     if problems:
         shown = "; ".join(f"{p['field'] or '(root)'}: {p['message']}" for p in problems[:5])
         raise InputValidationError(f"{what} is invalid: {shown}", errors=problems, **details)
-    return value
+    checked: dict[str, Any] = value
+    return checked
 
 
 @dataclass(frozen=True, slots=True, eq=False)

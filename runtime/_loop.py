@@ -355,6 +355,7 @@ class RunLoop:
                                            run_id=rs.run_id)
             rs.status = "interrupted"
             self.recorder.emit("run_interrupted", summary={"interrupts": list(rs.interrupts)})
+        self.recorder.sync()
         events = self.recorder.events[self._step_start:]
         self._step_start = len(self.recorder.events)
         return events

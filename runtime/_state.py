@@ -26,7 +26,7 @@ from runtime._context import RESERVED_CONTEXT_FIELDS, ForeachContext, RuntimeCon
 from runtime._document import WorkflowRef
 from runtime._errors import CorruptRunStateError
 
-RUN_STATE_VERSION = 1
+RUN_STATE_VERSION: Literal[1] = 1
 ROOT_SCOPE_ID = "root"
 
 RunStatus = Literal["running", "interrupted", "completed", "failed", "cancelled"]

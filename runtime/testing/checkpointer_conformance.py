@@ -258,7 +258,8 @@ class CheckpointerConformance:
         outcomes = []
         for state in (first.run_state, loaded):
             engine = self._engine(self.make_checkpointer())
-            current, trace = state, []
+            current: RunState = state
+            trace: list[tuple[Any, ...]] = []
             while current.status == "interrupted":
                 pending = next(iter(current.interrupts.values()))
                 result = engine.resume(current, pending.interrupt_id, {"answer": f"hi {pending.payload['name']}"},
