@@ -118,3 +118,25 @@ def counting_document(workflow_id: str = "counting", *, pause: bool = True) -> d
     graph.output("first", "state.first")
     graph.output("second", "state.second")
     return graph.build().model_dump(mode="json")
+
+
+def greeting_document(workflow_id: str = "greetings") -> dict[str, Any]:
+    """A foreach over ``input.names`` (two items at a time, alias ``person``) whose items each wait at an
+    interrupt for a greeting, appended to ``state.greetings``."""
+    graph = WorkflowBuilder(
+        workflow_id, "Greetings",
+        input_schema={"type": "object", "properties": {"names": {"type": "array", "items": {"type": "string"}}},
+                      "required": ["names"]},
+        state_schema={"type": "object", "properties": {
+            "greetings": {"type": "array", "items": {"type": "string"}, "default": []}}},
+    )
+    people = graph.foreach("people", "input.names", as_="person", max_concurrency=2)
+    ask = graph.interrupt(
+        "ask", prompt="Greeting?", input=[{"target": "name", "path": people.item}],
+        resume_schema={"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]},
+        output=[{"source": "answer", "target": "greetings", "mode": "append"}],
+    )
+    graph.set_route(people, "loop", ask)
+    graph.set_route(ask, "ok", people)
+    graph.output("greetings", "state.greetings")
+    return graph.build().model_dump(mode="json")
