@@ -33,7 +33,7 @@ from designer.views.htmx import HtmxHttpRequest
 from designer.views.pages import designer_errors, error_message
 from designer.views.run_display import MAX_EVENTS, build_timeline, event_filters, short_id
 from designer.views.run_inspect import context_of, load_state, progress_rows, recorded_context
-from designer.views.schema_form import SchemaForm, build_form, parse_form, with_error
+from designer.views.schema_form import JSON_FIELD, MODE_FIELD, SchemaForm, build_form, parse_form, with_error
 from runtime import WorkflowError
 
 PAGE_SIZE = 25
@@ -221,7 +221,16 @@ def _panel_context(request: HtmxHttpRequest, workflow: Workflow, *, version: int
 def run_panel(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
     """The run panel; htmx asks for one part of it: ``#inputs`` (after a version change) or ``#recent`` (polling)."""
     workflow = selectors.get_workflow(user=request.user, workflow_id=workflow_id)
-    context = _panel_context(request, workflow, version=_version_param(request.GET.get("version")))
+    version = _version_param(request.GET.get("version"))
+    form = None
+    if MODE_FIELD in request.GET:
+        # A refresh sent what the form held: keep the values that still fit, show no errors yet.
+        schema = _panel_schema(workflow, version)
+        typed, value = parse_form(schema, request.GET)
+        form = build_form(schema, value if value is not None else None)
+        if typed.mode == "json" and not form.json_only:
+            form.mode, form.json_text = "json", str(request.GET.get(JSON_FIELD, form.json_text))
+    context = _panel_context(request, workflow, version=version, form=form)
     part = request.GET.get("part", "")
     template = f"runs/panel.html#{part}" if part in ("inputs", "recent") else "runs/panel.html#panel"
     if not request.htmx and not part:

@@ -7,6 +7,7 @@ answers its question in the page; a viewer gets no run controls and a stranger g
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -119,6 +120,12 @@ def test_answer_the_approval_question_in_the_browser(
 
     question.get_by_label("Approve?").check()
     question.get_by_label("Comment").fill("Fine for the new hires")
+    # Experts can switch to JSON: what the fields hold is carried over, and the answer is sent as JSON.
+    question.locator(".mode-switch label", has_text="JSON").click()
+    json_value = question.locator(".sf-json textarea")
+    expect(json_value).to_be_visible()
+    expect(question.get_by_label("Comment")).to_be_hidden()
+    assert json.loads(json_value.input_value()) == {"approved": True, "comment": "Fine for the new hires"}
     question.get_by_role("button", name="Answer").click()
 
     expect(page.locator("#run-status")).to_have_text("completed", timeout=FINISH_MS)

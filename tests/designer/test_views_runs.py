@@ -54,6 +54,13 @@ def test_panel_prefills_the_documents_sample_input(cast: Any, workflow: Any) -> 
     assert 'name="field.amount" id="run-input-f-amount" value="1234.5"' in body
 
 
+def test_a_panel_refresh_keeps_what_was_typed(cast: Any, workflow: Any) -> None:
+    body = client_for(cast.editor).get(reverse("run-panel", args=[workflow.pk]),
+                                       {"_mode": "fields", "field.amount": "42"}, **htmx("")).content.decode()
+    assert 'name="field.amount" id="run-input-f-amount" value="42"' in body
+    assert "error" not in body.split('id="run-inputs"', 1)[1].split("</div>", 1)[0]
+
+
 def test_viewer_sees_runs_but_no_start_form(cast: Any, workflow: Any) -> None:
     start(cast, workflow)
     body = client_for(cast.viewer).get(reverse("run-panel", args=[workflow.pk]), **htmx("")).content.decode()
