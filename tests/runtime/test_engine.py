@@ -308,3 +308,18 @@ def test_engine_compiles_each_document_once() -> None:
 def test_default_registry_is_used_when_none_is_given() -> None:
     assert Engine().registry is not None
     assert "double" in registry()
+
+
+def test_check_run_input_applies_the_same_checks_as_run() -> None:
+    from runtime import check_run_input
+
+    g = WorkflowBuilder("d", input_schema={"type": "object", "properties": {
+        "x": {"type": "integer", "default": 4}, "name": {"type": "string"}}, "required": ["name"]})
+    g.use("echo", id="e")
+    workflow = g.build()
+    assert check_run_input(workflow, {"name": "n"}) == {"name": "n", "x": 4}
+    assert check_run_input(workflow.model_dump(mode="json"), {"name": "n", "x": 1}) == {"name": "n", "x": 1}
+    with pytest.raises(InputValidationError) as caught:
+        check_run_input(workflow, {"x": "no"})
+    fields = {e["field"] for e in caught.value.details["errors"]}
+    assert fields == {"", "x"}  # the missing required field is reported at the root, the bad type at x
