@@ -33,13 +33,8 @@ logger = logging.getLogger("designer.runs")
 
 DEFAULT_MAX_ATTEMPTS = 5
 
-#: Engine outcome -> Run status.
-STATUS = {
-    "completed": Run.Status.COMPLETED,
-    "failed": Run.Status.FAILED,
-    "interrupted": Run.Status.INTERRUPTED,
-    "cancelled": Run.Status.CANCELLED,
-}
+#: Engine outcomes; each is also the name of the Run status it ends in.
+OUTCOMES = frozenset({"completed", "failed", "interrupted", "cancelled"})
 
 
 def max_attempts() -> int:
@@ -96,8 +91,10 @@ class Execution:
             return engine.continue_run(run.run_state, workflow=run.document)
 
     def finish(self, result: RunResult) -> str:
-        status = STATUS[result.status]
-        finished = status != Run.Status.INTERRUPTED
+        status: str = result.status
+        if status not in OUTCOMES:
+            raise AssertionError(f"unexpected engine outcome {status!r}")
+        finished = status != "interrupted"
         fields: dict[str, Any] = {
             "status": status,
             "output": result.output,
@@ -114,11 +111,11 @@ class Execution:
 
         A refused resume answer is not a failed run: the run stays interrupted with the error shown."""
         if self.resume is not None and isinstance(exc, WorkflowError) and exc.code == "resume.invalid":
-            release(self.run.pk, self.owner, status=Run.Status.INTERRUPTED, resume_request=None, error=_error(exc))
-            return Run.Status.INTERRUPTED
-        release(self.run.pk, self.owner, status=Run.Status.FAILED, error=_error(exc), resume_request=None,
+            release(self.run.pk, self.owner, status="interrupted", resume_request=None, error=_error(exc))
+            return "interrupted"
+        release(self.run.pk, self.owner, status="failed", error=_error(exc), resume_request=None,
                 finished_at=timezone.now())
-        return Run.Status.FAILED
+        return "failed"
 
 
 def execute(run_id: int) -> str:
@@ -130,10 +127,10 @@ def execute(run_id: int) -> str:
     execution = Execution(run, owner)
     if run.attempts > max_attempts():
         logger.error("run %s: giving up after %d attempts", run_id, run.attempts - 1)
-        release(run.pk, owner, status=Run.Status.FAILED, finished_at=timezone.now(),
+        release(run.pk, owner, status="failed", finished_at=timezone.now(),
                 error={"code": "run.attempts_exhausted",
                        "message": f"{run.attempts - 1} workers stopped while executing this run; giving up"})
-        return Run.Status.FAILED
+        return "failed"
     if run.runtime_id is None:
         Run.objects.filter(pk=run.pk).update(runtime_id=run_id_for(run.pk))
         run.runtime_id = run_id_for(run.pk)

@@ -93,14 +93,13 @@ class Heartbeat:
     """Renews a lease from a daemon thread while one superstep runs longer than a lease.
 
     Dies with the process, which is the point: a killed worker stops renewing and its lease expires.
-    ``lost`` is set when a renewal finds the lease gone; the next checkpoint then fails with ``LeaseLost``.
+    A renewal that finds the lease gone just stops; the next checkpoint then fails with ``LeaseLost``.
     """
 
     def __init__(self, run_id: int, owner: str, interval: float | None = None) -> None:
         self.run_id = run_id
         self.owner = owner
         self.interval = interval if interval is not None else max(lease_seconds() / 3, 0.05)
-        self.lost = threading.Event()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name=f"lease-heartbeat-{run_id}", daemon=True)
 
@@ -118,7 +117,6 @@ class Heartbeat:
                 try:
                     renew(self.run_id, self.owner)
                 except LeaseLost:
-                    self.lost.set()
                     return
                 except Exception:  # a transient DB error must not kill the heartbeat
                     close_old_connections()

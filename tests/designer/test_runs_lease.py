@@ -89,3 +89,16 @@ def test_recovery_requeues_a_queued_run_whose_task_was_lost(workflow: Any) -> No
     run = make_run(workflow, lease_expires_at=timezone.now() - timedelta(seconds=1))
     assert requeue_stale_runs() == [run.pk]
     assert ready_tasks_for(run) == 1
+
+
+def test_a_run_that_keeps_killing_its_workers_is_failed_after_the_attempt_limit(workflow: Any, settings: Any) -> None:
+    from designer.runs.executor import execute
+
+    settings.TRELLIS_RUN_MAX_ATTEMPTS = 3
+    run = make_run(workflow, attempts=3, status="running",
+                   lease_owner="dead", lease_expires_at=timezone.now() - timedelta(seconds=1))
+
+    assert execute(run.pk) == "failed"
+    run.refresh_from_db()
+    assert run.status == "failed" and run.error["code"] == "run.attempts_exhausted"
+    assert run.lease_owner == "" and run.finished_at is not None
