@@ -28,10 +28,36 @@ CHROMIUM_ARGS = [
     "--no-first-run",
 ]
 
-# Playwright's sync API runs an event loop in the test thread, which makes
-# Django refuse ORM calls from it. The browser tests need both; nothing else
-# in the process runs async code, so lifting the guard is safe here.
-os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+PLAYWRIGHT_FIXTURES = frozenset({"page", "context", "browser", "browser_type", "playwright", "new_context"})
+
+
+def _is_browser_test(item: pytest.Item) -> bool:
+    return (
+        item.get_closest_marker("browser") is not None
+        or not PLAYWRIGHT_FIXTURES.isdisjoint(getattr(item, "fixturenames", ()))
+        or "browser" in Path(str(item.path)).relative_to(REPO_ROOT).parts[:2]
+    )
+
+
+@pytest.hookimpl(trylast=True)  # after pytest-django's own reordering by database use
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # Playwright's session-scoped sync API leaves an asyncio loop running in the
+    # test thread once the first browser test starts; any later asyncio.run()
+    # fails and Django's async guard trips. So browser tests run last (xdist
+    # hands out items in this order too), and every one carries the marker.
+    for item in items:
+        if _is_browser_test(item) and item.get_closest_marker("browser") is None:
+            item.add_marker(pytest.mark.browser)
+    items.sort(key=lambda item: item.get_closest_marker("browser") is not None)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if item.get_closest_marker("browser") is not None:
+        # From the first browser test on, ORM calls happen in a thread with a
+        # running loop (Playwright's); only browser tests follow, so the guard
+        # stays lifted for the rest of the process.
+        os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
 
 
 # --- users ------------------------------------------------------------------
