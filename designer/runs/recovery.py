@@ -73,6 +73,24 @@ def _pending_run_ids(run_ids: Iterable[int]) -> set[int]:
     return pending
 
 
+class WorkerLost(Exception):
+    """Recorded on the task result of an execution whose worker stopped renewing the run's lease."""
+
+
+def _close_orphaned_tasks(run_id: int) -> None:
+    """Mark the database task rows still RUNNING for ``run_id`` as failed: their worker is gone (the run's
+    lease expired), and the task list should say so rather than show them running forever."""
+    task = _execute_task()
+    if not _is_database_backend(task):
+        return
+    from django_tasks_db.models import DBTaskResult
+
+    for row in DBTaskResult.objects.running().filter(task_path=task.module_path):
+        args = (row.args_kwargs or {}).get("args") or []
+        if args[:1] == [run_id]:
+            row.set_failed(WorkerLost(f"the worker executing run {run_id} stopped renewing its lease"))
+
+
 def stale_runs() -> Any:
     """Runnable runs whose lease (or queue deadline) has expired."""
     now = timezone.now()
@@ -99,6 +117,7 @@ def requeue_stale_runs() -> list[int]:
                 still_stale = Run.objects.filter(pk=run_id, status__in=RUNNABLE, lease_expires_at__isnull=True)
             if not still_stale.update(lease_owner=""):
                 continue
+            _close_orphaned_tasks(run_id)
             enqueue_execution(run_id)
         requeued.append(run_id)
     if requeued:

@@ -62,12 +62,16 @@ def test_runs_that_need_no_worker_cannot_be_claimed(workflow: Any, status: str) 
 
 def test_recovery_requeues_a_run_whose_worker_stopped_renewing(workflow: Any) -> None:
     run = make_run(workflow)
-    assert lease.claim(run.pk, "dead-worker")
+    enqueue_execution(run.pk)
+    DBTaskResult.objects.update(status="RUNNING", worker_ids=["dead-worker"])  # taken by a worker ...
+    assert lease.claim(run.pk, "dead-worker")  # ... that claimed the run and then died
     assert requeue_stale_runs() == []  # the lease is still live
 
     Run.objects.filter(pk=run.pk).update(lease_expires_at=timezone.now() - timedelta(seconds=1))
     assert requeue_stale_runs() == [run.pk]
     assert ready_tasks_for(run) == 1
+    orphan = DBTaskResult.objects.get(worker_ids=["dead-worker"])
+    assert orphan.status == "FAILED" and orphan.exception_class_path.endswith("WorkerLost")
     # Re-stamped with a queue deadline: checking again does not pile up duplicates.
     assert requeue_stale_runs() == []
     assert ready_tasks_for(run) == 1
