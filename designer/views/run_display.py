@@ -69,6 +69,7 @@ class Row:
     parent: str | None
     order: tuple[Any, ...]
     depth: int = 0
+    last: datetime | None = None
     steps: list[Step] = field(default_factory=list)
     spans: list[Span] = field(default_factory=list)
 
@@ -90,12 +91,25 @@ def _ticks(total_ms: int, count: int = 5) -> list[tuple[float, int]]:
     return [(100.0 * i / count, round(total_ms * i / count)) for i in range(count + 1)]
 
 
+@dataclass(frozen=True, slots=True)
+class InFlight:
+    """A frame the latest checkpoint has ready to run: its step is under way but not in the trace yet."""
+
+    frame_id: str
+    lineage_id: str
+    scope_id: str
+    node_id: str
+
+
 def build_timeline(events: Iterable[RunEvent], *, now: datetime, end: datetime | None = None,
-                   truncated: bool = False) -> Timeline:
+                   truncated: bool = False, in_flight: Sequence[InFlight] = ()) -> Timeline:
     """Bars from ``node_started`` to the step's end event, one row per lineage, children after their parent.
 
     ``now`` closes steps that are still running; ``end`` (the run's finish
-    time) closes steps a finished run left open.
+    time) closes steps a finished run left open. Trace events reach the
+    database with each checkpoint, so a step that is running right now is
+    drawn from ``in_flight`` (the checkpoint's ready frames), starting at its
+    lineage's latest event.
     """
     rows: dict[str, Row] = {}
     open_steps: dict[tuple[str, str], Step] = {}
@@ -186,8 +200,17 @@ def build_timeline(events: Iterable[RunEvent], *, now: datetime, end: datetime |
             row = row_for(event)
             row.kind, row.title = "root", "run"
 
+        if event.lineage_id in rows:
+            rows[event.lineage_id].last = event.at
+
     if t0 is None:
         return Timeline(rows=[], total_ms=0, ticks=[])
+    for flight in in_flight:
+        row = rows.get(flight.lineage_id)
+        if row is None or any(step.end is None for step in row.steps):
+            continue
+        since = max([t0, *(s.end or s.start for s in row.steps), *(s.start for s in row.spans), row.last or t0])
+        row.steps.append(Step(-1, flight.node_id, flight.frame_id, flight.lineage_id, flight.scope_id, since))
     stop = end or now
     for step in open_steps.values():
         if step.end is None and end is not None:

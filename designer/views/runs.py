@@ -31,7 +31,7 @@ from designer.permissions import has_role, role_of
 from designer.services import runs as run_services
 from designer.views.htmx import HtmxHttpRequest
 from designer.views.pages import designer_errors, error_message
-from designer.views.run_display import MAX_EVENTS, build_timeline, event_filters, short_id
+from designer.views.run_display import MAX_EVENTS, InFlight, build_timeline, event_filters, short_id
 from designer.views.run_inspect import context_of, load_state, progress_rows, recorded_context
 from designer.views.schema_form import JSON_FIELD, MODE_FIELD, SchemaForm, build_form, parse_form, with_error
 from runtime import WorkflowError
@@ -306,8 +306,13 @@ def _detail_context(request: HtmxHttpRequest, run: Run, **extra: Any) -> dict[st
     inspection = load_state(run)
     events = list(run.events.order_by("seq")[:MAX_EVENTS])
     now = timezone.now()
+    in_flight = [
+        InFlight(frame.frame_id, frame.lineage_id, frame.scope_id, frame.node_id)
+        for frame in (inspection.state.frames.values() if inspection.state and run.status in ACTIVE else ())
+        if frame.status == "ready"
+    ]
     timeline = build_timeline(events, now=now, end=run.finished_at if run.is_finished else None,
-                              truncated=len(events) >= MAX_EVENTS)
+                              truncated=len(events) >= MAX_EVENTS, in_flight=in_flight)
     scope_state = inspection.state.root_scope.state if inspection.state and "root" in inspection.state.scopes else None
     return {
         "run": run,
