@@ -138,6 +138,8 @@ def _history(request: HtmxHttpRequest, *, team: Team | None = None, workflow: Wo
         "workflow": workflow,
         "page": page,
         "runs": page.object_list,
+        # Runs on this page that may still change: the table refreshes itself until none is left.
+        "any_active": any(run.status in ACTIVE for run in page.object_list),
         "filters": filters,
         "query": query.urlencode(),
         "statuses": Run.Status.choices,

@@ -155,7 +155,17 @@ def test_history_filter_request_from_htmx_gets_only_the_table(cast: Any, workflo
     start(cast, workflow)
     body = client_for(cast.viewer).get(reverse("workflow-runs", args=[workflow.pk]), {"status": "queued"},
                                        **htmx("run-table")).content.decode()
-    assert body.lstrip().startswith('<div id="run-table">') and "<html" not in body
+    assert body.lstrip().startswith('<div id="run-table"') and "<html" not in body
+
+
+def test_history_refreshes_itself_only_while_a_shown_run_is_active(cast: Any, workflow: Any) -> None:
+    run = start(cast, workflow)
+    url = reverse("workflow-runs", args=[workflow.pk])
+    table = re.search(r'<div id="run-table"[^>]*>', client_for(cast.viewer).get(url).content.decode())
+    assert table and 'hx-trigger="every 2s"' in table.group(0)
+    Run.objects.filter(pk=run.pk).update(status="completed")
+    table = re.search(r'<div id="run-table"[^>]*>', client_for(cast.viewer).get(url).content.decode())
+    assert table and "hx-trigger" not in table.group(0)
 
 
 def test_history_pages(cast: Any, workflow: Any) -> None:
