@@ -291,6 +291,7 @@ def _apply(loaded: Loaded, action: str, node_id: str, form: Any) -> tuple[dict[s
 def edit(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
     """Apply one panel edit to the stored draft and answer with the refreshed inspector."""
     loaded = _load(request, workflow_id)
+    require_role(request.user, loaded.workflow.team_id, "editor", what="this workflow")
     action = request.POST.get("action", "")
     node_id = request.POST.get("node", "")
     try:
@@ -329,6 +330,7 @@ def edit(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
 def publish(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
     """Publish the draft as the next version; the answer is a notice either way."""
     loaded = _load(request, workflow_id)
+    require_role(request.user, loaded.workflow.team_id, "editor", what="this workflow")
     try:
         version = workflow_services.publish_workflow(actor=request.user, workflow=loaded.workflow)
     except (DesignerError, WorkflowError) as exc:

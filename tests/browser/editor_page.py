@@ -160,6 +160,13 @@ class EditorPage:
         mouse.up()
         self.wait_saved(before + 1)
 
+    def click_empty_canvas(self) -> None:
+        """Click the pane where no node, toolbar, minimap or control sits (clears the selection)."""
+        pane = self.page.locator(".react-flow__pane")
+        box = pane.bounding_box()
+        assert box
+        pane.click(position={"x": box["width"] / 2, "y": box["height"] - 24})
+
     def select(self, node_id: str) -> None:
         self.node(node_id).locator(".wf-node__title").click()
         expect(self.inspector).to_have_attribute("data-node", node_id)
@@ -194,3 +201,31 @@ class EditorPage:
         self.select(node_id)
         self.open_picker(field_label)
         self.choose(path)
+
+
+def nested_document(*, positions: bool = False) -> dict[str, Any]:
+    """The finished customers -> orders workflow, as an export would carry it (no canvas positions)."""
+    doc = empty_document(
+        nodes=[
+            {"id": "customers", "kind": "foreach", "over": "input.customers"},
+            {"id": "orders", "kind": "foreach", "over": "context.foreach.customers.item.orders"},
+            {"id": "pack_item", "kind": "task", "task": "pack_item", "input": [
+                {"target": "customer", "path": "context.foreach.customers.item.name"},
+                {"target": "sku", "path": "context.foreach.orders.item.sku"},
+            ]},
+            {"id": "set_value", "kind": "task", "task": "set_value"},
+        ],
+        routes=[
+            {"source": "customers", "label": "loop", "target": "orders"},
+            {"source": "orders", "label": "loop", "target": "pack_item"},
+            {"source": "pack_item", "label": "ok", "target": "orders"},
+            {"source": "orders", "label": "done", "target": "set_value"},
+            {"source": "set_value", "label": "ok", "target": "customers"},
+        ],
+    )
+    if positions:
+        doc["metadata"] = {"positions": {
+            "customers": {"x": 0, "y": 100}, "orders": {"x": 300, "y": 100},
+            "pack_item": {"x": 600, "y": 0}, "set_value": {"x": 600, "y": 240},
+        }}
+    return doc

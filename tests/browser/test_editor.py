@@ -7,6 +7,7 @@ pickers only offer what the analyzer accepts at that node.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,6 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from designer import catalog
-from designer.models import Membership
 from designer.services import teams as team_services
 from designer.services import workflows as workflow_services
 from tests.browser.editor_page import EditorPage, empty_document, test_registry
@@ -114,9 +114,9 @@ def test_build_nested_loops_by_drag_and_drop_and_bind_with_pickers(
     expect(editor.node("set_value")).to_contain_text("in customers")
     expect(editor.page.locator('.wf-frame[data-foreach="orders"]')).to_have_count(1)
     expect(editor.page.locator('.wf-frame[data-foreach="customers"]')).to_have_count(1)
-    expect(editor.edge("pack_item", "ok")).to_have_class(__import__("re").compile(r"wf-edge--back"))
+    expect(editor.edge("pack_item", "ok")).to_have_class(re.compile(r"wf-edge--back"))
     expect(editor.diagnostics.get_by_test_id("error-count")).to_have_text("0 errors")
-    editor.page.locator(".react-flow__pane").click(position={"x": 40, "y": 500})
+    editor.click_empty_canvas()
     expect(editor.inspector).to_have_attribute("data-node", "")
     editor.page.keyboard.press("f")
     editor.page.screenshot(path=artifacts_dir / "editor-nested-loops.png")
