@@ -311,6 +311,9 @@ def test_a_finished_item_frame_shows_the_context_the_runtime_recorded(demo: dict
     last_customer = len(run.input["customers"]) - 1
     assert re.search(r'data-foreach="customers".*?<dd class="ctx-index">' + str(last_customer) + "<", body, re.S)
     assert "As recorded by the runtime" in body
+    page = client_for(demo["users"]["viewer"]).get(reverse("run-frame", args=[run.pk, price.frame_id]))
+    full = page.content.decode()  # without htmx: a page of its own
+    assert page.status_code == 200 and "<html" in full and 'data-foreach="orders"' in full
 
 
 def test_events_table_filters_by_kind_and_node(demo: dict[str, Any]) -> None:
