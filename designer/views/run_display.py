@@ -127,6 +127,8 @@ def build_timeline(events: Iterable[RunEvent], *, now: datetime, end: datetime |
             rows[lineage] = row
         return row
 
+    step: Step | None
+    span: Span | None
     for event in events:
         t0 = t0 or event.at
         latest = event.at if latest is None or event.at > latest else latest
@@ -226,7 +228,8 @@ def build_timeline(events: Iterable[RunEvent], *, now: datetime, end: datetime |
         return max(0.0, min(100.0, (moment - t0).total_seconds() * 1000 * 100.0 / total_ms))
 
     for row in rows.values():
-        for item in (*row.steps, *row.spans):
+        bars: list[Step | Span] = [*row.steps, *row.spans]
+        for item in bars:
             item.left = round(pct(item.start), 3)
             item.width = round(max(0.35, pct(item.end or stop) - item.left), 3)
     ordered = _tree_order(rows)

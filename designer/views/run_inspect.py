@@ -104,14 +104,14 @@ def progress_rows(state: RunState | None, events: Iterable[RunEvent]) -> list[Pr
                 row.total = row.done
     if state is not None:
         for live in activation_progress(state):
-            row = rows.get(live.activation_id)
-            if row is None:
-                row = rows[live.activation_id] = Progress(
+            entry = rows.get(live.activation_id)
+            if entry is None:
+                entry = rows[live.activation_id] = Progress(
                     activation_id=live.activation_id, node_id=live.node_id, done=0, total=None
                 )
-            row.done, row.total, row.running = live.done, live.total, live.running
-            row.parent_activation_id = live.parent_activation_id or row.parent_activation_id
-            row.parent_index = live.parent_index if live.parent_index is not None else row.parent_index
+            entry.done, entry.total, entry.running = live.done, live.total, live.running
+            entry.parent_activation_id = live.parent_activation_id or entry.parent_activation_id
+            entry.parent_index = live.parent_index if live.parent_index is not None else entry.parent_index
     return _nest(rows)
 
 

@@ -435,7 +435,7 @@ def run_resume(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
     if record is None:
         # Answered or cancelled meanwhile: show the run as it is now.
         return _after_action(request, run, notice="That question is no longer open.")
-    schema = next((r.get("resume_schema") for r in run.interrupts if isinstance(r, dict)
+    schema: Any = next((r.get("resume_schema") for r in run.interrupts if isinstance(r, dict)
                    and str(r.get("id") or r.get("interrupt_id")) == interrupt_id), {})
     form, value = parse_form(schema, request.POST)
     label = request.POST.get("label") or None

@@ -207,14 +207,13 @@ def parse_form(schema: Any, data: Mapping[str, Any]) -> tuple[SchemaForm, Any]:
         form = build_form(schema)
         form.mode, form.json_text = "json", text
         try:
-            value = json.loads(text)
+            whole = json.loads(text)
         except json.JSONDecodeError as exc:
             form.errors.append(f"Not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno}).")
             return form, None
         # Re-fill the per-field widgets too, so switching back keeps what was typed.
-        refilled = build_form(schema, value)
-        form.fields = refilled.fields
-        return form, value
+        form.fields = build_form(schema, whole).fields
+        return form, whole
     assert props is not None
     required = set(schema.get("required") or ())
     fields: list[SchemaField] = []
