@@ -145,3 +145,21 @@ def test_cancelling_a_running_run_stops_it_at_the_next_superstep(api: Any, cast:
     kinds = [e["kind"] for e in all_events(client, run["id"])]
     assert kinds[-1] == "run_cancelled"
     assert ("second", "node_started") not in {(e["node_id"], e["kind"]) for e in all_events(client, run["id"])}
+
+
+def test_a_step_longer_than_the_lease_keeps_its_worker(api: Any, cast: Any, env: dict[str, str]) -> None:
+    # The step waits for 2.5 leases. Without the heartbeat, the worker's own stale-run check would see the lease
+    # expire, re-enqueue the run and make the running attempt lose it (a second attempt, a second run_started).
+    workflow = make_workflow(cast, counting_document(pause=True), "Counting")
+    client = api(cast.editor)
+    run = start_run(client, workflow, {"x": 1, "pause": 2.5 * float(env["TRELLIS_RUN_LEASE_SECONDS"])})
+    worker = start_worker(env)
+    try:
+        wait_for(lambda: Run.objects.get(pk=run["id"]).status == "completed", message="completion", worker=worker)
+    finally:
+        log = stop_worker(worker)
+
+    assert "re-enqueued" not in log
+    detail = run_detail(client, run["id"])
+    assert detail["attempts"] == 1 and detail["output"] == {"first": 2, "second": 4}
+    assert [e["kind"] for e in all_events(client, run["id"])].count("node_started") == 3
