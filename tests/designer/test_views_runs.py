@@ -416,3 +416,25 @@ def test_concurrent_interrupts_are_listed_and_answered_separately(cast: Any) -> 
     editor.post(reverse("run-resume", args=[run.pk]), {"interrupt_id": second["id"], "label": "accept"})
     execute(run.pk)
     assert Run.objects.get(pk=run.pk).status == "completed"
+
+
+def test_input_the_runtime_refuses_is_shown_at_its_field(cast: Any, workflow: Any) -> None:
+    body = client_for(cast.editor).post(reverse("run-start", args=[workflow.pk]),
+                                        {"_mode": "json", "_json": '{"amount": "lots"}'},
+                                        **htmx("run-panel")).content.decode()
+    assert not Run.objects.exists()
+    field = re.search(r'<div class="sf-field kind-number has-error" data-field="amount".*?</div>', body, re.S)
+    assert field and 'class="error"' in field.group(0)
+
+
+def test_an_answer_the_runtime_refuses_comes_back_to_its_form(demo: dict[str, Any]) -> None:
+    run = run_demo(demo, "spending-approval")
+    interrupt = run.interrupts[0]
+    response = client_for(demo["users"]["demo"]).post(
+        reverse("run-resume", args=[run.pk]),
+        {"interrupt_id": interrupt["id"], "_mode": "json", "_json": '{"approved": "yes"}'}, **htmx("run-live"))
+    body = response.content.decode()
+    assert response["HX-Retarget"] == f"#interrupt-{interrupt['id']}"
+    assert re.search(r'data-field="approved".*?class="error"', body, re.S)
+    run.refresh_from_db()
+    assert run.status == "interrupted" and run.resume_request is None
