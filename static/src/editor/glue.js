@@ -32,18 +32,22 @@ function showNotice(message, kind) {
   if (!bar) return;
   bar.replaceChildren();
   const box = document.createElement("div");
-  box.className = `notice notice--${kind}`;
+  box.className = `editor-toast editor-toast--${kind}`;
   box.setAttribute("role", kind === "info" ? "status" : "alert");
   const text = document.createElement("span");
   text.textContent = message;
   const close = document.createElement("button");
   close.type = "button";
-  close.className = "notice__close";
+  close.className = "editor-toast__close";
   close.setAttribute("aria-label", "Dismiss notice");
   close.textContent = "×";
   close.addEventListener("click", () => bar.replaceChildren());
   box.append(text, close);
   bar.append(box);
+  // Good news fades on its own; conflicts and errors stay until dismissed.
+  if (kind === "success" || kind === "info") {
+    window.setTimeout(() => box.remove(), 6000);
+  }
 }
 
 // The node the inspector shows, as the server last rendered it (a rename in

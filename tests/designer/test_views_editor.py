@@ -1,0 +1,212 @@
+"""The editor page's server side: page access, palette, inspector edits saved with revisions, pickers."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from django.test import Client
+
+from designer.views import editor_edits as edits
+
+pytestmark = pytest.mark.django_db
+
+NESTED: dict[str, Any] = {
+    "id": "nested",
+    "input_schema": {"type": "object", "properties": {"customers": {"type": "array", "items": {
+        "type": "object", "properties": {
+            "name": {"type": "string"}, "tier": {"type": "string"},
+            "orders": {"type": "array", "items": {"type": "object", "properties": {"sku": {"type": "string"}}}},
+        }}}}},
+    "nodes": [
+        {"id": "customers", "kind": "foreach", "over": "input.customers"},
+        {"id": "orders", "kind": "foreach", "over": "context.foreach.customers.item.orders"},
+        {"id": "inner", "kind": "task", "task": "set_value",
+         "input": [{"target": "value", "path": "context.foreach.orders.item.sku"}]},
+        {"id": "after", "kind": "task", "task": "set_value"},
+    ],
+    "routes": [
+        {"source": "customers", "label": "loop", "target": "orders"},
+        {"source": "orders", "label": "loop", "target": "inner"},
+        {"source": "inner", "label": "ok", "target": "orders"},
+        {"source": "orders", "label": "done", "target": "after"},
+        {"source": "after", "label": "ok", "target": "customers"},
+    ],
+    "metadata": {"positions": {"orders": {"x": 1, "y": 2}}},
+}
+
+
+def _client(user: Any) -> Client:
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+@pytest.fixture
+def nested(cast: Any) -> Any:
+    from designer.services import workflows as workflow_services
+
+    return workflow_services.create_workflow(actor=cast.owner, team=cast.team, name="Nested", document=NESTED)
+
+
+def _post(client: Client, workflow: Any, **data: Any) -> Any:
+    data.setdefault("revision", workflow.revision)
+    return client.post(f"/workflows/{workflow.pk}/edit/change/", data, HTTP_HX_REQUEST="true")
+
+
+def _node(workflow: Any, node_id: str) -> dict[str, Any]:
+    workflow.refresh_from_db()
+    return next(n for n in workflow.document["nodes"] if n["id"] == node_id)
+
+
+# --- page access -------------------------------------------------------------------------
+
+
+def test_editor_page_for_members_only(cast: Any, workflow: Any) -> None:
+    url = f"/workflows/{workflow.pk}/edit/"
+    page = _client(cast.editor).get(url)
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert 'data-can-edit="true"' in html and 'data-editor-canvas' in html
+    assert f'id="editor-revision" name="revision" value="{workflow.revision}"' in html
+    viewer = _client(cast.viewer).get(url).content.decode()
+    assert 'data-can-edit="false"' in viewer and "data-readonly" in viewer and "data-template" not in viewer
+    assert _client(cast.stranger).get(url).status_code == 404
+    assert Client().get(url).status_code == 302
+
+
+def test_palette_lists_catalogue_and_control_nodes_and_searches(cast: Any, workflow: Any) -> None:
+    client = _client(cast.editor)
+    html = client.get(f"/workflows/{workflow.pk}/edit/palette/", {"q": "price"}, HTTP_HX_REQUEST="true")
+    text = html.content.decode()
+    assert 'data-palette="task:price_order"' in text
+    assert 'data-palette="task:set_value"' not in text
+    full = client.get(f"/workflows/{workflow.pk}/edit/palette/", HTTP_HX_REQUEST="true").content.decode()
+    for control in ("foreach:For each", "branch:Branch", "interrupt:Interrupt", "subgraph:Subgraph"):
+        assert f'data-palette="{control}"' in full
+    # No published workflow in the team yet: the subgraph control says why it is disabled.
+    assert "Publish another workflow of this team first" in full
+
+
+# --- edits --------------------------------------------------------------------------------
+
+
+def test_bind_saves_with_revision_and_asks_the_canvas_to_reload(cast: Any, nested: Any) -> None:
+    response = _post(_client(cast.editor), nested, action="bind", node="after", field="input.value",
+                     path="context.foreach.customers.item.name")
+    assert response.status_code == 200
+    trigger = json.loads(response["HX-Trigger"])
+    assert trigger["trellis:document-changed"] == {"revision": 2, "node": "after"}
+    assert _node(nested, "after")["input"] == [{"target": "value", "path": "context.foreach.customers.item.name"}]
+    html = response.content.decode()
+    assert 'data-node="after"' in html and 'hx-swap-oob="true"' in html and 'value="2"' in html
+
+
+def test_stale_revision_changes_nothing_and_reports_a_conflict(cast: Any, nested: Any) -> None:
+    client = _client(cast.editor)
+    assert _post(client, nested, action="start", node="after").status_code == 200
+    stale = _post(client, nested, revision=1, action="unbind", node="inner", field="input.value")
+    trigger = json.loads(stale["HX-Trigger"])
+    assert trigger["trellis:notice"]["kind"] == "conflict"
+    assert "now revision 2" in trigger["trellis:notice"]["message"]
+    assert trigger["trellis:document-changed"]["revision"] == 2
+    assert _node(nested, "inner")["input"] == [{"target": "value", "path": "context.foreach.orders.item.sku"}]
+    nested.refresh_from_db()
+    assert nested.revision == 2
+
+
+def test_literal_values_are_typed_by_the_field_schema(cast: Any, nested: Any) -> None:
+    client = _client(cast.editor)
+    _post(client, nested, action="literal", node="after", field="input.value", value="[1, 2]")
+    assert _node(nested, "after")["input"] == [{"target": "value", "value": [1, 2]}]
+    assert edits.literal_value("hello", {"type": "string"}) == "hello"
+    assert edits.literal_value("42", {"type": "string"}) == "42"
+    assert edits.literal_value("42", {"type": "integer"}) == 42
+    with pytest.raises(edits.BadRequest, match="not a valid integer"):
+        edits.literal_value("forty", {"type": "integer"})
+
+
+def test_rename_follows_routes_start_positions_and_foreach_paths(cast: Any, nested: Any) -> None:
+    response = _post(_client(cast.editor), nested, action="basics", node="orders", id="lines", name="Order lines",
+                     description="")
+    assert json.loads(response["HX-Trigger"])["trellis:document-changed"]["node"] == "lines"
+    nested.refresh_from_db()
+    doc = nested.document
+    assert {(r["source"], r["target"]) for r in doc["routes"]} >= {("customers", "lines"), ("inner", "lines")}
+    assert doc["metadata"]["positions"] == {"lines": {"x": 1, "y": 2}}
+    assert _node(nested, "inner")["input"][0]["path"] == "context.foreach.lines.item.sku"
+    assert _node(nested, "lines")["name"] == "Order lines"
+
+
+def test_rename_refuses_ids_that_are_not_path_keys_or_taken(cast: Any, nested: Any) -> None:
+    client = _client(cast.editor)
+    for bad, message in (("has space", "letters, digits"), ("customers", "already has the id")):
+        response = _post(client, nested, action="basics", node="orders", id=bad, name="", description="")
+        assert message in response.content.decode()
+        assert "HX-Trigger" not in response
+    nested.refresh_from_db()
+    assert nested.revision == 1
+
+
+def test_settings_with_invalid_json_are_refused_with_the_reason(cast: Any, nested: Any) -> None:
+    response = _post(_client(cast.editor), nested, action="settings", input_schema="{not json",
+                     state_schema="", outputs="[]", start="")
+    assert "the input schema is not valid JSON" in response.content.decode()
+    nested.refresh_from_db()
+    assert nested.revision == 1
+
+
+def test_viewers_cannot_edit(cast: Any, nested: Any) -> None:
+    response = _post(_client(cast.viewer), nested, action="start", node="after")
+    assert response.status_code == 403
+    nested.refresh_from_db()
+    assert nested.revision == 1
+
+
+# --- panels -------------------------------------------------------------------------------
+
+
+def _picker_paths(client: Client, workflow: Any, node: str, field: str, **extra: str) -> list[str]:
+    html = client.get(f"/workflows/{workflow.pk}/edit/picker/", {"node": node, "field": field, **extra},
+                      HTTP_HX_REQUEST="true").content.decode()
+    return [chunk.split('"', 1)[0] for chunk in html.split('data-path="')[1:]]
+
+
+def test_picker_never_offers_a_loop_after_its_done(cast: Any, nested: Any) -> None:
+    client = _client(cast.editor)
+    inside = _picker_paths(client, nested, "inner", "input.value")
+    assert "context.foreach.orders.item.sku" in inside and "context.foreach.customers.item.name" in inside
+    after = _picker_paths(client, nested, "after", "input.value", all="1")
+    assert "context.foreach.customers.item.name" in after
+    assert not [p for p in after if p.startswith("context.foreach.orders")]
+
+
+def test_picker_offers_only_arrays_for_foreach_over_and_groups_outermost_first(cast: Any, nested: Any) -> None:
+    client = _client(cast.editor)
+    offered = _picker_paths(client, nested, "orders", "over")
+    assert "context.foreach.customers.item.orders" in offered and "input.customers" in offered
+    assert "context.foreach.customers.item.name" not in offered
+    html = client.get(f"/workflows/{nested.pk}/edit/picker/", {"node": "inner", "field": "input.value"},
+                      HTTP_HX_REQUEST="true").content.decode()
+    assert html.index('data-foreach="customers"') < html.index('data-foreach="orders"')
+    searched = _picker_paths(client, nested, "inner", "input.value", q="sku", part="results")
+    assert searched == ["context.foreach.orders.item.sku"]
+
+
+def test_inspector_focuses_a_field_with_its_picker_open(cast: Any, nested: Any) -> None:
+    html = _client(cast.editor).get(f"/workflows/{nested.pk}/edit/inspector/",
+                                    {"node": "inner", "field": "input.value"}, HTTP_HX_REQUEST="true")
+    text = html.content.decode()
+    assert 'class="field-row is-focused' in text and 'class="picker"' in text
+    assert "Inside the loop body of" in text
+
+
+def test_diagnostics_partial_lists_every_diagnostic_with_its_node_and_field(cast: Any, nested: Any) -> None:
+    client = _client(cast.editor)
+    _post(client, nested, action="unbind", node="inner", field="input.value")
+    nested.refresh_from_db()
+    _post(client, nested, action="bind", node="after", field="input.value", path="context.foreach.orders.item")
+    html = client.get(f"/workflows/{nested.pk}/edit/diagnostics/", HTTP_HX_REQUEST="true").content.decode()
+    assert 'data-focus-node="after" data-focus-field="input.value"' in html
+    assert 'data-code="path.inactive_foreach"' in html
