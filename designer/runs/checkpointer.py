@@ -111,21 +111,28 @@ class OrmCheckpointer:
         self.create_run = create_run
         self.cancel_requested = False
         self.saves = 0
+        self._pks: dict[str, int] = {}  # runtime id -> row; a row's runtime id never changes
 
     def _rows(self, run_id: str) -> Any:
         return Run.objects.filter(team_id=self.team_id, runtime_id=run_id)
+
+    def _pk(self, run_state: RunState) -> int:
+        run_id = run_state.run_id
+        pk = self._pks.get(run_id)
+        if pk is None:
+            pk = self._rows(run_id).values_list("pk", flat=True).first()
+            if pk is None:
+                if self.create_run is None or self.owner is not None:
+                    raise UnknownRunError(f"no run {run_id!r} in team {self.team_id} to checkpoint", run_id=run_id)
+                pk = self.create_run(run_state).pk
+        return pk
 
     def save(self, run_state: RunState, events: Sequence[TraceEvent] = ()) -> None:
         fields: dict[str, Any] = {"run_state": run_state.model_dump(mode="json")}
         if self.extra_fields is not None:
             fields.update(self.extra_fields(run_state))
         with transaction.atomic():
-            pk = self._rows(run_state.run_id).values_list("pk", flat=True).first()
-            if pk is None:
-                if self.create_run is None or self.owner is not None:
-                    raise UnknownRunError(f"no run {run_state.run_id!r} in team {self.team_id} to checkpoint",
-                                          run_id=run_state.run_id)
-                pk = self.create_run(run_state).pk
+            pk = self._pk(run_state)
             rows = Run.objects.filter(pk=pk)
             if self.owner is not None:
                 rows = rows.filter(lease_owner=self.owner)
@@ -135,6 +142,7 @@ class OrmCheckpointer:
             if events:
                 RunEvent.objects.bulk_create([event_row(pk, event) for event in events])
             self.cancel_requested = bool(Run.objects.filter(pk=pk).values_list("cancel_requested", flat=True).get())
+        self._pks[run_state.run_id] = pk  # only once committed: a rolled-back create must not be remembered
         self.saves += 1
 
     def load(self, run_id: str) -> RunState:
