@@ -2,9 +2,10 @@
 
 Modules: ``_regions`` (owner stacks, region diagnostics), ``_labels`` (what a
 node can emit), ``_schemas`` (JSON Schema subset + type compatibility),
-``_infer`` (result -> state inference), ``_scope`` (what a path reads, context
-schemas per region), ``_checks`` (binding and path diagnostics), ``_options``
-(path options), ``_codes`` (the code table), ``_analyzer`` (``analyze``).
+``_infer`` (result -> state inference), ``_error_payload`` (the error
+route's payload), ``_scope`` (what a path reads, context schemas per
+region), ``_checks`` (binding and path diagnostics), ``_options`` (path
+options), ``_codes`` (the code table), ``_analyzer`` (``analyze``).
 
 Decisions worth knowing (runtime.md section 7 leaves them open):
 
@@ -16,6 +17,16 @@ Decisions worth knowing (runtime.md section 7 leaves them open):
   union of everything output bindings write there (set: the source; append:
   array of it; extend: the array; merge: an object merge). Presence is not
   proven; reading a field nobody declares or writes is ``path.unknown_field``.
+* Error routes: a node that fails for good and has an ``error`` route
+  commits the error payload ``{"error": {...}}`` (``_error_payload``) through
+  its output bindings, and the engine skips a binding whose source the
+  payload lacks. So for such a node a binding source may name a field of the
+  result *or* of the error payload; an undeclared state target is typed as
+  the union of what both sides write (``source: "error"`` only the error
+  object, ``"."`` result or payload). A mode that cannot apply to the
+  payload (``extend`` of ``"."``) is an error (the engine fails the run); a
+  declared state field the payload does not fit is a *warning* (state is not
+  validated at run time, and ``"."`` cannot be limited to the ok route).
 * An ``input`` field that is neither required nor defaulted may be missing, so
   its schema reads as nullable (binding it into a required field warns).
 * Paths do not index arrays: ``input.items.0`` is ``path.unknown_field``; a

@@ -9,6 +9,7 @@ from typing import Any
 
 from runtime._analysis import _schemas as S
 from runtime._analysis._checks import Checker
+from runtime._analysis._error_payload import ERROR_PAYLOAD_SCHEMA
 from runtime._analysis._infer import output_schema, result_schema, state_view
 from runtime._analysis._labels import LabelSet, labels_of
 from runtime._analysis._options import OptionIndex, PathOption
@@ -158,8 +159,22 @@ class Analysis:
         return copy.deepcopy(found) if found is not None else None
 
     def result_schema(self, node_id: str) -> Schema:
-        """The schema of a node's result payload (what its output bindings' ``source`` paths read)."""
+        """The schema of a node's result payload (what its output bindings' ``source`` paths read).
+
+        With an error route, bindings may also read the error payload: see ``error_schema``.
+        """
         return copy.deepcopy(self._facts(node_id).result_schema)
+
+    def error_schema(self, node_id: str) -> Schema | None:
+        """The payload of a node's ``error`` route (``{"error": {...}}``), None when it has no error route.
+
+        Output bindings read it as well as the result: on the error route the
+        engine commits this payload through the same bindings.
+        """
+        self._facts(node_id)
+        if "error" not in self._regions.routes.get(node_id, ()):
+            return None
+        return copy.deepcopy(ERROR_PAYLOAD_SCHEMA)
 
     def node_diagnostics(self, node_id: str) -> tuple[Diagnostic, ...]:
         """The diagnostics located at one node (any field)."""
@@ -390,7 +405,8 @@ class _Session:
             facts[node_id] = _NodeFacts(node, labels[node_id], payload, result)
             bindings = getattr(node, "output", None)
             if bindings:
-                writes += checker.writes(node_id, bindings, result, declared_state)
+                error = ERROR_PAYLOAD_SCHEMA if "error" in routes.get(node_id, ()) else None
+                writes += checker.writes(node_id, bindings, result, declared_state, error)
         view = state_view(declared_state, writes)
         scope = Scope(doc.id, foreach_nodes, frozenset(nodes) - frozenset(foreach_nodes), regions.stacks,
                       self.prepare(doc.input_schema), view.schema, caller_foreach, caller_aliases)

@@ -39,84 +39,125 @@ class Checker:
     # -- output bindings (before the state view exists) ------------------------
 
     def writes(self, node_id: str, bindings: list[OutputBinding], result: Schema,
-               declared_state: Schema) -> list[Write]:
+               declared_state: Schema, error: Schema | None = None) -> list[Write]:
+        """Check output bindings; ``error`` is the error-route payload schema when the node has an error route.
+
+        The engine applies output bindings to the error payload too, and skips
+        a binding whose source the committed payload lacks. So a source is
+        valid when the result or the error payload has it, each side it exists
+        on is checked on its own, and the state target is typed as the union
+        of what the sides write.
+        """
         found: list[Write] = []
         declared = declared_state.get("properties")
         declared = declared if isinstance(declared, dict) else {}
         closed = declared_state.get("additionalProperties") is False
         for binding in bindings:
             field = self._field_text(binding.target.parts, "output")
-            source, bad = self._source(result, binding.source.parts)
-            if source is None:
-                parent, _ = S.descend(result, binding.source.parts[:bad])
-                names = [n for a in S.object_atoms(parent or {}) for n in (a.get("properties") or {})]
-                self.add("path.unknown_field", "error", node_id, field,
-                         f"output binding reads {str(binding.source)!r} from the result of {node_id!r}, which has "
-                         f"no field {binding.source.parts[bad]!r}" + (f" (it has: {', '.join(names)})" if names
-                                                                       else ""),
-                         "use '.' for the whole result or one of its declared fields")
-                source = S.ANY
-            written = written_schema(source, binding.mode)
-            if written is None:
-                need = "an array" if binding.mode == "extend" else "an object"
-                self.add("binding.type_mismatch", "error", node_id, field,
-                         f"mode {binding.mode!r} needs {need}, but {str(binding.source)!r} of the result is "
-                         f"{S.type_label(source)}", "use mode 'set' or 'append', or bind another field")
-                found.append(Write(node_id, binding, S.ANY))
-                continue
+            sides = self._sides(node_id, field, binding, result, error)
             top = binding.target.parts[0]
-            if top in declared:
-                self._check_declared_write(node_id, field, binding, source, declared[top])
-            elif closed:
+            target = self._declared_target(node_id, field, binding, declared[top]) if top in declared else None
+            if top not in declared and closed:
                 self.add("path.unknown_field", "error", node_id, field,
                          f"output binding writes state field {top!r}, which state_schema does not declare and "
                          f"does not allow (additionalProperties is false)",
                          "declare the field in state_schema, or write a declared field")
-            found.append(Write(node_id, binding, written))
+            written: list[Schema] = []
+            for side, source in sides:
+                schema = written_schema(source, binding.mode)
+                if schema is None:
+                    need = "an array" if binding.mode == "extend" else "an object"
+                    what = (f"{str(binding.source)!r} of the result is" if side == "result" else
+                            f"on the error route {str(binding.source)!r} of the error payload is")
+                    self.add("binding.type_mismatch", "error", node_id, field,
+                             f"mode {binding.mode!r} needs {need}, but {what} {S.type_label(source)}",
+                             "use mode 'set' or 'append', or bind another field" if side == "result" else
+                             "bind a field of the result (not '.'), or use mode 'set' or 'append'")
+                    continue
+                if target is not None:
+                    self._check_declared_write(node_id, field, binding, source, target, side)
+                written.append(schema)
+            found.append(Write(node_id, binding, S.union(written) if written else S.ANY))
         return found
 
-    def _check_declared_write(self, node_id: str, field: str, binding: OutputBinding, source: Schema,
-                              declared: Schema) -> None:
+    def _sides(self, node_id: str, field: str, binding: OutputBinding, result: Schema,
+               error: Schema | None) -> list[tuple[str, Schema]]:
+        """(side, source schema) for the result and the error payload that ``binding.source`` reads."""
+        parts = binding.source.parts
+        source, bad = self._source(result, parts)
+        sides = [("result", source)] if source is not None else []
+        if error is not None:
+            from_error, _ = self._source(error, parts)
+            if from_error is not None:
+                sides.append(("error", from_error))
+        if sides:
+            return sides
+        parent, _ = S.descend(result, parts[:bad])
+        names = [n for a in S.object_atoms(parent or {}) for n in (a.get("properties") or {})]
+        has = f" (it has: {', '.join(names)})" if names else ""
+        if error is not None:
+            has += ", nor does the error payload of its error route (it has: error)"
+            hint = "use '.' for the whole result, one of its declared fields, or a field of 'error'"
+        elif parts[0] == "error":
+            hint = (f"'error' is the payload of the error route, and {node_id!r} has none: add a route "
+                    f"{node_id!r} --error--> a node to handle the failure, or bind a declared result field")
+        else:
+            hint = "use '.' for the whole result or one of its declared fields"
+        self.add("path.unknown_field", "error", node_id, field,
+                 f"output binding reads {str(binding.source)!r} from the result of {node_id!r}, which has "
+                 f"no field {parts[bad]!r}{has}", hint)
+        return [("result", S.ANY)]
+
+    def _declared_target(self, node_id: str, field: str, binding: OutputBinding,
+                         declared: Schema) -> Schema | None:
+        """What a write into a declared state field must fit (the item for append); None when reported."""
         target, bad = S.descend(declared, binding.target.parts[1:], for_target=True)
         if target is None:
             self.add("path.unknown_field", "error", node_id, field,
                      f"output binding writes state {str(binding.target)!r}, but the declared state field "
                      f"{binding.target.parts[0]!r} has no field {binding.target.parts[1 + bad]!r}",
                      "write a field that state_schema declares, or extend state_schema")
-            return
+            return None
         if binding.mode == "append":
             items = S.items_schema(target)
             if items is None:
                 self.add("binding.type_mismatch", "error", node_id, field,
                          f"mode 'append' needs an array, but state {str(binding.target)!r} is declared as "
                          f"{S.type_label(target)}", "use mode 'set', or declare the state field as an array")
-                return
-            target = items
-        elif binding.mode == "merge":
-            self._check_merge(node_id, field, binding, source, target)
-            return
-        level = self.fits.fit(source, target)
-        if level in _SEVERITY:
-            self.add("binding.type_mismatch", _SEVERITY[level], node_id, field,
-                     f"writing {str(binding.source)!r} of the result of {node_id!r} into state "
-                     f"{str(binding.target)!r} ({binding.mode}) puts {_why(source, target)}"
-                     + (": the value may not fit" if level == S.OPTIONAL else ""),
-                     "change the declared state type, or bind a result field of the right type")
-
-    def _check_merge(self, node_id: str, field: str, binding: OutputBinding, source: Schema,
-                     target: Schema) -> None:
-        if not S.is_object(target) and not S.is_any(target):
+            return items
+        if binding.mode == "merge" and not S.is_object(target) and not S.is_any(target):
             self.add("binding.type_mismatch", "error", node_id, field,
                      f"mode 'merge' needs an object, but state {str(binding.target)!r} is declared as "
                      f"{S.type_label(target)}", "use mode 'set', or declare the state field as an object")
+            return None
+        return target
+
+    def _check_declared_write(self, node_id: str, field: str, binding: OutputBinding, source: Schema,
+                              target: Schema, side: str) -> None:
+        what = (f"{str(binding.source)!r} of the result of {node_id!r}" if side == "result" else
+                f"on the error route, {str(binding.source)!r} of the error payload of {node_id!r},")
+        hint = ("change the declared state type, or bind a result field of the right type" if side == "result" else
+                "declare the state type to accept the error payload too, or bind a result field the error "
+                "payload does not have (the binding is skipped on the error route)")
+        # The engine does not validate state, so an error-route write that does not fit fails nothing by
+        # itself; and a whole-result '.' binding cannot be limited to the ok route. It is a warning.
+        severity = None if side == "result" else "warning"
+        tail = "" if side == "result" else ": after a failure the field does not match state_schema"
+        if binding.mode == "merge":
+            for name in {n for a in S.object_atoms(source) for n in (a.get("properties") or {})}:
+                got = S.property_schema(source, name, absent_is_null=False) or S.ANY
+                want = S.property_schema(target, name, for_target=True)
+                if want is not None and S.fit(got, want) == S.NONE:
+                    self.add("binding.type_mismatch", severity or "error", node_id, field,
+                             f"merging {what} into state {str(binding.target)!r} puts field {name!r} as "
+                             f"{_why(got, want)}{tail}", hint)
             return
-        for name in {n for a in S.object_atoms(source) for n in (a.get("properties") or {})}:
-            got = S.property_schema(source, name, absent_is_null=False) or S.ANY
-            want = S.property_schema(target, name, for_target=True)
-            if want is not None and S.fit(got, want) == S.NONE:
-                self.add("binding.type_mismatch", "error", node_id, field,
-                         f"merging {str(binding.source)!r} into state {str(binding.target)!r} puts field "
-                         f"{name!r} as {_why(got, want)}", "change the declared state type or the result")
+        level = self.fits.fit(source, target)
+        if level in _SEVERITY:
+            may = ": the value may not fit" if level == S.OPTIONAL and side == "result" else tail
+            self.add("binding.type_mismatch", severity or _SEVERITY[level], node_id, field,
+                     f"writing {what} into state {str(binding.target)!r} ({binding.mode}) puts "
+                     f"{_why(source, target)}{may}", hint)
 
     # -- reads ----------------------------------------------------------------
 

@@ -86,11 +86,26 @@ def _combine(options: list[Schema]) -> Schema:
     return S.union(options)
 
 
+def _one_list(options: list[Schema]) -> Schema:
+    """Appends and extends add to whatever list is there: the array alternatives are one mixed list."""
+    items: list[Schema] = []
+    others: list[Schema] = []
+    for option in options:
+        for atom in S.atoms(option):
+            if atom.get("type") == "array":
+                found = atom.get("items")
+                items.append(found if isinstance(found, dict) else S.ANY)
+            else:
+                others.append(atom)
+    return S.union([S.array_of(S.union(items)), *others]) if items else S.union(others)
+
+
 def state_view(state_schema: Schema, writes: Iterable[Write]) -> StateView:
     declared_props = state_schema.get("properties")
     declared = dict(declared_props) if isinstance(declared_props, dict) else {}
     whole: dict[str, list[Schema]] = {}
     merged: dict[str, list[Schema]] = {}
+    accumulated: set[str] = set()
     writers: dict[str, dict[str, None]] = {}  # ordered sets
     for write in writes:
         parts = write.binding.target.parts
@@ -101,13 +116,15 @@ def state_view(state_schema: Schema, writes: Iterable[Write]) -> StateView:
         if len(parts) > 1 or write.binding.mode == "merge":
             merged.setdefault(top, []).append(nest(parts[1:], write.schema))
         else:
-            whole.setdefault(top, []).append(nest(parts[1:], write.schema))
+            whole.setdefault(top, []).append(write.schema)
+            if write.binding.mode in ("append", "extend"):
+                accumulated.add(top)
     props: dict[str, Schema] = dict(declared)
     for name in [*whole, *(m for m in merged if m not in whole)]:
         options = list(whole.get(name, []))
         if name in merged:
             options.append(_merge_objects(merged[name]))
-        props[name] = S.union(options)
+        props[name] = _one_list(options) if name in accumulated else S.union(options)
     schema: Schema = {**state_schema, "type": "object", "properties": props}
     return StateView(schema, frozenset(declared), {name: list(nodes) for name, nodes in writers.items()})
 

@@ -197,3 +197,16 @@ def test_workflow_outputs_are_checked() -> None:
                                                           {"target": "y", "path": "context.loop_item"}]))
     assert found(analysis) == [("path.unknown_field", "error", None, "outputs.x"),
                                ("path.unknown_context_field", "error", None, "outputs.y")]
+
+
+def test_appends_from_several_writers_make_one_mixed_list() -> None:
+    analysis = analyze(workflow(
+        [task("a", "count", input=[{"target": "n", "value": 1}], output=[out(".", "log", "append")]),
+         task("b", "greet", input=[{"target": "name", "value": "x"}], output=[out(".", "log", "append")]),
+         task("c", "load_customers", output=[out(".", "log", "extend")])],
+        chain("a", "b", "c")), registry=REGISTRY)
+    assert analysis.ok, analysis.errors
+    log = analysis.state_schema["properties"]["log"]
+    # the engine appends to whatever list is there: [1, "x", {...}], not one of three uniform lists
+    assert log["type"] == "array"
+    assert [option.get("type") for option in log["items"]["anyOf"]] == ["integer", "string", "object"]
