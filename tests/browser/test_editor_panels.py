@@ -159,6 +159,28 @@ def test_imported_document_is_laid_out_and_undo_redo_delete_by_keyboard(
     editor.wait_saved(before + 4)
     assert editor.document() == moved
     assert {n["id"] for n in moved["nodes"]} == {n["id"] for n in original["nodes"]}
+
+    # Keyboard: arrow keys move the selected node and the move is stored once it settles.
+    editor.select("customers")
+    x0 = moved["metadata"]["positions"]["customers"]["x"]
+    for _ in range(3):
+        editor.page.keyboard.press("ArrowRight")
+    editor.page.wait_for_function(
+        f"document.querySelector('[data-editor-canvas]').dataset.revision > {before + 4}"
+        " && document.querySelector('[data-editor-canvas]').dataset.state === 'saved'")
+    for _ in range(50):
+        if editor.document()["metadata"]["positions"]["customers"]["x"] == x0 + 15:
+            break
+        editor.page.wait_for_timeout(100)
+    assert editor.document()["metadata"]["positions"]["customers"]["x"] == x0 + 15
+
+    # Keyboard: Enter on a palette item adds that node.
+    revision = editor.revision()
+    editor.palette_item("interrupt", "Interrupt").focus()
+    editor.page.keyboard.press("Enter")
+    editor.wait_saved(revision + 1)
+    expect(editor.node("interrupt")).to_have_count(1)
+    expect(editor.inspector).to_have_attribute("data-node", "interrupt")
     assert editor.errors == []
 
 

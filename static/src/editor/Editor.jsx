@@ -264,19 +264,41 @@ function Canvas({ workflowId, apiBase, canEdit, root }) {
 
   // --- React Flow callbacks ---------------------------------------------------
 
+  // A move is stored when it settles: at the end of a mouse drag at once, and
+  // after a short pause for arrow-key moves, so holding a key is one save.
+  const dragging = useRef(false);
+  const pendingMoves = useRef({});
+  const moveTimer = useRef(null);
   const onNodesChange = useCallback(
-    (changes) => setNodes((current) => applyNodeChanges(changes.filter((c) => c.type !== "remove"), current)),
-    [],
+    (changes) => {
+      const kept = changes.filter((c) => c.type !== "remove");
+      setNodes((current) => applyNodeChanges(kept, current));
+      if (!canEdit) return;
+      if (kept.some((c) => c.type === "position" && c.dragging)) dragging.current = true;
+      const settled = kept.filter((c) => c.type === "position" && c.position && c.dragging === false);
+      if (!settled.length) return;
+      for (const change of settled) {
+        pendingMoves.current[change.id] = { x: Math.round(change.position.x), y: Math.round(change.position.y) };
+      }
+      const flush = () => {
+        const moved = pendingMoves.current;
+        pendingMoves.current = {};
+        if (docRef.current) save(moveNodes(docRef.current, { ...currentPositions(), ...moved }));
+      };
+      window.clearTimeout(moveTimer.current);
+      if (dragging.current) {
+        dragging.current = false;
+        flush();
+      } else {
+        moveTimer.current = window.setTimeout(flush, 400);
+      }
+    },
+    [canEdit, currentPositions, save],
   );
   const onEdgesChange = useCallback(
     (changes) => setEdges((current) => applyEdgeChanges(changes.filter((c) => c.type !== "remove"), current)),
     [],
   );
-
-  const onNodeDragStop = useCallback(() => {
-    // Every drawn position is stored, so auto-laid-out nodes stay where they are.
-    save(moveNodes(docRef.current, currentPositions()));
-  }, [currentPositions, save]);
 
   const onDelete = useCallback(
     ({ nodes: gone, edges: cut }) => {
@@ -453,7 +475,6 @@ function Canvas({ workflowId, apiBase, canEdit, root }) {
         edgeTypes={edgeTypes}
         onNodesChange={onNodesChange}
         onEdgesChange={onEdgesChange}
-        onNodeDragStop={onNodeDragStop}
         onDelete={onDelete}
         onConnect={onConnect}
         onReconnect={onReconnect}
@@ -464,7 +485,7 @@ function Canvas({ workflowId, apiBase, canEdit, root }) {
         nodesConnectable={canEdit}
         edgesReconnectable={canEdit}
         deleteKeyCode={canEdit ? ["Delete", "Backspace"] : null}
-        multiSelectionKeyCode={["Meta", "Control", "Shift"]}
+        multiSelectionKeyCode={["Meta", "Control"]}
         selectionKeyCode="Shift"
         minZoom={0.2}
         maxZoom={2}
