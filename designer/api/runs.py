@@ -68,6 +68,7 @@ def run_detail(run: Run) -> dict[str, Any]:
             "run_state": run.run_state,
             "interrupts": run.interrupts or [],
             "resume_pending": bool(run.resume_request),
+            "subgraph_versions": run.subgraph_versions or {},
             "attempts": run.attempts,
             "last_seq": inspect.last_seq(run),
             "progress": inspect.progress(run),

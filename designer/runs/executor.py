@@ -27,6 +27,7 @@ from designer.models import Run
 from designer.resolvers import TeamVersionResolver
 from designer.runs.checkpointer import OrmCheckpointer, run_id_for
 from designer.runs.lease import Heartbeat, LeaseLost, claim, new_owner_id, release
+from designer.runs.pinning import PinnedResolver
 from runtime import Engine, RunResult, RunState, WorkflowError
 
 logger = logging.getLogger("designer.runs")
@@ -78,7 +79,7 @@ class Execution:
         run = self.run
         engine = Engine(
             registry=catalog.registry(),
-            workflows=TeamVersionResolver(run.team_id),
+            workflows=PinnedResolver(TeamVersionResolver(run.team_id), run.subgraph_versions),
             checkpointer=self.checkpointer,
             should_cancel=self._should_cancel,
         )

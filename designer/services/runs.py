@@ -19,8 +19,10 @@ from designer.analysis import analyze_document, dump_document, parse_document
 from designer.errors import BadRequest, DesignerError
 from designer.models import Run, Workflow
 from designer.permissions import require_role
+from designer.resolvers import TeamVersionResolver
 from designer.runs.checkpointer import run_id_for
 from designer.runs.lease import lease_is_free
+from designer.runs.pinning import pin_subgraph_versions
 from designer.runs.recovery import enqueue_execution
 from designer.selectors.workflows import get_version
 from runtime import ResumeError, check_resume, check_run_input
@@ -75,12 +77,14 @@ def start_run(*, actor: Any, workflow: Workflow, input: object = None, version: 
         snapshot = workflow_version.document
     # The engine checks again; checking here turns a bad input into a 400 with per-field errors.
     check_run_input(snapshot, run_input)
+    pins = pin_subgraph_versions(parse_document(snapshot), TeamVersionResolver(workflow.team_id))
     run = Run.objects.create(
         team_id=workflow.team_id,
         workflow=workflow,
         workflow_version=workflow_version,
         document=snapshot,
         input=run_input,
+        subgraph_versions=pins,
         status=Run.Status.QUEUED,
         created_by=actor if getattr(actor, "is_authenticated", False) else None,
     )

@@ -163,3 +163,54 @@ def test_a_step_longer_than_the_lease_keeps_its_worker(api: Any, cast: Any, env:
     detail = run_detail(client, run["id"])
     assert detail["attempts"] == 1 and detail["output"] == {"first": 2, "second": 4}
     assert [e["kind"] for e in all_events(client, run["id"])].count("node_started") == 3
+
+
+def stamp_document(stamp: str) -> dict[str, Any]:
+    from runtime import WorkflowBuilder
+
+    graph = WorkflowBuilder("stamp", "Stamp")
+    graph.use("set_value", id="set", input=[{"target": "value", "value": stamp}],
+              output=[{"source": ".", "target": "stamp"}])
+    graph.output("stamp", "state.stamp")
+    return graph.build().model_dump(mode="json")
+
+
+def gated_parent_document() -> dict[str, Any]:
+    """Waits at an interrupt, then calls the latest published "stamp" (no version in the reference)."""
+    from runtime import WorkflowBuilder
+
+    graph = WorkflowBuilder("gated", "Gated")
+    gate = graph.interrupt("gate", prompt="Go?")
+    child = graph.subgraph("stamp", id="child", output=[{"source": "stamp", "target": "stamp"}])
+    graph.set_route(gate, "ok", child)
+    graph.output("stamp", "state.stamp")
+    return graph.build().model_dump(mode="json")
+
+
+def test_a_run_keeps_the_child_versions_that_were_latest_when_it_started(api: Any, cast: Any,
+                                                                          env: dict[str, str]) -> None:
+    child = make_workflow(cast, stamp_document("v1"), "Stamp")
+    workflow_services.publish_workflow(actor=cast.owner, workflow=child)
+    parent = make_workflow(cast, gated_parent_document(), "Gated")
+    client = api(cast.editor)
+    early = start_run(client, parent, {})
+    assert early["subgraph_versions"] == {"stamp": 1}
+    run_batch(env)
+
+    # A new child version is published while the run waits at its interrupt.
+    child.refresh_from_db()
+    workflow_services.save_document(actor=cast.owner, workflow=child, revision=child.revision,
+                                    document=stamp_document("v2"))
+    workflow_services.publish_workflow(actor=cast.owner, workflow=child)
+    late = start_run(client, parent, {})
+    [interrupt] = run_detail(client, early["id"])["interrupts"]
+    client.post(reverse("api:run-resume", args=[early["id"]]), {"interrupt_id": interrupt["id"], "value": {}},
+                format="json")
+    run_batch(env)
+    [interrupt] = run_detail(client, late["id"])["interrupts"]
+    client.post(reverse("api:run-resume", args=[late["id"]]), {"interrupt_id": interrupt["id"], "value": {}},
+                format="json")
+    run_batch(env)
+
+    assert run_detail(client, early["id"])["output"] == {"stamp": "v1"}
+    assert run_detail(client, late["id"])["output"] == {"stamp": "v2"}
