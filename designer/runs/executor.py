@@ -103,6 +103,9 @@ class Execution:
             "interrupts": interrupt_records(result),
             "finished_at": timezone.now() if finished else None,
         }
+        if not finished:
+            # A pause is a normal stop: the attempt limit counts workers lost within one stretch of running.
+            fields["attempts"] = 0
         if not release(self.run.pk, self.owner, **fields):
             raise LeaseLost(f"run {self.run.pk}: lease lost before the outcome was stored")
         return status

@@ -102,6 +102,7 @@ def test_interrupt_then_resume_through_the_api(api: Any, cast: Any, env: dict[st
     assert detail["interrupts"] == [] and detail["resume_pending"] is False
     kinds = [e["kind"] for e in all_events(client, run["id"])]
     assert kinds.count("run_started") == 1 and "resumed" in kinds and kinds[-1] == "run_completed"
+    assert detail["attempts"] == 1  # counts workers per stretch of running: answering interrupts is not a retry
 
 
 def test_a_subgraph_runs_the_published_child_version(api: Any, cast: Any, env: dict[str, str]) -> None:
