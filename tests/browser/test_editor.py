@@ -52,17 +52,18 @@ def test_build_nested_loops_by_drag_and_drop_and_bind_with_pickers(
     editor.page.screenshot(path=artifacts_dir / "editor-empty.png")
 
     # Outer loop over the input's customers.
+    # A new loop opens its `over` picker at once; it offers lists only.
     assert editor.drop("foreach", "For each", 130, 160) == "foreach"
-    editor.rename("foreach", "customers")
-    editor.open_picker("over")
+    expect(editor.inspector.locator('li.field-row[data-field="over"] .picker')).to_be_visible()
     offered = editor.picker_paths()
     assert "input.customers" in offered
-    # A foreach iterates a list: objects and strings are not offered.
     assert "input" not in offered and "input.customers.name" not in offered
     editor.choose("input.customers")
+    editor.rename("foreach", "customers")
 
     # Inner loop over each customer's orders, wired from the outer loop's `loop` label.
     assert editor.drop("foreach", "For each", 410, 160) == "foreach"
+    expect(editor.inspector.locator(".picker")).to_contain_text("not reachable from the start yet")
     editor.rename("foreach", "orders")
     editor.connect("customers", "loop", "orders")
     editor.select("orders")

@@ -210,3 +210,19 @@ def test_diagnostics_partial_lists_every_diagnostic_with_its_node_and_field(cast
     html = client.get(f"/workflows/{nested.pk}/edit/diagnostics/", HTTP_HX_REQUEST="true").content.decode()
     assert 'data-focus-node="after" data-focus-field="input.value"' in html
     assert 'data-code="path.inactive_foreach"' in html
+
+
+def test_publish_answers_with_a_notice(cast: Any, workflow: Any, nested: Any) -> None:
+    client = _client(cast.editor)
+    ok = client.post(f"/workflows/{workflow.pk}/edit/publish/", HTTP_HX_REQUEST="true")
+    assert ok.status_code == 204
+    notice = json.loads(ok["HX-Trigger"])["trellis:notice"]
+    assert notice == {"kind": "success", "message": "Published version 1 of Simple flow."}
+    _post(client, nested, action="unbind", node="inner", field="input.value")  # set_value needs no input: still ok
+    nested.refresh_from_db()
+    _post(client, nested, action="bind", node="after", field="input.value", path="context.foreach.orders.item")
+    refused = client.post(f"/workflows/{nested.pk}/edit/publish/", HTTP_HX_REQUEST="true")
+    notice = json.loads(refused["HX-Trigger"])["trellis:notice"]
+    assert notice["kind"] == "error" and notice["message"].startswith("Not published: the draft has 1 error")
+    assert not nested.versions.exists()
+    assert _client(cast.viewer).post(f"/workflows/{workflow.pk}/edit/publish/").status_code == 403

@@ -148,7 +148,7 @@ function Canvas({ workflowId, apiBase, canEdit, root }) {
   // one produced. A conflict bumps the generation so saves queued on the
   // discarded base are dropped instead of overwriting someone's work.
   const save = useCallback(
-    (next, { record = true, selectId = null } = {}) => {
+    (next, { record = true, selectId = null, selectField = null } = {}) => {
       if (!canEdit) return;
       const previous = docRef.current;
       if (!previous || sameDocument(previous, next)) return;
@@ -174,7 +174,9 @@ function Canvas({ workflowId, apiBase, canEdit, root }) {
           if (code === 200) {
             if (docRef.current === next) adopt(data);
             else publishRevision(data.revision, "saving");
-            if (selectId && lastSelected.current === selectId) emit(EVENTS.select, { nodeId: selectId });
+            if (selectId && lastSelected.current === selectId) {
+              emit(EVENTS.select, { nodeId: selectId, field: selectField });
+            }
             emit(EVENTS.documentSaved, { revision: data.revision });
             return;
           }
@@ -352,7 +354,9 @@ function Canvas({ workflowId, apiBase, canEdit, root }) {
   const addTemplate = useCallback(
     (template, position) => {
       const { doc: next, id } = addNode(docRef.current, template, position);
-      save(next, { selectId: id });
+      // A new loop or branch needs its path first: open the inspector on that field's picker.
+      const field = { foreach: "over", branch: "path" }[template.node.kind] || null;
+      save(next, { selectId: id, selectField: field });
     },
     [save],
   );
