@@ -10,7 +10,7 @@ from typing import Any
 from runtime._analysis import _schemas as S
 from runtime._analysis._checks import Checker
 from runtime._analysis._error_payload import ERROR_PAYLOAD_SCHEMA
-from runtime._analysis._infer import output_schema, result_schema, state_view
+from runtime._analysis._infer import StateWrites, output_schema, result_schema
 from runtime._analysis._labels import LabelSet, labels_of
 from runtime._analysis._options import OptionIndex, PathOption
 from runtime._analysis._regions import Regions, Stack, compute_regions
@@ -38,6 +38,16 @@ class _NodeFacts:
     result_schema: Schema
 
 
+@dataclass(frozen=True, slots=True)
+class _FactTable:
+    """Per-node facts as one dict per fact: a large document costs a few dicts, not an object per node."""
+
+    nodes: Mapping[str, Any]
+    labels: Mapping[str, LabelSet]
+    payloads: dict[str, Schema | None]
+    results: dict[str, Schema]
+
+
 class Analysis:
     """What the analyzer knows about one workflow document.
 
@@ -48,7 +58,7 @@ class Analysis:
 
     def __init__(self, workflow: Workflow, regions: Regions, diagnostics: list[Diagnostic], scope: Scope,
                  options: OptionIndex, output_schema: Schema, subgraphs: Mapping[str, Analysis],
-                 nodes: Mapping[str, _NodeFacts]) -> None:
+                 facts: _FactTable) -> None:
         self.workflow = workflow
         self._regions = regions
         self._scope = scope
@@ -63,7 +73,7 @@ class Analysis:
         #: JSON Schema of the payload this workflow's outputs project (a subgraph node's result).
         self.output_schema: Schema = output_schema
         self._subgraphs = dict(subgraphs)
-        self._nodes = nodes
+        self._facts_table = facts
 
     @property
     def ok(self) -> bool:
@@ -182,11 +192,12 @@ class Analysis:
         return tuple(d for d in self.diagnostics if d.node_id == node_id)
 
     def _facts(self, node_id: str) -> _NodeFacts:
-        facts = self._nodes.get(node_id)
-        if facts is None:
+        table = self._facts_table
+        node = table.nodes.get(node_id)
+        if node is None:
             raise UnknownNodeError(f"workflow {self.workflow.id!r} has no node {node_id!r}",
                                    workflow=self.workflow.id, node_id=node_id)
-        return facts
+        return _NodeFacts(node, table.labels[node_id], table.payloads[node_id], table.results[node_id])
 
     def subgraph(self, node_id: str) -> Analysis | None:
         """The analysis of the child workflow a subgraph node runs (None when it cannot be resolved)."""
@@ -363,6 +374,11 @@ class _Session:
         self.keep: list[Workflow] = []  # keeps resolved documents alive so their ids stay unique
         self.prepare = S.Prepared()
         self.fits = S.FitCache()
+        self._label_sets: dict[LabelSet, LabelSet] = {}
+
+    def label_set(self, labels: LabelSet) -> LabelSet:
+        """One shared LabelSet per distinct value (thousands of task nodes share a handful)."""
+        return self._label_sets.setdefault(labels, labels)
 
     def analyze(self, doc: Workflow, chain: tuple[str, ...], caller_foreach: frozenset[str],
                 caller_aliases: frozenset[str]) -> Analysis:
@@ -375,7 +391,7 @@ class _Session:
                 routes.setdefault(route.source, {}).setdefault(route.label, route.target)
         specs = {node_id: spec for node_id, node in nodes.items()
                  if (spec := _spec_of(self.registry, node)) is not None}
-        labels = {node_id: labels_of(node, specs.get(node_id)) for node_id, node in nodes.items()}
+        labels = {node_id: self.label_set(labels_of(node, specs.get(node_id))) for node_id, node in nodes.items()}
         regions = compute_regions(doc, nodes, routes, labels)
         diagnostics = _structure(doc, nodes, self.registry, specs)
         diagnostics += _route_labels(doc, routes, labels)
@@ -396,27 +412,28 @@ class _Session:
 
         checker = Checker(doc, regions.stacks, self.fits)
         declared_state = self.prepare(doc.state_schema)
-        writes = []
-        facts: dict[str, _NodeFacts] = {}
+        writes = StateWrites(declared_state)
+        facts = _FactTable(nodes, labels, {}, {})
         for node_id, node in nodes.items():
             child = subgraphs.get(node_id)
-            result = result_schema(node, specs.get(node_id), child.output_schema if child else None, self.prepare)
-            payload = _payload_schema(node, specs.get(node_id), child_docs.get(node_id), self.prepare)
-            facts[node_id] = _NodeFacts(node, labels[node_id], payload, result)
+            spec = specs.get(node_id)
+            result = result_schema(node, spec, child.output_schema if child else None, self.prepare)
+            facts.results[node_id] = result
+            facts.payloads[node_id] = _payload_schema(node, spec, child_docs.get(node_id), self.prepare)
             bindings = getattr(node, "output", None)
             if bindings:
                 error = ERROR_PAYLOAD_SCHEMA if "error" in routes.get(node_id, ()) else None
-                writes += checker.writes(node_id, bindings, result, declared_state, error)
-        view = state_view(declared_state, writes)
+                checker.writes(node_id, bindings, result, declared_state, writes, error)
+        view = writes.view(declared_state)
         scope = Scope(doc.id, foreach_nodes, frozenset(nodes) - frozenset(foreach_nodes), regions.stacks,
                       self.prepare(doc.input_schema), view.schema, caller_foreach, caller_aliases)
         for node_id, node in nodes.items():
             stack = regions.stacks.get(node_id)
             if isinstance(node, TaskNode):
-                checker.inputs(scope, node_id, stack, node.input, facts[node_id].input_schema,
+                checker.inputs(scope, node_id, stack, node.input, facts.payloads[node_id],
                                f"task {node.task!r}")
             elif isinstance(node, SubgraphNode):
-                checker.inputs(scope, node_id, stack, node.input, facts[node_id].input_schema,
+                checker.inputs(scope, node_id, stack, node.input, facts.payloads[node_id],
                                f"workflow {node.workflow.id!r}")
             elif isinstance(node, InterruptNode):
                 checker.inputs(scope, node_id, stack, node.input, None, f"interrupt {node_id!r}")

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from runtime._analysis import _schemas as S
-from runtime._analysis._infer import Write, written_schema
+from runtime._analysis._infer import StateWrites, written_schema
 from runtime._analysis._schemas import Schema
 from runtime._analysis._scope import Scope, Stack
 from runtime._diagnostics import Diagnostic
@@ -30,6 +30,9 @@ class Checker:
         self._fields: dict[tuple[str, ...], str] = {}
         self._sources: dict[tuple[int, tuple[str, ...]], tuple[Schema, tuple[Schema | None, int]]] = {}
         self._targets: dict[tuple[int, tuple[str, ...]], tuple[Schema, tuple[Schema | None, int]]] = {}
+        # values keep their key objects alive, so an id is never reused while cached
+        self._writes: dict[tuple[int, str], tuple[Schema, Schema | None]] = {}
+        self._unions: dict[tuple[int, ...], tuple[list[Schema], Schema]] = {}
         self.out: list[Diagnostic] = []
 
     def add(self, code: str, severity: str, node_id: str | None, field: str | None, message: str,
@@ -39,7 +42,7 @@ class Checker:
     # -- output bindings (before the state view exists) ------------------------
 
     def writes(self, node_id: str, bindings: list[OutputBinding], result: Schema,
-               declared_state: Schema, error: Schema | None = None) -> list[Write]:
+               declared_state: Schema, into: StateWrites, error: Schema | None = None) -> None:
         """Check output bindings; ``error`` is the error-route payload schema when the node has an error route.
 
         The engine applies output bindings to the error payload too, and skips
@@ -48,7 +51,6 @@ class Checker:
         on is checked on its own, and the state target is typed as the union
         of what the sides write.
         """
-        found: list[Write] = []
         declared = declared_state.get("properties")
         declared = declared if isinstance(declared, dict) else {}
         closed = declared_state.get("additionalProperties") is False
@@ -64,7 +66,7 @@ class Checker:
                          "declare the field in state_schema, or write a declared field")
             written: list[Schema] = []
             for side, source in sides:
-                schema = written_schema(source, binding.mode)
+                schema = self._written(source, binding.mode)
                 if schema is None:
                     need = "an array" if binding.mode == "extend" else "an object"
                     what = (f"{str(binding.source)!r} of the result is" if side == "result" else
@@ -77,8 +79,28 @@ class Checker:
                 if target is not None:
                     self._check_declared_write(node_id, field, binding, source, target, side)
                 written.append(schema)
-            found.append(Write(node_id, binding, S.union(written) if written else S.ANY))
-        return found
+            into.add(node_id, binding, self._either(written))
+
+    def _written(self, source: Schema, mode: str) -> Schema | None:
+        """``written_schema``, one shared object per (source, mode): writes are deduplicated by identity."""
+        key = (id(source), mode)
+        found = self._writes.get(key)
+        if found is None:
+            found = (source, written_schema(source, mode))
+            self._writes[key] = found
+        return found[1]
+
+    def _either(self, written: list[Schema]) -> Schema:
+        if not written:
+            return S.ANY
+        if len(written) == 1:
+            return written[0]
+        key = tuple(id(schema) for schema in written)
+        found = self._unions.get(key)
+        if found is None:
+            found = (written, S.union(written))
+            self._unions[key] = found
+        return found[1]
 
     def _sides(self, node_id: str, field: str, binding: OutputBinding, result: Schema,
                error: Schema | None) -> list[tuple[str, Schema]]:

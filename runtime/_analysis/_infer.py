@@ -52,13 +52,6 @@ def nest(parts: tuple[str, ...], leaf: Schema) -> Schema:
 
 
 @dataclass(slots=True)
-class Write:
-    node_id: str
-    binding: OutputBinding
-    schema: Schema  # schema of the written value (after the mode)
-
-
-@dataclass(slots=True)
 class StateView:
     schema: Schema
     declared: frozenset[str]
@@ -100,33 +93,56 @@ def _one_list(options: list[Schema]) -> Schema:
     return S.union([S.array_of(S.union(items)), *others]) if items else S.union(others)
 
 
-def state_view(state_schema: Schema, writes: Iterable[Write]) -> StateView:
-    declared_props = state_schema.get("properties")
-    declared = dict(declared_props) if isinstance(declared_props, dict) else {}
-    whole: dict[str, list[Schema]] = {}
-    merged: dict[str, list[Schema]] = {}
-    accumulated: set[str] = set()
-    writers: dict[str, dict[str, None]] = {}  # ordered sets
-    for write in writes:
-        parts = write.binding.target.parts
+class StateWrites:
+    """Every output-binding write of one workflow, deduplicated as it is added.
+
+    Thousands of nodes typically write the same (shared) schema object to the
+    same field, so writes are keyed by field, target and schema identity:
+    the view is built from the distinct ones, and no per-write object
+    outlives ``add`` (a large document would otherwise feed the cyclic GC
+    one container per node).
+    """
+
+    def __init__(self, declared: Schema) -> None:
+        props = declared.get("properties")
+        self.declared: frozenset[str] = frozenset(props) if isinstance(props, dict) else frozenset()
+        self.writers: dict[str, dict[str, None]] = {}  # field -> ordered set of node ids
+        self._whole: dict[str, dict[int, Schema]] = {}
+        self._merged: dict[str, dict[tuple[tuple[str, ...], int], tuple[Schema, Schema]]] = {}
+        self._accumulated: set[str] = set()
+
+    def add(self, node_id: str, binding: OutputBinding, schema: Schema) -> None:
+        """``schema`` describes the written value (after the mode)."""
+        parts = binding.target.parts
         top = parts[0]
-        writers.setdefault(top, {})[write.node_id] = None
-        if top in declared:
-            continue
-        if len(parts) > 1 or write.binding.mode == "merge":
-            merged.setdefault(top, []).append(nest(parts[1:], write.schema))
-        else:
-            whole.setdefault(top, []).append(write.schema)
-            if write.binding.mode in ("append", "extend"):
-                accumulated.add(top)
-    props: dict[str, Schema] = dict(declared)
-    for name in [*whole, *(m for m in merged if m not in whole)]:
-        options = list(whole.get(name, []))
-        if name in merged:
-            options.append(_merge_objects(merged[name]))
-        props[name] = _one_list(options) if name in accumulated else S.union(options)
-    schema: Schema = {**state_schema, "type": "object", "properties": props}
-    return StateView(schema, frozenset(declared), {name: list(nodes) for name, nodes in writers.items()})
+        nodes = self.writers.get(top)
+        if nodes is None:
+            nodes = self.writers[top] = {}
+        nodes[node_id] = None
+        if top in self.declared:
+            return
+        if len(parts) > 1 or binding.mode == "merge":
+            merged = self._merged.setdefault(top, {})
+            key = (parts, id(schema))
+            if key not in merged:
+                merged[key] = (schema, nest(parts[1:], schema))
+            return
+        self._whole.setdefault(top, {}).setdefault(id(schema), schema)
+        if binding.mode in ("append", "extend"):
+            self._accumulated.add(top)
+
+    def view(self, state_schema: Schema) -> StateView:
+        """The state schema readers see: declared fields as declared, the others from their writes."""
+        declared_props = state_schema.get("properties")
+        props: dict[str, Schema] = dict(declared_props) if isinstance(declared_props, dict) else {}
+        whole, merged = self._whole, self._merged
+        for name in [*whole, *(m for m in merged if m not in whole)]:
+            options = list(whole.get(name, {}).values())
+            if name in merged:
+                options.append(_merge_objects([nested for _, nested in merged[name].values()]))
+            props[name] = _one_list(options) if name in self._accumulated else S.union(options)
+        schema: Schema = {**state_schema, "type": "object", "properties": props}
+        return StateView(schema, self.declared, {name: list(nodes) for name, nodes in self.writers.items()})
 
 
 def output_schema(outputs: Iterable[tuple[WorkflowOutput, Schema]]) -> Schema:

@@ -72,15 +72,24 @@ def compute_regions(
     labels: Mapping[str, LabelSet],
 ) -> Regions:
     start = workflow.start_node
-    seen: dict[str, list[Stack]] = {}
+    first: dict[str, Stack] = {}  # node -> first stack it was reached with (the only one, when well-formed)
+    more: dict[str, list[Stack]] = {}  # only for nodes reached with several stacks
     if start is not None and start in nodes:
         queue: deque[tuple[str, Stack]] = deque([(start, ())])
         while queue:
             node_id, stack = queue.popleft()
-            known = seen.setdefault(node_id, [])
-            if stack in known or len(known) >= _MAX_STACKS_PER_NODE:
+            known = first.get(node_id)
+            if known is None:
+                first[node_id] = stack
+            elif known == stack:
                 continue
-            known.append(stack)
+            else:
+                extra = more.get(node_id)
+                if extra is None:
+                    extra = more[node_id] = [known]
+                if stack in extra or len(extra) >= _MAX_STACKS_PER_NODE:
+                    continue
+                extra.append(stack)
             node = nodes[node_id]
             for label, target in routes.get(node_id, {}).items():
                 if target not in nodes:
@@ -89,8 +98,21 @@ def compute_regions(
                 if target in after and isinstance(nodes[target], ForeachNode):
                     continue  # a back-edge (legal or not): the item ends here
                 queue.append((target, after))
-    frozen_seen = {node_id: tuple(stacks) for node_id, stacks in seen.items()}
-    canonical = {node_id: _common_prefix(stacks) for node_id, stacks in frozen_seen.items()}
+    # One shared 1-tuple per distinct stack, not one per node: a large document has few distinct stacks.
+    singles: dict[Stack, tuple[Stack, ...]] = {}
+    frozen_seen: dict[str, tuple[Stack, ...]] = {}
+    canonical: dict[str, Stack] = {}
+    for node_id, stack in first.items():
+        extra = more.get(node_id)
+        if extra is None:
+            one = singles.get(stack)
+            if one is None:
+                one = singles[stack] = (stack,)
+            frozen_seen[node_id] = one
+            canonical[node_id] = stack
+        else:
+            frozen_seen[node_id] = tuple(extra)
+            canonical[node_id] = _common_prefix(frozen_seen[node_id])
     checker = _RegionChecker(nodes, routes, labels, frozen_seen, canonical)
     return Regions(canonical, frozen_seen, tuple(checker.run()), routes)
 
