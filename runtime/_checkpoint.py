@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from runtime._errors import CheckpointNotFoundError
-from runtime._state import RunState
+from runtime._state import RunState, RunStateSnapshot
 from runtime._trace import TraceEvent
 
 _SAFE_RUN_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,199}")
@@ -51,28 +51,35 @@ def _not_found(run_id: str) -> CheckpointNotFoundError:
 
 
 class InMemoryCheckpointer:
-    """Keeps each run's latest state as JSON, which also proves every checkpoint round-trips."""
+    """Keeps each run's latest state as a structural snapshot (``RunState.snapshot``).
+
+    Saving copies the live structure only and shares the immutable JSON
+    values, so a superstep's save does not grow with the size of the data
+    (a foreach's 100,000-item snapshot is not re-serialized every step).
+    ``load`` rebuilds the state through its JSON form, which gives the caller
+    an independent object and proves the checkpoint round-trips.
+    """
 
     def __init__(self) -> None:
-        self._states: dict[str, str] = {}
+        self._states: dict[str, RunStateSnapshot] = {}
         self._events: dict[str, list[TraceEvent]] = {}
         self._lock = threading.Lock()
         self.saves = 0
 
     def save(self, run_state: RunState, events: Sequence[TraceEvent] = ()) -> None:
-        data = run_state.model_dump_json()
+        snapshot = run_state.snapshot()
         with self._lock:
-            self._states[run_state.run_id] = data
+            self._states[run_state.run_id] = snapshot
             if events:
                 self._events.setdefault(run_state.run_id, []).extend(events)
             self.saves += 1
 
     def load(self, run_id: str) -> RunState:
         with self._lock:
-            data = self._states.get(run_id)
-        if data is None:
+            snapshot = self._states.get(run_id)
+        if snapshot is None:
             raise _not_found(run_id)
-        return RunState.from_json(data)
+        return snapshot.restore()
 
     def load_events(self, run_id: str) -> list[TraceEvent]:
         with self._lock:
