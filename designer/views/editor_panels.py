@@ -17,14 +17,7 @@ from designer import catalog
 from designer.models import Workflow as WorkflowModel
 from designer.views.editor_edits import BRANCH_OPS, OUTPUT_MODES, field_key
 from runtime import UnknownTaskError, WorkflowError
-
-try:  # the analyzer's own display of a schema type, so pickers and rows agree
-    from runtime._analysis._schemas import type_label
-except ImportError:  # pragma: no cover - the analyzer always ships it
-
-    def type_label(schema: Any, depth: int = 0) -> str:
-        return str(schema.get("type", "any")) if isinstance(schema, dict) else "any"
-
+from runtime._analysis._schemas import type_label  # the analyzer's type text, so rows and pickers agree
 
 CONTROL_NODES: tuple[dict[str, Any], ...] = (
     {
