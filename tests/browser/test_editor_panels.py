@@ -174,6 +174,17 @@ def test_imported_document_is_laid_out_and_undo_redo_delete_by_keyboard(
         editor.page.wait_for_timeout(100)
     assert editor.document()["metadata"]["positions"]["customers"]["x"] == x0 + 15
 
+    # Keyboard: an edge is focusable; Enter selects it and Delete disconnects that route only.
+    revision = editor.revision()
+    editor.edge("orders", "done").focus()
+    editor.page.keyboard.press("Enter")
+    editor.page.keyboard.press("Delete")
+    editor.wait_saved(revision + 1)
+    expect(editor.edge("orders", "done")).to_have_count(0)
+    routes = {(r["source"], r["label"]) for r in editor.document()["routes"]}
+    assert ("orders", "done") not in routes and ("orders", "loop") in routes
+    expect(editor.diagnostics.locator('.diag-item[data-code="region.no_return"]')).not_to_have_count(0)
+
     # Keyboard: Enter on a palette item adds that node.
     revision = editor.revision()
     editor.palette_item("interrupt", "Interrupt").focus()

@@ -8,7 +8,6 @@ import {
   Panel,
   ReactFlow,
   ReactFlowProvider,
-  ViewportPortal,
   applyEdgeChanges,
   applyNodeChanges,
   useReactFlow,
@@ -21,7 +20,7 @@ import { emit, EVENTS, notice } from "./events.js";
 import { buildEdges, buildFrames, buildNodes } from "./graph.js";
 import { autoLayout, freeSpot, NODE_WIDTH } from "./layout.js";
 import { edgeTypes } from "./edges.jsx";
-import { KindIcon } from "./icons.jsx";
+import { Frames, Toolbar } from "./chrome.jsx";
 import { nodeTypes } from "./nodes.jsx";
 
 const HISTORY_LIMIT = 100;
@@ -30,30 +29,6 @@ const DRAG_TYPE = "application/x-trellis-node";
 function isTyping(target) {
   if (!target || !(target instanceof Element)) return false;
   return Boolean(target.closest("input, textarea, select, [contenteditable=''], [contenteditable='true']"));
-}
-
-function Frames({ frames }) {
-  return (
-    <ViewportPortal>
-      {frames.map((frame) => (
-        <div
-          key={frame.id}
-          className="wf-frame"
-          data-foreach={frame.id}
-          style={{
-            transform: `translate(${frame.x}px, ${frame.y}px)`,
-            width: frame.width,
-            height: frame.height,
-            "--region-color": frame.color,
-          }}
-        >
-          <span className="wf-frame__label">
-            <KindIcon kind="foreach" size={11} /> {frame.label} · loop body
-          </span>
-        </div>
-      ))}
-    </ViewportPortal>
-  );
 }
 
 function Canvas({ workflowId, apiBase, canEdit, root }) {
@@ -459,15 +434,6 @@ function Canvas({ workflowId, apiBase, canEdit, root }) {
     return () => window.removeEventListener("keydown", onKey);
   }, [canEdit, fit, redo, undo]);
 
-  const statusText =
-    status.state === "loading"
-      ? "Loading…"
-      : status.state === "saving"
-        ? "Saving…"
-        : status.state === "error"
-          ? "Not saved"
-          : `Saved · revision ${status.revision}`;
-
   const empty = doc && doc.nodes.length === 0;
 
   return (
@@ -508,37 +474,15 @@ function Canvas({ workflowId, apiBase, canEdit, root }) {
           ariaLabel="Overview of the whole graph"
         />
         <Controls showInteractive={false} position="bottom-left" />
-        <Panel position="top-left" className="wf-toolbar" aria-label="Canvas tools">
-          {canEdit && (
-            <>
-              <button type="button" onClick={undo} disabled={!historySize.undo} title="Undo (Ctrl+Z)" aria-label="Undo">
-                ↶ Undo
-              </button>
-              <button
-                type="button"
-                onClick={redo}
-                disabled={!historySize.redo}
-                title="Redo (Ctrl+Shift+Z)"
-                aria-label="Redo"
-              >
-                ↷ Redo
-              </button>
-              <span className="wf-toolbar__sep" />
-            </>
-          )}
-          <button type="button" onClick={fit} title="Fit the graph in view (F)" aria-label="Fit view">
-            ⤢ Fit
-          </button>
-          {canEdit && (
-            <button type="button" onClick={layoutAll} title="Arrange nodes automatically" aria-label="Auto layout">
-              ⇶ Layout
-            </button>
-          )}
-          <span className={`wf-status wf-status--${status.state}`} role="status" data-testid="save-status">
-            {statusText}
-          </span>
-          {!canEdit && <span className="wf-readonly">Read-only</span>}
-        </Panel>
+        <Toolbar
+          canEdit={canEdit}
+          status={status}
+          historySize={historySize}
+          onUndo={undo}
+          onRedo={redo}
+          onFit={fit}
+          onLayout={layoutAll}
+        />
         {empty && (
           <Panel position="top-center" className="wf-empty">
             {canEdit

@@ -1,0 +1,65 @@
+// The canvas's own chrome: loop-body frames drawn under the nodes, and the toolbar.
+import { Panel, ViewportPortal } from "@xyflow/react";
+
+import { KindIcon } from "./icons.jsx";
+
+export function Frames({ frames }) {
+  return (
+    <ViewportPortal>
+      {frames.map((frame) => (
+        <div
+          key={frame.id}
+          className="wf-frame"
+          data-foreach={frame.id}
+          style={{
+            transform: `translate(${frame.x}px, ${frame.y}px)`,
+            width: frame.width,
+            height: frame.height,
+            "--region-color": frame.color,
+          }}
+        >
+          <span className="wf-frame__label">
+            <KindIcon kind="foreach" size={11} /> {frame.label} · loop body
+          </span>
+        </div>
+      ))}
+    </ViewportPortal>
+  );
+}
+
+function statusText(status) {
+  if (status.state === "loading") return "Loading…";
+  if (status.state === "saving") return "Saving…";
+  if (status.state === "error") return "Not saved";
+  return `Saved · revision ${status.revision}`;
+}
+
+export function Toolbar({ canEdit, status, historySize, onUndo, onRedo, onFit, onLayout }) {
+  return (
+    <Panel position="top-left" className="wf-toolbar" aria-label="Canvas tools">
+      {canEdit && (
+        <>
+          <button type="button" onClick={onUndo} disabled={!historySize.undo} title="Undo (Ctrl+Z)" aria-label="Undo">
+            ↶ Undo
+          </button>
+          <button type="button" onClick={onRedo} disabled={!historySize.redo} title="Redo (Ctrl+Shift+Z)" aria-label="Redo">
+            ↷ Redo
+          </button>
+          <span className="wf-toolbar__sep" />
+        </>
+      )}
+      <button type="button" onClick={onFit} title="Fit the graph in view (F)" aria-label="Fit view">
+        ⤢ Fit
+      </button>
+      {canEdit && (
+        <button type="button" onClick={onLayout} title="Arrange nodes automatically" aria-label="Auto layout">
+          ⇶ Layout
+        </button>
+      )}
+      <span className={`wf-status wf-status--${status.state}`} role="status" data-testid="save-status">
+        {statusText(status)}
+      </span>
+      {!canEdit && <span className="wf-readonly">Read-only</span>}
+    </Panel>
+  );
+}
