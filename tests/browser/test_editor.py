@@ -17,7 +17,7 @@ from playwright.sync_api import Page, expect
 from designer import catalog
 from designer.services import teams as team_services
 from designer.services import workflows as workflow_services
-from tests.browser.editor_page import EditorPage, empty_document, test_registry
+from tests.browser.editor_page import EditorPage, empty_document, extra_tasks
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -25,7 +25,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 @pytest.fixture
 def site_tasks(monkeypatch: pytest.MonkeyPatch) -> None:
     """The site's catalogue plus the test's ``pack_item`` task (the live server shares this process)."""
-    monkeypatch.setattr(catalog, "_registry", catalog.build_registry().merged(test_registry()))
+    monkeypatch.setattr(catalog, "_registry", catalog.build_registry().merged(extra_tasks()))
 
 
 @pytest.fixture

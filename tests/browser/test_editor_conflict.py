@@ -11,14 +11,14 @@ from playwright.sync_api import Browser, expect
 from designer import catalog
 from designer.services import teams as team_services
 from designer.services import workflows as workflow_services
-from tests.browser.editor_page import EditorPage, nested_document, test_registry
+from tests.browser.editor_page import EditorPage, extra_tasks, nested_document
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
 @pytest.fixture(autouse=True)
 def site_tasks(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(catalog, "_registry", catalog.build_registry().merged(test_registry()))
+    monkeypatch.setattr(catalog, "_registry", catalog.build_registry().merged(extra_tasks()))
 
 
 def test_stale_revision_between_two_browsers_reloads_and_says_so(
