@@ -226,3 +226,15 @@ def test_publish_answers_with_a_notice(cast: Any, workflow: Any, nested: Any) ->
     assert notice["kind"] == "error" and notice["message"].startswith("Not published: the draft has 1 error")
     assert not nested.versions.exists()
     assert _client(cast.viewer).post(f"/workflows/{workflow.pk}/edit/publish/").status_code == 403
+
+
+def test_settings_save_schemas_outputs_and_start(cast: Any, nested: Any) -> None:
+    schema = {"type": "object", "properties": {"customers": {"type": "array"}}}
+    response = _post(_client(cast.editor), nested, action="settings", input_schema=json.dumps(schema),
+                     state_schema="", outputs='[{"target": "first", "path": "input.customers"}]', start="customers")
+    assert json.loads(response["HX-Trigger"])["trellis:document-changed"] == {"revision": 2, "node": None}
+    nested.refresh_from_db()
+    doc = nested.document
+    assert doc["input_schema"] == schema and doc["start"] == "customers"
+    assert doc["state_schema"] == {"type": "object", "properties": {}}
+    assert doc["outputs"] == [{"target": "first", "path": "input.customers"}]
