@@ -7,6 +7,7 @@ modules is internal and may change.
 from __future__ import annotations
 
 from runtime._analysis import Analysis, PathOption, analyze
+from runtime._analysis._schemas import type_label as schema_type_label
 from runtime._builder import WorkflowBuilder
 from runtime._checkpoint import Checkpointer, FileCheckpointer, InMemoryCheckpointer
 from runtime._context import ForeachContext, RuntimeContext
@@ -148,6 +149,7 @@ __all__ = [
     "parse_local_path",
     "parse_source_path",
     "parse_state_path",
+    "schema_type_label",
     "state_path",
     "task",
 ]

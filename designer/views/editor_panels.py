@@ -17,7 +17,7 @@ from designer import catalog
 from designer.models import Workflow as WorkflowModel
 from designer.views.editor_edits import BRANCH_OPS, OUTPUT_MODES, field_key
 from runtime import UnknownTaskError, WorkflowError
-from runtime._analysis._schemas import type_label  # the analyzer's type text, so rows and pickers agree
+from runtime import schema_type_label as type_label  # the analyzer's type text, so rows and pickers agree
 
 CONTROL_NODES: tuple[dict[str, Any], ...] = (
     {

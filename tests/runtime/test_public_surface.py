@@ -78,6 +78,7 @@ PUBLIC_NAMES = frozenset({
     "WorkflowValidationError",
     "activation_progress",
     "analyze",
+    "schema_type_label",
     "builtin_registry",
     "check_resume",
     "check_run_input",
