@@ -4,8 +4,9 @@ Modules: ``_regions`` (owner stacks, region diagnostics), ``_labels`` (what a
 node can emit), ``_schemas`` (JSON Schema subset + type compatibility),
 ``_infer`` (result -> state inference), ``_error_payload`` (the error
 route's payload), ``_scope`` (what a path reads, context schemas per
-region), ``_checks`` (binding and path diagnostics), ``_options`` (path
-options), ``_codes`` (the code table), ``_analyzer`` (``analyze``).
+region), ``_checks`` (binding and path diagnostics), ``_branch`` (branch
+case values), ``_options`` (path options), ``_codes`` (the code table),
+``_analyzer`` (``analyze``).
 
 Decisions worth knowing (runtime.md section 7 leaves them open):
 
@@ -27,6 +28,14 @@ Decisions worth knowing (runtime.md section 7 leaves them open):
   payload (``extend`` of ``"."``) is an error (the engine fails the run); a
   declared state field the payload does not fit is a *warning* (state is not
   validated at run time, and ``"."`` cannot be limited to the ok route).
+* Branch cases (``_branch``): each case's ``value`` is judged against the
+  branch path's schema the way the engine compares (JSON equality, ``3``
+  equals ``3.0``; ``in`` takes a list, or a string/object for a string
+  path; ordering only number-number and string-string; ``exists``/
+  ``truthy`` ignore the value). A case that can never match (``not_equals``:
+  always matches) is a ``binding.type_mismatch`` error on
+  ``cases.<i>.value``; dead list entries and ignored values are warnings;
+  ``null`` is never reported (a missing path reads as null).
 * An ``input`` field that is neither required nor defaulted may be missing, so
   its schema reads as nullable (binding it into a required field warns).
 * Paths do not index arrays: ``input.items.0`` is ``path.unknown_field``; a

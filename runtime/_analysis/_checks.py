@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from runtime._analysis import _schemas as S
+from runtime._analysis._branch import check_cases
 from runtime._analysis._infer import StateWrites, written_schema
 from runtime._analysis._schemas import Schema
 from runtime._analysis._scope import Scope, Stack
@@ -280,4 +281,10 @@ class Checker:
                      "make the field required and non-nullable, or give it a default")
 
     def branch(self, scope: Scope, node: BranchNode, stack: Stack | None) -> None:
-        self.read(scope, node.id, "path", node.path, stack)
+        schema = self.read(scope, node.id, "path", node.path, stack)
+
+        def report(severity: str, field: str, message: str, hint: str) -> None:
+            self.add("binding.type_mismatch", severity, node.id, field, message, hint)
+
+        # an unknown path is reported already; cases are still checked for what holds whatever it reads
+        check_cases(node, S.ANY if schema is None else schema, report)

@@ -39,7 +39,9 @@ _TABLE: Final[tuple[CodeInfo, ...]] = (
     CodeInfo("route.unknown_label", "error", "a route uses a label the node cannot emit"),
     CodeInfo("route.unknown_target", "error", "a route points at a node that does not exist"),
     CodeInfo("binding.missing_required", "error", "a required input field has no binding"),
-    CodeInfo("binding.type_mismatch", "error", "a bound path's schema cannot satisfy the target field"),
+    CodeInfo("binding.type_mismatch", "error",
+             "a bound path's schema cannot satisfy the target field (also: a branch case value the branch path "
+             "never equals or cannot be compared with, field cases.<i>.value)"),
     CodeInfo("subgraph.unknown_workflow", "error", "a subgraph reference that the resolver cannot find"),
     CodeInfo("subgraph.recursion", "error", "subgraph references form a cycle"),
     CodeInfo("task.unknown", "error", "a task node names a task the registry does not hold", addition=True),
