@@ -12,13 +12,17 @@ implementation must pass.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
+import shutil
 import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol, runtime_checkable
+
+import pydantic_core
 
 from runtime._errors import CheckpointNotFoundError
 from runtime._state import RunState, RunStateSnapshot
@@ -105,14 +109,22 @@ class FileCheckpointer:
     ``load_events`` keeps, for each ``seq``, the last line written and drops
     those beyond the saved state's ``trace_seq``.
     ``durable=True`` also fsyncs, which survives power loss, not just a kill.
+
+    A foreach's item list longer than ``inline_items`` is written once, to
+    ``<run_id>.items/<activation_id>.json``, before the first state that
+    needs it, and removed after the first state that no longer does; the
+    state file leaves it out (``RunState.split_items``). So a superstep's save
+    does not grow with the size of the collection being iterated.
     """
 
-    def __init__(self, directory: str | os.PathLike[str], *, durable: bool = False) -> None:
+    def __init__(self, directory: str | os.PathLike[str], *, durable: bool = False, inline_items: int = 256) -> None:
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
         self.durable = durable
+        self.inline_items = inline_items
         self._lock = threading.Lock()
         self._counter = 0
+        self._blobs: dict[str, frozenset[str]] = {}  # per run: the item files the last save left in place
 
     def _path(self, run_id: str, suffix: str) -> Path:
         if not isinstance(run_id, str) or not _SAFE_RUN_ID.fullmatch(run_id) or ".." in run_id:
@@ -125,10 +137,72 @@ class FileCheckpointer:
     def events_path(self, run_id: str) -> Path:
         return self._path(run_id, ".events.jsonl")
 
+    def items_path(self, run_id: str) -> Path:
+        return self._path(run_id, ".items")
+
+    def _write_atomically(self, target: Path, data: bytes) -> None:
+        self._counter += 1
+        temporary = target.parent / f".{target.name}.{os.getpid()}.{self._counter}.tmp"
+        with open(temporary, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            if self.durable:
+                os.fsync(handle.fileno())
+        os.replace(temporary, target)
+        if self.durable:
+            self._sync_directory(target.parent)
+
+    @staticmethod
+    def _sync_directory(directory: Path) -> None:
+        fd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def _split(self, run_state: RunState) -> tuple[bytes, dict[str, list[object]]]:
+        """The state file's bytes and the item lists kept out of it."""
+        data, items = run_state.split_items()
+        apart: dict[str, list[object]] = {}
+        for key, values in items.items():
+            if len(values) > self.inline_items and _SAFE_RUN_ID.fullmatch(key):
+                apart[key] = values
+            else:
+                data["activations"][key]["items"] = values
+        return pydantic_core.to_json(data), apart
+
+    def _store_items(self, run_id: str, apart: dict[str, list[object]]) -> None:
+        folder = self.items_path(run_id)
+        for key, values in apart.items():
+            target = folder / f"{key}.json"
+            if not target.exists():
+                if not folder.is_dir():
+                    folder.mkdir()
+                    if self.durable:
+                        self._sync_directory(self.directory)
+                self._write_atomically(target, pydantic_core.to_json(values))
+
+    def _drop_items(self, run_id: str, keep: frozenset[str]) -> None:
+        """Remove item files no saved state refers to any more (after the state that dropped them is in place)."""
+        if self._blobs.get(run_id) == keep:
+            return
+        folder = self.items_path(run_id)
+        try:
+            names = os.listdir(folder)
+        except FileNotFoundError:
+            names = []
+        for name in names:
+            if name.removesuffix(".json") not in keep:
+                (folder / name).unlink(missing_ok=True)
+        if names and not keep:
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+        self._blobs[run_id] = keep
+
     def save(self, run_state: RunState, events: Sequence[TraceEvent] = ()) -> None:
         run_id = run_state.run_id
         target = self.state_path(run_id)
-        data = run_state.model_dump_json()
+        data, apart = self._split(run_state)
         with self._lock:
             if events:
                 lines = "".join(json.dumps(e.to_dict(), separators=(",", ":")) + "\n" for e in events)
@@ -137,27 +211,30 @@ class FileCheckpointer:
                     handle.flush()
                     if self.durable:
                         os.fsync(handle.fileno())
-            self._counter += 1
-            temporary = self.directory / f".{run_id}.{os.getpid()}.{self._counter}.tmp"
-            with open(temporary, "w", encoding="utf-8") as handle:
-                handle.write(data)
-                handle.flush()
-                if self.durable:
-                    os.fsync(handle.fileno())
-            os.replace(temporary, target)
-            if self.durable:
-                fd = os.open(self.directory, os.O_RDONLY)
-                try:
-                    os.fsync(fd)
-                finally:
-                    os.close(fd)
+            self._store_items(run_id, apart)
+            self._write_atomically(target, data)
+            self._drop_items(run_id, frozenset(apart))
 
     def load(self, run_id: str) -> RunState:
         try:
-            data = self.state_path(run_id).read_text(encoding="utf-8")
+            data = self.state_path(run_id).read_bytes()
         except FileNotFoundError:
             raise _not_found(run_id) from None
-        return RunState.from_json(data)
+        try:
+            raw = json.loads(data)
+        except ValueError:
+            return RunState.from_json(data)  # reports the state as corrupt
+        activations = raw.get("activations") if isinstance(raw, dict) else None
+        if not isinstance(activations, dict):
+            return RunState.from_json(raw)
+        items: dict[str, object] = {}
+        for key, activation in activations.items():
+            if isinstance(activation, dict) and "items" not in activation and _SAFE_RUN_ID.fullmatch(key):
+                try:
+                    items[key] = json.loads((self.items_path(run_id) / f"{key}.json").read_bytes())
+                except (FileNotFoundError, ValueError):
+                    pass  # join_items reports the missing list
+        return RunState.join_items(raw, items)
 
     def load_events(self, run_id: str) -> list[TraceEvent]:
         try:
@@ -184,6 +261,9 @@ class FileCheckpointer:
                 path.unlink()
             except FileNotFoundError:
                 pass
+        shutil.rmtree(self.items_path(run_id), ignore_errors=True)
+        with self._lock:
+            self._blobs.pop(run_id, None)
 
     def run_ids(self) -> list[str]:
         return sorted(p.name[: -len(".json")] for p in self.directory.glob("*.json")

@@ -16,6 +16,7 @@ anything malformed, because corrupt state is not a missing value.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -170,6 +171,46 @@ class RunState(_StateModel):
     def copy_for_resume(self) -> RunState:
         """An independent copy, so resuming never alters the caller's object."""
         return self.model_copy(deep=True)
+
+    def split_items(self) -> tuple[dict[str, Any], dict[str, list[Any]]]:
+        """The checkpoint in two parts: this state as JSON data without the activations' ``items``, and those lists.
+
+        A foreach's items are snapshotted when it starts and never change
+        while its activation lives, and activation ids are minted fresh, so a
+        checkpointer can store each list once, when its activation id first
+        appears, and drop it when the id is gone, instead of writing a
+        100,000-item list at every superstep. The lists returned are the live
+        ones: serialize them, never mutate them. ``RunState.join_items`` puts
+        the parts back together.
+        """
+        items = {key: activation.items for key, activation in self.activations.items()}
+        data = self.model_dump(mode="json", exclude={"activations": {"__all__": {"items"}}})
+        return data, items
+
+    @classmethod
+    def join_items(cls, data: str | bytes | Mapping[str, Any], items: Mapping[str, Any]) -> RunState:
+        """A RunState from ``split_items``' parts; an activation stored with its items inline keeps them.
+
+        ``items`` maps activation ids to their item lists (extra keys are
+        ignored). An activation without items in either place is corrupt.
+        """
+        try:
+            raw = json.loads(data) if isinstance(data, str | bytes) else data
+        except ValueError as exc:
+            raise CorruptRunStateError(f"run state is not JSON: {exc}") from None
+        activations = raw.get("activations") if isinstance(raw, Mapping) else None
+        if isinstance(activations, Mapping) and any(
+                isinstance(a, Mapping) and "items" not in a for a in activations.values()):
+            joined = {}
+            for key, activation in activations.items():
+                if isinstance(activation, Mapping) and "items" not in activation:
+                    if key not in items:
+                        raise CorruptRunStateError(f"the items of foreach activation {key!r} are missing",
+                                                   activation_id=key)
+                    activation = {**activation, "items": items[key]}
+                joined[key] = activation
+            raw = {**raw, "activations": joined}
+        return cls.from_json(raw)
 
     def snapshot(self) -> RunStateSnapshot:
         """A point-in-time copy in time proportional to the live structure, not to the data it holds.

@@ -1,0 +1,103 @@
+"""Foreach item lists are checkpointed once per activation, not at every superstep.
+
+``RunState.split_items`` / ``join_items`` are the parts a checkpointer stores;
+the file checkpointer keeps long lists in ``<run_id>.items/<activation_id>.json``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from runtime import CorruptRunStateError, FileCheckpointer, RunState, TraceEvent, WorkflowBuilder, input_path
+from runtime.testing.checkpointer_conformance import sample_run_state
+from tests.runtime.engine_helpers import engine
+
+
+def pausing_foreach(pause_at: int):  # type: ignore[no-untyped-def]
+    """A foreach over input.items whose body pauses at item ``pause_at`` (a branch on the item), then continues."""
+    g = WorkflowBuilder("pausing", input_schema={"type": "object", "properties": {"items": {"type": "array"}}})
+    each = g.foreach("each", input_path("items"))
+    check = g.branch("check", each.item, [{"label": "stop", "op": "equals", "value": pause_at}])
+    ask = g.interrupt("ask", prompt="go on?")
+    g.set_route(each, "loop", check)
+    g.set_route(check, "stop", ask)
+    g.set_route(check, "default", each)
+    g.set_route(ask, "ok", each)
+    return g.build()
+
+
+def test_split_then_join_gives_the_same_state() -> None:
+    rs = sample_run_state()
+    data, items = rs.split_items()
+    assert all("items" not in a for a in data["activations"].values())
+    assert items == {"act_3": rs.activations["act_3"].items}
+    assert RunState.join_items(json.dumps(data), items) == rs
+    assert RunState.join_items(rs.model_dump(mode="json"), {}) == rs  # inline items are kept
+
+
+def test_join_without_the_items_is_corrupt_not_empty() -> None:
+    data, _ = sample_run_state().split_items()
+    with pytest.raises(CorruptRunStateError) as caught:
+        RunState.join_items(data, {"act_other": []})
+    assert caught.value.details["activation_id"] == "act_3"
+    with pytest.raises(CorruptRunStateError):
+        RunState.join_items(b"{not json", {})
+
+
+def test_file_checkpointer_writes_a_long_item_list_once(tmp_path: Path) -> None:
+    writes: list[tuple[int, bool]] = []
+
+    class Watching(FileCheckpointer):
+        def save(self, run_state: RunState, events: Sequence[TraceEvent] = ()) -> None:
+            super().save(run_state, events)
+            files = list(self.items_path(run_state.run_id).glob("*.json"))
+            stored = json.loads(self.state_path(run_state.run_id).read_text())
+            writes.append((len(files), any("items" in a for a in stored["activations"].values())))
+            for file in files:
+                stamps.setdefault(file.name, file.stat().st_mtime_ns)
+                assert file.stat().st_mtime_ns == stamps[file.name]  # never rewritten
+
+    stamps: dict[str, int] = {}
+    cp = Watching(tmp_path, inline_items=10)
+    workflow = pausing_foreach(pause_at=30)
+    items = list(range(40))
+    paused = engine(checkpointer=cp).run(workflow, {"items": items})
+    assert paused.status == "interrupted"
+    assert writes[-1] == (1, False)  # the list lives in its own file, not in the state
+    loaded = cp.load(paused.run_id)
+    assert loaded == paused.run_state
+    assert next(iter(loaded.activations.values())).items == items
+
+    done = engine(checkpointer=cp).resume(loaded, paused.interrupts[0].interrupt_id, {}, workflow=workflow)
+    assert done.status == "completed"
+    assert not cp.items_path(paused.run_id).exists()  # removed once no state needs it
+    assert cp.load(paused.run_id) == done.run_state
+
+
+def test_short_item_lists_stay_inline(tmp_path: Path) -> None:
+    cp = FileCheckpointer(tmp_path)
+    paused = engine(checkpointer=cp).run(pausing_foreach(pause_at=2), {"items": [1, 2, 3]})
+    assert not cp.items_path(paused.run_id).exists()
+    assert '"items":[1,2,3]' in cp.state_path(paused.run_id).read_text()
+    assert cp.load(paused.run_id) == paused.run_state
+
+
+def test_a_lost_item_file_makes_the_checkpoint_corrupt(tmp_path: Path) -> None:
+    cp = FileCheckpointer(tmp_path, inline_items=1)
+    paused = engine(checkpointer=cp).run(pausing_foreach(pause_at=1), {"items": [0, 1, 2]})
+    for file in cp.items_path(paused.run_id).iterdir():
+        file.unlink()
+    with pytest.raises(CorruptRunStateError):
+        cp.load(paused.run_id)
+
+
+def test_delete_removes_the_item_files(tmp_path: Path) -> None:
+    cp = FileCheckpointer(tmp_path, inline_items=1)
+    paused = engine(checkpointer=cp).run(pausing_foreach(pause_at=1), {"items": [0, 1, 2]})
+    assert cp.items_path(paused.run_id).is_dir()
+    cp.delete(paused.run_id)
+    assert list(tmp_path.iterdir()) == []
