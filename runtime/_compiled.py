@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import referencing
+import referencing.exceptions
 from jsonschema import exceptions as jsonschema_exceptions
 from jsonschema import validators as jsonschema_validators
 from pydantic_core import to_jsonable_python
@@ -20,11 +22,17 @@ from runtime._errors import InputValidationError
 from runtime._paths import GraphSourcePath, LocalPath
 from runtime._registry import TaskRegistry, TaskSpec
 
+#: Schemas come from workflow documents, i.e. from users. Without an explicit registry jsonschema
+#: fetches any ``$ref`` it cannot resolve locally with urllib (``http://`` into the server's own
+#: network, ``file://``), so a document could make the server issue requests. An empty registry
+#: leaves only references inside the schema itself and the bundled JSON Schema meta-schemas.
+_LOCAL_REFS_ONLY: referencing.Registry[Any] = referencing.Registry()
+
 
 def schema_validator(schema: Mapping[str, Any]) -> Any:
     """A jsonschema validator for ``schema`` (draft chosen by ``$schema``, 2020-12 by default)."""
     cls = jsonschema_validators.validator_for(schema, default=jsonschema_validators.Draft202012Validator)
-    return cls(schema)
+    return cls(schema, registry=_LOCAL_REFS_ONLY)
 
 
 def schema_problems(validator: Any, value: Any) -> list[dict[str, Any]]:
@@ -33,6 +41,11 @@ def schema_problems(validator: Any, value: Any) -> list[dict[str, Any]]:
         errors = sorted(validator.iter_errors(value), key=lambda e: [str(p) for p in e.absolute_path])
     except jsonschema_exceptions.SchemaError as exc:  # the document's schema itself is broken
         return [{"field": "", "message": f"the schema is invalid: {exc.message}"}]
+    except referencing.exceptions.Unresolvable as exc:
+        ref = getattr(exc, "ref", "")
+        return [{"field": "", "message": (
+            f"the schema refers to {ref!r}, which cannot be resolved: a $ref may only point inside the "
+            f"schema itself (e.g. '#/$defs/name'); remote and file references are not fetched")}]
     return [
         {"field": ".".join(str(p) for p in error.absolute_path), "message": error.message}
         for error in errors[:20]
@@ -58,7 +71,11 @@ def check_payload(schema: Mapping[str, Any], validator: Any, value: Any, *, what
     """A JSON-compatible object payload, defaults filled, valid against ``schema``; else InputValidationError."""
     if value is None:
         value = {}
-    value = to_jsonable_python(value)
+    try:
+        value = to_jsonable_python(value)
+    except ValueError as exc:  # nested too deeply, or not JSON data at all
+        raise InputValidationError(f"{what} is not usable JSON data: {exc}",
+                                   errors=[{"field": "", "message": str(exc)}], **details) from None
     if not isinstance(value, dict):
         raise InputValidationError(f"{what} must be a JSON object, got {type(value).__name__}",
                                    errors=[{"field": "", "message": "not an object"}], **details)
