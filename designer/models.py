@@ -257,3 +257,30 @@ class RunEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.run_id}#{self.seq} {self.kind}"
+
+
+class RunStatePart(models.Model):
+    """A part of a run's checkpoint that never changes once written, stored once instead of at every superstep.
+
+    Two kinds (``key``): ``items:<activation id>`` (the item snapshot a foreach
+    takes when it starts) and ``input:<scope id>`` (a scope's validated input).
+    Rewriting them inside ``Run.run_state`` at every superstep made a foreach over
+    N items cost O(N) per item. ``Run.run_state`` holds the rest; read a complete
+    RunState through ``designer.runs.checkpointer.run_state_of(run)``.
+    """
+
+    team_lookup: ClassVar[str] = "run__team"
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="state_parts")
+    key = models.CharField(max_length=100)
+    value = models.JSONField(null=True)
+
+    objects = TeamScopedQuerySet.as_manager()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=("run", "key"), name="runstatepart_unique_key"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.run_id} {self.key}"

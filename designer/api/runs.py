@@ -22,6 +22,7 @@ from designer.api.parsers import LimitedJSONParser
 from designer.errors import BadRequest
 from designer.models import Run, RunEvent
 from designer.runs import inspect
+from designer.runs.checkpointer import run_state_of
 from designer.selectors.runs import events_after, filter_runs, get_run
 from designer.selectors.workflows import get_workflow
 from designer.services import runs as run_services
@@ -65,7 +66,7 @@ def run_detail(run: Run) -> dict[str, Any]:
             "output": run.output,
             "error": run.error,
             "state": inspect.root_state(run),
-            "run_state": run.run_state,
+            "run_state": run_state_of(run),
             "interrupts": run.interrupts or [],
             "resume_pending": bool(run.resume_request),
             "subgraph_versions": run.subgraph_versions or {},

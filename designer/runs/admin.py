@@ -13,6 +13,7 @@ from django.utils.html import format_html
 
 from designer.errors import DesignerError
 from designer.models import Run, RunEvent
+from designer.runs.checkpointer import run_state_of
 
 
 def pretty_json(value: Any) -> str:
@@ -100,7 +101,7 @@ class RunAdmin(admin.ModelAdmin):
 
     @admin.display(description="RunState (latest checkpoint)")
     def run_state_json(self, run: Run) -> str:
-        return pretty_json(run.run_state)
+        return pretty_json(run_state_of(run))
 
     @admin.display(description="document")
     def document_json(self, run: Run) -> str:

@@ -7,6 +7,12 @@ worker (``owner``), the same transaction renews that worker's lease and
 writes only if the worker still holds it; a worker that lost its lease gets
 ``LeaseLost`` and has committed nothing.
 
+Two parts of a RunState never change once written: a foreach activation's item
+snapshot and a scope's input. They are stored once in ``RunStatePart`` and left
+out of ``Run.run_state``, so a save costs what the live structure costs, not
+what the collections hold. Read a complete state with ``run_state_of(run)``
+(or ``load``), never from the column.
+
 A checkpointer serves one team: rows are found by ``(team, Run.runtime_id)``.
 The designer mints runtime ids as ``run_<pk, 13 digits>`` (``run_id_for``).
 """
@@ -20,12 +26,25 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from designer.models import Run, RunEvent, Team
+from designer.models import Run, RunEvent, RunStatePart, Team
 from designer.runs.lease import LeaseLost, lease_seconds
 from runtime import CheckpointNotFoundError, CorruptRunStateError, RunState, TraceEvent, WorkflowError
 
 RUN_ID_PREFIX = "run_"
 _DIGITS = 13
+
+#: The write-once parts: (RunState map, field of its entries). Kept in ``RunStatePart`` as "<field>:<entry id>".
+_PARTS = (("activations", "items"), ("scopes", "input"))
+_WITHOUT_PARTS = {collection: {"__all__": {field}} for collection, field in _PARTS}
+
+
+def _part_keys(run_state: RunState) -> dict[str, tuple[str, str, str]]:
+    """``{part key: (collection, entry id, field)}`` of every write-once part in ``run_state``."""
+    return {
+        f"{field}:{entry}": (collection, entry, field)
+        for collection, field in _PARTS
+        for entry in getattr(run_state, collection)
+    }
 
 
 class UnknownRunError(WorkflowError):
@@ -85,6 +104,35 @@ def trace_event(runtime_id: str, row: RunEvent) -> TraceEvent:
     )
 
 
+def attach_parts(run_pk: int, data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` (a stored ``Run.run_state``) with the write-once parts of its live entries put back."""
+    wanted = {
+        f"{field}:{entry}": (collection, entry, field)
+        for collection, field in _PARTS
+        for entry in (data.get(collection) or {})
+    }
+    if not wanted:
+        return data
+    stored = dict(RunStatePart.objects.filter(run_id=run_pk, key__in=list(wanted)).values_list("key", "value"))
+    complete = dict(data)
+    for collection, _field in _PARTS:
+        if isinstance(data.get(collection), dict):
+            complete[collection] = {entry: dict(value) if isinstance(value, dict) else value
+                                    for entry, value in data[collection].items()}
+    for key, (collection, entry, field) in wanted.items():
+        target = complete[collection][entry]
+        if key in stored and isinstance(target, dict):
+            target[field] = stored[key]
+    return complete
+
+
+def run_state_of(run: Run) -> dict[str, Any] | None:
+    """The run's latest checkpoint as complete RunState JSON (items included), or None before the first one."""
+    if not isinstance(run.run_state, dict):
+        return None
+    return attach_parts(run.pk, run.run_state)
+
+
 class OrmCheckpointer:
     """Saves RunStates in ``Run.run_state`` and their trace events in ``RunEvent``, one transaction per save.
 
@@ -112,6 +160,7 @@ class OrmCheckpointer:
         self.cancel_requested = False
         self.saves = 0
         self._pks: dict[str, int] = {}  # runtime id -> row; a row's runtime id never changes
+        self._stored: dict[int, frozenset[str]] = {}  # row -> part keys known to be stored
 
     def _rows(self, run_id: str) -> Any:
         return Run.objects.filter(team_id=self.team_id, runtime_id=run_id)
@@ -127,8 +176,29 @@ class OrmCheckpointer:
                 pk = self.create_run(run_state).pk
         return pk
 
+    def _store_parts(self, pk: int, run_state: RunState) -> frozenset[str]:
+        """Write the parts of entries that are new, drop those of entries that are gone; the live part keys."""
+        parts = _part_keys(run_state)
+        live = frozenset(parts)
+        known = self._stored.get(pk)
+        if known == live:
+            return live
+        new = live - known if known is not None else live
+        if new:
+            rows = []
+            for key in sorted(new):
+                collection, entry, field = parts[key]
+                model = getattr(run_state, collection)[entry]
+                rows.append(RunStatePart(run_id=pk, key=key,
+                                         value=model.model_dump(mode="json", include={field})[field]))
+            # ignore_conflicts: a new checkpointer (another worker) meets parts stored before it started.
+            RunStatePart.objects.bulk_create(rows, ignore_conflicts=True)
+        if known is None or known - live:
+            RunStatePart.objects.filter(run_id=pk).exclude(key__in=list(live)).delete()
+        return live
+
     def save(self, run_state: RunState, events: Sequence[TraceEvent] = ()) -> None:
-        fields: dict[str, Any] = {"run_state": run_state.model_dump(mode="json")}
+        fields: dict[str, Any] = {"run_state": run_state.model_dump(mode="json", exclude=_WITHOUT_PARTS)}
         if self.extra_fields is not None:
             fields.update(self.extra_fields(run_state))
         with transaction.atomic():
@@ -139,19 +209,23 @@ class OrmCheckpointer:
                 fields["lease_expires_at"] = timezone.now() + timedelta(seconds=lease_seconds())
             if rows.update(**fields) != 1:
                 raise LeaseLost(f"run {pk}: lease no longer held by {self.owner}; checkpoint discarded")
+            stored = self._store_parts(pk, run_state)
             if events:
                 RunEvent.objects.bulk_create([event_row(pk, event) for event in events])
             self.cancel_requested = bool(Run.objects.filter(pk=pk).values_list("cancel_requested", flat=True).get())
-        self._pks[run_state.run_id] = pk  # only once committed: a rolled-back create must not be remembered
+        # Only once committed: a rolled-back transaction must not be remembered.
+        self._pks[run_state.run_id] = pk
+        self._stored[pk] = stored
         self.saves += 1
 
     def load(self, run_id: str) -> RunState:
-        found = self._rows(run_id).values_list("run_state", flat=True).first()
-        if found is None:
+        found = self._rows(run_id).values_list("pk", "run_state").first()
+        if found is None or found[1] is None:
             raise CheckpointNotFoundError(f"no checkpoint for run {run_id!r}", run_id=run_id)
-        if not isinstance(found, dict):
+        pk, data = found
+        if not isinstance(data, dict):
             raise CorruptRunStateError(f"run {run_id!r}: the stored run_state is not a JSON object", run_id=run_id)
-        return RunState.from_json(found)
+        return RunState.from_json(attach_parts(pk, data))
 
     def load_events(self, run_id: str) -> list[TraceEvent]:
         rows = RunEvent.objects.filter(run__team_id=self.team_id, run__runtime_id=run_id).order_by("seq")
@@ -162,4 +236,7 @@ class OrmCheckpointer:
         with transaction.atomic():
             pks = list(self._rows(run_id).values_list("pk", flat=True))
             RunEvent.objects.filter(run_id__in=pks).delete()
+            RunStatePart.objects.filter(run_id__in=pks).delete()
             Run.objects.filter(pk__in=pks).update(run_state=None)
+        for pk in pks:
+            self._stored.pop(pk, None)

@@ -25,7 +25,7 @@ from django.utils import timezone
 from designer import catalog
 from designer.models import Run
 from designer.resolvers import TeamVersionResolver
-from designer.runs.checkpointer import OrmCheckpointer, run_id_for
+from designer.runs.checkpointer import OrmCheckpointer, run_id_for, run_state_of
 from designer.runs.lease import Heartbeat, LeaseLost, claim, new_owner_id, release
 from designer.runs.pinning import PinnedResolver
 from runtime import Engine, RunResult, RunState, WorkflowError
@@ -84,12 +84,13 @@ class Execution:
             should_cancel=self._should_cancel,
         )
         with engine:
-            if run.run_state is None:
+            checkpoint = run_state_of(run)
+            if checkpoint is None:
                 return engine.run(run.document, run.input, run_id=run.runtime_id or run_id_for(run.pk))
             if self.resume is not None:
-                return engine.resume(run.run_state, self.resume["interrupt_id"], self.resume.get("value"),
+                return engine.resume(checkpoint, self.resume["interrupt_id"], self.resume.get("value"),
                                      self.resume.get("label"), workflow=run.document)
-            return engine.continue_run(run.run_state, workflow=run.document)
+            return engine.continue_run(checkpoint, workflow=run.document)
 
     def finish(self, result: RunResult) -> str:
         status: str = result.status

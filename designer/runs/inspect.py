@@ -14,6 +14,7 @@ from typing import Any
 
 from designer.errors import NotFound
 from designer.models import Run, RunEvent
+from designer.runs.checkpointer import run_state_of
 from runtime import CorruptRunStateError, activation_progress
 from runtime import frame_context as runtime_frame_context
 
@@ -36,10 +37,11 @@ def root_state(run: Run) -> Any:
 def progress(run: Run) -> list[dict[str, Any]]:
     """Every live foreach activation: ``{activation_id, node_id, scope_id, frame_id, parent_activation_id,
     parent_index, total, done, running}`` (``parent_*``: the enclosing item, for nested foreach)."""
-    if not isinstance(run.run_state, dict):
+    data = run_state_of(run)
+    if data is None:
         return []
     try:
-        return [entry.to_dict() for entry in activation_progress(run.run_state)]
+        return [entry.to_dict() for entry in activation_progress(data)]
     except CorruptRunStateError:
         logger.exception("run %s: cannot read foreach progress from its checkpoint", run.pk)
         return []
@@ -71,8 +73,8 @@ def frame_context(run: Run, frame_id: str) -> dict[str, Any]:
     """``{run_id, frame_id, node_id, scope_id, lineage_id, workflow_id, context}`` where ``context`` is the
     structured ``context`` root a path in that frame reads (``foreach``, ``loop_item``, ``loop_index``, aliases).
     ``NotFound`` for a frame that is not live in the latest checkpoint."""
-    data = run.run_state
-    if not isinstance(data, dict) or frame_id not in (data.get("frames") or {}):
+    data = run_state_of(run)
+    if data is None or frame_id not in (data.get("frames") or {}):
         raise NotFound(f"run {run.pk} has no live frame {frame_id!r}; finished frames are pruned from the "
                        "run state (their context is in the trace)", frame_id=frame_id)
     context = runtime_frame_context(data, frame_id)

@@ -20,7 +20,7 @@ from designer.errors import BadRequest, DesignerError
 from designer.models import Run, Workflow
 from designer.permissions import require_role
 from designer.resolvers import TeamVersionResolver
-from designer.runs.checkpointer import run_id_for
+from designer.runs.checkpointer import run_id_for, run_state_of
 from designer.runs.lease import lease_is_free
 from designer.runs.pinning import pin_subgraph_versions
 from designer.runs.recovery import enqueue_execution
@@ -128,7 +128,7 @@ def resume_run(*, actor: Any, run: Run, interrupt_id: object, value: object = No
             open_interrupts=sorted(_open_interrupt_ids(locked)),
         )
     try:
-        chosen, checked = check_resume(locked.run_state or {}, interrupt_id, value, label)
+        chosen, checked = check_resume(run_state_of(locked) or {}, interrupt_id, value, label)
     except ResumeError as exc:
         raise ResumeInvalid(exc.message, interrupt_id=interrupt_id, errors=exc.details.get("errors")) from None
     locked.resume_request = {"interrupt_id": interrupt_id, "value": checked, "label": chosen}

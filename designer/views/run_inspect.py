@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from designer.models import Run, RunEvent
+from designer.runs.checkpointer import run_state_of
 from designer.views.run_display import summary_of
 from runtime import CorruptRunStateError, RunState, activation_progress, frame_context
 
@@ -49,7 +50,7 @@ def load_state(run: Run) -> Inspection:
     if not run.run_state:
         return Inspection(None)
     try:
-        return Inspection(RunState.from_json(run.run_state))
+        return Inspection(RunState.from_json(run_state_of(run) or {}))
     except CorruptRunStateError as exc:
         return Inspection(None, error=str(exc))
 

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from designer.models import Run, RunEvent, Team, Workflow
+from designer.models import Run, RunEvent, RunStatePart, Team, Workflow
 from designer.runs import lease
-from designer.runs.checkpointer import OrmCheckpointer, UnknownRunError
+from designer.runs.checkpointer import OrmCheckpointer, UnknownRunError, run_state_of
 from runtime import RunState
 from runtime.testing.checkpointer_conformance import CheckpointerConformance, sample_events, sample_run_state
 
@@ -93,3 +93,32 @@ def test_runs_of_another_team_are_invisible() -> None:
     with pytest.raises(UnknownRunError):
         OrmCheckpointer(other).save(sample_run_state())
     assert OrmCheckpointer(other).load_events("run_0000000000001") == []
+
+
+def test_write_once_parts_are_stored_once_not_in_every_checkpoint() -> None:
+    team, workflow = fresh_team()
+    cp = checkpointer_for(team, workflow)
+    rs = sample_run_state(item={"big": "x" * 1000})
+    cp.save(rs)
+    run = Run.objects.get(runtime_id=rs.run_id)
+    parts = {part.key: part for part in RunStatePart.objects.filter(run=run)}
+    assert set(parts) == {"items:act_3", "input:root"}
+    assert parts["items:act_3"].value == [{"big": "x" * 1000}]
+    assert parts["input:root"].value == {"people": [{"big": "x" * 1000}]}
+    # The column holds the live structure only.
+    assert "items" not in run.run_state["activations"]["act_3"] and "input" not in run.run_state["scopes"]["root"]
+
+    rs.step = 4
+    cp.save(rs)  # same activation and scope: nothing written again
+    assert {part.key: part.pk for part in RunStatePart.objects.filter(run=run)} == {k: p.pk for k, p in parts.items()}
+    loaded = OrmCheckpointer(team).load(rs.run_id)
+    assert loaded.activations["act_3"].items == [{"big": "x" * 1000}]
+    assert loaded.scopes["root"].input == {"people": [{"big": "x" * 1000}]}
+    assert run_state_of(Run.objects.get(pk=run.pk))["activations"]["act_3"]["items"] == [{"big": "x" * 1000}]
+
+    rs.activations.clear()  # the foreach finished: its snapshot goes, the scope's input stays
+    rs.barriers.clear()
+    rs.frames.pop("frame_4")
+    rs.interrupts.clear()
+    cp.save(rs)
+    assert set(RunStatePart.objects.filter(run=run).values_list("key", flat=True)) == {"input:root"}
