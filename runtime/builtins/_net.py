@@ -6,8 +6,11 @@ import asyncio
 import ipaddress
 import json as _json
 import os
+import socket
+from collections.abc import Iterable
 from typing import Annotated, Any, Literal, TypedDict
 
+import httpcore
 import httpx
 from pydantic import Field
 
@@ -39,23 +42,21 @@ def _allowed_hosts() -> frozenset[str]:
     return frozenset(entry.strip().lower() for entry in raw.split(",") if entry.strip())
 
 
-async def _refuse_private_addresses(request: httpx.Request) -> None:
-    """Keep workflow documents from using the server to reach its own network.
-
-    A document is user input; without this, anyone who can edit a workflow could
-    read cloud metadata endpoints or internal services through the worker. It
-    runs as an httpx request hook, so every redirect hop is checked too.
-    """
-    host = request.url.host
+def _host_allowed(host: str) -> bool:
     allowed = _allowed_hosts()
-    if "*" in allowed or host.lower() in allowed:
-        return
+    return "*" in allowed or host.lower() in allowed
+
+
+async def _public_addresses(host: str, port: int) -> list[str]:
+    """Every address ``host`` resolves to, or a ``TaskError`` if any of them is not public."""
     try:
-        infos = await asyncio.get_running_loop().getaddrinfo(host, request.url.port or 0)
+        infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except OSError as exc:
         raise TaskError(f"http_request: cannot resolve host {host!r}: {exc}", host=host) from None
+    addresses: list[str] = []
     for info in infos:
-        address = ipaddress.ip_address(str(info[4][0]).split("%")[0])
+        text = str(info[4][0])
+        address = ipaddress.ip_address(text.split("%")[0])
         if not address.is_global:
             raise TaskError(
                 f"http_request: host {host!r} resolves to the non-public address {address}; "
@@ -63,6 +64,69 @@ async def _refuse_private_addresses(request: httpx.Request) -> None:
                 f"An administrator can allow it by adding the host to {ALLOWED_HOSTS_ENV}",
                 host=host, address=str(address),
             )
+        addresses.append(text)
+    return list(dict.fromkeys(addresses))
+
+
+async def _refuse_private_addresses(request: httpx.Request) -> None:
+    """Keep workflow documents from using the server to reach its own network.
+
+    A document is user input; without this, anyone who can edit a workflow could
+    read cloud metadata endpoints or internal services through the worker. It
+    runs as an httpx request hook, so every redirect hop is checked too (also
+    when an operator's proxy, not ``_PublicOnlyBackend``, makes the connection).
+    """
+    host = request.url.host
+    if not _host_allowed(host):
+        await _public_addresses(host, request.url.port or 0)
+
+
+class _PublicOnlyBackend(httpcore.AsyncNetworkBackend):
+    """Connects to the very addresses it has just checked.
+
+    The request hook checks the host name, but a plain connection would resolve
+    the name again, and a DNS answer that changes in between (DNS rebinding)
+    would reach a private address after all. TLS still verifies the certificate
+    against the host name: httpcore passes the origin's name to ``start_tls``.
+    """
+
+    def __init__(self) -> None:
+        self._inner = httpcore.AnyIOBackend()
+
+    async def connect_tcp(
+        self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore.AsyncNetworkStream:
+        if _host_allowed(host):
+            return await self._inner.connect_tcp(host, port, timeout=timeout, local_address=local_address,
+                                                 socket_options=socket_options)
+        failure: httpcore.ConnectError | None = None
+        for address in await _public_addresses(host, port):
+            try:
+                return await self._inner.connect_tcp(address, port, timeout=timeout, local_address=local_address,
+                                                     socket_options=socket_options)
+            except httpcore.ConnectError as exc:  # try the next address, as a resolver-based connect would
+                failure = exc
+        raise failure or httpcore.ConnectError(f"no address to connect to for {host!r}")
+
+    async def connect_unix_socket(
+        self, path: str, timeout: float | None = None, socket_options: Iterable[Any] | None = None,
+    ) -> httpcore.AsyncNetworkStream:
+        raise TaskError("http_request: unix sockets are not reachable from workflows")
+
+    async def sleep(self, seconds: float) -> None:
+        await self._inner.sleep(seconds)
+
+
+class _PublicOnlyTransport(httpx.AsyncHTTPTransport):
+    def __init__(self) -> None:
+        super().__init__()
+        # httpx offers no parameter for the network backend, so the pool it built is replaced by an
+        # equivalent one that connects through _PublicOnlyBackend. tests/runtime/test_http_guard.py
+        # fails if a future httpx stops using ``_pool``.
+        self._pool = httpcore.AsyncConnectionPool(
+            ssl_context=httpx.create_ssl_context(), network_backend=_PublicOnlyBackend(),
+        )
 
 
 def _no_constants(name: str) -> Any:
@@ -100,7 +164,7 @@ async def http_request(
     try:
         async with asyncio.timeout(timeout):
             async with httpx.AsyncClient(
-                timeout=timeout, follow_redirects=follow_redirects,
+                transport=_PublicOnlyTransport(), timeout=timeout, follow_redirects=follow_redirects,
                 event_hooks={"request": [_refuse_private_addresses]},
             ) as client:
                 async with client.stream(
