@@ -10,6 +10,16 @@ admin discovers ``admin.py``. Such a module declares its own registry::
     @registry.task(labels=("ok", "empty"))
     def fetch_orders(customer: str) -> list[dict]: ...
 
+Modules that are not part of an installed app (a plug-in package, the test
+suite's own tasks) are listed in the setting ``TRELLIS_TASK_MODULES``
+(dotted module paths, each defining ``registry`` the same way), merged after
+the apps' modules. Changing that setting at run time (``override_settings``,
+pytest-django's ``settings`` fixture) rebuilds the catalogue on next use, so
+tests add tasks without touching this module's internals::
+
+    def test_something(settings):
+        settings.TRELLIS_TASK_MODULES = ["tests.browser.editor_tasks"]
+
 Keeping a registry per module (instead of one global) makes a duplicate
 task name an error that names both modules, instead of a silent override.
 """
@@ -18,32 +28,54 @@ from __future__ import annotations
 
 import importlib
 import threading
+from typing import Any
 
 from django.apps import apps
+from django.conf import settings
+from django.core.signals import setting_changed
 from django.utils.module_loading import module_has_submodule
 
 from runtime import TaskRegistrationError, TaskRegistry, builtin_registry
 
 MODULE_NAME = "workflow_tasks"
+SETTING = "TRELLIS_TASK_MODULES"
 
 _lock = threading.Lock()
 _registry: TaskRegistry | None = None
 
 
+def task_modules() -> list[str]:
+    """Dotted paths of every module the catalogue merges, in merge order: installed apps' ``workflow_tasks``
+    modules, then ``settings.TRELLIS_TASK_MODULES``."""
+    found = [
+        f"{app_config.name}.{MODULE_NAME}"
+        for app_config in apps.get_app_configs()
+        if module_has_submodule(app_config.module, MODULE_NAME)
+    ]
+    extra = getattr(settings, SETTING, ())
+    if isinstance(extra, str):  # a lone string would otherwise be read letter by letter
+        raise TaskRegistrationError(f"settings.{SETTING} is a list of dotted module paths, not a string",
+                                    setting=SETTING)
+    found.extend(str(path) for path in extra if str(path) not in found)
+    return found
+
+
+def _declared(module_path: str) -> TaskRegistry:
+    module = importlib.import_module(module_path)
+    declared = getattr(module, "registry", None)
+    if not isinstance(declared, TaskRegistry):
+        raise TaskRegistrationError(
+            f"{module_path} must define `registry = runtime.TaskRegistry()` and register its tasks on it",
+            module=module_path,
+        )
+    return declared
+
+
 def build_registry() -> TaskRegistry:
-    """A fresh registry: built-ins merged with every installed app's ``workflow_tasks.registry``."""
+    """A fresh registry: built-ins merged with the ``registry`` of every module of ``task_modules()``."""
     combined = builtin_registry()
-    for app_config in apps.get_app_configs():
-        if not module_has_submodule(app_config.module, MODULE_NAME):
-            continue
-        module_path = f"{app_config.name}.{MODULE_NAME}"
-        module = importlib.import_module(module_path)
-        declared = getattr(module, "registry", None)
-        if not isinstance(declared, TaskRegistry):
-            raise TaskRegistrationError(
-                f"{module_path} must define `registry = runtime.TaskRegistry()` and register its tasks on it",
-                module=module_path,
-            )
+    for module_path in task_modules():
+        declared = _declared(module_path)
         try:
             combined = combined.merged(declared)
         except TaskRegistrationError as exc:
@@ -62,13 +94,23 @@ def registry() -> TaskRegistry:
 
 
 def autodiscover() -> None:
-    """Called from ``AppConfig.ready``: import every ``workflow_tasks`` module now, so a broken
+    """Called from ``AppConfig.ready``: import every task module now, so a broken
     one fails at start-up rather than on the first request that needs the catalogue."""
     registry()
 
 
 def reset() -> None:
-    """Forget the built registry (tests that install extra apps call this)."""
+    """Forget the built registry; the next ``registry()`` call rebuilds it from the current settings."""
     global _registry
     with _lock:
         _registry = None
+
+
+def _settings_changed(*, setting: str, **_: Any) -> None:
+    # Not INSTALLED_APPS: swapping apps re-runs AppConfig.ready (autodiscover), and
+    # tests that install a deliberately broken app only want build_registry() to fail.
+    if setting == SETTING:
+        reset()
+
+
+setting_changed.connect(_settings_changed, dispatch_uid="designer.catalog.settings_changed")

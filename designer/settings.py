@@ -200,6 +200,10 @@ SPECTACULAR_SETTINGS = {
 # Documents with more nodes than this are refused (400 document.too_large).
 TRELLIS_MAX_DOCUMENT_NODES = int(os.environ.get("TRELLIS_MAX_DOCUMENT_NODES", "2000"))
 
+# Task modules outside installed apps (dotted paths, each defining `registry = runtime.TaskRegistry()`), merged
+# into the task catalogue after the apps' workflow_tasks modules (designer/catalog.py). Env: comma separated.
+TRELLIS_TASK_MODULES = _env_list("TRELLIS_TASK_MODULES", [])
+
 # --- Security (production) --------------------------------------------------
 if not DEBUG:
     SESSION_COOKIE_SECURE = _env_bool("DJANGO_SECURE_COOKIES", True)

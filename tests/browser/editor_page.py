@@ -12,7 +12,6 @@ from typing import Any
 from playwright.sync_api import Locator, Page, expect
 
 from designer.models import Workflow
-from runtime import TaskRegistry
 
 INPUT_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -44,17 +43,8 @@ def empty_document(**extra: Any) -> dict[str, Any]:
     return {"id": "draft", "input_schema": INPUT_SCHEMA, "nodes": [], "routes": [], **extra}
 
 
-def extra_tasks() -> TaskRegistry:
-    """Tasks the editor tests add from the palette, on top of the site's catalogue."""
-    registry = TaskRegistry()
-
-    @registry.task(description="Pack one order line for a customer.")
-    def pack_item(customer: str, sku: str, qty: int = 1) -> dict[str, Any]:
-        return {"label": f"{customer}: {qty} x {sku}"}
-
-    return registry
-
-
+#: The test task module (``pack_item``) the editor tests add to the catalogue with the public setting.
+EDITOR_TASKS = "tests.browser.editor_tasks"
 
 
 class EditorPage:

@@ -14,18 +14,17 @@ from typing import Any
 import pytest
 from playwright.sync_api import Page, expect
 
-from designer import catalog
 from designer.services import teams as team_services
 from designer.services import workflows as workflow_services
-from tests.browser.editor_page import EditorPage, empty_document, extra_tasks
+from tests.browser.editor_page import EDITOR_TASKS, EditorPage, empty_document
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
 @pytest.fixture
-def site_tasks(monkeypatch: pytest.MonkeyPatch) -> None:
+def site_tasks(settings: Any) -> None:
     """The site's catalogue plus the test's ``pack_item`` task (the live server shares this process)."""
-    monkeypatch.setattr(catalog, "_registry", catalog.build_registry().merged(extra_tasks()))
+    settings.TRELLIS_TASK_MODULES = [EDITOR_TASKS]
 
 
 @pytest.fixture

@@ -8,17 +8,16 @@ from typing import Any
 import pytest
 from playwright.sync_api import Browser, expect
 
-from designer import catalog
 from designer.services import teams as team_services
 from designer.services import workflows as workflow_services
-from tests.browser.editor_page import EditorPage, extra_tasks, nested_document
+from tests.browser.editor_page import EDITOR_TASKS, EditorPage, nested_document
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
 @pytest.fixture(autouse=True)
-def site_tasks(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(catalog, "_registry", catalog.build_registry().merged(extra_tasks()))
+def site_tasks(settings: Any) -> None:
+    settings.TRELLIS_TASK_MODULES = [EDITOR_TASKS]
 
 
 def test_stale_revision_between_two_browsers_reloads_and_says_so(

@@ -10,18 +10,17 @@ from typing import Any
 import pytest
 from playwright.sync_api import Page, expect
 
-from designer import catalog
 from designer.models import Membership
 from designer.services import teams as team_services
 from designer.services import workflows as workflow_services
-from tests.browser.editor_page import EditorPage, empty_document, extra_tasks, nested_document
+from tests.browser.editor_page import EDITOR_TASKS, EditorPage, empty_document, nested_document
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
 @pytest.fixture(autouse=True)
-def site_tasks(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(catalog, "_registry", catalog.build_registry().merged(extra_tasks()))
+def site_tasks(settings: Any) -> None:
+    settings.TRELLIS_TASK_MODULES = [EDITOR_TASKS]
 
 
 @pytest.fixture

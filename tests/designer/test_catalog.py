@@ -101,3 +101,32 @@ def test_demo_tasks_are_deterministic_and_typed():
     assess = registry.get("assess_request")
     assert assess.finish(assess.bind({"amount": 5000}, RuntimeContext())())[0] == "review"
     assert assess.finish(assess.bind({"amount": 50}, RuntimeContext())())[0] == "auto"
+
+
+def test_task_modules_setting_adds_a_module_and_the_catalogue_follows_the_setting():
+    assert "pack_item" not in catalog.registry()
+    with override_settings(TRELLIS_TASK_MODULES=["tests.browser.editor_tasks"]):
+        assert "tests.browser.editor_tasks" == catalog.task_modules()[-1]
+        spec = catalog.registry().get("pack_item")
+        assert spec.description == "Pack one order line for a customer."
+        assert "fetch_orders" in catalog.registry()  # the apps' tasks stay
+    assert "pack_item" not in catalog.registry()  # the override ended: rebuilt without it
+
+
+def test_task_modules_setting_clash_and_shape_errors_name_the_setting_or_module(tmp_path, monkeypatch):
+    monkeypatch.syspath_prepend(str(tmp_path))
+    (tmp_path / "clashing_tasks.py").write_text(textwrap.dedent("""
+        from runtime import TaskRegistry
+
+        registry = TaskRegistry()
+
+        @registry.task
+        def fetch_orders(customer: str) -> list:
+            return []
+    """))
+    with override_settings(TRELLIS_TASK_MODULES=["clashing_tasks"]):
+        with pytest.raises(TaskRegistrationError, match=r"^clashing_tasks: "):
+            catalog.build_registry()
+    with override_settings(TRELLIS_TASK_MODULES="clashing_tasks"):
+        with pytest.raises(TaskRegistrationError, match="TRELLIS_TASK_MODULES is a list"):
+            catalog.build_registry()
