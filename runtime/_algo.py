@@ -36,7 +36,7 @@ from runtime._state import (
     foreach_item_metadata,
     runtime_context,
 )
-from runtime._trace import TraceEvent, summarize
+from runtime._trace import TraceEvent, new_event, summarize
 
 _COLLECTIONS = {"frame": "frames", "lineage": "lineages", "act": "activations", "scope": "scopes", "int": "interrupts"}
 
@@ -83,12 +83,8 @@ class Recorder:
         else:
             # Run-level events belong to the run's root scope.
             scope_id, frame_id, lineage_id = ROOT_SCOPE_ID, None, None
-        event = TraceEvent(
-            seq=self.seq, kind=kind, run_id=rs.run_id, step=rs.step, time=time.time(),
-            scope_id=scope_id, frame_id=frame_id, lineage_id=lineage_id, node_id=node_id,
-            activation_id=activation_id, index=index, label=label, attempt=attempt, duration=duration,
-            summary=summary,
-        )
+        event = new_event(self.seq, kind, rs.run_id, rs.step, time.time(), scope_id, frame_id, lineage_id, node_id,
+                          activation_id, index, label, attempt, duration, summary)
         self.seq += 1
         self.events.append(event)
         return event
