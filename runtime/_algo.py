@@ -19,6 +19,7 @@ from pydantic_core import to_jsonable_python
 
 from runtime._bindings import MISSING, ScopeReader, apply_outputs, project
 from runtime._compiled import CompiledWorkflow
+from runtime._context import RuntimeContext
 from runtime._document import BranchNode, ForeachNode, InterruptNode, Node, SubgraphNode
 from runtime._errors import BindingError, CorruptRunStateError, NodeFailedError, WorkflowError
 from runtime._ids import IdFactory
@@ -237,6 +238,9 @@ class Scheduler:
         self.plan_for = plan_for
         self.completed = False
         self.failure: Failure | None = None
+        # Item metadata checked once per live frame: a frame's metadata and its activation
+        # never change while the frame lives, and a step reads it several times.
+        self._metadata: dict[str, tuple[ExecutionFrame, ForeachItemMetadata]] = {}
 
     # -- primitives --------------------------------------------------------------
 
@@ -280,16 +284,24 @@ class Scheduler:
     def remove_frame(self, frame: ExecutionFrame) -> None:
         self.rs.frames.pop(frame.frame_id, None)
         self.rs.lineages.pop(frame.lineage_id, None)
+        self._metadata.pop(frame.frame_id, None)
 
     def item_metadata(self, frame: ExecutionFrame) -> ForeachItemMetadata | None:
         if "foreach" not in frame.metadata:
             return None
-        return foreach_item_metadata(self.rs, frame)
+        known = self._metadata.get(frame.frame_id)
+        if known is not None and known[0] is frame:
+            return known[1]
+        meta = foreach_item_metadata(self.rs, frame)
+        if meta is not None:
+            self._metadata[frame.frame_id] = (frame, meta)
+        return meta
+
+    def context(self, frame: ExecutionFrame, workflow_id: str = "") -> RuntimeContext:
+        return runtime_context(self.rs, frame.frame_id, workflow_id=workflow_id, item_metadata=self.item_metadata)
 
     def reader(self, scope: RuntimeScope, frame: ExecutionFrame, workflow_id: str = "") -> ScopeReader:
-        rs = self.rs
-        return ScopeReader(scope.input, scope.state,
-                           lambda: runtime_context(rs, frame.frame_id, workflow_id=workflow_id).to_mapping())
+        return ScopeReader(scope.input, scope.state, lambda: self.context(frame, workflow_id).to_mapping())
 
     # -- routing -------------------------------------------------------------------
 

@@ -18,7 +18,7 @@ import asyncio
 import inspect
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -39,7 +39,7 @@ from runtime._ids import IdFactory
 from runtime._inspect import check_resume_value
 from runtime._registry import TaskSpec
 from runtime._resolver import WorkflowResolver
-from runtime._state import ROOT_SCOPE_ID, ExecutionFrame, RunState, RuntimeScope, frame_of, runtime_context
+from runtime._state import ROOT_SCOPE_ID, ExecutionFrame, RunState, RuntimeScope, frame_of
 from runtime._trace import TraceEvent, summarize
 
 if TYPE_CHECKING:
@@ -71,6 +71,7 @@ class Work:
     spec: TaskSpec | None = None
     call: Callable[[], Any] | None = None
     context: RuntimeContext | None = None
+    mapping: Mapping[str, Any] | None = None  # the context as paths read it, built once per step
     value: Any = None
     label: str | None = None
     result: Any = None
@@ -80,9 +81,8 @@ class Work:
     duration: float | None = None
 
 
-def _context_summary(context: RuntimeContext) -> dict[str, Any]:
+def _context_summary(mapping: Mapping[str, Any]) -> dict[str, Any]:
     """The context mapping with each item bounded like any payload, identities kept whole."""
-    mapping = context.to_mapping()
     summary: dict[str, Any] = {
         "foreach": {key: {**entry, "item": summarize(entry["item"])} for key, entry in mapping["foreach"].items()}
     }
@@ -196,8 +196,9 @@ class RunLoop:
             work = Work(frame, node, scope, plan)
             if "foreach" in frame.metadata:
                 # Finished frames are pruned from RunState; the event keeps their context for inspection.
-                work.context = runtime_context(rs, frame_id, workflow_id=plan.id)
-                self.recorder.emit("node_started", frame, summary={"context": _context_summary(work.context)})
+                work.context = self.scheduler.context(frame, plan.id)
+                work.mapping = work.context.to_mapping()
+                self.recorder.emit("node_started", frame, summary={"context": _context_summary(work.mapping)})
             else:
                 self.recorder.emit("node_started", frame)
             try:
@@ -210,6 +211,9 @@ class RunLoop:
         return works
 
     def _reader(self, work: Work, context: RuntimeContext | None = None) -> ScopeReader:
+        mapping = work.mapping
+        if mapping is not None:
+            return ScopeReader(work.scope.input, work.scope.state, lambda: mapping)
         context = context or work.context
         if context is not None:
             return ScopeReader(work.scope.input, work.scope.state, context.to_mapping)
@@ -219,7 +223,7 @@ class RunLoop:
         node = work.node
         if isinstance(node, TaskNode):
             spec = work.plan.specs[node.id]
-            ctx = work.context or runtime_context(self.rs, work.frame.frame_id, workflow_id=work.plan.id)
+            ctx = work.context or self.scheduler.context(work.frame, work.plan.id)
             payload = build_payload(node.input, self._reader(work, ctx))
             work.spec, work.context = spec, ctx
             work.call = spec.bind(payload, ctx)

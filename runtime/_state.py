@@ -17,7 +17,7 @@ anything malformed, because corrupt state is not a missing value.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -323,12 +323,16 @@ def foreach_item_metadata(run_state: RunState, frame: ExecutionFrame) -> Foreach
     return ForeachItemMetadata(node_id, activation_id, index, raw["item"], alias)
 
 
-def foreach_entries(run_state: RunState, frame_id: str) -> list[tuple[ForeachContext, str | None]]:
+def foreach_entries(run_state: RunState, frame_id: str, *,
+                    item_metadata: Callable[[ExecutionFrame], ForeachItemMetadata | None] | None = None,
+                    ) -> list[tuple[ForeachContext, str | None]]:
     """Active foreach entries of ``frame_id``'s scope with their aliases, outermost first.
 
     Walks ``parent_frame_id`` while the ancestors stay in the frame's scope: a
     subgraph's root frame has its caller as scheduling parent, but that grants
-    no context visibility across the scope boundary.
+    no context visibility across the scope boundary. ``item_metadata`` reads a
+    frame's metadata instead of ``foreach_item_metadata`` (the engine passes
+    one that remembers what it has already checked).
     """
     frames = run_state.frames
     frame = frame_of(run_state, frame_id)
@@ -340,7 +344,7 @@ def foreach_entries(run_state: RunState, frame_id: str) -> list[tuple[ForeachCon
         if current.frame_id in seen:
             raise _corrupt(frame_id, "frame ancestry contains a cycle")
         seen.add(current.frame_id)
-        meta = foreach_item_metadata(run_state, current)
+        meta = item_metadata(current) if item_metadata is not None else foreach_item_metadata(run_state, current)
         if meta is not None:
             entries.append((
                 ForeachContext(
@@ -367,10 +371,12 @@ def foreach_entries(run_state: RunState, frame_id: str) -> list[tuple[ForeachCon
     return entries
 
 
-def runtime_context(run_state: RunState, frame_id: str, *, workflow_id: str = "", attempt: int = 1) -> RuntimeContext:
+def runtime_context(run_state: RunState, frame_id: str, *, workflow_id: str = "", attempt: int = 1,
+                    item_metadata: Callable[[ExecutionFrame], ForeachItemMetadata | None] | None = None,
+                    ) -> RuntimeContext:
     """The structured context of a frame, derived from persisted ancestry."""
     frame = frame_of(run_state, frame_id)
-    entries = foreach_entries(run_state, frame_id)
+    entries = foreach_entries(run_state, frame_id, item_metadata=item_metadata)
     foreach: dict[str, ForeachContext] = {}
     for entry, _alias in entries:
         if entry.node_id in foreach:
