@@ -11,6 +11,7 @@ from typing import Any, Final, Literal
 
 from designer.errors import NotFound, PermissionDenied
 from designer.models import Membership, Team
+from designer.untrusted import parse_id
 
 Role = Literal["viewer", "editor", "owner"]
 
@@ -28,7 +29,9 @@ def role_of(user: Any, team: Team | int) -> str | None:
     """The user's role in ``team``, or None when they are not a member."""
     if user is None or not getattr(user, "is_authenticated", False):
         return None
-    team_id = team.pk if isinstance(team, Team) else team
+    team_id = team.pk if isinstance(team, Team) else parse_id(team)
+    if team_id is None:  # not an id at all (or beyond the column): no team, so no role
+        return None
     return (
         Membership.objects.filter(user=user, team_id=team_id).values_list("role", flat=True).first()
     )

@@ -3,12 +3,12 @@
 DRF's parsers read the request stream directly, bypassing Django's
 ``DATA_UPLOAD_MAX_MEMORY_SIZE`` check, so a large document would be read
 whole into memory. This one reads at most limit + 1 bytes, whatever the
-Content-Length says (it may be absent or lie).
+Content-Length says (it may be absent or lie), and refuses NaN/Infinity and
+JSON nested too deeply to process (``designer.untrusted.loads_json``).
 """
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from django.conf import settings
@@ -16,6 +16,7 @@ from rest_framework.exceptions import ParseError
 from rest_framework.parsers import JSONParser, get_encoding
 
 from designer.errors import RequestTooLarge
+from designer.untrusted import json_error_message, loads_json
 
 DEFAULT_LIMIT = 2 * 1024 * 1024
 
@@ -37,10 +38,10 @@ class LimitedJSONParser(JSONParser):
             )
         encoding = get_encoding(parser_context)
         try:
-            return json.loads(raw.decode(encoding), parse_constant=_refuse_constant)
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise ParseError(f"JSON parse error - {exc}") from None
-
-
-def _refuse_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON")
+            text = raw.decode(encoding)
+        except UnicodeDecodeError as exc:
+            raise ParseError(f"JSON parse error - the body is not {encoding} text: {exc.reason}") from None
+        try:
+            return loads_json(text)
+        except ValueError as exc:
+            raise ParseError(f"JSON parse error - {json_error_message(exc)}") from None

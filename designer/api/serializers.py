@@ -3,12 +3,12 @@ selectors' and services' job; a serializer only checks types and renders."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from rest_framework import serializers
 
 from designer.models import Membership, Team, Workflow, WorkflowVersion
+from designer.untrusted import json_error_message, loads_json
 
 ROLE_CHOICES = Membership.Role.choices
 
@@ -212,9 +212,11 @@ class AnalysisQuerySerializer(serializers.Serializer):
     def validate_want(self, value: Any) -> Any:
         if isinstance(value, str):
             try:
-                value = json.loads(value)
-            except ValueError:
-                raise serializers.ValidationError("want must be a JSON Schema object (JSON text)") from None
+                value = loads_json(value)
+            except ValueError as exc:
+                raise serializers.ValidationError(
+                    f"want must be a JSON Schema object (JSON text): {json_error_message(exc)}"
+                ) from None
         if value is not None and not isinstance(value, dict):
             raise serializers.ValidationError("want must be a JSON Schema object")
         return value

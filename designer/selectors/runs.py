@@ -6,6 +6,7 @@ from django.db.models import QuerySet
 
 from designer.errors import BadRequest, NotFound
 from designer.models import Run, RunEvent
+from designer.untrusted import MAX_ID, parse_id
 
 #: Most events one page of ``events_after`` returns.
 MAX_EVENTS_PAGE = 1000
@@ -18,16 +19,26 @@ def runs_for(*, user: Any) -> QuerySet[Run]:
 
 def get_run(*, user: Any, run_id: object) -> Run:
     try:
-        return runs_for(user=user).get(pk=int(run_id))  # type: ignore[call-overload]
-    except (Run.DoesNotExist, TypeError, ValueError):
+        return runs_for(user=user).get(pk=parse_id(run_id))
+    except Run.DoesNotExist:
         raise NotFound("this run does not exist or is not shared with you", run=run_id) from None
 
 
 def _int(value: object, field: str) -> int:
     try:
-        return int(value)  # type: ignore[call-overload]
+        number = int(value)  # type: ignore[call-overload]
     except (TypeError, ValueError):
         raise BadRequest(f"{field} must be an integer", field=field) from None
+    if abs(number) > MAX_ID:  # the database cannot compare with it (SQLite raises OverflowError)
+        raise BadRequest(f"{field} must be an integer between -{MAX_ID} and {MAX_ID}", field=field)
+    return number
+
+
+def _id(value: object, field: str) -> int:
+    number = parse_id(value)
+    if number is None:
+        raise BadRequest(f"{field} must be an id (a positive integer), got {value!r}", field=field)
+    return number
 
 
 def filter_runs(
@@ -46,9 +57,9 @@ def filter_runs(
     """
     runs = runs_for(user=user)
     if workflow not in (None, ""):
-        runs = runs.filter(workflow_id=_int(workflow, "workflow"))
+        runs = runs.filter(workflow_id=_id(workflow, "workflow"))
     if team not in (None, ""):
-        runs = runs.filter(team_id=_int(team, "team"))
+        runs = runs.filter(team_id=_id(team, "team"))
     if status not in (None, ""):
         wanted = [part.strip() for part in str(status).split(",") if part.strip()]
         unknown = sorted(set(wanted) - set(Run.Status.values))
@@ -64,7 +75,8 @@ def filter_runs(
             runs = runs.filter(workflow_version__number=_int(version, "version"))
     if created_by not in (None, ""):
         text = str(created_by)
-        runs = runs.filter(created_by_id=int(text)) if text.isdigit() else runs.filter(created_by__username=text)
+        user_id = parse_id(text)
+        runs = runs.filter(created_by_id=user_id) if user_id is not None else runs.filter(created_by__username=text)
     return runs
 
 

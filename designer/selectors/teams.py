@@ -6,6 +6,7 @@ from django.db.models import QuerySet
 
 from designer.errors import NotFound
 from designer.models import Membership, Team
+from designer.untrusted import parse_id
 
 
 def teams_for(*, user: Any) -> QuerySet[Team]:
@@ -16,8 +17,8 @@ def teams_for(*, user: Any) -> QuerySet[Team]:
 def get_team(*, user: Any, team_id: object) -> Team:
     """One of the caller's teams (annotated with ``role``); ``NotFound`` otherwise."""
     try:
-        return teams_for(user=user).get(pk=int(team_id))  # type: ignore[call-overload]
-    except (Team.DoesNotExist, TypeError, ValueError):
+        return teams_for(user=user).get(pk=parse_id(team_id))
+    except Team.DoesNotExist:
         raise NotFound("this team does not exist or you are not a member", team=team_id) from None
 
 

@@ -6,6 +6,7 @@ from django.db.models import Max, Q, QuerySet
 
 from designer.errors import NotFound
 from designer.models import Workflow, WorkflowVersion
+from designer.untrusted import parse_id
 
 
 def workflows_for(*, user: Any, team_id: object = None, q: str | None = None) -> QuerySet[Workflow]:
@@ -16,10 +17,10 @@ def workflows_for(*, user: Any, team_id: object = None, q: str | None = None) ->
     """
     qs = Workflow.objects.for_user(user).select_related("team")
     if team_id not in (None, ""):
-        try:
-            qs = qs.filter(team_id=int(team_id))  # type: ignore[call-overload]
-        except (TypeError, ValueError):
+        team_pk = parse_id(team_id)
+        if team_pk is None:
             return qs.none()
+        qs = qs.filter(team_id=team_pk)
     if q:
         q = q.strip()
         qs = qs.filter(Q(name__icontains=q) | Q(slug__icontains=q) | Q(description__icontains=q))
@@ -29,8 +30,8 @@ def workflows_for(*, user: Any, team_id: object = None, q: str | None = None) ->
 def get_workflow(*, user: Any, workflow_id: object) -> Workflow:
     """One of the caller's workflows (annotated with ``latest_version``); ``NotFound`` otherwise."""
     try:
-        return workflows_for(user=user).get(pk=int(workflow_id))  # type: ignore[call-overload]
-    except (Workflow.DoesNotExist, TypeError, ValueError):
+        return workflows_for(user=user).get(pk=parse_id(workflow_id))
+    except Workflow.DoesNotExist:
         raise NotFound("this workflow does not exist or is not shared with you",
                        workflow=workflow_id) from None
 
@@ -42,7 +43,7 @@ def versions_of(workflow: Workflow) -> QuerySet[WorkflowVersion]:
 
 def get_version(*, workflow: Workflow, number: object) -> WorkflowVersion:
     try:
-        return versions_of(workflow).get(number=int(number))  # type: ignore[call-overload]
-    except (WorkflowVersion.DoesNotExist, TypeError, ValueError):
+        return versions_of(workflow).get(number=parse_id(number))
+    except WorkflowVersion.DoesNotExist:
         raise NotFound(f"workflow {workflow.slug!r} has no version {number}",
                        workflow=workflow.pk, version=number) from None

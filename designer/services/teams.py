@@ -10,6 +10,7 @@ from django.utils.text import slugify
 from designer.errors import BadRequest, NotFound, TeamRuleViolation, UnknownUser
 from designer.models import Membership, Team
 from designer.permissions import require_role
+from designer.untrusted import parse_id
 
 ROLES = tuple(Membership.Role.values)
 
@@ -35,6 +36,10 @@ def create_team(*, actor: Any, name: str, slug: str | None = None) -> Team:
     name = (name or "").strip()
     if not name:
         raise BadRequest("a team needs a name", field="name")
+    # SQLite does not enforce max_length; the page form reaches here without a serializer in between.
+    longest = Team._meta.get_field("name").max_length or 0
+    if len(name) > longest:
+        raise BadRequest(f"a team name has at most {longest} characters, this one has {len(name)}", field="name")
     # Two concurrent creates may pick the same free slug; the unique constraint decides, we pick again.
     for attempt in range(5):
         try:
@@ -81,9 +86,9 @@ def add_member(*, actor: Any, team: Team, user: str, role: str) -> Membership:
 def _membership(team: Team, user_id: object) -> Membership:
     try:
         return Membership.objects.select_for_update().select_related("user").get(
-            team=team, user_id=int(user_id)  # type: ignore[call-overload]
+            team=team, user_id=parse_id(user_id)
         )
-    except (Membership.DoesNotExist, TypeError, ValueError):
+    except Membership.DoesNotExist:
         raise NotFound("this user is not a member of the team", user_id=user_id) from None
 
 

@@ -12,6 +12,7 @@ from designer.analysis import analyze_document, dump_document, parse_document
 from designer.errors import BadRequest, NotFound, RevisionConflict
 from designer.models import Team, Workflow, WorkflowVersion
 from designer.permissions import require_role
+from designer.untrusted import parse_id
 from runtime import Analysis, Diagnostic
 from runtime import Workflow as Document
 
@@ -31,7 +32,10 @@ class SavedDocument:
 
 
 def _team_id(team: Team | int) -> int:
-    return team.pk if isinstance(team, Team) else int(team)
+    team_id = team.pk if isinstance(team, Team) else parse_id(team)
+    if team_id is None:
+        raise NotFound("this team does not exist or you are not a member", team=team)
+    return team_id
 
 
 def _clean_name(name: object, *, field: str = "name") -> str:

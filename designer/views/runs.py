@@ -8,7 +8,7 @@ once the run waits for an answer or ends.
 
 from __future__ import annotations
 
-from datetime import datetime, time
+from datetime import date, datetime, time
 from typing import Any
 from urllib.parse import urlencode
 
@@ -29,6 +29,7 @@ from designer.errors import DesignerError, NotFound, PermissionDenied
 from designer.models import Run, RunEvent, Team, Workflow
 from designer.permissions import has_role, role_of
 from designer.services import runs as run_services
+from designer.untrusted import parse_id
 from designer.views.htmx import HtmxHttpRequest
 from designer.views.pages import designer_errors, error_message
 from designer.views.run_display import MAX_EVENTS, InFlight, build_timeline, event_filters, short_id
@@ -84,28 +85,34 @@ def _filtered_runs(request: HtmxHttpRequest, qs: QuerySet[Run]) -> tuple[QuerySe
         qs = qs.filter(status=filters["status"])
     else:
         filters["status"] = ""
+    # A filter value that cannot mean anything is dropped (and not echoed back), as if it were not given.
+    number = parse_id(filters["version"])
     if filters["version"] == "draft":
         qs = qs.filter(workflow_version__isnull=True)
-    elif filters["version"].isdigit():
-        qs = qs.filter(workflow_version__number=int(filters["version"]))
+    elif number is not None:
+        qs = qs.filter(workflow_version__number=number)
     else:
         filters["version"] = ""
-    if filters["who"].isdigit():
-        qs = qs.filter(created_by_id=int(filters["who"]))
-    else:
-        filters["who"] = ""
+    for name, lookup in (("who", "created_by_id"), ("team", "team_id"), ("workflow", "workflow_id")):
+        pk = parse_id(filters[name])
+        if pk is None:
+            filters[name] = ""
+        else:
+            qs = qs.filter(**{lookup: pk})
     for name, lookup, clock in (("since", "created_at__gte", time.min), ("until", "created_at__lte", time.max)):
-        day = parse_date(filters[name]) if filters[name] else None
+        day = _date(filters[name])
         if day is None:
             filters[name] = ""
             continue
         qs = qs.filter(**{lookup: timezone.make_aware(datetime.combine(day, clock))})
-    for name in ("team", "workflow"):
-        if filters[name].isdigit():
-            qs = qs.filter(**{f"{name}_id": int(filters[name])})
-        else:
-            filters[name] = ""
     return qs, filters
+
+
+def _date(text: str) -> date | None:
+    try:
+        return parse_date(text) if text else None
+    except ValueError:  # well-formed but impossible, e.g. 2024-02-30
+        return None
 
 
 def _history(request: HtmxHttpRequest, *, team: Team | None = None, workflow: Workflow | None = None) -> HttpResponse:
@@ -195,7 +202,7 @@ def _sample_input(workflow: Workflow, version: int | None) -> Any:
 
 
 def _version_param(raw: str | None) -> int | None:
-    return int(raw) if raw and raw.isdigit() else None
+    return parse_id(raw)
 
 
 def _panel_context(request: HtmxHttpRequest, workflow: Workflow, *, version: int | None = None,

@@ -15,6 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from designer.untrusted import json_error_message, loads_json
+
 #: Name of the submitted field that selects whole-value JSON editing.
 MODE_FIELD = "_mode"
 JSON_FIELD = "_json"
@@ -192,9 +194,9 @@ def _parse_field(prop: dict[str, Any], kind: str, required: bool, nullable: bool
             return True, text, "Enter a finite number."
         return True, int(number) if number.is_integer() and "." not in text and "e" not in text.lower() else number, ""
     try:
-        return True, json.loads(text), ""
-    except json.JSONDecodeError as exc:
-        return True, text, f"Not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})."
+        return True, loads_json(text), ""
+    except ValueError as exc:
+        return True, text, f"Not valid JSON: {json_error_message(exc)}."
 
 
 def parse_form(schema: Any, data: Mapping[str, Any]) -> tuple[SchemaForm, Any]:
@@ -207,9 +209,9 @@ def parse_form(schema: Any, data: Mapping[str, Any]) -> tuple[SchemaForm, Any]:
         form = build_form(schema)
         form.mode, form.json_text = "json", text
         try:
-            whole = json.loads(text)
-        except json.JSONDecodeError as exc:
-            form.errors.append(f"Not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno}).")
+            whole = loads_json(text)
+        except ValueError as exc:
+            form.errors.append(f"Not valid JSON: {json_error_message(exc)}.")
             return form, None
         # Re-fill the per-field widgets too, so switching back keeps what was typed.
         form.fields = build_form(schema, whole).fields

@@ -7,7 +7,6 @@ The search box re-renders only the ``results`` partial through htmx.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from django.conf import settings
@@ -22,6 +21,7 @@ from designer import selectors
 from designer.errors import DesignerError
 from designer.permissions import has_role
 from designer.services import workflows as workflow_services
+from designer.untrusted import json_error_message, loads_json, parse_id
 from designer.views.pages import designer_errors, error_message
 from runtime import WorkflowError
 
@@ -93,9 +93,11 @@ def workflow_create(request: HttpRequest) -> HttpResponse:
 @designer_errors
 def workflow_duplicate(request: HttpRequest, workflow_id: int) -> HttpResponse:
     workflow = selectors.get_workflow(user=request.user, workflow_id=workflow_id)
+    # No team means the workflow's own; a team that names nothing must be refused, not replaced by that.
+    target = request.POST.get("team", "").strip()
     try:
         copy = workflow_services.duplicate_workflow(
-            actor=request.user, workflow=workflow, team=_team_id(request.POST.get("team")) or None,
+            actor=request.user, workflow=workflow, team=_team_id(target) if target else None,
             name=request.POST.get("name") or None,
         )
     except (DesignerError, WorkflowError) as exc:
@@ -117,9 +119,12 @@ def workflow_import(request: HttpRequest) -> HttpResponse:
         messages.error(request, f"Could not import: the file is larger than {limit} bytes.")
         return _back_to_list(request)
     try:
-        document = json.loads(upload.read().decode("utf-8"))
-    except (ValueError, UnicodeDecodeError) as exc:
-        messages.error(request, f"Could not import {upload.name}: not JSON ({exc}).")
+        document = loads_json(upload.read().decode("utf-8"))
+    except UnicodeDecodeError:
+        messages.error(request, f"Could not import {upload.name}: not JSON (the file is not UTF-8 text).")
+        return _back_to_list(request)
+    except ValueError as exc:
+        messages.error(request, f"Could not import {upload.name}: not usable JSON ({json_error_message(exc)}).")
         return _back_to_list(request)
     try:
         workflow = workflow_services.import_workflow(
@@ -133,7 +138,4 @@ def workflow_import(request: HttpRequest) -> HttpResponse:
 
 
 def _team_id(value: object) -> int:
-    try:
-        return int(value)  # type: ignore[call-overload]
-    except (TypeError, ValueError):
-        return 0  # no such team: the service answers NotFound
+    return parse_id(value) or 0  # 0 is no team: the service answers NotFound

@@ -1,0 +1,177 @@
+"""Hostile request values get a clear 4xx (or are ignored as filters), never a 500.
+
+Ids beyond 64 bits used to reach SQLite through foreign-key lookups (OverflowError), digits
+``isdigit`` accepts but ``int`` refuses ("²") reached ``int()``, impossible dates reached
+``parse_date`` and deeply nested JSON exhausted the recursion limit while decoding or serializing.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from typing import Any
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from designer.untrusted import MAX_JSON_DEPTH, JSONInputError, loads_json, nesting_depth, parse_id
+
+pytestmark = pytest.mark.django_db
+
+HUGE = "99999999999999999999999"
+
+
+def nested(depth: int) -> Any:
+    value: Any = 1
+    for _ in range(depth):
+        value = {"a": value}
+    return value
+
+
+def deep_text(depth: int) -> str:
+    return "[" * depth + "]" * depth
+
+
+def page_client(user: Any) -> Client:
+    client = Client(raise_request_exception=False)
+    client.force_login(user)
+    return client
+
+
+# --- the helpers ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("value, expected", [
+    (1, 1), ("42", 42), (" 7 ", 7), (2**63 - 1, 2**63 - 1),
+    (0, None), (-3, None), (True, None), (2**63, None), (HUGE, None), ("²", None), ("١٢", None),
+    ("1e3", None), ("", None), (None, None), (3.0, None), ("9" * 5000, None),
+])
+def test_parse_id(value: object, expected: int | None) -> None:
+    assert parse_id(value) == expected
+
+
+def test_loads_json_bounds_depth_and_refuses_constants() -> None:
+    assert nesting_depth(loads_json(json.dumps(nested(MAX_JSON_DEPTH - 1)))) == MAX_JSON_DEPTH - 1
+    for text in (json.dumps(nested(MAX_JSON_DEPTH + 1)), deep_text(100_000)):
+        with pytest.raises(JSONInputError, match=f"nested more than {MAX_JSON_DEPTH} levels"):
+            loads_json(text)
+    with pytest.raises(JSONInputError, match="NaN is not valid JSON"):
+        loads_json('{"x": NaN}')
+    with pytest.raises(json.JSONDecodeError):
+        loads_json("{oops")
+
+
+# --- API ------------------------------------------------------------------------------------------------
+
+
+def test_api_refuses_deep_json_with_a_400(cast: Any, api: Any, workflow: Any) -> None:
+    client = api(cast.owner)
+    url = reverse("api:workflow-document", args=[workflow.pk])
+    for body in (deep_text(100_000), json.dumps({"revision": workflow.revision, "document": nested(300)})):
+        response = client.put(url, data=body, content_type="application/json")
+        assert response.status_code == 400, response.content
+        assert response.json()["code"] == "request.malformed"
+        assert f"nested more than {MAX_JSON_DEPTH} levels" in response.json()["message"]
+    workflow.refresh_from_db()
+    assert workflow.revision == 1  # nothing stored
+
+    runs = client.post(reverse("api:workflow-runs", args=[workflow.pk]),
+                       data=json.dumps({"input": {"amount": 1, "extra": nested(300)}}),
+                       content_type="application/json")
+    assert runs.status_code == 400 and runs.json()["code"] == "request.malformed"
+
+    want = client.get(reverse("api:workflow-analysis", args=[workflow.pk]),
+                      {"node": "assess", "want": deep_text(5000)})
+    assert want.status_code == 400 and "nested more than" in want.json()["message"]
+
+
+def test_api_refuses_non_finite_numbers(cast: Any, api: Any, workflow: Any) -> None:
+    response = api(cast.owner).post(reverse("api:workflow-runs", args=[workflow.pk]),
+                                    data='{"input": {"amount": NaN}}', content_type="application/json")
+    assert response.status_code == 400 and "NaN is not valid JSON" in response.json()["message"]
+
+
+def test_api_ids_beyond_64_bits_are_not_found(cast: Any, api: Any, workflow: Any) -> None:
+    client = api(cast.owner)
+    client.raise_request_exception = False
+    team = cast.team.pk
+
+    created = client.post(reverse("api:workflow-list"), {"team": int(HUGE), "name": "x"}, format="json")
+    assert created.status_code == 404 and created.json()["code"] == "not_found"
+
+    copied = client.post(reverse("api:workflow-duplicate", args=[workflow.pk]), {"team": int(HUGE)}, format="json")
+    assert copied.status_code == 404
+
+    member = reverse("api:team-member", args=[team, int(HUGE)])
+    assert client.patch(member, {"role": "owner"}, format="json").status_code == 404
+    assert client.delete(member).status_code == 404
+
+    listed = client.get(reverse("api:workflow-list"), {"team": HUGE})
+    assert listed.status_code == 200 and listed.json() == []
+
+
+def test_api_run_filters_with_impossible_ids(cast: Any, api: Any) -> None:
+    client = api(cast.owner)
+    client.raise_request_exception = False
+    url = reverse("api:run-list")
+    for name in ("workflow", "team"):
+        response = client.get(url, {name: HUGE})
+        assert response.status_code == 400, response.content
+        assert response.json()["field"] == name and "must be an id" in response.json()["message"]
+    assert client.get(url, {"version": HUGE}).status_code == 400
+    assert client.get(url, {"created_by": HUGE}).json()["count"] == 0  # read as a username: nobody
+    assert client.get(reverse("api:run-events", args=[1]), {"after": HUGE}).status_code in (400, 404)
+
+
+# --- pages ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("query", [
+    {"who": HUGE}, {"who": "²"}, {"team": HUGE}, {"workflow": HUGE}, {"version": "²"}, {"version": HUGE},
+    {"since": "2020-99-99"}, {"until": "2024-02-30"},
+])
+def test_run_history_ignores_filters_that_cannot_match(cast: Any, query: dict[str, str]) -> None:
+    response = page_client(cast.owner).get(reverse("run-list"), query)
+    assert response.status_code == 200
+    assert all(response.context["filters"][name] == "" for name in query)
+
+
+def test_pages_with_impossible_ids(cast: Any, workflow: Any) -> None:
+    client = page_client(cast.owner)
+    assert client.get(reverse("workflow-list"), {"team": HUGE}).status_code == 200
+    assert client.get(reverse("home"), {"team": HUGE}).status_code == 200
+    assert client.get(reverse("run-panel", args=[workflow.pk]), {"version": "²"}).status_code == 200
+    team = cast.team.pk
+    for name, data in (("team-member-update", {"role": "owner"}), ("team-member-remove", {})):
+        answered = client.post(reverse(name, args=[team, int(HUGE)]), data, follow=True)
+        assert answered.status_code == 200 and "not a member of the team" in answered.content.decode()
+
+    created = client.post(reverse("workflow-create"), {"team": HUGE, "name": "x"}, follow=True)
+    assert created.status_code == 200
+    assert "Could not create the workflow" in created.content.decode()
+
+    copied = client.post(reverse("workflow-duplicate", args=[workflow.pk]), {"team": HUGE}, follow=True)
+    assert copied.status_code == 200 and "Could not duplicate" in copied.content.decode()
+
+
+def test_run_form_refuses_deep_json(cast: Any, workflow: Any) -> None:
+    response = page_client(cast.owner).post(reverse("run-start", args=[workflow.pk]),
+                                            {"_mode": "json", "_json": deep_text(50_000)})
+    assert response.status_code == 400
+    assert f"nested more than {MAX_JSON_DEPTH} levels" in response.content.decode()
+
+
+def test_import_page_refuses_deep_json(cast: Any) -> None:
+    upload = io.BytesIO(deep_text(100_000).encode())
+    upload.name = "deep.json"
+    response = page_client(cast.owner).post(reverse("workflow-import"), {"team": cast.team.pk, "file": upload},
+                                            follow=True)
+    assert response.status_code == 200
+    assert "Could not import deep.json: not usable JSON" in response.content.decode()
+
+
+def test_team_names_are_bounded_on_the_page(cast: Any) -> None:
+    response = page_client(cast.owner).post(reverse("team-list"), {"name": "x" * 500})
+    assert response.status_code == 400
+    assert "at most 120 characters" in response.content.decode()
