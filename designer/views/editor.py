@@ -136,6 +136,13 @@ def _inspector_context(loaded: Loaded, node_id: str | None, focus: str | None = 
     if kind == "interrupt":
         context["resume_schema"] = json.dumps(node.get("resume_schema", {}), indent=2)
         context["labels_text"] = ", ".join(node.get("labels", []))
+        adding = focus if focus and focus.startswith("input.") else None
+        rows = panels.payload_rows(node, diagnostics, adding=adding)
+        for row in rows:
+            if adding and edits.same_target(row.key, adding):
+                row.focused = True
+                row.picker = _picker_for(loaded, node["id"], row.key, current=_bound_path(row.binding))
+        context["payload_rows"] = rows
     return context
 
 
@@ -219,7 +226,15 @@ def palette(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
 @designer_errors
 def inspector(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
     loaded = _load(request, workflow_id)
-    context = _inspector_context(loaded, request.GET.get("node") or None, request.GET.get("field") or None)
+    node_id, focus, error = request.GET.get("node") or None, request.GET.get("field") or None, ""
+    if "target" in request.GET:  # a new prompt-payload row of an interrupt: open its picker
+        try:
+            focus = edits.payload_field(request.GET["target"])
+        except DesignerError as exc:
+            error = error_message(exc)
+    context = _inspector_context(loaded, node_id, focus)
+    if error:
+        context["error"] = error
     return TemplateResponse(request, f"{TEMPLATE}#inspector", context)
 
 

@@ -43,6 +43,25 @@ def input_target(field: str) -> LocalPath:
         raise BadRequest(exc.message, field=field) from exc
 
 
+def payload_field(text: str) -> str:
+    """The field key of a payload target the author types (``amount``, ``order.id``), checked as a path."""
+    text = text.strip()
+    if not text:
+        raise BadRequest("name the payload field first", field="target")
+    try:
+        return f"input.{parse_local_path(text)}"
+    except PathSyntaxError as exc:
+        raise BadRequest(f"{text!r} is not a field name: {exc.message}", field="target") from exc
+
+
+def same_target(field: str, other: str) -> bool:
+    """Whether two ``input.<target>`` field keys name the same target, however each is written."""
+    try:
+        return input_target(field) == input_target(other)
+    except BadRequest:
+        return field == other
+
+
 def find_node(document: Document, node_id: str) -> dict[str, Any]:
     for node in document.get("nodes", []):
         if node.get("id") == node_id:

@@ -15,7 +15,7 @@ from typing import Any
 from designer import analysis as doc_analysis
 from designer import catalog
 from designer.models import Workflow as WorkflowModel
-from designer.views.editor_edits import BRANCH_OPS, OUTPUT_MODES, field_key
+from designer.views.editor_edits import BRANCH_OPS, OUTPUT_MODES, field_key, same_target
 from runtime import UnknownTaskError, WorkflowError
 from runtime import schema_type_label as type_label  # the analyzer's type text, so rows and pickers agree
 
@@ -119,6 +119,7 @@ class FieldRow:
     diagnostics: list[dict[str, Any]] = field(default_factory=list)
     focused: bool = False
     picker: dict[str, Any] | None = None
+    free: bool = False  # a target the author names (an interrupt's payload), not a schema field
 
     @property
     def literal_text(self) -> str:
@@ -139,13 +140,18 @@ def _properties(schema: Mapping[str, Any] | None) -> tuple[dict[str, Any], set[s
     return (dict(props) if isinstance(props, Mapping) else {}), set(schema.get("required", []) or [])
 
 
+def _by_field(diagnostics: Iterable[dict[str, Any]]) -> dict[str | None, list[dict[str, Any]]]:
+    by_field: dict[str | None, list[dict[str, Any]]] = {}
+    for diagnostic in diagnostics:
+        by_field.setdefault(diagnostic.get("field"), []).append(diagnostic)
+    return by_field
+
+
 def field_rows(node: Mapping[str, Any], schema: Mapping[str, Any] | None,
                diagnostics: Iterable[dict[str, Any]]) -> list[FieldRow]:
     props, required = _properties(schema)
     bound = _bindings(node)
-    by_field: dict[str | None, list[dict[str, Any]]] = {}
-    for diagnostic in diagnostics:
-        by_field.setdefault(diagnostic.get("field"), []).append(diagnostic)
+    by_field = _by_field(diagnostics)
     rows = []
     for name, prop in props.items():
         key = field_key(name)
@@ -160,6 +166,23 @@ def field_rows(node: Mapping[str, Any], schema: Mapping[str, Any] | None,
         key = f"input.{target}"
         rows.append(FieldRow(name=target, key=key, type="not declared", description="", required=False, schema={},
                              binding=binding, diagnostics=by_field.get(key, [])))
+    return rows
+
+
+def payload_rows(node: Mapping[str, Any], diagnostics: Iterable[dict[str, Any]], *,
+                 adding: str | None = None) -> list[FieldRow]:
+    """An interrupt's prompt payload, one row per binding. It has no input schema, so the
+    targets are the author's own names; ``adding`` (a field key, ``input.<target>``) is the
+    row being added, shown unbound until its source is chosen (a binding needs one)."""
+    by_field = _by_field(diagnostics)
+    rows = [
+        FieldRow(name=target, key=f"input.{target}", type="any", description="", required=False, schema={},
+                 binding=binding, diagnostics=by_field.get(f"input.{target}", []), free=True)
+        for target, binding in _bindings(node).items()
+    ]
+    if adding and not any(same_target(row.key, adding) for row in rows):
+        rows.append(FieldRow(name=adding[len("input."):], key=adding, type="any", description="", required=False,
+                             schema={}, binding=None, free=True))
     return rows
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
@@ -238,3 +239,168 @@ def test_settings_save_schemas_outputs_and_start(cast: Any, nested: Any) -> None
     assert doc["input_schema"] == schema and doc["start"] == "customers"
     assert doc["state_schema"] == {"type": "object", "properties": {}}
     assert doc["outputs"] == [{"target": "first", "path": "input.customers"}]
+
+
+# --- branch and interrupt inspectors ---------------------------------------------------------
+
+APPROVAL: dict[str, Any] = {
+    "id": "approval",
+    "input_schema": {"type": "object", "properties": {
+        "amount": {"type": "number"}, "requester": {"type": "string"}}, "required": ["amount", "requester"]},
+    "nodes": [
+        {"id": "size", "kind": "branch", "path": "input", "cases": [{"label": "yes", "op": "truthy"}]},
+        {"id": "review", "kind": "interrupt", "prompt": "", "labels": ["ok"]},
+        {"id": "done", "kind": "task", "task": "set_value"},
+    ],
+    "routes": [
+        {"source": "size", "label": "yes", "target": "review"},
+        {"source": "size", "label": "default", "target": "done"},
+        {"source": "review", "label": "ok", "target": "done"},
+    ],
+}
+
+
+@pytest.fixture
+def approval(cast: Any) -> Any:
+    from designer.services import workflows as workflow_services
+
+    return workflow_services.create_workflow(actor=cast.owner, team=cast.team, name="Approval", document=APPROVAL)
+
+
+def _inspector(client: Client, workflow: Any, **params: str) -> str:
+    response = client.get(f"/workflows/{workflow.pk}/edit/inspector/", params, HTTP_HX_REQUEST="true")
+    assert response.status_code == 200
+    return response.content.decode()
+
+
+def test_branch_path_is_picked_from_every_type_and_saved(cast: Any, approval: Any) -> None:
+    client = _client(cast.editor)
+    html = _inspector(client, approval, node="size", field="path")
+    assert 'data-field="path"' in html and 'class="picker"' in html and "Compare the value at" in html
+    offered = _picker_paths(client, approval, "size", "path")
+    assert {"input", "input.amount", "input.requester"} <= set(offered)  # a branch compares any value
+    _post(client, approval, action="bind", node="size", field="path", path="input.amount")
+    assert _node(approval, "size")["path"] == "input.amount"
+    refused = _post(client, approval, action="bind", node="size", field="path", path="input..amount")
+    assert 'class="inspector-error"' in refused.content.decode()
+    approval.refresh_from_db()
+    assert approval.revision == 2
+
+
+def test_branch_cases_are_saved_typed_in_order_and_blank_rows_dropped(cast: Any, approval: Any) -> None:
+    client = _client(cast.editor)
+    _post(client, approval, action="bind", node="size", field="path", path="input.amount")
+    approval.refresh_from_db()
+    response = client.post(f"/workflows/{approval.pk}/edit/change/", {
+        "revision": approval.revision, "action": "branch", "node": "size",
+        "case_label": ["large", " ", "exact"], "case_op": ["gt", "equals", "equals"],
+        "case_value": ["1000", "", "500"], "default_label": "small",
+    }, HTTP_HX_REQUEST="true")
+    assert json.loads(response["HX-Trigger"])["trellis:document-changed"]["node"] == "size"
+    node = _node(approval, "size")
+    assert node["cases"] == [{"label": "large", "op": "gt", "value": 1000},
+                             {"label": "exact", "op": "equals", "value": 500}]
+    assert node["default_label"] == "small"
+    # The labels the canvas draws come from the analyzer: the cases, the default, then error.
+    api = client.get(f"/api/workflows/{approval.pk}/validate/").json()
+    assert api["labels"]["size"] == ["large", "exact", "small", "error"]
+    approval.refresh_from_db()
+    bad = client.post(f"/workflows/{approval.pk}/edit/change/", {
+        "revision": approval.revision, "action": "branch", "node": "size",
+        "case_label": ["x"], "case_op": ["matches"], "case_value": [""],
+    }, HTTP_HX_REQUEST="true")
+    assert "unknown comparison &#x27;matches&#x27;" in bad.content.decode()
+
+
+def test_branch_cases_are_added_with_fresh_labels_and_removed_by_row(cast: Any, approval: Any) -> None:
+    client = _client(cast.editor)
+    for _ in range(2):
+        _post(client, approval, action="case-add", node="size")
+        approval.refresh_from_db()
+    labels = [case["label"] for case in _node(approval, "size")["cases"]]
+    assert labels == ["yes", "case_2", "case_3"]
+    html = _inspector(client, approval, node="size")
+    assert 'aria-label="Label of case 3"' in html and 'value="case_3"' in html
+    _post(client, approval, action="case-remove", node="size", index="0")
+    assert [case["label"] for case in _node(approval, "size")["cases"]] == ["case_2", "case_3"]
+    approval.refresh_from_db()
+    gone = _post(client, approval, action="case-remove", node="size", index="5")
+    assert "that row no longer exists" in gone.content.decode()
+
+
+def test_interrupt_question_labels_and_resume_schema_are_saved(cast: Any, approval: Any) -> None:
+    client = _client(cast.editor)
+    schema = {"type": "object", "properties": {"note": {"type": "string"}}, "required": ["note"]}
+    response = _post(client, approval, action="interrupt", node="review", prompt="Approve this spend?",
+                     labels="approve, reject,, ", resume_schema=json.dumps(schema))
+    assert json.loads(response["HX-Trigger"])["trellis:document-changed"]["node"] == "review"
+    node = _node(approval, "review")
+    assert node["prompt"] == "Approve this spend?"
+    assert node["labels"] == ["approve", "reject"]
+    assert node["resume_schema"] == schema
+    html = response.content.decode()
+    assert 'value="approve, reject"' in html and "&quot;note&quot;" in html
+    # The old route on "ok" now names a label the node cannot emit: the analyzer says so.
+    api = client.get(f"/api/workflows/{approval.pk}/validate/").json()
+    assert api["labels"]["review"] == ["approve", "reject", "error"]
+    assert "route.unknown_label" in {d["code"] for d in api["diagnostics"]}
+    approval.refresh_from_db()
+    for text, message in (("{oops", "the resume schema is not valid JSON"), ("[1]", "is a JSON Schema object")):
+        refused = _post(client, approval, action="interrupt", node="review", prompt="", labels="ok",
+                        resume_schema=text)
+        assert message in refused.content.decode()
+    approval.refresh_from_db()
+    assert approval.revision == 2
+    _post(client, approval, action="interrupt", node="review", prompt="", labels=" , ", resume_schema="")
+    node = _node(approval, "review")
+    assert node["labels"] == ["ok"] and node["resume_schema"] == {"type": "object", "properties": {}}
+
+
+def test_interrupt_payload_rows_are_added_bound_with_the_picker_and_removed(cast: Any, approval: Any) -> None:
+    client = _client(cast.editor)
+    html = _inspector(client, approval, node="review")
+    assert "Prompt payload" in html and 'aria-label="New payload field"' in html
+    assert 'data-field="input.amount"' not in html
+
+    # Adding a field opens its row with the picker; nothing is saved until a source is chosen.
+    html = _inspector(client, approval, node="review", target="amount")
+    assert 'class="field-row is-focused" data-field="input.amount"' in html
+    assert 'aria-label="Paths for input.amount"' in html
+    approval.refresh_from_db()
+    assert approval.revision == 1
+    offered = _picker_paths(client, approval, "review", "input.amount")
+    assert {"input.amount", "input.requester", "input"} <= set(offered)  # no schema: every type fits
+
+    _post(client, approval, action="bind", node="review", field="input.amount", path="input.amount")
+    approval.refresh_from_db()
+    _post(client, approval, action="literal", node="review", field="input.note", value="please check")
+    approval.refresh_from_db()
+    _post(client, approval, action="bind", node="review", field="input.who.name", path="input.requester")
+    assert _node(approval, "review")["input"] == [
+        {"target": "amount", "path": "input.amount"},
+        {"target": "note", "value": "please check"},
+        {"target": "who.name", "path": "input.requester"},
+    ]
+    html = _inspector(client, approval, node="review")
+    for key in ("input.amount", "input.note", "input.who.name"):
+        assert f'data-field="{key}"' in html
+    assert 'aria-label="Remove payload field note"' in html and "= &quot;please check&quot;" in html
+    # Re-adding a bound field focuses its row instead of adding another.
+    html = _inspector(client, approval, node="review", target=" amount ")
+    assert len(re.findall(r'<li class="field-row[^"]*" data-field="input\.amount"', html)) == 1
+    assert 'class="field-row is-focused" data-field="input.amount"' in html
+
+    approval.refresh_from_db()
+    _post(client, approval, action="unbind", node="review", field="input.note")
+    assert [b["target"] for b in _node(approval, "review")["input"]] == ["amount", "who.name"]
+    # The engine hands this payload to the person answering: the analyzer accepts it.
+    api = client.get(f"/api/workflows/{approval.pk}/validate/").json()
+    assert api["ok"], api["diagnostics"]
+
+
+def test_interrupt_payload_field_names_are_checked_as_paths(cast: Any, approval: Any) -> None:
+    client = _client(cast.editor)
+    for bad in ("", "a..b", "items[0"):
+        html = _inspector(client, approval, node="review", target=bad)
+        assert 'class="inspector-error"' in html, bad
+        assert 'class="field-row is-focused' not in html
