@@ -186,6 +186,17 @@ class EditorPage:
         self.wait_saved(before + 1)
         expect(self.inspector.locator(".picker")).to_have_count(0)
 
+    def press(self, name: str) -> None:
+        """Click an inspector button that saves an edit, and wait until the canvas shows the new revision."""
+        before = self.revision()
+        self.inspector.get_by_role("button", name=name, exact=True).click()
+        self.wait_saved(before + 1)
+
+    def handles(self, node_id: str) -> list[str]:
+        """The labels the node's source handles offer, top to bottom."""
+        return self.node(node_id).locator(".react-flow__handle.source").evaluate_all(
+            "els => els.map(e => e.dataset.handleid)")
+
     def bind(self, node_id: str, field_label: str, path: str) -> None:
         self.select(node_id)
         self.open_picker(field_label)

@@ -11,6 +11,7 @@ import {
   applyEdgeChanges,
   applyNodeChanges,
   useReactFlow,
+  useUpdateNodeInternals,
 } from "@xyflow/react";
 import { useCallback, useEffect, useMemo, useRef, useState } from "react";
 
@@ -212,6 +213,20 @@ function Canvas({ workflowId, apiBase, canEdit, root }) {
     setNodes((previous) => buildNodes(doc, analysis, diagnostics, previous, { canEdit, selectId }));
     setEdges((previous) => buildEdges(doc, analysis, previous));
   }, [doc, analysis, diagnostics, canEdit]);
+
+  // React Flow measures handles when a node's size changes. Renaming a label
+  // (a branch case, an interrupt answer) keeps the size, so without this the
+  // renamed handle cannot start a connection.
+  const updateNodeInternals = useUpdateNodeInternals();
+  const handleSets = useRef(new Map());
+  useEffect(() => {
+    const current = new Map(nodes.map((node) => [node.id, node.data.labels.map((l) => l.name).join("\n")]));
+    const changed = nodes
+      .filter((node) => handleSets.current.has(node.id) && handleSets.current.get(node.id) !== current.get(node.id))
+      .map((node) => node.id);
+    handleSets.current = current;
+    if (changed.length) updateNodeInternals(changed);
+  }, [nodes, updateNodeInternals]);
 
   useEffect(() => {
     if (!fitted.current && nodes.length && nodes.every((node) => node.measured)) {
