@@ -29,17 +29,33 @@ def _env_list(name: str, default: list[str]) -> list[str]:
     return [item.strip() for item in value.split(",") if item.strip()]
 
 
-DEBUG = _env_bool("DJANGO_DEBUG", True)
+LOCAL_HOSTS = ["127.0.0.1", "localhost", "[::1]"]
 
-# The fixed development key is public, so refuse to run without a real one
-# once DEBUG is off.
+
+def _is_local_host(host: str) -> bool:
+    host = host.lower()
+    return host in LOCAL_HOSTS or host in ("::1", ".localhost") or host.endswith(".localhost")
+
+
+# Debug mode (tracebacks on error pages, the public development key) is for a developer's own
+# machine. It defaults to on only while the site answers local host names alone: a deployment has
+# to name its host in DJANGO_ALLOWED_HOSTS, and that turns debug off unless DJANGO_DEBUG insists.
+_CONFIGURED_HOSTS = _env_list("DJANGO_ALLOWED_HOSTS", [])
+DEBUG = _env_bool("DJANGO_DEBUG", all(_is_local_host(host) for host in _CONFIGURED_HOSTS))
+
+# The development key is public (it is in this file), so without debug a real key is required,
+# and the development key (or any key Django itself marks insecure) is refused outright.
+DEVELOPMENT_SECRET_KEY = "django-insecure-trellis-development-only"
 SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "")
-if not SECRET_KEY:
-    if not DEBUG:
-        raise RuntimeError("DJANGO_SECRET_KEY must be set when DJANGO_DEBUG is false.")
-    SECRET_KEY = "django-insecure-trellis-development-only"
+if not DEBUG and (not SECRET_KEY or SECRET_KEY.startswith("django-insecure-")):
+    raise RuntimeError(
+        "DJANGO_SECRET_KEY must be set to a private random value when debug is off (DJANGO_DEBUG=false, or "
+        "DJANGO_ALLOWED_HOSTS names a non-local host). Generate one with: python -c \"import secrets; "
+        "print(secrets.token_urlsafe(50))\". For local development set DJANGO_DEBUG=true instead."
+    )
+SECRET_KEY = SECRET_KEY or DEVELOPMENT_SECRET_KEY
 
-ALLOWED_HOSTS = _env_list("DJANGO_ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"] if DEBUG else [])
+ALLOWED_HOSTS = _CONFIGURED_HOSTS or (LOCAL_HOSTS if DEBUG else [])
 CSRF_TRUSTED_ORIGINS = _env_list("DJANGO_CSRF_TRUSTED_ORIGINS", [])
 
 INSTALLED_APPS = [
