@@ -180,6 +180,13 @@ DJANGO_VITE = {
 
 # Request bodies (workflow documents) are JSON; 2 MiB is plenty and bounded.
 DATA_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
+# Uploaded files do not count towards that limit; this handler caps whole multipart bodies
+# (TRELLIS_MAX_UPLOAD_BYTES, default twice the limit above) before they are read.
+FILE_UPLOAD_HANDLERS = [
+    "designer.uploads.BoundedUploadHandler",
+    "django.core.files.uploadhandler.MemoryFileUploadHandler",
+    "django.core.files.uploadhandler.TemporaryFileUploadHandler",
+]
 
 # --- Background tasks -------------------------------------------------------
 TASKS = {
