@@ -74,7 +74,7 @@ class Row:
     spans: list[Span] = field(default_factory=list)
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class Timeline:
     rows: list[Row]
     total_ms: int
