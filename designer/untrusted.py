@@ -59,6 +59,36 @@ def nesting_depth(value: Any) -> int:
     return deepest
 
 
+def _unstorable_text(value: Any) -> str | None:
+    """The first string (or key) in ``value`` that PostgreSQL's jsonb cannot store, if any.
+
+    jsonb refuses the NUL character and unpaired surrogates ("\\ud800"), which JSON text can
+    spell as escapes; SQLite stores them, so the same request would work in development and
+    fail with a 500 in production.
+    """
+    stack: list[Any] = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            texts: Any = (item,)
+        elif isinstance(item, dict):
+            texts = item.keys()
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+            continue
+        else:
+            continue
+        for text in texts:
+            if "\x00" in text:
+                return text
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError:
+                return text
+    return None
+
+
 def _refuse_constant(name: str) -> Any:
     raise JSONInputError(f"{name} is not valid JSON; numbers must be finite")
 
@@ -67,7 +97,8 @@ def loads_json(text: str | bytes) -> Any:
     """``json.loads`` for request data: plain JSON only, at most ``MAX_JSON_DEPTH`` levels deep.
 
     Raises ``json.JSONDecodeError`` for malformed text and ``JSONInputError``
-    for the rest; both are ``ValueError``s.
+    for the rest (too deep, NaN/Infinity, text a database cannot store);
+    both are ``ValueError``s.
     """
     too_deep = JSONInputError(
         f"the JSON is nested more than {MAX_JSON_DEPTH} levels deep; flatten it (objects and lists inside "
@@ -79,6 +110,12 @@ def loads_json(text: str | bytes) -> Any:
         raise too_deep from None
     if nesting_depth(value) > MAX_JSON_DEPTH:
         raise too_deep
+    bad = _unstorable_text(value)
+    if bad is not None:
+        raise JSONInputError(
+            f"the JSON contains a NUL character (\\u0000) or an unpaired surrogate in the text {bad[:40]!r}; "
+            f"remove it (text must be valid Unicode without NUL)"
+        )
     return value
 
 

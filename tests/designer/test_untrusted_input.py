@@ -62,6 +62,16 @@ def test_loads_json_bounds_depth_and_refuses_constants() -> None:
         loads_json("{oops")
 
 
+@pytest.mark.parametrize("text", ['{"a": "x\\u0000y"}', '{"\\u0000": 1}', '["\\ud800"]', '{"k": ["\\udfff"]}'])
+def test_loads_json_refuses_text_postgres_cannot_store(text: str) -> None:
+    with pytest.raises(JSONInputError, match="NUL character"):
+        loads_json(text)
+
+
+def test_loads_json_keeps_real_unicode() -> None:
+    assert loads_json('{"emoji": "\\ud83d\\ude00", "text": "caf\\u00e9"}') == {"emoji": "\U0001f600", "text": "café"}
+
+
 # --- API ------------------------------------------------------------------------------------------------
 
 
@@ -84,6 +94,15 @@ def test_api_refuses_deep_json_with_a_400(cast: Any, api: Any, workflow: Any) ->
     want = client.get(reverse("api:workflow-analysis", args=[workflow.pk]),
                       {"node": "assess", "want": deep_text(5000)})
     assert want.status_code == 400 and "nested more than" in want.json()["message"]
+
+
+def test_api_refuses_nul_characters(cast: Any, api: Any, workflow: Any) -> None:
+    # json.dumps writes the NUL as the escape \u0000, exactly what a client would send.
+    document = {"id": "x", "nodes": [], "metadata": {"note": "a\0b"}}
+    body = json.dumps({"revision": workflow.revision, "document": document})
+    response = api(cast.owner).put(reverse("api:workflow-document", args=[workflow.pk]), data=body,
+                                   content_type="application/json")
+    assert response.status_code == 400 and "NUL character" in response.json()["message"]
 
 
 def test_api_refuses_non_finite_numbers(cast: Any, api: Any, workflow: Any) -> None:
