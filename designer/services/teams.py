@@ -36,6 +36,8 @@ def create_team(*, actor: Any, name: str, slug: str | None = None) -> Team:
     name = (name or "").strip()
     if not name:
         raise BadRequest("a team needs a name", field="name")
+    if "\x00" in name:  # PostgreSQL text columns cannot hold NUL; the page passes the raw form value
+        raise BadRequest("a team name may not contain NUL characters (\\x00)", field="name")
     # SQLite does not enforce max_length; the page form reaches here without a serializer in between.
     longest = Team._meta.get_field("name").max_length or 0
     if len(name) > longest:

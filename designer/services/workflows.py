@@ -44,7 +44,14 @@ def _clean_name(name: object, *, field: str = "name") -> str:
     name = name.strip()
     if len(name) > 200:
         raise BadRequest("a workflow name has at most 200 characters", field=field)
-    return name
+    return _without_nul(name, field=field)
+
+
+def _without_nul(text: str, *, field: str) -> str:
+    # PostgreSQL text columns cannot hold NUL; the pages pass form values here without a serializer.
+    if "\x00" in text:
+        raise BadRequest(f"{field} may not contain NUL characters (\\x00)", field=field)
+    return text
 
 
 def unique_workflow_slug(team_id: int, text: str) -> str:
@@ -91,7 +98,8 @@ def create_workflow(*, actor: Any, team: Team | int, name: str, description: str
     require_role(actor, team_id, "editor", what="this team")
     name = _clean_name(name)
     parsed = parse_document(document) if document is not None else None
-    return _create(actor=actor, team_id=team_id, name=name, description=description or "",
+    return _create(actor=actor, team_id=team_id, name=name,
+                   description=_without_nul(description or "", field="description"),
                    document=parsed, slug_source=name)
 
 
@@ -132,7 +140,7 @@ def update_workflow(*, actor: Any, workflow: Workflow, name: str | None = None,
     if description is not None:
         if not isinstance(description, str):
             raise BadRequest("description must be a string", field="description")
-        workflow.description = description
+        workflow.description = _without_nul(description, field="description")
         fields.append("description")
     workflow.save(update_fields=fields)
     return workflow

@@ -194,3 +194,32 @@ def test_team_names_are_bounded_on_the_page(cast: Any) -> None:
     response = page_client(cast.owner).post(reverse("team-list"), {"name": "x" * 500})
     assert response.status_code == 400
     assert "at most 120 characters" in response.content.decode()
+
+
+def test_pages_refuse_nul_characters(cast: Any, workflow: Any) -> None:
+    client = page_client(cast.owner)
+    team = client.post(reverse("team-list"), {"name": "Nul\0team"})
+    assert team.status_code == 400 and "NUL characters" in team.content.decode()
+
+    created = client.post(reverse("workflow-create"), {"team": cast.team.pk, "name": "a\0b"}, follow=True)
+    assert "name may not contain NUL characters" in created.content.decode()
+    described = client.post(reverse("workflow-create"), {"team": cast.team.pk, "name": "ok", "description": "\0"},
+                            follow=True)
+    assert "description may not contain NUL characters" in described.content.decode()
+
+
+def test_run_form_refuses_nul_characters(cast: Any) -> None:
+    from designer.services import workflows as workflow_services
+    from runtime import WorkflowBuilder
+
+    graph = WorkflowBuilder("greet", "Greet", input_schema={
+        "type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]})
+    graph.use("set_value", id="echo", input=[{"target": "value", "path": "input.name"}])
+    greet = workflow_services.create_workflow(actor=cast.owner, team=cast.team, name="Greet",
+                                              document=graph.build().model_dump(mode="json"))
+
+    response = page_client(cast.owner).post(reverse("run-start", args=[greet.pk]), {"field.name": "a\0b"})
+
+    assert response.status_code == 400
+    assert "Text may not contain NUL characters." in response.content.decode()
+    assert not greet.runs.exists()
