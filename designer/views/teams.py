@@ -16,6 +16,7 @@ from django.db.models import Count
 from django.http import HttpResponse
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
+from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
 from designer import selectors
@@ -89,7 +90,7 @@ def _members_response(request: HtmxHttpRequest, team_id: int, **extra: Any) -> H
         # The caller just left the team (or removed themselves): nothing to show here any more.
         if request.htmx:
             response = HttpResponse(status=200)
-            response["HX-Redirect"] = "/teams/"
+            response["HX-Redirect"] = reverse("team-list")
             return response
         return redirect("team-list")
     if request.htmx:
