@@ -42,10 +42,20 @@ def schema_problems(validator: Any, value: Any) -> list[dict[str, Any]]:
     except jsonschema_exceptions.SchemaError as exc:  # the document's schema itself is broken
         return [{"field": "", "message": f"the schema is invalid: {exc.message}"}]
     except referencing.exceptions.Unresolvable as exc:
-        ref = getattr(exc, "ref", "")
+        # jsonschema wraps referencing's error; the cause says whether the ref was local.
+        cause = exc.__cause__ if isinstance(exc.__cause__, referencing.exceptions.Unresolvable) else exc
+        ref = getattr(cause, "ref", "")
+        if isinstance(cause, (referencing.exceptions.PointerToNowhere, referencing.exceptions.NoSuchAnchor)):
+            local = getattr(cause, "anchor", None) or ref
+            message = f"the schema's $ref '#{local}' points at nothing inside the schema; check the name under $defs"
+        else:
+            message = (f"the schema refers to {ref!r}, which cannot be resolved: a $ref may only point inside the "
+                       f"schema itself (e.g. '#/$defs/name'); remote and file references are not fetched")
+        return [{"field": "", "message": message}]
+    except RecursionError:  # e.g. {"$defs": {"a": {"$ref": "#/$defs/a"}}, "$ref": "#/$defs/a"}
         return [{"field": "", "message": (
-            f"the schema refers to {ref!r}, which cannot be resolved: a $ref may only point inside the "
-            f"schema itself (e.g. '#/$defs/name'); remote and file references are not fetched")}]
+            "the schema's $refs lead back to themselves without ever describing a value; make each $ref "
+            "point at a schema with its own type or properties")}]
     return [
         {"field": ".".join(str(p) for p in error.absolute_path), "message": error.message}
         for error in errors[:20]

@@ -109,3 +109,22 @@ def test_input_nested_deeper_than_json_can_carry_is_a_validation_error() -> None
         check_run_input(document, {"amount": deep})
 
     assert "not usable JSON data" in caught.value.message
+
+
+def test_a_ref_cycle_is_a_validation_error_not_a_crash() -> None:
+    document = _document({"$defs": {"loop": {"$ref": "#/$defs/loop"}}, "$ref": "#/$defs/loop"})
+
+    with pytest.raises(InputValidationError) as caught:
+        check_run_input(document, {"amount": 3})
+
+    assert "lead back to themselves" in caught.value.message
+
+
+@pytest.mark.parametrize("ref, shown", [("#/$defs/missing", "#/$defs/missing"), ("#nowhere", "#nowhere")])
+def test_a_local_ref_to_nothing_says_so(ref: str, shown: str) -> None:
+    document = _document({"type": "object", "properties": {"amount": {"$ref": ref}}})
+
+    with pytest.raises(InputValidationError) as caught:
+        check_run_input(document, {"amount": 3})
+
+    assert f"$ref '{shown}' points at nothing inside the schema" in caught.value.message
