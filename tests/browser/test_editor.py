@@ -140,3 +140,30 @@ def test_build_nested_loops_by_drag_and_drop_and_bind_with_pickers(
         "context.foreach.orders.item.sku")
     assert editor.document() == saved
     assert editor.errors == []
+
+
+def test_a_new_loops_placeholder_path_is_flagged_and_leads_back_to_its_picker(
+    logged_in_page: Page, live_server: Any, workflow: Any, artifacts_dir: Path
+) -> None:
+    editor = EditorPage(logged_in_page, live_server.url, workflow).open()
+    assert editor.drop("foreach", "For each", 160, 200) == "foreach"
+    # The loop starts on the placeholder `input`: its picker is open, ready to type in.
+    row = editor.inspector.locator('li.field-row[data-field="over"]')
+    expect(row).to_have_class(re.compile(r"is-focused"))
+    expect(row.get_by_label("Search paths")).to_be_focused()
+    row.get_by_role("button", name="Close the path picker").click()
+    expect(row.locator(".picker")).to_have_count(0)
+
+    # Until a list is chosen, the diagnostics say what is wrong and where; the entry reopens the picker.
+    problem = editor.diagnostics.locator('.diag-item[data-code="binding.type_mismatch"]')
+    expect(problem).to_contain_text("foreach · over")
+    expect(problem).to_contain_text("iterates 'input'")
+    expect(row.locator(".diag")).to_contain_text("iterates 'input'")
+    editor.page.screenshot(path=artifacts_dir / "editor-new-loop.png")
+    problem.click()
+    expect(row.locator(".picker")).to_be_visible()
+    expect(row.get_by_label("Search paths")).to_be_focused()
+    assert editor.picker_paths() == ["input.customers"]
+    editor.choose("input.customers")
+    expect(problem).to_have_count(0)
+    assert editor.errors == []
