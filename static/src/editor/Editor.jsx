@@ -18,7 +18,7 @@ import { useCallback, useEffect, useMemo, useRef, useState } from "react";
 import { documentUrl, request, validateUrl } from "./api.js";
 import { addNode, connect, moveNodes, removeNodes, removeRoutes, routeKey, sameDocument } from "./doc.js";
 import { emit, EVENTS, notice } from "./events.js";
-import { buildEdges, buildFrames, buildNodes } from "./graph.js";
+import { buildEdges, buildFrames, buildNodes, withChannels } from "./graph.js";
 import { autoLayout, freeSpot, NODE_WIDTH } from "./layout.js";
 import { edgeTypes } from "./edges.jsx";
 import { Frames, Toolbar } from "./chrome.jsx";
@@ -239,12 +239,13 @@ function Canvas({ workflowId, apiBase, canEdit, root }) {
   // Back-edges run under the frame of the body they close.
   const drawnEdges = useMemo(() => {
     const bottoms = new Map(frames.map((frame) => [frame.id, frame.y + frame.height]));
-    return edges.map((edge) =>
+    const placed = edges.map((edge) =>
       edge.data.back && bottoms.has(edge.target)
         ? { ...edge, data: { ...edge.data, below: bottoms.get(edge.target) } }
         : edge,
     );
-  }, [edges, frames]);
+    return withChannels(placed, nodes);
+  }, [edges, frames, nodes]);
 
   const currentPositions = useCallback(() => {
     const positions = {};

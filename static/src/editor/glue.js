@@ -21,10 +21,18 @@ function loadInspector(nodeId, field) {
   const url = `${panel.dataset.url}?${params}`;
   if (url === pending) return;
   pending = url;
+  const another = (nodeId || "") !== (shownNode() || "");
   const done = () => {
     if (pending === url) pending = null;
   };
-  window.htmx.ajax("GET", url, { target: "#inspector", swap: "innerHTML" }).then(done, done);
+  const shown = () => {
+    done();
+    // Another node starts at its top; a focused field is brought into view.
+    const row = field && panel.querySelector(".field-row.is-focused");
+    if (row) row.scrollIntoView({ block: "nearest" });
+    else if (another) panel.closest(".editor-side")?.scrollTo({ top: 0 });
+  };
+  window.htmx.ajax("GET", url, { target: "#inspector", swap: "innerHTML" }).then(shown, done);
 }
 
 function showNotice(message, kind) {

@@ -182,3 +182,36 @@ export function buildFrames(doc, analysis, nodes) {
   }
   return frames;
 }
+
+// Routes leaving one node each get their own vertical channel (where a step
+// edge turns), so two routes from neighbouring labels stay tellable apart
+// instead of sharing one line. Upward routes turn later the lower their
+// label, downward ones the higher: fanned-out routes then never cross.
+const LABEL_ROW = 24;
+
+export function withChannels(edges, nodes) {
+  const byId = new Map(nodes.map((node) => [node.id, node]));
+  const siblings = new Map();
+  for (const edge of edges) {
+    const source = byId.get(edge.source);
+    const target = byId.get(edge.target);
+    if (edge.type !== "smoothstep" || !source || !target || !source.position || !target.position) continue;
+    const labels = source.data.labels.map((label) => label.name);
+    const index = Math.max(0, labels.indexOf(edge.sourceHandle));
+    const height = (source.measured && source.measured.height) || estimatedHeight(labels.length);
+    const handleY = source.position.y + height - (labels.length - index - 0.5) * LABEL_ROW;
+    const targetHeight = (target.measured && target.measured.height) || estimatedHeight(target.data.labels.length);
+    const up = target.position.y + targetHeight / 2 < handleY;
+    if (!siblings.has(edge.source)) siblings.set(edge.source, []);
+    siblings.get(edge.source).push({ id: edge.id, key: up ? labels.length + index : -index });
+  }
+  const steps = new Map();
+  for (const list of siblings.values()) {
+    if (list.length < 2) continue;
+    list.sort((a, b) => a.key - b.key);
+    list.forEach(({ id }, rank) => steps.set(id, 0.25 + (0.5 * rank) / (list.length - 1)));
+  }
+  return edges.map((edge) =>
+    steps.has(edge.id) ? { ...edge, pathOptions: { ...(edge.pathOptions || {}), stepPosition: steps.get(edge.id) } } : edge,
+  );
+}
