@@ -261,8 +261,11 @@ class Scheduler:
         return node
 
     def enqueue(self, frame: ExecutionFrame) -> None:
-        frame.status = "ready"
-        frame.waiting_for = None
+        # Pydantic attribute writes cost; a frame moving on from a node is already ready.
+        if frame.status != "ready":
+            frame.status = "ready"
+        if frame.waiting_for is not None:
+            frame.waiting_for = None
         self.rs.ready.append(frame.frame_id)
 
     def new_frame(self, *, parent: ExecutionFrame | None, scope_id: str, node_id: str, kind: LineageKind,

@@ -37,7 +37,7 @@ MISSING: Final[Any] = _Missing()
 def get_in(value: Any, parts: Sequence[str]) -> Any:
     """The value at ``parts`` below ``value``; list elements by decimal index; ``MISSING`` if absent."""
     for part in parts:
-        if isinstance(value, Mapping):
+        if type(value) is dict or isinstance(value, Mapping):  # dict first: the ABC check is slow
             if part not in value:
                 return MISSING
             value = value[part]

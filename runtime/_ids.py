@@ -19,8 +19,9 @@ from typing import Protocol, runtime_checkable
 KINDS = ("run", "frame", "lineage", "act", "scope", "int")
 
 _DIGITS = 13
-_LOW = 10 ** (_DIGITS - 1)
-_HIGH = 10**_DIGITS
+_LOW: int = 10 ** (_DIGITS - 1)
+_HIGH: int = 10**_DIGITS
+_SPAN: int = _HIGH - _LOW
 
 
 @runtime_checkable
@@ -39,11 +40,11 @@ class RandomIds:
 
     def __init__(self, seed: int | None = None) -> None:
         self._rng = random.Random(seed if seed is not None else int.from_bytes(os.urandom(16), "big"))
-        self._lock = threading.Lock()
 
     def _digits(self) -> int:
-        with self._lock:
-            return self._rng.randrange(_LOW, _HIGH)
+        # random() is one C call (atomic under the GIL), several times cheaper than randrange;
+        # its 53 bits cover the 13-digit range evenly enough for identifiers.
+        return _LOW + int(self._rng.random() * _SPAN)
 
     def run_id(self) -> str:
         return f"run_{self._digits()}"

@@ -110,7 +110,7 @@ class TaskSpec:
         where = _where(self.name, context)
         if not self.whole_payload and payload is None:
             payload = {}
-        if not self.whole_payload and not isinstance(payload, Mapping):
+        if not self.whole_payload and type(payload) is not dict and not isinstance(payload, Mapping):
             raise InputValidationError(
                 f"{where}: the input payload must be an object with fields "
                 f"{', '.join(repr(f[0]) for f in self._fields) or '(none)'}, got {describe(payload)}",

@@ -52,6 +52,8 @@ def summarize(value: Any, depth: int = _SUMMARY_DEPTH) -> Any:
     """
     if value is None or isinstance(value, bool | int | float):
         return value
+    if type(value) is dict and depth > 0 and len(value) <= _SUMMARY_ITEMS:  # the common case, without ABC checks
+        return {str(key): summarize(item, depth - 1) for key, item in value.items()}
     if isinstance(value, str):
         return value if len(value) <= _SUMMARY_CHARS else value[:_SUMMARY_CHARS] + f"…(+{len(value) - _SUMMARY_CHARS})"
     if depth <= 0:
