@@ -63,11 +63,17 @@ def _jsonable(payload: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
+#: DRF's name for errors about the body as a whole (e.g. a list where an object belongs); clients
+#: read "(request body)" more easily than an internal key.
+_WHOLE_BODY = "non_field_errors"
+
+
 def _flatten(detail: Any, loc: str = "") -> list[dict[str, str]]:
     if isinstance(detail, dict):
         out: list[dict[str, str]] = []
         for key, value in detail.items():
-            out += _flatten(value, f"{loc}.{key}" if loc else str(key))
+            name = "(request body)" if key == _WHOLE_BODY and not loc else str(key)
+            out += _flatten(value, f"{loc}.{name}" if loc else name)
         return out
     if isinstance(detail, list):
         if all(not isinstance(item, (dict, list)) for item in detail):

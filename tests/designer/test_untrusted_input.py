@@ -223,3 +223,12 @@ def test_run_form_refuses_nul_characters(cast: Any) -> None:
     assert response.status_code == 400
     assert "Text may not contain NUL characters." in response.content.decode()
     assert not greet.runs.exists()
+
+
+def test_a_body_of_the_wrong_shape_is_named_as_the_request_body(cast: Any, api: Any, workflow: Any) -> None:
+    response = api(cast.owner).put(reverse("api:workflow-document", args=[workflow.pk]), data="[1, 2]",
+                                   content_type="application/json")
+    assert response.status_code == 400
+    body = response.json()
+    assert body["errors"][0]["loc"] == "(request body)"
+    assert body["message"].startswith("(request body): Invalid data. Expected a dictionary, but got list.")
