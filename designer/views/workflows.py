@@ -77,13 +77,15 @@ def _refused(request: HttpRequest, exc: DesignerError | WorkflowError, what: str
 @require_POST
 @designer_errors
 def workflow_create(request: HttpRequest) -> HttpResponse:
+    typed = {key: request.POST.get(key, "") for key in ("team", "name", "description")}
     try:
         workflow = workflow_services.create_workflow(
-            actor=request.user, team=_team_id(request.POST.get("team")), name=request.POST.get("name", ""),
-            description=request.POST.get("description", ""),
+            actor=request.user, team=_team_id(typed["team"]), name=typed["name"], description=typed["description"],
         )
     except (DesignerError, WorkflowError) as exc:
-        return _refused(request, exc, "Could not create the workflow")
+        # Shown again with what was typed (not redirected), so fixing the mistake loses nothing.
+        messages.error(request, f"Could not create the workflow: {error_message(exc)}")
+        return render(request, "workflows/list.html", {**_list_context(request), "create": typed}, status=400)
     messages.success(request, f"Created {workflow.name}.")
     return redirect(reverse("editor", args=[workflow.pk]))
 

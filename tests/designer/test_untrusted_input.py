@@ -166,9 +166,9 @@ def test_pages_with_impossible_ids(cast: Any, workflow: Any) -> None:
         answered = client.post(reverse(name, args=[team, int(HUGE)]), data, follow=True)
         assert answered.status_code == 200 and "not a member of the team" in answered.content.decode()
 
-    created = client.post(reverse("workflow-create"), {"team": HUGE, "name": "x"}, follow=True)
-    assert created.status_code == 200
-    assert "Could not create the workflow" in created.content.decode()
+    created = client.post(reverse("workflow-create"), {"team": HUGE, "name": "x"})
+    assert created.status_code == 400
+    assert "Could not create the workflow: this team does not exist" in created.content.decode()
 
     copied = client.post(reverse("workflow-duplicate", args=[workflow.pk]), {"team": HUGE}, follow=True)
     assert copied.status_code == 200 and "Could not duplicate" in copied.content.decode()
@@ -232,3 +232,14 @@ def test_a_body_of_the_wrong_shape_is_named_as_the_request_body(cast: Any, api: 
     body = response.json()
     assert body["errors"][0]["loc"] == "(request body)"
     assert body["message"].startswith("(request body): Invalid data. Expected a dictionary, but got list.")
+
+
+def test_a_refused_create_keeps_what_was_typed(cast: Any) -> None:
+    response = page_client(cast.editor).post(
+        reverse("workflow-create"), {"team": cast.team.pk, "name": "Bad\0name", "description": "keep <me>"})
+
+    assert response.status_code == 400
+    html = response.content.decode()
+    assert "Could not create the workflow: name may not contain NUL characters" in html
+    assert 'value="keep &lt;me&gt;"' in html  # kept, and escaped
+    assert f'<option value="{cast.team.pk}" selected>' in html
