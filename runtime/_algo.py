@@ -459,6 +459,9 @@ class Scheduler:
                 metadata={"foreach": {"node_id": activation.node_id, "activation_id": activation.activation_id,
                                       "index": index, "item": item, "alias": activation.alias}},
             )
+            # The engine just wrote this metadata itself: remember it rather than re-checking it.
+            self._metadata[frame.frame_id] = (frame, ForeachItemMetadata(
+                activation.node_id, activation.activation_id, index, item, activation.alias))
             activation.next_index = index + 1
             activation.running.append(frame.frame_id)
             self.recorder.emit("item_started", frame, node_id=activation.node_id,

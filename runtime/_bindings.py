@@ -14,6 +14,7 @@ missing field), an output binding from it writes nothing.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from types import MappingProxyType
 from typing import Any, Final
 
 from runtime._document import InputBinding, OutputBinding
@@ -34,10 +35,13 @@ class _Missing:
 MISSING: Final[Any] = _Missing()
 
 
+_MAPPINGS = (dict, MappingProxyType)
+
+
 def get_in(value: Any, parts: Sequence[str]) -> Any:
     """The value at ``parts`` below ``value``; list elements by decimal index; ``MISSING`` if absent."""
     for part in parts:
-        if type(value) is dict or isinstance(value, Mapping):  # dict first: the ABC check is slow
+        if type(value) in _MAPPINGS or isinstance(value, Mapping):  # known types first: the ABC check is slow
             if part not in value:
                 return MISSING
             value = value[part]

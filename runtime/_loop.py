@@ -92,6 +92,9 @@ def _context_summary(mapping: Mapping[str, Any]) -> dict[str, Any]:
     return summary
 
 
+_PLAIN = frozenset({dict, list, str, int, float, bool, type(None)})  # never awaitable; skips an ABC check
+
+
 def _run_sync_task(work: Work) -> None:
     spec, ctx, call = work.spec, work.context, work.call
     assert spec is not None and ctx is not None and call is not None
@@ -105,7 +108,7 @@ def _run_sync_task(work: Work) -> None:
         work.attempts = attempt
         try:
             raw = call()
-            if inspect.isawaitable(raw):  # a sync callable that hands back a coroutine
+            if type(raw) not in _PLAIN and inspect.isawaitable(raw):  # a sync callable that hands back a coroutine
                 raw = asyncio.run(_await(raw))
         except Exception as exc:
             work.error = exc
@@ -183,7 +186,8 @@ class RunLoop:
     def prepare(self) -> list[Work]:
         rs = self.rs
         rs.step += 1
-        ready, rs.ready = rs.ready, []
+        ready = rs.ready.copy()
+        rs.ready.clear()  # in place: a model attribute write costs more than the copy
         works: list[Work] = []
         for frame_id in ready:
             frame = frame_of(rs, frame_id)

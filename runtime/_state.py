@@ -224,17 +224,28 @@ class RunState(_StateModel):
         the foreach starts. That is what keeps an in-memory checkpoint of a
         foreach over 100,000 items as cheap per superstep as one over 10.
         """
-        data = dict(self.__dict__)
-        data["ready"] = list(self.ready)
-        for name in ("scopes", "frames", "lineages", "barriers", "interrupts"):
-            data[name] = {key: dict(model.__dict__) for key, model in getattr(self, name).items()}
-        activations = {}
-        for key, activation in self.activations.items():
-            fields = dict(activation.__dict__)
-            fields["running"] = list(activation.running)
-            activations[key] = fields
-        data["activations"] = activations
+        fields = self.__dict__
+        data = fields.copy()
+        data["ready"] = fields["ready"].copy()
+        for name in _SNAPSHOT_MAPS:
+            models = fields[name]
+            if models:
+                data[name] = {key: model.__dict__.copy() for key, model in models.items()}
+            else:
+                data[name] = {}
+        if self.activations:
+            activations = {}
+            for key, activation in self.activations.items():
+                copied = activation.__dict__.copy()
+                copied["running"] = copied["running"].copy()
+                activations[key] = copied
+            data["activations"] = activations
+        else:
+            data["activations"] = {}
         return RunStateSnapshot(data)
+
+
+_SNAPSHOT_MAPS = ("scopes", "frames", "lineages", "barriers", "interrupts")
 
 
 @dataclass(frozen=True, slots=True, eq=False)
