@@ -301,6 +301,13 @@ class Scheduler:
         return meta
 
     def context(self, frame: ExecutionFrame, workflow_id: str = "") -> RuntimeContext:
+        if "foreach" not in frame.metadata:
+            parent_id = frame.parent_frame_id
+            parent = self.rs.frames.get(parent_id) if parent_id is not None else None
+            if parent_id is None or (parent is not None and parent.scope_id != frame.scope_id):
+                # A scope's root frame (what runs outside any foreach): nothing to walk.
+                return RuntimeContext(run_id=self.rs.run_id, workflow_id=workflow_id, scope_id=frame.scope_id,
+                                      frame_id=frame.frame_id, lineage_id=frame.lineage_id, node_id=frame.node_id)
         return runtime_context(self.rs, frame.frame_id, workflow_id=workflow_id, item_metadata=self.item_metadata)
 
     def reader(self, scope: RuntimeScope, frame: ExecutionFrame, workflow_id: str = "") -> ScopeReader:

@@ -196,7 +196,9 @@ class RunLoop:
                                            frame_id=frame_id)
             scope = self.scheduler.scope_of(frame)
             plan = self.plan_for(scope)
-            node = self.scheduler.node_of(frame)
+            node = plan.nodes.get(frame.node_id)
+            if node is None:
+                node = self.scheduler.node_of(frame)  # raises: the frame is at a node its workflow lacks
             work = Work(frame, node, scope, plan)
             if "foreach" in frame.metadata:
                 # Finished frames are pruned from RunState; the event keeps their context for inspection.
@@ -260,6 +262,13 @@ class RunLoop:
 
     def execute(self, works: list[Work]) -> None:
         """Run the tasks of a superstep from synchronous code."""
+        if len(works) == 1:  # the common superstep: one frame
+            work = works[0]
+            if work.call is None or work.error is not None:
+                return
+            if not work.spec.is_async:  # type: ignore[union-attr]
+                _run_sync_task(work)
+                return
         tasks = [w for w in works if w.call is not None and w.error is None]
         if not tasks:
             return

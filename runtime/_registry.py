@@ -107,12 +107,11 @@ class TaskSpec:
 
     def validate_input(self, payload: object, context: RuntimeContext | None = None) -> BaseModel:
         """The payload as the validated input model; raises ``InputValidationError``."""
-        where = _where(self.name, context)
         if not self.whole_payload and payload is None:
             payload = {}
         if not self.whole_payload and type(payload) is not dict and not isinstance(payload, Mapping):
             raise InputValidationError(
-                f"{where}: the input payload must be an object with fields "
+                f"{_where(self.name, context)}: the input payload must be an object with fields "
                 f"{', '.join(repr(f[0]) for f in self._fields) or '(none)'}, got {describe(payload)}",
                 task=self.name, node_id=_node_of(context), errors=[],
             )
@@ -121,7 +120,7 @@ class TaskSpec:
         except ValidationError as exc:
             errors = self._explain_errors(exc.errors(include_url=False), payload)
             raise InputValidationError(
-                f"{where}: invalid input: " + "; ".join(e["text"] for e in errors),
+                f"{_where(self.name, context)}: invalid input: " + "; ".join(e["text"] for e in errors),
                 task=self.name, node_id=_node_of(context),
                 errors=[{k: v for k, v in e.items() if k != "text"} for e in errors],
             ) from None
@@ -140,12 +139,11 @@ class TaskSpec:
 
     def finish(self, raw: Any, context: RuntimeContext | None = None) -> tuple[str, Any]:
         """Unwrap a ``Route``, check its label and validate the payload; returns ``(label, json_payload)``."""
-        where = _where(self.name, context)
         if isinstance(raw, Route):
             label, payload = raw.label, raw.payload
             if label not in self.labels:
                 raise TaskResultError(
-                    f"{where} returned label {label!r}, which it does not declare; "
+                    f"{_where(self.name, context)} returned label {label!r}, which it does not declare; "
                     f"declared labels: {', '.join(self.labels)}",
                     task=self.name, node_id=_node_of(context), label=label, labels=list(self.labels),
                 )
@@ -156,7 +154,7 @@ class TaskSpec:
                 return label, to_jsonable_python(payload)
             except PydanticSerializationError as exc:
                 raise TaskResultError(
-                    f"{where} returned a result that is not JSON-compatible: {exc}",
+                    f"{_where(self.name, context)} returned a result that is not JSON-compatible: {exc}",
                     task=self.name, node_id=_node_of(context),
                 ) from None
         try:
@@ -171,12 +169,12 @@ class TaskSpec:
                 got = "" if error["type"] == "missing" else f" (got {describe(error.get('input'))})"
                 parts.append(f"{prefix}{error['msg']}{got}")
             raise TaskResultError(
-                f"{where} returned an invalid result (expected {expected}): " + "; ".join(parts),
+                f"{_where(self.name, context)} returned an invalid result (expected {expected}): " + "; ".join(parts),
                 task=self.name, node_id=_node_of(context), expected=expected,
             ) from None
         except PydanticSerializationError as exc:
             raise TaskResultError(
-                f"{where} returned a result that is not JSON-compatible: {exc}",
+                f"{_where(self.name, context)} returned a result that is not JSON-compatible: {exc}",
                 task=self.name, node_id=_node_of(context),
             ) from None
 
