@@ -36,6 +36,7 @@ from runtime._state import (
     RuntimeScope,
     foreach_item_metadata,
     runtime_context,
+    trusted,
 )
 from runtime._trace import TraceEvent, new_event, summarize
 
@@ -273,15 +274,16 @@ class Scheduler:
         rs = self.rs
         frame_id = frame_id or mint(rs, self.ids, "frame")
         lineage_id = mint(rs, self.ids, "lineage")
-        frame = ExecutionFrame(
-            frame_id=frame_id, parent_frame_id=parent.frame_id if parent else None, scope_id=scope_id,
-            lineage_id=lineage_id, node_id=node_id, metadata=metadata or {},
-        )
+        frame = trusted(ExecutionFrame, {
+            "frame_id": frame_id, "parent_frame_id": parent.frame_id if parent else None, "scope_id": scope_id,
+            "lineage_id": lineage_id, "node_id": node_id, "status": "ready", "waiting_for": None,
+            "metadata": metadata or {},
+        })
         rs.frames[frame_id] = frame
-        rs.lineages[lineage_id] = Lineage(
-            lineage_id=lineage_id, kind=kind, scope_id=scope_id, frame_id=frame_id,
-            parent_lineage_id=parent.lineage_id if parent else None,
-        )
+        rs.lineages[lineage_id] = trusted(Lineage, {
+            "lineage_id": lineage_id, "kind": kind, "scope_id": scope_id, "frame_id": frame_id,
+            "parent_lineage_id": parent.lineage_id if parent else None,
+        })
         return frame
 
     def remove_frame(self, frame: ExecutionFrame) -> None:

@@ -33,7 +33,9 @@ class ForeachContext:
     item: object
 
     def to_json(self) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in FOREACH_CONTEXT_FIELDS}
+        # Spelled out (same order as FOREACH_CONTEXT_FIELDS): built for every item step.
+        return {"node_id": self.node_id, "activation_id": self.activation_id, "frame_id": self.frame_id,
+                "scope_id": self.scope_id, "lineage_id": self.lineage_id, "index": self.index, "item": self.item}
 
 
 @dataclass(slots=True)

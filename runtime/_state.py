@@ -248,6 +248,22 @@ class RunState(_StateModel):
 _SNAPSHOT_MAPS = ("scopes", "frames", "lineages", "barriers", "interrupts")
 
 
+def trusted[M: _StateModel](cls: type[M], values: dict[str, Any]) -> M:
+    """``cls(**values)`` without validation, for values the engine has just built itself.
+
+    ``values`` must give every field (defaults are not filled in). Frames
+    and lineages are created at every foreach item; validating what the
+    engine itself wrote cost more than the rest of creating them. This is
+    what pydantic's ``model_construct`` does, minus its per-field loop.
+    """
+    model = cls.__new__(cls)
+    object.__setattr__(model, "__dict__", values)
+    object.__setattr__(model, "__pydantic_fields_set__", set(values))
+    object.__setattr__(model, "__pydantic_extra__", None)
+    object.__setattr__(model, "__pydantic_private__", None)
+    return model
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class RunStateSnapshot:
     """What ``RunState.snapshot`` took: plain dicts sharing the state's immutable JSON values."""

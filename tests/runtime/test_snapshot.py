@@ -105,3 +105,21 @@ def test_snapshot_round_trips_a_builder_workflow_state_exactly() -> None:
     g.use("echo", id="e", input=[{"target": "value", "value": {"k": ["ü", 1.5, None]}}], output=[{"target": "v"}])
     result = engine().run(g.build())
     assert result.run_state.snapshot().restore() == result.run_state
+
+
+def test_trusted_models_are_indistinguishable_from_validated_ones() -> None:
+    """The engine builds frames and lineages without validation; they must behave like validated models."""
+    from runtime import ExecutionFrame, Lineage
+    from runtime._state import trusted
+
+    values = {"frame_id": "frame_1", "parent_frame_id": None, "scope_id": "root", "lineage_id": "lineage_2",
+              "node_id": "n", "status": "ready", "waiting_for": None, "metadata": {"foreach": {"index": 0}}}
+    built, checked = trusted(ExecutionFrame, dict(values)), ExecutionFrame.model_validate(values)
+    assert built == checked
+    assert built.model_dump_json() == checked.model_dump_json()
+    assert built.model_copy(deep=True) == checked
+    built.status = "waiting"
+    assert built.status == "waiting" and built.model_dump()["status"] == "waiting"
+    lineage = {"lineage_id": "lineage_2", "kind": "item", "scope_id": "root", "frame_id": "frame_1",
+               "parent_lineage_id": "lineage_0"}
+    assert trusted(Lineage, dict(lineage)) == Lineage.model_validate(lineage)
