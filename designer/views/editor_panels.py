@@ -237,6 +237,20 @@ class OptionGroup:
     title: str
     foreach_id: str | None
     options: list[dict[str, Any]]
+    ids: list[dict[str, Any]] = field(default_factory=list)  # a loop's run identifiers, folded away
+
+    @property
+    def ids_open(self) -> bool:
+        return any(option.get("is_current") for option in self.ids)
+
+
+def _is_run_id(option: Mapping[str, Any]) -> bool:
+    """``context.foreach.<id>.<x>_id``: identifiers of the loop's run (frame, scope, lineage...). They are
+    strings, so they fit every text field, and would bury the item's own fields in every loop group."""
+    owner = option.get("foreach_id")
+    prefix = f"context.foreach.{owner}."
+    rest = str(option["path"])[len(prefix):]
+    return bool(owner) and str(option["path"]).startswith(prefix) and "." not in rest and rest.endswith("_id")
 
 
 def picker(analysis: Any, node_id: str, field_name: str, *, show_all: bool = False, query: str = "",
@@ -255,7 +269,8 @@ def picker(analysis: Any, node_id: str, field_name: str, *, show_all: bool = Fal
         if query and not _matches(query, option["path"], option["title"] or "", option["description"] or ""):
             continue
         # Break opportunities after the dots, so long paths wrap at segments, not mid-word.
-        grouped.setdefault(option["group"], []).append({**option, "display": option["path"].replace(".", ".\u200b")})
+        grouped.setdefault(option["group"], []).append({**option, "display": option["path"].replace(".", ".\u200b"),
+                                                         "is_current": option["path"] == current})
         foreach_of.setdefault(option["group"], option["foreach_id"])
 
     def rank(group: str) -> tuple[int, int]:
@@ -264,10 +279,16 @@ def picker(analysis: Any, node_id: str, field_name: str, *, show_all: bool = Fal
             return (0 if group == "Input" else 1 if group == "State" else 2, 0)
         return (3, region.index(owner) if owner in region else len(region))
 
-    groups = [OptionGroup(name, foreach_of[name], grouped[name]) for name in sorted(grouped, key=rank)]
+    groups = [
+        OptionGroup(name, foreach_of[name],
+                    # A search shows everything it finds unfolded.
+                    [o for o in grouped[name] if query or not _is_run_id(o)],
+                    [o for o in grouped[name] if not query and _is_run_id(o)])
+        for name in sorted(grouped, key=rank)
+    ]
     return {
         "node": node_id, "field": field_name, "groups": groups, "show_all": show_all, "query": query,
-        "count": sum(len(g.options) for g in groups), "reachable": report["reachable"], "current": current,
+        "count": sum(len(g.options) + len(g.ids) for g in groups), "reachable": report["reachable"], "current": current,
         "want": type_label(report["want"]) if isinstance(report.get("want"), dict) and report["want"] else "",
         "region": region, "error": "",
     }

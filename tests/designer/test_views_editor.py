@@ -404,3 +404,26 @@ def test_interrupt_payload_field_names_are_checked_as_paths(cast: Any, approval:
         html = _inspector(client, approval, node="review", target=bad)
         assert 'class="inspector-error"' in html, bad
         assert 'class="field-row is-focused' not in html
+
+
+def test_picker_folds_each_loops_run_ids_below_its_item_fields(cast: Any, nested: Any) -> None:
+    client = _client(cast.editor)
+    url = f"/workflows/{nested.pk}/edit/picker/"
+    html = client.get(url, {"node": "inner", "field": "input.value"}, HTTP_HX_REQUEST="true").content.decode()
+    for loop in ("customers", "orders"):
+        group = html[html.index(f'data-foreach="{loop}"'):]
+        group = group[:group.index("</section>")]
+        folded = group[group.index('<details class="picker__ids" >'):]
+        assert f"Run ids of {loop} (5)" in folded
+        for name in ("node_id", "activation_id", "frame_id", "scope_id", "lineage_id"):
+            assert f'data-path="context.foreach.{loop}.{name}"' in folded
+        assert f'data-path="context.foreach.{loop}.item' in group[:group.index("<details")]
+        assert f'data-path="context.foreach.{loop}.index"' in group[:group.index("<details")]
+    # A search shows what it finds unfolded; a bound run id keeps its fold open.
+    found = client.get(url, {"node": "inner", "field": "input.value", "q": "frame"},
+                       HTTP_HX_REQUEST="true").content.decode()
+    assert "<details" not in found and 'data-path="context.foreach.orders.frame_id"' in found
+    _post(client, nested, action="bind", node="inner", field="input.value", path="context.foreach.orders.frame_id")
+    bound = client.get(url, {"node": "inner", "field": "input.value"}, HTTP_HX_REQUEST="true").content.decode()
+    assert '<details class="picker__ids" open>' in bound
+    assert bound.count('<details class="picker__ids" open>') == 1
