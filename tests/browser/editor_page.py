@@ -149,6 +149,19 @@ class EditorPage:
         mouse.up()
         self.wait_saved(before + 1)
 
+    def wait_fitted(self) -> None:
+        """Wait until every node and loop frame is inside the canvas and clear of the toolbar, the zoom
+        controls and the minimap (what "fit" promises, once its animation ends)."""
+        self.page.wait_for_function("""() => {
+            const box = (el) => el.getBoundingClientRect();
+            const pane = box(document.querySelector(".react-flow__pane"));
+            const chrome = [...document.querySelectorAll(".wf-toolbar, .react-flow__controls, .wf-minimap")].map(box);
+            const apart = (a, b) => a.right <= b.left || b.right <= a.left || a.bottom <= b.top || b.bottom <= a.top;
+            return [...document.querySelectorAll(".react-flow__node, .wf-frame")].map(box).every((r) =>
+                r.left >= pane.left && r.right <= pane.right && r.top >= pane.top && r.bottom <= pane.bottom
+                && chrome.every((c) => apart(r, c)));
+        }""")
+
     def click_empty_canvas(self) -> None:
         """Click the pane where no node, toolbar, minimap or control sits (clears the selection)."""
         pane = self.page.locator(".react-flow__pane")

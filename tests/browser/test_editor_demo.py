@@ -11,6 +11,8 @@ from playwright.sync_api import Page, expect
 
 from designer.demo import TEAM_SLUG, load_demo
 from designer.models import Membership, Team, Workflow
+from designer.services import teams as team_services
+from designer.services import workflows as workflow_services
 from tests.browser.editor_page import EditorPage
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -41,12 +43,49 @@ def test_demo_workflows_open_laid_out_and_clean(
             for second in ids[i + 1:]:
                 a, b = boxes[first], boxes[second]
                 assert a and b and _apart(a, b), (slug, first, second)
-        # Every node is inside the canvas after the initial fit.
+        # After the initial fit every node and loop frame is inside the canvas, none under the toolbar,
+        # the zoom controls or the minimap.
         pane = editor.page.locator(".react-flow__pane").bounding_box()
         assert pane
-        for node_id, box in boxes.items():
-            assert box and pane["x"] <= box["x"] and box["x"] + box["width"] <= pane["x"] + pane["width"], node_id
-            assert pane["y"] <= box["y"] and box["y"] + box["height"] <= pane["y"] + pane["height"], node_id
+        frames = editor.page.locator(".wf-frame")
+        drawn = {**boxes, **{f"frame {i}": frames.nth(i).bounding_box() for i in range(frames.count())}}
+        chrome = [editor.page.locator(sel).bounding_box()
+                  for sel in (".wf-toolbar", ".react-flow__controls", ".wf-minimap")]
+        for what, box in drawn.items():
+            assert box and pane["x"] <= box["x"] and box["x"] + box["width"] <= pane["x"] + pane["width"], what
+            assert pane["y"] <= box["y"] and box["y"] + box["height"] <= pane["y"] + pane["height"], what
+            for covering in chrome:
+                assert covering and _apart(box, covering), (slug, what, covering)
         editor.page.screenshot(path=artifacts_dir / f"editor-demo-{slug}.png")
         assert editor.errors == [], slug
         assert editor.revision() == workflow.revision  # looking stores nothing
+
+
+def test_a_tall_graph_is_fitted_with_its_loop_frame_clear_of_the_canvas_tools(
+    logged_in_page: Page, live_server: Any, user: Any, artifacts_dir: Path
+) -> None:
+    """A loop body that fans out into many branch cases is taller than the canvas is high: the fit is
+    decided by the height, where the frame's label and the back-edges lie beyond the nodes."""
+    team = team_services.create_team(actor=user, name="Acme")
+    cases = [f"case_{i}" for i in range(6)]
+    workflow = workflow_services.import_workflow(actor=user, team=team, document={
+        "id": "fan-out",
+        "input_schema": {"type": "object", "properties": {"items": {"type": "array", "items": {"type": "string"}}},
+                         "required": ["items"]},
+        "nodes": [
+            {"id": "items", "kind": "foreach", "over": "input.items"},
+            {"id": "which", "kind": "branch", "path": "context.foreach.items.item",
+             "cases": [{"label": case, "op": "equals", "value": case} for case in cases]},
+            *({"id": f"on_{case}", "kind": "task", "task": "set_value"} for case in [*cases, "default"]),
+        ],
+        "routes": [
+            {"source": "items", "label": "loop", "target": "which"},
+            *({"source": "which", "label": case, "target": f"on_{case}"} for case in [*cases, "default"]),
+            *({"source": f"on_{case}", "label": "ok", "target": "items"} for case in [*cases, "default"]),
+        ],
+    })
+    editor = EditorPage(logged_in_page, live_server.url, workflow).open()
+    expect(editor.diagnostics.locator(".diag-item")).to_have_count(0)
+    editor.wait_fitted()
+    editor.page.screenshot(path=artifacts_dir / "editor-tall-fan-out.png")
+    assert editor.errors == []

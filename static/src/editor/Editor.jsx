@@ -10,6 +10,7 @@ import {
   ReactFlowProvider,
   applyEdgeChanges,
   applyNodeChanges,
+  getViewportForBounds,
   useReactFlow,
   useUpdateNodeInternals,
 } from "@xyflow/react";
@@ -228,14 +229,45 @@ function Canvas({ workflowId, apiBase, canEdit, root }) {
     if (changed.length) updateNodeInternals(changed);
   }, [nodes, updateNodeInternals]);
 
+  const frames = useMemo(() => (doc && analysis ? buildFrames(doc, analysis, nodes) : []), [doc, analysis, nodes]);
+  const framesRef = useRef(frames);
+  framesRef.current = frames;
+
+  // Fit the whole drawing: nodes, the loop frames around them and the
+  // back-edges under the frames, clear of the toolbar (top left) and the
+  // zoom controls and minimap (bottom corners).
+  const fitGraph = useCallback(
+    (duration = 0) => {
+      const drawn = flow.getNodes();
+      if (!drawn.length || !wrapper.current) return;
+      const box = flow.getNodesBounds(drawn);
+      let [x1, y1, x2, y2] = [box.x, box.y, box.x + box.width, box.y + box.height];
+      for (const frame of framesRef.current) {
+        x1 = Math.min(x1, frame.x);
+        y1 = Math.min(y1, frame.y);
+        x2 = Math.max(x2, frame.x + frame.width);
+        y2 = Math.max(y2, frame.y + frame.height + 30);
+      }
+      const { width, height } = wrapper.current.getBoundingClientRect();
+      const viewport = getViewportForBounds(
+        { x: x1, y: y1, width: x2 - x1, height: y2 - y1 },
+        width,
+        height,
+        0.2,
+        1.1,
+        { top: "64px", bottom: "48px", x: "5%" },
+      );
+      flow.setViewport(viewport, duration ? { duration } : undefined);
+    },
+    [flow],
+  );
+
   useEffect(() => {
     if (!fitted.current && nodes.length && nodes.every((node) => node.measured)) {
       fitted.current = true;
-      flow.fitView({ padding: 0.2, maxZoom: 1.1 });
+      fitGraph();
     }
-  }, [nodes, flow]);
-
-  const frames = useMemo(() => (doc && analysis ? buildFrames(doc, analysis, nodes) : []), [doc, analysis, nodes]);
+  }, [nodes, fitGraph]);
   // Back-edges run under the frame of the body they close.
   const drawnEdges = useMemo(() => {
     const bottoms = new Map(frames.map((frame) => [frame.id, frame.y + frame.height]));
@@ -383,10 +415,10 @@ function Canvas({ workflowId, apiBase, canEdit, root }) {
       (analysis && analysis.control_regions) || {},
     );
     save(moveNodes(current, positions));
-    window.requestAnimationFrame(() => flow.fitView({ padding: 0.2, maxZoom: 1.1, duration: 200 }));
-  }, [analysis, flow, nodes, save]);
+    window.requestAnimationFrame(() => fitGraph(200));
+  }, [analysis, fitGraph, nodes, save]);
 
-  const fit = useCallback(() => flow.fitView({ padding: 0.2, maxZoom: 1.1, duration: 200 }), [flow]);
+  const fit = useCallback(() => fitGraph(200), [fitGraph]);
 
   // --- events from the htmx panels --------------------------------------------
 
