@@ -26,6 +26,7 @@ from runtime._ids import IdFactory
 from runtime._state import (
     ROOT_SCOPE_ID,
     Barrier,
+    EntryCache,
     ExecutionFrame,
     ForeachActivation,
     ForeachItemMetadata,
@@ -242,6 +243,7 @@ class Scheduler:
         # Item metadata checked once per live frame: a frame's metadata and its activation
         # never change while the frame lives, and a step reads it several times.
         self._metadata: dict[str, tuple[ExecutionFrame, ForeachItemMetadata]] = {}
+        self._entries: EntryCache = {}  # context entries per live frame (runtime._state.foreach_entries)
 
     # -- primitives --------------------------------------------------------------
 
@@ -290,6 +292,7 @@ class Scheduler:
         self.rs.frames.pop(frame.frame_id, None)
         self.rs.lineages.pop(frame.lineage_id, None)
         self._metadata.pop(frame.frame_id, None)
+        self._entries.pop(frame.frame_id, None)
 
     def item_metadata(self, frame: ExecutionFrame) -> ForeachItemMetadata | None:
         if "foreach" not in frame.metadata:
@@ -310,7 +313,8 @@ class Scheduler:
                 # A scope's root frame (what runs outside any foreach): nothing to walk.
                 return RuntimeContext(run_id=self.rs.run_id, workflow_id=workflow_id, scope_id=frame.scope_id,
                                       frame_id=frame.frame_id, lineage_id=frame.lineage_id, node_id=frame.node_id)
-        return runtime_context(self.rs, frame.frame_id, workflow_id=workflow_id, item_metadata=self.item_metadata)
+        return runtime_context(self.rs, frame.frame_id, workflow_id=workflow_id, item_metadata=self.item_metadata,
+                               cache=self._entries)
 
     def reader(self, scope: RuntimeScope, frame: ExecutionFrame, workflow_id: str = "") -> ScopeReader:
         return ScopeReader(scope.input, scope.state, lambda: self.context(frame, workflow_id).to_mapping())

@@ -350,30 +350,44 @@ def foreach_item_metadata(run_state: RunState, frame: ExecutionFrame) -> Foreach
     return ForeachItemMetadata(node_id, activation_id, index, raw["item"], alias)
 
 
+#: Entries already derived per frame id (the frame object is kept to recognise it); see ``foreach_entries``.
+EntryCache = dict[str, tuple[ExecutionFrame, tuple[tuple[ForeachContext, str | None], ...]]]
+
+
 def foreach_entries(run_state: RunState, frame_id: str, *,
                     item_metadata: Callable[[ExecutionFrame], ForeachItemMetadata | None] | None = None,
-                    ) -> list[tuple[ForeachContext, str | None]]:
+                    cache: EntryCache | None = None) -> list[tuple[ForeachContext, str | None]]:
     """Active foreach entries of ``frame_id``'s scope with their aliases, outermost first.
 
     Walks ``parent_frame_id`` while the ancestors stay in the frame's scope: a
     subgraph's root frame has its caller as scheduling parent, but that grants
     no context visibility across the scope boundary. ``item_metadata`` reads a
     frame's metadata instead of ``foreach_item_metadata`` (the engine passes
-    one that remembers what it has already checked).
+    one that remembers what it has already checked). With ``cache``, the walk
+    stops at the first frame whose entries are known and records the entries
+    of every frame it passed: a live frame's ancestry never changes, so an
+    inner item reuses what its enclosing item already derived.
     """
     frames = run_state.frames
     frame = frame_of(run_state, frame_id)
     scope_id = frame.scope_id
-    entries: list[tuple[ForeachContext, str | None]] = []
+    walked: list[tuple[ExecutionFrame, tuple[ForeachContext, str | None] | None]] = []
+    known: tuple[tuple[ForeachContext, str | None], ...] = ()
     seen: set[str] = set()
     current: ExecutionFrame | None = frame
     while current is not None:
+        if cache is not None:
+            hit = cache.get(current.frame_id)
+            if hit is not None and hit[0] is current:
+                known = hit[1]
+                break
         if current.frame_id in seen:
             raise _corrupt(frame_id, "frame ancestry contains a cycle")
         seen.add(current.frame_id)
         meta = item_metadata(current) if item_metadata is not None else foreach_item_metadata(run_state, current)
+        entry = None
         if meta is not None:
-            entries.append((
+            entry = (
                 ForeachContext(
                     node_id=meta.node_id,
                     activation_id=meta.activation_id,
@@ -384,7 +398,8 @@ def foreach_entries(run_state: RunState, frame_id: str, *,
                     item=meta.item,
                 ),
                 meta.alias,
-            ))
+            )
+        walked.append((current, entry))
         parent_id = current.parent_frame_id
         if parent_id is None:
             break
@@ -394,16 +409,21 @@ def foreach_entries(run_state: RunState, frame_id: str, *,
         if parent.scope_id != scope_id:
             break
         current = parent
-    entries.reverse()
+    entries = list(known)
+    for walked_frame, entry in reversed(walked):
+        if entry is not None:
+            entries.append(entry)
+        if cache is not None:
+            cache[walked_frame.frame_id] = (walked_frame, tuple(entries))
     return entries
 
 
 def runtime_context(run_state: RunState, frame_id: str, *, workflow_id: str = "", attempt: int = 1,
                     item_metadata: Callable[[ExecutionFrame], ForeachItemMetadata | None] | None = None,
-                    ) -> RuntimeContext:
+                    cache: EntryCache | None = None) -> RuntimeContext:
     """The structured context of a frame, derived from persisted ancestry."""
     frame = frame_of(run_state, frame_id)
-    entries = foreach_entries(run_state, frame_id, item_metadata=item_metadata)
+    entries = foreach_entries(run_state, frame_id, item_metadata=item_metadata, cache=cache)
     foreach: dict[str, ForeachContext] = {}
     for entry, _alias in entries:
         if entry.node_id in foreach:
