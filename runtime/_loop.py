@@ -434,8 +434,9 @@ class RunLoop:
 
     def drive(self) -> None:
         try:
+            check = self.config.should_cancel
             while self.rs.status == "running":
-                if self.cancelled():
+                if check is not None and self.cancelled():
                     self.checkpoint(self.settle())
                     return
                 works = self.prepare()

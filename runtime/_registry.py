@@ -116,7 +116,8 @@ class TaskSpec:
                 task=self.name, node_id=_node_of(context), errors=[],
             )
         try:
-            return self._input_model.model_validate(payload)
+            model: BaseModel = self._input_model.__pydantic_validator__.validate_python(payload)  # = model_validate
+            return model
         except ValidationError as exc:
             errors = self._explain_errors(exc.errors(include_url=False), payload)
             raise InputValidationError(
@@ -158,8 +159,9 @@ class TaskSpec:
                     task=self.name, node_id=_node_of(context),
                 ) from None
         try:
-            validated = self._result_adapter.validate_python(payload)
-            return label, self._result_adapter.dump_python(validated, mode="json")
+            # The adapter's core validator and serializer directly: its wrappers only add per-step overhead.
+            validated = self._result_adapter.validator.validate_python(payload)
+            return label, self._result_adapter.serializer.to_python(validated, mode="json")
         except ValidationError as exc:
             expected = schema_type_text(self.result_schema)
             parts = []
