@@ -92,6 +92,8 @@ class EditorPage:
         self.page.set_viewport_size({"width": 1600, "height": 1000})
         self.page.goto(self.url)
         expect(self.canvas).to_have_attribute("data-state", "saved")
+        # The first fit sets the zoom; measuring or dragging before it races with it.
+        expect(self.canvas).to_have_attribute("data-fitted", "true")
         return self
 
     def revision(self) -> int:

@@ -110,11 +110,14 @@ function Canvas({ workflowId, apiBase, canEdit, root }) {
       }
       // Fit once, to the graph as loaded; an empty canvas keeps its viewport so
       // nodes land where they are dropped.
-      if (!data.document.nodes.length) fitted.current = true;
+      if (!data.document.nodes.length) {
+        fitted.current = true;
+        root.dataset.fitted = "true";
+      }
       adopt(data);
       return data;
     },
-    [adopt, docUrl],
+    [adopt, docUrl, root],
   );
 
   useEffect(() => {
@@ -266,8 +269,10 @@ function Canvas({ workflowId, apiBase, canEdit, root }) {
     if (!fitted.current && nodes.length && nodes.every((node) => node.measured)) {
       fitted.current = true;
       fitGraph();
+      // Tests (and anything measuring the drawing) wait for the first fit.
+      root.dataset.fitted = "true";
     }
-  }, [nodes, fitGraph]);
+  }, [nodes, fitGraph, root]);
   // Back-edges run under the frame of the body they close.
   const drawnEdges = useMemo(() => {
     const bottoms = new Map(frames.map((frame) => [frame.id, frame.y + frame.height]));
