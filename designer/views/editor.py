@@ -16,6 +16,7 @@ from typing import Any
 
 from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse
+from django.template import TemplateDoesNotExist
 from django.template.loader import select_template
 from django.template.response import TemplateResponse
 from django.urls import reverse
@@ -196,7 +197,7 @@ def editor(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
     try:
         select_template([RUN_PANEL_SLOT])
         has_run_panel = True
-    except Exception:  # the runs pages are optional for the editor
+    except TemplateDoesNotExist:  # the runs pages are optional for the editor
         has_run_panel = False
     diagnostics = _diagnostics(loaded)
     context = {

@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from designer.errors import BadRequest
+from designer.untrusted import JSONInputError, loads_json
 from runtime import GraphSourcePath, LocalPath, PathSyntaxError, parse_local_path, parse_source_path, parse_state_path
 
 Document = dict[str, Any]
@@ -78,9 +79,11 @@ def _source_path(text: str) -> str:
 
 def _json(text: str, *, what: str) -> Any:
     try:
-        return json.loads(text)
+        return loads_json(text)
     except json.JSONDecodeError as exc:
         raise BadRequest(f"{what} is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})") from exc
+    except JSONInputError as exc:
+        raise BadRequest(f"{what}: {exc}") from exc
 
 
 def literal_value(raw: str, schema: Mapping[str, Any] | None) -> Any:
@@ -89,7 +92,9 @@ def literal_value(raw: str, schema: Mapping[str, Any] | None) -> Any:
     if wanted == "string":
         return raw
     try:
-        return json.loads(raw)
+        return loads_json(raw)
+    except JSONInputError as exc:
+        raise BadRequest(f"{raw[:40]!r}…: {exc}") from exc
     except json.JSONDecodeError:
         if wanted in (None, "") or (isinstance(wanted, list) and "string" in wanted):
             return raw

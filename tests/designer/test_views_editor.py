@@ -158,6 +158,23 @@ def test_settings_with_invalid_json_are_refused_with_the_reason(cast: Any, neste
     assert nested.revision == 1
 
 
+def test_hostile_json_in_panels_is_refused_with_the_reason_not_a_server_error(cast: Any, nested: Any) -> None:
+    client = _client(cast.editor)
+    deep = "[" * 5000 + "]" * 5000
+    for fields, reason in (
+        ({"action": "settings", "input_schema": deep, "state_schema": "", "outputs": "[]", "start": ""},
+         "nested more than"),
+        ({"action": "settings", "input_schema": '{"type": "object", "x": NaN}', "state_schema": "",
+          "outputs": "[]", "start": ""}, "input schema"),
+        ({"action": "literal", "node": "after", "field": "input.value", "value": deep}, "nested more than"),
+    ):
+        response = _post(client, nested, **fields)
+        assert response.status_code < 500
+        assert reason in response.content.decode()
+    nested.refresh_from_db()
+    assert nested.revision == 1
+
+
 def test_viewers_cannot_edit(cast: Any, nested: Any) -> None:
     response = _post(_client(cast.viewer), nested, action="start", node="after")
     assert response.status_code == 403
