@@ -7,6 +7,7 @@ process, arbitrates between concurrent workers.
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 import threading
@@ -26,6 +27,8 @@ DEFAULT_LEASE_SECONDS = 30.0
 
 #: Statuses in which a run wants a worker.
 RUNNABLE = (Run.Status.QUEUED, Run.Status.RUNNING)
+
+logger = logging.getLogger("designer.runs")
 
 
 class LeaseLost(Exception):
@@ -118,7 +121,8 @@ class Heartbeat:
                     renew(self.run_id, self.owner)
                 except LeaseLost:
                     return
-                except Exception:  # a transient DB error must not kill the heartbeat
+                except Exception:  # a transient DB error must not kill the heartbeat, but it must be seen
+                    logger.warning("run %s: lease heartbeat failed; retrying", self.run_id, exc_info=True)
                     close_old_connections()
         finally:
             connection.close()
