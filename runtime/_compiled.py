@@ -14,48 +14,55 @@ from typing import Any
 import referencing
 import referencing.exceptions
 from jsonschema import exceptions as jsonschema_exceptions
-from jsonschema import validators as jsonschema_validators
 from pydantic_core import to_jsonable_python
 
 from runtime._document import Node, TaskNode, Workflow
 from runtime._errors import InputValidationError
 from runtime._paths import GraphSourcePath, LocalPath
 from runtime._registry import TaskRegistry, TaskSpec
+from runtime._schema_check import SchemaDefect, dialect_of, schema_defects
 
 #: Schemas come from workflow documents, i.e. from users. Without an explicit registry jsonschema
 #: fetches any ``$ref`` it cannot resolve locally with urllib (``http://`` into the server's own
 #: network, ``file://``), so a document could make the server issue requests. An empty registry
-#: leaves only references inside the schema itself and the bundled JSON Schema meta-schemas.
+#: leaves only references inside the schema itself (``schema_defects`` refuses any other $ref
+#: before a validator is built; this registry is the second line).
 _LOCAL_REFS_ONLY: referencing.Registry[Any] = referencing.Registry()
 
 
+@dataclass(frozen=True, slots=True)
+class UnusableSchema:
+    """Stands in for a validator when the schema itself is broken: every value is refused, saying why."""
+
+    defects: tuple[SchemaDefect, ...]
+
+
 def schema_validator(schema: Mapping[str, Any]) -> Any:
-    """A jsonschema validator for ``schema`` (draft chosen by ``$schema``, 2020-12 by default)."""
-    cls = jsonschema_validators.validator_for(schema, default=jsonschema_validators.Draft202012Validator)
-    return cls(schema, registry=_LOCAL_REFS_ONLY)
+    """A validator for a document's ``schema``, or ``UnusableSchema`` when it cannot be used.
+
+    Draft chosen by ``$schema`` (2020-12 by default); only ``$ref``s inside the schema resolve.
+    """
+    defects = schema_defects(schema)
+    dialect = dialect_of(schema)
+    if defects or dialect is None:
+        return UnusableSchema(defects)
+    return dialect.stock(schema, registry=_LOCAL_REFS_ONLY)
 
 
 def schema_problems(validator: Any, value: Any) -> list[dict[str, Any]]:
     """Every way ``value`` violates the validator's schema, each with a location and a message."""
+    if isinstance(validator, UnusableSchema):
+        return [{"field": "", "message": f"the schema is unusable: {defect.message} (at {defect.where})"}
+                for defect in validator.defects[:5]]
     try:
         errors = sorted(validator.iter_errors(value), key=lambda e: [str(p) for p in e.absolute_path])
     except jsonschema_exceptions.SchemaError as exc:  # the document's schema itself is broken
         return [{"field": "", "message": f"the schema is invalid: {exc.message}"}]
-    except referencing.exceptions.Unresolvable as exc:
-        # jsonschema wraps referencing's error; the cause says whether the ref was local.
-        cause = exc.__cause__ if isinstance(exc.__cause__, referencing.exceptions.Unresolvable) else exc
-        ref = getattr(cause, "ref", "")
-        if isinstance(cause, (referencing.exceptions.PointerToNowhere, referencing.exceptions.NoSuchAnchor)):
-            local = getattr(cause, "anchor", None) or ref
-            message = f"the schema's $ref '#{local}' points at nothing inside the schema; check the name under $defs"
-        else:
-            message = (f"the schema refers to {ref!r}, which cannot be resolved: a $ref may only point inside the "
-                       f"schema itself (e.g. '#/$defs/name'); remote and file references are not fetched")
-        return [{"field": "", "message": message}]
-    except RecursionError:  # e.g. {"$defs": {"a": {"$ref": "#/$defs/a"}}, "$ref": "#/$defs/a"}
-        return [{"field": "", "message": (
-            "the schema's $refs lead back to themselves without ever describing a value; make each $ref "
-            "point at a schema with its own type or properties")}]
+    except referencing.exceptions.Unresolvable as exc:  # schema_defects reports these first
+        return [{"field": "", "message": f"the schema's $ref {getattr(exc, 'ref', '')!r} cannot be resolved: a "
+                                         f"$ref may only point inside the schema itself"}]
+    except RecursionError:  # schema_defects reports $ref cycles first; a very deep value can still get here
+        return [{"field": "", "message": "the value is nested too deeply to validate against the schema"}]
     return [
         {"field": ".".join(str(p) for p in error.absolute_path), "message": error.message}
         for error in errors[:20]

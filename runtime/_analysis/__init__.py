@@ -5,8 +5,9 @@ node can emit), ``_schemas`` (JSON Schema subset + type compatibility),
 ``_infer`` (result -> state inference), ``_error_payload`` (the error
 route's payload), ``_scope`` (what a path reads, context schemas per
 region), ``_checks`` (binding and path diagnostics), ``_branch`` (branch
-case values), ``_options`` (path options), ``_codes`` (the code table),
-``_analyzer`` (``analyze``).
+case values), ``_options`` (path options), ``_document_schemas`` (the
+document's own schemas), ``_codes`` (the code table), ``_analyzer``
+(``analyze``).
 
 Decisions worth knowing (runtime.md section 7 leaves them open):
 
@@ -63,8 +64,17 @@ Decisions worth knowing (runtime.md section 7 leaves them open):
   on the calling subgraph node (same code, field ``workflow``). In a child,
   ``context.foreach.X`` / an alias of a *caller's* foreach is
   ``path.cross_scope``; analyzed standalone it is ``path.unknown_foreach``.
+* ``schema.invalid`` (``_document_schemas``, rules in ``runtime._schema_check``):
+  ``input_schema``/``state_schema`` (workflow level, no node) or an
+  interrupt's ``resume_schema`` that the runtime could not validate against:
+  invalid per its meta-schema (draft 2020-12 unless ``$schema`` says 2019-09,
+  7, 6 or 4), a ``$ref`` that leaves the schema / points at nothing / at a
+  non-schema, or ``$ref``s looping through in-place keywords (validation
+  would never end). An error even for
+  ``state_schema`` (which the engine does not validate against): the
+  document is wrong either way.
 * Additions to the code table: ``task.unknown``, ``route.unknown_source``,
-  ``workflow.no_start``, ``document.invalid`` (see ``CODES``).
+  ``workflow.no_start``, ``schema.invalid``, ``document.invalid`` (see ``CODES``).
 """
 
 from __future__ import annotations

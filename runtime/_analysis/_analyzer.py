@@ -9,6 +9,7 @@ from typing import Any
 
 from runtime._analysis import _schemas as S
 from runtime._analysis._checks import Checker
+from runtime._analysis._document_schemas import schema_diagnostics
 from runtime._analysis._error_payload import ERROR_PAYLOAD_SCHEMA
 from runtime._analysis._infer import StateWrites, output_schema, result_schema
 from runtime._analysis._labels import LabelSet, labels_of
@@ -394,6 +395,7 @@ class _Session:
         labels = {node_id: self.label_set(labels_of(node, specs.get(node_id))) for node_id, node in nodes.items()}
         regions = compute_regions(doc, nodes, routes, labels)
         diagnostics = _structure(doc, nodes, self.registry, specs)
+        diagnostics += schema_diagnostics(doc)
         diagnostics += _route_labels(doc, routes, labels)
         diagnostics += _unreachable(doc, regions.stacks) if doc.nodes else []
         diagnostics += regions.diagnostics

@@ -48,6 +48,11 @@ _TABLE: Final[tuple[CodeInfo, ...]] = (
     CodeInfo("route.unknown_source", "error", "a route starts at a node that does not exist", addition=True),
     CodeInfo("workflow.no_start", "error", "the workflow has no nodes, or its start node does not exist",
              addition=True),
+    CodeInfo("schema.invalid", "error",
+             "input_schema, state_schema or an interrupt's resume_schema cannot be used: not valid JSON Schema, "
+             "a $ref that leaves the schema, points at nothing or loops (field names the schema; the message gives "
+             "the place inside it)",
+             addition=True),
     CodeInfo("document.invalid", "error",
              "analyze() was given a mapping that is not a valid workflow document (raised, not returned)",
              addition=True),

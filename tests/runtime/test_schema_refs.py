@@ -13,7 +13,14 @@ from typing import Any
 
 import pytest
 
-from runtime import Engine, InputValidationError, WorkflowBuilder, builtin_registry, check_run_input
+from runtime import (
+    Engine,
+    InputValidationError,
+    WorkflowBuilder,
+    WorkflowValidationError,
+    builtin_registry,
+    check_run_input,
+)
 
 
 class _Recorder(http.server.BaseHTTPRequestHandler):
@@ -64,15 +71,16 @@ def test_remote_ref_in_input_schema_is_not_fetched(schema_server: tuple[str, lis
     assert "$ref may only point inside the schema" in caught.value.message
 
 
-def test_engine_refuses_the_input_without_fetching(schema_server: tuple[str, list[str]]) -> None:
+def test_engine_refuses_the_document_without_fetching(schema_server: tuple[str, list[str]]) -> None:
     base, hits = schema_server
     document = _document({"$id": f"{base}/root.json", "type": "object",
                           "properties": {"amount": {"$ref": "other.json"}}})
 
-    with pytest.raises(InputValidationError):
+    with pytest.raises(WorkflowValidationError) as caught:
         Engine(builtin_registry()).run(document, {"amount": 3})
 
     assert hits == []
+    assert [(d.code, d.field) for d in caught.value.diagnostics] == [("schema.invalid", "input_schema")]
 
 
 def test_file_refs_are_not_read(tmp_path: Any) -> None:

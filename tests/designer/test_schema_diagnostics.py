@@ -1,0 +1,31 @@
+"""A broken schema in a document is a diagnostic when it is saved, and the draft does not start."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from designer.models import Run
+from designer.services import runs as run_services
+from designer.services import workflows as workflow_services
+from runtime import WorkflowValidationError
+
+pytestmark = pytest.mark.django_db
+
+
+def test_a_remote_ref_is_reported_at_save_time_and_the_draft_does_not_start(cast: Any, workflow: Any,
+                                                                             document: dict[str, Any]) -> None:
+    edited = copy.deepcopy(document)
+    edited["input_schema"]["properties"]["amount"] = {"$ref": "http://169.254.169.254/latest/meta-data"}
+
+    saved = workflow_services.save_document(actor=cast.editor, workflow=workflow, revision=workflow.revision,
+                                            document=edited)
+
+    [problem] = [d for d in saved.diagnostics if d.code == "schema.invalid"]
+    assert (problem.severity, problem.node_id, problem.field) == ("error", None, "input_schema")
+    assert "points outside the schema" in problem.message
+    with pytest.raises(WorkflowValidationError, match="schema.invalid"):
+        run_services.start_run(actor=cast.editor, workflow=saved.workflow, input={"amount": 3})
+    assert not Run.objects.exists()

@@ -1,0 +1,144 @@
+"""``schema.invalid``: a document's own schemas are judged when it is analyzed (saved), not when a run starts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from runtime import (
+    Engine,
+    InputValidationError,
+    Workflow,
+    WorkflowValidationError,
+    analyze,
+    builtin_registry,
+    check_run_input,
+)
+from runtime._analysis import CODES
+from runtime._diagnostics import Diagnostic
+from tests.runtime.analysis_docs import route, subgraph, task, workflow
+
+
+def _input(schema: dict[str, Any]) -> Workflow:
+    return workflow([task("a")], [], input_schema=schema)
+
+
+def _schema_problems(doc: Workflow, **options: Any) -> list[Diagnostic]:
+    return [d for d in analyze(doc, **options).diagnostics if d.code == "schema.invalid"]
+
+
+def _only(doc: Workflow) -> Diagnostic:
+    found = _schema_problems(doc)
+    assert len(found) == 1, found
+    assert found[0].severity == "error" == CODES["schema.invalid"].severity
+    assert found[0].hint
+    return found[0]
+
+
+@pytest.mark.parametrize("ref", ["http://127.0.0.1:9/amount.json", "file:///etc/passwd", "other.json",
+                                 "https://json-schema.org/draft/2020-12/schema"])
+def test_a_ref_leaving_the_schema_is_reported(ref: str) -> None:
+    problem = _only(_input({"type": "object", "properties": {"amount": {"$ref": ref}}}))
+
+    assert (problem.node_id, problem.field) == (None, "input_schema")
+    assert f"$ref {ref!r} points outside the schema" in problem.message
+    assert "#/properties/amount/$ref" in problem.message
+    assert "$defs" in problem.hint
+
+
+def test_a_dangling_ref_names_the_pointer() -> None:
+    problem = _only(_input({"type": "object", "properties": {"a": {"$ref": "#/$defs/amout"}},
+                            "$defs": {"amount": {"type": "integer"}}}))
+
+    assert "$ref '#/$defs/amout' points at nothing inside the schema" in problem.message
+
+
+def test_a_ref_to_something_that_is_not_a_schema_is_reported() -> None:
+    problem = _only(_input({"type": "object", "properties": {"a": {"$ref": "#/properties"}}}))
+
+    assert "not a schema" in problem.message
+
+
+def test_a_ref_cycle_that_never_descends_is_reported_with_its_path() -> None:
+    schema = {"$defs": {"a": {"allOf": [{"$ref": "#/$defs/b"}]}, "b": {"anyOf": [{"type": "string"},
+                                                                          {"$ref": "#/$defs/a"}]}},
+              "type": "object", "properties": {"x": {"$ref": "#/$defs/a"}}}
+    problem = _only(_input(schema))
+
+    assert "lead back to themselves" in problem.message
+    assert "#/$defs/a" in problem.message and "#/$defs/b" in problem.message
+    # The runtime agrees: validating against it is refused instead of recursing until RecursionError.
+    with pytest.raises(InputValidationError, match="lead back to themselves"):
+        check_run_input(_input(schema), {"x": 1})
+
+
+def test_recursion_through_properties_and_items_is_fine() -> None:
+    tree = {"$defs": {"node": {"type": "object", "properties": {
+        "name": {"type": "string"},
+        "children": {"type": "array", "items": {"$ref": "#/$defs/node"}}}}},
+        "type": "object", "properties": {"root": {"$ref": "#/$defs/node"}, "self": {"$ref": "#"}}}
+
+    assert _schema_problems(_input(tree)) == []
+    assert check_run_input(_input(tree), {"root": {"name": "a", "children": [{"name": "b"}]}})
+
+
+def test_embedded_resources_with_their_own_id_are_inside_the_schema() -> None:
+    schema = {"$id": "https://example.com/root.json", "type": "object",
+              "properties": {"a": {"$ref": "item.json"}, "b": {"$ref": "item.json#short"}},
+              "$defs": {"item": {"$id": "item.json", "type": "string", "$anchor": "short", "maxLength": 3}}}
+
+    assert _schema_problems(_input(schema)) == []
+    with pytest.raises(InputValidationError) as caught:
+        check_run_input(_input(schema), {"a": "abcd"})
+    assert caught.value.details["errors"][0]["field"] == "a"
+
+
+@pytest.mark.parametrize("schema, fragment", [
+    ({"type": "text"}, "'type' at #/type is not valid JSON Schema (draft 2020-12)"),
+    ({"type": "object", "required": "name"}, "'required' at #/required"),
+    ({"properties": {"a": {"minLength": -1}}}, "#/properties/a/minLength"),
+    ({"$schema": "http://json-schema.org/draft-03/schema#"}, "is not a supported JSON Schema draft"),
+])
+def test_schemas_that_are_not_usable_json_schema(schema: dict[str, Any], fragment: str) -> None:
+    assert fragment in _only(_input(schema)).message
+
+
+def test_state_and_resume_schemas_are_located_at_their_fields() -> None:
+    doc = workflow(
+        [task("a"), {"kind": "interrupt", "id": "ask", "resume_schema": {
+            "type": "object", "properties": {"ok": {"$ref": "https://example.com/yes-no.json"}}}}],
+        [route("a", "ok", "ask")],
+        state_schema={"type": "object", "properties": {"n": {"type": "int"}}})
+
+    found = {(d.node_id, d.field) for d in _schema_problems(doc)}
+
+    assert found == {(None, "state_schema"), ("ask", "resume_schema")}
+
+
+def test_a_childs_broken_schema_is_repeated_on_the_subgraph_node() -> None:
+    child = workflow([task("c")], [], id="child", input_schema={"type": "object",
+                                                               "properties": {"n": {"$ref": "#/$defs/n"}}})
+    analysis = analyze(workflow([subgraph("s", "child")], []), workflows={"child": child})
+
+    assert [(d.code, d.node_id, d.field) for d in analysis.errors] == [("schema.invalid", "s", "workflow")]
+
+
+def test_the_engine_refuses_the_document_before_validating_any_input() -> None:
+    doc = _input({"type": "object", "properties": {"a": {"$ref": "#/$defs/a"}}})
+
+    with pytest.raises(WorkflowValidationError) as caught:
+        Engine(builtin_registry()).run(doc, {"a": "x"})
+
+    assert ("schema.invalid", "input_schema") in {(d.code, d.field) for d in caught.value.diagnostics}
+
+
+def test_ordinary_schemas_raise_nothing() -> None:
+    schema = {"$schema": "http://json-schema.org/draft-07/schema#", "type": "object",
+              "definitions": {"sku": {"type": "string", "pattern": "^[A-Z]{3}-\\d{1,6}$"}},
+              "properties": {"sku": {"$ref": "#/definitions/sku"}, "tags": {"type": "array",
+                                                                          "items": {"type": "string"}}},
+              "patternProperties": {"^x-": {"type": "string"}}, "additionalProperties": False}
+
+    assert _schema_problems(_input(schema)) == []
+    assert check_run_input(_input(schema), {"sku": "ABC-12", "x-note": "hi"}) == {"sku": "ABC-12", "x-note": "hi"}
