@@ -21,6 +21,7 @@ from runtime._errors import InputValidationError
 from runtime._paths import GraphSourcePath, LocalPath
 from runtime._registry import TaskRegistry, TaskSpec
 from runtime._schema_check import SchemaDefect, dialect_of, schema_defects
+from runtime._schema_patterns import PatternRefused, PatternTooExpensive, validation_budget
 
 #: Schemas come from workflow documents, i.e. from users. Without an explicit registry jsonschema
 #: fetches any ``$ref`` it cannot resolve locally with urllib (``http://`` into the server's own
@@ -40,13 +41,17 @@ class UnusableSchema:
 def schema_validator(schema: Mapping[str, Any]) -> Any:
     """A validator for a document's ``schema``, or ``UnusableSchema`` when it cannot be used.
 
-    Draft chosen by ``$schema`` (2020-12 by default); only ``$ref``s inside the schema resolve.
+    Draft chosen by ``$schema`` (2020-12 by default); patterns are matched with a time limit
+    (``_schema_patterns``), and only ``$ref``s inside the schema resolve.
     """
     defects = schema_defects(schema)
     dialect = dialect_of(schema)
     if defects or dialect is None:
         return UnusableSchema(defects)
-    return dialect.stock(schema, registry=_LOCAL_REFS_ONLY)
+    # jsonschema switches to its stock class for any subschema carrying $schema (a $ref to "#"
+    # reaches the root again), which would bypass the time limit: the draft is already chosen.
+    body = {key: value for key, value in schema.items() if key != "$schema"}
+    return dialect.timed(body, registry=_LOCAL_REFS_ONLY)
 
 
 def schema_problems(validator: Any, value: Any) -> list[dict[str, Any]]:
@@ -55,7 +60,15 @@ def schema_problems(validator: Any, value: Any) -> list[dict[str, Any]]:
         return [{"field": "", "message": f"the schema is unusable: {defect.message} (at {defect.where})"}
                 for defect in validator.defects[:5]]
     try:
-        errors = sorted(validator.iter_errors(value), key=lambda e: [str(p) for p in e.absolute_path])
+        with validation_budget():
+            errors = sorted(validator.iter_errors(value), key=lambda e: [str(p) for p in e.absolute_path])
+    except PatternTooExpensive as exc:
+        # Abandoned, not answered: a timeout inside `not`/`anyOf` must not count as "doesn't match".
+        # propertyNames matches a name as a string value, so look among names when no value fits.
+        field = _locate(value, exc.text, is_key=exc.is_key) or _locate(value, exc.text, is_key=not exc.is_key)
+        return [{"field": field, "message": exc.message}]
+    except PatternRefused as exc:
+        return [{"field": "", "message": f"the schema is unusable: the pattern {exc.problem}"}]
     except jsonschema_exceptions.SchemaError as exc:  # the document's schema itself is broken
         return [{"field": "", "message": f"the schema is invalid: {exc.message}"}]
     except referencing.exceptions.Unresolvable as exc:  # schema_defects reports these first
@@ -67,6 +80,22 @@ def schema_problems(validator: Any, value: Any) -> list[dict[str, Any]]:
         {"field": ".".join(str(p) for p in error.absolute_path), "message": error.message}
         for error in errors[:20]
     ]
+
+
+def _locate(value: Any, text: str, *, is_key: bool) -> str:
+    """The dotted location of the first string (or property name) ``text`` inside ``value``; "" if none."""
+    stack: list[tuple[Any, tuple[str, ...]]] = [(value, ())]
+    while stack:
+        current, path = stack.pop()
+        if not is_key and current == text and isinstance(current, str):
+            return ".".join(path)
+        if isinstance(current, Mapping):
+            if is_key and text in current:
+                return ".".join((*path, text))
+            stack.extend((item, (*path, str(key))) for key, item in reversed(list(current.items())))
+        elif isinstance(current, list):
+            stack.extend((item, (*path, str(index))) for index, item in reversed(list(enumerate(current))))
+    return ""
 
 
 def with_defaults(schema: Mapping[str, Any], value: dict[str, Any]) -> dict[str, Any]:

@@ -5,10 +5,16 @@ are user input. ``schema_defects`` finds, without validating any value:
 
 * an unsupported ``$schema`` (draft 2020-12 is the default; 2019-09, 7, 6, 4 are accepted);
 * a schema its meta-schema refuses (``{"type": "text"}``, ``"required": "name"``);
+* a ``pattern`` / ``patternProperties`` key that is no regular expression, or too large to compile
+  (``_schema_patterns``);
 * a ``$ref`` that leaves the schema (``http:``, ``file:``, another document: never fetched), that
   points at nothing, or at something that is not a schema;
 * ``$ref``s that lead back to the same schema without descending into the value
-  (``{"$defs": {"a": {"allOf": [{"$ref": "#/$defs/a"}]}}}``): validation would never end.
+  (``{"$defs": {"a": {"allOf": [{"$ref": "#/$defs/a"}]}}}``): validation would never end;
+* ``$schema`` below the top: jsonschema switches to its stock validator class there, which
+  would match patterns without a time limit;
+* ``unevaluatedProperties`` together with ``patternProperties``: jsonschema evaluates that
+  combination with ``re`` internally, out of reach of the time limit.
 
 The analyzer reports these as ``schema.invalid``; the runtime refuses to validate against such a
 schema (``runtime._compiled.schema_validator``).
@@ -28,17 +34,20 @@ import referencing.jsonschema
 from jsonschema import exceptions as jsonschema_exceptions
 from jsonschema import validators as jsonschema_validators
 
+from runtime._schema_patterns import pattern_problem, timed_validator_class
+
 
 @dataclass(frozen=True, slots=True)
 class Dialect:
     uri: str
     name: str
-    stock: Any  # jsonschema's validator class
+    stock: Any  # jsonschema's validator class (its meta-schema check)
+    timed: Any  # the same class with time-limited pattern keywords (what validates values)
     spec: Any  # referencing.Specification: where $id / $anchor live in this draft
 
 
 def _dialect(uri: str, name: str, stock: Any, spec: Any) -> Dialect:
-    return Dialect(uri, name, stock, spec)
+    return Dialect(uri, name, stock, timed_validator_class(stock), spec)
 
 
 _DIALECTS: dict[str, Dialect] = {d.uri: d for d in (
@@ -73,7 +82,8 @@ _REF_HINT = "copy the referenced schema under $defs and point at it, e.g. {\"$re
 class SchemaDefect:
     """One reason a schema cannot be used; ``where`` is a JSON pointer into it (``#`` = the whole schema)."""
 
-    kind: str  # dialect | meta_schema | ref_outside | ref_dangling | ref_not_schema | ref_cycle | too_deep
+    kind: str  # dialect | meta_schema | pattern | ref_outside | ref_dangling | ref_not_schema | ref_cycle |
+    #            nested_schema | unevaluated_patterns | too_deep
     where: str
     message: str
     hint: str
@@ -135,7 +145,7 @@ _META_VALIDATORS: dict[str, Any] = {}
 def _meta_validator(dialect: Dialect) -> Any:
     found = _META_VALIDATORS.get(dialect.uri)
     if found is None:
-        # No format checking: the meta-schemas' formats are not what makes a schema unusable.
+        # No format checking: "regex" would compile patterns with `re`; patterns are checked below.
         found = _META_VALIDATORS[dialect.uri] = dialect.stock(dialect.stock.META_SCHEMA, format_checker=None)
     return found
 
@@ -176,6 +186,7 @@ class _Walk:
         self._index()
         edges = {key: list(self._in_place(node)) for key, node in self.nodes.items()}
         self._cycle(edges)
+        self._unevaluated_with_patterns()
         return self.out
 
     def _index(self) -> None:
@@ -186,9 +197,31 @@ class _Walk:
                 continue
             resolver = parent_resolver if not path else parent_resolver.in_subresource(
                 self.dialect.spec.create_resource(contents))
-            self.nodes[id(contents)] = _Node(contents, resolver, pointer(path))
+            node = self.nodes[id(contents)] = _Node(contents, resolver, pointer(path))
+            self._check_node(node, path)
             for child_path, child in _subschemas(contents):
                 stack.append((child, resolver, (*path, *child_path)))
+
+    def _check_node(self, node: _Node, path: tuple[Any, ...]) -> None:
+        contents = node.contents
+        if path and "$schema" in contents:
+            self.out.append(SchemaDefect(
+                "nested_schema", pointer((*path, "$schema")), "$schema may only appear at the top of the schema",
+                f"remove $schema from {node.where}; the draft is chosen once, for the whole schema"))
+        found = contents.get("pattern")
+        if isinstance(found, str) and "pattern" in self.keywords:
+            self._pattern(found, (*path, "pattern"))
+        patterns = contents.get("patternProperties")
+        if isinstance(patterns, Mapping) and "patternProperties" in self.keywords:
+            for key in patterns:
+                self._pattern(key, (*path, "patternProperties", key))
+
+    def _pattern(self, pattern: str, path: tuple[Any, ...]) -> None:
+        problem = pattern_problem(pattern)
+        if problem is not None:
+            self.out.append(SchemaDefect(
+                "pattern", pointer(path), f"the pattern {problem}",
+                "write a Python-style regular expression, e.g. ^[a-z0-9-]{1,64}$; avoid huge repeat counts"))
 
     def _in_place(self, node: _Node) -> Iterator[int]:
         """Subschemas applied to the same value as ``node`` (their ids), $ref targets included."""
@@ -266,6 +299,17 @@ class _Walk:
                     state[step] = 1
                     path.append(step)
                     iters.append(iter(edges.get(step, ())))
+
+    def _unevaluated_with_patterns(self) -> None:
+        if "unevaluatedProperties" not in self.keywords:
+            return
+        uses = [n for n in self.nodes.values() if "unevaluatedProperties" in n.contents]
+        if uses and any(isinstance(n.contents.get("patternProperties"), Mapping) for n in self.nodes.values()):
+            self.out.append(SchemaDefect(
+                "unevaluated_patterns", f"{uses[0].where}/unevaluatedProperties",
+                "unevaluatedProperties cannot be combined with patternProperties in a workflow schema: their "
+                "patterns could not be matched with a time limit",
+                "use additionalProperties next to patternProperties, or list the allowed properties"))
 
 
 def _subschemas(contents: Mapping[str, Any]) -> Iterator[tuple[tuple[Any, ...], Any]]:

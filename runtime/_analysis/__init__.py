@@ -69,8 +69,10 @@ Decisions worth knowing (runtime.md section 7 leaves them open):
   interrupt's ``resume_schema`` that the runtime could not validate against:
   invalid per its meta-schema (draft 2020-12 unless ``$schema`` says 2019-09,
   7, 6 or 4), a ``$ref`` that leaves the schema / points at nothing / at a
-  non-schema, or ``$ref``s looping through in-place keywords (validation
-  would never end). An error even for
+  non-schema, ``$ref``s looping through in-place keywords (validation would
+  never end), a ``pattern`` that does not compile or is too large once its
+  repeat counts are unrolled, ``$schema`` below the top, or
+  ``unevaluatedProperties`` with ``patternProperties``. An error even for
   ``state_schema`` (which the engine does not validate against): the
   document is wrong either way.
 * Additions to the code table: ``task.unknown``, ``route.unknown_source``,

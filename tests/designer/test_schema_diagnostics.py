@@ -29,3 +29,16 @@ def test_a_remote_ref_is_reported_at_save_time_and_the_draft_does_not_start(cast
     with pytest.raises(WorkflowValidationError, match="schema.invalid"):
         run_services.start_run(actor=cast.editor, workflow=saved.workflow, input={"amount": 3})
     assert not Run.objects.exists()
+
+
+def test_a_pattern_that_does_not_compile_is_reported_at_save_time(cast: Any, workflow: Any,
+                                                                  document: dict[str, Any]) -> None:
+    edited = copy.deepcopy(document)
+    edited["state_schema"]["properties"]["code"] = {"type": "string", "pattern": "([A-Z]"}
+
+    saved = workflow_services.save_document(actor=cast.editor, workflow=workflow, revision=workflow.revision,
+                                            document=edited)
+
+    [problem] = [d for d in saved.diagnostics if d.code == "schema.invalid"]
+    assert problem.field == "state_schema"
+    assert "#/properties/code/pattern" in problem.message

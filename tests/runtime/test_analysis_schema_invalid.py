@@ -75,7 +75,7 @@ def test_a_ref_cycle_that_never_descends_is_reported_with_its_path() -> None:
 
 def test_recursion_through_properties_and_items_is_fine() -> None:
     tree = {"$defs": {"node": {"type": "object", "properties": {
-        "name": {"type": "string"},
+        "name": {"type": "string", "pattern": "^[a-z]+$"},
         "children": {"type": "array", "items": {"$ref": "#/$defs/node"}}}}},
         "type": "object", "properties": {"root": {"$ref": "#/$defs/node"}, "self": {"$ref": "#"}}}
 
@@ -99,9 +99,31 @@ def test_embedded_resources_with_their_own_id_are_inside_the_schema() -> None:
     ({"type": "object", "required": "name"}, "'required' at #/required"),
     ({"properties": {"a": {"minLength": -1}}}, "#/properties/a/minLength"),
     ({"$schema": "http://json-schema.org/draft-03/schema#"}, "is not a supported JSON Schema draft"),
+    ({"$schema": "http://json-schema.org/draft-07/schema#", "type": "object",
+      "properties": {"a": {"$schema": "https://json-schema.org/draft/2020-12/schema"}}},
+     "$schema may only appear at the top"),
+    ({"type": "object", "patternProperties": {"^x-": {}}, "properties": {"a": {"unevaluatedProperties": False}}},
+     "unevaluatedProperties cannot be combined with patternProperties"),
 ])
 def test_schemas_that_are_not_usable_json_schema(schema: dict[str, Any], fragment: str) -> None:
     assert fragment in _only(_input(schema)).message
+
+
+@pytest.mark.parametrize("pattern, fragment", [
+    ("^(ab", "is not a valid regular expression"),
+    (r"\p{L}+", "is not a valid regular expression"),
+    ("(?:x{65535}){65535}", "too large once its repeat counts are multiplied out"),
+])
+def test_patterns_that_cannot_be_compiled_safely(pattern: str, fragment: str) -> None:
+    problem = _only(_input({"type": "object", "properties": {"code": {"type": "string", "pattern": pattern}}}))
+
+    assert fragment in problem.message and "#/properties/code/pattern" in problem.message
+
+
+def test_pattern_property_keys_are_patterns_too() -> None:
+    problem = _only(_input({"type": "object", "patternProperties": {"[unclosed": {}}}))
+
+    assert "#/patternProperties/[unclosed" in problem.message
 
 
 def test_state_and_resume_schemas_are_located_at_their_fields() -> None:
@@ -125,7 +147,7 @@ def test_a_childs_broken_schema_is_repeated_on_the_subgraph_node() -> None:
 
 
 def test_the_engine_refuses_the_document_before_validating_any_input() -> None:
-    doc = _input({"type": "object", "properties": {"a": {"$ref": "#/$defs/a"}}})
+    doc = _input({"type": "object", "properties": {"a": {"type": "string", "pattern": "(?:x{65535}){65535}"}}})
 
     with pytest.raises(WorkflowValidationError) as caught:
         Engine(builtin_registry()).run(doc, {"a": "x"})

@@ -1,0 +1,206 @@
+"""Regular expressions from workflow schemas, matched with a time limit.
+
+A document's ``pattern``/``patternProperties`` are written by users, and
+Python's ``re`` has no timeout: ``^(a|a)*$`` against forty ``a`` and a ``!``
+backtracks for hours while holding a worker. So the validators built for
+document schemas match with the ``regex`` package, which can give up after a
+timeout, and a timeout aborts the whole validation (``PatternTooExpensive``)
+rather than becoming an ordinary error: inside ``not``/``anyOf`` an ordinary
+error would be swallowed and could turn "too slow to decide" into "valid".
+
+Compiling is guarded as well: ``regex`` unrolls a minimum repeat count when it
+compiles (``(?:x{65535}){65535}`` exhausts memory), so a pattern whose
+unrolled size is too large is refused before it reaches ``regex.compile``.
+The accepted syntax is Python's ``re`` syntax (as before); ``regex`` matches
+such patterns the way ``re`` does.
+"""
+
+from __future__ import annotations
+
+import re
+import re._constants as sre
+import re._parser as sre_parse  # the stdlib's own parser: exact nesting and repeat counts
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
+from functools import lru_cache
+from typing import Any
+
+import regex
+from jsonschema import ValidationError
+from jsonschema import validators as jsonschema_validators
+
+#: Longest a single match may run before it is called too expensive.
+MATCH_TIMEOUT = 0.1
+#: Longest all pattern matches of one validation may run together.
+VALIDATION_BUDGET = 1.0
+#: Largest pattern, in elements after repeats are unrolled, that is compiled (a few ms at most).
+MAX_UNROLLED = 20_000
+
+_REPEATS = (sre.MAX_REPEAT, sre.MIN_REPEAT, sre.POSSESSIVE_REPEAT)
+
+#: Deadline (``time.monotonic()``) of the validation in progress, shared by all its matches.
+_DEADLINE: ContextVar[float | None] = ContextVar("trellis_schema_pattern_deadline", default=None)
+
+
+class PatternTooExpensive(Exception):
+    """Matching a schema pattern took too long; validation was abandoned (the value is not accepted)."""
+
+    def __init__(self, pattern: str, text: str, *, is_key: bool) -> None:
+        super().__init__(pattern)
+        self.pattern = pattern
+        self.text = text
+        self.is_key = is_key  # matched against a property name (patternProperties), not a string value
+
+    @property
+    def message(self) -> str:
+        against = "a property name" if self.is_key else "this value"
+        return (f"the schema's pattern {self.pattern!r} is too expensive to match against {against}: it did "
+                f"not finish within {MATCH_TIMEOUT:g} s; simplify the pattern (nested repetition such as "
+                f"(a+)+ or (a|a)* backtracks exponentially)")
+
+
+class PatternRefused(Exception):
+    """A pattern that is not a usable regular expression (only reachable when the schema check was skipped)."""
+
+    def __init__(self, pattern: str, problem: str) -> None:
+        super().__init__(problem)
+        self.pattern = pattern
+        self.problem = problem
+
+
+def pattern_problem(pattern: str) -> str | None:
+    """Why ``pattern`` cannot be used in a schema, or None when it compiles safely."""
+    try:
+        _compile(pattern)
+    except PatternRefused as refused:
+        return refused.problem
+    return None
+
+
+@lru_cache(maxsize=512)
+def _compile(pattern: str) -> regex.Pattern[str]:
+    try:
+        parsed = sre_parse.parse(pattern)
+    except re.error as exc:
+        raise PatternRefused(pattern, f"{pattern!r} is not a valid regular expression: {exc}") from None
+    except RecursionError:
+        raise PatternRefused(pattern, f"{pattern!r} nests groups too deeply") from None
+    if _unrolled_size(parsed) > MAX_UNROLLED:
+        raise PatternRefused(pattern, (
+            f"{pattern!r} is too large once its repeat counts are multiplied out (over {MAX_UNROLLED} "
+            f"elements); use smaller counts such as {{1,64}}"))
+    try:
+        return regex.compile(pattern)
+    except (regex.error, OverflowError, MemoryError, RecursionError) as exc:
+        raise PatternRefused(pattern, f"{pattern!r} is not a valid regular expression: {exc}") from None
+
+
+def _unrolled_size(parsed: Any) -> int:
+    """Elements of the pattern with every repeat's minimum count unrolled (what ``regex`` compiles to)."""
+    total = 0
+    stack: list[tuple[Any, int]] = [(parsed, 1)]
+    while stack:
+        items, factor = stack.pop()
+        for op, av in items:
+            total += factor
+            if total > MAX_UNROLLED:
+                return total
+            if op in _REPEATS:
+                low, _high, sub = av
+                stack.append((sub, factor * max(low, 1)))
+            elif op is sre.SUBPATTERN:
+                stack.append((av[-1], factor))
+            elif op is sre.ATOMIC_GROUP:
+                stack.append((av, factor))
+            elif op is sre.BRANCH:
+                stack.extend((branch, factor) for branch in av[1])
+            elif op in (sre.ASSERT, sre.ASSERT_NOT):
+                stack.append((av[1], factor))
+            elif op is sre.GROUPREF_EXISTS:
+                stack.extend((part, factor) for part in av[1:] if part is not None)
+    return total
+
+
+def search(pattern: str, text: str, *, is_key: bool = False) -> bool:
+    """``re.search(pattern, text)`` semantics, abandoned with ``PatternTooExpensive`` when it runs too long."""
+    compiled = _compile(pattern)
+    timeout = MATCH_TIMEOUT
+    deadline = _DEADLINE.get()
+    if deadline is not None:
+        timeout = min(timeout, deadline - time.monotonic())
+        if timeout <= 0:
+            raise PatternTooExpensive(pattern, text, is_key=is_key)
+    try:
+        return compiled.search(text, timeout=timeout) is not None
+    except TimeoutError:
+        raise PatternTooExpensive(pattern, text, is_key=is_key) from None
+
+
+@contextmanager
+def validation_budget(seconds: float = VALIDATION_BUDGET) -> Iterator[None]:
+    """All pattern matches inside the block share one budget of ``seconds`` (many slow-ish matches add up)."""
+    token = _DEADLINE.set(time.monotonic() + seconds)
+    try:
+        yield
+    finally:
+        _DEADLINE.reset(token)
+
+
+# -- jsonschema keywords -------------------------------------------------------------------
+# The stock implementations call ``re.search`` on the schema's patterns; these do the same
+# matching through ``search``. Signatures are jsonschema's keyword protocol.
+
+def _pattern(validator: Any, pattern: str, instance: Any, schema: Mapping[str, Any]) -> Iterator[ValidationError]:
+    if validator.is_type(instance, "string") and not search(pattern, instance):
+        yield ValidationError(f"{instance!r} does not match {pattern!r}")
+
+
+def _pattern_properties(validator: Any, patterns: Mapping[str, Any], instance: Any,
+                        schema: Mapping[str, Any]) -> Iterator[ValidationError]:
+    if not validator.is_type(instance, "object"):
+        return
+    for pattern, subschema in patterns.items():
+        for key, value in instance.items():
+            if search(pattern, key, is_key=True):
+                yield from validator.descend(value, subschema, path=key, schema_path=pattern)
+
+
+def _additional_properties(validator: Any, additional: Any, instance: Any,
+                           schema: Mapping[str, Any]) -> Iterator[ValidationError]:
+    if not validator.is_type(instance, "object"):
+        return
+    properties = schema.get("properties", {})
+    patterns = schema.get("patternProperties", {})
+    extras = [key for key in instance
+              if key not in properties and not any(search(p, key, is_key=True) for p in patterns)]
+    if validator.is_type(additional, "object"):
+        for key in extras:
+            yield from validator.descend(instance[key], additional, path=key)
+    elif not additional and extras:
+        shown = ", ".join(repr(key) for key in sorted(extras, key=str))
+        if patterns:
+            verb = "does" if len(extras) == 1 else "do"
+            listed = ", ".join(repr(p) for p in sorted(patterns))
+            yield ValidationError(f"{shown} {verb} not match any of the regexes: {listed}")
+        else:
+            verb = "was" if len(extras) == 1 else "were"
+            yield ValidationError(f"Additional properties are not allowed ({shown} {verb} unexpected)")
+
+
+_TIMED_KEYWORDS = {
+    "pattern": _pattern,
+    "patternProperties": _pattern_properties,
+    "additionalProperties": _additional_properties,
+}
+
+
+def timed_validator_class(stock: Any) -> Any:
+    """``stock`` (a jsonschema validator class) with every keyword that runs a schema pattern time-limited.
+
+    ``unevaluatedProperties`` also matches ``patternProperties`` inside jsonschema, with ``re``;
+    the schema check refuses that combination instead of re-implementing the keyword.
+    The class is not registered for any ``$schema`` URI, so jsonschema's own lookups never hand it out.
+    """
+    return jsonschema_validators.extend(stock, validators=_TIMED_KEYWORDS)
