@@ -227,6 +227,9 @@ TRELLIS_MAX_DOCUMENT_NODES = int(os.environ.get("TRELLIS_MAX_DOCUMENT_NODES", "2
 # into the task catalogue after the apps' workflow_tasks modules (designer/catalog.py). Env: comma separated.
 TRELLIS_TASK_MODULES = _env_list("TRELLIS_TASK_MODULES", [])
 
+# Workers that may die on one run before it is failed rather than recovered again (designer/runs/executor.py).
+TRELLIS_RUN_MAX_ATTEMPTS = int(os.environ.get("TRELLIS_RUN_MAX_ATTEMPTS", "5"))
+
 # --- Security (production) --------------------------------------------------
 if not DEBUG:
     SESSION_COOKIE_SECURE = _env_bool("DJANGO_SECURE_COOKIES", True)
