@@ -11,6 +11,7 @@ import tempfile
 from pathlib import Path
 
 import dj_database_url
+from django.utils.csp import CSP
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -84,6 +85,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
 ]
 
@@ -101,6 +103,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "django.template.context_processors.csp",  # {{ csp_nonce }} / {% csp_nonce_attr %}
             ],
         },
     },
@@ -229,6 +232,40 @@ TRELLIS_TASK_MODULES = _env_list("TRELLIS_TASK_MODULES", [])
 
 # Workers that may die on one run before it is failed rather than recovered again (designer/runs/executor.py).
 TRELLIS_RUN_MAX_ATTEMPTS = int(os.environ.get("TRELLIS_RUN_MAX_ATTEMPTS", "5"))
+
+# Supersteps one run may take before it fails with run.step_limit (a route cycle that never ends).
+TRELLIS_RUN_MAX_STEPS = int(os.environ.get("TRELLIS_RUN_MAX_STEPS", "100000"))
+
+# --- Content-Security-Policy (every response, DEBUG or not) -------------------
+# Everything the pages load comes from this origin: our static files, the Vite build, htmx from
+# django-htmx, the admin's and the Swagger UI sidecar's files. So no script runs unless it is a
+# same-origin file: no inline <script>, no on*="..." handlers, no eval. htmx is configured for that
+# in templates/base.html (allowEval off, so hx-on attributes and [filter] triggers are not used;
+# behaviour lives in static/js/app.js). The nonce is for the one inline script we keep on purpose
+# (Swagger UI's initialiser, templates/drf_spectacular/swagger_ui.html); the middleware leaves it
+# out of the header on pages that never use it.
+#
+# Styles: <style> elements and stylesheets must be same-origin files (style-src-elem falls back to
+# style-src 'self'; htmx's injected indicator <style> is switched off and its rules are in app.css).
+# style="..." attributes ARE allowed (style-src-attr 'unsafe-inline'): the run page positions its
+# timeline bars and progress fills with server-rendered percentages, re-rendered on every poll, and
+# doing that from script would redraw them after each swap. An attribute holds no selectors, and any
+# url() it names is still limited by img-src/font-src to this origin, so it cannot read the page
+# or send data elsewhere. React (React Flow) sets styles through element.style, which CSP never
+# blocks. Browsers without CSP3's style-src-attr fall back to style-src 'self' and drop the
+# attributes: the bars lose their positions, nothing else breaks.
+SECURE_CSP = {
+    "default-src": [CSP.SELF],
+    "script-src": [CSP.SELF, CSP.NONCE],
+    "style-src": [CSP.SELF],
+    "style-src-attr": [CSP.UNSAFE_INLINE],
+    "img-src": [CSP.SELF, "data:"],
+    "connect-src": [CSP.SELF],
+    "object-src": [CSP.NONE],
+    "base-uri": [CSP.SELF],
+    "form-action": [CSP.SELF],
+    "frame-ancestors": [CSP.NONE],
+}
 
 # --- Security (production) --------------------------------------------------
 if not DEBUG:

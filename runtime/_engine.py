@@ -83,6 +83,7 @@ class Engine:
         on_superstep: Callable[[RunState, list[TraceEvent]], Any] | None = None,
         should_cancel: Callable[[str], bool] | None = None,
         max_depth: int = 32,
+        max_steps: int | None = None,
     ) -> None:
         self.registry = registry if registry is not None else default_registry
         self.resolver = as_resolver(workflows)
@@ -92,6 +93,9 @@ class Engine:
         self.on_superstep = on_superstep
         self.should_cancel = should_cancel
         self.max_depth = max_depth
+        if max_steps is not None and max_steps < 1:
+            raise ValueError(f"max_steps must be a positive number of supersteps or None, not {max_steps!r}")
+        self.max_steps = max_steps
         self._compiled: dict[int, tuple[Workflow, CompiledWorkflow]] = {}
         self._known: dict[str, Workflow] = {}
         self._pool: ThreadPoolExecutor | None = None
@@ -139,7 +143,7 @@ class Engine:
         return LoopConfig(
             ids=self.ids, resolver=self.resolver, compile=self.compile, pool=self._get_pool,
             checkpointer=self.checkpointer, on_superstep=self.on_superstep, should_cancel=self.should_cancel,
-            max_depth=self.max_depth,
+            max_depth=self.max_depth, max_steps=self.max_steps,
         )
 
     @staticmethod
@@ -211,6 +215,8 @@ class Engine:
             failure = loop.scheduler.failure
             if failure is not None:
                 error = failure.to_error()
+            elif loop.stop_error is not None:
+                error = loop.stop_error
             elif rs.error is not None:
                 details = {k: v for k, v in rs.error.items() if k not in ("code", "message")}
                 error = NodeFailedError(str(rs.error.get("message", "the run failed")), **details)

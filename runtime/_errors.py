@@ -159,3 +159,9 @@ class TaskError(WorkflowError):
     bad JMESPath expression). Raise it from your own tasks too; the engine treats it like any failure."""
 
     code = "task.failed"
+
+
+class StepLimitError(WorkflowError):
+    """A run went past its engine's superstep limit: most often a route cycle that never ends."""
+
+    code = "run.step_limit"

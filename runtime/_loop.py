@@ -32,6 +32,7 @@ from runtime._errors import (
     CorruptRunStateError,
     InputValidationError,
     ResumeError,
+    StepLimitError,
     SubgraphDepthError,
     WorkflowError,
 )
@@ -58,6 +59,7 @@ class LoopConfig:
     on_superstep: Callable[[RunState, list[TraceEvent]], Any] | None = None
     should_cancel: Callable[[str], bool] | None = None
     max_depth: int = 32
+    max_steps: int | None = None
 
 
 @dataclass(slots=True, eq=False)
@@ -169,6 +171,7 @@ class RunLoop:
         self.scheduler = Scheduler(run_state, config.ids, self.recorder, self.plan_for)
         self._step_start = 0
         self._event_loop: asyncio.AbstractEventLoop | None = None
+        self.stop_error: StepLimitError | None = None
 
     # -- workflows per scope ------------------------------------------------------
 
@@ -385,6 +388,25 @@ class RunLoop:
         self.recorder.emit("run_cancelled")
         return True
 
+    def over_step_limit(self) -> bool:
+        """Fail the run, keeping its state and trace, once it has used up its supersteps.
+
+        A document can route in a cycle that never ends; without a limit such a
+        run would hold a worker until someone cancels it.
+        """
+        limit = self.config.max_steps
+        if limit is None or self.rs.step < limit:
+            return False
+        self.stop_error = StepLimitError(
+            f"run {self.rs.run_id!r} stopped after {self.rs.step} supersteps without finishing (the limit is "
+            f"{limit}); look for a route cycle that never reaches an end, or raise the engine's max_steps",
+            run_id=self.rs.run_id, max_steps=limit,
+        )
+        self.rs.status = "failed"
+        self.rs.error = self.stop_error.to_dict()
+        self.recorder.emit("run_failed", summary=summarize(self.rs.error))
+        return True
+
     # -- resume -------------------------------------------------------------------
 
     def apply_resume(self, interrupt_id: str, value: Any, label: str | None) -> None:
@@ -436,7 +458,7 @@ class RunLoop:
         try:
             check = self.config.should_cancel
             while self.rs.status == "running":
-                if check is not None and self.cancelled():
+                if (check is not None and self.cancelled()) or self.over_step_limit():
                     self.checkpoint(self.settle())
                     return
                 works = self.prepare()
@@ -448,7 +470,7 @@ class RunLoop:
 
     async def adrive(self) -> None:
         while self.rs.status == "running":
-            if self.cancelled():
+            if self.cancelled() or self.over_step_limit():
                 await self.acheckpoint(self.settle())
                 return
             works = self.prepare()

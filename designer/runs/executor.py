@@ -33,6 +33,7 @@ from runtime import Engine, RunResult, RunState, WorkflowError
 logger = logging.getLogger("designer.runs")
 
 DEFAULT_MAX_ATTEMPTS = 5
+DEFAULT_MAX_STEPS = 100_000
 
 #: Engine outcomes; each is also the name of the Run status it ends in.
 OUTCOMES = frozenset({"completed", "failed", "interrupted", "cancelled"})
@@ -42,6 +43,11 @@ def max_attempts() -> int:
     """How many workers may start a run before it is failed: a run that kills every worker that touches it
     (a task that exhausts memory, say) must not be recovered forever."""
     return int(getattr(settings, "TRELLIS_RUN_MAX_ATTEMPTS", DEFAULT_MAX_ATTEMPTS))
+
+
+def max_steps() -> int:
+    """Supersteps one run may take: a document whose routes cycle forever fails instead of holding a worker."""
+    return int(getattr(settings, "TRELLIS_RUN_MAX_STEPS", DEFAULT_MAX_STEPS))
 
 
 def interrupt_records(result: RunResult) -> list[dict[str, Any]]:
@@ -82,6 +88,7 @@ class Execution:
             workflows=PinnedResolver(TeamVersionResolver(run.team_id), run.subgraph_versions),
             checkpointer=self.checkpointer,
             should_cancel=self._should_cancel,
+            max_steps=max_steps(),
         )
         with engine:
             checkpoint = run_state_of(run)

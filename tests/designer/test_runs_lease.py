@@ -106,3 +106,22 @@ def test_a_run_that_keeps_killing_its_workers_is_failed_after_the_attempt_limit(
     run.refresh_from_db()
     assert run.status == "failed" and run.error["code"] == "run.attempts_exhausted"
     assert run.lease_owner == "" and run.finished_at is not None
+
+
+def test_a_run_whose_routes_cycle_forever_fails_at_the_step_limit(workflow: Any, settings: Any) -> None:
+    from designer.runs.executor import execute
+
+    settings.TRELLIS_RUN_MAX_STEPS = 12
+    spin = {
+        "id": "spin", "nodes": [
+            {"kind": "task", "id": "a", "task": "set_value", "input": [{"target": "value", "value": 1}]},
+            {"kind": "task", "id": "b", "task": "set_value", "input": [{"target": "value", "value": 2}]},
+        ],
+        "routes": [{"source": "a", "label": "ok", "target": "b"}, {"source": "b", "label": "ok", "target": "a"}],
+    }
+    run = Run.objects.create(team=workflow.team, workflow=workflow, document=spin, input={})
+
+    assert execute(run.pk) == "failed"
+    run.refresh_from_db()
+    assert run.status == "failed" and run.error["code"] == "run.step_limit"
+    assert run.run_state is not None and run.events.filter(kind="run_failed").exists()

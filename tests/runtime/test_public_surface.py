@@ -54,6 +54,7 @@ PUBLIC_NAMES = frozenset({
     "RuntimeScope",
     "SequentialIds",
     "StatePath",
+    "StepLimitError",
     "SubgraphDepthError",
     "SubgraphNode",
     "SubgraphResolutionError",
