@@ -1,0 +1,34 @@
+// Small page behaviours that would otherwise be inline handlers or htmx hx-on/[filter] attributes.
+// The Content-Security-Policy allows only same-origin script files (no inline code, no eval), so
+// templates mark elements with data attributes and these delegated listeners act on them; being
+// delegated, they also cover fragments htmx swaps in later.
+"use strict";
+
+(function () {
+  // <button data-remove-closest=".picker">: remove the nearest ancestor matching the selector.
+  // <button data-close-closest=".drawer">: take "open" off it instead (the element stays as a swap target).
+  document.addEventListener("click", function (event) {
+    const button = event.target instanceof Element ? event.target.closest("[data-remove-closest], [data-close-closest]") : null;
+    if (!button) return;
+    const removeSelector = button.getAttribute("data-remove-closest");
+    if (removeSelector) {
+      const target = button.closest(removeSelector);
+      if (target) target.remove();
+      return;
+    }
+    const target = button.closest(button.getAttribute("data-close-closest"));
+    if (target) target.classList.remove("open");
+  });
+
+  // <div hx-get=... data-hold-while-focused="#form">: skip this element's own htmx requests while
+  // the focus is inside the named descendant (someone is choosing a filter; a refresh would swap
+  // the <select> away under them).
+  document.addEventListener("htmx:confirm", function (event) {
+    const elt = event.detail && event.detail.elt;
+    if (!(elt instanceof Element)) return;
+    const selector = elt.getAttribute("data-hold-while-focused");
+    if (!selector) return;
+    const held = elt.querySelector(selector);
+    if (held && held.contains(document.activeElement)) event.preventDefault();
+  });
+})();
