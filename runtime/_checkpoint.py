@@ -20,12 +20,12 @@ import shutil
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import pydantic_core
 
 from runtime._errors import CheckpointNotFoundError
-from runtime._state import RunState, RunStateSnapshot
+from runtime._state import RunState, RunStateSnapshot, parse_part_key
 from runtime._trace import TraceEvent
 
 _SAFE_RUN_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,199}")
@@ -113,8 +113,9 @@ class FileCheckpointer:
     A foreach's item list longer than ``inline_items`` is written once, to
     ``<run_id>.items/<activation_id>.json``, before the first state that
     needs it, and removed after the first state that no longer does; the
-    state file leaves it out (``RunState.split_items``). So a superstep's save
-    does not grow with the size of the collection being iterated.
+    state file leaves it out (``RunState.split_parts``). So a superstep's save
+    does not grow with the size of the collection being iterated. Scope
+    inputs (the other write-once part) stay inline in the state file.
     """
 
     def __init__(self, directory: str | os.PathLike[str], *, durable: bool = False, inline_items: int = 256) -> None:
@@ -160,18 +161,16 @@ class FileCheckpointer:
         finally:
             os.close(fd)
 
-    def _split(self, run_state: RunState) -> tuple[bytes, dict[str, list[object]]]:
-        """The state file's bytes and the item lists kept out of it."""
-        data, items = run_state.split_items()
-        apart: dict[str, list[object]] = {}
-        for key, values in items.items():
-            if len(values) > self.inline_items and _SAFE_RUN_ID.fullmatch(key):
-                apart[key] = values
-            else:
-                data["activations"][key]["items"] = values
-        return pydantic_core.to_json(data), apart
+    def _split(self, run_state: RunState) -> tuple[bytes, dict[str, Any]]:
+        """The state file's bytes and the item lists kept out of it, by activation id."""
+        def inline(key: str, values: Any) -> bool:
+            kind, entry_id = parse_part_key(key)
+            return kind != "items" or len(values) <= self.inline_items or not _SAFE_RUN_ID.fullmatch(entry_id)
 
-    def _store_items(self, run_id: str, apart: dict[str, list[object]]) -> None:
+        data, parts = run_state.split_parts(inline)
+        return pydantic_core.to_json(data), {parse_part_key(key)[1]: values for key, values in parts.items()}
+
+    def _store_items(self, run_id: str, apart: dict[str, Any]) -> None:
         folder = self.items_path(run_id)
         for key, values in apart.items():
             target = folder / f"{key}.json"
@@ -224,17 +223,17 @@ class FileCheckpointer:
             raw = json.loads(data)
         except ValueError:
             return RunState.from_json(data)  # reports the state as corrupt
-        activations = raw.get("activations") if isinstance(raw, dict) else None
-        if not isinstance(activations, dict):
+        if not isinstance(raw, dict):
             return RunState.from_json(raw)
-        items: dict[str, object] = {}
-        for key, activation in activations.items():
-            if isinstance(activation, dict) and "items" not in activation and _SAFE_RUN_ID.fullmatch(key):
+        parts: dict[str, Any] = {}
+        for key in RunState.parts_left_out(raw):
+            kind, entry_id = parse_part_key(key)
+            if kind == "items" and _SAFE_RUN_ID.fullmatch(entry_id):
                 try:
-                    items[key] = json.loads((self.items_path(run_id) / f"{key}.json").read_bytes())
+                    parts[key] = json.loads((self.items_path(run_id) / f"{entry_id}.json").read_bytes())
                 except (FileNotFoundError, ValueError):
-                    pass  # join_items reports the missing list
-        return RunState.join_items(raw, items)
+                    pass  # join_parts reports the missing list
+        return RunState.join_parts(raw, parts)
 
     def load_events(self, run_id: str) -> list[TraceEvent]:
         try:

@@ -172,45 +172,68 @@ class RunState(_StateModel):
         """An independent copy, so resuming never alters the caller's object."""
         return self.model_copy(deep=True)
 
-    def split_items(self) -> tuple[dict[str, Any], dict[str, list[Any]]]:
-        """The checkpoint in two parts: this state as JSON data without the activations' ``items``, and those lists.
+    def split_parts(self, keep: Callable[[str, Any], bool] | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The checkpoint in two parts: this state as JSON data without its write-once parts, and those parts.
 
-        A foreach's items are snapshotted when it starts and never change
-        while its activation lives, and activation ids are minted fresh, so a
-        checkpointer can store each list once, when its activation id first
-        appears, and drop it when the id is gone, instead of writing a
-        100,000-item list at every superstep. The lists returned are the live
-        ones: serialize them, never mutate them. ``RunState.join_items`` puts
-        the parts back together.
+        The write-once parts (``PART_KINDS``) are a foreach activation's item
+        snapshot and a scope's validated input: each is taken once, when its
+        activation or scope is created, and never changes while that entry
+        lives, and entry ids are minted fresh per run. So a checkpointer can
+        store a part once, when its key first appears, and drop it when the
+        key is gone, instead of writing a 100,000-item list at every
+        superstep. ``parts`` maps ``part_key(kind, entry id)`` (e.g.
+        ``"items:act_3"``, ``"input:root"``) to the live value: serialize it,
+        never mutate it. ``keep(key, value)`` true leaves that part inline in
+        the data instead. ``RunState.join_parts`` puts the two back together.
         """
-        items = {key: activation.items for key, activation in self.activations.items()}
-        data = self.model_dump(mode="json", exclude={"activations": {"__all__": {"items"}}})
-        return data, items
+        parts: dict[str, Any] = {}
+        for kind, (collection, field, _id_name) in PART_KINDS.items():
+            for entry_id, model in getattr(self, collection).items():
+                parts[part_key(kind, entry_id)] = getattr(model, field)
+        data = self.model_dump(mode="json", exclude=_WITHOUT_PARTS)
+        if keep is not None:
+            for key in [key for key, value in parts.items() if keep(key, value)]:
+                kind, entry_id = parse_part_key(key)
+                collection, field, _id_name = PART_KINDS[kind]
+                data[collection][entry_id][field] = pydantic_core.to_jsonable_python(parts.pop(key))
+        return data, parts
 
-    @classmethod
-    def join_items(cls, data: str | bytes | Mapping[str, Any], items: Mapping[str, Any]) -> RunState:
-        """A RunState from ``split_items``' parts; an activation stored with its items inline keeps them.
+    @staticmethod
+    def parts_left_out(data: Mapping[str, Any]) -> list[str]:
+        """The keys of the parts that ``data`` (``split_parts``' JSON data) leaves out: what to fetch to join it."""
+        return [key for key, _entries, _entry_id in _left_out(data)]
 
-        ``items`` maps activation ids to their item lists (extra keys are
-        ignored). An activation without items in either place is corrupt.
+    @staticmethod
+    def join_parts_data(data: str | bytes | Mapping[str, Any], parts: Mapping[str, Any]) -> dict[str, Any]:
+        """``split_parts``' data with ``parts`` put back, as JSON data (not validated; ``join_parts`` validates).
+
+        Parts stored inline are kept; keys of ``parts`` that no entry needs
+        are ignored. An entry whose part is in neither place is corrupt
+        (``CorruptRunStateError`` with details ``part`` and the entry's id),
+        never an empty default.
         """
         try:
             raw = json.loads(data) if isinstance(data, str | bytes) else data
         except ValueError as exc:
             raise CorruptRunStateError(f"run state is not JSON: {exc}") from None
-        activations = raw.get("activations") if isinstance(raw, Mapping) else None
-        if isinstance(activations, Mapping) and any(
-                isinstance(a, Mapping) and "items" not in a for a in activations.values()):
-            joined = {}
-            for key, activation in activations.items():
-                if isinstance(activation, Mapping) and "items" not in activation:
-                    if key not in items:
-                        raise CorruptRunStateError(f"the items of foreach activation {key!r} are missing",
-                                                   activation_id=key)
-                    activation = {**activation, "items": items[key]}
-                joined[key] = activation
-            raw = {**raw, "activations": joined}
-        return cls.from_json(raw)
+        if not isinstance(raw, Mapping):
+            raise CorruptRunStateError("run state is not a JSON object")
+        joined = dict(raw)
+        for key, entries, entry_id in _left_out(raw):
+            kind, _ = parse_part_key(key)
+            collection, field, id_name = PART_KINDS[kind]
+            if key not in parts:
+                raise CorruptRunStateError(f"the {field} of {collection} entry {entry_id!r} are missing",
+                                           part=key, **{id_name: entry_id})
+            if joined[collection] is entries:
+                joined[collection] = dict(entries)
+            joined[collection][entry_id] = {**entries[entry_id], field: parts[key]}
+        return joined
+
+    @classmethod
+    def join_parts(cls, data: str | bytes | Mapping[str, Any], parts: Mapping[str, Any]) -> RunState:
+        """A RunState from ``split_parts``' data and parts (see ``join_parts_data``)."""
+        return cls.from_json(cls.join_parts_data(data, parts))
 
     def snapshot(self) -> RunStateSnapshot:
         """A point-in-time copy in time proportional to the live structure, not to the data it holds.
@@ -246,6 +269,38 @@ class RunState(_StateModel):
 
 
 _SNAPSHOT_MAPS = ("scopes", "frames", "lineages", "barriers", "interrupts")
+
+#: The write-once parts of a RunState, by kind: (RunState map, field of its entries, name of an entry's id).
+#: Stable storage format: a part is stored under ``part_key(kind, entry id)`` = ``"<kind>:<entry id>"``.
+PART_KINDS: dict[str, tuple[str, str, str]] = {
+    "items": ("activations", "items", "activation_id"),
+    "input": ("scopes", "input", "scope_id"),
+}
+_WITHOUT_PARTS = {collection: {"__all__": {field}} for collection, field, _id_name in PART_KINDS.values()}
+
+
+def part_key(kind: str, entry_id: str) -> str:
+    """The storage key of one write-once part, e.g. ``"items:act_3"`` or ``"input:root"``."""
+    return f"{kind}:{entry_id}"
+
+
+def parse_part_key(key: str) -> tuple[str, str]:
+    """``(kind, entry id)`` of a ``part_key``; ``ValueError`` for a key of no known kind."""
+    kind, sep, entry_id = key.partition(":")
+    if not sep or kind not in PART_KINDS:
+        raise ValueError(f"{key!r} is not a RunState part key")
+    return kind, entry_id
+
+
+def _left_out(data: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any], str]]:
+    """``(part key, the entries map, entry id)`` for every entry of ``data`` stored without its part."""
+    found = []
+    for kind, (collection, field, _id_name) in PART_KINDS.items():
+        entries = data.get(collection)
+        if isinstance(entries, Mapping):
+            found.extend((part_key(kind, entry_id), entries, entry_id) for entry_id, entry in entries.items()
+                         if isinstance(entry, Mapping) and field not in entry)
+    return found
 
 
 def trusted[M: _StateModel](cls: type[M], values: dict[str, Any]) -> M:

@@ -7,10 +7,11 @@ worker (``owner``), the same transaction renews that worker's lease and
 writes only if the worker still holds it; a worker that lost its lease gets
 ``LeaseLost`` and has committed nothing.
 
-Two parts of a RunState never change once written: a foreach activation's item
-snapshot and a scope's input. They are stored once in ``RunStatePart`` and left
-out of ``Run.run_state``, so a save costs what the live structure costs, not
-what the collections hold. Read a complete state with ``run_state_of(run)``
+The runtime says which parts of a RunState never change once written
+(``RunState.split_parts``: a foreach's item snapshot, a scope's input) and
+under which keys; each is stored once in ``RunStatePart`` under that key and
+left out of ``Run.run_state``, so a save costs what the live structure costs,
+not what the collections hold. Read a complete state with ``run_state_of(run)``
 (or ``load``), never from the column.
 
 A checkpointer serves one team: rows are found by ``(team, Run.runtime_id)``.
@@ -23,6 +24,7 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pydantic_core
 from django.db import transaction
 from django.utils import timezone
 
@@ -32,20 +34,6 @@ from runtime import CheckpointNotFoundError, CorruptRunStateError, RunState, Tra
 
 RUN_ID_PREFIX = "run_"
 _DIGITS = 13
-
-#: The write-once parts: (RunState map, field of its entries). Kept in ``RunStatePart`` as "<field>:<entry id>".
-_PARTS = (("activations", "items"), ("scopes", "input"))
-_WITHOUT_PARTS = {collection: {"__all__": {field}} for collection, field in _PARTS}
-
-
-def _part_keys(run_state: RunState) -> dict[str, tuple[str, str, str]]:
-    """``{part key: (collection, entry id, field)}`` of every write-once part in ``run_state``."""
-    return {
-        f"{field}:{entry}": (collection, entry, field)
-        for collection, field in _PARTS
-        for entry in getattr(run_state, collection)
-    }
-
 
 class UnknownRunError(WorkflowError):
     """A checkpoint for a runtime run id that has no ``Run`` row in the checkpointer's team."""
@@ -104,33 +92,21 @@ def trace_event(runtime_id: str, row: RunEvent) -> TraceEvent:
     )
 
 
-def attach_parts(run_pk: int, data: dict[str, Any]) -> dict[str, Any]:
-    """``data`` (a stored ``Run.run_state``) with the write-once parts of its live entries put back."""
-    wanted = {
-        f"{field}:{entry}": (collection, entry, field)
-        for collection, field in _PARTS
-        for entry in (data.get(collection) or {})
-    }
+def _joined(run_pk: int, data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` (a stored ``Run.run_state``) with its write-once parts put back from ``RunStatePart``."""
+    wanted = RunState.parts_left_out(data)
     if not wanted:
         return data
-    stored = dict(RunStatePart.objects.filter(run_id=run_pk, key__in=list(wanted)).values_list("key", "value"))
-    complete = dict(data)
-    for collection, _field in _PARTS:
-        if isinstance(data.get(collection), dict):
-            complete[collection] = {entry: dict(value) if isinstance(value, dict) else value
-                                    for entry, value in data[collection].items()}
-    for key, (collection, entry, field) in wanted.items():
-        target = complete[collection][entry]
-        if key in stored and isinstance(target, dict):
-            target[field] = stored[key]
-    return complete
+    stored = dict(RunStatePart.objects.filter(run_id=run_pk, key__in=wanted).values_list("key", "value"))
+    return RunState.join_parts_data(data, stored)
 
 
 def run_state_of(run: Run) -> dict[str, Any] | None:
-    """The run's latest checkpoint as complete RunState JSON (items included), or None before the first one."""
+    """The run's latest checkpoint as complete RunState JSON (items included), or None before the first one.
+    ``CorruptRunStateError`` when a part the checkpoint needs is not stored."""
     if not isinstance(run.run_state, dict):
         return None
-    return attach_parts(run.pk, run.run_state)
+    return _joined(run.pk, run.run_state)
 
 
 class OrmCheckpointer:
@@ -176,21 +152,16 @@ class OrmCheckpointer:
                 pk = self.create_run(run_state).pk
         return pk
 
-    def _store_parts(self, pk: int, run_state: RunState) -> frozenset[str]:
-        """Write the parts of entries that are new, drop those of entries that are gone; the live part keys."""
-        parts = _part_keys(run_state)
+    def _store_parts(self, pk: int, parts: dict[str, Any]) -> frozenset[str]:
+        """Write the parts whose keys are new, drop those whose keys are gone; the live part keys."""
         live = frozenset(parts)
         known = self._stored.get(pk)
         if known == live:
             return live
         new = live - known if known is not None else live
         if new:
-            rows = []
-            for key in sorted(new):
-                collection, entry, field = parts[key]
-                model = getattr(run_state, collection)[entry]
-                rows.append(RunStatePart(run_id=pk, key=key,
-                                         value=model.model_dump(mode="json", include={field})[field]))
+            rows = [RunStatePart(run_id=pk, key=key, value=pydantic_core.to_jsonable_python(parts[key]))
+                    for key in sorted(new)]
             # ignore_conflicts: a new checkpointer (another worker) meets parts stored before it started.
             RunStatePart.objects.bulk_create(rows, ignore_conflicts=True)
         if known is None or known - live:
@@ -198,7 +169,8 @@ class OrmCheckpointer:
         return live
 
     def save(self, run_state: RunState, events: Sequence[TraceEvent] = ()) -> None:
-        fields: dict[str, Any] = {"run_state": run_state.model_dump(mode="json", exclude=_WITHOUT_PARTS)}
+        data, parts = run_state.split_parts()
+        fields: dict[str, Any] = {"run_state": data}
         if self.extra_fields is not None:
             fields.update(self.extra_fields(run_state))
         with transaction.atomic():
@@ -209,7 +181,7 @@ class OrmCheckpointer:
                 fields["lease_expires_at"] = timezone.now() + timedelta(seconds=lease_seconds())
             if rows.update(**fields) != 1:
                 raise LeaseLost(f"run {pk}: lease no longer held by {self.owner}; checkpoint discarded")
-            stored = self._store_parts(pk, run_state)
+            stored = self._store_parts(pk, parts)
             if events:
                 RunEvent.objects.bulk_create([event_row(pk, event) for event in events])
             self.cancel_requested = bool(Run.objects.filter(pk=pk).values_list("cancel_requested", flat=True).get())
@@ -225,7 +197,7 @@ class OrmCheckpointer:
         pk, data = found
         if not isinstance(data, dict):
             raise CorruptRunStateError(f"run {run_id!r}: the stored run_state is not a JSON object", run_id=run_id)
-        return RunState.from_json(attach_parts(pk, data))
+        return RunState.from_json(_joined(pk, data))
 
     def load_events(self, run_id: str) -> list[TraceEvent]:
         rows = RunEvent.objects.filter(run__team_id=self.team_id, run__runtime_id=run_id).order_by("seq")

@@ -1,6 +1,6 @@
 """Foreach item lists are checkpointed once per activation, not at every superstep.
 
-``RunState.split_items`` / ``join_items`` are the parts a checkpointer stores;
+``RunState.split_parts`` / ``join_parts`` give the parts a checkpointer stores;
 the file checkpointer keeps long lists in ``<run_id>.items/<activation_id>.json``.
 """
 
@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from runtime import CorruptRunStateError, FileCheckpointer, RunState, TraceEvent, WorkflowBuilder, input_path
+from runtime._state import PART_KINDS, parse_part_key, part_key
 from runtime.testing.checkpointer_conformance import sample_run_state
 from tests.runtime.engine_helpers import engine
 
@@ -32,20 +33,43 @@ def pausing_foreach(pause_at: int):  # type: ignore[no-untyped-def]
 
 def test_split_then_join_gives_the_same_state() -> None:
     rs = sample_run_state()
-    data, items = rs.split_items()
+    data, parts = rs.split_parts()
     assert all("items" not in a for a in data["activations"].values())
-    assert items == {"act_3": rs.activations["act_3"].items}
-    assert RunState.join_items(json.dumps(data), items) == rs
-    assert RunState.join_items(rs.model_dump(mode="json"), {}) == rs  # inline items are kept
+    assert all("input" not in scope for scope in data["scopes"].values())
+    assert parts == {"items:act_3": rs.activations["act_3"].items, "input:root": rs.scopes["root"].input}
+    assert sorted(RunState.parts_left_out(data)) == ["input:root", "items:act_3"]
+    assert RunState.join_parts(json.dumps(data), parts) == rs
+    assert RunState.join_parts(rs.model_dump(mode="json"), {}) == rs  # inline parts are kept
+    assert RunState.parts_left_out(rs.model_dump(mode="json")) == []
 
 
-def test_join_without_the_items_is_corrupt_not_empty() -> None:
-    data, _ = sample_run_state().split_items()
+def test_split_can_keep_chosen_parts_inline() -> None:
+    rs = sample_run_state()
+    data, parts = rs.split_parts(lambda key, value: key.startswith("input:"))
+    assert list(parts) == ["items:act_3"]
+    assert data["scopes"]["root"]["input"] == rs.scopes["root"].input
+    assert RunState.join_parts(data, parts) == rs
+
+
+def test_part_keys_are_kind_and_entry_id() -> None:
+    assert part_key("items", "act_3") == "items:act_3"
+    assert parse_part_key("input:root") == ("input", "root")
+    assert set(PART_KINDS) == {"items", "input"}
+    with pytest.raises(ValueError):
+        parse_part_key("state:root")
+
+
+def test_join_without_a_part_is_corrupt_not_empty() -> None:
+    data, parts = sample_run_state().split_parts()
     with pytest.raises(CorruptRunStateError) as caught:
-        RunState.join_items(data, {"act_other": []})
+        RunState.join_parts(data, {"items:act_other": [], "input:root": parts["input:root"]})
     assert caught.value.details["activation_id"] == "act_3"
+    assert caught.value.details["part"] == "items:act_3"
+    with pytest.raises(CorruptRunStateError) as caught:
+        RunState.join_parts(data, {"items:act_3": parts["items:act_3"]})
+    assert caught.value.details["scope_id"] == "root"
     with pytest.raises(CorruptRunStateError):
-        RunState.join_items(b"{not json", {})
+        RunState.join_parts(b"{not json", {})
 
 
 def test_file_checkpointer_writes_a_long_item_list_once(tmp_path: Path) -> None:
