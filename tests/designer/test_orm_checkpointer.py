@@ -3,16 +3,20 @@ guarantees: state and events in one transaction, and no writes from a worker tha
 
 from __future__ import annotations
 
+import json
 from itertools import count
 from typing import Any
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from designer.models import Run, RunEvent, RunStatePart, Team, Workflow
 from designer.runs import lease
 from designer.runs.checkpointer import OrmCheckpointer, UnknownRunError, run_state_of
-from runtime import RunState
+from runtime import RunState, WorkflowBuilder, input_path
 from runtime.testing.checkpointer_conformance import CheckpointerConformance, sample_events, sample_run_state
+from tests.runtime.engine_helpers import engine
 
 pytestmark = pytest.mark.django_db
 
@@ -122,3 +126,43 @@ def test_write_once_parts_are_stored_once_not_in_every_checkpoint() -> None:
     rs.interrupts.clear()
     cp.save(rs)
     assert set(RunStatePart.objects.filter(run=run).values_list("key", flat=True)) == {"input:root"}
+
+
+def test_a_foreach_over_a_thousand_items_writes_them_once() -> None:
+    """Each item list and input is inserted once; every checkpoint column stays the size of the live structure."""
+    team, workflow = fresh_team()
+    columns: list[int] = []
+
+    class Watching(OrmCheckpointer):
+        def save(self, run_state: RunState, events: Any = ()) -> None:
+            super().save(run_state, events)
+            columns.append(len(json.dumps(Run.objects.get(runtime_id=run_state.run_id).run_state)))
+
+    def create_run(run_state: RunState) -> Run:
+        return Run.objects.create(team=team, workflow=workflow, document={}, runtime_id=run_state.run_id)
+
+    g = WorkflowBuilder("thousand", input_schema={"type": "object", "properties": {"orders": {"type": "array"}}})
+    orders = g.foreach("orders", input_path("orders"))
+    body = g.use("double", id="body", input=[{"target": "x", "path": orders.item}])
+    g.set_route(orders, "loop", body)
+    g.set_route(body, "ok", orders)
+    items = list(range(1000, 2000))
+    items_bytes = len(json.dumps(items))
+
+    with CaptureQueriesContext(connection) as queries:
+        result = engine(checkpointer=Watching(team, create_run=create_run)).run(g.build(), {"orders": items})
+    assert result.status == "completed"
+    assert len(columns) > len(items)  # a checkpoint per superstep
+
+    part_inserts = [q["sql"] for q in queries.captured_queries
+                    if "INSERT" in q["sql"] and RunStatePart._meta.db_table in q["sql"]]
+    assert len([sql for sql in part_inserts if "items:" in sql]) == 1
+    assert len([sql for sql in part_inserts if "input:root" in sql]) == 1
+    # The list's bytes go to the database in those two inserts (items part, input part) and in no other query.
+    listed = json.dumps(items)[1:-1]
+    assert sum(q["sql"].count(listed) for q in queries.captured_queries) == 2
+    assert max(columns) < items_bytes / 2
+    assert sum(columns) < len(columns) * items_bytes / 2
+    run = Run.objects.get(runtime_id=result.run_id)
+    assert not RunStatePart.objects.filter(run=run, key__startswith="items:").exists()  # dropped when done
+    assert run_state_of(run)["scopes"]["root"]["input"] == {"orders": items}

@@ -7,15 +7,27 @@ the file checkpointer keeps long lists in ``<run_id>.items/<activation_id>.json`
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
+import pydantic_core
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from runtime import CorruptRunStateError, FileCheckpointer, RunState, TraceEvent, WorkflowBuilder, input_path
+from runtime import (
+    CorruptRunStateError,
+    FileCheckpointer,
+    InMemoryCheckpointer,
+    RunState,
+    TraceEvent,
+    WorkflowBuilder,
+    input_path,
+)
 from runtime._state import PART_KINDS, parse_part_key, part_key
 from runtime.testing.checkpointer_conformance import sample_run_state
-from tests.runtime.engine_helpers import engine
+from tests.runtime.engine_helpers import answer_all, engine, nested_capture
 
 
 def pausing_foreach(pause_at: int):  # type: ignore[no-untyped-def]
@@ -125,3 +137,47 @@ def test_delete_removes_the_item_files(tmp_path: Path) -> None:
     assert cp.items_path(paused.run_id).is_dir()
     cp.delete(paused.run_id)
     assert list(tmp_path.iterdir()) == []
+
+
+class Recording(InMemoryCheckpointer):
+    """Keeps, for every save of a real run, the state's JSON next to its split parts (as a checkpointer stores them)."""
+
+    def __init__(self, keep: Callable[[str, Any], bool] | None = None) -> None:
+        super().__init__()
+        self.keep = keep
+        self.saved: list[tuple[dict[str, Any], bytes, bytes]] = []
+
+    def save(self, run_state: RunState, events: Sequence[TraceEvent] = ()) -> None:
+        super().save(run_state, events)
+        data, parts = run_state.split_parts(self.keep)
+        dump = run_state.model_dump(mode="json")
+        self.saved.append((dump, pydantic_core.to_json(data), pydantic_core.to_json(parts)))
+
+
+_names = st.text(max_size=6)
+_customers = st.lists(st.fixed_dictionaries({"name": _names, "orders": st.lists(st.integers(-5, 5), max_size=4)}),
+                      max_size=4)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(customers=_customers, outer=st.integers(1, 3), inner=st.integers(1, 3), interrupt=st.booleans(),
+       inline_over=st.none() | st.integers(0, 3), inline_inputs=st.booleans())
+def test_join_of_split_is_the_state_at_every_checkpoint_of_real_runs(
+        customers: list[dict[str, Any]], outer: int, inner: int, interrupt: bool, inline_over: int | None,
+        inline_inputs: bool) -> None:
+    def keep(key: str, value: Any) -> bool:
+        kind, _ = parse_part_key(key)
+        if kind == "input":
+            return inline_inputs
+        return inline_over is not None and len(value) <= inline_over
+
+    cp = Recording(keep)
+    workflow = nested_capture(inner_concurrency=inner, outer_concurrency=outer, interrupt=interrupt)
+    eng = engine(checkpointer=cp)
+    result = answer_all(eng, eng.run(workflow, {"customers": customers}), workflow)
+    assert result.status == "completed"
+    assert cp.saved
+    for dump, data, parts in cp.saved:
+        stored_parts = json.loads(parts)
+        assert sorted(RunState.parts_left_out(json.loads(data))) == sorted(stored_parts)
+        assert RunState.join_parts(data, stored_parts).model_dump(mode="json") == dump
