@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import difflib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -275,8 +276,16 @@ def _structure(workflow: Workflow, nodes: Mapping[str, object], registry: Any,
                 out.append(Diagnostic(
                     "task.unknown", "error", node.id, "task",
                     f"node {node.id!r} runs task {node.task!r}, which is not registered",
-                    "pick a task from the registry (check the spelling) or register it with @task"))
+                    _task_hint(node.task, registry)))
     return out
+
+
+def _task_hint(name: str, registry: Any) -> str:
+    names = registry.names() if hasattr(registry, "names") else ()
+    close = difflib.get_close_matches(name, list(names), n=3)
+    if close:
+        return f"did you mean {' or '.join(repr(c) for c in close)}? Pick a task from the catalogue, or register it"
+    return "pick a task from the catalogue (check the spelling), or register it with @registry.task"
 
 
 def _route_labels(workflow: Workflow, routes: Mapping[str, Mapping[str, str]],
@@ -429,6 +438,8 @@ class _Session:
         view = writes.view(declared_state)
         scope = Scope(doc.id, foreach_nodes, frozenset(nodes) - frozenset(foreach_nodes), regions.stacks,
                       self.prepare(doc.input_schema), view.schema, caller_foreach, caller_aliases)
+        # built before the checks (it is lazy) so a foreach hint can name the lists its node could iterate
+        options = OptionIndex(scope, {n.id: n.title for n in foreach_nodes.values()}, view.writers)
         for node_id, node in nodes.items():
             stack = regions.stacks.get(node_id)
             if isinstance(node, TaskNode):
@@ -440,7 +451,7 @@ class _Session:
             elif isinstance(node, InterruptNode):
                 checker.inputs(scope, node_id, stack, node.input, None, f"interrupt {node_id!r}")
             elif isinstance(node, ForeachNode):
-                checker.foreach(scope, node, stack)
+                checker.foreach(scope, node, stack, options)
             elif isinstance(node, BranchNode):
                 checker.branch(scope, node, stack)
         projected = []
@@ -448,7 +459,6 @@ class _Session:
             schema = checker.read(scope, None, f"outputs.{output.target}", output.path, ())
             projected.append((output, schema if schema is not None else S.ANY))
         diagnostics += checker.out
-        options = OptionIndex(scope, {n.id: n.title for n in foreach_nodes.values()}, view.writers)
         return Analysis(doc, regions, diagnostics, scope, options, output_schema(projected), subgraphs, facts)
 
     def child(self, doc: Workflow, node: SubgraphNode, chain: tuple[str, ...], caller_foreach: frozenset[str],

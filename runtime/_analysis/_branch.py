@@ -91,7 +91,7 @@ def _equality(case: BranchCase, path: Schema, where: str, field: str, shown_path
     else:
         severity, why = "warning", f"part of the value does not fit, so the case likely {outcome}"
     report(severity, field,
-           f"{where} compares {shown_path!r}, which is {S.type_label(path)}, with {_shown(case.value)}: {why}",
+           f"{where} compares {shown_path!r}, which is {S.kind_text(path)}, with {_shown(case.value)}: {why}",
            f"compare with {_want(path)}")
 
 
@@ -104,7 +104,7 @@ def _membership(case: BranchCase, path: Schema, where: str, field: str, shown_pa
             test = "a substring test" if isinstance(value, str) else "a key test"
             report("error", field,
                    f"{where}: op 'in' with {'a string' if isinstance(value, str) else 'an object'} is {test} "
-                   f"on a string, but {shown_path!r} is {S.type_label(path)}, so the case never matches",
+                   f"on a string, but {shown_path!r} is {S.kind_text(path)}, so the case never matches",
                    f'give the list of values {shown_path!r} may equal, e.g. [{_shown(value)}]')
         return
     if not isinstance(value, list):
@@ -122,11 +122,11 @@ def _membership(case: BranchCase, path: Schema, where: str, field: str, shown_pa
     listed = ", ".join(_shown(option) for option in dead[:5]) + (", ..." if len(dead) > 5 else "")
     if len(dead) == len(value):
         report("error", field,
-               f"{where}: none of the values {listed} can equal {shown_path!r}, which is {S.type_label(path)}, "
+               f"{where}: none of the values {listed} can equal {shown_path!r}, which is {S.kind_text(path)}, "
                f"so the case never matches", f"list values that are {_want(path)}")
     else:
         report("warning", field,
-               f"{where}: {listed} can never equal {shown_path!r}, which is {S.type_label(path)}",
+               f"{where}: {listed} can never equal {shown_path!r}, which is {S.kind_text(path)}",
                f"remove {'it' if len(dead) == 1 else 'them'}, or list values that are {_want(path)}")
 
 
@@ -146,7 +146,7 @@ def _comparison(case: BranchCase, path: Schema, where: str, field: str, shown_pa
     ok = bool(kinds & {"integer", "number"}) if is_number else "string" in kinds
     if not ok:
         report("error", field,
-               f"{where} compares {shown_path!r}, which is {S.type_label(path)}, {symbol} {_shown(value)} "
+               f"{where} compares {shown_path!r}, which is {S.kind_text(path)}, {symbol} {_shown(value)} "
                f"({'a number' if is_number else 'a string'}): the engine compares numbers with numbers and "
                f"strings with strings, so the case never matches",
                f"compare with {'a string' if 'string' in kinds else 'a number'}" if kinds & {

@@ -8,6 +8,7 @@ from typing import Any
 from runtime._analysis import _schemas as S
 from runtime._analysis._branch import check_cases
 from runtime._analysis._infer import StateWrites, written_schema
+from runtime._analysis._options import OptionIndex, list_paths
 from runtime._analysis._schemas import Schema
 from runtime._analysis._scope import Scope, Stack
 from runtime._diagnostics import Diagnostic
@@ -19,6 +20,13 @@ _SEVERITY = {S.NONE: "error", S.OPTIONAL: "warning"}
 
 def _why(source: Schema, target: Schema) -> str:
     return f"{S.type_label(source)} into {S.type_label(target)}"
+
+
+def _declared_hint(target: Schema, parent: tuple[str, ...]) -> str:
+    holder, _ = S.descend(target, parent, for_target=True)
+    names = [n for a in S.object_atoms(holder or {}) for n in (a.get("properties") or {})]
+    shown = ", ".join(repr(n) for n in dict.fromkeys(names))
+    return f"bind one of its declared input fields: {shown}" if shown else "bind one of its declared input fields"
 
 
 class Checker:
@@ -73,7 +81,7 @@ class Checker:
                     what = (f"{str(binding.source)!r} of the result is" if side == "result" else
                             f"on the error route {str(binding.source)!r} of the error payload is")
                     self.add("binding.type_mismatch", "error", node_id, field,
-                             f"mode {binding.mode!r} needs {need}, but {what} {S.type_label(source)}",
+                             f"mode {binding.mode!r} needs {need}, but {what} {S.kind_text(source)}",
                              "use mode 'set' or 'append', or bind another field" if side == "result" else
                              "bind a field of the result (not '.'), or use mode 'set' or 'append'")
                     continue
@@ -146,12 +154,12 @@ class Checker:
             if items is None:
                 self.add("binding.type_mismatch", "error", node_id, field,
                          f"mode 'append' needs an array, but state {str(binding.target)!r} is declared as "
-                         f"{S.type_label(target)}", "use mode 'set', or declare the state field as an array")
+                         f"{S.kind_text(target)}", "use mode 'set', or declare the state field as an array")
             return items
         if binding.mode == "merge" and not S.is_object(target) and not S.is_any(target):
             self.add("binding.type_mismatch", "error", node_id, field,
                      f"mode 'merge' needs an object, but state {str(binding.target)!r} is declared as "
-                     f"{S.type_label(target)}", "use mode 'set', or declare the state field as an object")
+                     f"{S.kind_text(target)}", "use mode 'set', or declare the state field as an object")
             return None
         return target
 
@@ -213,7 +221,7 @@ class Checker:
                 closed = any(a.get("additionalProperties") is False for a in S.object_atoms(target))
                 self.add("path.unknown_field", "error" if closed else "warning", node_id, field,
                          f"{what} has no input field {'.'.join(binding.target.parts[: bad + 1])!r}",
-                         "bind one of its declared input fields")
+                         _declared_hint(target, binding.target.parts[:bad]))
                 continue
             if source is None:
                 continue
@@ -222,7 +230,7 @@ class Checker:
                 shown = repr(str(binding.path)) if binding.path is not None else "the literal value"
                 tail = ": it may be null or not one of the allowed values" if level == S.OPTIONAL else ""
                 self.add("binding.type_mismatch", _SEVERITY[level], node_id, field,
-                         f"{shown} is {S.type_label(source)}, but {what} expects {S.type_label(want)} for "
+                         f"{shown} is {S.kind_text(source)}, but {what} expects {S.kind_text(want)} for "
                          f"{str(binding.target)!r}{tail}",
                          "bind a path of the expected type (the path picker lists compatible ones first)")
         if target is not None:
@@ -267,18 +275,23 @@ class Checker:
                          f"but nothing is bound to it",
                          f"add an input binding with target {name!r} (a path or a literal value)")
 
-    def foreach(self, scope: Scope, node: ForeachNode, stack: Stack | None) -> None:
+    def foreach(self, scope: Scope, node: ForeachNode, stack: Stack | None,
+                options: OptionIndex | None = None) -> None:
         schema = self.read(scope, node.id, "over", node.over, stack)
         if schema is None or S.is_any(schema):
             return
         if S.items_schema(schema) is None:
+            lists = list_paths(options, stack, exclude=str(node.over)) if options is not None else []
+            hint = (f"point 'over' at a list such as {', '.join(lists)}" if lists else
+                    "'over' needs a list: add an array field to the input or state schema, or iterate a list "
+                    "field of an outer loop's item")
             self.add("binding.type_mismatch", "error", node.id, "over",
-                     f"foreach {node.id!r} iterates {str(node.over)!r}, which is {S.type_label(schema)}, not an "
-                     f"array", "point over at an array (a list field of input or state, or of an outer item)")
+                     f"foreach {node.id!r} iterates {str(node.over)!r}, which is {S.kind_text(schema)}, not a list",
+                     hint)
         elif S.nullable(schema):
             self.add("binding.type_mismatch", "warning", node.id, "over",
                      f"foreach {node.id!r} iterates {str(node.over)!r}, which may be null or missing",
-                     "make the field required and non-nullable, or give it a default")
+                     f"make {str(node.over)!r} required and non-nullable in its schema, or give it a default")
 
     def branch(self, scope: Scope, node: BranchNode, stack: Stack | None) -> None:
         schema = self.read(scope, node.id, "path", node.path, stack)

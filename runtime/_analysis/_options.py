@@ -174,3 +174,21 @@ class OptionIndex:
             self._wanted.clear()
         self._wanted[key] = result
         return result
+
+
+_ARRAY: Schema = {"type": "array"}
+
+
+def list_paths(options: OptionIndex, stack: Stack | None, *, exclude: str = "", limit: int = 3) -> list[str]:
+    """Up to ``limit`` paths readable at ``stack`` that hold a list, best fit first (for hints)."""
+    if stack is None:
+        return []
+    found: list[str] = []
+    for option in options.wanted(stack, _ARRAY):
+        if option.path_str == exclude or S.is_any(option.schema) or S.items_schema(option.schema) is None:
+            continue
+        if option.path_str not in found:
+            found.append(option.path_str)
+        if len(found) == limit:
+            break
+    return found

@@ -459,3 +459,17 @@ def type_label(schema: Schema, depth: int = 0) -> str:
     if has_null:
         labels.append("null")
     return " | ".join(labels) if labels else "never"
+
+
+_ARTICLES: Final[dict[str, str]] = {
+    "null": "null", "any": "any value", "never": "no value at all (its schema allows none)",
+}
+
+
+def kind_text(schema: Schema) -> str:
+    """``type_label`` for a sentence: ``an object``, ``a string or null``, ``an array<string>``."""
+    words = []
+    for label in type_label(schema).split(" | "):
+        fixed = _ARTICLES.get(label)
+        words.append(fixed if fixed is not None else f"{'an' if label[:1] in 'aeiou' else 'a'} {label}")
+    return " or ".join(words)

@@ -189,7 +189,7 @@ class Scope:
                 "or bind the whole array"))
         if not S.object_atoms(parent):
             return Resolved(None, Problem(
-                code, f"{missing!r} reads a field of {holder!r}, which is {S.type_label(parent)}, not an object",
+                code, f"{missing!r} reads a field of {holder!r}, which is {S.kind_text(parent)}, not an object",
                 f"bind {holder!r} itself"))
         return Resolved(None, Problem(
             code, f"{missing!r} is not declared in {where if bad + offset == 0 else repr(holder)}; "
@@ -282,5 +282,5 @@ class Scope:
         if not rest:
             return Resolved(schema)
         return Resolved(None, Problem(
-            "path.unknown_context_field", f"{str(path)!r} reads into a {S.type_label(schema)}, which has no fields",
-            "stop the path at the value itself"))
+            "path.unknown_context_field", f"{str(path)!r} reads into {S.kind_text(schema)}, which has no fields",
+            f"stop the path at {format_key((path.root, *path.parts[: len(path.parts) - len(rest)]))!r}"))

@@ -36,7 +36,7 @@ def test_type_mismatch_error_and_nullable_warning() -> None:
         ("binding.type_mismatch", "error", "a", "input.n"),
         ("binding.type_mismatch", "warning", "b", "input.name"),
     ]
-    assert "'input.ratio' is number, but task 'count' expects integer" in analysis.errors[0].message
+    assert "'input.ratio' is a number, but task 'count' expects an integer for 'n'" in analysis.errors[0].message
     assert analysis.ok is False
 
 

@@ -42,7 +42,7 @@ def test_equals_with_a_value_of_another_type_never_matches() -> None:
     assert found(analysis) == [("binding.type_mismatch", "error", "cases.0.value"),
                                ("binding.type_mismatch", "error", "cases.1.value")]
     first, second = analysis.errors
-    assert "compares 'input.n', which is integer, with \"3\": they are never equal, so the case never matches" \
+    assert "compares 'input.n', which is an integer, with \"3\": they are never equal, so the case never matches" \
         in first.message
     assert first.hint == "compare with a value of type integer"
     assert "always matches" in second.message
@@ -85,7 +85,7 @@ def test_in_needs_a_list_of_possible_values() -> None:
     assert '"2", true can never equal' in messages[1]
     assert "op 'in' needs a list of values" in messages[2]
     assert analysis.diagnostics[2].hint == "give a list, e.g. [5], or use op 'equals'"
-    assert "is a substring test on a string, but 'input.n' is integer" in messages[5]
+    assert "is a substring test on a string, but 'input.n' is an integer" in messages[5]
 
 
 def test_in_with_a_string_or_object_on_a_string_path() -> None:

@@ -98,7 +98,7 @@ def test_modes_are_checked_against_the_error_payload() -> None:
     analysis = analyze(doc, registry=SHOP)
     # the result is a list (fine), the payload an object: extend would fail the run on the error route
     assert found(analysis) == [("binding.type_mismatch", "error", "l", "output.people")]
-    assert "on the error route '.' of the error payload is object" in analysis.errors[0].message
+    assert "on the error route '.' of the error payload is an object" in analysis.errors[0].message
     without_route = workflow([task("l", "load_customers", output=[out(".", "people", "extend")])], [])
     assert analyze(without_route, registry=SHOP).ok
     # merge of the payload is fine: it is an object
