@@ -148,6 +148,12 @@ LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
 
+# Failed sign-ins (designer/login_throttle.py): after this many failures for one username or from one address
+# within the lockout window, further attempts are refused (HTTP 429) until the window ends. Counted in the
+# default cache: per process with the default LocMemCache; several web processes need a shared CACHES backend.
+TRELLIS_LOGIN_MAX_FAILURES = int(os.environ.get("TRELLIS_LOGIN_MAX_FAILURES", "5"))
+TRELLIS_LOGIN_LOCKOUT_SECONDS = int(os.environ.get("TRELLIS_LOGIN_LOCKOUT_SECONDS", "900"))
+
 # --- I18N -------------------------------------------------------------------
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = os.environ.get("TIME_ZONE", "UTC")

@@ -15,13 +15,17 @@ from django.contrib.auth import views as auth_views
 from django.urls import URLPattern, URLResolver, include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from designer.login_throttle import ThrottledAdminAuthenticationForm, ThrottledLoginView
 from designer.views.home import home
+
+# the admin's own login form counts against (and is refused by) the same limits as the site's
+admin.site.login_form = ThrottledAdminAuthenticationForm
 
 urlpatterns: list[URLPattern | URLResolver] = [
     path("", home, name="home"),
     path(
         "accounts/login/",
-        auth_views.LoginView.as_view(redirect_authenticated_user=True),
+        ThrottledLoginView.as_view(redirect_authenticated_user=True),
         name="login",
     ),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),

@@ -233,3 +233,13 @@ def logged_in_page(page: Any, login: Callable[..., None], user: Any) -> Iterator
     """A Playwright page already logged in as ``user`` at the live server's home page."""
     login(page, user)
     yield page
+
+
+@pytest.fixture(autouse=True)
+def _forget_login_failures() -> Iterator[None]:
+    """Failed logins are counted in the per-process cache (designer/login_throttle.py): one test's wrong
+    passwords (all from 127.0.0.1) must not lock a later test out."""
+    yield
+    from django.core.cache import cache
+
+    cache.clear()

@@ -1,0 +1,127 @@
+"""Login throttling: failed sign-ins per username and per client address, with the Django test client."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import pytest
+from django.core.cache import cache
+from django.test import Client
+from django.urls import reverse
+
+from designer.login_throttle import client_address, locked_for
+
+pytestmark = pytest.mark.django_db
+
+WRONG = "not the password"
+
+
+@pytest.fixture(autouse=True)
+def fresh_cache() -> Iterator[None]:
+    cache.clear()
+    yield
+    cache.clear()
+
+
+def attempt(client: Client, username: str, password: str, address: str = "10.0.0.1"):  # type: ignore[no-untyped-def]
+    return client.post(reverse("login"), {"username": username, "password": password}, REMOTE_ADDR=address)
+
+
+def fail(client: Client, username: str, times: int, address: str = "10.0.0.1") -> None:
+    for _ in range(times):
+        response = attempt(client, username, WRONG, address)
+        assert response.status_code == 200
+        assert "enter a correct username and password" in response.content.decode()
+
+
+def test_sixth_attempt_is_refused_with_429_even_with_the_right_password(client, user, password, settings):
+    fail(client, user.username, 5)
+    response = attempt(client, user.username, password)
+    assert response.status_code == 429
+    page = response.content.decode()
+    assert "Too many failed sign-in attempts; try again in 15 minutes" in page
+    assert 'role="alert"' in page
+    assert "_auth_user_id" not in client.session
+
+
+def test_refusal_does_not_reveal_whether_the_username_exists(client, user):
+    fail(client, user.username, 5, address="10.0.0.1")
+    fail(client, "nobody-by-that-name", 5, address="10.0.0.2")
+    known = attempt(client, user.username, WRONG, "10.0.0.3")
+    unknown = attempt(client, "nobody-by-that-name", WRONG, "10.0.0.4")
+    assert known.status_code == unknown.status_code == 429
+    message = "Too many failed sign-in attempts; try again in 15 minutes"
+    assert message in known.content.decode() and message in unknown.content.decode()
+
+
+def test_one_address_is_limited_across_usernames(client, make_user, password):
+    other = make_user("bob")
+    for name in ("a1", "a2", "a3", "a4", "a5"):
+        fail(client, name, 1, address="10.9.9.9")
+    assert attempt(client, other.username, password, "10.9.9.9").status_code == 429
+    # another address may still sign in as bob
+    response = attempt(client, other.username, password, "10.9.9.10")
+    assert response.status_code == 302
+    assert response["Location"] == reverse("home")
+
+
+def test_one_username_is_limited_across_addresses_and_case(client, user, password):
+    for index in range(5):
+        fail(client, user.username.upper() if index % 2 else user.username, 1, address=f"10.1.0.{index}")
+    assert attempt(client, user.username, password, "10.1.1.1").status_code == 429
+
+
+def test_four_failures_then_success_clears_the_username_counter(client, user, password):
+    fail(client, user.username, 4, address="10.2.0.1")
+    response = attempt(client, user.username, password, "10.2.0.2")
+    assert response.status_code == 302
+    client.post(reverse("logout"))
+    # counted afresh: four more failures from other addresses still leave the account open
+    for index in range(4):
+        fail(client, user.username, 1, address=f"10.2.1.{index}")
+    assert attempt(client, user.username, password, "10.2.2.1").status_code == 302
+
+
+def test_a_form_missing_its_password_does_not_clear_the_counter(client, user, password):
+    fail(client, user.username, 4, address="10.3.0.1")
+    response = client.post(reverse("login"), {"username": user.username}, REMOTE_ADDR="10.3.0.2")
+    assert response.status_code == 200
+    fail(client, user.username, 1, address="10.3.0.3")
+    assert attempt(client, user.username, password, "10.3.0.4").status_code == 429
+
+
+def test_window_and_limit_come_from_settings(client, user, password, settings):
+    settings.TRELLIS_LOGIN_MAX_FAILURES = 2
+    settings.TRELLIS_LOGIN_LOCKOUT_SECONDS = 60
+    fail(client, user.username, 2)
+    response = attempt(client, user.username, password)
+    assert response.status_code == 429
+    assert "try again in 1 minute." in response.content.decode()
+    assert 0 < locked_for(user.username, "10.0.0.1") <= 60
+
+
+def test_lock_ends_with_the_window(client, user, password, settings):
+    settings.TRELLIS_LOGIN_LOCKOUT_SECONDS = 1
+    fail(client, user.username, 5)
+    assert attempt(client, user.username, password).status_code == 429
+    time.sleep(1.2)  # the window is one second long: a real wait, no clock faked
+    assert locked_for(user.username, "10.0.0.1") == 0
+    assert attempt(client, user.username, password).status_code == 302
+
+
+def test_admin_login_is_refused_by_the_same_limit(client, make_user, password):
+    admin = make_user("root", is_staff=True, is_superuser=True)
+    fail(client, admin.username, 5, address="10.4.0.1")
+    response = client.post(reverse("admin:login"), {"username": admin.username, "password": password},
+                           REMOTE_ADDR="10.4.0.2")
+    assert "Too many failed sign-in attempts" in response.content.decode()
+    assert "_auth_user_id" not in client.session
+
+
+def test_client_address_uses_the_proxy_appended_entry_only_behind_the_proxy(rf, settings):
+    request = rf.get("/", REMOTE_ADDR="10.0.0.9", HTTP_X_FORWARDED_FOR="1.2.3.4, 5.6.7.8")
+    settings.SECURE_PROXY_SSL_HEADER = None
+    assert client_address(request) == "10.0.0.9"
+    settings.SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    assert client_address(request) == "5.6.7.8"
