@@ -20,7 +20,7 @@ import shutil
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, BinaryIO, Protocol, runtime_checkable
 
 import pydantic_core
 
@@ -145,13 +145,16 @@ class FileCheckpointer:
         self._counter += 1
         temporary = target.parent / f".{target.name}.{os.getpid()}.{self._counter}.tmp"
         with open(temporary, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            if self.durable:
-                os.fsync(handle.fileno())
+            self._write(handle, data)
         os.replace(temporary, target)
         if self.durable:
             self._sync_directory(target.parent)
+
+    def _write(self, handle: BinaryIO, data: bytes) -> None:
+        handle.write(data)
+        handle.flush()
+        if self.durable:
+            os.fsync(handle.fileno())
 
     @staticmethod
     def _sync_directory(directory: Path) -> None:
@@ -205,11 +208,8 @@ class FileCheckpointer:
         with self._lock:
             if events:
                 lines = "".join(json.dumps(e.to_dict(), separators=(",", ":")) + "\n" for e in events)
-                with open(self.events_path(run_id), "a", encoding="utf-8") as handle:
-                    handle.write(lines)
-                    handle.flush()
-                    if self.durable:
-                        os.fsync(handle.fileno())
+                with open(self.events_path(run_id), "ab") as handle:
+                    self._write(handle, lines.encode("utf-8"))
             self._store_items(run_id, apart)
             self._write_atomically(target, data)
             self._drop_items(run_id, frozenset(apart))

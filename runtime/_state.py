@@ -294,7 +294,7 @@ def parse_part_key(key: str) -> tuple[str, str]:
 
 def _left_out(data: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any], str]]:
     """``(part key, the entries map, entry id)`` for every entry of ``data`` stored without its part."""
-    found = []
+    found: list[tuple[str, Mapping[str, Any], str]] = []
     for kind, (collection, field, _id_name) in PART_KINDS.items():
         entries = data.get(collection)
         if isinstance(entries, Mapping):

@@ -14,7 +14,7 @@ from django.test.utils import CaptureQueriesContext
 from designer.models import Run, RunEvent, RunStatePart, Team, Workflow
 from designer.runs import lease
 from designer.runs.checkpointer import OrmCheckpointer, UnknownRunError, run_state_of
-from runtime import RunState, WorkflowBuilder, input_path
+from runtime import CorruptRunStateError, RunState, WorkflowBuilder, input_path
 from runtime.testing.checkpointer_conformance import CheckpointerConformance, sample_events, sample_run_state
 from tests.runtime.engine_helpers import engine
 
@@ -118,7 +118,8 @@ def test_write_once_parts_are_stored_once_not_in_every_checkpoint() -> None:
     loaded = OrmCheckpointer(team).load(rs.run_id)
     assert loaded.activations["act_3"].items == [{"big": "x" * 1000}]
     assert loaded.scopes["root"].input == {"people": [{"big": "x" * 1000}]}
-    assert run_state_of(Run.objects.get(pk=run.pk))["activations"]["act_3"]["items"] == [{"big": "x" * 1000}]
+    complete = run_state_of(Run.objects.get(pk=run.pk))
+    assert complete is not None and complete["activations"]["act_3"]["items"] == [{"big": "x" * 1000}]
 
     rs.activations.clear()  # the foreach finished: its snapshot goes, the scope's input stays
     rs.barriers.clear()
@@ -165,4 +166,18 @@ def test_a_foreach_over_a_thousand_items_writes_them_once() -> None:
     assert sum(columns) < len(columns) * items_bytes / 2
     run = Run.objects.get(runtime_id=result.run_id)
     assert not RunStatePart.objects.filter(run=run, key__startswith="items:").exists()  # dropped when done
-    assert run_state_of(run)["scopes"]["root"]["input"] == {"orders": items}
+    complete = run_state_of(run)
+    assert complete is not None and complete["scopes"]["root"]["input"] == {"orders": items}
+
+
+def test_a_lost_part_makes_the_checkpoint_corrupt_not_empty() -> None:
+    team, workflow = fresh_team()
+    rs = sample_run_state()
+    checkpointer_for(team, workflow).save(rs)
+    run = Run.objects.get(team=team, runtime_id=rs.run_id)
+    RunStatePart.objects.filter(run=run, key="input:root").delete()
+    with pytest.raises(CorruptRunStateError) as caught:
+        OrmCheckpointer(team).load(rs.run_id)
+    assert caught.value.details == {"part": "input:root", "scope_id": "root"}
+    with pytest.raises(CorruptRunStateError):
+        run_state_of(run)
