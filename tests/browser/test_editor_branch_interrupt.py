@@ -138,7 +138,7 @@ def test_interrupt_prompt_labels_resume_schema_and_payload(
     # The payload rows are below the fold; another node's inspector starts at its top.
     assert editor.page.locator(".editor-side").evaluate("el => el.scrollTop") > 0
     editor.select("set_value")
-    editor.page.wait_for_function("document.querySelector('.editor-side').scrollTop === 0")
+    editor.page.wait_for_function("() => document.querySelector('.editor-side').scrollTop === 0")
 
     node = _node(editor.document(), "interrupt")
     assert node["prompt"] == "Approve this spend?"

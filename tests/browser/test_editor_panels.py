@@ -164,8 +164,9 @@ def test_imported_document_is_laid_out_and_undo_redo_delete_by_keyboard(
     x0 = moved["metadata"]["positions"]["customers"]["x"]
     for _ in range(3):
         editor.page.keyboard.press("ArrowRight")
+    # A function, not a bare expression: Playwright evals those in the page, and the CSP refuses eval.
     editor.page.wait_for_function(
-        f"document.querySelector('[data-editor-canvas]').dataset.revision > {before + 4}"
+        f"() => document.querySelector('[data-editor-canvas]').dataset.revision > {before + 4}"
         " && document.querySelector('[data-editor-canvas]').dataset.state === 'saved'")
     for _ in range(50):
         if editor.document()["metadata"]["positions"]["customers"]["x"] == x0 + 15:
