@@ -18,7 +18,9 @@ def test_login_through_real_page_shows_workflow_list(page, live_server, user, pa
     expect(page).to_have_url(f"{live_server.url}/")
     expect(page.get_by_role("heading", level=1)).to_have_text("Workflows")
     expect(page.get_by_text(user.username)).to_be_visible()
-    # htmx is loaded from the base template and static files are served.
+    # htmx is loaded from the base template and static files are served. The heading can be visible
+    # before the script has run, so wait for it rather than sample it once.
+    page.wait_for_function("() => typeof window.htmx === 'object'", timeout=10_000)
     assert page.evaluate("typeof window.htmx") == "object"
     page.screenshot(path=artifacts_dir / "login-workflows.png", full_page=True)
 
