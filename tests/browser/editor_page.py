@@ -186,9 +186,26 @@ class EditorPage:
         self.wait_saved(before + 1)
         expect(self.node(new_id)).to_have_count(1)
 
+    def wait_idle(self) -> None:
+        """No save and no htmx request in flight: a panel refresh landing later would replace what we open."""
+        expect(self.canvas).to_have_attribute("data-state", "saved")
+        self.page.wait_for_function("() => document.querySelector('.htmx-request') === null")
+
     def open_picker(self, field_label: str) -> Locator:
-        self.inspector.get_by_role("button", name=f"Choose a path for {field_label}", exact=True).click()
+        button = self.inspector.get_by_role("button", name=f"Choose a path for {field_label}", exact=True)
         picker = self.inspector.locator(".picker")
+        # A refresh of the inspector triggered by an earlier edit can still swap in after the click and take
+        # the freshly opened picker with it; wait for quiet, and open it again if that happened anyway.
+        for _ in range(3):
+            self.wait_idle()
+            button.click()
+            try:
+                expect(picker).to_be_visible(timeout=3_000)
+                self.wait_idle()
+                if picker.is_visible():
+                    return picker
+            except AssertionError:
+                continue
         expect(picker).to_be_visible()
         return picker
 
