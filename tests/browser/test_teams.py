@@ -16,6 +16,15 @@ from designer.services import workflows as workflow_services
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
+def settled(page: Page) -> None:
+    """Wait until htmx has finished swapping and processing content.
+
+    htmx binds triggers on swapped-in elements during its settle step; an event fired on the new
+    elements before that (easy on a loaded machine) is lost.
+    """
+    page.wait_for_function("() => document.querySelector('.htmx-request, .htmx-swapping, .htmx-settling') === null")
+
+
 def test_create_a_team_and_manage_its_members(
     logged_in_page: Page, live_server: Any, user: Any, make_user: Any, artifacts_dir: Path
 ) -> None:
@@ -37,27 +46,32 @@ def test_create_a_team_and_manage_its_members(
     expect(members.locator('tr[data-member="bob"]')).to_be_visible()
     expect(members.locator(".notice")).to_have_text("bob joined as viewer.")
 
+    settled(page)
     page.get_by_label("Username or email").fill("CAROL@example.com")
     page.get_by_role("button", name="Add member").click()
     expect(members.locator('tr[data-member="carol"]')).to_be_visible()
 
+    settled(page)
     page.get_by_label("Username or email").fill("nobody")
     page.get_by_role("button", name="Add member").click()
     expect(members.locator(".invite .error")).to_contain_text("No user")
     expect(page.get_by_label("Username or email")).to_have_value("nobody")
 
     # Changing the select saves at once (htmx), no button.
+    settled(page)
     members.get_by_label("Role of bob").select_option("editor")
     expect(members.locator(".notice")).to_have_text("bob is now editor.")
     assert Membership.objects.get(team=team, user=bob).role == "editor"
 
     # The last owner cannot step down; the page says why and keeps the role.
+    settled(page)
     members.get_by_label(f"Role of {user.get_username()}").select_option("viewer")
     expect(members.locator(".error")).to_contain_text("at least one owner")
     assert Membership.objects.get(team=team, user=user).role == "owner"
     page.screenshot(path=artifacts_dir / "teams-members.png", full_page=True)
 
     page.once("dialog", lambda dialog: dialog.accept())
+    settled(page)
     members.locator('tr[data-member="carol"]').get_by_role("button", name="Remove").click()
     expect(members.locator('tr[data-member="carol"]')).to_have_count(0)
     assert sorted(Membership.objects.filter(team=team).values_list("user__username", flat=True)) == ["alice", "bob"]
