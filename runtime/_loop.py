@@ -97,6 +97,24 @@ def _context_summary(mapping: Mapping[str, Any]) -> dict[str, Any]:
 _PLAIN = frozenset({dict, list, str, int, float, bool, type(None)})  # never awaitable; skips an ABC check
 
 
+def _failed_attempt(work: Work, attempt: int, attempts: int, exc: Exception) -> bool:
+    """Record an attempt that raised; True when the retry policy allows another one."""
+    work.error = exc
+    if attempt < attempts:
+        work.retries.append((attempt, f"{type(exc).__name__}: {exc}"))
+        return True
+    return False
+
+
+def _take_result(work: Work, spec: TaskSpec, raw: Any, ctx: RuntimeContext) -> None:
+    """Check a returned value against the task's result type; a mismatch fails the node without a retry."""
+    work.error = None
+    try:
+        work.label, work.result = spec.finish(raw, ctx)
+    except WorkflowError as exc:
+        work.error = exc
+
+
 def _run_sync_task(work: Work) -> None:
     spec, ctx, call = work.spec, work.context, work.call
     assert spec is not None and ctx is not None and call is not None
@@ -113,16 +131,10 @@ def _run_sync_task(work: Work) -> None:
             if type(raw) not in _PLAIN and inspect.isawaitable(raw):  # a sync callable that hands back a coroutine
                 raw = asyncio.run(_await(raw))
         except Exception as exc:
-            work.error = exc
-            if attempt < attempts:
-                work.retries.append((attempt, f"{type(exc).__name__}: {exc}"))
+            if _failed_attempt(work, attempt, attempts, exc):
                 continue
             break
-        work.error = None
-        try:
-            work.label, work.result = spec.finish(raw, ctx)
-        except WorkflowError as exc:
-            work.error = exc
+        _take_result(work, spec, raw, ctx)
         break
     work.duration = time.perf_counter() - started
 
@@ -145,16 +157,10 @@ async def _run_async_task(work: Work) -> None:
         try:
             raw = await call()
         except Exception as exc:
-            work.error = exc
-            if attempt < attempts:
-                work.retries.append((attempt, f"{type(exc).__name__}: {exc}"))
+            if _failed_attempt(work, attempt, attempts, exc):
                 continue
             break
-        work.error = None
-        try:
-            work.label, work.result = spec.finish(raw, ctx)
-        except WorkflowError as exc:
-            work.error = exc
+        _take_result(work, spec, raw, ctx)
         break
     work.duration = time.perf_counter() - started
 
