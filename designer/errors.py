@@ -77,3 +77,17 @@ class TeamRuleViolation(DesignerError):
 
 class UnknownUser(BadRequest):
     code = "user.unknown"
+
+
+class RunConflict(DesignerError):
+    """The run is not in a state that allows the action (e.g. resuming a run that is not interrupted)."""
+
+    code = "run.conflict"
+    status = 409
+
+
+class ResumeInvalid(DesignerError):
+    """The answer does not fit the interrupt (its resume schema or labels); ``errors`` lists [{field, message}]."""
+
+    code = "resume.invalid"
+    status = 400

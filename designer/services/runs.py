@@ -16,7 +16,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from designer.analysis import analyze_document, dump_document, parse_document
-from designer.errors import BadRequest, DesignerError
+from designer.errors import BadRequest, ResumeInvalid, RunConflict
 from designer.models import Run, Workflow
 from designer.permissions import require_role
 from designer.resolvers import TeamVersionResolver
@@ -26,20 +26,6 @@ from designer.runs.pinning import pin_subgraph_versions
 from designer.runs.recovery import enqueue_execution
 from designer.selectors.workflows import get_version
 from runtime import ResumeError, check_resume, check_run_input
-
-
-class RunConflict(DesignerError):
-    """The run is not in a state that allows the action (e.g. resuming a run that is not interrupted)."""
-
-    code = "run.conflict"
-    status = 409
-
-
-class ResumeInvalid(DesignerError):
-    """The answer does not fit the interrupt (its resume schema or labels); ``errors`` lists [{field, message}]."""
-
-    code = "resume.invalid"
-    status = 400
 
 
 def _check_input(data: object) -> dict[str, Any]:
