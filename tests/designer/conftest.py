@@ -89,3 +89,11 @@ def document() -> dict[str, Any]:
 def workflow(cast: Cast, document: dict[str, Any]) -> Any:
     return workflow_services.create_workflow(actor=cast.owner, team=cast.team, name="Simple flow",
                                              document=document)
+
+
+@pytest.fixture
+def env(worker_env: dict[str, str]) -> dict[str, str]:
+    """Environment for a real worker subprocess on this test's database (tests/designer/runs_support.py)."""
+    from tests.designer.runs_support import worker_environment
+
+    return worker_environment(worker_env)

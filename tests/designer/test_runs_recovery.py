@@ -32,15 +32,9 @@ from tests.designer.runs_support import (
     start_worker,
     stop_worker,
     wait_for,
-    worker_environment,
 )
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture
-def env(worker_env: dict[str, str]) -> dict[str, str]:
-    return worker_environment(worker_env)
 
 
 def node_runs(events: list[dict[str, Any]], node_id: str) -> int:

@@ -19,15 +19,9 @@ from tests.designer.runs_support import (
     start_worker,
     stop_worker,
     wait_for,
-    worker_environment,
 )
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture
-def env(worker_env: dict[str, str]) -> dict[str, str]:
-    return worker_environment(worker_env)
 
 
 def make_workflow(cast: Any, document: dict[str, Any], name: str) -> Any:
