@@ -21,11 +21,12 @@ PYTHON  ?=
 FRONTEND_SOURCES := $(shell find static/src -type f 2>/dev/null)
 VITE_MANIFEST    := static/dist/manifest.json
 
-.PHONY: help setup run test lint bench build migrate lock clean
+.PHONY: help setup run test test-postgres lint bench build migrate lock clean
 
 help:
 	@echo "make run    set up everything, then serve http://$(HOST):$(PORT)/ and run the task worker (Ctrl-C stops both)"
 	@echo "make test   set up everything, then run the whole test suite (incl. headless Chromium tests)"
+	@echo "make test-postgres  the same suite against a private, throw-away PostgreSQL cluster (.ci/postgres.sh)"
 	@echo "make lint   ruff + mypy"
 	@echo "make bench  run the benchmarks under bench/"
 	@echo "make lock   rewrite $(LOCK) from the current .venv"
@@ -107,6 +108,11 @@ run: migrate
 
 test: setup
 	$(PY) -m pytest -n $(TEST_WORKERS) $(PYTEST_ARGS)
+
+# initdb's a cluster in a temporary directory on 127.0.0.1 (as an unprivileged user when run as root) and runs
+# the suite with DATABASE_URL pointing at it; needs PostgreSQL's server binaries (Debian: postgresql).
+test-postgres: setup
+	.ci/postgres.sh $(PY) -m pytest -n $(TEST_WORKERS) $(PYTEST_ARGS)
 
 lint: $(VENV)/.stamp-install
 	$(VENV)/bin/ruff check .

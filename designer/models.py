@@ -14,6 +14,8 @@ from django.conf import settings
 from django.db import models
 from django.db.models import OuterRef, Subquery
 
+from designer.fields import ExactJSONField
+
 
 def empty_document() -> dict[str, Any]:
     """The JSON of an empty runtime ``Workflow``; the id is filled in by the service."""
@@ -93,7 +95,7 @@ class Workflow(models.Model):
     slug = models.SlugField(max_length=140)
     name = models.CharField(max_length=200)
     description = models.TextField(blank=True, default="")
-    document = models.JSONField(default=empty_document)
+    document = ExactJSONField(default=empty_document)
     revision = models.PositiveIntegerField(default=1)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
@@ -125,7 +127,7 @@ class WorkflowVersion(models.Model):
 
     workflow = models.ForeignKey(Workflow, on_delete=models.CASCADE, related_name="versions")
     number = models.PositiveIntegerField()
-    document = models.JSONField()
+    document = ExactJSONField()
     published_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
@@ -169,23 +171,23 @@ class Run(models.Model):
         WorkflowVersion, null=True, blank=True, on_delete=models.RESTRICT, related_name="runs",
         help_text="null: the run used the draft captured in document",
     )
-    document = models.JSONField()
+    document = ExactJSONField()
     # The runtime's run id (RunState.run_id, trace events), unique within the team. Set when the run is created;
     # the ORM checkpointer (one per team) finds the row by it. Null only for rows made outside the services.
     runtime_id = models.CharField(max_length=64, null=True, blank=True)
     status = models.CharField(max_length=12, choices=Status.choices, default=Status.QUEUED)
-    input = models.JSONField(default=dict, blank=True)
-    output = models.JSONField(null=True, blank=True)
-    error = models.JSONField(null=True, blank=True)
-    run_state = models.JSONField(null=True, blank=True, help_text="latest checkpoint (RunState JSON)")
-    interrupts = models.JSONField(default=list, blank=True)
+    input = ExactJSONField(default=dict, blank=True)
+    output = ExactJSONField(null=True, blank=True)
+    error = ExactJSONField(null=True, blank=True)
+    run_state = ExactJSONField(null=True, blank=True, help_text="latest checkpoint (RunState JSON)")
+    interrupts = ExactJSONField(default=list, blank=True)
     cancel_requested = models.BooleanField(default=False)
     # An accepted resume ({interrupt_id, value, label}) that a worker has yet to apply. It lives on the row, not
     # in the task's arguments, so a worker that dies before the next checkpoint leaves it for the one that recovers.
-    resume_request = models.JSONField(null=True, blank=True)
+    resume_request = ExactJSONField(null=True, blank=True)
     # {child workflow slug: version number}: what each unversioned subgraph reference ("latest published")
     # meant when the run started. The run keeps using those versions, however long it is interrupted.
-    subgraph_versions = models.JSONField(default=dict, blank=True)
+    subgraph_versions = ExactJSONField(default=dict, blank=True)
     lease_owner = models.CharField(max_length=200, blank=True, default="")
     lease_expires_at = models.DateTimeField(null=True, blank=True)
     attempts = models.PositiveIntegerField(default=0)
@@ -243,7 +245,7 @@ class RunEvent(models.Model):
     lineage_id = models.CharField(max_length=64, blank=True, default="")
     activation_id = models.CharField(max_length=64, blank=True, default="")
     index = models.IntegerField(null=True, blank=True)
-    data = models.JSONField(default=dict, blank=True)
+    data = ExactJSONField(default=dict, blank=True)
     at = models.DateTimeField()
     duration_ms = models.PositiveIntegerField(null=True, blank=True)
 
@@ -273,7 +275,7 @@ class RunStatePart(models.Model):
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="state_parts")
     key = models.CharField(max_length=100)
-    value = models.JSONField(null=True)
+    value = ExactJSONField(null=True)
 
     objects = TeamScopedQuerySet.as_manager()
 
