@@ -72,7 +72,12 @@ Decisions worth knowing (runtime.md section 7 leaves them open):
   non-schema, ``$ref``s looping through in-place keywords (validation would
   never end), a ``pattern`` that does not compile or is too large once its
   repeat counts are unrolled, ``$schema`` below the top, or
-  ``unevaluatedProperties`` with ``patternProperties``. An error even for
+  ``unevaluatedProperties`` with ``patternProperties``, or one whose expansion (every ``$ref``
+  replaced by its target where it is used) holds more than ``MAX_SCHEMA_SUBSCHEMAS`` (10,000)
+  subschemas: "too complex: more than 10000 subschemas, the limit is 10000". The size is counted
+  on the graph of subschemas with each ``$ref`` target's count memoised and the count stopping at the
+  limit, so measuring is linear in the schema's text; no value is ever validated against such a
+  schema (the runtime refuses it in the same words). An error even for
   ``state_schema`` (which the engine does not validate against): the
   document is wrong either way.
 * Additions to the code table: ``task.unknown``, ``route.unknown_source``,
