@@ -152,6 +152,84 @@ def unbind(document: Document, node_id: str, field: str) -> Document:
     return doc
 
 
+def unbind_tree(document: Document, node_id: str, field: str) -> Document:
+    """Remove a composed field: its own binding and every binding to a key below it (``values.name``
+    under ``values``), as the mapping editor's "Remove" on a row of keys means."""
+    doc = copy.deepcopy(document)
+    node = find_node(doc, node_id)
+    prefix = input_target(field).parts
+    node["input"] = [b for b in node.get("input", []) if not _under(b.get("target"), prefix)]
+    return doc
+
+
+def _under(text: object, prefix: tuple[str, ...]) -> bool:
+    if not isinstance(text, str):
+        return False
+    try:
+        parts = parse_local_path(text).parts
+    except PathSyntaxError:
+        return False
+    return parts[:len(prefix)] == prefix
+
+
+SCHEMA_KEYS = {"input_schema": "the input schema", "state_schema": "the state schema",
+               "resume_schema": "the resume schema"}
+
+
+def set_schema(document: Document, node_id: str | None, key: str, schema: Any) -> Document:
+    """Replace one schema: the workflow's input or state schema, or an interrupt's resume schema.
+    A default that its own field refuses is refused here, naming the field, so nothing is saved."""
+    from designer.schema_builder import default_problems
+
+    what = SCHEMA_KEYS.get(key)
+    if what is None or (key == "resume_schema") != bool(node_id):
+        raise BadRequest(f"unknown schema {key!r}", field=key)
+    if not isinstance(schema, dict):
+        raise BadRequest(f'{what} is a JSON Schema object, e.g. {{"type": "object", "properties": {{}}}}', field=key)
+    problems = default_problems(schema)
+    if problems:
+        where, reason = problems[0]
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise BadRequest(f"the default of {where!r} in {what} breaks its own field: {reason}{more}",
+                         field=key, path=where)
+    doc = copy.deepcopy(document)
+    if node_id:
+        node = find_node(doc, node_id)
+        if node.get("kind") != "interrupt":
+            raise BadRequest(f"node {node_id!r} is not an interrupt; only interrupts have a resume schema",
+                             node=node_id)
+        node["resume_schema"] = schema
+    else:
+        doc[key] = schema
+    return doc
+
+
+def add_workflow_output(document: Document, target: str, path: str) -> Document:
+    """One more field of the workflow's output, read from a graph path when the run completes."""
+    target = target.strip()
+    if not target:
+        raise BadRequest("name the output field first", field="target")
+    try:
+        parsed = parse_local_path(target)
+    except PathSyntaxError as exc:
+        raise BadRequest(f"{target!r} is not a field name: {exc.message}", field="target") from exc
+    doc = copy.deepcopy(document)
+    outputs = [o for o in doc.get("outputs", []) if not _same_target(o.get("target"), parsed)]
+    outputs.append({"target": str(parsed), "path": _source_path(path)})
+    doc["outputs"] = outputs
+    return doc
+
+
+def remove_workflow_output(document: Document, index: int) -> Document:
+    doc = copy.deepcopy(document)
+    outputs = doc.get("outputs", [])
+    if not 0 <= index < len(outputs):
+        raise BadRequest("that output no longer exists; the panel has been refreshed")
+    del outputs[index]
+    doc["outputs"] = outputs
+    return doc
+
+
 def _renamed_path(text: object, old: str, new: str) -> object:
     if not isinstance(text, str):
         return text
@@ -839,6 +917,39 @@ def _bind_literal(document: Document, args: Args, context: Context) -> Applied:
 def _unbind(document: Document, args: Args, context: Context) -> Applied:
     node_id = args.node()
     return _diffed(document, unbind(document, node_id, str(args.get("field", ""))), node_id)
+
+
+@operation("unbind_tree")
+def _unbind_tree(document: Document, args: Args, context: Context) -> Applied:
+    """``node``, ``field``: the field's binding and every binding below it (a mapping row's keys)."""
+    node_id = args.node()
+    return _diffed(document, unbind_tree(document, node_id, str(args.get("field", ""))), node_id)
+
+
+@operation("set_schema")
+def _set_schema(document: Document, args: Args, context: Context) -> Applied:
+    """``key`` (input_schema, state_schema; resume_schema with ``node``) and ``schema`` (an object,
+    or JSON text)."""
+    node_id = args.get("node") or None
+    schema = args.get("schema")
+    if isinstance(schema, str):
+        schema = _json(schema, what=SCHEMA_KEYS.get(str(args.get("key")), "the schema"))
+    return _diffed(document, set_schema(document, node_id, str(args.get("key", "")), schema), node_id)
+
+
+@operation("add_workflow_output")
+def _add_workflow_output(document: Document, args: Args, context: Context) -> Applied:
+    """``target`` (the output field) and ``path`` (where its value is read)."""
+    return _diffed(document, add_workflow_output(document, str(args.get("target", "")), str(args.get("path", ""))))
+
+
+@operation("remove_workflow_output")
+def _remove_workflow_output(document: Document, args: Args, context: Context) -> Applied:
+    try:
+        index = int(args.get("index", ""))
+    except (TypeError, ValueError):
+        raise BadRequest("unknown output row", field="index") from None
+    return _diffed(document, remove_workflow_output(document, index))
 
 
 @operation("set_basics")

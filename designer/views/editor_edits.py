@@ -28,13 +28,22 @@ from designer import document_ops as ops
 from designer.document_ops import (  # noqa: F401 - the panels' helpers live with the operations
     BRANCH_OPS,
     OUTPUT_MODES,
+    SCHEMA_KEYS,
     BadRequest,
+    add_workflow_output,
+    bind_literal,
+    bind_path,
     field_key,
     find_node,
     input_target,
     literal_value,
     payload_field,
+    remove_workflow_output,
+    rename_node,
     same_target,
+    set_schema,
+    unbind,
+    unbind_tree,
 )
 from designer.errors import DesignerError, RevisionConflict
 from designer.models import Workflow as WorkflowModel

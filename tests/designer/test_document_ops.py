@@ -219,6 +219,11 @@ def test_disconnect_and_its_undo_keep_the_route_order(doc: dict[str, Any]) -> No
     {"op": "set_settings", "input_schema": '{"type": "object"}', "state_schema": "", "outputs": "[]",
      "start": "each"},
     {"op": "put_nodes", "nodes": [{"id": "after", "kind": "task", "task": "other"}]},
+    {"op": "unbind_tree", "node": "charge", "field": "input.value"},
+    {"op": "set_schema", "key": "state_schema", "schema": {"type": "object", "properties": {"n": {"type": "integer"}}}},
+    {"op": "set_schema", "node": "ask", "key": "resume_schema", "schema": '{"type": "object"}'},
+    {"op": "add_workflow_output", "target": "count", "path": "input.orders"},
+    {"op": "remove_workflow_output", "index": 0},
     {"op": "set_fields", "set": {"name": "Renamed"}, "unset": ["metadata"]},
 ])
 def test_every_panel_operation_undoes_exactly(doc: dict[str, Any], op: dict[str, Any]) -> None:
