@@ -33,6 +33,7 @@ RAW: dict[str, Any] = {
         {"source": "pick", "label": "yes", "target": "ask"},
         {"source": "ask", "label": "ok", "target": "after"},
     ],
+    "outputs": [{"target": "all", "path": "input.orders"}],
     "metadata": {"positions": {"each": {"x": 0, "y": 0}, "charge": {"x": 300, "y": 0}}},
 }
 
