@@ -42,11 +42,31 @@ def transform(expression: Annotated[str, Field(min_length=1, max_length=10_000)]
         raise TaskError(f"transform: invalid JMESPath expression {expression!r}: {exc}",
                         expression=expression) from None
     try:
-        return parsed.search(data)
+        result = parsed.search(data)
+        _refuse_expression_references(expression, result)
+        return result
+    except TaskError:
+        raise
     except RecursionError:
         raise TaskError(f"transform: {expression!r} nests too deeply to evaluate", expression=expression) from None
     except Exception as exc:  # noqa: BLE001 - e.g. ValueError for a slice step of 0: the expression's error
         raise TaskError(f"transform: {expression!r} failed on this data: {exc}", expression=expression) from None
+
+
+def _refuse_expression_references(expression: str, result: Any) -> None:
+    """``&name`` evaluates to an expression reference (a function argument), which is no JSON value."""
+    stack = [result]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, dict):
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
+        elif value is not None and not isinstance(value, str | int | float | bool):
+            raise TaskError(
+                f"transform: {expression!r} evaluates to an expression reference ('&...'), not a value; an "
+                f"expression reference is only an argument of a function such as sort_by(@, &name)",
+                expression=expression)
 
 
 def _invalid(expression: str, exc: jmespath.exceptions.JMESPathError) -> TaskError:

@@ -112,6 +112,7 @@ def test_transform_reports_a_type_error_in_the_data() -> None:
     ("a.b.", "'a.b.' at position 4: Expecting: "),
     ("`{", "'`{' at position 0: Unclosed ` delimiter (near '`{')"),
     ("a ~ b", "'a ~ b' at position 2: Unknown token ~ (near '~')"),
+    ("&@", "'&@' evaluates to an expression reference ('&...'), not a value"),
 ])
 def test_every_expression_error_is_the_tasks_own_error(expression: str, words: str) -> None:
     with pytest.raises(TaskError) as caught:
