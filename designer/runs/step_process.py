@@ -1,20 +1,27 @@
-"""The child side of the step process pool (``designer.runs.steps``): one long-lived process that runs task
-steps one at a time, as the pool sends them.
+"""The child side of the step process pool (``designer.runs.steps``).
 
-Kept free of Django imports at module level: the pool's forkserver preloads
-``designer.runs.step_preload`` (which sets Django up once), and each child is a
-fork of that server, so starting a child costs a fork, not an interpreter.
+A *zygote* process is forked from the worker once, when the pool is created
+(in ``run_worker``, before the worker starts any thread). It builds the task
+registry and then only forks: each step process is a fork of the zygote, so
+starting or replacing one costs a fork of a warm, single-threaded process,
+not a new interpreter and Django set-up, and no step process is forked from
+a process with other threads running. (Both inherit the worker's open files,
+database sockets included, and never use them.) The zygote reaps its children itself
+(``SIGCHLD`` ignored); the pool kills them by pid.
 
-Messages are pickled bytes. In: a ``runtime.StepCall``. Out: ``("ok", label,
-json_bytes)``, ``("memory",)`` or ``("error", pickled_exception)``.
+Step messages are pickled bytes. In: a ``runtime.StepCall``. Out: ``("ok",
+label, json_bytes)``, ``("memory",)`` or ``("error", pickled_exception)``.
 """
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import pickle
 import resource
+import signal
 from collections.abc import Sequence
+from multiprocessing import reduction
 from multiprocessing.connection import Connection
 from typing import Any
 
@@ -23,11 +30,6 @@ REPLY_OVERHEAD_BYTES = 64 * 1024
 
 
 def _registry(task_modules: Sequence[str]) -> Any:
-    import django
-    from django.apps import apps
-
-    if not apps.ready:  # the forkserver's preload normally did this already
-        django.setup()
     from designer.catalog import build_registry
 
     return build_registry(task_modules)
@@ -59,10 +61,8 @@ def _portable(exc: BaseException) -> bytes:
         return pickle.dumps(TaskError(f"{type(exc).__name__}: {exc}", type=type(exc).__name__))
 
 
-def serve(conn: Connection, task_modules: Sequence[str], max_memory_mb: int | None) -> None:
+def serve(conn: Connection, registry: Any) -> None:
     """Answer step calls until the pool closes the connection (or kills this process)."""
-    registry = _registry(task_modules)
-    limit_memory(max_memory_mb)
     while True:
         try:
             message = conn.recv_bytes()
@@ -82,3 +82,36 @@ def serve(conn: Connection, task_modules: Sequence[str], max_memory_mb: int | No
             conn.send_bytes(pickle.dumps(reply))
         except MemoryError:
             conn.send_bytes(pickle.dumps(("memory",)))
+
+
+def zygote(control: Connection, worker_end: int, task_modules: Sequence[str], max_memory_mb: int | None) -> None:
+    """Fork one step process per request on ``control``; answer with its pid, then its end of a new pipe.
+
+    ``worker_end`` is the worker's end of ``control``, inherited by the fork: closed, so that the worker
+    closing its end (or dying) is seen here as the end of input."""
+    os.close(worker_end)
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # step processes are reaped without waiting for them
+    registry = _registry(task_modules)
+    while True:
+        try:
+            control.recv_bytes()
+        except (EOFError, OSError):  # the worker is gone
+            return
+        parent_end, child_end = multiprocessing.Pipe(duplex=True)
+        pid = os.fork()
+        if pid == 0:  # the step process
+            code = 0
+            try:
+                control.close()
+                parent_end.close()
+                signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+                limit_memory(max_memory_mb)
+                serve(child_end, registry)
+            except BaseException:  # noqa: BLE001 - a step process must never return into the zygote's loop
+                code = 1
+            finally:
+                os._exit(code)
+        child_end.close()
+        control.send(pid)
+        reduction.send_handle(control, parent_end.fileno(), os.getppid())
+        parent_end.close()

@@ -10,10 +10,9 @@ Why a pool: forking per step would cost milliseconds per step. Instead a
 process serves one step after another (per-step cost: pickling the call and
 the result through a pipe), one process per concurrency slot, started on first
 use. A process that was killed (timeout, cancel) or hit its memory limit is
-thrown away and replaced on next use. Processes are forked from a
-forkserver that set Django up once (``step_preload``), so a replacement is a
-fork, not a new interpreter, and the worker's own threads and database
-connections are never inherited.
+thrown away and replaced on next use. Processes are forked from a zygote
+forked once from the worker (``step_process``), so a replacement is a fork of
+a warm single-threaded process, not a new interpreter.
 
 Limits (settings, documented in the README):
 
@@ -33,18 +32,22 @@ from __future__ import annotations
 import atexit
 import logging
 import multiprocessing
+import os
 import pickle
+import signal
 import threading
 import time
+import warnings
 from collections.abc import Callable, Sequence
-from multiprocessing.process import BaseProcess
+from multiprocessing import reduction
+from multiprocessing.connection import Connection
 from typing import Any
 
 from django.conf import settings
 from django.db import close_old_connections, connection
 from pydantic_core import from_json
 
-from designer.runs.step_process import REPLY_OVERHEAD_BYTES, serve
+from designer.runs.step_process import REPLY_OVERHEAD_BYTES, zygote
 from runtime import StepCall, StepCancelledError, TaskError
 
 logger = logging.getLogger("designer.runs")
@@ -76,23 +79,61 @@ def step_processes() -> int:
     return max(1, int(getattr(settings, "TRELLIS_STEP_PROCESSES", DEFAULT_STEP_PROCESSES)))
 
 
-class _StepProcess:
-    """One child process and the parent's end of its pipe."""
+class _Zygote:
+    """The process that forks step processes (``step_process.zygote``), and the worker's line to it."""
 
-    def __init__(self, context: Any, task_modules: Sequence[str], memory_mb: int | None) -> None:
-        self.conn, child_end = context.Pipe(duplex=True)
-        self.process: BaseProcess = context.Process(target=serve, args=(child_end, list(task_modules), memory_mb),
-                                                    name="trellis-step", daemon=True)
-        self.process.start()
-        child_end.close()
-        self.usable = True
+    def __init__(self, task_modules: Sequence[str], memory_mb: int | None) -> None:
+        self.conn, far_end = multiprocessing.Pipe(duplex=True)
+        self.process = multiprocessing.get_context("fork").Process(
+            target=zygote, args=(far_end, self.conn.fileno(), list(task_modules), memory_mb),
+            name="trellis-step-zygote", daemon=True)
+        with warnings.catch_warnings():
+            # Python warns about forking a threaded process. The zygote only reads its pipe and forks, so no
+            # lock another thread held at the fork is ever taken; run_worker creates it before its threads.
+            warnings.simplefilter("ignore", DeprecationWarning)
+            self.process.start()
+        far_end.close()
+        self._lock = threading.Lock()
 
-    def kill(self) -> None:
-        self.usable = False
+    def fork(self) -> tuple[int, Connection]:
+        with self._lock:
+            self.conn.send_bytes(b"fork")
+            pid = self.conn.recv()
+            return pid, Connection(reduction.recv_handle(self.conn))
+
+    def close(self) -> None:
+        self.conn.close()
+        self.process.join(5)
         if self.process.is_alive():
             self.process.kill()
-        self.process.join()
+            self.process.join()
+
+
+class _StepProcess:
+    """One step process and the worker's end of its pipe."""
+
+    def __init__(self, zygote_process: _Zygote) -> None:
+        self.pid, self.conn = zygote_process.fork()
+        self.usable = True
+
+    def is_alive(self) -> bool:
+        try:
+            os.kill(self.pid, 0)
+        except ProcessLookupError:
+            return False
+        return True
+
+    def kill(self) -> None:
+        """End the process for good; returns once it is gone (its zygote reaps it)."""
+        self.usable = False
         self.conn.close()
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            return
+        deadline = time.monotonic() + 5
+        while self.is_alive() and time.monotonic() < deadline:
+            time.sleep(0.001)
 
     def run(self, call: StepCall, cancelled: Callable[[], bool], memory_mb: int | None) -> tuple[str, Any]:
         conn = self.conn
@@ -113,13 +154,13 @@ class _StepProcess:
         except (EOFError, OSError):
             # OSError also means "longer than the limit": the child checks its result's size itself, so only
             # an oversized exception gets here alive. Either way the pipe is unusable now.
-            self.process.join(0.5)
-            alive, code = self.process.is_alive(), self.process.exitcode
+            time.sleep(0.05)
+            alive = self.is_alive()
             self.kill()
             if alive:
                 raise call.too_large(None) from None
-            raise TaskError(f"node {call.context.node_id!r}: the step's process ended without an answer "
-                            f"(exit code {code})", node_id=call.context.node_id, exit_code=code) from None
+            raise TaskError(f"node {call.context.node_id!r}: the step's process ended without an answer",
+                            node_id=call.context.node_id) from None
         kind = reply[0]
         if kind == "ok":
             return reply[1], from_json(reply[2])
@@ -136,8 +177,7 @@ class StepProcessPool:
         self.processes = processes
         self.task_modules = tuple(task_modules)
         self.max_memory_mb = max_memory_mb
-        self._context = multiprocessing.get_context("forkserver")
-        self._context.set_forkserver_preload(["designer.runs.step_preload"])
+        self._zygote = _Zygote(self.task_modules, max_memory_mb)
         self._slots = threading.BoundedSemaphore(processes)
         self._idle: list[_StepProcess] = []
         self._lock = threading.Lock()
@@ -147,14 +187,14 @@ class StepProcessPool:
         with self._lock:
             while self._idle:
                 child = self._idle.pop()
-                if child.process.is_alive():
+                if child.is_alive():
                     return child
                 child.kill()
-        return _StepProcess(self._context, self.task_modules, self.max_memory_mb)
+        return _StepProcess(self._zygote)
 
     def _give_back(self, child: _StepProcess) -> None:
         with self._lock:
-            if child.usable and not self._closed and child.process.is_alive():
+            if child.usable and not self._closed and child.is_alive():
                 self._idle.append(child)
                 return
         child.kill()
@@ -179,6 +219,7 @@ class StepProcessPool:
             idle, self._idle = self._idle, []
         for child in idle:
             child.kill()
+        self._zygote.close()
 
 
 def engine_options() -> dict[str, Any]:
