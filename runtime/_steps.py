@@ -108,8 +108,8 @@ class StepCall:
     max_result_bytes: int | None = None
 
     @classmethod
-    def of(cls, task: str, payload: Any, context: RuntimeContext, *, timeout: float | None,
-           max_result_bytes: int | None) -> StepCall:
+    def of(cls, task: str, payload: Any, context: RuntimeContext, *, timeout: float | None = None,
+           max_result_bytes: int | None = None) -> StepCall:
         # A copy: the engine keeps changing its context (attempt), and mapping proxies do not pickle.
         frozen = dataclasses.replace(context, foreach=dict(context.foreach), aliases=dict(context.aliases))
         return cls(task, payload, frozen, timeout, max_result_bytes)

@@ -15,6 +15,7 @@ label, json_bytes)``, ``("memory",)`` or ``("error", pickled_exception)``.
 
 from __future__ import annotations
 
+import ctypes
 import multiprocessing
 import os
 import pickle
@@ -24,6 +25,8 @@ from collections.abc import Sequence
 from multiprocessing import reduction
 from multiprocessing.connection import Connection
 from typing import Any
+
+_PR_SET_PDEATHSIG = 1
 
 #: Room for the reply's framing beyond the result's JSON (label, pickle overhead).
 REPLY_OVERHEAD_BYTES = 64 * 1024
@@ -47,6 +50,16 @@ def limit_memory(max_memory_mb: int | None) -> None:
         return
     limit = _address_space_bytes() + max_memory_mb * 1024 * 1024
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+
+def _die_with_parent() -> None:
+    """Ask Linux to kill this step process when the zygote ends (which it does when the worker ends, even by
+    SIGKILL): a step still running then would otherwise run on, unlimited in time, with nobody to answer."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):  # not Linux: such a step ends when it next reads its closed pipe
+        pass
 
 
 def _portable(exc: BaseException) -> bytes:
@@ -105,6 +118,7 @@ def zygote(control: Connection, worker_end: int, task_modules: Sequence[str], ma
                 control.close()
                 parent_end.close()
                 signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+                _die_with_parent()
                 limit_memory(max_memory_mb)
                 serve(child_end, registry)
             except BaseException:  # noqa: BLE001 - a step process must never return into the zygote's loop

@@ -152,3 +152,47 @@ def test_limit_failures_in_step_processes_go_through_retry_and_error_routes(pool
     failed = engine(pool).run(limited_document("hog", {"megabytes": 1024}), {})
     assert failed.status == "failed" and failed.error is not None
     assert failed.error.details["node_id"] == "step" and failed.error.details["cause"]["code"] == "step.memory"
+
+
+ORPHAN_SCRIPT = """
+import os, sys, threading
+import django
+django.setup()
+from designer import catalog
+from designer.runs.steps import StepProcessPool
+from runtime import RuntimeContext, StepCall
+
+pool = StepProcessPool(processes=1, task_modules=[*catalog.task_modules(), "tests.designer.step_tasks"],
+                       max_memory_mb=None)
+context = RuntimeContext(node_id="n", frame_id="f")
+pid = pool.run_step(StepCall.of("whoami", {}, context), lambda: False)[1]
+threading.Thread(target=pool.run_step, args=(StepCall.of("snooze", {"seconds": 300}, context), lambda: False),
+                 daemon=True).start()
+print(pid, flush=True)
+threading.Event().wait()
+"""
+
+
+def test_a_running_step_dies_with_its_worker_even_when_the_worker_is_killed() -> None:
+    import signal
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "designer.settings",
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")]))}
+    worker = subprocess.Popen([sys.executable, "-c", ORPHAN_SCRIPT], cwd=root, env=env, stdout=subprocess.PIPE,
+                              text=True)
+    try:
+        assert worker.stdout is not None
+        step_pid = int(worker.stdout.readline())
+        assert alive(step_pid)
+    finally:
+        worker.send_signal(signal.SIGKILL)
+        worker.wait()
+    deadline = time.monotonic() + 30  # only guards against a hang: the step would otherwise sleep 300 s
+    while alive(step_pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not alive(step_pid)
