@@ -233,11 +233,14 @@ TASKS = {
 
 # --- API --------------------------------------------------------------------
 REST_FRAMEWORK = {
+    # The browser's session (with its CSRF token), or a personal access token for scripts (designer/api/auth.py).
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.SessionAuthentication",
+        "designer.api.auth.BearerTokenAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": [
         "rest_framework.permissions.IsAuthenticated",
+        "designer.api.auth.TokenScopePermission",
     ],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     # Reads at most DATA_UPLOAD_MAX_MEMORY_SIZE bytes (DRF's own parser bypasses that limit): 413 beyond.
