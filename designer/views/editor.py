@@ -74,6 +74,8 @@ def _diagnostics(loaded: Loaded) -> list[dict[str, Any]]:
 def _fix_label(fix: list[dict[str, Any]]) -> str:
     if len(fix) == 1 and fix[0]["op"] == "connect":
         return f"Route {fix[0]['label']} back to {fix[0]['target']}"
+    if len(fix) == 1 and fix[0]["op"] == "disconnect":
+        return f"End the cycle: unroute {fix[0]['source']} · {fix[0]['label']}"
     return "Fix" if fix else ""
 
 

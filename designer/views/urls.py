@@ -25,6 +25,14 @@ urlpatterns += [
     path("workflows/<int:workflow_id>/sharing/", teams.workflow_sharing, name="workflow-sharing"),
 ]
 
+# --- the user's settings: API tokens (designer/views/account.py) ---
+from designer.views import account  # noqa: E402
+
+urlpatterns += [
+    path("settings/tokens/", account.api_tokens, name="api-tokens"),
+    path("settings/tokens/<int:token_id>/revoke/", account.api_token_revoke, name="api-token-revoke"),
+]
+
 # --- runs (designer/views/runs.py) ---
 urlpatterns += [
     path("runs/", runs.run_list, name="run-list"),
@@ -40,7 +48,7 @@ urlpatterns += [
 ]
 
 # --- workflow editor (designer/views/editor.py) ---
-from designer.views import editor, editor_edits  # noqa: E402
+from designer.views import editor, editor_edits, editor_run  # noqa: E402
 
 urlpatterns += [
     path("workflows/<int:workflow_id>/edit/", editor.editor, name="editor"),
@@ -50,6 +58,9 @@ urlpatterns += [
     path("workflows/<int:workflow_id>/edit/diagnostics/", editor.diagnostics, name="editor-diagnostics"),
     path("workflows/<int:workflow_id>/edit/change/", editor_edits.edit, name="editor-edit"),
     path("workflows/<int:workflow_id>/edit/publish/", editor.publish, name="editor-publish"),
+    path("workflows/<int:workflow_id>/edit/runs/", editor_run.runs, name="editor-runs"),
+    path("workflows/<int:workflow_id>/edit/run-overlay/", editor_run.overlay, name="editor-run-overlay"),
+    path("workflows/<int:workflow_id>/edit/run-node/", editor_run.node, name="editor-run-node"),
 ]
 
 # --- workflow list: search, create, duplicate, import (designer/views/workflows.py); "/" (home) shows it too ---
