@@ -11,6 +11,7 @@ from typing import Any, Final, Literal
 
 from designer.errors import NotFound, PermissionDenied
 from designer.models import Membership, Team
+from designer.models_access import token_limits
 from designer.untrusted import parse_id
 
 Role = Literal["viewer", "editor", "owner"]
@@ -39,9 +40,13 @@ def role_of(user: Any, team: Team | int) -> str | None:
     team_id = team.pk if isinstance(team, Team) else parse_id(team)
     if team_id is None:  # not an id at all (or beyond the column): no team, so no role
         return None
-    return (
-        Membership.objects.filter(user=user, team_id=team_id).values_list("role", flat=True).first()
-    )
+    token_team, read_only = token_limits(user)
+    if token_team is not None and token_team != team_id:
+        return None  # an API token limited to another team: this one looks absent
+    role = Membership.objects.filter(user=user, team_id=team_id).values_list("role", flat=True).first()
+    if role is not None and read_only:
+        return "viewer"  # a read-only token reads, whatever the user's role
+    return role
 
 
 def has_role(role: str | None, minimum: Role) -> bool:

@@ -252,6 +252,7 @@ class WorkflowDocumentView(BaseAPIView):
 
 
 class WorkflowValidateView(BaseAPIView):
+    read_only_safe = True  # POST only checks the document it is sent; a read-only token may call it
     def _validate(self, request: Request, workflow_id: int, document: Any) -> Response:
         workflow = _workflow(request, workflow_id)
         parsed = doc_analysis.parse_document(workflow.document if document is None else document)

@@ -12,6 +12,7 @@ from designer.selectors.teams import (
     members_of,
     pending_invitations_of,
     teams_for,
+    tokens_of,
 )
 from designer.selectors.workflows import get_version, get_workflow, versions_of, workflows_for
 
@@ -27,6 +28,7 @@ __all__ = [
     "pending_invitations_of",
     "runs_for",
     "teams_for",
+    "tokens_of",
     "versions_of",
     "workflows_for",
 ]

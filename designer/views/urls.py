@@ -25,6 +25,14 @@ urlpatterns += [
     path("workflows/<int:workflow_id>/sharing/", teams.workflow_sharing, name="workflow-sharing"),
 ]
 
+# --- the user's settings: API tokens (designer/views/account.py) ---
+from designer.views import account  # noqa: E402
+
+urlpatterns += [
+    path("settings/tokens/", account.api_tokens, name="api-tokens"),
+    path("settings/tokens/<int:token_id>/revoke/", account.api_token_revoke, name="api-token-revoke"),
+]
+
 # --- runs (designer/views/runs.py) ---
 urlpatterns += [
     path("runs/", runs.run_list, name="run-list"),
