@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('designer', '0005_access_invitations_tokens_login_counters'),
+        ('designer', '0006_run_answers'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
