@@ -132,12 +132,25 @@ TEMPLATES = [
 
 # --- Database ---------------------------------------------------------------
 # SQLite by default; DATABASE_URL (e.g. postgres://user:pass@host/db) overrides.
+# Connections persist (DATABASE_CONN_MAX_AGE seconds, 0 = one per request/task) and are checked before reuse,
+# so a worker's idle poll and each task reuse one connection instead of opening a new one every time.
 DATABASES = {
     "default": dj_database_url.config(
         default=f"sqlite:///{BASE_DIR / 'db.sqlite3'}",
-        conn_max_age=int(os.environ.get("DATABASE_CONN_MAX_AGE", "0")),
+        conn_max_age=int(os.environ.get("DATABASE_CONN_MAX_AGE", "300")),
+        conn_health_checks=True,
     )
 }
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    # A session that stops inside a transaction (a frozen or partitioned worker holding a run's row lock) is
+    # ended by the server after this long, which releases its locks; claims and recovery pass such a row by
+    # meanwhile (designer/runs/lease.py). No code path of ours idles inside a transaction.
+    _idle_ms = int(float(os.environ.get("TRELLIS_DB_IDLE_IN_TRANSACTION_SECONDS", "60")) * 1000)
+    DATABASES["default"].setdefault("OPTIONS", {})
+    DATABASES["default"]["OPTIONS"]["options"] = " ".join(
+        filter(None, [DATABASES["default"]["OPTIONS"].get("options"),
+                      f"-c idle_in_transaction_session_timeout={_idle_ms}"])
+    )
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # WAL lets the web server read while the worker writes; IMMEDIATE takes the
     # write lock at BEGIN so two writers queue on the busy timeout instead of

@@ -21,15 +21,14 @@ The designer mints runtime ids as ``run_<pk, 13 digits>`` (``run_id_for``).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 import pydantic_core
 from django.db import transaction
-from django.utils import timezone
 
 from designer.models import Run, RunEvent, RunStatePart, Team
-from designer.runs.lease import LeaseLost, lease_seconds
+from designer.runs.lease import LeaseLost, expiry_in, lease_seconds
 from runtime import CheckpointNotFoundError, CorruptRunStateError, RunState, TraceEvent, WorkflowError
 
 RUN_ID_PREFIX = "run_"
@@ -178,7 +177,7 @@ class OrmCheckpointer:
             rows = Run.objects.filter(pk=pk)
             if self.owner is not None:
                 rows = rows.filter(lease_owner=self.owner)
-                fields["lease_expires_at"] = timezone.now() + timedelta(seconds=lease_seconds())
+                fields["lease_expires_at"] = expiry_in(lease_seconds())
             if rows.update(**fields) != 1:
                 raise LeaseLost(f"run {pk}: lease no longer held by {self.owner}; checkpoint discarded")
             stored = self._store_parts(pk, parts)

@@ -3,6 +3,17 @@
 Every transition is a single conditional ``UPDATE`` (``filter(...).update(...)``)
 whose row count says whether it happened, so the database, not the Python
 process, arbitrates between concurrent workers.
+
+Leases are judged by the database's clock (``lease_now()``): on PostgreSQL every
+expiry is written and compared as ``now() + interval`` in SQL, so app servers
+whose clocks drift apart still agree on who holds a run. (SQLite lives on one
+machine, whose clock every process shares.)
+
+No claim or recovery ever waits on a row lock: a worker frozen inside its
+checkpoint transaction (a paused VM, a lost network) keeps the run's row locked
+until PostgreSQL ends its session (``idle_in_transaction_session_timeout``,
+settings.py). Claims and recovery lock with ``SKIP LOCKED`` and a short
+``lock_timeout``, so meanwhile they pass that run by and carry on with the rest.
 """
 
 from __future__ import annotations
@@ -16,9 +27,9 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import close_old_connections, connection
-from django.db.models import F, Q
-from django.db.models.functions import Coalesce
+from django.db import close_old_connections, connection, transaction
+from django.db.models import DateTimeField, ExpressionWrapper, F, Q
+from django.db.models.functions import Coalesce, Now
 from django.utils import timezone
 
 from designer.models import Run
@@ -50,29 +61,63 @@ def new_owner_id() -> str:
     return f"{socket.gethostname()[:60]}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
 
 
+#: How long a claim or a recovery step waits for a row lock before passing the run by (PostgreSQL).
+LOCK_TIMEOUT_MS = 2000
+
+
+def lease_now() -> Any:
+    """"Now" for leases: the database's clock where several machines share the database (PostgreSQL's
+    ``now()`` in the statement itself), the process clock on SQLite (one machine)."""
+    if connection.vendor == "postgresql":
+        return Now()
+    return timezone.now()
+
+
+def expiry_in(seconds: float) -> Any:
+    """``lease_now()`` plus ``seconds``, for an UPDATE's value."""
+    now = lease_now()
+    if isinstance(now, Now):
+        return ExpressionWrapper(now + timedelta(seconds=seconds), output_field=DateTimeField())
+    return now + timedelta(seconds=seconds)
+
+
 def _expiry() -> Any:
-    return timezone.now() + timedelta(seconds=lease_seconds())
+    return expiry_in(lease_seconds())
 
 
 def lease_is_free() -> Q:
     """Rows nobody holds: never claimed, released, or expired (the holder died or stalled)."""
-    return Q(lease_owner="") | Q(lease_expires_at__isnull=True) | Q(lease_expires_at__lt=timezone.now())
+    return Q(lease_owner="") | Q(lease_expires_at__isnull=True) | Q(lease_expires_at__lt=lease_now())
+
+
+def bounded_lock_wait() -> None:
+    """Inside a transaction: let any row lock wait end after ``LOCK_TIMEOUT_MS`` (PostgreSQL) rather than wait
+    for a holder that may never come back. ``SET LOCAL`` ends with the transaction."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute(f"SET LOCAL lock_timeout = {int(LOCK_TIMEOUT_MS)}")
 
 
 def claim(run_id: int, owner: str) -> Run | None:
-    """Take the lease of a runnable run; the claimed row, or None when it is held, finished or waiting."""
-    now = timezone.now()
-    claimed = (
-        Run.objects.filter(pk=run_id, status__in=RUNNABLE)
-        .filter(lease_is_free())
-        .update(
+    """Take the lease of a runnable run; the claimed row, or None when it is held, finished, waiting, or its row
+    is locked by a transaction that has not ended (a frozen worker: recovery gets to it once it is released)."""
+    with transaction.atomic():
+        bounded_lock_wait()
+        free = (
+            Run.objects.select_for_update(skip_locked=True)
+            .filter(pk=run_id, status__in=RUNNABLE)
+            .filter(lease_is_free())
+            .values_list("pk", flat=True)
+        )
+        if not free:
+            return None
+        claimed = Run.objects.filter(pk=run_id).update(
             lease_owner=owner,
             lease_expires_at=_expiry(),
             status=Run.Status.RUNNING,
             attempts=F("attempts") + 1,
-            started_at=Coalesce(F("started_at"), now),
+            started_at=Coalesce(F("started_at"), lease_now()),
         )
-    )
     if claimed != 1:
         return None
     return Run.objects.select_related("team", "workflow").get(pk=run_id)

@@ -13,16 +13,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
-from datetime import timedelta
 from typing import Any
 
-from django.db import transaction
+from django.db import DatabaseError, transaction
 from django.db.models import Q
 from django.tasks import task_backends
-from django.utils import timezone
 
 from designer.models import Run
-from designer.runs.lease import RUNNABLE, lease_seconds
+from designer.runs.lease import RUNNABLE, bounded_lock_wait, expiry_in, lease_now, lease_seconds
 
 logger = logging.getLogger(__name__)
 
@@ -45,9 +43,7 @@ def enqueue_execution(run_id: int) -> None:
     """Enqueue ``execute_run(run_id)`` and stamp the queue deadline. Call inside the transaction that made
     the run runnable: with the database backend the task row commits (or rolls back) together with it."""
     task = _execute_task()
-    Run.objects.filter(pk=run_id).update(
-        lease_owner="", lease_expires_at=timezone.now() + timedelta(seconds=lease_seconds())
-    )
+    Run.objects.filter(pk=run_id).update(lease_owner="", lease_expires_at=expiry_in(lease_seconds()))
     if _is_database_backend(task):
         task.enqueue(run_id)
     else:
@@ -93,15 +89,15 @@ def _close_orphaned_tasks(run_id: int) -> None:
 
 def stale_runs() -> Any:
     """Runnable runs whose lease (or queue deadline) has expired."""
-    now = timezone.now()
     return Run.objects.filter(status__in=RUNNABLE).filter(
-        Q(lease_expires_at__lt=now) | Q(lease_expires_at__isnull=True)
+        Q(lease_expires_at__lt=lease_now()) | Q(lease_expires_at__isnull=True)
     )
 
 
 def requeue_stale_runs() -> list[int]:
     """Enqueue every stale run once; returns their ids. Safe to call from several workers at once: the
-    conditional UPDATE lets exactly one of them re-stamp (and so enqueue) each run."""
+    conditional UPDATE lets exactly one of them re-stamp (and so enqueue) each run. Never waits on a locked
+    row: a run whose row another transaction holds (a worker frozen mid-checkpoint) is passed by this time."""
     candidates = list(stale_runs().values_list("pk", "lease_expires_at"))
     if not candidates:
         return []
@@ -110,15 +106,22 @@ def requeue_stale_runs() -> list[int]:
     for run_id, expired_at in candidates:
         if run_id in pending:
             continue
-        with transaction.atomic():
-            # Still exactly as we saw it? Then nobody claimed or re-stamped it in between.
-            still_stale = Run.objects.filter(pk=run_id, status__in=RUNNABLE, lease_expires_at=expired_at)
-            if expired_at is None:
-                still_stale = Run.objects.filter(pk=run_id, status__in=RUNNABLE, lease_expires_at__isnull=True)
-            if not still_stale.update(lease_owner=""):
-                continue
-            _close_orphaned_tasks(run_id)
-            enqueue_execution(run_id)
+        try:
+            with transaction.atomic():
+                bounded_lock_wait()
+                # Still exactly as we saw it? Then nobody claimed or re-stamped it in between.
+                still_stale = Run.objects.filter(pk=run_id, status__in=RUNNABLE, lease_expires_at=expired_at)
+                if expired_at is None:
+                    still_stale = Run.objects.filter(pk=run_id, status__in=RUNNABLE, lease_expires_at__isnull=True)
+                if not still_stale.select_for_update(skip_locked=True).values_list("pk", flat=True):
+                    continue
+                still_stale.update(lease_owner="")
+                _close_orphaned_tasks(run_id)
+                enqueue_execution(run_id)
+        except DatabaseError:  # a lock wait that timed out (a task row held by a frozen worker): next time
+            logger.warning("run %s: recovery passed it by (a row it needs is locked); retrying later", run_id,
+                           exc_info=True)
+            continue
         requeued.append(run_id)
     if requeued:
         logger.warning("re-enqueued %d run(s) whose worker stopped: %s", len(requeued), requeued)
