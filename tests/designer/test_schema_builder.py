@@ -63,8 +63,9 @@ def test_inference_merges_list_items_and_marks_what_every_item_has() -> None:
 
 
 field_names = st.text(alphabet="abcdefgh_", min_size=1, max_size=5)
+# Storable text only (as `texts` above): a form refuses NUL, so a keyword holding one cannot round-trip.
 extras = st.dictionaries(st.sampled_from(["title", "minLength", "format", "x-ui", "$comment"]),
-                         st.text(max_size=4) | st.integers(0, 5), max_size=2)
+                         texts.filter(lambda text: len(text) <= 4) | st.integers(0, 5), max_size=2)
 
 
 @st.composite
