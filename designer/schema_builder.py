@@ -165,7 +165,9 @@ def _field(name: str, schema: Mapping[str, Any], *, required: bool) -> Field:
     props, wanted = schema.get("properties"), schema.get("required", [])
     children: tuple[Field, ...] = ()
     props_written = required_written = False
-    if "properties" in schema or "required" in schema:
+    if type_ not in ("object", "any"):  # properties on a string: nothing the builder shows, kept as written
+        extra.update({key: schema[key] for key in ("properties", "required") if key in schema})
+    elif "properties" in schema or "required" in schema:
         if (isinstance(props, Mapping) and all(isinstance(v, Mapping) for v in props.values())
                 and _orderly(wanted, props) and (wanted or "properties" in schema)):
             children = tuple(_field(str(key), value, required=key in wanted) for key, value in props.items())
@@ -173,7 +175,9 @@ def _field(name: str, schema: Mapping[str, Any], *, required: bool) -> Field:
         else:  # required names unknown keys, repeats, or a property is not a schema: kept exactly as written
             extra.update({key: schema[key] for key in ("properties", "required") if key in schema})
     items: Field | None = None
-    if isinstance(schema.get("items"), Mapping):
+    if "items" in schema and type_ not in ("array", "any"):
+        extra["items"] = schema["items"]
+    elif isinstance(schema.get("items"), Mapping):
         items = _field("", schema["items"], required=False)
     elif "items" in schema:
         extra["items"] = schema["items"]
@@ -453,6 +457,13 @@ def _from_form(form: Mapping[str, Any], fid: str, *, role: str) -> Field:
         if names.count(name) > 1:
             raise FormError(f"two fields are named {name!r}", fid=f"{fid}.{child_index}", what="name")
     items = _from_form(form, f"{fid}.i", role="items") if f"{fid}.i:type" in form else None
+    if type_ != (_get(form, f"{fid}:was") or type_):  # the type was just changed: keep what it can hold
+        if type_ not in ("object", "any"):
+            children = ()
+        if type_ not in ("array", "any"):
+            items = None
+        elif type_ == "array" and items is None:
+            items = Field(type="string")
     return Field(
         name=_get(form, f"{fid}:name") if role == "property" else "",
         type=type_, nullable=bool(form.get(f"{fid}:nullable")), required=bool(form.get(f"{fid}:required")),
@@ -460,7 +471,8 @@ def _from_form(form: Mapping[str, Any], fid: str, *, role: str) -> Field:
         default=parse_default(_get(form, f"{fid}:default"), type_, fid=fid),
         enum=parse_enum(_get(form, f"{fid}:enum"), type_, fid=fid),
         children=children, items=items, extra=extra, raw_type=raw_type,
-        props_written="p" in flags or bool(children), required_written="r" in flags,
+        props_written="p" in flags or bool(children) or (type_ == "object" and type_ != _get(form, f"{fid}:was")),
+        required_written="r" in flags,
     )
 
 
@@ -469,7 +481,7 @@ def form_data(root: Field) -> dict[str, str]:
     data: dict[str, str] = {}
     for row in to_form(root):
         fid, node = row["id"], row["field"]
-        data[f"{fid}:type"] = node.type
+        data[f"{fid}:type"] = data[f"{fid}:was"] = node.type
         data[f"{fid}:count"] = str(len(node.children))
         if row["role"] == "property":
             data[f"{fid}:name"] = node.name

@@ -196,6 +196,16 @@ def set_schema(document: Document, node_id: str | None, key: str, schema: Any) -
     return doc
 
 
+def set_workflow_start(document: Document, start: str) -> Document:
+    """The node a run starts at; '' means the first node."""
+    doc = copy.deepcopy(document)
+    start = start.strip()
+    if start:
+        find_node(doc, start)
+    doc["start"] = start or None
+    return doc
+
+
 def add_workflow_output(document: Document, target: str, path: str) -> Document:
     """One more field of the workflow's output, read from a graph path when the run completes."""
     target = target.strip()
@@ -400,6 +410,8 @@ def update_interrupt(document: Document, node_id: str, form: Form) -> Document:
     node["prompt"] = str(form.get("prompt", ""))
     labels = [label.strip() for label in str(form.get("labels", "")).split(",") if label.strip()]
     node["labels"] = labels or ["ok"]
+    if "resume_schema" not in form:  # the question form without the schema: the schema builder edits that
+        return doc
     schema_text = str(form.get("resume_schema", "")).strip()
     schema = _json(schema_text, what="the resume schema") if schema_text else {"type": "object", "properties": {}}
     if not isinstance(schema, dict):

@@ -42,6 +42,7 @@ urlpatterns += [
     path("workflows/<int:workflow_id>/edit/picker/", editor.picker, name="editor-picker"),
     path("workflows/<int:workflow_id>/edit/diagnostics/", editor.diagnostics, name="editor-diagnostics"),
     path("workflows/<int:workflow_id>/edit/change/", editor.edit, name="editor-edit"),
+    path("workflows/<int:workflow_id>/edit/schema-builder/", editor.schema_builder, name="editor-schema-builder"),
     path("workflows/<int:workflow_id>/edit/publish/", editor.publish, name="editor-publish"),
 ]
 
