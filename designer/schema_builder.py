@@ -388,12 +388,12 @@ def parse_default(text: str, type_: str, *, fid: str) -> Any:
         return NO_DEFAULT
     if type_ == "string":
         return text
-    if type_ == "any":
-        try:
-            return _read_json(text, fid=fid, what="default")
-        except FormError:
-            return text
-    return _read_json(text, fid=fid, what="default")
+    try:
+        return _read_json(text, fid=fid, what="default")
+    except FormError:
+        # Kept as typed, so the default check says what is wrong with it (next to where it was typed)
+        # instead of the whole unsaved tree being thrown away.
+        return text
 
 
 def parse_enum(text: str, type_: str, *, fid: str) -> tuple[Any, ...] | None:
@@ -409,20 +409,49 @@ def parse_enum(text: str, type_: str, *, fid: str) -> tuple[Any, ...] | None:
     members = [part.strip() for part in text.split(",") if part.strip()]
     if type_ == "string":
         return tuple(members)
-    return tuple(_read_json(member, fid=fid, what="enum") for member in members)
+    return tuple(_lenient_json(member, fid=fid) for member in members)
+
+
+def _lenient_json(text: str, *, fid: str) -> Any:
+    try:
+        return _read_json(text, fid=fid, what="enum")
+    except FormError:
+        return text
+
+
+def name_problems(root: Field) -> dict[str, str]:
+    """Field id -> what is wrong with its name (empty, or taken by a sibling); such a tree cannot be saved."""
+    problems: dict[str, str] = {}
+    for fid, _, node, _ in walk(root):
+        names = [child.name for child in node.children]
+        for index, name in enumerate(names):
+            if not name:
+                problems[f"{fid}.{index}"] = "every field needs a name"
+            elif names.count(name) > 1:
+                problems[f"{fid}.{index}"] = f"two fields are named {name!r}"
+    return problems
 
 
 def to_form(root: Field) -> list[dict[str, Any]]:
     """Rows for the template: one per field with its id, depth and what its inputs show."""
     rows = []
+    labels: dict[str, str] = {}
     for fid, depth, node, role in walk(root):
+        parent = fid.rsplit(".", 1)[0]
+        labels[fid] = node.name if role == "property" else f"items of {labels.get(parent, '')}".strip() \
+            if role == "items" else ""
+        items_hold_fields = node.items is not None and node.items.type in ("object", "any") \
+            and node.items.raw_type is None and not node.items.custom
         rows.append({
+            "label": labels[fid],
             "id": fid, "depth": depth, "role": role, "field": node,
             "default_text": value_text(node), "enum_text": enum_text(node),
             "extra_json": json.dumps(dict(node.extra), ensure_ascii=False, default=list) if node.extra else "",
             "raw_type_json": "" if node.raw_type is None else json.dumps(node.raw_type),
             "flags": ("p" if node.props_written else "") + ("r" if node.required_written else ""),
-            "can_add": node.type in ("object", "array", "any") and not node.custom and node.raw_type is None,
+            # An array whose items already hold fields gets them added on its items row instead.
+            "can_add": not node.custom and node.raw_type is None and (
+                node.type in ("object", "any") or (node.type == "array" and not items_hold_fields)),
         })
     return rows
 
@@ -450,12 +479,6 @@ def _from_form(form: Mapping[str, Any], fid: str, *, role: str) -> Field:
     flags = _get(form, f"{fid}:flags")
     count = int(_get(form, f"{fid}:count") or 0)
     children = tuple(_from_form(form, f"{fid}.{index}", role="property") for index in range(count))
-    names = [child.name for child in children]
-    for child_index, name in enumerate(names):
-        if not name:
-            raise FormError("every field needs a name", fid=f"{fid}.{child_index}", what="name")
-        if names.count(name) > 1:
-            raise FormError(f"two fields are named {name!r}", fid=f"{fid}.{child_index}", what="name")
     items = _from_form(form, f"{fid}.i", role="items") if f"{fid}.i:type" in form else None
     if type_ != (_get(form, f"{fid}:was") or type_):  # the type was just changed: keep what it can hold
         if type_ not in ("object", "any"):

@@ -182,9 +182,10 @@ def schema_builder_context(loaded: Loaded, key: str, node_id: str | None, *, tre
             reason = sb.default_error(sb.schema_of(node_field), node_field.default, root=sb.schema_of(tree))
             if reason:
                 problems[row["id"]] = reason
+    names = sb.name_problems(tree)
     for row in rows:
         row["default_error"] = problems.get(row["id"], "")
-        row["error"] = error if error_fid == row["id"] else ""
+        row["error"] = error if error_fid == row["id"] else names.get(row["id"], "")
     return {
         "key": key, "node": node_id or "", "title": SCHEMA_TITLES[key], "hint": SCHEMA_HINTS[key],
         "rows": rows, "json": json.dumps(sb.schema_of(tree), indent=2, ensure_ascii=False),
@@ -441,6 +442,8 @@ def _tree_or_none(form: Any) -> sb.Field | None:
 
 def _save_schema(request: HtmxHttpRequest, loaded: Loaded, key: str, node_id: str | None, tree: sb.Field,
                  render: Any) -> HttpResponse:
+    if sb.name_problems(tree):
+        return render(tree, "Not saved: every field needs a name of its own (see below).")
     schema = sb.schema_of(tree)
     problems = sb.default_problems(schema)
     if problems:  # shown next to each default by the re-render; nothing is saved

@@ -240,3 +240,15 @@ def test_workflow_outputs_and_output_bindings_are_chosen_not_typed_as_json(cast:
     assert _line(loops)["output"] == [{"source": ".", "target": "lines", "mode": "append"}]
     html = _inspector(client, loops, node="line")
     assert '<option value="set">replace</option>' in html
+
+
+def test_the_raw_json_view_saves_a_resume_schema_and_the_builder_shows_it(cast: Any) -> None:
+    doc = {"id": "ask", "nodes": [{"id": "ask", "kind": "interrupt", "prompt": "?", "labels": ["ok"]}]}
+    workflow = workflow_services.create_workflow(actor=cast.owner, team=cast.team, name="Ask", document=doc)
+    client = _client(cast.editor)
+    schema = {"type": "object", "properties": {"note": {"type": "string"}}, "required": ["note"]}
+    html = _post(client, workflow, action="schema-json", schema_key="resume_schema", node="ask",
+                 schema=json.dumps(schema)).content.decode()
+    workflow.refresh_from_db()
+    assert workflow.document["nodes"][0]["resume_schema"] == schema
+    assert 'data-name="note"' in html
