@@ -44,6 +44,9 @@ _TABLE: Final[tuple[CodeInfo, ...]] = (
              "never equals or cannot be compared with, field cases.<i>.value)"),
     CodeInfo("subgraph.unknown_workflow", "error", "a subgraph reference that the resolver cannot find"),
     CodeInfo("subgraph.recursion", "error", "subgraph references form a cycle"),
+    CodeInfo("route.no_exit", "error",
+             "a route cycle that nothing leaves: no route out, no unrouted label (a foreach's done), no interrupt "
+             "(node is the cycle's first node, data.nodes lists them all)", addition=True),
     CodeInfo("task.unknown", "error", "a task node names a task the registry does not hold", addition=True),
     CodeInfo("route.unknown_source", "error", "a route starts at a node that does not exist", addition=True),
     CodeInfo("workflow.no_start", "error", "the workflow has no nodes, or its start node does not exist",
