@@ -100,6 +100,10 @@ def form_ops(form: Any) -> list[dict[str, Any]]:
         args[key] = values if len(values) > 1 or key.startswith("case_") else values[0]
     if name == "bind_literal":
         args["text"] = args.pop("value", "")
+    if name == "add_output":  # the state-field picker's "new state field…" choice is typed in new_target
+        typed = args.pop("new_target", "")
+        if not args.get("target"):
+            args["target"] = typed
     if name == "set_schema":  # the schema builder's JSON view: its schema_key names the schema
         args = {"key": args.get("schema_key", ""), "node": args.get("node", ""), "schema": args.get("schema", "")}
     return [{"op": name, **args}]

@@ -53,11 +53,12 @@
     window.htmx.trigger(form, "submit");
   });
 
-  // <select data-new-target>: its empty option means "a new state field", typed into the input after it.
+  // <select name="target" data-new-target>: its empty option means "a new state field", typed into the
+  // input named new_target next to it.
   document.addEventListener("change", function (event) {
     const select = event.target instanceof HTMLSelectElement && event.target.matches("[data-new-target]") ? event.target : null;
     if (!select) return;
-    const input = select.parentElement.querySelector('input[name="' + select.name + '"]');
+    const input = select.parentElement.querySelector('input[name="new_' + select.name + '"]');
     if (!input) return;
     const typing = select.value === "";
     input.hidden = !typing;

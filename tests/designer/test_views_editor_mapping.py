@@ -236,7 +236,8 @@ def test_workflow_outputs_and_output_bindings_are_chosen_not_typed_as_json(cast:
     loops.refresh_from_db()
     assert loops.document["outputs"] == []
 
-    _post(client, loops, action="output-add", node="line", source=".", target=["", "lines"], mode="append")
+    _post(client, loops, action="output-add", node="line", source=".", target="", new_target="lines",
+          mode="append")
     assert _line(loops)["output"] == [{"source": ".", "target": "lines", "mode": "append"}]
     html = _inspector(client, loops, node="line")
     assert '<option value="set">replace</option>' in html
