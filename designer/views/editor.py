@@ -361,7 +361,7 @@ def schema_builder(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
     named where it is typed. "Save" stores it with the revision the page holds and answers with the whole
     inspector, like every panel edit."""
     loaded = _load(request, workflow_id)
-    require_role(request.user, loaded.workflow.team_id, "editor", what="this workflow")
+    require_workflow_role(request.user, loaded.workflow, "editor")
     key, node_id = request.POST.get("schema_key", ""), request.POST.get("node", "") or None
     if key not in SCHEMA_TITLES or (key == "resume_schema") != bool(node_id):
         return HttpResponse(f"unknown schema {key!r}", status=400, content_type="text/plain")
