@@ -196,3 +196,30 @@ def test_a_running_step_dies_with_its_worker_even_when_the_worker_is_killed() ->
     while alive(step_pid) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not alive(step_pid)
+
+
+def test_a_cancel_while_a_step_runs_kills_it_and_cancels_the_run_without_committing_the_superstep(
+        pool: StepProcessPool) -> None:
+    from runtime import InMemoryCheckpointer
+
+    graph = WorkflowBuilder("napping", state_schema={"type": "object", "properties": {"first": {}, "slept": {}}})
+    first = graph.use("math", id="first", input=[{"target": "op", "value": "add"}, {"target": "a", "value": 1},
+                                                 {"target": "b", "value": 1}],
+                      output=[{"source": ".", "target": "first"}])
+    nap = graph.use("snooze", id="nap", input=[{"target": "seconds", "value": 300}],
+                    output=[{"source": ".", "target": "slept"}])
+    graph.set_route(first, "ok", nap)
+    checkpointer = InMemoryCheckpointer()
+    cancel = threading.Event()
+    threading.Timer(0.5, cancel.set).start()
+    eng = engine(pool, checkpointer=checkpointer, should_cancel=lambda run_id: cancel.is_set())
+    result = eng.run(graph.build(), {})
+
+    assert result.status == "cancelled"
+    assert result.state == {"first": 2}
+    assert result.trace[-1].kind == "run_cancelled"
+    assert [(e.kind, e.node_id) for e in result.trace if e.node_id == "nap"] == [("node_started", "nap")]
+    saved = checkpointer.load(result.run_id)
+    # The interrupted superstep's frame is queued again, as before the step: the saved state stays consistent.
+    assert saved.status == "cancelled" and [saved.frames[f].node_id for f in saved.ready] == ["nap"]
+    assert eng.continue_run(saved).status == "cancelled"
