@@ -137,7 +137,11 @@ class _StepProcess:
 
     def run(self, call: StepCall, cancelled: Callable[[], bool], memory_mb: int | None) -> tuple[str, Any]:
         conn = self.conn
-        conn.send_bytes(pickle.dumps(call))
+        try:
+            message = pickle.dumps(call)
+        except (TypeError, pickle.PicklingError):
+            message = pickle.dumps(call.portable())
+        conn.send_bytes(message)
         deadline = time.monotonic() + call.timeout if call.timeout is not None else None
         while not conn.poll(POLL_SECONDS if deadline is None
                             else max(0.0, min(POLL_SECONDS, deadline - time.monotonic()))):

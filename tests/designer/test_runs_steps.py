@@ -223,3 +223,17 @@ def test_a_cancel_while_a_step_runs_kills_it_and_cancels_the_run_without_committ
     # The interrupted superstep's frame is queued again, as before the step: the saved state stays consistent.
     assert saved.status == "cancelled" and [saved.frames[f].node_id for f in saved.ready] == ["nap"]
     assert eng.continue_run(saved).status == "cancelled"
+
+
+@pytest.mark.django_db
+def test_a_payload_holding_the_whole_context_reaches_the_step_process(pool: StepProcessPool) -> None:
+    graph = WorkflowBuilder("whole-context", input_schema={"type": "object", "properties": {"xs": {"type": "array"}}},
+                            state_schema={"type": "object", "properties": {"seen": {"type": "array", "default": []}}})
+    loop = graph.foreach("each", "input.xs")
+    node = graph.use("set_value", id="look", input=[{"target": "value", "path": "context"}],
+                     output=[{"source": "loop_item", "target": "seen", "mode": "append"}])
+    graph.set_route(loop, "loop", node)
+    graph.set_route(node, "ok", loop)
+    result = engine(pool).run(graph.build(), {"xs": ["a", "b"]})
+    assert result.status == "completed", result.error
+    assert result.state["seen"] == ["a", "b"]
