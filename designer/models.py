@@ -191,6 +191,9 @@ class Run(models.Model):
     # An accepted resume ({interrupt_id, value, label}) that a worker has yet to apply. It lives on the row, not
     # in the task's arguments, so a worker that dies before the next checkpoint leaves it for the one that recovers.
     resume_request = models.JSONField(null=True, blank=True)
+    # Every accepted answer to an interrupt, oldest first: {interrupt_id, node_id, prompt, label, value, by, at}.
+    # The trace says that the run resumed; this says who answered, which the run's page shows.
+    answers = models.JSONField(default=list, blank=True)
     # {child workflow slug: version number}: what each unversioned subgraph reference ("latest published")
     # meant when the run started. The run keeps using those versions, however long it is interrupted.
     subgraph_versions = models.JSONField(default=dict, blank=True)

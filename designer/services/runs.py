@@ -118,8 +118,13 @@ def resume_run(*, actor: Any, run: Run, interrupt_id: object, value: object = No
     except ResumeError as exc:
         raise ResumeInvalid(exc.message, interrupt_id=interrupt_id, errors=exc.details.get("errors")) from None
     locked.resume_request = {"interrupt_id": interrupt_id, "value": checked, "label": chosen}
+    asked = next((r for r in locked.interrupts or [] if isinstance(r, dict) and r.get("id") == interrupt_id), {})
+    locked.answers = [*(locked.answers or []), {
+        "interrupt_id": interrupt_id, "node_id": asked.get("node_id", ""), "prompt": asked.get("prompt", ""),
+        "label": chosen, "value": checked, "by": actor.get_username(), "at": timezone.now().isoformat(),
+    }]
     locked.status = Run.Status.QUEUED
-    locked.save(update_fields=["resume_request", "status"])
+    locked.save(update_fields=["resume_request", "answers", "status"])
     enqueue_execution(locked.pk)
     locked.refresh_from_db()
     return locked
