@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -54,11 +55,12 @@ def never() -> bool:
 
 
 def alive(pid: int) -> bool:
+    """Running (a zombie is not: an orphan may wait a while to be reaped)."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            return stat.read().rsplit(b")", 1)[1].split()[0] not in (b"Z", b"X")
+    except FileNotFoundError:
         return False
-    return True
 
 
 def test_a_step_runs_in_a_reused_child_process(pool: StepProcessPool) -> None:
@@ -237,3 +239,24 @@ def test_a_payload_holding_the_whole_context_reaches_the_step_process(pool: Step
     result = engine(pool).run(graph.build(), {"xs": ["a", "b"]})
     assert result.status == "completed", result.error
     assert result.state["seen"] == ["a", "b"]
+
+
+def test_a_pool_whose_zygote_was_killed_starts_a_new_one() -> None:
+    import signal
+
+    own = StepProcessPool(processes=1, task_modules=[STEP_TASKS], max_memory_mb=None)
+    try:
+        before = own.run_step(call("whoami", {}), never)[1]
+        zygote_pid = own._zygote.process.pid
+        assert zygote_pid is not None
+        os.kill(zygote_pid, signal.SIGKILL)
+        own._zygote.process.join()
+        deadline = time.monotonic() + 30  # its step processes die with it (PR_SET_PDEATHSIG), soon after
+        while alive(before) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert not alive(before)
+        after = own.run_step(call("whoami", {}), never)[1]
+        assert after != before
+        assert own._zygote.process.pid != zygote_pid
+    finally:
+        own.close()
