@@ -27,7 +27,7 @@ from django.views.decorators.http import require_GET, require_POST
 from designer import selectors
 from designer.errors import DesignerError, NotFound, PermissionDenied
 from designer.models import Run, RunEvent, Team, Workflow
-from designer.permissions import has_role, role_of
+from designer.permissions import has_role, workflow_role
 from designer.run_overlay import item_label
 from designer.services import runs as run_services
 from designer.untrusted import parse_id
@@ -156,7 +156,7 @@ def _history(request: HtmxHttpRequest, *, team: Team | None = None, workflow: Wo
         "teams": selectors.teams_for(user=request.user) if team is None and workflow is None else [],
         "workflows": selectors.workflows_for(user=request.user, team_id=team.pk) if team is not None else [],
         "admin_url": admin_url,
-        "can_run": workflow is not None and has_role(role_of(request.user, workflow.team_id), "editor"),
+        "can_run": workflow is not None and has_role(workflow_role(request.user, workflow), "runner"),
     }
     template = "runs/history.html#table" if request.htmx and request.htmx.target == "run-table" else "runs/history.html"
     return TemplateResponse(request, template, context)
@@ -208,12 +208,12 @@ def _version_param(raw: str | None) -> int | None:
 
 def _panel_context(request: HtmxHttpRequest, workflow: Workflow, *, version: int | None = None,
                    form: SchemaForm | None = None, **extra: Any) -> dict[str, Any]:
-    role = role_of(request.user, workflow.team_id)
+    role = workflow_role(request.user, workflow)
     recent = list(selectors.runs_for(user=request.user).filter(workflow=workflow)[:RECENT_RUNS])
     return {
         "workflow": workflow,
         "role": role,
-        "can_run": has_role(role, "editor"),
+        "can_run": has_role(role, "runner"),
         "versions": list(selectors.versions_of(workflow)),
         "version": version,
         "form": form if form is not None else build_form(_panel_schema(workflow, version),
@@ -312,7 +312,7 @@ def _live_frames(state: Any) -> list[dict[str, Any]]:
 
 
 def _detail_context(request: HtmxHttpRequest, run: Run, **extra: Any) -> dict[str, Any]:
-    role = role_of(request.user, run.team_id)
+    role = workflow_role(request.user, run.workflow)
     inspection = load_state(run)
     events = list(run.events.order_by("seq")[:MAX_EVENTS])
     now = timezone.now()
@@ -328,7 +328,7 @@ def _detail_context(request: HtmxHttpRequest, run: Run, **extra: Any) -> dict[st
         "run": run,
         "workflow": run.workflow,
         "role": role,
-        "can_run": has_role(role, "editor"),
+        "can_run": has_role(role, "runner"),
         "active": run.status in ACTIVE,
         "poll_seconds": POLL_SECONDS,
         "interrupts": _interrupts(run, extra.pop("forms", None)),
