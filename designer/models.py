@@ -31,7 +31,12 @@ class TeamScopedQuerySet(models.QuerySet):
     def for_user(self, user: Any) -> TeamScopedQuerySet:
         if user is None or not getattr(user, "is_authenticated", False):
             return self.none()
-        team_ids = Membership.objects.filter(user=user).values("team_id")
+        team_ids = Membership.objects.filter(user=user)
+        # An API token limited to one team (designer.api.auth) sees nothing of the user's other teams.
+        token = getattr(user, "trellis_api_token", None)
+        if token is not None and token.team_id is not None:
+            team_ids = team_ids.filter(team_id=token.team_id)
+        team_ids = team_ids.values("team_id")
         lookup = self.model.team_lookup
         field = f"{lookup}__in" if lookup == "pk" else f"{lookup}_id__in"
         return self.filter(**{field: team_ids})
@@ -167,7 +172,7 @@ class Run(models.Model):
     workflow = models.ForeignKey(Workflow, on_delete=models.CASCADE, related_name="runs")
     workflow_version = models.ForeignKey(
         WorkflowVersion, null=True, blank=True, on_delete=models.RESTRICT, related_name="runs",
-        help_text="null: the run used the draft captured in document",
+        help_text="the published version that ran; empty when the run used the draft captured in its document",
     )
     document = models.JSONField()
     # The runtime's run id (RunState.run_id, trace events), unique within the team. Set when the run is created;
@@ -177,7 +182,10 @@ class Run(models.Model):
     input = models.JSONField(default=dict, blank=True)
     output = models.JSONField(null=True, blank=True)
     error = models.JSONField(null=True, blank=True)
-    run_state = models.JSONField(null=True, blank=True, help_text="latest checkpoint (RunState JSON)")
+    run_state = models.JSONField(
+        null=True, blank=True,
+        help_text="the latest checkpoint (RunState JSON) without its write-once parts, which are RunStatePart rows",
+    )
     interrupts = models.JSONField(default=list, blank=True)
     cancel_requested = models.BooleanField(default=False)
     # An accepted resume ({interrupt_id, value, label}) that a worker has yet to apply. It lives on the row, not
@@ -216,7 +224,8 @@ class Run(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"run {self.pk} of {self.workflow_id} ({self.status})"
+        # Names the workflow (not its id): this is the run's title in the admin and in messages.
+        return f"Run {self.pk} of {self.workflow.name} ({self.get_status_display().lower()})"
 
     @property
     def is_finished(self) -> bool:
@@ -284,3 +293,12 @@ class RunStatePart(models.Model):
 
     def __str__(self) -> str:
         return f"{self.run_id} {self.key}"
+
+
+# Invitations, API tokens and login counters live in their own module; re-exported here.
+from designer.models_access import ApiToken, Invitation, LoginAttemptWindow  # noqa: E402
+
+__all__ = [
+    "ApiToken", "Invitation", "LoginAttemptWindow", "Membership", "Run", "RunEvent", "RunStatePart", "Team",
+    "TeamScopedQuerySet", "Workflow", "WorkflowVersion",
+]

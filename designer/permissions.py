@@ -24,6 +24,13 @@ ACTIONS: Final[dict[str, str]] = {
     "owner": "manage members",
 }
 
+#: The one rule for duplicating a workflow, shown in the API schema and on the pages.
+DUPLICATE_RULE: Final[str] = (
+    "Duplicating needs the editor role in the workflow's team for a copy in that same team; a copy into another "
+    "team needs the owner role in the workflow's team (taking a workflow out of a team is the owners' decision) "
+    "and the editor role in the target team."
+)
+
 
 def role_of(user: Any, team: Team | int) -> str | None:
     """The user's role in ``team``, or None when they are not a member."""
@@ -54,3 +61,29 @@ def require_role(user: Any, team: Team | int, minimum: Role, *, what: str = "thi
             required=minimum,
         )
     return role
+
+
+def require_duplicate(user: Any, *, source_team_id: int, target_team_id: int) -> None:
+    """Enforce ``DUPLICATE_RULE``: the API, the workflow list and the sharing page all call this (through
+    ``services.workflows.duplicate_workflow``), so there is one rule everywhere."""
+    role = require_role(user, source_team_id, "viewer", what="this workflow")
+    if target_team_id == source_team_id:
+        if not has_role(role, "editor"):
+            raise PermissionDenied(
+                f"your role in this team is {role}; duplicating a workflow needs editor or above",
+                role=role, required="editor",
+            )
+        return
+    if not has_role(role, "owner"):
+        raise PermissionDenied(
+            f"your role in this workflow's team is {role}; only its owners may copy it into another team",
+            role=role, required="owner",
+        )
+    require_role(user, target_team_id, "editor", what="the target team")
+
+
+def may_duplicate(user: Any, *, source_role: str | None, target_role: str | None, same_team: bool) -> bool:
+    """``DUPLICATE_RULE`` as a yes/no for showing or hiding a page's controls (from already-known roles)."""
+    if same_team:
+        return has_role(source_role, "editor")
+    return has_role(source_role, "owner") and has_role(target_role, "editor")

@@ -148,11 +148,37 @@ LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
 
-# Failed sign-ins (designer/login_throttle.py): after this many failures for one username or from one address
-# within the lockout window, further attempts are refused (HTTP 429) until the window ends. Counted in the
-# default cache: per process with the default LocMemCache; several web processes need a shared CACHES backend.
+# Sign-in attempts (designer/login_throttle.py): after this many for one username or from one address within
+# the lockout window (a success gives its slot back), further attempts are refused (HTTP 429) unjudged until the
+# window ends. Counted atomically in database rows, so all web processes and threads share one count.
 TRELLIS_LOGIN_MAX_FAILURES = int(os.environ.get("TRELLIS_LOGIN_MAX_FAILURES", "5"))
 TRELLIS_LOGIN_LOCKOUT_SECONDS = int(os.environ.get("TRELLIS_LOGIN_LOCKOUT_SECONDS", "900"))
+
+# Team invitations (designer/services/invitations.py) stay open this many days.
+TRELLIS_INVITATION_DAYS = int(os.environ.get("TRELLIS_INVITATION_DAYS", "14"))
+
+# --- Email (invitation links) ----------------------------------------------------
+# Development prints each email to the console of `make run`; a deployment sets DJANGO_EMAIL_BACKEND
+# (e.g. django.core.mail.backends.smtp.EmailBackend) and, for SMTP, EMAIL_HOST / EMAIL_PORT /
+# EMAIL_HOST_USER / EMAIL_HOST_PASSWORD / EMAIL_USE_TLS. Tests get Django's in-memory outbox.
+_EMAIL_BACKEND = os.environ.get(
+    "DJANGO_EMAIL_BACKEND",
+    "django.core.mail.backends.console.EmailBackend" if DEBUG else "django.core.mail.backends.smtp.EmailBackend",
+)
+_SMTP_OPTIONS = {
+    "host": os.environ.get("EMAIL_HOST", "localhost"),
+    "port": int(os.environ.get("EMAIL_PORT", "25")),
+    "username": os.environ.get("EMAIL_HOST_USER", ""),
+    "password": os.environ.get("EMAIL_HOST_PASSWORD", ""),
+    "use_tls": _env_bool("EMAIL_USE_TLS", False),
+}
+MAILERS = {
+    "default": {
+        "BACKEND": _EMAIL_BACKEND,
+        "OPTIONS": _SMTP_OPTIONS if _EMAIL_BACKEND.endswith("smtp.EmailBackend") else {},
+    }
+}
+DEFAULT_FROM_EMAIL = os.environ.get("DJANGO_DEFAULT_FROM_EMAIL", "Trellis <trellis@localhost>")
 
 # --- I18N -------------------------------------------------------------------
 LANGUAGE_CODE = "en-us"

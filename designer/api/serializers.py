@@ -7,7 +7,7 @@ from typing import Any
 
 from rest_framework import serializers
 
-from designer.models import Membership, Team, Workflow, WorkflowVersion
+from designer.models import Invitation, Membership, Team, Workflow, WorkflowVersion
 from designer.untrusted import json_error_message, loads_json
 
 ROLE_CHOICES = Membership.Role.choices
@@ -23,6 +23,7 @@ class DiagnosticSerializer(serializers.Serializer):
     field = serializers.CharField(allow_null=True)
     message = serializers.CharField()
     hint = serializers.CharField(allow_blank=True)
+    data = serializers.DictField(help_text="structured facts for tools, e.g. route.no_exit: {\"nodes\": [...]}")
 
     def to_representation(self, instance: Any) -> dict[str, Any]:
         return instance if isinstance(instance, dict) else instance.to_dict()
@@ -60,6 +61,28 @@ class TeamDetailSerializer(TeamSerializer):
 
     def get_members(self, team: Team) -> list[dict[str, Any]]:
         return MemberSerializer(self.context["members"], many=True).data  # type: ignore[return-value]
+
+
+class InvitationSerializer(serializers.ModelSerializer):
+    """An invitation as its team's owners see it: what they typed, never which account (if any) it reached."""
+
+    invited_by = serializers.CharField(source="invited_by.username", read_only=True, default=None)
+
+    class Meta:
+        model = Invitation
+        fields = ("id", "invitee", "role", "status", "invited_by", "created_at", "expires_at")
+
+
+class MyInvitationSerializer(serializers.ModelSerializer):
+    """An invitation as its invitee sees it."""
+
+    team = serializers.IntegerField(source="team_id", read_only=True)
+    team_name = serializers.CharField(source="team.name", read_only=True)
+    invited_by = serializers.CharField(source="invited_by.username", read_only=True, default=None)
+
+    class Meta:
+        model = Invitation
+        fields = ("id", "team", "team_name", "role", "status", "invited_by", "created_at", "expires_at")
 
 
 class WorkflowSerializer(serializers.ModelSerializer):
@@ -153,8 +176,12 @@ class TeamCreateSerializer(serializers.Serializer):
     name = serializers.CharField(max_length=120)
 
 
-class MemberAddSerializer(serializers.Serializer):
-    user = serializers.CharField(max_length=254, help_text="username or email")
+class InviteSerializer(serializers.Serializer):
+    user = serializers.CharField(
+        max_length=254,
+        help_text="username or email of the person to invite; the answer is the same whether or not such an "
+                  "account exists",
+    )
     role = serializers.ChoiceField(choices=ROLE_CHOICES, default="viewer")
 
 

@@ -18,6 +18,8 @@ from designer import analysis as doc_analysis
 from designer import catalog, selectors
 from designer.api import serializers as s
 from designer.api.parsers import LimitedJSONParser
+from designer.permissions import DUPLICATE_RULE, require_role
+from designer.services import invitations as invitation_services
 from designer.services import teams as team_services
 from designer.services import workflows as workflow_services
 
@@ -62,12 +64,64 @@ class TeamDetailView(BaseAPIView):
 
 
 class TeamMembersView(BaseAPIView):
-    @extend_schema(request=s.MemberAddSerializer, responses={201: s.MemberSerializer, **ERRORS})
+    @extend_schema(responses={200: s.MemberSerializer(many=True), **ERRORS}, operation_id="teams_members_list")
+    def get(self, request: Request, team_id: int) -> Response:
+        team = selectors.get_team(user=request.user, team_id=team_id)
+        return Response(s.MemberSerializer(selectors.members_of(team), many=True).data)
+
+
+class TeamInvitationsView(BaseAPIView):
+    @extend_schema(responses={200: s.InvitationSerializer(many=True), **ERRORS},
+                   operation_id="teams_invitations_list", description="Pending invitations (owners only).")
+    def get(self, request: Request, team_id: int) -> Response:
+        team = selectors.get_team(user=request.user, team_id=team_id)
+        require_role(request.user, team, "owner", what="this team")
+        return Response(s.InvitationSerializer(selectors.pending_invitations_of(team), many=True).data)
+
+    @extend_schema(
+        request=s.InviteSerializer, responses={201: s.InvitationSerializer, **ERRORS},
+        description="Invite someone (owners only). Nobody becomes a member until they accept. The answer is the "
+                    "same whether or not the username or email belongs to an account.",
+    )
     def post(self, request: Request, team_id: int) -> Response:
         team = selectors.get_team(user=request.user, team_id=team_id)
-        data = parse(s.MemberAddSerializer, request.data)
-        membership = team_services.add_member(actor=request.user, team=team, user=data["user"], role=data["role"])
-        return Response(s.MemberSerializer(membership).data, status=status.HTTP_201_CREATED)
+        data = parse(s.InviteSerializer, request.data)
+        sent = invitation_services.invite(actor=request.user, team=team, user=data["user"], role=data["role"],
+                                          site_url=request.build_absolute_uri("/"))
+        return Response(s.InvitationSerializer(sent.invitation).data, status=status.HTTP_201_CREATED)
+
+
+class TeamInvitationView(BaseAPIView):
+    @extend_schema(responses={204: None, **ERRORS, 409: s.ErrorSerializer},
+                   description="Revoke a pending invitation (owners only); its link stops working.")
+    def delete(self, request: Request, team_id: int, invitation_id: int) -> Response:
+        team = selectors.get_team(user=request.user, team_id=team_id)
+        invitation_services.revoke_invitation(actor=request.user, team=team, invitation_id=invitation_id)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class MyInvitationsView(BaseAPIView):
+    @extend_schema(responses={200: s.MyInvitationSerializer(many=True)}, operation_id="invitations_list",
+                   description="Open invitations addressed to you.")
+    def get(self, request: Request) -> Response:
+        return Response(s.MyInvitationSerializer(selectors.invitations_for(user=request.user), many=True).data)
+
+
+class InvitationAcceptView(BaseAPIView):
+    @extend_schema(request=None, responses={200: s.MemberSerializer, **ERRORS, 409: s.ErrorSerializer},
+                   description="Join the team with the invited role.")
+    def post(self, request: Request, invitation_id: int) -> Response:
+        invitation = selectors.get_invitation_for(user=request.user, invitation_id=invitation_id)
+        membership = invitation_services.accept_invitation(actor=request.user, invitation=invitation)
+        return Response(s.MemberSerializer(membership).data)
+
+
+class InvitationDeclineView(BaseAPIView):
+    @extend_schema(request=None, responses={200: s.MyInvitationSerializer, **ERRORS, 409: s.ErrorSerializer})
+    def post(self, request: Request, invitation_id: int) -> Response:
+        invitation = selectors.get_invitation_for(user=request.user, invitation_id=invitation_id)
+        declined = invitation_services.decline_invitation(actor=request.user, invitation=invitation)
+        return Response(s.MyInvitationSerializer(declined).data)
 
 
 class TeamMemberView(BaseAPIView):
@@ -142,7 +196,8 @@ class WorkflowDetailView(BaseAPIView):
 
 
 class WorkflowDuplicateView(BaseAPIView):
-    @extend_schema(request=s.DuplicateSerializer, responses={201: s.WorkflowSerializer, **ERRORS})
+    @extend_schema(request=s.DuplicateSerializer, responses={201: s.WorkflowSerializer, **ERRORS},
+                   description=f"Copy the current draft into the same or another team. {DUPLICATE_RULE}")
     def post(self, request: Request, workflow_id: int) -> Response:
         workflow = _workflow(request, workflow_id)
         data = parse(s.DuplicateSerializer, request.data)

@@ -8,10 +8,10 @@ from django.db.models import F, Max
 from django.utils import timezone
 from django.utils.text import slugify
 
-from designer.analysis import analyze_document, dump_document, parse_document
+from designer.analysis import analyze_document, dump_document, parse_document, remember_analysis
 from designer.errors import BadRequest, NotFound, RevisionConflict
 from designer.models import Team, Workflow, WorkflowVersion
-from designer.permissions import require_role
+from designer.permissions import require_duplicate, require_role
 from designer.untrusted import parse_id
 from runtime import Analysis, Diagnostic
 from runtime import Workflow as Document
@@ -118,10 +118,9 @@ def import_workflow(*, actor: Any, team: Team | int, document: object, name: str
 @transaction.atomic
 def duplicate_workflow(*, actor: Any, workflow: Workflow, team: Team | int | None = None,
                        name: str | None = None) -> Workflow:
-    """A copy of the current draft, in the same team or another team where the caller edits."""
-    require_role(actor, workflow.team_id, "viewer", what="this workflow")
+    """A copy of the current draft, in the same team or another team (``permissions.DUPLICATE_RULE``)."""
     team_id = workflow.team_id if team is None else _team_id(team)
-    require_role(actor, team_id, "editor", what="the target team")
+    require_duplicate(actor, source_team_id=workflow.team_id, target_team_id=team_id)
     title = _clean_name(name if name is not None else f"Copy of {workflow.name}")
     parsed = parse_document(workflow.document)
     return _create(actor=actor, team_id=team_id, name=title, description=workflow.description,
@@ -181,6 +180,7 @@ def save_document(*, actor: Any, workflow: Workflow, revision: object, document:
                 current_revision=current["revision"], document=current["document"],
             )
     workflow.refresh_from_db()
+    remember_analysis(workflow, analysis)  # the panels that follow the save ask about this revision
     return SavedDocument(workflow=workflow, analysis=analysis)
 
 
