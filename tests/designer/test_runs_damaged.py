@@ -22,7 +22,7 @@ from designer.runs.executor import execute
 from designer.runs.inspect import damage_of
 from designer.services import runs as run_services
 from designer.services import workflows as workflow_services
-from tests.designer.runs_support import greeting_document
+from tests.designer.runs_support import counting_document, greeting_document
 
 pytestmark = pytest.mark.django_db
 
@@ -168,6 +168,13 @@ def test_every_page_shows_the_run_as_damaged(damaged: tuple[Run, dict[str, Any]]
     assert answer.status_code == 409 and 'id="run-damage"' in answer.content.decode()
     assert Run.objects.get(pk=run.pk).status == "interrupted"
 
+    overlay = client.get(reverse("editor-run-overlay", args=[run.workflow_id]), {"run": run.pk})
+    assert overlay.status_code == 409 and overlay.json()["code"] == "runstate.corrupt"
+    assert reason in overlay.json()["message"]
+    drawer = client.get(reverse("editor-run-node", args=[run.workflow_id]), {"run": run.pk, "node": "ask"},
+                        **htmx("run-node"))
+    assert drawer.status_code == 409 and "runstate.corrupt" in drawer.content.decode()
+
     history = client.get(reverse("workflow-runs", args=[run.workflow_id])).content.decode()
     assert f'data-run="{run.pk}" data-status="interrupted" data-damaged="true"' in history
     recent = client.get(reverse("run-panel", args=[run.workflow_id]), {"part": "recent"},
@@ -252,7 +259,25 @@ def test_event_data_that_is_not_an_object_breaks_nothing(data: Any, cast: Any, g
         response = client.get(url, **headers)
         assert response.status_code == 200, (url, headers)
     assert 'name="interrupt_id"' in client.get(reverse("run-detail", args=[run.pk])).content.decode()
+    assert client.get(reverse("editor-run-overlay", args=[run.workflow_id]), {"run": run.pk}).status_code == 200
+    assert client.get(reverse("editor-run-node", args=[run.workflow_id]), {"run": run.pk, "node": "ask"},
+                      **htmx("run-node")).status_code == 200
     events = api(cast.viewer).get(reverse("api:run-events", args=[run.pk]))
     assert events.status_code == 200 and [e["data"] for e in events.json()["events"]][0] == data
     assert api(cast.viewer).get(reverse("api:run-detail", args=[run.pk])).status_code == 200
     assert admin_client.get(reverse("admin:designer_run_change", args=[run.pk])).status_code == 200
+
+
+@pytest.mark.parametrize("data", [["a"], "text", None, 7])
+def test_event_data_that_is_not_an_object_breaks_no_view_of_a_finished_run(data: Any, cast: Any) -> None:
+    workflow = workflow_services.create_workflow(actor=cast.owner, team=cast.team, name="Counting",
+                                                 document=counting_document(pause=False))
+    run = run_services.start_run(actor=cast.editor, workflow=workflow, input={"x": 1})
+    assert execute(run.pk) == "completed"
+    RunEvent.objects.filter(run=run).update(data=Value(data, output_field=JSONModelField()))
+    client = client_for(cast.viewer)
+    assert client.get(reverse("run-detail", args=[run.pk])).status_code == 200
+    assert client.get(reverse("editor-run-overlay", args=[workflow.pk]), {"run": run.pk}).status_code == 200
+    drawer = client.get(reverse("editor-run-node", args=[workflow.pk]), {"run": run.pk, "node": "first"},
+                        **htmx("run-node"))
+    assert drawer.status_code == 200 and 'data-run-node="first"' in drawer.content.decode()
