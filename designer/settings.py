@@ -233,11 +233,14 @@ TASKS = {
 
 # --- API --------------------------------------------------------------------
 REST_FRAMEWORK = {
+    # The browser's session (with its CSRF token), or a personal access token for scripts (designer/api/auth.py).
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.SessionAuthentication",
+        "designer.api.auth.BearerTokenAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": [
         "rest_framework.permissions.IsAuthenticated",
+        "designer.api.auth.TokenScopePermission",
     ],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     # Reads at most DATA_UPLOAD_MAX_MEMORY_SIZE bytes (DRF's own parser bypasses that limit): 413 beyond.
@@ -267,6 +270,14 @@ TRELLIS_RUN_MAX_ATTEMPTS = int(os.environ.get("TRELLIS_RUN_MAX_ATTEMPTS", "5"))
 
 # Supersteps one run may take before it fails with run.step_limit (a route cycle that never ends).
 TRELLIS_RUN_MAX_STEPS = int(os.environ.get("TRELLIS_RUN_MAX_STEPS", "100000"))
+
+# Step limits (designer/runs/steps.py). Task steps run in a pool of child processes per worker, which the worker
+# kills when a step overruns. The timeout caps every step's own start-to-close timeout (node, task or workflow
+# setting); memory is what one step may add to its idle process; the result size is measured as JSON.
+TRELLIS_STEP_TIMEOUT_SECONDS = float(os.environ.get("TRELLIS_STEP_TIMEOUT_SECONDS", "60"))
+TRELLIS_STEP_MAX_MEMORY_MB = int(os.environ.get("TRELLIS_STEP_MAX_MEMORY_MB", "512"))
+TRELLIS_STEP_MAX_RESULT_BYTES = int(os.environ.get("TRELLIS_STEP_MAX_RESULT_BYTES", str(2 * 1024 * 1024)))
+TRELLIS_STEP_PROCESSES = int(os.environ.get("TRELLIS_STEP_PROCESSES", "4"))
 
 # --- Content-Security-Policy (every response, DEBUG or not) -------------------
 # Everything the pages load comes from this origin: our static files, the Vite build, htmx from

@@ -12,8 +12,16 @@ from designer.selectors.teams import (
     members_of,
     pending_invitations_of,
     teams_for,
+    tokens_of,
 )
-from designer.selectors.workflows import get_version, get_workflow, versions_of, workflows_for
+from designer.selectors.workflows import (
+    get_version,
+    get_workflow,
+    grants_of,
+    shared_with,
+    versions_of,
+    workflows_for,
+)
 
 __all__ = [
     "get_invitation_for",
@@ -21,12 +29,15 @@ __all__ = [
     "get_team",
     "get_version",
     "get_workflow",
+    "grants_of",
     "invitation_by_token",
     "invitations_for",
     "members_of",
     "pending_invitations_of",
     "runs_for",
+    "shared_with",
     "teams_for",
+    "tokens_of",
     "versions_of",
     "workflows_for",
 ]

@@ -6,8 +6,8 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from designer.errors import NotFound
-from designer.models import Invitation, Membership, Team
-from designer.models_access import hash_secret
+from designer.models import ApiToken, Invitation, Membership, Team
+from designer.models_access import hash_secret, token_limits
 from designer.untrusted import parse_id
 
 
@@ -29,6 +29,12 @@ def members_of(team: Team) -> QuerySet[Membership]:
     return Membership.objects.filter(team=team).select_related("user").order_by("user__username")
 
 
+def _token_scoped(invitations: QuerySet[Invitation], user: Any) -> QuerySet[Invitation]:
+    # An API token limited to one team answers only that team's invitations.
+    token_team = token_limits(user)[0]
+    return invitations if token_team is None else invitations.filter(team_id=token_team)
+
+
 def pending_invitations_of(team: Team) -> QuerySet[Invitation]:
     """Open invitations of a team the caller has been shown (owners list and revoke them)."""
     return (
@@ -43,7 +49,8 @@ def invitations_for(*, user: Any) -> QuerySet[Invitation]:
     if user is None or not getattr(user, "is_authenticated", False):
         return Invitation.objects.none()
     return (
-        Invitation.objects.filter(user=user, status=Invitation.Status.PENDING, expires_at__gt=timezone.now())
+        _token_scoped(Invitation.objects.filter(user=user), user)
+        .filter(status=Invitation.Status.PENDING, expires_at__gt=timezone.now())
         .select_related("team", "invited_by")
         .order_by("-created_at", "-pk")
     )
@@ -54,7 +61,8 @@ def get_invitation_for(*, user: Any, invitation_id: object) -> Invitation:
     if user is None or not getattr(user, "is_authenticated", False):
         raise NotFound("this invitation does not exist or is not for you", invitation=invitation_id)
     try:
-        return Invitation.objects.select_related("team", "invited_by").get(user=user, pk=parse_id(invitation_id))
+        return _token_scoped(Invitation.objects.select_related("team", "invited_by"), user).get(
+            user=user, pk=parse_id(invitation_id))
     except Invitation.DoesNotExist:
         raise NotFound("this invitation does not exist or is not for you", invitation=invitation_id) from None
 
@@ -65,3 +73,10 @@ def invitation_by_token(token: str) -> Invitation:
         return Invitation.objects.select_related("team", "invited_by").get(token_hash=hash_secret(token or ""))
     except Invitation.DoesNotExist:
         raise NotFound("this invitation link is not valid") from None
+
+
+def tokens_of(*, user: Any) -> QuerySet[ApiToken]:
+    """The caller's own API tokens, newest first (their hashes are never shown)."""
+    if user is None or not getattr(user, "is_authenticated", False):
+        return ApiToken.objects.none()
+    return ApiToken.objects.filter(user=user).select_related("team").order_by("-created_at", "-pk")

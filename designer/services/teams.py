@@ -5,8 +5,9 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.utils.text import slugify
 
-from designer.errors import BadRequest, NotFound, TeamRuleViolation
+from designer.errors import BadRequest, NotFound, PermissionDenied, TeamRuleViolation
 from designer.models import Membership, Team
+from designer.models_access import token_limits
 from designer.permissions import require_role
 from designer.untrusted import parse_id
 
@@ -33,6 +34,8 @@ def unique_team_slug(name: str) -> str:
 @transaction.atomic
 def create_team(*, actor: Any, name: str, slug: str | None = None) -> Team:
     """A new team with ``actor`` as its owner."""
+    if token_limits(actor)[0] is not None:
+        raise PermissionDenied("an API token limited to one team cannot create teams; use one without a team limit")
     name = (name or "").strip()
     if not name:
         raise BadRequest("a team needs a name", field="name")

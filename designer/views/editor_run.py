@@ -22,7 +22,7 @@ from designer import run_overlay, selectors
 from designer.errors import NotFound
 from designer.models import Run
 from designer.models import Workflow as WorkflowModel
-from designer.permissions import require_role
+from designer.permissions import require_workflow_role
 from designer.runs.inspect import damage_of
 from designer.selectors.runs import filter_runs
 from designer.views.htmx import HtmxHttpRequest
@@ -34,7 +34,7 @@ RECENT_RUNS = 25
 
 def _workflow(request: HtmxHttpRequest, workflow_id: int) -> WorkflowModel:
     workflow = selectors.get_workflow(user=request.user, workflow_id=workflow_id)
-    require_role(request.user, workflow.team_id, "viewer", what="this workflow")
+    require_workflow_role(request.user, workflow, "viewer")
     return workflow
 
 

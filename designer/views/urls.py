@@ -23,6 +23,17 @@ urlpatterns += [
     path("teams/<int:team_id>/members/<int:user_id>/", teams.member_update, name="team-member-update"),
     path("teams/<int:team_id>/members/<int:user_id>/remove/", teams.member_remove, name="team-member-remove"),
     path("workflows/<int:workflow_id>/sharing/", teams.workflow_sharing, name="workflow-sharing"),
+    path("workflows/<int:workflow_id>/sharing/grants/", teams.workflow_grant, name="workflow-grant"),
+    path("workflows/<int:workflow_id>/sharing/grants/<int:grant_id>/revoke/", teams.workflow_grant_revoke,
+         name="workflow-grant-revoke"),
+]
+
+# --- the user's settings: API tokens (designer/views/account.py) ---
+from designer.views import account  # noqa: E402
+
+urlpatterns += [
+    path("settings/tokens/", account.api_tokens, name="api-tokens"),
+    path("settings/tokens/<int:token_id>/revoke/", account.api_token_revoke, name="api-token-revoke"),
 ]
 
 # --- runs (designer/views/runs.py) ---

@@ -87,3 +87,20 @@ def test_a_node_shows_its_latest_item_and_any_chosen_one(cast: Any, finished: tu
     assert "context.foreach.each.item" in text
     missing = client.get(f"/workflows/{workflow.pk}/edit/run-node/?run={run.pk}&node=ghost")
     assert missing.status_code == 404
+
+
+def test_the_run_pages_frame_drawer_is_titled_with_the_clicked_step_and_its_item(
+    cast: Any, finished: tuple[Any, Any]
+) -> None:
+    _, run = finished
+    client = _client(cast.viewer)
+    root = run.events.get(kind="node_started", node_id="after")  # the root frame went each -> after
+    assert run.events.filter(frame_id=root.frame_id, node_id="each").exists()
+    html = client.get(f"/runs/{run.pk}/frames/{root.frame_id}/?seq={root.seq}", HTTP_HX_REQUEST="true").content.decode()
+    assert re.search(r'data-testid="frame-title">after\s*</h3>', html)
+    item = run.events.filter(kind="node_started", node_id="measure").order_by("seq")[1]
+    html = client.get(f"/runs/{run.pk}/frames/{item.frame_id}/?seq={item.seq}", HTTP_HX_REQUEST="true").content.decode()
+    assert re.search(r'data-testid="frame-title">measure <span class="muted small">each\[1\] &#x27;abcd&#x27;</span>',
+                     html)
+    # Ids are one click away, after the names.
+    assert html.index("frame-title") < html.index('<details class="frame-ids">')
