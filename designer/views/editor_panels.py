@@ -423,6 +423,17 @@ def picker(analysis: Any, node_id: str, field_name: str, *, show_all: bool = Fal
     }
 
 
+def _tree_depth(path: str) -> int:
+    """How far below its group's top a path sits: ``input`` 0, ``input.customers`` 1; a loop's
+    ``context.foreach.<id>.item`` 0 and ``.item.name`` 1; ``context.<alias>`` 0."""
+    dots = path.count(".")
+    if path.startswith("context.foreach."):
+        return max(dots - 3, 0)
+    if path.startswith("context."):
+        return max(dots - 1, 0)
+    return dots
+
+
 def data_tree(analysis: Any, node_id: str) -> list[OptionGroup]:
     """Every path the node can read, grouped like the picker, as a tree to drag fields from (the
     "data" panel); each option carries its depth below its group's root for indentation."""
@@ -444,9 +455,8 @@ def data_tree(analysis: Any, node_id: str) -> list[OptionGroup]:
     for name in sorted(grouped, key=lambda g: (3, region.index(owner[g])) if owner[g] in region
                        else (0 if g == "Input" else 1 if g == "State" else 2, 0)):
         options = sorted(grouped[name], key=lambda o: o["path"])
-        base = min(o["path"].count(".") for o in options)
         groups.append(OptionGroup(name, owner[name], [
-            {**o, "depth": o["path"].count(".") - base, "leaf": o["path"].rsplit(".", 1)[-1]} for o in options]))
+            {**o, "depth": _tree_depth(o["path"]), "leaf": o["path"].rsplit(".", 1)[-1]} for o in options]))
     return groups
 
 

@@ -157,3 +157,22 @@ def test_form_values_are_read_by_type_and_bad_ones_name_their_field() -> None:
                                       "f.2": "every field needs a name"}
     with pytest.raises(sb.FormError, match="kept keywords"):
         sb.from_form({"f:type": "object", "f:extra": "[1]"})
+
+
+@pytest.mark.parametrize("field", [
+    {"type": "string", "enum": ["gold", "silver"], "default": "bronze"},
+    {"type": "integer", "minimum": 1, "default": 0},
+    {"type": "array", "items": {"type": "string"}, "default": [1]},
+])
+def test_the_builder_refuses_the_defaults_the_analyzer_reports_as_schema_invalid(field: dict[str, Any]) -> None:
+    from runtime import Workflow, analyze
+
+    schema = {"type": "object", "properties": {"x": field}}
+    assert [where for where, _ in sb.default_problems(schema)] == ["x"]
+    codes = {d.code for d in analyze(Workflow.model_validate({"id": "w", "input_schema": schema})).diagnostics}
+    assert "schema.invalid" in codes
+    fine = {"type": "object", "properties": {"x": {**field, "default": field.get("enum", [None])[0]}}}
+    if "enum" in field:  # and a default the field accepts passes both
+        assert sb.default_problems(fine) == []
+        assert "schema.invalid" not in {
+            d.code for d in analyze(Workflow.model_validate({"id": "w", "input_schema": fine})).diagnostics}
