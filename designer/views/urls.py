@@ -48,6 +48,7 @@ urlpatterns += [
     path("runs/<int:run_id>/frames/<str:frame_id>/", runs.run_frame, name="run-frame"),
     path("runs/<int:run_id>/resume/", runs.run_resume, name="run-resume"),
     path("runs/<int:run_id>/cancel/", runs.run_cancel, name="run-cancel"),
+    path("runs/<int:run_id>/delete/", runs.run_delete, name="run-delete"),
 ]
 
 # --- workflow editor (designer/views/editor.py) ---
