@@ -41,7 +41,9 @@ RUNTIME_STATUS: dict[type[WorkflowError], int] = {
     SubgraphResolutionError: 400,
     ResumeError: 409,
     NodeFailedError: 422,
-    CorruptRunStateError: 500,
+    # A damaged checkpoint conflicts with what the run claims to be; the run itself can still be cancelled or
+    # deleted, so this is not a server fault.
+    CorruptRunStateError: 409,
 }
 
 
