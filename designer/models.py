@@ -39,7 +39,14 @@ class TeamScopedQuerySet(models.QuerySet):
         team_ids = team_ids.values("team_id")
         lookup = self.model.team_lookup
         field = f"{lookup}__in" if lookup == "pk" else f"{lookup}_id__in"
-        return self.filter(**{field: team_ids})
+        visible = models.Q(**{field: team_ids})
+        # Rows that hang off a workflow are also visible through a grant of that workflow to one of the teams.
+        workflow_lookup = getattr(self.model, "workflow_lookup", None)
+        if workflow_lookup is not None:
+            granted = WorkflowGrant.objects.filter(team_id__in=team_ids).values("workflow_id")
+            wf_field = f"{workflow_lookup}__in" if workflow_lookup == "pk" else f"{workflow_lookup}_id__in"
+            visible |= models.Q(**{wf_field: granted})
+        return self.filter(visible)
 
 
 class TeamQuerySet(TeamScopedQuerySet):
@@ -93,6 +100,7 @@ class Workflow(models.Model):
     """The editable draft. ``revision`` guards concurrent edits of ``document``."""
 
     team_lookup: ClassVar[str] = "team"
+    workflow_lookup: ClassVar[str] = "pk"
 
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="workflows")
     slug = models.SlugField(max_length=140)
@@ -119,6 +127,37 @@ class Workflow(models.Model):
         return self.name
 
 
+class WorkflowGrant(models.Model):
+    """An owner's grant of one workflow to another team: ``viewer`` reads it and sees its runs, ``runner`` also
+    starts runs (and may use it as a subgraph), ``editor`` also edits and publishes it. The workflow and its
+    runs stay with the owning team; revoking the grant ends the access at once."""
+
+    class Role(models.TextChoices):
+        VIEWER = "viewer", "Viewer"
+        RUNNER = "runner", "Runner"
+        EDITOR = "editor", "Editor"
+
+    workflow = models.ForeignKey(Workflow, on_delete=models.CASCADE, related_name="grants")
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="workflow_grants",
+                             help_text="the team the workflow is shared with")
+    role = models.CharField(max_length=10, choices=Role.choices, default=Role.VIEWER)
+    granted_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ("workflow_id", "team_id")
+        constraints = [
+            models.UniqueConstraint(fields=("workflow", "team"), name="workflowgrant_unique_workflow_team"),
+            models.CheckConstraint(condition=models.Q(role__in=("viewer", "runner", "editor")),
+                                   name="workflowgrant_role_valid"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.workflow} shared with {self.team} ({self.role})"
+
+
 class WorkflowVersion(models.Model):
     """A published, immutable copy of a workflow's document.
 
@@ -127,6 +166,7 @@ class WorkflowVersion(models.Model):
     """
 
     team_lookup: ClassVar[str] = "workflow__team"
+    workflow_lookup: ClassVar[str] = "workflow"
 
     workflow = models.ForeignKey(Workflow, on_delete=models.CASCADE, related_name="versions")
     number = models.PositiveIntegerField()
@@ -157,6 +197,7 @@ class Run(models.Model):
     """One execution. ``document`` is the exact graph that runs (a draft snapshot or a version's)."""
 
     team_lookup: ClassVar[str] = "team"
+    workflow_lookup: ClassVar[str] = "workflow"
 
     class Status(models.TextChoices):
         QUEUED = "queued", "Queued"
@@ -245,6 +286,7 @@ class RunEvent(models.Model):
     """One trace event. For inspection only: runs resume from ``Run.run_state``, never from here."""
 
     team_lookup: ClassVar[str] = "run__team"
+    workflow_lookup: ClassVar[str] = "run__workflow"
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="events")
     seq = models.PositiveIntegerField()
@@ -282,6 +324,7 @@ class RunStatePart(models.Model):
     """
 
     team_lookup: ClassVar[str] = "run__team"
+    workflow_lookup: ClassVar[str] = "run__workflow"
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="state_parts")
     key = models.CharField(max_length=100)
@@ -303,5 +346,5 @@ from designer.models_access import ApiToken, Invitation, LoginAttemptWindow  # n
 
 __all__ = [
     "ApiToken", "Invitation", "LoginAttemptWindow", "Membership", "Run", "RunEvent", "RunStatePart", "Team",
-    "TeamScopedQuerySet", "Workflow", "WorkflowVersion",
+    "TeamScopedQuerySet", "Workflow", "WorkflowGrant", "WorkflowVersion",
 ]

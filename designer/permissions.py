@@ -10,17 +10,21 @@ from __future__ import annotations
 from typing import Any, Final, Literal
 
 from designer.errors import NotFound, PermissionDenied
-from designer.models import Membership, Team
+from designer.models import Membership, Team, Workflow, WorkflowGrant
 from designer.models_access import token_limits
 from designer.untrusted import parse_id
 
-Role = Literal["viewer", "editor", "owner"]
+Role = Literal["viewer", "runner", "editor", "owner"]
 
-ROLE_RANK: Final[dict[str, int]] = {"viewer": 1, "editor": 2, "owner": 3}
+#: Team roles are viewer, editor, owner. ``runner`` exists only in workflow grants (``WorkflowGrant``): between
+#: viewer and editor, it reads and starts runs. One ladder for both, so a workflow's role is the higher of the
+#: caller's role in its team and the best grant of it to one of the caller's teams.
+ROLE_RANK: Final[dict[str, int]] = {"viewer": 1, "runner": 2, "editor": 3, "owner": 4}
 
 #: What each role may do, for messages and the team page.
 ACTIONS: Final[dict[str, str]] = {
     "viewer": "read",
+    "runner": "start runs",
     "editor": "edit, publish and run",
     "owner": "manage members",
 }
@@ -29,7 +33,7 @@ ACTIONS: Final[dict[str, str]] = {
 DUPLICATE_RULE: Final[str] = (
     "Duplicating needs the editor role in the workflow's team for a copy in that same team; a copy into another "
     "team needs the owner role in the workflow's team (taking a workflow out of a team is the owners' decision) "
-    "and the editor role in the target team."
+    "and the editor role in the target team. A workflow shared with your team by another team cannot be duplicated."
 )
 
 
@@ -70,7 +74,8 @@ def require_role(user: Any, team: Team | int, minimum: Role, *, what: str = "thi
 
 def require_duplicate(user: Any, *, source_team_id: int, target_team_id: int) -> None:
     """Enforce ``DUPLICATE_RULE``: the API, the workflow list and the sharing page all call this (through
-    ``services.workflows.duplicate_workflow``), so there is one rule everywhere."""
+    ``services.workflows.duplicate_workflow``), so there is one rule everywhere. (A workflow shared with the
+    caller's team through a grant is not in a team of theirs: ``duplicate_workflow`` refuses it first.)"""
     role = require_role(user, source_team_id, "viewer", what="this workflow")
     if target_team_id == source_team_id:
         if not has_role(role, "editor"):
@@ -92,3 +97,49 @@ def may_duplicate(user: Any, *, source_role: str | None, target_role: str | None
     if same_team:
         return has_role(source_role, "editor")
     return has_role(source_role, "owner") and has_role(target_role, "editor")
+
+
+def grant_role_of(user: Any, workflow_id: int) -> str | None:
+    """The best role the caller's teams were granted on another team's workflow (None: no grant)."""
+    if user is None or not getattr(user, "is_authenticated", False):
+        return None
+    token_team, read_only = token_limits(user)
+    teams = Membership.objects.filter(user=user)
+    if token_team is not None:
+        teams = teams.filter(team_id=token_team)
+    roles = WorkflowGrant.objects.filter(workflow_id=workflow_id, team_id__in=teams.values("team_id")).values_list(
+        "role", flat=True)
+    best = max(roles, key=ROLE_RANK.__getitem__, default=None)
+    return "viewer" if best is not None and read_only else best
+
+
+def workflow_role(user: Any, workflow: Workflow) -> str | None:
+    """The caller's role on one workflow: their role in its team, or a grant to one of their teams, the higher."""
+    roles = [role for role in (role_of(user, workflow.team_id), grant_role_of(user, workflow.pk)) if role]
+    return max(roles, key=ROLE_RANK.__getitem__, default=None)
+
+
+def require_workflow_role(user: Any, workflow: Workflow, minimum: Role, *, what: str = "this workflow") -> str:
+    """Like ``require_role`` for one workflow (team membership or a grant): ``NotFound`` without any access,
+    ``PermissionDenied`` when too low."""
+    role = workflow_role(user, workflow)
+    if role is None:
+        raise NotFound(f"{what} does not exist or is not shared with you")
+    if not has_role(role, minimum):
+        raise PermissionDenied(
+            f"your role on this workflow is {role}; you need to be {minimum} or above to {ACTIONS[minimum]}",
+            role=role,
+            required=minimum,
+        )
+    return role
+
+
+def require_own_team_role(user: Any, workflow: Workflow, minimum: Role, *, action: str) -> str:
+    """For what only the workflow's own team may do (delete it, copy it out, manage its grants): a caller who
+    sees it through a grant is told so (403), anyone else finds nothing (404)."""
+    if role_of(user, workflow.team_id) is None and grant_role_of(user, workflow.pk) is not None:
+        raise PermissionDenied(
+            f"this workflow is shared with your team; only members of its own team may {action}",
+            required=minimum,
+        )
+    return require_role(user, workflow.team_id, minimum, what="this workflow")

@@ -21,7 +21,12 @@ from runtime._errors import InputValidationError
 from runtime._paths import GraphSourcePath, LocalPath
 from runtime._registry import TaskRegistry, TaskSpec
 from runtime._schema_check import SchemaDefect, dialect_of, schema_defects
-from runtime._schema_patterns import PatternRefused, PatternTooExpensive, validation_budget
+from runtime._schema_patterns import (
+    PatternRefused,
+    PatternTooExpensive,
+    ValidationTooExpensive,
+    validation_budget,
+)
 
 #: Schemas come from workflow documents, i.e. from users. Without an explicit registry jsonschema
 #: fetches any ``$ref`` it cannot resolve locally with urllib (``http://`` into the server's own
@@ -44,7 +49,9 @@ def schema_validator(schema: Mapping[str, Any]) -> Any:
     Draft chosen by ``$schema`` (2020-12 by default); patterns are matched with a time limit
     (``_schema_patterns``), and only ``$ref``s inside the schema resolve.
     """
-    defects = schema_defects(schema)
+    # A default that breaks its own schema is the analyzer's error (schema.invalid); validation itself
+    # is still sound (a filled-in bad default is refused like any bad value), so it does not stop a run.
+    defects = tuple(defect for defect in schema_defects(schema) if defect.kind != "default")
     dialect = dialect_of(schema)
     if defects or dialect is None:
         return UnusableSchema(defects)
@@ -67,6 +74,8 @@ def schema_problems(validator: Any, value: Any) -> list[dict[str, Any]]:
         # propertyNames matches a name as a string value, so look among names when no value fits.
         field = _locate(value, exc.text, is_key=exc.is_key) or _locate(value, exc.text, is_key=not exc.is_key)
         return [{"field": field, "message": exc.message}]
+    except ValidationTooExpensive as exc:
+        return [{"field": "", "message": exc.message}]
     except PatternRefused as exc:
         return [{"field": "", "message": f"the schema is unusable: the pattern {exc.problem}"}]
     except jsonschema_exceptions.SchemaError as exc:  # the document's schema itself is broken

@@ -18,7 +18,8 @@ from designer import analysis as doc_analysis
 from designer import catalog, selectors
 from designer.api import serializers as s
 from designer.api.parsers import LimitedJSONParser
-from designer.permissions import DUPLICATE_RULE, require_role
+from designer.permissions import DUPLICATE_RULE, require_own_team_role, require_role
+from designer.services import grants as grant_services
 from designer.services import invitations as invitation_services
 from designer.services import teams as team_services
 from designer.services import workflows as workflow_services
@@ -98,6 +99,14 @@ class TeamInvitationView(BaseAPIView):
         team = selectors.get_team(user=request.user, team_id=team_id)
         invitation_services.revoke_invitation(actor=request.user, team=team, invitation_id=invitation_id)
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class TeamSharedView(BaseAPIView):
+    @extend_schema(responses={200: s.GrantSerializer(many=True), **ERRORS}, operation_id="teams_shared_list",
+                   description="Other teams' workflows shared with this team, with the granted role.")
+    def get(self, request: Request, team_id: int) -> Response:
+        team = selectors.get_team(user=request.user, team_id=team_id)
+        return Response(s.GrantSerializer(selectors.shared_with(team), many=True).data)
 
 
 class MyInvitationsView(BaseAPIView):
@@ -204,6 +213,32 @@ class WorkflowDuplicateView(BaseAPIView):
         copy = workflow_services.duplicate_workflow(actor=request.user, workflow=workflow, team=data["team"],
                                                     name=data["name"])
         return Response(_workflow_json(request, copy.pk), status=status.HTTP_201_CREATED)
+
+
+class WorkflowGrantsView(BaseAPIView):
+    @extend_schema(responses={200: s.GrantSerializer(many=True), **ERRORS}, operation_id="workflows_grants_list",
+                   description="Teams this workflow is shared with (members of its own team).")
+    def get(self, request: Request, workflow_id: int) -> Response:
+        workflow = _workflow(request, workflow_id)
+        require_own_team_role(request.user, workflow, "viewer", action="see whom it is shared with")
+        return Response(s.GrantSerializer(selectors.grants_of(workflow), many=True).data)
+
+    @extend_schema(request=s.GrantCreateSerializer, responses={201: s.GrantSerializer, **ERRORS},
+                   description="Share the workflow with another team (owners of its team). Sharing again with the "
+                               "same team changes the role.")
+    def post(self, request: Request, workflow_id: int) -> Response:
+        workflow = _workflow(request, workflow_id)
+        data = parse(s.GrantCreateSerializer, request.data)
+        grant = grant_services.grant_workflow(actor=request.user, workflow=workflow, team=data["team"],
+                                              role=data["role"])
+        return Response(s.GrantSerializer(grant).data, status=status.HTTP_201_CREATED)
+
+
+class WorkflowGrantView(BaseAPIView):
+    @extend_schema(responses={204: None, **ERRORS}, description="Stop sharing (owners of the workflow's team).")
+    def delete(self, request: Request, workflow_id: int, grant_id: int) -> Response:
+        grant_services.revoke_grant(actor=request.user, workflow=_workflow(request, workflow_id), grant_id=grant_id)
+        return Response(status=status.HTTP_204_NO_CONTENT)
 
 
 class WorkflowImportView(BaseAPIView):

@@ -14,7 +14,14 @@ from designer.selectors.teams import (
     teams_for,
     tokens_of,
 )
-from designer.selectors.workflows import get_version, get_workflow, versions_of, workflows_for
+from designer.selectors.workflows import (
+    get_version,
+    get_workflow,
+    grants_of,
+    shared_with,
+    versions_of,
+    workflows_for,
+)
 
 __all__ = [
     "get_invitation_for",
@@ -22,11 +29,13 @@ __all__ = [
     "get_team",
     "get_version",
     "get_workflow",
+    "grants_of",
     "invitation_by_token",
     "invitations_for",
     "members_of",
     "pending_invitations_of",
     "runs_for",
+    "shared_with",
     "teams_for",
     "tokens_of",
     "versions_of",

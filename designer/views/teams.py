@@ -24,8 +24,9 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from designer import selectors
 from designer.errors import DesignerError, NotFound, PermissionDenied
-from designer.models import Membership, Run, Team, Workflow
+from designer.models import Membership, Run, Team, Workflow, WorkflowGrant
 from designer.permissions import ACTIONS, DUPLICATE_RULE, has_role, may_duplicate
+from designer.services import grants as grant_services
 from designer.services import invitations as invitation_services
 from designer.services import teams as team_services
 from designer.services import workflows as workflow_services
@@ -83,6 +84,7 @@ def _team_context(request: HtmxHttpRequest, team: Team, **extra: Any) -> dict[st
         "run_count": Run.objects.for_user(request.user).filter(team=team).count(),
         "invite": {"user": "", "role": Membership.Role.EDITOR, "error": ""},
         "invitations": selectors.pending_invitations_of(team) if has_role(role, "owner") else [],
+        "shared_with_team": selectors.shared_with(team),
         "member_error": "",
         **extra,
     }
@@ -253,8 +255,10 @@ def member_remove(request: HtmxHttpRequest, team_id: int, user_id: int) -> HttpR
 @login_required
 @require_http_methods(["GET", "POST"])
 @designer_errors
-def workflow_sharing(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
-    """Who sees a workflow (its team's members) and, for owners, a copy into another of their teams."""
+def workflow_sharing(request: HtmxHttpRequest, workflow_id: int, *, grant_form: dict[str, str] | None = None,
+                     grant_error: str = "") -> HttpResponse:
+    """Who sees a workflow (its team's members, the teams it is shared with) and, for owners, sharing it with
+    another team or copying it into one of theirs."""
     workflow: Workflow = selectors.get_workflow(user=request.user, workflow_id=workflow_id)
     team = selectors.get_team(user=request.user, team_id=workflow.team_id)
     role = getattr(team, "role", None)
@@ -289,7 +293,39 @@ def workflow_sharing(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse
         "members": selectors.members_of(team),
         "targets": targets,
         "duplicate_rule": DUPLICATE_RULE,
+        "grants": selectors.grants_of(workflow),
+        "grant_roles": WorkflowGrant.Role.choices,
+        "grant_form": grant_form or {"team": "", "role": "viewer"},
+        "grant_error": grant_error,
         "form": form,
         "error": error,
     }
-    return TemplateResponse(request, "teams/sharing.html", context, status=400 if error else 200)
+    return TemplateResponse(request, "teams/sharing.html", context, status=400 if error or grant_error else 200)
+
+
+@login_required
+@require_POST
+@designer_errors
+def workflow_grant(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
+    workflow = selectors.get_workflow(user=request.user, workflow_id=workflow_id)
+    form = {"team": request.POST.get("team", ""), "role": request.POST.get("role", "")}
+    try:
+        grant = grant_services.grant_workflow(actor=request.user, workflow=workflow, team=form["team"],
+                                              role=form["role"])
+    except PermissionDenied:
+        raise
+    except DesignerError as exc:
+        request.method = "GET"  # render the page (not a duplicate attempt) with the error next to the form
+        return workflow_sharing(request, workflow_id, grant_form=form, grant_error=error_message(exc))
+    messages.success(request, f"Shared “{workflow.name}” with {grant.team.name} as {grant.role}.")
+    return redirect("workflow-sharing", workflow_id=workflow.pk)
+
+
+@login_required
+@require_POST
+@designer_errors
+def workflow_grant_revoke(request: HtmxHttpRequest, workflow_id: int, grant_id: int) -> HttpResponse:
+    workflow = selectors.get_workflow(user=request.user, workflow_id=workflow_id)
+    grant_services.revoke_grant(actor=request.user, workflow=workflow, grant_id=grant_id)
+    messages.success(request, f"“{workflow.name}” is no longer shared with that team.")
+    return redirect("workflow-sharing", workflow_id=workflow.pk)

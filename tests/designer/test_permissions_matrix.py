@@ -18,7 +18,9 @@ from django.urls import URLPattern, reverse
 
 from designer.api import urls as api_urls
 from designer.models import Membership
+from designer.services import grants as grant_services
 from designer.services import invitations as invitation_services
+from designer.services import teams as team_services
 from designer.services import workflows as workflow_services
 
 pytestmark = pytest.mark.django_db
@@ -72,6 +74,10 @@ ENDPOINTS = [
     Endpoint("team-invitations", "post", "owner", 201, args=_team,
              body=lambda w: {"user": "newbie2", "role": "viewer"}),
     Endpoint("team-invitation", "delete", "owner", 204, args=_invitation),
+    Endpoint("team-shared", "get", "viewer", 200, args=_team),
+    Endpoint("workflow-grants", "get", "viewer", 200, args=_wf),
+    Endpoint("workflow-grants", "post", "owner", 201, args=_wf, body=lambda w: {"team": "third", "role": "runner"}),
+    Endpoint("workflow-grant", "delete", "owner", 204, args=lambda w: (w.workflow.pk, w.grant.pk)),
     Endpoint("invitation-list", "get", None, 200),
     Endpoint("invitation-accept", "post", None, 200, args=lambda w: (w.invitation.pk,), body=lambda w: {},
              expected=_invitee_only),
@@ -110,6 +116,7 @@ class World:
     workflow: Any
     mia: Any
     invitation: Any
+    grant: Any
     users: dict[str, Any]
 
 
@@ -122,7 +129,9 @@ def world(cast: Any, workflow: Any, make_user: Any) -> World:
                                             site_url="http://testserver/").invitation
     workflow_services.publish_workflow(actor=cast.owner, workflow=workflow)
     workflow.refresh_from_db()
-    return World(team=cast.team, workflow=workflow, mia=mia, invitation=invitation, users=cast.users)
+    team_services.create_team(actor=mia, name="Third")
+    grant = grant_services.grant_workflow(actor=cast.owner, workflow=workflow, team="third", role="viewer")
+    return World(team=cast.team, workflow=workflow, mia=mia, invitation=invitation, grant=grant, users=cast.users)
 
 
 def _expected(endpoint: Endpoint, caller: str) -> tuple[int, str | None]:
