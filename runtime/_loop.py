@@ -227,11 +227,12 @@ class RunLoop:
 
     def _reader(self, work: Work, context: RuntimeContext | None = None) -> ScopeReader:
         mapping = work.mapping
+        expose = self.scheduler.exposer(work.scope)
         if mapping is not None:
-            return ScopeReader(work.scope.input, work.scope.state, lambda: mapping)
+            return ScopeReader(work.scope.input, work.scope.state, lambda: mapping, expose)
         context = context or work.context
         if context is not None:
-            return ScopeReader(work.scope.input, work.scope.state, context.to_mapping)
+            return ScopeReader(work.scope.input, work.scope.state, context.to_mapping, expose)
         return self.scheduler.reader(work.scope, work.frame, work.plan.id)
 
     def _prepare(self, work: Work) -> None:
