@@ -11,6 +11,7 @@ counter (``RunState.id_seq``), trace events are numbered from
 from __future__ import annotations
 
 import time
+from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -56,21 +57,37 @@ def mint(run_state: RunState, ids: IdFactory, kind: str) -> str:
 
 
 class Recorder:
-    """Numbers and collects the trace events of one engine call.
+    """Numbers the trace events of one engine call and hands them on.
 
     The sequence counter lives here during a superstep and is written back to
     ``RunState.trace_seq`` by ``sync`` before the state is checkpointed.
+    Each event goes to ``sink`` as it is made; the events of the current
+    superstep are held until ``take_step`` (the checkpointer stores them with
+    the state); ``events`` retains, for ``RunResult.trace``, all of them
+    (``keep=None``), the last ``keep``, or none (``keep=0``), so a long run's
+    memory need not grow with its history.
     """
 
-    __slots__ = ("run_state", "events", "seq")
+    __slots__ = ("run_state", "events", "seq", "step", "sink", "keep")
 
-    def __init__(self, run_state: RunState) -> None:
+    def __init__(self, run_state: RunState, *, keep: int | None = None,
+                 sink: Callable[[TraceEvent], Any] | None = None) -> None:
         self.run_state = run_state
-        self.events: list[TraceEvent] = []
+        self.keep = keep
+        self.events: list[TraceEvent] | deque[TraceEvent] = [] if keep is None else deque(maxlen=keep)
+        self.step: list[TraceEvent] = []
+        self.sink = sink
         self.seq = run_state.trace_seq
 
     def sync(self) -> None:
         self.run_state.trace_seq = self.seq
+
+    def take_step(self) -> list[TraceEvent]:
+        """The events since the last call (one superstep's), now retained as ``keep`` says."""
+        events, self.step = self.step, []
+        if self.keep != 0:
+            self.events.extend(events)
+        return events
 
     def emit(self, kind: str, frame: ExecutionFrame | None = None, *, node_id: str | None = None,
              activation_id: str | None = None, index: int | None = None, label: str | None = None,
@@ -90,7 +107,9 @@ class Recorder:
         event = new_event(self.seq, kind, rs.run_id, rs.step, time.time(), scope_id, frame_id, lineage_id, node_id,
                           activation_id, index, label, attempt, duration, summary)
         self.seq += 1
-        self.events.append(event)
+        self.step.append(event)
+        if self.sink is not None:
+            self.sink(event)
         return event
 
 

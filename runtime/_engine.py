@@ -30,8 +30,9 @@ _CACHE_LIMIT = 256
 class RunResult:
     """What one engine call ended with.
 
-    ``trace`` holds the events of this call only; a checkpointer keeps the
-    whole history. ``run_state`` is the engine's state object after the call:
+    ``trace`` holds the events of this call only (all of them, or the last
+    ``keep_trace`` when the engine bounds it); a checkpointer or a
+    ``trace_sink`` keeps the whole history. ``run_state`` is the engine's state object after the call:
     pass it (or its JSON) to ``resume``, which never modifies it.
     """
 
@@ -70,6 +71,12 @@ class Engine:
     after every superstep. ``on_superstep(run_state, events)`` is called
     after each save; ``should_cancel(run_id)`` is consulted before each
     superstep, and a true answer stops the run with status ``cancelled``.
+
+    ``keep_trace`` bounds ``RunResult.trace``: ``None`` keeps every event of
+    the call, ``N`` the last N, ``0`` none; the checkpointer still receives
+    every event with its superstep, and ``trace_sink(event)`` is called with
+    each event as it happens. With a bound, a run's memory follows its live
+    frames however long it runs.
     """
 
     def __init__(
@@ -84,6 +91,8 @@ class Engine:
         should_cancel: Callable[[str], bool] | None = None,
         max_depth: int = 32,
         max_steps: int | None = None,
+        keep_trace: int | None = None,
+        trace_sink: Callable[[TraceEvent], Any] | None = None,
     ) -> None:
         self.registry = registry if registry is not None else default_registry
         self.resolver = as_resolver(workflows)
@@ -96,6 +105,12 @@ class Engine:
         if max_steps is not None and max_steps < 1:
             raise ValueError(f"max_steps must be a positive number of supersteps or None, not {max_steps!r}")
         self.max_steps = max_steps
+        if keep_trace is not None and (isinstance(keep_trace, bool) or not isinstance(keep_trace, int)
+                                       or keep_trace < 0):
+            raise ValueError(f"keep_trace must be None (keep every event), 0 (none) or a positive number of "
+                             f"events to keep, not {keep_trace!r}")
+        self.keep_trace = keep_trace
+        self.trace_sink = trace_sink
         self._compiled: dict[int, tuple[Workflow, CompiledWorkflow]] = {}
         self._known: dict[str, Workflow] = {}
         self._pool: ThreadPoolExecutor | None = None
@@ -143,7 +158,8 @@ class Engine:
         return LoopConfig(
             ids=self.ids, resolver=self.resolver, compile=self.compile, pool=self._get_pool,
             checkpointer=self.checkpointer, on_superstep=self.on_superstep, should_cancel=self.should_cancel,
-            max_depth=self.max_depth, max_steps=self.max_steps,
+            max_depth=self.max_depth, max_steps=self.max_steps, keep_trace=self.keep_trace,
+            trace_sink=self.trace_sink,
         )
 
     @staticmethod

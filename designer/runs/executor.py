@@ -89,6 +89,7 @@ class Execution:
             checkpointer=self.checkpointer,
             should_cancel=self._should_cancel,
             max_steps=max_steps(),
+            keep_trace=0,  # the checkpointer stores every event; holding them too would grow with the run
         )
         with engine:
             checkpoint = run_state_of(run)
