@@ -10,6 +10,8 @@ from runtime._analysis import Analysis, PathOption, analyze
 from runtime._analysis._schemas import type_label as schema_type_label
 from runtime._builder import WorkflowBuilder
 from runtime._checkpoint import Checkpointer, FileCheckpointer, InMemoryCheckpointer
+from runtime._parts import CheckpointDelta, PartLedger
+from runtime._sqlite import SqliteCheckpointer
 from runtime._context import ForeachContext, RuntimeContext
 from runtime._diagnostics import Diagnostic
 from runtime._document import (
@@ -83,6 +85,7 @@ __all__ = [
     "BranchCase",
     "BranchNode",
     "CheckpointNotFoundError",
+    "CheckpointDelta",
     "Checkpointer",
     "CorruptRunStateError",
     "Diagnostic",
@@ -104,6 +107,7 @@ __all__ = [
     "MappingResolver",
     "NodeFailedError",
     "OutputBinding",
+    "PartLedger",
     "PathOption",
     "PathSyntaxError",
     "RandomIds",
@@ -115,6 +119,7 @@ __all__ = [
     "RuntimeContext",
     "RuntimeScope",
     "SequentialIds",
+    "SqliteCheckpointer",
     "StatePath",
     "StepLimitError",
     "SubgraphDepthError",
