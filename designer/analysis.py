@@ -8,14 +8,17 @@ designer's limits and error shapes.
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from typing import Any
 
 from django.conf import settings
+from django.db.models import Max
 from pydantic import ValidationError
 
 from designer import catalog
 from designer.errors import DocumentInvalid, DocumentTooLarge, NotFound
-from designer.models import Team
+from designer.models import Team, WorkflowVersion
 from designer.resolvers import TeamVersionResolver
 from runtime import Workflow, analyze
 
@@ -66,6 +69,59 @@ def dump_document(workflow: Workflow) -> dict[str, Any]:
 def analyze_document(workflow: Workflow, *, team: Team | int) -> Any:
     """``runtime.analyze`` with the site's catalogue and this team's published versions."""
     return analyze(workflow, registry=catalog.registry(), workflows=TeamVersionResolver(team))
+
+
+# --- one analysis per saved revision ------------------------------------------------------
+#
+# The editor's panels (inspector, pickers, diagnostics) each ask about the same saved draft
+# right after every edit. A saved revision never changes, so its analysis is kept, keyed by
+# the workflow, its revision and save time (any write, even one that bypasses the revision,
+# bumps ``updated_at``) and the newest published version of its team (a subgraph's child is
+# resolved among those). Process-local and bounded: a miss only costs a re-analysis.
+
+_CACHE_SIZE = 64
+_cache: OrderedDict[tuple[int, int, str, int], Any] = OrderedDict()
+_cache_lock = threading.Lock()
+_cache_counts = {"hits": 0, "misses": 0}
+
+
+def _cache_key(workflow: Any) -> tuple[int, int, str, int]:
+    newest = WorkflowVersion.objects.filter(workflow__team_id=workflow.team_id).aggregate(newest=Max("pk"))["newest"]
+    return (workflow.pk, workflow.revision, str(workflow.updated_at), newest or 0)
+
+
+def remember_analysis(workflow: Any, analysis: Any) -> None:
+    """Keep the analysis of the draft exactly as stored at ``workflow.revision``."""
+    key = _cache_key(workflow)
+    with _cache_lock:
+        _cache[key] = analysis
+        _cache.move_to_end(key)
+        while len(_cache) > _CACHE_SIZE:
+            _cache.popitem(last=False)
+
+
+def analysis_for(workflow: Any) -> Any:
+    """The analysis of ``workflow``'s stored draft, computed once per saved revision."""
+    key = _cache_key(workflow)
+    with _cache_lock:
+        found = _cache.get(key)
+        if found is not None:
+            _cache.move_to_end(key)
+            _cache_counts["hits"] += 1
+            return found
+        _cache_counts["misses"] += 1
+    analysis = analyze_document(parse_document(workflow.document), team=workflow.team_id)
+    with _cache_lock:
+        _cache[key] = analysis
+        while len(_cache) > _CACHE_SIZE:
+            _cache.popitem(last=False)
+    return analysis
+
+
+def analysis_cache_counts() -> dict[str, int]:
+    """Hits and misses so far (tests check that panels reuse a saved revision's analysis)."""
+    with _cache_lock:
+        return dict(_cache_counts)
 
 
 def diagnostics_json(analysis: Any) -> list[dict[str, Any]]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -15,7 +17,8 @@ class Diagnostic:
     ``code`` is stable (see runtime.md section 7); ``node_id`` and ``field``
     locate it (``field`` is a dotted location inside the node such as
     ``input.order`` or ``over``); ``message`` says what is wrong and ``hint``
-    how to fix it.
+    how to fix it. ``data`` carries what a tool needs to act on it (e.g.
+    ``route.no_exit``: ``{"nodes": [...]}``, the cycle); empty for most codes.
     """
 
     code: str
@@ -24,6 +27,7 @@ class Diagnostic:
     field: str | None
     message: str
     hint: str = ""
+    data: Mapping[str, Any] = dataclasses.field(default_factory=dict, compare=False)
 
     @property
     def is_error(self) -> bool:
@@ -37,4 +41,5 @@ class Diagnostic:
             "field": self.field,
             "message": self.message,
             "hint": self.hint,
+            "data": dict(self.data),
         }

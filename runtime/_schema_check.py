@@ -14,7 +14,12 @@ are user input. ``schema_defects`` finds, without validating any value:
 * ``$schema`` below the top: jsonschema switches to its stock validator class there, which
   would match patterns without a time limit;
 * ``unevaluatedProperties`` together with ``patternProperties``: jsonschema evaluates that
-  combination with ``re`` internally, out of reach of the time limit.
+  combination with ``re`` internally, out of reach of the time limit;
+* a schema too large once expanded: ``expanded_size`` counts every subschema validation may apply,
+  each ``$ref`` (and so each ``allOf``/``anyOf``/``oneOf`` branch that holds one) counted once per
+  place it is used. ``{"$defs": {"d1": {"allOf": [{"$ref": "#/$defs/d0"}, {"$ref": "#/$defs/d0"}]}, ...}}``
+  doubles per level while the text grows by a line, so validating one value would take as long as
+  the expansion is large. Above ``MAX_SCHEMA_SUBSCHEMAS`` the schema is refused ("too complex").
 
 The analyzer reports these as ``schema.invalid``; the runtime refuses to validate against such a
 schema (``runtime._compiled.schema_validator``).
@@ -75,6 +80,10 @@ _CHILD_ONE = ("additionalProperties", "propertyNames", "contains", "unevaluatedI
 _CHILD_MANY = ("prefixItems", "items")
 _CHILD_MAP = ("properties", "patternProperties", "$defs", "definitions")
 
+#: The validation budget: how many subschemas one value may be checked against, $refs expanded.
+#: Generated schemas of large real models stay in the hundreds; 10,000 is validated in milliseconds.
+MAX_SCHEMA_SUBSCHEMAS = 10_000
+
 _REF_HINT = "copy the referenced schema under $defs and point at it, e.g. {\"$ref\": \"#/$defs/name\"}"
 
 
@@ -83,7 +92,7 @@ class SchemaDefect:
     """One reason a schema cannot be used; ``where`` is a JSON pointer into it (``#`` = the whole schema)."""
 
     kind: str  # dialect | meta_schema | pattern | ref_outside | ref_dangling | ref_not_schema | ref_cycle |
-    #            nested_schema | unevaluated_patterns | too_deep
+    #            nested_schema | unevaluated_patterns | too_deep | too_complex
     where: str
     message: str
     hint: str
@@ -177,17 +186,61 @@ class _Walk:
         self.keywords = frozenset(dialect.stock.VALIDATORS)
         self.root = schema
         self.nodes: dict[int, _Node] = {}
+        self.refs: dict[int, list[int]] = {}  # a subschema's resolved $ref targets
         self.out: list[SchemaDefect] = []
         root = dialect.spec.create_resource(schema)
         # An empty registry: nothing outside the schema resolves (not even the meta-schemas).
         self.resolver = referencing.Registry().resolver_with_root(root)
 
-    def defects(self) -> list[SchemaDefect]:
+    def defects(self, limit: int = MAX_SCHEMA_SUBSCHEMAS) -> list[SchemaDefect]:
         self._index()
+        self.refs = {key: list(self._ref_targets(node)) for key, node in self.nodes.items()}
         edges = {key: list(self._in_place(node)) for key, node in self.nodes.items()}
-        self._cycle(edges)
+        looped = self._cycle(edges)
         self._unevaluated_with_patterns()
+        if not looped:  # a loop is infinite already, and reported
+            size = self.expanded_size(limit)
+            if size > limit:
+                self.out.append(SchemaDefect(
+                    "too_complex", "#",
+                    f"too complex: more than {limit} subschemas, the limit is {limit} (counted with every $ref "
+                    f"expanded where it is used: validating a value would check it against each of them)",
+                    "reuse fewer definitions inside allOf/anyOf/oneOf, or split the schema; definitions that "
+                    "each refer twice to the previous one double the size at every level"))
         return self.out
+
+    def expanded_size(self, limit: int) -> int:
+        """How many subschemas the schema has with every $ref replaced by its target; at most ``limit + 1``.
+
+        Counted on the graph of subschemas (an edge per schema-valued position, and one per $ref)
+        rather than by expanding it: each subschema's count is computed once (memoised) and is
+        the sum over its edges, saturating at ``limit + 1``, so the work is linear in the
+        schema's text however large the expansion. Recursion that descends into the value (a
+        tree of ``children``) is a strongly connected component, counted once for its members:
+        its cost grows with the value, not with the schema.
+        """
+        cap = limit + 1
+        edges = {key: [id(child) for _, child in _subschemas(node.contents)
+                       if isinstance(child, Mapping) and id(child) in self.nodes] + self.refs.get(key, [])
+                 for key, node in self.nodes.items()}
+        component = _components(edges)
+        members: dict[int, list[int]] = {}
+        for key, comp in component.items():
+            members.setdefault(comp, []).append(key)
+        sizes: dict[int, int] = {}
+        # _components numbers components in reverse topological order: callees before callers.
+        for comp in sorted(members):
+            total = len(members[comp])
+            for key in members[comp]:
+                for target in edges[key]:
+                    other = component[target]
+                    if other != comp:
+                        total += sizes[other]
+                if total >= cap:
+                    break
+            sizes[comp] = min(total, cap)
+        root = id(self.root)
+        return sizes[component[root]] if root in component else 1
 
     def _index(self) -> None:
         stack: list[tuple[Any, Any, tuple[Any, ...]]] = [(self.root, self.resolver, ())]
@@ -223,6 +276,15 @@ class _Walk:
                 "pattern", pointer(path), f"the pattern {problem}",
                 "write a Python-style regular expression, e.g. ^[a-z0-9-]{1,64}$; avoid huge repeat counts"))
 
+    def _ref_targets(self, node: _Node) -> Iterator[int]:
+        contents = node.contents
+        for keyword in _REFS:
+            ref = contents.get(keyword)
+            if keyword in self.keywords and isinstance(ref, str):
+                target = self._resolve(node, keyword, ref)
+                if target is not None:
+                    yield target
+
     def _in_place(self, node: _Node) -> Iterator[int]:
         """Subschemas applied to the same value as ``node`` (their ids), $ref targets included."""
         contents = node.contents
@@ -236,12 +298,7 @@ class _Walk:
             for sub in values:
                 if isinstance(sub, Mapping):
                     yield id(sub)
-        for keyword in _REFS:
-            ref = contents.get(keyword)
-            if keyword in self.keywords and isinstance(ref, str):
-                target = self._resolve(node, keyword, ref)
-                if target is not None:
-                    yield target
+        yield from self.refs.get(id(contents), ())
 
     def _resolve(self, node: _Node, keyword: str, ref: str) -> int | None:
         where = f"{node.where}/{keyword}"
@@ -270,7 +327,7 @@ class _Walk:
             return None
         return id(target)
 
-    def _cycle(self, edges: Mapping[int, list[int]]) -> None:
+    def _cycle(self, edges: Mapping[int, list[int]]) -> bool:
         """Report the first loop of in-place edges (depth-first, iterative: schemas may nest deeply)."""
         state: dict[int, int] = {}  # 1 = on the current path, 2 = done
         for start in edges:
@@ -294,11 +351,12 @@ class _Walk:
                         f"the schema's $refs lead back to themselves without ever describing a value ({shown}), "
                         f"so validation would never end",
                         "recurse only through properties, items or another keyword that descends into the value"))
-                    return
+                    return True
                 if seen is None:
                     state[step] = 1
                     path.append(step)
                     iters.append(iter(edges.get(step, ())))
+        return False
 
     def _unevaluated_with_patterns(self) -> None:
         if "unevaluatedProperties" not in self.keywords:
@@ -310,6 +368,49 @@ class _Walk:
                 "unevaluatedProperties cannot be combined with patternProperties in a workflow schema: their "
                 "patterns could not be matched with a time limit",
                 "use additionalProperties next to patternProperties, or list the allowed properties"))
+
+
+def _components(edges: Mapping[int, list[int]]) -> dict[int, int]:
+    """Strongly connected components (Tarjan, iterative), numbered so that a component's successors
+    come before it."""
+    index: dict[int, int] = {}
+    low: dict[int, int] = {}
+    on_stack: set[int] = set()
+    stack: list[int] = []
+    out: dict[int, int] = {}
+    count = 0
+    for start in edges:
+        if start in index:
+            continue
+        work: list[tuple[int, Iterator[int]]] = [(start, iter(edges[start]))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, successors = work[-1]
+            step = next(successors, None)
+            if step is not None:
+                if step not in index:
+                    index[step] = low[step] = len(index)
+                    stack.append(step)
+                    on_stack.add(step)
+                    work.append((step, iter(edges.get(step, ()))))
+                elif step in on_stack:
+                    low[node] = min(low[node], index[step])
+                continue
+            work.pop()
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[node])
+            if low[node] == index[node]:
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    out[member] = count
+                    if member == node:
+                        break
+                count += 1
+    return out
 
 
 def _subschemas(contents: Mapping[str, Any]) -> Iterator[tuple[tuple[Any, ...], Any]]:

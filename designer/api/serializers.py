@@ -23,6 +23,7 @@ class DiagnosticSerializer(serializers.Serializer):
     field = serializers.CharField(allow_null=True)
     message = serializers.CharField()
     hint = serializers.CharField(allow_blank=True)
+    data = serializers.DictField(help_text="structured facts for tools, e.g. route.no_exit: {\"nodes\": [...]}")
 
     def to_representation(self, instance: Any) -> dict[str, Any]:
         return instance if isinstance(instance, dict) else instance.to_dict()

@@ -8,7 +8,7 @@ from django.db.models import F, Max
 from django.utils import timezone
 from django.utils.text import slugify
 
-from designer.analysis import analyze_document, dump_document, parse_document
+from designer.analysis import analyze_document, dump_document, parse_document, remember_analysis
 from designer.errors import BadRequest, NotFound, RevisionConflict
 from designer.models import Team, Workflow, WorkflowVersion
 from designer.permissions import require_role
@@ -181,6 +181,7 @@ def save_document(*, actor: Any, workflow: Workflow, revision: object, document:
                 current_revision=current["revision"], document=current["document"],
             )
     workflow.refresh_from_db()
+    remember_analysis(workflow, analysis)  # the panels that follow the save ask about this revision
     return SavedDocument(workflow=workflow, analysis=analysis)
 
 

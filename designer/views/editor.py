@@ -1,11 +1,10 @@
 """The workflow editor page and its htmx panels.
 
-The canvas island (static/src/editor) edits the document through the REST
-API. The panels around it are rendered here, from the same services and the
-runtime's analysis, and their edits are saved through the same
-``save_document`` service with the revision the page holds, so a stale panel
-gets the same conflict as a stale canvas. Panels and canvas talk through DOM
-events; responses here raise them with the ``HX-Trigger`` header.
+The panels around the canvas island (static/src/editor) are rendered here from
+the stored draft and the runtime's analysis of it, computed once per saved
+revision. Every edit, the canvas's and the panels', goes through the one write
+endpoint in ``editor_edits``. Panels and canvas talk through DOM events;
+responses raise them with the ``HX-Trigger`` header.
 """
 
 from __future__ import annotations
@@ -24,7 +23,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from designer import analysis as doc_analysis
 from designer import selectors
-from designer.errors import DesignerError, RevisionConflict
+from designer.errors import DesignerError
 from designer.models import Workflow as WorkflowModel
 from designer.permissions import has_role, require_role
 from designer.services import workflows as workflow_services
@@ -58,13 +57,24 @@ def _load(request: HtmxHttpRequest, workflow_id: int, *, workflow: WorkflowModel
         workflow = selectors.get_workflow(user=request.user, workflow_id=workflow_id)
     role = require_role(request.user, workflow.team_id, "viewer", what="this workflow")
     if analysis is None:
-        parsed = doc_analysis.parse_document(workflow.document)
-        analysis = doc_analysis.analyze_document(parsed, team=workflow.team_id)
+        analysis = doc_analysis.analysis_for(workflow)  # once per saved revision, shared by every panel
     return Loaded(workflow=workflow, role=role, document=workflow.document, analysis=analysis)
 
 
 def _diagnostics(loaded: Loaded) -> list[dict[str, Any]]:
-    return doc_analysis.diagnostics_json(loaded.analysis)
+    """The analyzer's diagnostics, each with its one-click fix (operations as JSON) when it has one."""
+    items = doc_analysis.diagnostics_json(loaded.analysis)
+    for item in items:
+        fix = edits.fix_ops(item, loaded.document, loaded.analysis) if loaded.can_edit else []
+        item["fix"] = json.dumps(fix) if fix else ""
+        item["fix_label"] = _fix_label(fix)
+    return items
+
+
+def _fix_label(fix: list[dict[str, Any]]) -> str:
+    if len(fix) == 1 and fix[0]["op"] == "connect":
+        return f"Route {fix[0]['label']} back to {fix[0]['target']}"
+    return "Fix" if fix else ""
 
 
 def _node(document: dict[str, Any], node_id: str) -> dict[str, Any] | None:
@@ -270,74 +280,6 @@ def diagnostics(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
     loaded = _load(request, workflow_id)
     context = {"workflow": loaded.workflow, "summary": panels.diagnostics_summary(_diagnostics(loaded))}
     return TemplateResponse(request, f"{TEMPLATE}#diagnostics", context)
-
-
-# --- edits from the panels ---------------------------------------------------------------
-
-
-def _apply(loaded: Loaded, action: str, node_id: str, form: Any) -> tuple[dict[str, Any], str | None]:
-    """The edited document and the node to show afterwards."""
-    document = loaded.document
-    if action == "settings":
-        return edits.update_settings(document, form), None
-    field = form.get("field", "")
-    if action == "bind":
-        return edits.bind_path(document, node_id, field, form.get("path", "")), node_id
-    if action == "literal":
-        node = edits.find_node(document, node_id)
-        schema = panels.field_schema(node, loaded.analysis, str(edits.input_target(field).parts[0])) \
-            if edits.input_target(field).parts else None
-        value = edits.literal_value(form.get("value", ""), schema)
-        return edits.bind_literal(document, node_id, field, value), node_id
-    if action == "unbind":
-        return edits.unbind(document, node_id, field), node_id
-    if action == "basics":
-        return edits.update_basics(document, node_id, form)
-    if action == "start":
-        return edits.set_start(document, node_id), node_id
-    edit = edits.NODE_EDITS.get(action)
-    if edit is None:
-        raise edits.BadRequest(f"unknown editor action {action!r}")
-    return edit(document, node_id, form), node_id
-
-
-@login_required
-@require_POST
-@designer_errors
-def edit(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
-    """Apply one panel edit to the stored draft and answer with the refreshed inspector."""
-    loaded = _load(request, workflow_id)
-    require_role(request.user, loaded.workflow.team_id, "editor", what="this workflow")
-    action = request.POST.get("action", "")
-    node_id = request.POST.get("node", "")
-    try:
-        revision = int(request.POST.get("revision", ""))
-    except ValueError:
-        revision = -1
-    try:
-        document, show = _apply(loaded, action, node_id, request.POST)
-        saved = workflow_services.save_document(actor=request.user, workflow=loaded.workflow, revision=revision,
-                                                document=document)
-    except RevisionConflict as exc:
-        fresh = _load(request, workflow_id)
-        context = _inspector_context(fresh, node_id or None)
-        response = TemplateResponse(request, f"{TEMPLATE}#inspector", context)
-        return _triggers(
-            response,
-            document_changed={"revision": fresh.workflow.revision},
-            notice={"kind": "conflict", "message": (
-                f"Someone else saved this workflow (now revision {fresh.workflow.revision}); the editor shows "
-                f"their version and your change was not applied. {exc.message.split(';')[0].capitalize()}."
-            )},
-        )
-    except (DesignerError, WorkflowError) as exc:
-        context = _inspector_context(loaded, node_id or None, request.POST.get("field") or None)
-        context["error"] = error_message(exc)
-        return TemplateResponse(request, f"{TEMPLATE}#inspector", context)
-    fresh = _load(request, workflow_id, workflow=saved.workflow, analysis=saved.analysis)
-    context = _inspector_context(fresh, show)
-    response = TemplateResponse(request, f"{TEMPLATE}#inspector", context)
-    return _triggers(response, document_changed={"revision": saved.workflow.revision, "node": show})
 
 
 @login_required

@@ -33,7 +33,7 @@ urlpatterns += [
 ]
 
 # --- workflow editor (designer/views/editor.py) ---
-from designer.views import editor  # noqa: E402
+from designer.views import editor, editor_edits  # noqa: E402
 
 urlpatterns += [
     path("workflows/<int:workflow_id>/edit/", editor.editor, name="editor"),
@@ -41,7 +41,7 @@ urlpatterns += [
     path("workflows/<int:workflow_id>/edit/inspector/", editor.inspector, name="editor-inspector"),
     path("workflows/<int:workflow_id>/edit/picker/", editor.picker, name="editor-picker"),
     path("workflows/<int:workflow_id>/edit/diagnostics/", editor.diagnostics, name="editor-diagnostics"),
-    path("workflows/<int:workflow_id>/edit/change/", editor.edit, name="editor-edit"),
+    path("workflows/<int:workflow_id>/edit/change/", editor_edits.edit, name="editor-edit"),
     path("workflows/<int:workflow_id>/edit/publish/", editor.publish, name="editor-publish"),
 ]
 

@@ -4,7 +4,8 @@ Modules: ``_regions`` (owner stacks, region diagnostics), ``_labels`` (what a
 node can emit), ``_schemas`` (JSON Schema subset + type compatibility),
 ``_infer`` (result -> state inference), ``_error_payload`` (the error
 route's payload), ``_scope`` (what a path reads, context schemas per
-region), ``_checks`` (binding and path diagnostics), ``_branch`` (branch
+region), ``_checks`` (binding and path diagnostics), ``_cycles`` (route cycles
+with no exit), ``_branch`` (branch
 case values), ``_options`` (path options), ``_document_schemas`` (the
 document's own schemas), ``_codes`` (the code table), ``_analyzer``
 (``analyze``).
@@ -72,11 +73,23 @@ Decisions worth knowing (runtime.md section 7 leaves them open):
   non-schema, ``$ref``s looping through in-place keywords (validation would
   never end), a ``pattern`` that does not compile or is too large once its
   repeat counts are unrolled, ``$schema`` below the top, or
-  ``unevaluatedProperties`` with ``patternProperties``. An error even for
+  ``unevaluatedProperties`` with ``patternProperties``, or one whose expansion (every ``$ref``
+  replaced by its target where it is used) holds more than ``MAX_SCHEMA_SUBSCHEMAS`` (10,000)
+  subschemas: "too complex: more than 10000 subschemas, the limit is 10000". The size is counted
+  on the graph of subschemas with each ``$ref`` target's count memoised and the count stopping at the
+  limit, so measuring is linear in the schema's text; no value is ever validated against such a
+  schema (the runtime refuses it in the same words). An error even for
   ``state_schema`` (which the engine does not validate against): the
   document is wrong either way.
+* ``route.no_exit`` (``_cycles``): a strongly connected part of the route graph
+  holding a cycle, with no route out of it (``error`` counts), no node that can
+  emit an unrouted label (a foreach whose ``done`` has no route is one) and no
+  interrupt, runs until the step limit. One error per cycle, on its first node
+  in document order (field ``routes``), ``data["nodes"]`` listing them all.
+  Tasks whose labels are unknown (no registry) count as a way out.
 * Additions to the code table: ``task.unknown``, ``route.unknown_source``,
-  ``workflow.no_start``, ``schema.invalid``, ``document.invalid`` (see ``CODES``).
+  ``workflow.no_start``, ``schema.invalid``, ``document.invalid``,
+  ``route.no_exit`` (see ``CODES``).
 """
 
 from __future__ import annotations

@@ -10,6 +10,7 @@ from typing import Any
 
 from runtime._analysis import _schemas as S
 from runtime._analysis._checks import Checker
+from runtime._analysis._cycles import no_exit_diagnostics
 from runtime._analysis._document_schemas import schema_diagnostics
 from runtime._analysis._error_payload import ERROR_PAYLOAD_SCHEMA
 from runtime._analysis._infer import StateWrites, output_schema, result_schema
@@ -440,6 +441,7 @@ class _Session:
         diagnostics += _route_labels(doc, routes, labels)
         diagnostics += _unreachable(doc, regions.stacks) if doc.nodes else []
         diagnostics += regions.diagnostics
+        diagnostics += no_exit_diagnostics(doc, nodes, routes, labels, regions.stacks)
         diagnostics += _aliases(doc, nodes, regions.stacks)
 
         foreach_nodes = {nid: n for nid, n in nodes.items() if isinstance(n, ForeachNode)}

@@ -44,14 +44,19 @@ _TABLE: Final[tuple[CodeInfo, ...]] = (
              "never equals or cannot be compared with, field cases.<i>.value)"),
     CodeInfo("subgraph.unknown_workflow", "error", "a subgraph reference that the resolver cannot find"),
     CodeInfo("subgraph.recursion", "error", "subgraph references form a cycle"),
+    CodeInfo("route.no_exit", "error",
+             "a route cycle that nothing leaves: no route out, no unrouted label (a foreach's done), no interrupt "
+             "(node is the cycle's first node, data.nodes lists them all)", addition=True),
     CodeInfo("task.unknown", "error", "a task node names a task the registry does not hold", addition=True),
     CodeInfo("route.unknown_source", "error", "a route starts at a node that does not exist", addition=True),
     CodeInfo("workflow.no_start", "error", "the workflow has no nodes, or its start node does not exist",
              addition=True),
     CodeInfo("schema.invalid", "error",
              "input_schema, state_schema or an interrupt's resume_schema cannot be used: not valid JSON Schema, "
-             "a $ref that leaves the schema, points at nothing or loops, or a pattern that is no regular "
-             "expression or too large (field names the schema; the message gives the place inside it)",
+             "a $ref that leaves the schema, points at nothing or loops, a pattern that is no regular "
+             "expression or too large, or a schema too complex to validate (more than MAX_SCHEMA_SUBSCHEMAS, "
+             "10,000, subschemas once every $ref is expanded) (field names the schema; the message gives the "
+             "place inside it)",
              addition=True),
     CodeInfo("document.invalid", "error",
              "analyze() was given a mapping that is not a valid workflow document (raised, not returned)",

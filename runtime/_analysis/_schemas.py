@@ -13,6 +13,8 @@ from __future__ import annotations
 import json
 from typing import Any, Final
 
+from runtime._schema_check import MAX_SCHEMA_SUBSCHEMAS
+
 Schema = dict[str, Any]
 
 ANY: Final[Schema] = {}
@@ -60,8 +62,16 @@ def prepare(schema: object) -> Schema:
             defs.update({f"#/{key}/{name}": value for name, value in found.items()})
     if not defs and not _has_composition(schema):
         return schema
-    inlined = _inline(schema, defs, ())
+    try:
+        inlined = _inline(schema, defs, (), [MAX_SCHEMA_SUBSCHEMAS])
+    except _TooLarge:
+        # Refused as schema.invalid ("too complex"); as *any* it fits everywhere and reports nothing more.
+        return {}
     return inlined if isinstance(inlined, dict) else {}
+
+
+class _TooLarge(Exception):
+    """The inlined schema would exceed the validation budget (it could be exponential in its text)."""
 
 
 def _has_composition(node: object) -> bool:
@@ -74,24 +84,27 @@ def _has_composition(node: object) -> bool:
     return False
 
 
-def _inline(node: object, defs: dict[str, Any], stack: tuple[str, ...]) -> object:
+def _inline(node: object, defs: dict[str, Any], stack: tuple[str, ...], budget: list[int]) -> object:
     if isinstance(node, list):
-        return [_inline(value, defs, stack) for value in node]
+        return [_inline(value, defs, stack, budget) for value in node]
     if not isinstance(node, dict):
         return node
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise _TooLarge
     ref = node.get("$ref")
     if isinstance(ref, str):
         rest = {k: v for k, v in node.items() if k != "$ref"}
         if stack.count(ref) >= 2 or ref not in defs or len(stack) > _MAX_DEPTH:
             title = ref.rsplit("/", 1)[-1]
-            return {**_inline(rest, defs, stack), "title": rest.get("title", title)}  # type: ignore[dict-item]
-        target = _inline(defs[ref], defs, (*stack, ref))
-        return {**target, **_inline(rest, defs, stack)} if rest else target  # type: ignore[dict-item]
+            return {**_inline(rest, defs, stack, budget), "title": rest.get("title", title)}  # type: ignore[dict-item]
+        target = _inline(defs[ref], defs, (*stack, ref), budget)
+        return {**target, **_inline(rest, defs, stack, budget)} if rest else target  # type: ignore[dict-item]
     out: Schema = {}
     for key, value in node.items():
         if key in ("$defs", "definitions"):
             continue
-        out[key] = _inline(value, defs, stack)
+        out[key] = _inline(value, defs, stack, budget)
     all_of = out.get("allOf")
     if isinstance(all_of, list):
         del out["allOf"]

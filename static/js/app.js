@@ -20,6 +20,18 @@
     if (target) target.classList.remove("open");
   });
 
+  // Esc closes what floats over a page: path pickers, open drawers, the notice bar's toasts.
+  document.addEventListener("keydown", function (event) {
+    if (event.key !== "Escape" || event.defaultPrevented) return;
+    const open = document.querySelectorAll(".picker, .drawer.open, [data-closes-on-escape]");
+    if (!open.length) return;
+    open.forEach(function (element) {
+      if (element.classList.contains("drawer")) element.classList.remove("open");
+      else element.remove();
+    });
+    event.preventDefault();
+  });
+
   // <div hx-get=... data-hold-while-focused="#form">: skip this element's own htmx requests while
   // the focus is inside the named descendant (someone is choosing a filter; a refresh would swap
   // the <select> away under them).

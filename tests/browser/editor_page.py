@@ -43,6 +43,9 @@ def empty_document(**extra: Any) -> dict[str, Any]:
     return {"id": "draft", "input_schema": INPUT_SCHEMA, "nodes": [], "routes": [], **extra}
 
 
+#: The canvas never zooms below this (static/src/editor/layout.js READABLE_ZOOM): labels stay legible.
+READABLE_ZOOM = 0.75
+
 #: The test task module (``pack_item``) the editor tests add to the catalogue with the public setting.
 EDITOR_TASKS = "tests.browser.editor_tasks"
 
@@ -152,17 +155,24 @@ class EditorPage:
         self.wait_saved(before + 1)
 
     def wait_fitted(self) -> None:
-        """Wait until every node and loop frame is inside the canvas and clear of the toolbar, the zoom
-        controls and the minimap (what "fit" promises, once its animation ends)."""
-        self.page.wait_for_function("""() => {
+        """Wait until the fit is done: every node and loop frame inside the canvas and clear of the toolbar,
+        the zoom controls and the minimap; or, for a graph too big for that at a legible zoom, the readable
+        zoom with the graph's top left (where it starts) in view and clear of them."""
+        self.page.wait_for_function("""(readable) => {
             const box = (el) => el.getBoundingClientRect();
             const pane = box(document.querySelector(".react-flow__pane"));
             const chrome = [...document.querySelectorAll(".wf-toolbar, .react-flow__controls, .wf-minimap")].map(box);
             const apart = (a, b) => a.right <= b.left || b.right <= a.left || a.bottom <= b.top || b.bottom <= a.top;
-            return [...document.querySelectorAll(".react-flow__node, .wf-frame")].map(box).every((r) =>
-                r.left >= pane.left && r.right <= pane.right && r.top >= pane.top && r.bottom <= pane.bottom
-                && chrome.every((c) => apart(r, c)));
-        }""")
+            const inside = (r) => r.left >= pane.left && r.right <= pane.right && r.top >= pane.top
+                && r.bottom <= pane.bottom && chrome.every((c) => apart(r, c));
+            const drawn = [...document.querySelectorAll(".react-flow__node, .wf-frame")].map(box);
+            if (drawn.every(inside)) return true;
+            const zoom = Number(document.querySelector("[data-editor-canvas]").dataset.zoom);
+            if (Math.abs(zoom - readable) > 0.001) return false;
+            const left = Math.min(...drawn.map((r) => r.left)), top = Math.min(...drawn.map((r) => r.top));
+            const corner = {left, top, right: left + 40, bottom: top + 40};
+            return inside(corner);
+        }""", arg=READABLE_ZOOM)
 
     def click_empty_canvas(self) -> None:
         """Click the pane where no node, toolbar, minimap or control sits (clears the selection)."""

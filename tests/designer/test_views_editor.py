@@ -98,7 +98,11 @@ def test_bind_saves_with_revision_and_asks_the_canvas_to_reload(cast: Any, neste
                      path="context.foreach.customers.item.name")
     assert response.status_code == 200
     trigger = json.loads(response["HX-Trigger"])
-    assert trigger["trellis:document-changed"] == {"revision": 2, "node": "after"}
+    changed = trigger["trellis:document-changed"]
+    assert {key: changed[key] for key in ("revision", "node")} == {"revision": 2, "node": "after"}
+    # The canvas keeps the panel's undo: the node as it was before the binding.
+    before = next(n for n in nested.document["nodes"] if n["id"] == "after")  # not refreshed yet
+    assert changed["undo"] == [{"op": "put_nodes", "nodes": [before]}]
     assert _node(nested, "after")["input"] == [{"target": "value", "path": "context.foreach.customers.item.name"}]
     html = response.content.decode()
     assert 'data-node="after"' in html and 'hx-swap-oob="true"' in html and 'value="2"' in html
@@ -250,7 +254,10 @@ def test_settings_save_schemas_outputs_and_start(cast: Any, nested: Any) -> None
     schema = {"type": "object", "properties": {"customers": {"type": "array"}}}
     response = _post(_client(cast.editor), nested, action="settings", input_schema=json.dumps(schema),
                      state_schema="", outputs='[{"target": "first", "path": "input.customers"}]', start="customers")
-    assert json.loads(response["HX-Trigger"])["trellis:document-changed"] == {"revision": 2, "node": None}
+    changed = json.loads(response["HX-Trigger"])["trellis:document-changed"]
+    assert (changed["revision"], changed["node"]) == (2, None)
+    assert [op["op"] for op in changed["undo"]] == ["set_fields"]
+    assert set(changed["undo"][0]["set"]) == {"input_schema", "outputs", "start"}
     nested.refresh_from_db()
     doc = nested.document
     assert doc["input_schema"] == schema and doc["start"] == "customers"

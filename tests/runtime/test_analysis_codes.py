@@ -61,6 +61,7 @@ EXAMPLES: dict[str, Callable[[], Analysis]] = {
     "subgraph.recursion": lambda: analyze(workflow([subgraph("s", "wf")], [])),
     "task.unknown": lambda: analyze(workflow([task("a", "no_such_task")], []), registry=REGISTRY),
     "workflow.no_start": lambda: analyze(workflow([], [])),
+    "route.no_exit": lambda: analyze(workflow([task("a"), task("b")], chain("a", "b", "a")), registry=REGISTRY),
     "schema.invalid": lambda: analyze(workflow(
         [task("a")], [], input_schema={"type": "object", "properties": {"n": {"$ref": "#/$defs/missing"}}})),
 }
@@ -71,7 +72,7 @@ def test_every_code_has_an_example() -> None:
     assert set(EXAMPLES) | RAISED == set(CODES)
     additions = {code for code, info in CODES.items() if info.addition}
     assert additions == {"task.unknown", "route.unknown_source", "workflow.no_start", "schema.invalid",
-                         "document.invalid"}
+                         "document.invalid", "route.no_exit"}
 
 
 @pytest.mark.parametrize("code", sorted(EXAMPLES))

@@ -13,9 +13,10 @@ from .engine_helpers import engine
 
 def _endless_cycle():
     g = WorkflowBuilder(id="spin", input_schema={"type": "object", "properties": {"x": {"type": "integer"}}})
-    a = g.use("echo", id="a", input=[{"target": "value", "path": "input.x"}])
+    # "big" has no route, so the run could end there and the analyzer accepts the cycle; x=1 is never big.
+    a = g.use("size", id="a", input=[{"target": "x", "path": "input.x"}])
     b = g.use("echo", id="b", input=[{"target": "value", "path": "input.x"}])
-    g.set_route(a, "ok", b)
+    g.set_route(a, "small", b)
     g.set_route(b, "ok", a)
     return g.build()
 

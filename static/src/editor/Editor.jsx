@@ -1,6 +1,8 @@
-// The workflow canvas. The server owns the document: every edit becomes a
-// PUT of the whole document with the revision it started from, and the canvas
-// redraws from the answer. Undo/redo replay earlier documents as new saves.
+// The workflow canvas. The server owns the document: every edit is a list of
+// named operations sent through the tab's one edit queue (queue.js) to the
+// editor's write endpoint, and the canvas redraws from the answer. The answer
+// carries the operations that undo the edit; undo sends those, redo sends the
+// undo's own undo. Panel edits arrive with their undo too, so Ctrl+Z covers both.
 import {
   Background,
   Controls,
@@ -17,10 +19,11 @@ import {
 import { useCallback, useEffect, useMemo, useRef, useState } from "react";
 
 import { documentUrl, request, validateUrl } from "./api.js";
-import { addNode, connect, moveNodes, removeNodes, removeRoutes, routeKey, sameDocument } from "./doc.js";
+import { positionsOf, routeOps } from "./doc.js";
 import { emit, EVENTS, notice } from "./events.js";
 import { buildEdges, buildFrames, buildNodes, withChannels } from "./graph.js";
-import { autoLayout, freeSpot, NODE_WIDTH } from "./layout.js";
+import { autoLayout, dropSpot, NODE_WIDTH, READABLE_ZOOM, readableViewport } from "./layout.js";
+import { discardQueued, sendOps, setRevision } from "./queue.js";
 import { edgeTypes } from "./edges.jsx";
 import { Frames, Toolbar } from "./chrome.jsx";
 import { nodeTypes } from "./nodes.jsx";
@@ -46,8 +49,7 @@ function Canvas({ workflowId, apiBase, canEdit, root }) {
   const docRef = useRef(null);
   const revisionRef = useRef(null);
   const history = useRef({ undo: [], redo: [] });
-  const queue = useRef(Promise.resolve());
-  const generation = useRef(0);
+  const inFlight = useRef(0);
   const analysisTicket = useRef(0);
   const pendingSelect = useRef(null);
   const lastSelected = useRef(null);
@@ -62,6 +64,7 @@ function Canvas({ workflowId, apiBase, canEdit, root }) {
   const publishRevision = useCallback(
     (revision, state = "saved") => {
       revisionRef.current = revision;
+      setRevision(revision);
       setStatus({ state, revision });
       root.dataset.revision = String(revision);
       root.dataset.state = state;
@@ -81,11 +84,11 @@ function Canvas({ workflowId, apiBase, canEdit, root }) {
   }, [apiBase, workflowId]);
 
   const adopt = useCallback(
-    (data, { revision = data.revision, diagnostics: diags = data.diagnostics } = {}) => {
+    (data, { revision = data.revision, diagnostics: diags = data.diagnostics, state = "saved" } = {}) => {
       docRef.current = data.document;
       setDoc(data.document);
       if (diags) setDiagnostics(diags);
-      publishRevision(revision);
+      publishRevision(revision, state);
       if (data.analysis) {
         analysisTicket.current += 1;
         setAnalysis(data.analysis);
@@ -97,16 +100,11 @@ function Canvas({ workflowId, apiBase, canEdit, root }) {
   );
 
   const load = useCallback(
-    async ({ record = false } = {}) => {
+    async () => {
       const { status: code, data } = await request("GET", docUrl);
       if (code !== 200) {
         notice(data && data.message ? data.message : `Could not load the workflow (HTTP ${code}).`, "error");
         return null;
-      }
-      if (record && docRef.current && !sameDocument(docRef.current, data.document)) {
-        history.current.undo.push(docRef.current);
-        history.current.redo = [];
-        syncHistorySize();
       }
       // Fit once, to the graph as loaded; an empty canvas keeps its viewport so
       // nodes land where they are dropped.
@@ -124,88 +122,88 @@ function Canvas({ workflowId, apiBase, canEdit, root }) {
     load();
   }, [load]);
 
-  // One save in flight at a time: each PUT needs the revision the previous
-  // one produced. A conflict bumps the generation so saves queued on the
-  // discarded base are dropped instead of overwriting someone's work.
-  const save = useCallback(
-    (next, { record = true, selectId = null, selectField = null } = {}) => {
-      if (!canEdit) return;
-      const previous = docRef.current;
-      if (!previous || sameDocument(previous, next)) return;
-      if (record) {
-        history.current.undo.push(previous);
-        if (history.current.undo.length > HISTORY_LIMIT) history.current.undo.shift();
-        history.current.redo = [];
-        syncHistorySize();
+  // Sends one edit (a list of operations) through the tab's queue. ``record``
+  // says which history stack takes the answer's undo: "undo" for a new edit
+  // (clearing redo), "redo" when undoing, "undo-keep" when redoing.
+  const send = useCallback(
+    async (ops, { record = "undo", selectField = null } = {}) => {
+      if (!canEdit || !ops.length) return null;
+      inFlight.current += 1;
+      publishRevision(revisionRef.current, "saving");
+      let answer;
+      try {
+        answer = await sendOps(ops);
+      } catch {
+        inFlight.current -= 1;
+        discardQueued();
+        notice("The server could not be reached; the change was not saved.", "error");
+        publishRevision(revisionRef.current, "error");
+        return null;
       }
-      if (selectId) {
-        // Shown selected at once; the inspector is asked for it once the node is stored.
-        pendingSelect.current = selectId;
-        lastSelected.current = selectId;
+      inFlight.current -= 1;
+      const settled = inFlight.current === 0 ? "saved" : "saving";
+      if (answer.skipped) {
+        publishRevision(revisionRef.current, settled);
+        return null;
       }
-      docRef.current = next;
-      setDoc(next);
-      const ticket = generation.current;
-      queue.current = queue.current
-        .then(async () => {
-          if (ticket !== generation.current) return;
-          publishRevision(revisionRef.current, "saving");
-          const { status: code, data } = await request("PUT", docUrl, { revision: revisionRef.current, document: next });
-          if (code === 200) {
-            if (docRef.current === next) adopt(data);
-            else publishRevision(data.revision, "saving");
-            if (selectId && lastSelected.current === selectId) {
-              emit(EVENTS.select, { nodeId: selectId, field: selectField });
-            }
-            emit(EVENTS.documentSaved, { revision: data.revision });
-            return;
-          }
-          generation.current += 1;
-          if (code === 409) {
-            history.current = { undo: [], redo: [] };
-            syncHistorySize();
-            adopt({ document: data.document, revision: data.current_revision, diagnostics: null });
-            notice(
-              `Someone else saved this workflow (now revision ${data.current_revision}). ` +
-                "The canvas shows their version; your last change was not applied.",
-              "conflict",
-            );
-            emit(EVENTS.documentReloaded, { revision: data.current_revision });
-            return;
-          }
-          if (code === 403) notice("You can view this workflow but not change it.", "error");
-          else notice((data && data.message) || `The change could not be saved (HTTP ${code}).`, "error");
-          if (record) history.current.undo.pop();
+      const { status: code, data } = answer;
+      if (code === 200) {
+        const stacks = history.current;
+        if (data.undo && data.undo.length) {
+          if (record === "undo") {
+            stacks.undo.push(data.undo);
+            if (stacks.undo.length > HISTORY_LIMIT) stacks.undo.shift();
+            stacks.redo = [];
+          } else if (record === "redo") stacks.redo.push(data.undo);
+          else if (record === "undo-keep") stacks.undo.push(data.undo);
           syncHistorySize();
-          await load();
-          emit(EVENTS.documentReloaded, { revision: revisionRef.current });
-        })
-        .catch(() => {
-          generation.current += 1;
-          notice("The server could not be reached; the change was not saved.", "error");
-          publishRevision(revisionRef.current, "error");
-        });
+        }
+        if (data.select) {
+          // Shown selected at once; the inspector is asked for it now that the node is stored.
+          pendingSelect.current = data.select;
+          lastSelected.current = data.select;
+        }
+        adopt(data, { state: settled });
+        if (data.select) emit(EVENTS.select, { nodeId: data.select, field: selectField });
+        emit(EVENTS.documentSaved, { revision: data.revision });
+        return data;
+      }
+      if (code === 409) {
+        history.current = { undo: [], redo: [] };
+        syncHistorySize();
+        adopt({ document: data.document, revision: data.current_revision, diagnostics: null });
+        notice(
+          `Someone else saved this workflow (now revision ${data.current_revision}). ` +
+            "The canvas shows their version; your last change was not applied.",
+          "conflict",
+        );
+        emit(EVENTS.documentReloaded, { revision: data.current_revision });
+        return null;
+      }
+      if (code === 403) notice("You can view this workflow but not change it.", "error");
+      else notice((data && data.message) || `The change could not be saved (HTTP ${code}).`, "error");
+      await load();
+      emit(EVENTS.documentReloaded, { revision: revisionRef.current });
+      return null;
     },
-    [adopt, canEdit, docUrl, load, publishRevision],
+    [adopt, canEdit, load, publishRevision],
   );
 
   const undo = useCallback(() => {
-    const { undo: past, redo: future } = history.current;
-    if (!past.length || !docRef.current) return;
-    const target = past.pop();
-    future.push(docRef.current);
+    const past = history.current.undo;
+    if (!past.length) return;
+    const ops = past.pop();
     syncHistorySize();
-    save(target, { record: false });
-  }, [save]);
+    send(ops, { record: "redo" });
+  }, [send]);
 
   const redo = useCallback(() => {
-    const { undo: past, redo: future } = history.current;
-    if (!future.length || !docRef.current) return;
-    const target = future.pop();
-    past.push(docRef.current);
+    const future = history.current.redo;
+    if (!future.length) return;
+    const ops = future.pop();
     syncHistorySize();
-    save(target, { record: false });
-  }, [save]);
+    send(ops, { record: "undo-keep" });
+  }, [send]);
 
   // Redraw whenever the document or what the server says about it changes.
   useEffect(() => {
@@ -252,17 +250,15 @@ function Canvas({ workflowId, apiBase, canEdit, root }) {
         y2 = Math.max(y2, frame.y + frame.height + 30);
       }
       const { width, height } = wrapper.current.getBoundingClientRect();
-      const viewport = getViewportForBounds(
-        { x: x1, y: y1, width: x2 - x1, height: y2 - y1 },
-        width,
-        height,
-        0.2,
-        1.1,
-        { top: "64px", bottom: "48px", x: "5%" },
-      );
+      const bounds = { x: x1, y: y1, width: x2 - x1, height: y2 - y1 };
+      const fitted = getViewportForBounds(bounds, width, height, 0.05, 1.1, { top: "64px", bottom: "48px", x: "5%" });
+      // Never below a zoom where labels stay legible: a graph too big for that
+      // shows its start (top left) and the minimap and scrolling give the rest.
+      const viewport = readableViewport(fitted, bounds, { left: 24, top: 64 });
+      root.dataset.zoom = viewport.zoom.toFixed(3);
       flow.setViewport(viewport, duration ? { duration } : undefined);
     },
-    [flow],
+    [flow, root],
   );
 
   useEffect(() => {
@@ -283,14 +279,6 @@ function Canvas({ workflowId, apiBase, canEdit, root }) {
     );
     return withChannels(placed, nodes);
   }, [edges, frames, nodes]);
-
-  const currentPositions = useCallback(() => {
-    const positions = {};
-    for (const node of flow.getNodes()) {
-      positions[node.id] = { x: Math.round(node.position.x), y: Math.round(node.position.y) };
-    }
-    return positions;
-  }, [flow]);
 
   // --- React Flow callbacks ---------------------------------------------------
 
@@ -313,7 +301,16 @@ function Canvas({ workflowId, apiBase, canEdit, root }) {
       const flush = () => {
         const moved = pendingMoves.current;
         pendingMoves.current = {};
-        if (docRef.current) save(moveNodes(docRef.current, { ...currentPositions(), ...moved }));
+        // A graph drawn by automatic layout (no stored places) keeps its drawing:
+        // the first move also stores where the other nodes are shown.
+        const stored = positionsOf(docRef.current || {});
+        for (const node of flow.getNodes()) {
+          if (!stored[node.id] && !moved[node.id]) {
+            moved[node.id] = { x: Math.round(node.position.x), y: Math.round(node.position.y) };
+          }
+        }
+        // Only the places that changed travel: a drag is one small operation.
+        if (Object.keys(moved).length) send([{ op: "move_nodes", positions: moved }]);
       };
       window.clearTimeout(moveTimer.current);
       if (dragging.current) {
@@ -323,7 +320,7 @@ function Canvas({ workflowId, apiBase, canEdit, root }) {
         moveTimer.current = window.setTimeout(flush, 400);
       }
     },
-    [canEdit, currentPositions, save],
+    [canEdit, flow, send],
   );
   const onEdgesChange = useCallback(
     (changes) => setEdges((current) => applyEdgeChanges(changes.filter((c) => c.type !== "remove"), current)),
@@ -332,20 +329,22 @@ function Canvas({ workflowId, apiBase, canEdit, root }) {
 
   const onDelete = useCallback(
     ({ nodes: gone, edges: cut }) => {
-      let next = docRef.current;
-      if (gone.length) next = removeNodes(next, gone.map((node) => node.id));
-      if (cut.length) next = removeRoutes(next, cut.map((edge) => routeKey(edge.data.route)));
-      save(next);
+      const ids = new Set(gone.map((node) => node.id));
+      // Routes of deleted nodes go with them; only the other cut routes are named.
+      const routes = cut.map((edge) => edge.data.route).filter((r) => !ids.has(r.source) && !ids.has(r.target));
+      const ops = routeOps(routes);
+      if (ids.size) ops.push({ op: "remove_nodes", ids: [...ids] });
+      send(ops);
     },
-    [save],
+    [send],
   );
 
   const onConnect = useCallback(
     ({ source, sourceHandle, target }) => {
       if (!sourceHandle) return;
-      save(connect(docRef.current, source, sourceHandle, target));
+      send([{ op: "connect", source, label: sourceHandle, target }]);
     },
-    [save],
+    [send],
   );
 
   // Dragging an edge's end onto another node re-targets it; dropping it on
@@ -357,19 +356,18 @@ function Canvas({ workflowId, apiBase, canEdit, root }) {
   const onReconnect = useCallback(
     (edge, connection) => {
       reconnected.current = true;
-      const route = edge.data.route;
-      let next = removeRoutes(docRef.current, [routeKey(route)]);
-      next = connect(next, connection.source, connection.sourceHandle, connection.target);
-      save(next);
+      const ops = routeOps([edge.data.route]);
+      ops.push({ op: "connect", source: connection.source, label: connection.sourceHandle, target: connection.target });
+      send(ops);
     },
-    [save],
+    [send],
   );
   const onReconnectEnd = useCallback(
     (_event, edge) => {
-      if (!reconnected.current) save(removeRoutes(docRef.current, [routeKey(edge.data.route)]));
+      if (!reconnected.current) send(routeOps([edge.data.route]));
       reconnected.current = false;
     },
-    [save],
+    [send],
   );
 
   const onSelectionChange = useCallback(({ nodes: picked }) => {
@@ -379,14 +377,28 @@ function Canvas({ workflowId, apiBase, canEdit, root }) {
     emit(EVENTS.select, { nodeId, count: picked.length });
   }, []);
 
+  // Boxes of the drawn nodes, to keep a new node clear of them.
+  const nodeBoxes = useCallback(
+    () =>
+      flow.getNodes().map((node) => ({
+        x: node.position.x,
+        y: node.position.y,
+        width: (node.measured && node.measured.width) || NODE_WIDTH,
+        height: (node.measured && node.measured.height) || 110,
+      })),
+    [flow],
+  );
+
   const addTemplate = useCallback(
-    (template, position) => {
-      const { doc: next, id } = addNode(docRef.current, template, position);
+    (template, position, into = null) => {
+      const spot = dropSpot(nodeBoxes(), position);
       // A new loop or branch needs its path first: open the inspector on that field's picker.
       const field = { foreach: "over", branch: "path" }[template.node.kind] || null;
-      save(next, { selectId: id, selectField: field });
+      const op = { op: "add_node", node: template.node, id_hint: template.id_hint, position: spot };
+      if (into) Object.assign(op, into);
+      send([op], { selectField: field });
     },
-    [save],
+    [nodeBoxes, send],
   );
 
   const onDragOver = useCallback(
@@ -405,7 +417,11 @@ function Canvas({ workflowId, apiBase, canEdit, root }) {
       if (!raw) return;
       event.preventDefault();
       const point = flow.screenToFlowPosition({ x: event.clientX, y: event.clientY });
-      addTemplate(JSON.parse(raw), { x: Math.round(point.x - NODE_WIDTH / 2), y: Math.round(point.y - 30) });
+      addTemplate(
+        JSON.parse(raw),
+        { x: Math.round(point.x - NODE_WIDTH / 2), y: Math.round(point.y - 30) },
+        loopAt(event, point, framesRef.current),
+      );
     },
     [addTemplate, canEdit, flow],
   );
@@ -419,9 +435,8 @@ function Canvas({ workflowId, apiBase, canEdit, root }) {
       current.routes,
       (analysis && analysis.control_regions) || {},
     );
-    save(moveNodes(current, positions));
-    window.requestAnimationFrame(() => fitGraph(200));
-  }, [analysis, fitGraph, nodes, save]);
+    send([{ op: "move_nodes", positions }]).then(() => window.requestAnimationFrame(() => fitGraph(200)));
+  }, [analysis, fitGraph, nodes, send]);
 
   const fit = useCallback(() => fitGraph(200), [fitGraph]);
 
@@ -431,12 +446,22 @@ function Canvas({ workflowId, apiBase, canEdit, root }) {
     const onChanged = (event) => {
       // The panel that changed the document already shows this node (it may
       // have a new id after a rename); keep it selected without re-announcing.
-      const nodeId = event.detail && event.detail.node;
+      const { node: nodeId, undo: undoOps } = event.detail || {};
       if (nodeId) {
         pendingSelect.current = nodeId;
         lastSelected.current = nodeId;
       }
-      load({ record: true });
+      if (undoOps && undoOps.length) {
+        history.current.undo.push(undoOps);
+        history.current.redo = [];
+        syncHistorySize();
+      }
+      load();
+    };
+    // A one-click fix (diagnostics panel) is an edit like any other.
+    const onOps = (event) => {
+      const { ops, selectField = null } = event.detail || {};
+      if (ops && ops.length) send(ops, { selectField });
     };
     const onFocus = (event) => {
       const { nodeId, field } = event.detail || {};
@@ -452,18 +477,19 @@ function Canvas({ workflowId, apiBase, canEdit, root }) {
       if (!canEdit || !docRef.current) return;
       const box = wrapper.current.getBoundingClientRect();
       const centre = flow.screenToFlowPosition({ x: box.left + box.width / 2, y: box.top + box.height / 2 });
-      const spot = freeSpot(currentPositions(), { x: centre.x - NODE_WIDTH / 2, y: centre.y - 40 });
-      addTemplate(event.detail.template, spot);
+      addTemplate(event.detail.template, { x: centre.x - NODE_WIDTH / 2, y: centre.y - 40 });
     };
+    document.addEventListener(EVENTS.applyOps, onOps);
     document.addEventListener(EVENTS.documentChanged, onChanged);
     document.addEventListener(EVENTS.focus, onFocus);
     document.addEventListener(EVENTS.addNode, onAdd);
     return () => {
+      document.removeEventListener(EVENTS.applyOps, onOps);
       document.removeEventListener(EVENTS.documentChanged, onChanged);
       document.removeEventListener(EVENTS.focus, onFocus);
       document.removeEventListener(EVENTS.addNode, onAdd);
     };
-  }, [addTemplate, canEdit, currentPositions, flow, load]);
+  }, [addTemplate, canEdit, flow, load, send]);
 
   // Keyboard shortcuts (Delete is React Flow's own deleteKeyCode).
   useEffect(() => {
@@ -510,7 +536,7 @@ function Canvas({ workflowId, apiBase, canEdit, root }) {
         deleteKeyCode={canEdit ? ["Delete", "Backspace"] : null}
         multiSelectionKeyCode={["Meta", "Control"]}
         selectionKeyCode="Shift"
-        minZoom={0.2}
+        minZoom={READABLE_ZOOM}
         maxZoom={2}
         proOptions={{ hideAttribution: true }}
         aria-label="Workflow canvas"
@@ -546,6 +572,22 @@ function Canvas({ workflowId, apiBase, canEdit, root }) {
       </ReactFlow>
     </div>
   );
+}
+
+// Where a palette item dropped at ``point`` joins a loop: onto a foreach's
+// "loop" handle puts it first in that body; inside a loop frame (the
+// innermost one) puts it last, before the route back.
+function loopAt(event, point, frames) {
+  const under = document.elementFromPoint(event.clientX, event.clientY);
+  const handle = under && under.closest && under.closest('.react-flow__handle[data-handleid="loop"]');
+  if (handle) {
+    const owner = handle.closest(".react-flow__node");
+    if (owner) return { loop: owner.dataset.id, at: "start" };
+  }
+  const inside = frames
+    .filter((f) => point.x >= f.x && point.x <= f.x + f.width && point.y >= f.y && point.y <= f.y + f.height)
+    .sort((a, b) => a.width * a.height - b.width * b.height);
+  return inside.length ? { loop: inside[0].id, at: "end" } : null;
 }
 
 function minimapColor(node) {

@@ -8,6 +8,7 @@ export const EVENTS = {
   documentSaved: "trellis:document-saved", // canvas -> panels {revision}: a canvas edit was stored
   documentReloaded: "trellis:document-reloaded", // canvas -> panels {revision}: canvas replaced its document
   notice: "trellis:notice", // anyone -> notice bar {message, kind}
+  applyOps: "trellis:apply-ops", // panels -> canvas {ops}: an edit to send through the queue (one-click fixes)
 };
 
 export function emit(name, detail = {}) {

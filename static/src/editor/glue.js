@@ -2,6 +2,7 @@
 // Everything goes through DOM CustomEvents; delegated listeners survive htmx
 // swapping the panels' contents.
 import { emit, EVENTS } from "./events.js";
+import { currentRevision, discardQueued, editUrl, enqueue, setRevision } from "./queue.js";
 
 const DRAG_TYPE = "application/x-trellis-node";
 
@@ -72,7 +73,67 @@ function inspectorBusy() {
   return panel.contains(document.activeElement) || Boolean(panel.querySelector(".picker"));
 }
 
+function isEditRequest(detail) {
+  const url = editUrl();
+  if (!url || !detail || String(detail.verb).toLowerCase() !== "post") return false;
+  return new URL(detail.path, window.location.href).pathname === new URL(url, window.location.href).pathname;
+}
+
+// A panel's form edit waits its turn in the tab's edit queue and goes out with
+// the revision the previous edit produced, exactly like a canvas edit.
+function queuePanelEdits() {
+  document.addEventListener("htmx:confirm", (event) => {
+    if (!isEditRequest(event.detail)) return;
+    event.preventDefault();
+    const { elt, issueRequest } = event.detail;
+    enqueue(
+      () =>
+        new Promise((resolve) => {
+          let timer = null;
+          const finish = (after) => {
+            if (after && after.detail && after.detail.requestConfig && after.detail.requestConfig.elt !== elt) return;
+            document.removeEventListener("htmx:afterRequest", finish, true);
+            window.clearTimeout(timer);
+            resolve();
+          };
+          document.addEventListener("htmx:afterRequest", finish, true);
+          // A request htmx halts before sending (form validation) never reports back.
+          timer = window.setTimeout(() => finish(null), 20000);
+          issueRequest(true);
+        }),
+    );
+  });
+  document.addEventListener("htmx:configRequest", (event) => {
+    if (!isEditRequest(event.detail)) return;
+    const revision = currentRevision();
+    if (revision != null) event.detail.parameters.revision = String(revision);
+  });
+  // The panel's answer names the revision it saved; the next queued edit builds on it.
+  document.addEventListener(EVENTS.documentChanged, (event) => {
+    const detail = event.detail || {};
+    if (detail.revision != null) setRevision(detail.revision);
+  });
+  document.addEventListener(EVENTS.notice, (event) => {
+    if (event.detail && event.detail.kind === "conflict") discardQueued();
+  });
+}
+
+// One path picker open at a time: opening one closes the others.
+function onePicker() {
+  document.addEventListener("htmx:afterSwap", (event) => {
+    const target = event.detail && event.detail.target;
+    if (!(target instanceof Element)) return;
+    const opened = target.querySelector(".picker") || (target.matches(".picker") ? target : null);
+    if (!opened) return;
+    for (const other of document.querySelectorAll(".picker")) {
+      if (other !== opened && !other.contains(opened)) other.remove();
+    }
+  });
+}
+
 export function installGlue() {
+  queuePanelEdits();
+  onePicker();
   document.addEventListener(EVENTS.select, (event) => {
     const { nodeId, field } = event.detail || {};
     loadInspector(nodeId, field);
@@ -93,6 +154,11 @@ export function installGlue() {
       // Workflow-level problems (no node) live in the workflow settings.
       if (nodeId) emit(EVENTS.focus, { nodeId, field });
       else loadInspector(null, field);
+      return;
+    }
+    const fix = event.target.closest("[data-fix-ops]");
+    if (fix) {
+      emit(EVENTS.applyOps, { ops: JSON.parse(fix.dataset.fixOps) });
       return;
     }
     const item = event.target.closest("[data-template]");

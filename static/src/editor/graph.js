@@ -96,7 +96,8 @@ export function buildNodes(doc, analysis, diagnostics, previous, { canEdit, sele
     return {
       id: node.id,
       type: "workflow",
-      position: positions[node.id],
+      // A node being dragged stays under the pointer while earlier saves come back.
+      position: old && old.dragging ? old.position : positions[node.id],
       selected: selectId ? selectId === node.id : Boolean(old && old.selected),
       measured: old && old.measured,
       draggable: canEdit,

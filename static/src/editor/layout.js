@@ -5,6 +5,46 @@ import { Graph, layout } from "@dagrejs/dagre";
 
 export const NODE_WIDTH = 220;
 
+// The smallest zoom at which a node's title and labels stay legible; neither
+// fit, layout nor the wheel goes below it (the minimap and scrolling show the rest).
+export const READABLE_ZOOM = 0.75;
+
+// A fitted viewport, unless it zooms out below READABLE_ZOOM: then the
+// readable zoom, with the graph's top left corner (where it starts) in view.
+export function readableViewport(fitted, bounds, margin) {
+  if (fitted.zoom >= READABLE_ZOOM) return fitted;
+  const zoom = READABLE_ZOOM;
+  return { x: margin.left - bounds.x * zoom, y: margin.top - bounds.y * zoom, zoom };
+}
+
+const GAP = 24;
+
+function overlaps(a, b) {
+  return a.x < b.x + b.width + GAP && b.x < a.x + a.width + GAP && a.y < b.y + b.height + GAP && b.y < a.y + a.height + GAP;
+}
+
+// The free place nearest to where a node was dropped: the drop point if it
+// touches no node, else the closest spot on rings around it that does.
+export function dropSpot(boxes, preferred, size = { width: NODE_WIDTH, height: 110 }) {
+  const at = (x, y) => ({ x: Math.round(x), y: Math.round(y), ...size });
+  const free = (box) => !boxes.some((other) => overlaps(box, other));
+  const first = at(preferred.x, preferred.y);
+  if (free(first)) return { x: first.x, y: first.y };
+  const step = 40;
+  for (let ring = 1; ring < 60; ring += 1) {
+    const candidates = [];
+    for (let i = -ring; i <= ring; i += 1) {
+      candidates.push([i, -ring], [i, ring], [-ring, i], [ring, i]);
+    }
+    const spots = candidates
+      .map(([dx, dy]) => at(preferred.x + dx * step, preferred.y + dy * step))
+      .filter(free)
+      .sort((a, b) => Math.hypot(a.x - preferred.x, a.y - preferred.y) - Math.hypot(b.x - preferred.x, b.y - preferred.y));
+    if (spots.length) return { x: spots[0].x, y: spots[0].y };
+  }
+  return { x: first.x, y: first.y };
+}
+
 export function estimatedHeight(labelCount) {
   return 62 + 24 * Math.max(1, labelCount);
 }

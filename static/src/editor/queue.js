@@ -1,0 +1,51 @@
+// The tab's one edit queue. Every change to the document, from the canvas
+// or from a side panel's form, is a list of named edit operations sent to the
+// editor's one write endpoint, one request at a time, each with the revision
+// the previous one produced: a tab therefore never conflicts with itself, and
+// only another person's save can answer 409. After a conflict the edits queued
+// on the stale document are dropped (their operations were chosen on it).
+import { request } from "./api.js";
+
+let tail = Promise.resolve();
+let revision = null;
+let generation = 0;
+
+export function currentRevision() {
+  return revision;
+}
+
+export function setRevision(value) {
+  if (value != null) revision = Number(value);
+}
+
+// A conflict or a reload: whatever is still queued was decided on a stale document.
+export function discardQueued() {
+  generation += 1;
+}
+
+// Runs task() after every earlier edit has been answered; resolves with its result,
+// or with {skipped: true} if a conflict discarded it meanwhile.
+export function enqueue(task) {
+  const ticket = generation;
+  const run = tail.then(() => (ticket === generation ? task() : { skipped: true }));
+  tail = run.catch(() => undefined);
+  return run;
+}
+
+export function editUrl() {
+  const root = document.querySelector("[data-editor-canvas]");
+  return root ? root.dataset.editUrl : null;
+}
+
+// Sends operations through the queue; resolves with {status, data} as the server answered.
+export function sendOps(ops) {
+  return enqueue(async () => {
+    const answer = await request("POST", editUrl(), { revision, ops });
+    if (answer.status === 200) setRevision(answer.data.revision);
+    else if (answer.status === 409) {
+      setRevision(answer.data.current_revision);
+      discardQueued();
+    }
+    return answer;
+  });
+}

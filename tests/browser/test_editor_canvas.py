@@ -1,0 +1,217 @@
+"""The canvas's write path and guided editing in headless Chromium against a live server and the real database.
+
+Every edit is a named operation through the tab's one queue (a drag sends a
+``move_nodes`` of the moved node, never the whole document); dropping a node
+into a loop wires it into the body; diagnostics offer one-click fixes; the
+canvas stays legible and still while diagnostics change.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.sync_api import Page, Request, expect
+
+from designer.services import teams as team_services
+from designer.services import workflows as workflow_services
+from tests.browser.editor_page import EDITOR_TASKS, READABLE_ZOOM, EditorPage, nested_document
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture
+def site_tasks(settings: Any) -> None:
+    settings.TRELLIS_TASK_MODULES = [EDITOR_TASKS]
+
+
+@pytest.fixture
+def team(user: Any) -> Any:
+    return team_services.create_team(actor=user, name="Acme")
+
+
+def _workflow(user: Any, team: Any, document: dict[str, Any]) -> Any:
+    return workflow_services.import_workflow(actor=user, team=team, document=document, name="Customer orders")
+
+
+def _routes(document: dict[str, Any]) -> dict[tuple[str, str], str]:
+    return {(r["source"], r["label"]): r["target"] for r in document["routes"]}
+
+
+def _pane_point(editor: EditorPage, x: float, y: float) -> dict[str, float]:
+    """A page point as a position inside the React Flow pane (what a drop's target_position wants)."""
+    pane = editor.page.locator(".react-flow__pane").bounding_box()
+    assert pane
+    return {"x": x - pane["x"], "y": y - pane["y"]}
+
+
+def _drop_at(editor: EditorPage, kind: str, title: str, x: float, y: float) -> str:
+    """Drop a palette item at page point (x, y); returns the new node's id."""
+    point = _pane_point(editor, x, y)
+    return editor.drop(kind, title, round(point["x"]), round(point["y"]))
+
+
+def _overlap(a: dict[str, float], b: dict[str, float]) -> bool:
+    return not (a["x"] + a["width"] <= b["x"] or b["x"] + b["width"] <= a["x"]
+                or a["y"] + a["height"] <= b["y"] or b["y"] + b["height"] <= a["y"])
+
+
+def test_a_drag_sends_one_move_operation_not_the_document(
+    logged_in_page: Page, live_server: Any, user: Any, team: Any, site_tasks: None
+) -> None:
+    workflow = _workflow(user, team, nested_document(positions=True))
+    editor = EditorPage(logged_in_page, live_server.url, workflow).open()
+    sent: list[Request] = []
+    editor.page.on("request", lambda request: sent.append(request) if request.method != "GET" else None)
+    editor.move("set_value", 0, 60)
+    assert [(r.method, r.url.removeprefix(live_server.url)) for r in sent] == [
+        ("POST", f"/workflows/{workflow.pk}/edit/change/")]
+    body = json.loads(sent[0].post_data or "")
+    assert body["revision"] == 1
+    assert [op["op"] for op in body["ops"]] == ["move_nodes"]
+    assert list(body["ops"][0]["positions"]) == ["set_value"]
+    assert editor.document()["metadata"]["positions"]["set_value"] == body["ops"][0]["positions"]["set_value"]
+
+    # Undo is the operation the server answered with; it goes the same way.
+    sent.clear()
+    before = editor.revision()
+    editor.page.keyboard.press("Control+z")
+    editor.wait_saved(before + 1)
+    assert [json.loads(r.post_data or "")["ops"][0]["op"] for r in sent] == ["move_nodes"]
+    assert editor.document()["metadata"]["positions"]["set_value"] == {"x": 600, "y": 240}
+
+    # A panel edit and a canvas edit sent back to back queue up: no conflict with oneself.
+    editor.select("pack_item")
+    editor.inspector.get_by_label("Name", exact=True).fill("Pack it")
+    before = editor.revision()
+    editor.inspector.get_by_role("button", name="Save node", exact=True).click()
+    editor.page.keyboard.press("Escape")
+    editor.move("customers", 0, 30)
+    editor.wait_saved(before + 2)
+    expect(editor.notice).not_to_contain_text("Someone else")
+    saved = editor.document()
+    assert next(n for n in saved["nodes"] if n["id"] == "pack_item")["name"] == "Pack it"
+    assert editor.errors == []
+
+
+def test_dropping_into_a_loop_wires_the_body_and_closes_the_back_edge(
+    logged_in_page: Page, live_server: Any, user: Any, team: Any, site_tasks: None, artifacts_dir: Path
+) -> None:
+    workflow = _workflow(user, team, nested_document(positions=True))
+    editor = EditorPage(logged_in_page, live_server.url, workflow).open()
+
+    # Inside the inner loop's frame, under its last step: the node joins the end of that body.
+    frame = editor.page.locator('.wf-frame[data-foreach="orders"]').bounding_box()
+    packer = editor.node("pack_item").bounding_box()
+    assert frame and packer
+    added = _drop_at(editor, "task", "set_value", packer["x"] + packer["width"] / 2, frame["y"] + frame["height"] - 6)
+    routes = _routes(editor.document())
+    assert routes[("pack_item", "ok")] == added and routes[(added, "ok")] == "orders"
+    expect(editor.edge(added, "ok")).to_have_count(1)
+
+    # Onto the outer loop's "loop" handle: the node becomes the first step of that body.
+    handle = editor.node("customers").locator('.react-flow__handle.source[data-handleid="loop"]').bounding_box()
+    assert handle
+    first = _drop_at(editor, "task", "set_value", handle["x"] + handle["width"] / 2,
+                     handle["y"] + handle["height"] / 2)
+    routes = _routes(editor.document())
+    assert routes[("customers", "loop")] == first and routes[(first, "ok")] == "orders"
+
+    # A loop dropped into a loop hands its "done" back to the outer loop.
+    outer = editor.page.locator('.wf-frame[data-foreach="customers"]').bounding_box()
+    assert outer
+    inner = _drop_at(editor, "foreach", "For each", outer["x"] + 30, outer["y"] + outer["height"] - 8)
+    routes = _routes(editor.document())
+    assert routes[(inner, "done")] == "customers" and routes[("set_value", "ok")] == inner
+
+    # Dropped nodes never land on one another.
+    names = editor.node_ids()
+    boxes = {name: editor.node(name).bounding_box() for name in names}
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            assert not _overlap(boxes[a], boxes[b]), (a, b)  # type: ignore[arg-type]
+    editor.page.screenshot(path=artifacts_dir / "editor-guided-loop-drops.png")
+    assert editor.errors == []
+
+
+def test_a_drop_on_top_of_a_node_lands_beside_it(
+    logged_in_page: Page, live_server: Any, user: Any, team: Any, site_tasks: None
+) -> None:
+    workflow = _workflow(user, team, nested_document(positions=True))
+    editor = EditorPage(logged_in_page, live_server.url, workflow).open()
+    target = editor.node("set_value").bounding_box()
+    assert target
+    added = _drop_at(editor, "task", "pack_item", target["x"] + target["width"] / 2, target["y"] + 30)
+    new, old = editor.node(added).bounding_box(), editor.node("set_value").bounding_box()
+    assert new and old and not _overlap(new, old)
+
+
+def test_one_click_fix_and_the_canvas_keeps_its_size_while_diagnostics_change(
+    logged_in_page: Page, live_server: Any, user: Any, team: Any, site_tasks: None
+) -> None:
+    document = nested_document(positions=True)
+    document["routes"] = [r for r in document["routes"] if (r["source"], r["label"]) != ("pack_item", "ok")]
+    workflow = _workflow(user, team, document)
+    editor = EditorPage(logged_in_page, live_server.url, workflow).open()
+    problem = editor.diagnostics.locator('.diag-item[data-code="region.no_return"]')
+    expect(problem).to_have_count(1)
+    pane = editor.page.locator(".react-flow__pane").bounding_box()
+    fix = editor.diagnostics.locator('.diag-fix[data-node="pack_item"]')
+    expect(fix).to_have_text("Route ok back to orders")
+    before = editor.revision()
+    fix.click()
+    editor.wait_saved(before + 1)
+    expect(problem).to_have_count(0)
+    assert _routes(editor.document())[("pack_item", "ok")] == "orders"
+    assert editor.page.locator(".react-flow__pane").bounding_box() == pane
+    # The fix is one more edit: undo takes it back.
+    editor.page.keyboard.press("Control+z")
+    editor.wait_saved(before + 2)
+    expect(problem).to_have_count(1)
+    assert editor.page.locator(".react-flow__pane").bounding_box() == pane
+    assert editor.errors == []
+
+
+def test_one_picker_at_a_time_and_escape_closes_it(
+    logged_in_page: Page, live_server: Any, user: Any, team: Any, site_tasks: None
+) -> None:
+    workflow = _workflow(user, team, nested_document(positions=True))
+    editor = EditorPage(logged_in_page, live_server.url, workflow).open()
+    editor.select("pack_item")
+    editor.open_picker("customer")
+    editor.open_picker("sku")
+    expect(editor.page.locator(".picker")).to_have_count(1)
+    expect(editor.page.locator('li.field-row[data-field="input.sku"] .picker')).to_be_visible()
+    editor.page.keyboard.press("Escape")
+    expect(editor.page.locator(".picker")).to_have_count(0)
+
+
+@pytest.mark.parametrize("size", [(1440, 900), (1024, 768)])
+def test_fit_never_zooms_below_legible_and_screenshots(
+    logged_in_page: Page, live_server: Any, user: Any, team: Any, site_tasks: None, artifacts_dir: Path,
+    size: tuple[int, int],
+) -> None:
+    width, height = size
+    workflow = _workflow(user, team, nested_document())
+    page = logged_in_page
+    page.set_viewport_size({"width": width, "height": height})
+    editor = EditorPage(page, live_server.url, workflow)
+    page.goto(editor.url)
+    expect(editor.canvas).to_have_attribute("data-fitted", "true")
+    editor.wait_fitted()
+    assert float(editor.canvas.get_attribute("data-zoom") or 0) >= READABLE_ZOOM - 0.001
+    title = editor.node("customers").locator(".wf-node__title")
+    font = title.evaluate("el => parseFloat(getComputedStyle(el).fontSize)")
+    rendered = font * float(editor.canvas.get_attribute("data-zoom") or 0)
+    assert rendered >= 10, rendered
+    # Fit again from far out: the wheel cannot go below the legible zoom either.
+    page.locator(".react-flow__pane").hover()
+    for _ in range(10):
+        page.mouse.wheel(0, 400)
+    zoom = page.locator(".react-flow__viewport").evaluate(
+        "el => new DOMMatrixReadOnly(getComputedStyle(el).transform).a")
+    assert zoom >= READABLE_ZOOM - 0.001
+    page.screenshot(path=artifacts_dir / f"editor-nested-{width}x{height}.png")
+    assert editor.errors == []

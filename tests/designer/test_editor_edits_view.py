@@ -1,0 +1,136 @@
+"""The editor's one write endpoint: operations in, revision checked, saved draft and its undo out."""
+
+from __future__ import annotations
+
+import json
+import re
+from html import unescape
+from typing import Any
+
+import pytest
+from django.test import Client
+
+from designer import analysis as doc_analysis
+from designer.services import workflows as workflow_services
+
+pytestmark = pytest.mark.django_db
+
+LOOP: dict[str, Any] = {
+    "id": "loop",
+    "input_schema": {"type": "object", "properties": {"items": {"type": "array", "items": {"type": "string"}}}},
+    "nodes": [
+        {"id": "each", "kind": "foreach", "over": "input.items"},
+        {"id": "work", "kind": "task", "task": "set_value"},
+    ],
+    "routes": [
+        {"source": "each", "label": "loop", "target": "work"},
+        {"source": "work", "label": "ok", "target": "each"},
+    ],
+}
+
+
+@pytest.fixture
+def loop(cast: Any) -> Any:
+    return workflow_services.create_workflow(actor=cast.owner, team=cast.team, name="Loop", document=LOOP)
+
+
+def _client(user: Any) -> Client:
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def _send(client: Client, workflow: Any, ops: list[dict[str, Any]], revision: int | None = None) -> Any:
+    body = {"revision": workflow.revision if revision is None else revision, "ops": ops}
+    return client.post(f"/workflows/{workflow.pk}/edit/change/", json.dumps(body), content_type="application/json")
+
+
+def test_operations_are_saved_with_the_revision_and_answered_with_their_undo(cast: Any, loop: Any) -> None:
+    response = _send(_client(cast.editor), loop, [{"op": "move_nodes", "positions": {"work": {"x": 40, "y": 50}}}])
+    assert response.status_code == 200
+    data = response.json()
+    assert data["revision"] == loop.revision + 1
+    assert data["document"]["metadata"]["positions"] == {"work": {"x": 40, "y": 50}}
+    assert data["undo"] == [{"op": "move_nodes", "positions": {"work": None}}]
+    assert data["analysis"]["control_regions"]["work"] == ["each"]
+    loop.refresh_from_db()
+    assert loop.document["metadata"]["positions"] == {"work": {"x": 40, "y": 50}}
+
+
+def test_a_node_dropped_into_a_loop_is_wired_with_the_analyzers_labels(cast: Any, loop: Any) -> None:
+    data = _send(_client(cast.editor), loop, [{"op": "add_node", "node": {"kind": "foreach", "over": "input.items"},
+                                               "id_hint": "inner", "loop": "each"}]).json()
+    routes = {(r["source"], r["label"]): r["target"] for r in data["document"]["routes"]}
+    # A foreach ends its work with "done" (the analyzer's answer): offered back to the outer loop.
+    assert routes[("work", "ok")] == "inner" and routes[("inner", "done")] == "each"
+    assert data["select"] == "inner"
+    assert data["analysis"]["control_regions"]["inner"] == ["each"]
+
+
+def test_a_stale_revision_is_409_with_the_current_document_and_nothing_changes(cast: Any, loop: Any) -> None:
+    client = _client(cast.editor)
+    assert _send(client, loop, [{"op": "set_start", "node": "each"}]).status_code == 200
+    response = _send(client, loop, [{"op": "remove_nodes", "ids": ["work"]}], revision=loop.revision)
+    assert response.status_code == 409
+    assert response.json()["current_revision"] == loop.revision + 1
+    assert [n["id"] for n in response.json()["document"]["nodes"]] == ["each", "work"]
+
+
+def test_bad_operations_are_400_with_what_is_wrong_and_save_nothing(cast: Any, loop: Any) -> None:
+    client = _client(cast.editor)
+    response = _send(client, loop, [{"op": "connect", "source": "each", "label": "done", "target": "ghost"}])
+    assert response.status_code == 400
+    assert "no node 'ghost'" in response.json()["message"]
+    assert _send(client, loop, []).json()["message"] == "send a non-empty list of edit operations"
+    bad = client.post(f"/workflows/{loop.pk}/edit/change/", "{not json", content_type="application/json")
+    assert bad.status_code == 400 and "not valid JSON" in bad.json()["message"]
+    loop.refresh_from_db()
+    assert loop.revision == 1
+
+
+def test_viewers_and_strangers_cannot_edit(cast: Any, loop: Any) -> None:
+    assert _send(_client(cast.viewer), loop, [{"op": "set_start", "node": "each"}]).status_code == 403
+    assert _send(_client(cast.stranger), loop, [{"op": "set_start", "node": "each"}]).status_code == 404
+    loop.refresh_from_db()
+    assert loop.revision == 1
+
+
+def test_panel_forms_may_send_operations_and_get_the_undo_in_the_trigger(cast: Any, loop: Any) -> None:
+    ops = [{"op": "connect", "source": "each", "label": "done", "target": "work"}]
+    response = _client(cast.editor).post(f"/workflows/{loop.pk}/edit/change/",
+                                         {"revision": loop.revision, "ops": json.dumps(ops)}, HTTP_HX_REQUEST="true")
+    changed = json.loads(response["HX-Trigger"])["trellis:document-changed"]
+    assert changed["revision"] == 2
+    assert changed["undo"] == [{"op": "disconnect", "source": "each", "label": "done"}]
+
+
+def test_diagnostics_offer_a_one_click_fix_that_resolves_them(cast: Any, loop: Any) -> None:
+    client = _client(cast.editor)
+    _send(client, loop, [{"op": "disconnect", "source": "work", "label": "ok"}])
+    loop.refresh_from_db()
+    html = client.get(f"/workflows/{loop.pk}/edit/diagnostics/").content.decode()
+    assert 'data-code="region.no_return"' in html
+    fix = [{"op": "connect", "source": "work", "label": "ok", "target": "each"}]
+    offered = re.findall(r'data-fix-ops="([^"]+)"', html)
+    assert [json.loads(unescape(text)) for text in offered] == [fix]
+    assert "Route ok back to each" in html
+    data = _send(client, loop, fix).json()
+    assert not [d for d in data["diagnostics"] if d["severity"] == "error"]
+    # A viewer sees the problem but no fix button.
+    _send(client, loop, [{"op": "disconnect", "source": "work", "label": "ok"}], revision=loop.revision + 1)
+    assert "data-fix-ops" not in _client(cast.viewer).get(f"/workflows/{loop.pk}/edit/diagnostics/").content.decode()
+
+
+def test_panels_after_a_save_reuse_that_revisions_analysis(cast: Any, loop: Any) -> None:
+    client = _client(cast.editor)
+    _send(client, loop, [{"op": "set_start", "node": "each"}])
+    before = doc_analysis.analysis_cache_counts()
+    for url in ("edit/inspector/?node=work", "edit/diagnostics/", "edit/picker/?node=work&field=input.value"):
+        assert client.get(f"/workflows/{loop.pk}/{url}").status_code == 200
+    after = doc_analysis.analysis_cache_counts()
+    assert after["misses"] == before["misses"]
+    assert after["hits"] == before["hits"] + 3
+    # A new revision is a new analysis.
+    _send(client, loop, [{"op": "set_start", "node": "work"}], revision=loop.revision + 1)
+    loop.refresh_from_db()
+    assert doc_analysis.analysis_for(loop).workflow.start == "work"

@@ -1,0 +1,161 @@
+"""A schema's expanded size is measured before anything is validated against it, and a schema above the
+budget is refused (``schema.invalid``, "too complex") by the analyzer and by the runtime alike."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from runtime import (
+    Engine,
+    InputValidationError,
+    WorkflowValidationError,
+    analyze,
+    check_run_input,
+)
+from runtime._analysis import _schemas as S
+from runtime._schema_check import DEFAULT_DIALECT, MAX_SCHEMA_SUBSCHEMAS, _Walk, schema_defects
+from tests.runtime.analysis_docs import route, shop_registry, task, workflow
+from tests.runtime.schema_support import bomb, spy_on_validation
+
+LIMIT_WORDS = f"the limit is {MAX_SCHEMA_SUBSCHEMAS}"
+
+
+@pytest.fixture
+def validations(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    return spy_on_validation(monkeypatch)
+
+
+def test_the_spy_sees_ordinary_validation(validations: list[Any]) -> None:
+    # Without this the zero-call assertions below could pass with a spy in the wrong place.
+    doc = workflow([task("a")], [], input_schema=bomb(3))
+    assert check_run_input(doc, {"x": 4}) == {"x": 4}
+    assert validations == [{"x": 4}]
+
+
+@pytest.mark.parametrize("levels", [19, 60])
+def test_the_defs_bomb_is_refused_at_analysis_without_validating(levels: int, validations: list[Any]) -> None:
+    doc = workflow([task("a")], [], input_schema=bomb(levels))
+
+    [problem] = [d for d in analyze(doc).errors if d.code == "schema.invalid"]
+
+    assert (problem.node_id, problem.field) == (None, "input_schema")
+    assert f"too complex: more than {MAX_SCHEMA_SUBSCHEMAS} subschemas, {LIMIT_WORDS}" in problem.message
+    assert "$ref" in problem.hint or "allOf" in problem.hint
+    assert validations == []
+
+
+def test_the_runtime_refuses_it_in_the_same_words_before_validating(validations: list[Any]) -> None:
+    doc = workflow([task("a")], [], input_schema=bomb(19))
+
+    with pytest.raises(InputValidationError, match=f"too complex: more than {MAX_SCHEMA_SUBSCHEMAS} subschemas"):
+        check_run_input(doc, {"x": 1})
+    with pytest.raises(WorkflowValidationError, match="too complex"):
+        Engine(shop_registry()).run(doc, {"x": 1})
+    assert validations == []
+
+
+def test_state_and_resume_schemas_are_measured_too(validations: list[Any]) -> None:
+    ask = {"id": "ask", "kind": "interrupt", "resume_schema": bomb(19)}
+    doc = workflow([ask, task("a")], [route("ask", "ok", "a")],
+                   state_schema=bomb(19))
+
+    found = {(d.node_id, d.field) for d in analyze(doc).errors if "too complex" in d.message}
+
+    assert found == {(None, "state_schema"), ("ask", "resume_schema")}
+    assert validations == []
+
+
+def test_the_analyzer_does_not_inline_a_schema_over_the_budget() -> None:
+    # prepare() inlines $refs for type checks: on the bomb that would be exponential, so it gives up (any).
+    assert S.prepare(bomb(40)) == {}
+    small = S.prepare(bomb(2))
+    assert small["properties"]["x"] == {"type": "integer"}
+
+
+def test_a_large_legitimate_schema_is_accepted() -> None:
+    wide = {"type": "object", "properties": {f"f{i}": {"type": "string", "maxLength": 10} for i in range(2000)}}
+    tree = {"$defs": {"node": {"type": "object", "properties": {
+        "left": {"$ref": "#/$defs/node"}, "right": {"$ref": "#/$defs/node"}, "label": {"type": "string"}}}},
+        "$ref": "#/$defs/node"}
+
+    assert schema_defects(wide) == ()
+    assert schema_defects(tree) == ()  # recursion into the value costs as much as the value, not the schema
+    assert schema_defects(bomb(8)) == ()
+
+
+def test_counting_stops_at_the_limit() -> None:
+    walk = _Walk(DEFAULT_DIALECT, bomb(200))
+    walk.defects(limit=50)
+    assert walk.expanded_size(50) == 51
+    assert walk.expanded_size(10**80) > 2**200  # what it would really be: only the cap keeps it small
+
+
+def _size(schema: Mapping[str, Any], limit: int = 10**12) -> int:
+    walk = _Walk(DEFAULT_DIALECT, schema)
+    walk.defects(limit=limit)
+    return walk.expanded_size(limit)
+
+
+_KEYWORD_MANY = ("allOf", "anyOf", "oneOf", "prefixItems")
+_KEYWORD_ONE = ("not", "items", "additionalProperties", "if", "then", "else", "contains")
+
+
+def naive_size(schema: Mapping[str, Any], root: Mapping[str, Any]) -> int:
+    """The expansion written out: every subschema, and for each $ref the whole target again."""
+    count = 1
+    ref = schema.get("$ref")
+    if isinstance(ref, str):
+        count += naive_size(root["$defs"][ref.rsplit("/", 1)[-1]], root)
+    for keyword in _KEYWORD_MANY:
+        for sub in schema.get(keyword, ()):
+            count += naive_size(sub, root)
+    for keyword in _KEYWORD_ONE:
+        if isinstance(schema.get(keyword), dict):
+            count += naive_size(schema[keyword], root)
+    for keyword in ("properties", "$defs"):
+        for sub in schema.get(keyword, {}).values():
+            count += naive_size(sub, root)
+    return count
+
+
+@st.composite
+def acyclic_schemas(draw: st.DrawFn) -> dict[str, Any]:
+    """Definitions that may refer (several times, through any keyword) to earlier ones."""
+    names: list[str] = []
+    defs: dict[str, Any] = {}
+
+    def body(depth: int) -> Any:
+        choices = ["leaf"] + (["ref"] if names else []) + (["many", "one", "props"] if depth < 3 else [])
+        kind = draw(st.sampled_from(choices))
+        if kind == "leaf":
+            return {"type": draw(st.sampled_from(["integer", "string", "object"]))}
+        if kind == "ref":
+            return {"$ref": f"#/$defs/{draw(st.sampled_from(names))}"}
+        if kind == "many":
+            size = draw(st.integers(1, 3))
+            return {draw(st.sampled_from(_KEYWORD_MANY)): [body(depth + 1) for _ in range(size)]}
+        if kind == "one":
+            return {draw(st.sampled_from(_KEYWORD_ONE)): body(depth + 1)}
+        keys = draw(st.lists(st.sampled_from("abc"), min_size=1, max_size=3, unique=True))
+        return {"properties": {key: body(depth + 1) for key in keys}}
+
+    for index in range(draw(st.integers(0, 6))):
+        defs[f"n{index}"] = body(0)
+        names.append(f"n{index}")
+    return {"$defs": defs, **body(0)}
+
+
+@settings(max_examples=150, deadline=None)
+@given(acyclic_schemas(), st.integers(1, 200))
+def test_the_measure_equals_the_naive_expansion_capped(schema: dict[str, Any], limit: int) -> None:
+    if schema_defects(schema) and not all(d.kind == "too_complex" for d in schema_defects(schema)):
+        return  # e.g. "if"/"then" combinations the meta-schema refuses: not what is measured here
+    expected = naive_size(schema, schema)
+    assert _size(schema) == expected
+    assert _size(schema, limit) == min(expected, limit + 1)
+    assert any(d.kind == "too_complex" for d in schema_defects(schema)) == (expected > MAX_SCHEMA_SUBSCHEMAS)
