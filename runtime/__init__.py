@@ -10,8 +10,6 @@ from runtime._analysis import Analysis, PathOption, analyze
 from runtime._analysis._schemas import type_label as schema_type_label
 from runtime._builder import WorkflowBuilder
 from runtime._checkpoint import Checkpointer, FileCheckpointer, InMemoryCheckpointer
-from runtime._parts import CheckpointDelta, PartLedger
-from runtime._sqlite import SqliteCheckpointer
 from runtime._context import ForeachContext, RuntimeContext
 from runtime._diagnostics import Diagnostic
 from runtime._document import (
@@ -53,6 +51,7 @@ from runtime._errors import (
 )
 from runtime._ids import IdFactory, RandomIds, SequentialIds
 from runtime._inspect import ActivationProgress, activation_progress, check_resume, check_run_input, frame_context
+from runtime._parts import CheckpointDelta, PartLedger
 from runtime._paths import (
     GraphSourcePath,
     LocalPath,
@@ -66,6 +65,7 @@ from runtime._paths import (
 )
 from runtime._registry import Route, TaskRegistry, TaskSpec, builtin_registry, default_registry, task
 from runtime._resolver import MappingResolver, WorkflowResolver
+from runtime._sqlite import SqliteCheckpointer
 from runtime._state import (
     Barrier,
     ExecutionFrame,

@@ -28,12 +28,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from runtime._sqlite import SqliteCheckpointer
 from runtime._document import Workflow
 from runtime._engine import Engine, RunResult
 from runtime._errors import WorkflowError
 from runtime._ids import RandomIds, SequentialIds
 from runtime._registry import TaskRegistry, builtin_registry, default_registry
+from runtime._sqlite import SqliteCheckpointer
 
 EXIT = {"completed": 0, "failed": 1, "interrupted": 3, "cancelled": 4}
 EXIT_REFUSED = 2

@@ -472,8 +472,8 @@ class _Session:
         for foreach_id, foreach in foreach_nodes.items():
             if foreach.results is not None:
                 collected = S.array_of(_item_result(foreach_id, nodes, routes, regions, facts.results))
-                checker.writes(foreach_id, [OutputBinding(source=".", target=foreach.results)], collected,
-                               declared_state, writes, field="results")
+                whole = OutputBinding(source=parse_local_path("."), target=foreach.results)
+                checker.writes(foreach_id, [whole], collected, declared_state, writes, field="results")
         view = writes.view(declared_state)
         scope = Scope(doc.id, foreach_nodes, frozenset(nodes) - frozenset(foreach_nodes), regions.stacks,
                       self.prepare(doc.input_schema), view.schema, caller_foreach, caller_aliases)

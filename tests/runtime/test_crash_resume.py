@@ -14,7 +14,15 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from runtime import CheckpointNotFoundError, Engine, RunState, SequentialIds, SqliteCheckpointer, Workflow, WorkflowBuilder
+from runtime import (
+    CheckpointNotFoundError,
+    Engine,
+    RunState,
+    SequentialIds,
+    SqliteCheckpointer,
+    Workflow,
+    WorkflowBuilder,
+)
 from tests.runtime.engine_helpers import CUSTOMERS, answer_all, nested_capture, registry
 from tests.runtime.test_cli import REPO, TASKS, doubling_workflow
 from tests.runtime.test_scope_isolation import child_capture, parent
