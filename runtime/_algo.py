@@ -474,9 +474,10 @@ class Scheduler:
         if not items or plan.target(node.id, "loop") is None:
             self.recorder.emit("foreach_completed", frame, activation_id=activation_id, label="done",
                                summary={"total": len(items), "done": 0})
+            collected = None
             if node.results is not None:
-                self.store_results(frame, node, [], None)
-            self.route(frame, "done")
+                collected = self.store_results(frame, node, [], None)
+            self.route(frame, "done", collected)
             return
         activation = ForeachActivation(
             activation_id=activation_id, node_id=node.id, scope_id=frame.scope_id, frame_id=frame.frame_id,
@@ -532,7 +533,7 @@ class Scheduler:
         activation.running.remove(frame.frame_id)
         activation.completed += 1
         if activation.results_id is not None:
-            activation.results[meta.index] = result
+            activation.results[meta.index] = list(result) if isinstance(result, GrowList) else result
         barrier.arrived += 1
         self.recorder.emit("item_completed", frame, node_id=meta.node_id, activation_id=meta.activation_id,
                            index=meta.index)
@@ -546,17 +547,22 @@ class Scheduler:
             del rs.barriers[activation.activation_id]
             self.recorder.emit("foreach_completed", waiting, activation_id=activation.activation_id,
                                label="done", summary={"total": len(activation.items), "done": activation.completed})
+            collected = None
             if activation.results_id is not None:
                 node = self.node_of(waiting)
                 if isinstance(node, ForeachNode):
-                    self.store_results(waiting, node, activation.results, activation.results_id)
-            self.route(waiting, "done")
+                    collected = self.store_results(waiting, node, activation.results, activation.results_id)
+            # A foreach's result is its result list: an outer foreach it routes back to collects it.
+            self.route(waiting, "done", collected)
         else:
             self.admit(activation)
 
     def store_results(self, frame: ExecutionFrame, node: ForeachNode, results: list[Any],
-                      list_id: str | None) -> None:
-        """Write a finished foreach's results into its ``results`` state field, as a list the engine may grow."""
+                      list_id: str | None) -> list[Any]:
+        """Write a finished foreach's results into its ``results`` state field, as a list the engine may grow.
+
+        Returns the list (an outer foreach that collects it takes a copy: this one may grow in state).
+        """
         assert node.results is not None
         scope = self.scope_of(frame)
         parts = node.results.parts
@@ -566,6 +572,7 @@ class Scheduler:
         lists = lists_of(self.rs)
         assert lists is not None
         lists.adopt(scope.scope_id, parts, results)
+        return results
 
     # -- interrupts -----------------------------------------------------------------
 

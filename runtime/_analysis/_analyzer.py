@@ -366,7 +366,8 @@ def _item_result(foreach_id: str, nodes: Mapping[str, object], routes: Mapping[s
     """What one item of a foreach leaves as its result: the payload of a node routing back to the foreach.
 
     Each back-edge contributes the result of its source (the error payload on an
-    ``error`` route; null from a branch, which produces no result).
+    ``error`` route; null from a branch, which produces no result; an inner
+    foreach's ``done`` gives its own result list, or null when it collects none).
     """
     options: list[Schema] = []
     for source, by_label in routes.items():
@@ -376,10 +377,14 @@ def _item_result(foreach_id: str, nodes: Mapping[str, object], routes: Mapping[s
         for label, target in by_label.items():
             if target != foreach_id:
                 continue
+            node = nodes.get(source)
             if label == "error":
                 options.append(ERROR_PAYLOAD_SCHEMA)
-            elif isinstance(nodes.get(source), BranchNode):
+            elif isinstance(node, BranchNode):
                 options.append(S.NULL)
+            elif isinstance(node, ForeachNode):  # an inner foreach's result is its result list, if it collects
+                options.append(S.NULL if node.results is None else
+                               S.array_of(_item_result(source, nodes, routes, regions, results)))
             else:
                 options.append(results.get(source, S.ANY))
     return S.union(options) if options else S.ANY

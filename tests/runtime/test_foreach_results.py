@@ -227,3 +227,21 @@ def test_results_round_trip_in_the_document_and_stay_out_when_unset() -> None:
     assert ForeachNode.model_validate(dumped) == node
     plain = ForeachNode.model_validate({"id": "each", "over": "input.xs"}).model_dump(mode="json", by_alias=True)
     assert "results" not in plain
+
+
+def test_an_inner_foreach_routing_back_gives_its_result_list_to_the_outer_one() -> None:
+    g = WorkflowBuilder("grid", input_schema={"type": "object", "properties": {"rows": {
+        "type": "array", "items": {"type": "array", "items": {"type": "integer"}}}}, "required": ["rows"]})
+    rows = g.foreach("rows", "input.rows", max_concurrency=2, results="grid")
+    cells = g.foreach("cells", rows.item, max_concurrency=2, results="row")
+    d = g.use("double", "d", input=[{"target": "x", "path": cells.item}])
+    g.set_route(rows, "loop", cells)
+    g.set_route(cells, "loop", d)
+    g.set_route(d, "ok", cells)
+    g.set_route(cells, "done", rows)
+    g.output("grid", "state.grid")
+    workflow = g.build()
+    analysis = analyze(workflow, registry=tasks())
+    assert analysis.state_schema["properties"]["grid"]["items"]["items"]["type"] == "integer"
+    rows_in = [[1, 2], [], [3, 4, 5]]
+    assert engine().run(workflow, {"rows": rows_in}).output == {"grid": [[2, 4], [], [6, 8, 10]]}
