@@ -112,9 +112,9 @@ def section_per_item() -> dict[tuple[str, int], dict[str, Any]]:
             print(f"  measured {label} at {size:,} items: {found['cpu']:.2f} s CPU", flush=True)
         first = measured[(variant, sizes[0])]
         for size in sizes:
-            found = measured.get((variant, size))
-            if found is None:
+            if (variant, size) not in measured:
                 continue
+            found = measured[(variant, size)]
             per_item = found["cpu"] / size * 1e6
             growth = per_item / (first["cpu"] / sizes[0] * 1e6)
             rows.append([label, f"{size:,}", f"{per_item:,.1f}", f"{found['wall'] / size * 1e6:,.1f}",
