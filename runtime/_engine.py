@@ -16,6 +16,7 @@ from runtime._document import Workflow, WorkflowRef
 from runtime._errors import NodeFailedError, ResumeError, WorkflowError
 from runtime._ids import IdFactory, RandomIds
 from runtime._loop import LoopConfig, RunLoop
+from runtime._parts import adopt as adopt_lists
 from runtime._registry import TaskRegistry, default_registry
 from runtime._resolver import WorkflowResolver, as_resolver
 from runtime._state import ROOT_SCOPE_ID, Interrupt, RunState, RuntimeScope
@@ -212,6 +213,7 @@ class Engine:
         else:
             rs = RunState.from_json(run_state)
         rs.root_scope  # noqa: B018 - fails closed on a state without its root scope
+        adopt_lists(rs)
         plan = self.compile(self._root_workflow(rs, workflow))
         return RunLoop(self._config(), rs, plan)
 

@@ -145,6 +145,26 @@ class StateLists:
             self.by_path.pop(key, None)
 
 
+def adopt(run_state: Any) -> None:
+    """Register the unshared ``GrowList`` values in a reopened RunState's scopes (lists joined from a checkpoint).
+
+    Walks each scope's state through objects only (a state list is never inside another list).
+    """
+    registry: StateLists | None = None
+    for scope_id, scope in run_state.scopes.items():
+        pending: list[tuple[tuple[str, ...], Any]] = [((), scope.state)]
+        while pending:
+            path, value = pending.pop()
+            if isinstance(value, GrowList):
+                if path and not value.shared:
+                    registry = registry or lists_of(run_state)
+                    assert registry is not None
+                    registry.by_path[(scope_id, path)] = value
+            elif isinstance(value, Mapping):
+                pending.extend(((*path, str(key)), item) for key, item in value.items()
+                               if isinstance(item, Mapping | GrowList))
+
+
 _REGISTRIES: dict[int, StateLists] = {}
 _OWNERS: dict[int, weakref.ref[Any]] = {}
 

@@ -449,7 +449,9 @@ def _join_lists(joined: dict[str, Any], parts: Mapping[str, Any]) -> dict[str, A
                 if len(values) != length or not path:
                     raise CorruptRunStateError(f"{where}: stored list has {len(values)} elements, not {length}",
                                                scope_id=scope_id)
-                state = set_in(state, path, values)
+                # A GrowList with its stored id: the engine adopts it on reopening (``runtime._parts.adopt``),
+                # so the chunks already stored stay valid and the list is not written whole at every save.
+                state = set_in(state, path, _parts.GrowList(values, list_id))
             entry["state"] = state
             scopes[scope_id] = entry
     activations = joined.get("activations")

@@ -192,3 +192,26 @@ def test_snapshots_keep_what_the_lists_held_then() -> None:
     for snapshot, (_step, log) in zip(snapshots, seen, strict=True):
         assert snapshot.restore().root_scope.state.get("log", []) == log
     assert isinstance(GrowList([1]), list)
+
+
+def test_a_resumed_run_keeps_storing_its_lists_in_chunks_without_rewriting_them() -> None:
+    """Lists joined from a checkpoint are adopted with their ids: later saves hand over no old chunk again."""
+    workflow = collecting(1, interrupt_at=2 * CHUNK + 3)
+    first = Store()
+    eng = Engine(registry=tasks(), checkpointer=first, ids=SequentialIds())
+    paused = eng.run(workflow, {"xs": list(range(6 * CHUNK))})
+    assert paused.status == "interrupted"
+    stored = {k: pydantic_core.from_json(v) for k, v in first.parts.items()}
+    joined = RunState.join_parts_data(first.data, stored)
+    second = Store()
+    second.ledger = first.ledger  # the same store, carrying on
+    second.parts = dict(first.parts)
+    done = Engine(registry=tasks(), checkpointer=second, ids=SequentialIds()).resume(
+        joined, paused.interrupts[0].interrupt_id, {}, workflow=workflow)
+    assert done.status == "completed"
+    assert sorted(done.output["log"]) == [2 * x for x in range(6 * CHUNK)]
+    assert len(second.saves) > 3 * CHUNK
+    assert max(new for _, new, _ in second.saves) <= 2
+    assert max(size for size, _, _ in second.saves[:-1]) < 20_000
+    log_ids = {key.split(":")[1] for key in first.parts if key.startswith("list:")}
+    assert log_ids and all(any(key.startswith(f"list:{i}:") for key in second.parts) for i in log_ids)
