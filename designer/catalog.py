@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import importlib
 import threading
+from collections.abc import Sequence
 from typing import Any
 
 from django.apps import apps
@@ -71,10 +72,11 @@ def _declared(module_path: str) -> TaskRegistry:
     return declared
 
 
-def build_registry() -> TaskRegistry:
-    """A fresh registry: built-ins merged with the ``registry`` of every module of ``task_modules()``."""
+def build_registry(modules: Sequence[str] | None = None) -> TaskRegistry:
+    """A fresh registry: built-ins merged with the ``registry`` of every module of ``modules`` (by default
+    ``task_modules()``; the step processes get the worker's list, so they build the same catalogue)."""
     combined = builtin_registry()
-    for module_path in task_modules():
+    for module_path in task_modules() if modules is None else modules:
         declared = _declared(module_path)
         try:
             combined = combined.merged(declared)

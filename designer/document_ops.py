@@ -995,4 +995,15 @@ def fix_ops(diagnostic: Mapping[str, Any], document: Mapping[str, Any],
         owners = regions.get(node_id) or ()
         if label != "loop" and owners:
             return [{"op": "connect", "source": node_id, "label": label, "target": owners[-1]}]
+    if code == "route.no_exit":
+        # A cycle nothing leaves: leave the route that closes it (back to its first node) unrouted,
+        # so the run ends there. An unrouted "error" ends nothing (failures are optional labels), so
+        # a normal route is chosen; the last in the document is the one most recently drawn.
+        members = (diagnostic.get("data") or {}).get("nodes") or [node_id]
+        closing = [r for r in document.get("routes", [])
+                   if r.get("target") == members[0] and r.get("source") in members]
+        normal = [r for r in closing if r.get("label") != "error"]
+        if normal:
+            route = normal[-1]
+            return [{"op": "disconnect", "source": route["source"], "label": route["label"]}]
     return []

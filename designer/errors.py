@@ -75,8 +75,18 @@ class TeamRuleViolation(DesignerError):
     status = 400
 
 
-class UnknownUser(BadRequest):
-    code = "user.unknown"
+class InvitationClosed(DesignerError):
+    """An invitation that was already answered, revoked, or has expired."""
+
+    code = "invitation.closed"
+    status = 409
+
+
+class TokenReadOnly(DesignerError):
+    """A write through an API token created read-only."""
+
+    code = "token.read_only"
+    status = 403
 
 
 class RunConflict(DesignerError):

@@ -1,22 +1,22 @@
-"""Login throttling: after too many failed sign-ins for one username or from one address, refuse more for a while.
+"""Login throttling: after too many sign-in attempts for one username or from one address, refuse more for a while.
 
-Counters live in Django's cache (settings.CACHES). The default LocMemCache is
-per process, which is right for development and the single web process of
-`make run`; a production setup with several web processes needs a shared
-cache (the database cache or Redis), otherwise each process counts on its own.
+Counters are rows of ``LoginAttemptWindow`` in the database, so every web process and thread shares
+them. An attempt is counted *before* its password is checked, by one atomic UPDATE per counter
+(``count = count + 1``) whose result decides: once the count passes TRELLIS_LOGIN_MAX_FAILURES the
+attempt is refused unjudged. Parallel attempts therefore each get a different count, and no more
+than the limit are ever judged in one window, however many arrive at once (a read-then-write
+counter let twenty parallel guesses all through). A successful sign-in gives its address slot back
+and clears the username's count.
 
-A window opens at the first failure and lasts TRELLIS_LOGIN_LOCKOUT_SECONDS;
-once TRELLIS_LOGIN_MAX_FAILURES failures are counted in it, every further
-attempt for that username (or from that address) is refused until it closes,
-whether the password is right or not. Unknown usernames are counted exactly
-like known ones, so the refusal says nothing about which accounts exist.
+A window opens at the first attempt and lasts TRELLIS_LOGIN_LOCKOUT_SECONDS. Unknown usernames are
+counted exactly like known ones, so the refusal says nothing about which accounts exist.
 """
 
 from __future__ import annotations
 
 import hashlib
 import math
-import time
+from datetime import timedelta
 from typing import Any
 
 from django import forms
@@ -24,10 +24,14 @@ from django.conf import settings
 from django.contrib.admin.forms import AdminAuthenticationForm
 from django.contrib.auth.forms import AuthenticationForm
 from django.contrib.auth.views import LoginView
-from django.core.cache import cache
 from django.core.exceptions import ValidationError
+from django.db import IntegrityError, transaction
+from django.db.models import Case, F, Value, When
 from django.forms.forms import NON_FIELD_ERRORS
 from django.http import HttpRequest, HttpResponse
+from django.utils import timezone
+
+from designer.models import LoginAttemptWindow
 
 THROTTLED = "throttled"
 _PREFIX = "trellis:login-failures:"
@@ -59,41 +63,75 @@ def client_address(request: HttpRequest | None) -> str:
 
 
 def _keys(username: str, address: str) -> list[str]:
-    # usernames are hashed: any text (spaces, very long, non-ASCII) gives a valid cache key of fixed size
+    # usernames are hashed: any text (spaces, very long, non-ASCII) gives a valid key of fixed size
     keys = []
     if username.strip():
-        digest = hashlib.sha256(username.strip().casefold().encode()).hexdigest()
-        keys.append(f"{_PREFIX}user:{digest}")
+        keys.append("user:" + hashlib.sha256(username.strip().casefold().encode()).hexdigest())
     if address:
-        keys.append(f"{_PREFIX}ip:{hashlib.sha256(address.encode()).hexdigest()}")
+        keys.append("ip:" + hashlib.sha256(address.encode()).hexdigest())
     return keys
+
+
+def _seconds_left(window_ends: Any, now: Any) -> int:
+    return max(0, math.ceil((window_ends - now).total_seconds()))
 
 
 def locked_for(username: str, address: str) -> int:
     """Seconds until attempts for this username and address are allowed again (0: allowed now)."""
-    now = time.time()
-    wait = 0.0
-    for entry in cache.get_many(_keys(username, address)).values():
-        count, started = entry
-        if count >= max_failures():
-            wait = max(wait, started + lockout_seconds() - now)
-    return max(0, math.ceil(wait))
+    now = timezone.now()
+    rows = LoginAttemptWindow.objects.filter(key__in=_keys(username, address), window_ends__gt=now,
+                                             count__gte=max_failures())
+    return max((_seconds_left(row.window_ends, now) for row in rows), default=0)
 
 
-def record_failure(username: str, address: str) -> None:
-    now = time.time()
-    window = lockout_seconds()
+def _count(key: str) -> LoginAttemptWindow:
+    """Add one attempt to ``key``'s counter in one UPDATE (a new window when the old one ended); the row after it."""
+    now = timezone.now()
+    fresh_end = now + timedelta(seconds=lockout_seconds())
+    expired = When(window_ends__lte=now, then=Value(1))
+    for _ in range(3):
+        with transaction.atomic():
+            updated = LoginAttemptWindow.objects.filter(key=key).update(
+                count=Case(expired, default=F("count") + 1),
+                window_ends=Case(When(window_ends__lte=now, then=Value(fresh_end)), default=F("window_ends")),
+            )
+            if not updated:
+                try:
+                    with transaction.atomic():
+                        return LoginAttemptWindow.objects.create(key=key, count=1, window_ends=fresh_end)
+                except IntegrityError:  # another attempt created it first: count on that row
+                    continue
+            # Still inside our transaction, so the row holds our increment and nobody else's yet.
+            return LoginAttemptWindow.objects.get(key=key)
+    raise RuntimeError(f"could not count a sign-in attempt for {key}")
+
+
+def count_attempt(username: str, address: str) -> int:
+    """Count one attempt against the username and the address; seconds it must wait (0: it may be judged)."""
+    now = timezone.now()
+    wait = 0
     for key in _keys(username, address):
-        count, started = cache.get(key) or (0, now)
-        if started + window <= now:
-            count, started = 0, now
-        remaining = max(1, math.ceil(started + window - now))
-        cache.set(key, (count + 1, started), timeout=remaining)
+        row = _count(key)
+        if row.count > max_failures():
+            wait = max(wait, _seconds_left(row.window_ends, now), 1)
+    return wait
+
+
+def forget_success(username: str, address: str) -> None:
+    """A successful sign-in: the username's count is cleared and the address gets its slot back."""
+    keys = _keys(username, address)
+    if username.strip():
+        LoginAttemptWindow.objects.filter(key=keys[0]).delete()
+    if address:
+        LoginAttemptWindow.objects.filter(key=keys[-1], count__gt=0).update(count=F("count") - 1)
+    # Ended windows are never read again; drop them here, where a write happens anyway.
+    LoginAttemptWindow.objects.filter(window_ends__lt=timezone.now() - timedelta(days=1)).delete()
 
 
 def clear_username(username: str) -> None:
-    """A successful sign-in forgets that username's failures (the address keeps its count)."""
-    cache.delete_many(_keys(username, "")[:1] if username.strip() else [])
+    """Forget the username's count (the address keeps its count)."""
+    if username.strip():
+        LoginAttemptWindow.objects.filter(key__in=_keys(username, "")).delete()
 
 
 def refusal_message(seconds: int) -> str:
@@ -109,18 +147,19 @@ class ThrottledFormMixin:
 
     def clean(self) -> dict[str, Any]:
         username = str(self.data.get("username", ""))
+        password = self.data.get("password", "")
         address = client_address(self.request)
-        wait = locked_for(username, address)
+        if not password:
+            # Nothing will be judged (the password field reports itself), so nothing is counted; a lock still holds.
+            wait = locked_for(username, address)
+        else:
+            # Counted before authenticate(): a refused attempt is not judged, so it cannot confirm a password.
+            wait = count_attempt(username, address)
         if wait:
-            # checked before authenticate(): a locked attempt is not judged, so it cannot confirm a password
             raise ValidationError(refusal_message(wait), code=THROTTLED)
-        try:
-            cleaned: dict[str, Any] = super().clean()  # type: ignore[misc]
-        except ValidationError:
-            record_failure(username, address)
-            raise
+        cleaned: dict[str, Any] = super().clean()  # type: ignore[misc]
         if getattr(self, "user_cache", None) is not None:  # signed in, not merely a form with a field missing
-            clear_username(username)
+            forget_success(username, address)
         return cleaned
 
 

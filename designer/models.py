@@ -31,10 +31,22 @@ class TeamScopedQuerySet(models.QuerySet):
     def for_user(self, user: Any) -> TeamScopedQuerySet:
         if user is None or not getattr(user, "is_authenticated", False):
             return self.none()
-        team_ids = Membership.objects.filter(user=user).values("team_id")
+        team_ids = Membership.objects.filter(user=user)
+        # An API token limited to one team (designer.api.auth) sees nothing of the user's other teams.
+        token = getattr(user, "trellis_api_token", None)
+        if token is not None and token.team_id is not None:
+            team_ids = team_ids.filter(team_id=token.team_id)
+        team_ids = team_ids.values("team_id")
         lookup = self.model.team_lookup
         field = f"{lookup}__in" if lookup == "pk" else f"{lookup}_id__in"
-        return self.filter(**{field: team_ids})
+        visible = models.Q(**{field: team_ids})
+        # Rows that hang off a workflow are also visible through a grant of that workflow to one of the teams.
+        workflow_lookup = getattr(self.model, "workflow_lookup", None)
+        if workflow_lookup is not None:
+            granted = WorkflowGrant.objects.filter(team_id__in=team_ids).values("workflow_id")
+            wf_field = f"{workflow_lookup}__in" if workflow_lookup == "pk" else f"{workflow_lookup}_id__in"
+            visible |= models.Q(**{wf_field: granted})
+        return self.filter(visible)
 
 
 class TeamQuerySet(TeamScopedQuerySet):
@@ -88,6 +100,7 @@ class Workflow(models.Model):
     """The editable draft. ``revision`` guards concurrent edits of ``document``."""
 
     team_lookup: ClassVar[str] = "team"
+    workflow_lookup: ClassVar[str] = "pk"
 
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="workflows")
     slug = models.SlugField(max_length=140)
@@ -114,6 +127,37 @@ class Workflow(models.Model):
         return self.name
 
 
+class WorkflowGrant(models.Model):
+    """An owner's grant of one workflow to another team: ``viewer`` reads it and sees its runs, ``runner`` also
+    starts runs (and may use it as a subgraph), ``editor`` also edits and publishes it. The workflow and its
+    runs stay with the owning team; revoking the grant ends the access at once."""
+
+    class Role(models.TextChoices):
+        VIEWER = "viewer", "Viewer"
+        RUNNER = "runner", "Runner"
+        EDITOR = "editor", "Editor"
+
+    workflow = models.ForeignKey(Workflow, on_delete=models.CASCADE, related_name="grants")
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="workflow_grants",
+                             help_text="the team the workflow is shared with")
+    role = models.CharField(max_length=10, choices=Role.choices, default=Role.VIEWER)
+    granted_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ("workflow_id", "team_id")
+        constraints = [
+            models.UniqueConstraint(fields=("workflow", "team"), name="workflowgrant_unique_workflow_team"),
+            models.CheckConstraint(condition=models.Q(role__in=("viewer", "runner", "editor")),
+                                   name="workflowgrant_role_valid"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.workflow} shared with {self.team} ({self.role})"
+
+
 class WorkflowVersion(models.Model):
     """A published, immutable copy of a workflow's document.
 
@@ -122,6 +166,7 @@ class WorkflowVersion(models.Model):
     """
 
     team_lookup: ClassVar[str] = "workflow__team"
+    workflow_lookup: ClassVar[str] = "workflow"
 
     workflow = models.ForeignKey(Workflow, on_delete=models.CASCADE, related_name="versions")
     number = models.PositiveIntegerField()
@@ -152,6 +197,7 @@ class Run(models.Model):
     """One execution. ``document`` is the exact graph that runs (a draft snapshot or a version's)."""
 
     team_lookup: ClassVar[str] = "team"
+    workflow_lookup: ClassVar[str] = "workflow"
 
     class Status(models.TextChoices):
         QUEUED = "queued", "Queued"
@@ -167,7 +213,7 @@ class Run(models.Model):
     workflow = models.ForeignKey(Workflow, on_delete=models.CASCADE, related_name="runs")
     workflow_version = models.ForeignKey(
         WorkflowVersion, null=True, blank=True, on_delete=models.RESTRICT, related_name="runs",
-        help_text="null: the run used the draft captured in document",
+        help_text="the published version that ran; empty when the run used the draft captured in its document",
     )
     document = models.JSONField()
     # The runtime's run id (RunState.run_id, trace events), unique within the team. Set when the run is created;
@@ -177,12 +223,18 @@ class Run(models.Model):
     input = models.JSONField(default=dict, blank=True)
     output = models.JSONField(null=True, blank=True)
     error = models.JSONField(null=True, blank=True)
-    run_state = models.JSONField(null=True, blank=True, help_text="latest checkpoint (RunState JSON)")
+    run_state = models.JSONField(
+        null=True, blank=True,
+        help_text="the latest checkpoint (RunState JSON) without its write-once parts, which are RunStatePart rows",
+    )
     interrupts = models.JSONField(default=list, blank=True)
     cancel_requested = models.BooleanField(default=False)
     # An accepted resume ({interrupt_id, value, label}) that a worker has yet to apply. It lives on the row, not
     # in the task's arguments, so a worker that dies before the next checkpoint leaves it for the one that recovers.
     resume_request = models.JSONField(null=True, blank=True)
+    # Every accepted answer to an interrupt, oldest first: {interrupt_id, node_id, prompt, label, value, by, at}.
+    # The trace says that the run resumed; this says who answered, which the run's page shows.
+    answers = models.JSONField(default=list, blank=True)
     # {child workflow slug: version number}: what each unversioned subgraph reference ("latest published")
     # meant when the run started. The run keeps using those versions, however long it is interrupted.
     subgraph_versions = models.JSONField(default=dict, blank=True)
@@ -216,7 +268,8 @@ class Run(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"run {self.pk} of {self.workflow_id} ({self.status})"
+        # Names the workflow (not its id): this is the run's title in the admin and in messages.
+        return f"Run {self.pk} of {self.workflow.name} ({self.get_status_display().lower()})"
 
     @property
     def is_finished(self) -> bool:
@@ -233,6 +286,7 @@ class RunEvent(models.Model):
     """One trace event. For inspection only: runs resume from ``Run.run_state``, never from here."""
 
     team_lookup: ClassVar[str] = "run__team"
+    workflow_lookup: ClassVar[str] = "run__workflow"
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="events")
     seq = models.PositiveIntegerField()
@@ -270,6 +324,7 @@ class RunStatePart(models.Model):
     """
 
     team_lookup: ClassVar[str] = "run__team"
+    workflow_lookup: ClassVar[str] = "run__workflow"
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="state_parts")
     key = models.CharField(max_length=100)
@@ -284,3 +339,12 @@ class RunStatePart(models.Model):
 
     def __str__(self) -> str:
         return f"{self.run_id} {self.key}"
+
+
+# Invitations, API tokens and login counters live in their own module; re-exported here.
+from designer.models_access import ApiToken, Invitation, LoginAttemptWindow  # noqa: E402
+
+__all__ = [
+    "ApiToken", "Invitation", "LoginAttemptWindow", "Membership", "Run", "RunEvent", "RunStatePart", "Team",
+    "TeamScopedQuerySet", "Workflow", "WorkflowGrant", "WorkflowVersion",
+]

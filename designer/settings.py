@@ -148,11 +148,37 @@ LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
 
-# Failed sign-ins (designer/login_throttle.py): after this many failures for one username or from one address
-# within the lockout window, further attempts are refused (HTTP 429) until the window ends. Counted in the
-# default cache: per process with the default LocMemCache; several web processes need a shared CACHES backend.
+# Sign-in attempts (designer/login_throttle.py): after this many for one username or from one address within
+# the lockout window (a success gives its slot back), further attempts are refused (HTTP 429) unjudged until the
+# window ends. Counted atomically in database rows, so all web processes and threads share one count.
 TRELLIS_LOGIN_MAX_FAILURES = int(os.environ.get("TRELLIS_LOGIN_MAX_FAILURES", "5"))
 TRELLIS_LOGIN_LOCKOUT_SECONDS = int(os.environ.get("TRELLIS_LOGIN_LOCKOUT_SECONDS", "900"))
+
+# Team invitations (designer/services/invitations.py) stay open this many days.
+TRELLIS_INVITATION_DAYS = int(os.environ.get("TRELLIS_INVITATION_DAYS", "14"))
+
+# --- Email (invitation links) ----------------------------------------------------
+# Development prints each email to the console of `make run`; a deployment sets DJANGO_EMAIL_BACKEND
+# (e.g. django.core.mail.backends.smtp.EmailBackend) and, for SMTP, EMAIL_HOST / EMAIL_PORT /
+# EMAIL_HOST_USER / EMAIL_HOST_PASSWORD / EMAIL_USE_TLS. Tests get Django's in-memory outbox.
+_EMAIL_BACKEND = os.environ.get(
+    "DJANGO_EMAIL_BACKEND",
+    "django.core.mail.backends.console.EmailBackend" if DEBUG else "django.core.mail.backends.smtp.EmailBackend",
+)
+_SMTP_OPTIONS = {
+    "host": os.environ.get("EMAIL_HOST", "localhost"),
+    "port": int(os.environ.get("EMAIL_PORT", "25")),
+    "username": os.environ.get("EMAIL_HOST_USER", ""),
+    "password": os.environ.get("EMAIL_HOST_PASSWORD", ""),
+    "use_tls": _env_bool("EMAIL_USE_TLS", False),
+}
+MAILERS = {
+    "default": {
+        "BACKEND": _EMAIL_BACKEND,
+        "OPTIONS": _SMTP_OPTIONS if _EMAIL_BACKEND.endswith("smtp.EmailBackend") else {},
+    }
+}
+DEFAULT_FROM_EMAIL = os.environ.get("DJANGO_DEFAULT_FROM_EMAIL", "Trellis <trellis@localhost>")
 
 # --- I18N -------------------------------------------------------------------
 LANGUAGE_CODE = "en-us"
@@ -207,11 +233,14 @@ TASKS = {
 
 # --- API --------------------------------------------------------------------
 REST_FRAMEWORK = {
+    # The browser's session (with its CSRF token), or a personal access token for scripts (designer/api/auth.py).
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.SessionAuthentication",
+        "designer.api.auth.BearerTokenAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": [
         "rest_framework.permissions.IsAuthenticated",
+        "designer.api.auth.TokenScopePermission",
     ],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     # Reads at most DATA_UPLOAD_MAX_MEMORY_SIZE bytes (DRF's own parser bypasses that limit): 413 beyond.
@@ -241,6 +270,14 @@ TRELLIS_RUN_MAX_ATTEMPTS = int(os.environ.get("TRELLIS_RUN_MAX_ATTEMPTS", "5"))
 
 # Supersteps one run may take before it fails with run.step_limit (a route cycle that never ends).
 TRELLIS_RUN_MAX_STEPS = int(os.environ.get("TRELLIS_RUN_MAX_STEPS", "100000"))
+
+# Step limits (designer/runs/steps.py). Task steps run in a pool of child processes per worker, which the worker
+# kills when a step overruns. The timeout caps every step's own start-to-close timeout (node, task or workflow
+# setting); memory is what one step may add to its idle process; the result size is measured as JSON.
+TRELLIS_STEP_TIMEOUT_SECONDS = float(os.environ.get("TRELLIS_STEP_TIMEOUT_SECONDS", "60"))
+TRELLIS_STEP_MAX_MEMORY_MB = int(os.environ.get("TRELLIS_STEP_MAX_MEMORY_MB", "512"))
+TRELLIS_STEP_MAX_RESULT_BYTES = int(os.environ.get("TRELLIS_STEP_MAX_RESULT_BYTES", str(2 * 1024 * 1024)))
+TRELLIS_STEP_PROCESSES = int(os.environ.get("TRELLIS_STEP_PROCESSES", "4"))
 
 # --- Content-Security-Policy (every response, DEBUG or not) -------------------
 # Everything the pages load comes from this origin: our static files, the Vite build, htmx from

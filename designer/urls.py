@@ -12,17 +12,26 @@ from importlib.util import find_spec
 
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
+from django.http import HttpRequest, HttpResponse, HttpResponsePermanentRedirect
+from django.templatetags.static import static
 from django.urls import URLPattern, URLResolver, include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from designer.login_throttle import ThrottledAdminAuthenticationForm, ThrottledLoginView
 from designer.views.home import home
 
+
+def favicon(request: HttpRequest) -> HttpResponse:
+    """Browsers ask for /favicon.ico on every page, whatever the page links; send them to the icon."""
+    return HttpResponsePermanentRedirect(static("favicon.svg"))
+
+
 # the admin's own login form counts against (and is refused by) the same limits as the site's
 admin.site.login_form = ThrottledAdminAuthenticationForm
 
 urlpatterns: list[URLPattern | URLResolver] = [
     path("", home, name="home"),
+    path("favicon.ico", favicon, name="favicon"),
     path(
         "accounts/login/",
         ThrottledLoginView.as_view(redirect_authenticated_user=True),

@@ -36,7 +36,11 @@ from runtime._errors import (
     NodeFailedError,
     PathSyntaxError,
     ResumeError,
+    StepCancelledError,
     StepLimitError,
+    StepMemoryError,
+    StepResultTooLargeError,
+    StepTimeoutError,
     SubgraphDepthError,
     SubgraphResolutionError,
     TaskError,
@@ -75,6 +79,7 @@ from runtime._state import (
     RunState,
     RuntimeScope,
 )
+from runtime._steps import StepCall, StepExecutor
 from runtime._trace import TraceEvent
 
 __all__ = [
@@ -121,7 +126,13 @@ __all__ = [
     "SequentialIds",
     "SqliteCheckpointer",
     "StatePath",
+    "StepCall",
+    "StepCancelledError",
+    "StepExecutor",
     "StepLimitError",
+    "StepMemoryError",
+    "StepResultTooLargeError",
+    "StepTimeoutError",
     "SubgraphDepthError",
     "SubgraphNode",
     "SubgraphResolutionError",

@@ -97,8 +97,10 @@ class WorkflowBuilder:
         input_schema: SchemaLike | None = None,
         state_schema: SchemaLike | None = None,
         metadata: Mapping[str, Any] | None = None,
+        step_timeout_seconds: float | None = None,
     ) -> None:
         self.id = id
+        self.step_timeout_seconds = step_timeout_seconds
         self.name = name
         self.description = description
         self.input_schema = schema_from(input_schema, "input_schema")
@@ -137,6 +139,7 @@ class WorkflowBuilder:
         retry: RetryPolicy | Mapping[str, Any] | None = None,
         name: str | None = None,
         description: str = "",
+        timeout_seconds: float | None = None,
     ) -> TaskNode:
         """A task node; ``task`` is a ``TaskSpec``, a function decorated with ``@task`` or a task name."""
         task_name = self._task_name(task)
@@ -145,6 +148,7 @@ class WorkflowBuilder:
         return self.add(_make(
             TaskNode, where, id=node_id, name=name, description=description, task=task_name,
             input=self._bindings(input, where), output=self._outputs_of(output, where), retry=retry,
+            timeout_seconds=timeout_seconds,
         ))
 
     def foreach(
@@ -273,6 +277,8 @@ class WorkflowBuilder:
         start = self._start if self._start is not None else next(iter(self._nodes), None)
         if start is not None:
             data["start"] = start
+        if self.step_timeout_seconds is not None:
+            data["step_timeout_seconds"] = self.step_timeout_seconds
         return _make(Workflow, f"workflow {self.id!r}", **data)
 
     # -- helpers ------------------------------------------------------------------------------------

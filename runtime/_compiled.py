@@ -44,7 +44,9 @@ def schema_validator(schema: Mapping[str, Any]) -> Any:
     Draft chosen by ``$schema`` (2020-12 by default); patterns are matched with a time limit
     (``_schema_patterns``), and only ``$ref``s inside the schema resolve.
     """
-    defects = schema_defects(schema)
+    # A default that breaks its own schema is the analyzer's error (schema.invalid); validation itself
+    # is still sound (a filled-in bad default is refused like any bad value), so it does not stop a run.
+    defects = tuple(defect for defect in schema_defects(schema) if defect.kind != "default")
     dialect = dialect_of(schema)
     if defects or dialect is None:
         return UnusableSchema(defects)

@@ -224,6 +224,10 @@ class TaskNode(_NodeBase):
     input: list[InputBinding] = Field(default_factory=list)
     output: list[OutputBinding] = Field(default_factory=list)
     retry: RetryPolicy | None = None
+    #: Start-to-close limit of one attempt, in seconds; see ``runtime._steps.step_timeout`` for how it
+    #: combines with the task's default, the workflow's default and the engine's cap.
+    #: Left out of dumps when unset, so documents that never set it keep their exact form.
+    timeout_seconds: float | None = Field(default=None, gt=0, le=86_400, exclude_if=lambda value: value is None)
 
 
 class ForeachNode(_NodeBase):
@@ -333,6 +337,9 @@ class Workflow(_Model):
     routes: list[WorkflowRoute] = Field(default_factory=list)
     outputs: list[WorkflowOutput] = Field(default_factory=list)
     metadata: JsonObject = Field(default_factory=dict)
+    #: Start-to-close limit of each task step whose node and task set none, in seconds.
+    step_timeout_seconds: float | None = Field(default=None, gt=0, le=86_400,
+                                               exclude_if=lambda value: value is None)
 
     @model_validator(mode="after")
     def _structure(self) -> Workflow:

@@ -20,6 +20,7 @@ from runtime._parts import adopt as adopt_lists
 from runtime._registry import TaskRegistry, default_registry
 from runtime._resolver import WorkflowResolver, as_resolver
 from runtime._state import ROOT_SCOPE_ID, Interrupt, RunState, RuntimeScope
+from runtime._steps import StepExecutor
 from runtime._trace import TraceEvent, summarize
 
 RunStatus = Literal["completed", "interrupted", "failed", "cancelled"]
@@ -78,6 +79,31 @@ class Engine:
     every event with its superstep, and ``trace_sink(event)`` is called with
     each event as it happens. With a bound, a run's memory follows its live
     frames however long it runs.
+
+    Step limits (each failure goes through the node's retry policy and
+    ``error`` route like any task failure; ``runtime._steps`` has the rules):
+
+    * ``step_timeout`` caps every task step's start-to-close timeout, in
+      seconds. A step's own limit is the node's ``timeout_seconds``, else the
+      task's default, else the document's ``step_timeout_seconds``; the
+      smaller of that and the cap applies (the cap alone when none is set).
+    * ``max_result_bytes`` caps the size of a step's result as compact JSON
+      (``step.result_too_large``).
+
+    What the engine can stop in its own process: an **async** task is
+    cancelled at its deadline (``asyncio.timeout``) and fails with
+    ``step.timeout`` at once, if it awaits (a coroutine that blocks the event
+    loop without awaiting cannot be interrupted). A **sync** task runs in a
+    thread, and Python cannot stop a thread from outside: it runs to its end,
+    then fails with ``step.timeout`` if it took longer than its limit, its
+    result discarded. Memory cannot be limited in-process at all, and
+    cancellation is seen between supersteps. To really end runaway steps, give
+    the engine a ``step_executor`` (``StepExecutor``): every task step then
+    runs through it (sync and async alike), and the executor enforces the
+    timeout, memory and cancellation, e.g. by killing a child process; the
+    engine polls ``should_cancel`` while it waits so a cancel ends a running
+    step, and a step stopped by cancellation cancels the run without
+    committing its superstep.
     """
 
     def __init__(
@@ -94,6 +120,9 @@ class Engine:
         max_steps: int | None = None,
         keep_trace: int | None = None,
         trace_sink: Callable[[TraceEvent], Any] | None = None,
+        step_timeout: float | None = None,
+        max_result_bytes: int | None = None,
+        step_executor: StepExecutor | None = None,
     ) -> None:
         self.registry = registry if registry is not None else default_registry
         self.resolver = as_resolver(workflows)
@@ -112,6 +141,13 @@ class Engine:
                              f"events to keep, not {keep_trace!r}")
         self.keep_trace = keep_trace
         self.trace_sink = trace_sink
+        if step_timeout is not None and not step_timeout > 0:
+            raise ValueError(f"step_timeout must be a positive number of seconds or None, not {step_timeout!r}")
+        if max_result_bytes is not None and max_result_bytes < 1:
+            raise ValueError(f"max_result_bytes must be a positive number of bytes or None, not {max_result_bytes!r}")
+        self.step_timeout = step_timeout
+        self.max_result_bytes = max_result_bytes
+        self.step_executor = step_executor
         self._compiled: dict[int, tuple[Workflow, CompiledWorkflow]] = {}
         self._known: dict[str, Workflow] = {}
         self._pool: ThreadPoolExecutor | None = None
@@ -160,7 +196,8 @@ class Engine:
             ids=self.ids, resolver=self.resolver, compile=self.compile, pool=self._get_pool,
             checkpointer=self.checkpointer, on_superstep=self.on_superstep, should_cancel=self.should_cancel,
             max_depth=self.max_depth, max_steps=self.max_steps, keep_trace=self.keep_trace,
-            trace_sink=self.trace_sink,
+            trace_sink=self.trace_sink, step_timeout=self.step_timeout,
+            max_result_bytes=self.max_result_bytes, step_executor=self.step_executor,
         )
 
     @staticmethod

@@ -165,3 +165,30 @@ class StepLimitError(WorkflowError):
     """A run went past its engine's superstep limit: most often a route cycle that never ends."""
 
     code = "run.step_limit"
+
+
+class StepTimeoutError(TaskError):
+    """A task step ran longer than its start-to-close timeout (``runtime._steps.step_timeout`` says which one
+    applies). Details: ``node_id``, ``frame_id``, ``index`` (the innermost foreach item, if any), ``task``,
+    ``attempt`` and ``limit_seconds``."""
+
+    code = "step.timeout"
+
+
+class StepMemoryError(TaskError):
+    """A task step ran out of the memory its step process may use (``limit_mb``); the process was ended."""
+
+    code = "step.memory"
+
+
+class StepResultTooLargeError(TaskError):
+    """A task step returned a result whose JSON form is larger than the engine allows (``limit_bytes``)."""
+
+    code = "step.result_too_large"
+
+
+class StepCancelledError(WorkflowError):
+    """The run was cancelled while this step ran, and the step was stopped. The run loop turns it into a
+    cancelled run; it never reaches a retry policy or an ``error`` route."""
+
+    code = "step.cancelled"

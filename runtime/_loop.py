@@ -32,8 +32,11 @@ from runtime._errors import (
     CorruptRunStateError,
     InputValidationError,
     ResumeError,
+    StepCancelledError,
     StepLimitError,
+    StepResultTooLargeError,
     SubgraphDepthError,
+    TaskResultError,
     WorkflowError,
 )
 from runtime._ids import IdFactory
@@ -41,6 +44,7 @@ from runtime._inspect import check_resume_value
 from runtime._registry import TaskSpec
 from runtime._resolver import WorkflowResolver
 from runtime._state import ROOT_SCOPE_ID, ExecutionFrame, RunState, RuntimeScope, frame_of
+from runtime._steps import StepCall, StepExecutor, check_result_size, step_timeout, timeout_error
 from runtime._trace import TraceEvent, summarize
 
 if TYPE_CHECKING:
@@ -62,6 +66,9 @@ class LoopConfig:
     max_steps: int | None = None
     keep_trace: int | None = None
     trace_sink: Callable[[TraceEvent], Any] | None = None
+    step_timeout: float | None = None
+    max_result_bytes: int | None = None
+    step_executor: StepExecutor | None = None
 
 
 @dataclass(slots=True, eq=False)
@@ -83,6 +90,9 @@ class Work:
     attempts: int = 1
     retries: list[tuple[int, str]] = field(default_factory=list)
     duration: float | None = None
+    payload: Any = None  # a task's input payload as its bindings built it (what a step executor receives)
+    timeout: float | None = None  # a task step's start-to-close limit (runtime._steps.step_timeout)
+    max_result_bytes: int | None = None
 
 
 def _context_summary(mapping: Mapping[str, Any]) -> dict[str, Any]:
@@ -108,13 +118,21 @@ def _failed_attempt(work: Work, attempt: int, attempts: int, exc: Exception) -> 
     return False
 
 
-def _take_result(work: Work, spec: TaskSpec, raw: Any, ctx: RuntimeContext) -> None:
-    """Check a returned value against the task's result type; a mismatch fails the node without a retry."""
+def _take_result(work: Work, spec: TaskSpec, raw: Any, ctx: RuntimeContext, attempt: int, attempts: int) -> bool:
+    """Check a returned value against the task's result type (a mismatch fails the node without a retry)
+    and size; True when a result over the size limit may be retried."""
     work.error = None
     try:
         work.label, work.result = spec.finish(raw, ctx)
     except WorkflowError as exc:
         work.error = exc
+        return False
+    if work.max_result_bytes is not None:
+        try:
+            check_result_size(spec.name, ctx, work.result, work.max_result_bytes)
+        except StepResultTooLargeError as exc:
+            return _failed_attempt(work, attempt, attempts, exc)
+    return False
 
 
 def _run_sync_task(work: Work) -> None:
@@ -129,14 +147,19 @@ def _run_sync_task(work: Work) -> None:
         ctx.attempt = attempt
         work.attempts = attempt
         try:
+            begun = time.perf_counter()
             raw = call()
             if type(raw) not in _PLAIN and inspect.isawaitable(raw):  # a sync callable that hands back a coroutine
                 raw = asyncio.run(_await(raw))
+            # A thread cannot be stopped from outside: an over-long sync step is only caught once it returns.
+            if work.timeout is not None and time.perf_counter() - begun > work.timeout:
+                raise timeout_error(spec.name, ctx, work.timeout)
         except Exception as exc:
             if _failed_attempt(work, attempt, attempts, exc):
                 continue
             break
-        _take_result(work, spec, raw, ctx)
+        if _take_result(work, spec, raw, ctx, attempt, attempts):
+            continue
         break
     work.duration = time.perf_counter() - started
 
@@ -157,12 +180,57 @@ async def _run_async_task(work: Work) -> None:
         ctx.attempt = attempt
         work.attempts = attempt
         try:
-            raw = await call()
+            if work.timeout is None:
+                raw = await call()
+            else:
+                raw = await _within(call, work.timeout, spec.name, ctx)
         except Exception as exc:
             if _failed_attempt(work, attempt, attempts, exc):
                 continue
             break
-        _take_result(work, spec, raw, ctx)
+        if _take_result(work, spec, raw, ctx, attempt, attempts):
+            continue
+        break
+    work.duration = time.perf_counter() - started
+
+
+async def _within(call: Callable[[], Any], limit: float, task: str, ctx: RuntimeContext) -> Any:
+    """Await the task with a deadline; only the deadline's own expiry is a step timeout (a task may raise
+    ``TimeoutError`` itself)."""
+    scope = asyncio.timeout(limit)
+    try:
+        async with scope:
+            return await call()
+    except TimeoutError:
+        if scope.expired():
+            raise timeout_error(task, ctx, limit) from None
+        raise
+
+
+def _run_executed_task(work: Work, executor: StepExecutor, cancelled: Callable[[], bool]) -> None:
+    """A task step through a ``StepExecutor``: each attempt is one ``run_step`` call."""
+    spec, ctx = work.spec, work.context
+    assert spec is not None and ctx is not None
+    policy = getattr(work.node, "retry", None)
+    attempts = policy.max_attempts if policy is not None else 1
+    started = time.perf_counter()
+    for attempt in range(1, attempts + 1):
+        if attempt > 1:
+            time.sleep(policy.delay_before(attempt))  # type: ignore[union-attr]
+        ctx.attempt = attempt
+        work.attempts = attempt
+        call = StepCall.of(spec.name, work.payload, ctx, timeout=work.timeout,
+                           max_result_bytes=work.max_result_bytes)
+        try:
+            work.label, work.result = executor.run_step(call, cancelled)
+        except (StepCancelledError, TaskResultError) as exc:  # neither is worth another attempt
+            work.error = exc
+            break
+        except Exception as exc:
+            if _failed_attempt(work, attempt, attempts, exc):
+                continue
+            break
+        work.error = None
         break
     work.duration = time.perf_counter() - started
 
@@ -242,7 +310,9 @@ class RunLoop:
             spec = work.plan.specs[node.id]
             ctx = work.context or self.scheduler.context(work.frame, work.plan.id)
             payload = build_payload(node.input, self._reader(work, ctx))
-            work.spec, work.context = spec, ctx
+            work.spec, work.context, work.payload = spec, ctx, payload
+            work.timeout = step_timeout(node, spec, work.plan.workflow, self.config.step_timeout)
+            work.max_result_bytes = self.config.max_result_bytes
             work.call = spec.bind(payload, ctx)
         elif isinstance(node, BranchNode):
             reader = self._reader(work)
@@ -273,6 +343,10 @@ class RunLoop:
 
     def execute(self, works: list[Work]) -> None:
         """Run the tasks of a superstep from synchronous code."""
+        executor = self.config.step_executor
+        if executor is not None:
+            self._execute_elsewhere(works, executor)
+            return
         if len(works) == 1:  # the common superstep: one frame
             work = works[0]
             if work.call is None or work.error is not None:
@@ -297,8 +371,48 @@ class RunLoop:
 
     async def aexecute(self, works: list[Work]) -> None:
         tasks = [w for w in works if w.call is not None and w.error is None]
-        if tasks:
-            await self._gather(tasks)
+        if not tasks:
+            return
+        executor = self.config.step_executor
+        if executor is not None:
+            loop, pool, cancelled = asyncio.get_running_loop(), self.config.pool(), self._cancel_probe()
+            await asyncio.gather(*(loop.run_in_executor(pool, _run_executed_task, w, executor, cancelled)
+                                   for w in tasks))
+            return
+        await self._gather(tasks)
+
+    def _cancel_probe(self) -> Callable[[], bool]:
+        check, run_id = self.config.should_cancel, self.rs.run_id
+        if check is None:
+            return lambda: False
+        return lambda: bool(check(run_id))
+
+    def _execute_elsewhere(self, works: list[Work], executor: StepExecutor) -> None:
+        """Every task step (sync or async) through the step executor, concurrent steps on the thread pool."""
+        tasks = [w for w in works if w.call is not None and w.error is None]
+        if not tasks:
+            return
+        cancelled = self._cancel_probe()
+        if len(tasks) == 1:
+            _run_executed_task(tasks[0], executor, cancelled)
+            return
+        pool = self.config.pool()
+        futures = [pool.submit(_run_executed_task, w, executor, cancelled) for w in tasks[1:]]
+        _run_executed_task(tasks[0], executor, cancelled)
+        for future in futures:
+            future.result()
+
+    def cancelled_mid_step(self, works: list[Work]) -> bool:
+        """True (and the run cancelled) when a step executor stopped a step because the run was cancelled.
+
+        The superstep is not committed: its frames go back to the ready queue as they were, so the saved
+        state is the one before the superstep, plus the cancellation."""
+        if not any(isinstance(w.error, StepCancelledError) for w in works):
+            return False
+        self.rs.ready.extend(w.frame.frame_id for w in works)
+        self.rs.status = "cancelled"
+        self.recorder.emit("run_cancelled")
+        return True
 
     async def _gather(self, tasks: list[Work]) -> None:
         loop = asyncio.get_running_loop()
@@ -469,6 +583,9 @@ class RunLoop:
                     return
                 works = self.prepare()
                 self.execute(works)
+                if self.cancelled_mid_step(works):
+                    self.checkpoint(self.settle())
+                    return
                 self.commit(works)
                 self.checkpoint(self.settle())
         finally:
@@ -481,5 +598,8 @@ class RunLoop:
                 return
             works = self.prepare()
             await self.aexecute(works)
+            if self.cancelled_mid_step(works):
+                await self.acheckpoint(self.settle())
+                return
             self.commit(works)
             await self.acheckpoint(self.settle())

@@ -100,6 +100,8 @@ class TaskSpec:
     _context_params: tuple[str, ...] = field(default=(), repr=False)
     _result_adapter: TypeAdapter[Any] | None = field(default=None, repr=False)
     _result_type: Any = field(default=Any, repr=False)
+    #: The task's default start-to-close limit per attempt, in seconds (None: no default of its own).
+    timeout_seconds: float | None = None
 
     @property
     def default_label(self) -> str:
@@ -299,6 +301,7 @@ def build_spec(
     labels: tuple[str, ...] | list[str] = ("ok",),
     description: str | None = None,
     localns: Mapping[str, Any] | None = None,
+    timeout_seconds: float | None = None,
 ) -> TaskSpec:
     """Inspect ``fn`` and build its ``TaskSpec``; raises ``TaskRegistrationError`` when it cannot."""
     if not callable(fn):
@@ -309,6 +312,13 @@ def build_spec(
             f"task name must be a non-empty string without surrounding spaces, got {task_name!r}", task=task_name
         )
     label_tuple = _check_labels(task_name, labels)
+    if timeout_seconds is not None and not (
+        isinstance(timeout_seconds, int | float) and not isinstance(timeout_seconds, bool) and timeout_seconds > 0
+    ):
+        raise TaskRegistrationError(
+            f"task {task_name!r}: timeout_seconds must be a positive number of seconds or None, "
+            f"not {timeout_seconds!r}", task=task_name,
+        )
     if description is None:
         doc = inspect.getdoc(fn) or ""
         description = doc.split("\n\n", 1)[0].strip()
@@ -406,6 +416,7 @@ def build_spec(
         _context_params=tuple(context_params),
         _result_adapter=adapter,
         _result_type=result_type,
+        timeout_seconds=float(timeout_seconds) if timeout_seconds is not None else None,
     )
 
 
@@ -457,11 +468,11 @@ class TaskRegistry:
 
     @overload
     def task(self, fn: F, *, name: str | None = ..., labels: tuple[str, ...] | list[str] = ...,
-             description: str | None = ...) -> F: ...
+             description: str | None = ..., timeout_seconds: float | None = ...) -> F: ...
 
     @overload
     def task(self, fn: None = ..., *, name: str | None = ..., labels: tuple[str, ...] | list[str] = ...,
-             description: str | None = ...) -> Callable[[F], F]: ...
+             description: str | None = ..., timeout_seconds: float | None = ...) -> Callable[[F], F]: ...
 
     def task(
         self,
@@ -470,8 +481,12 @@ class TaskRegistry:
         name: str | None = None,
         labels: tuple[str, ...] | list[str] = ("ok",),
         description: str | None = None,
+        timeout_seconds: float | None = None,
     ) -> F | Callable[[F], F]:
         """Register a function; usable bare (``@registry.task``) or with arguments.
+
+        ``timeout_seconds`` is the task's default start-to-close limit per attempt (a node's own
+        ``timeout_seconds`` overrides it; the engine's ``step_timeout`` caps both).
 
         Returns the function itself, marked with ``__trellis_task__`` (its ``TaskSpec``).
         """
@@ -479,7 +494,8 @@ class TaskRegistry:
         localns = dict(sys._getframe(1).f_locals)
 
         def decorate(func: F) -> F:
-            spec = self._register(func, name=name, labels=labels, description=description, localns=localns)
+            spec = self._register(func, name=name, labels=labels, description=description, localns=localns,
+                                  timeout_seconds=timeout_seconds)
             try:
                 setattr(func, TASK_ATTRIBUTE, spec)
             except (AttributeError, TypeError):
@@ -497,20 +513,24 @@ class TaskRegistry:
         name: str | None = None,
         labels: tuple[str, ...] | list[str] = ("ok",),
         description: str | None = None,
+        timeout_seconds: float | None = None,
     ) -> TaskSpec:
         """Register ``fn`` without decorating it; returns its spec."""
         localns = dict(sys._getframe(1).f_locals)
-        return self._register(fn, name=name, labels=labels, description=description, localns=localns)
+        return self._register(fn, name=name, labels=labels, description=description, localns=localns,
+                              timeout_seconds=timeout_seconds)
 
     def _register(self, fn: Callable[..., Any], *, name: str | None, labels: tuple[str, ...] | list[str],
-                  description: str | None, localns: Mapping[str, Any] | None) -> TaskSpec:
+                  description: str | None, localns: Mapping[str, Any] | None,
+                  timeout_seconds: float | None = None) -> TaskSpec:
         task_name = name if name is not None else getattr(fn, "__name__", None)
         if isinstance(task_name, str) and task_name in self._specs:
             raise TaskRegistrationError(
                 f"task {task_name!r} is already registered in this registry; task names must be unique",
                 task=task_name,
             )
-        spec = build_spec(fn, name=name, labels=labels, description=description, localns=localns)
+        spec = build_spec(fn, name=name, labels=labels, description=description, localns=localns,
+                          timeout_seconds=timeout_seconds)
         self._specs[spec.name] = spec
         return spec
 

@@ -15,6 +15,7 @@ are user input. ``schema_defects`` finds, without validating any value:
   would match patterns without a time limit;
 * ``unevaluatedProperties`` together with ``patternProperties``: jsonschema evaluates that
   combination with ``re`` internally, out of reach of the time limit;
+* a ``default`` its own subschema refuses (checked only on a schema free of the defects above);
 * a schema too large once expanded: ``expanded_size`` counts every subschema validation may apply,
   each ``$ref`` (and so each ``allOf``/``anyOf``/``oneOf`` branch that holds one) counted once per
   place it is used. ``{"$defs": {"d1": {"allOf": [{"$ref": "#/$defs/d0"}, {"$ref": "#/$defs/d0"}]}, ...}}``
@@ -39,7 +40,13 @@ import referencing.jsonschema
 from jsonschema import exceptions as jsonschema_exceptions
 from jsonschema import validators as jsonschema_validators
 
-from runtime._schema_patterns import pattern_problem, timed_validator_class
+from runtime._schema_patterns import (
+    PatternRefused,
+    PatternTooExpensive,
+    pattern_problem,
+    timed_validator_class,
+    validation_budget,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,7 +99,7 @@ class SchemaDefect:
     """One reason a schema cannot be used; ``where`` is a JSON pointer into it (``#`` = the whole schema)."""
 
     kind: str  # dialect | meta_schema | pattern | ref_outside | ref_dangling | ref_not_schema | ref_cycle |
-    #            nested_schema | unevaluated_patterns | too_deep | too_complex
+    #            nested_schema | unevaluated_patterns | too_deep | too_complex | default
     where: str
     message: str
     hint: str
@@ -200,6 +207,9 @@ class _Walk:
         self._unevaluated_with_patterns()
         if not looped:  # a loop is infinite already, and reported
             size = self.expanded_size(limit)
+            if size <= limit and not self.out:
+                # Only a schema fit to validate with is used to check its own defaults.
+                self._defaults()
             if size > limit:
                 self.out.append(SchemaDefect(
                     "too_complex", "#",
@@ -275,6 +285,30 @@ class _Walk:
             self.out.append(SchemaDefect(
                 "pattern", pointer(path), f"the pattern {problem}",
                 "write a Python-style regular expression, e.g. ^[a-z0-9-]{1,64}$; avoid huge repeat counts"))
+
+    def _defaults(self) -> None:
+        """A ``default`` its own subschema refuses: the runtime would fill in a value that fails validation."""
+        holders = [node for node in self.nodes.values() if "default" in node.contents]
+        if not holders:
+            return
+        body = {key: value for key, value in self.root.items() if key != "$schema"}
+        validator = self.dialect.timed(body, registry=referencing.Registry())
+        for node in holders:
+            where = f"{node.where}/default"
+            try:
+                with validation_budget():
+                    error = jsonschema_exceptions.best_match(
+                        validator.evolve(schema=node.contents).iter_errors(node.contents["default"]))
+            except (PatternTooExpensive, PatternRefused, RecursionError, referencing.exceptions.Unresolvable,
+                    jsonschema_exceptions.SchemaError):
+                continue  # not judged: the value is validated (with its own limits) when it is used
+            if error is not None:
+                inside = "".join(f"/{part}" for part in error.absolute_path)
+                self.out.append(SchemaDefect(
+                    "default", where,
+                    f"the default {_shown(node.contents['default'])} breaks its own schema"
+                    f"{f' at {inside}' if inside else ''}: {error.message}",
+                    "change the default so that it fits the field's type and constraints, or remove it"))
 
     def _ref_targets(self, node: _Node) -> Iterator[int]:
         contents = node.contents
@@ -368,6 +402,11 @@ class _Walk:
                 "unevaluatedProperties cannot be combined with patternProperties in a workflow schema: their "
                 "patterns could not be matched with a time limit",
                 "use additionalProperties next to patternProperties, or list the allowed properties"))
+
+
+def _shown(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _components(edges: Mapping[int, list[int]]) -> dict[int, int]:

@@ -237,8 +237,8 @@ def logged_in_page(page: Any, login: Callable[..., None], user: Any) -> Iterator
 
 @pytest.fixture(autouse=True)
 def _forget_login_failures() -> Iterator[None]:
-    """Failed logins are counted in the per-process cache (designer/login_throttle.py): one test's wrong
-    passwords (all from 127.0.0.1) must not lock a later test out."""
+    """Sign-in attempts are counted in database rows (designer/login_throttle.py), which each test's database
+    reset removes; the cache is cleared too so nothing cached by one test leaks into the next."""
     yield
     from django.core.cache import cache
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from rest_framework import serializers
 
-from designer.models import Membership, Team, Workflow, WorkflowVersion
+from designer.models import Invitation, Membership, Team, Workflow, WorkflowGrant, WorkflowVersion
 from designer.untrusted import json_error_message, loads_json
 
 ROLE_CHOICES = Membership.Role.choices
@@ -61,6 +61,48 @@ class TeamDetailSerializer(TeamSerializer):
 
     def get_members(self, team: Team) -> list[dict[str, Any]]:
         return MemberSerializer(self.context["members"], many=True).data  # type: ignore[return-value]
+
+
+class InvitationSerializer(serializers.ModelSerializer):
+    """An invitation as its team's owners see it: what they typed, never which account (if any) it reached."""
+
+    invited_by = serializers.CharField(source="invited_by.username", read_only=True, default=None)
+
+    class Meta:
+        model = Invitation
+        fields = ("id", "invitee", "role", "status", "invited_by", "created_at", "expires_at")
+
+
+class MyInvitationSerializer(serializers.ModelSerializer):
+    """An invitation as its invitee sees it."""
+
+    team = serializers.IntegerField(source="team_id", read_only=True)
+    team_name = serializers.CharField(source="team.name", read_only=True)
+    invited_by = serializers.CharField(source="invited_by.username", read_only=True, default=None)
+
+    class Meta:
+        model = Invitation
+        fields = ("id", "team", "team_name", "role", "status", "invited_by", "created_at", "expires_at")
+
+
+class GrantSerializer(serializers.ModelSerializer):
+    """A workflow shared with another team, as both sides see it."""
+
+    workflow_name = serializers.CharField(source="workflow.name", read_only=True)
+    owner_team = serializers.IntegerField(source="workflow.team_id", read_only=True)
+    owner_team_slug = serializers.CharField(source="workflow.team.slug", read_only=True)
+    team_name = serializers.CharField(source="team.name", read_only=True)
+    team_slug = serializers.CharField(source="team.slug", read_only=True)
+    subgraph_ref = serializers.SerializerMethodField(help_text="how the grantee team names it in a subgraph node")
+    granted_by = serializers.CharField(source="granted_by.username", read_only=True, default=None)
+
+    class Meta:
+        model = WorkflowGrant
+        fields = ("id", "workflow", "workflow_name", "owner_team", "owner_team_slug", "team", "team_name",
+                  "team_slug", "role", "subgraph_ref", "granted_by", "created_at")
+
+    def get_subgraph_ref(self, grant: WorkflowGrant) -> str:
+        return f"{grant.workflow.team.slug}/{grant.workflow.slug}"
 
 
 class WorkflowSerializer(serializers.ModelSerializer):
@@ -154,9 +196,22 @@ class TeamCreateSerializer(serializers.Serializer):
     name = serializers.CharField(max_length=120)
 
 
-class MemberAddSerializer(serializers.Serializer):
-    user = serializers.CharField(max_length=254, help_text="username or email")
+class InviteSerializer(serializers.Serializer):
+    user = serializers.CharField(
+        max_length=254,
+        help_text="username or email of the person to invite; the answer is the same whether or not such an "
+                  "account exists",
+    )
     role = serializers.ChoiceField(choices=ROLE_CHOICES, default="viewer")
+
+
+class GrantCreateSerializer(serializers.Serializer):
+    team = serializers.CharField(max_length=140, help_text="the team to share with: its slug or id")
+    role = serializers.ChoiceField(
+        choices=WorkflowGrant.Role.choices, default="viewer",
+        help_text="viewer: read it and see its runs; runner: also start runs and use it as a subgraph; "
+                  "editor: also edit and publish it",
+    )
 
 
 class MemberUpdateSerializer(serializers.Serializer):

@@ -18,6 +18,9 @@ from designer import analysis as doc_analysis
 from designer import catalog, selectors
 from designer.api import serializers as s
 from designer.api.parsers import LimitedJSONParser
+from designer.permissions import DUPLICATE_RULE, require_own_team_role, require_role
+from designer.services import grants as grant_services
+from designer.services import invitations as invitation_services
 from designer.services import teams as team_services
 from designer.services import workflows as workflow_services
 
@@ -62,12 +65,72 @@ class TeamDetailView(BaseAPIView):
 
 
 class TeamMembersView(BaseAPIView):
-    @extend_schema(request=s.MemberAddSerializer, responses={201: s.MemberSerializer, **ERRORS})
+    @extend_schema(responses={200: s.MemberSerializer(many=True), **ERRORS}, operation_id="teams_members_list")
+    def get(self, request: Request, team_id: int) -> Response:
+        team = selectors.get_team(user=request.user, team_id=team_id)
+        return Response(s.MemberSerializer(selectors.members_of(team), many=True).data)
+
+
+class TeamInvitationsView(BaseAPIView):
+    @extend_schema(responses={200: s.InvitationSerializer(many=True), **ERRORS},
+                   operation_id="teams_invitations_list", description="Pending invitations (owners only).")
+    def get(self, request: Request, team_id: int) -> Response:
+        team = selectors.get_team(user=request.user, team_id=team_id)
+        require_role(request.user, team, "owner", what="this team")
+        return Response(s.InvitationSerializer(selectors.pending_invitations_of(team), many=True).data)
+
+    @extend_schema(
+        request=s.InviteSerializer, responses={201: s.InvitationSerializer, **ERRORS},
+        description="Invite someone (owners only). Nobody becomes a member until they accept. The answer is the "
+                    "same whether or not the username or email belongs to an account.",
+    )
     def post(self, request: Request, team_id: int) -> Response:
         team = selectors.get_team(user=request.user, team_id=team_id)
-        data = parse(s.MemberAddSerializer, request.data)
-        membership = team_services.add_member(actor=request.user, team=team, user=data["user"], role=data["role"])
-        return Response(s.MemberSerializer(membership).data, status=status.HTTP_201_CREATED)
+        data = parse(s.InviteSerializer, request.data)
+        sent = invitation_services.invite(actor=request.user, team=team, user=data["user"], role=data["role"],
+                                          site_url=request.build_absolute_uri("/"))
+        return Response(s.InvitationSerializer(sent.invitation).data, status=status.HTTP_201_CREATED)
+
+
+class TeamInvitationView(BaseAPIView):
+    @extend_schema(responses={204: None, **ERRORS, 409: s.ErrorSerializer},
+                   description="Revoke a pending invitation (owners only); its link stops working.")
+    def delete(self, request: Request, team_id: int, invitation_id: int) -> Response:
+        team = selectors.get_team(user=request.user, team_id=team_id)
+        invitation_services.revoke_invitation(actor=request.user, team=team, invitation_id=invitation_id)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class TeamSharedView(BaseAPIView):
+    @extend_schema(responses={200: s.GrantSerializer(many=True), **ERRORS}, operation_id="teams_shared_list",
+                   description="Other teams' workflows shared with this team, with the granted role.")
+    def get(self, request: Request, team_id: int) -> Response:
+        team = selectors.get_team(user=request.user, team_id=team_id)
+        return Response(s.GrantSerializer(selectors.shared_with(team), many=True).data)
+
+
+class MyInvitationsView(BaseAPIView):
+    @extend_schema(responses={200: s.MyInvitationSerializer(many=True)}, operation_id="invitations_list",
+                   description="Open invitations addressed to you.")
+    def get(self, request: Request) -> Response:
+        return Response(s.MyInvitationSerializer(selectors.invitations_for(user=request.user), many=True).data)
+
+
+class InvitationAcceptView(BaseAPIView):
+    @extend_schema(request=None, responses={200: s.MemberSerializer, **ERRORS, 409: s.ErrorSerializer},
+                   description="Join the team with the invited role.")
+    def post(self, request: Request, invitation_id: int) -> Response:
+        invitation = selectors.get_invitation_for(user=request.user, invitation_id=invitation_id)
+        membership = invitation_services.accept_invitation(actor=request.user, invitation=invitation)
+        return Response(s.MemberSerializer(membership).data)
+
+
+class InvitationDeclineView(BaseAPIView):
+    @extend_schema(request=None, responses={200: s.MyInvitationSerializer, **ERRORS, 409: s.ErrorSerializer})
+    def post(self, request: Request, invitation_id: int) -> Response:
+        invitation = selectors.get_invitation_for(user=request.user, invitation_id=invitation_id)
+        declined = invitation_services.decline_invitation(actor=request.user, invitation=invitation)
+        return Response(s.MyInvitationSerializer(declined).data)
 
 
 class TeamMemberView(BaseAPIView):
@@ -142,13 +205,40 @@ class WorkflowDetailView(BaseAPIView):
 
 
 class WorkflowDuplicateView(BaseAPIView):
-    @extend_schema(request=s.DuplicateSerializer, responses={201: s.WorkflowSerializer, **ERRORS})
+    @extend_schema(request=s.DuplicateSerializer, responses={201: s.WorkflowSerializer, **ERRORS},
+                   description=f"Copy the current draft into the same or another team. {DUPLICATE_RULE}")
     def post(self, request: Request, workflow_id: int) -> Response:
         workflow = _workflow(request, workflow_id)
         data = parse(s.DuplicateSerializer, request.data)
         copy = workflow_services.duplicate_workflow(actor=request.user, workflow=workflow, team=data["team"],
                                                     name=data["name"])
         return Response(_workflow_json(request, copy.pk), status=status.HTTP_201_CREATED)
+
+
+class WorkflowGrantsView(BaseAPIView):
+    @extend_schema(responses={200: s.GrantSerializer(many=True), **ERRORS}, operation_id="workflows_grants_list",
+                   description="Teams this workflow is shared with (members of its own team).")
+    def get(self, request: Request, workflow_id: int) -> Response:
+        workflow = _workflow(request, workflow_id)
+        require_own_team_role(request.user, workflow, "viewer", action="see whom it is shared with")
+        return Response(s.GrantSerializer(selectors.grants_of(workflow), many=True).data)
+
+    @extend_schema(request=s.GrantCreateSerializer, responses={201: s.GrantSerializer, **ERRORS},
+                   description="Share the workflow with another team (owners of its team). Sharing again with the "
+                               "same team changes the role.")
+    def post(self, request: Request, workflow_id: int) -> Response:
+        workflow = _workflow(request, workflow_id)
+        data = parse(s.GrantCreateSerializer, request.data)
+        grant = grant_services.grant_workflow(actor=request.user, workflow=workflow, team=data["team"],
+                                              role=data["role"])
+        return Response(s.GrantSerializer(grant).data, status=status.HTTP_201_CREATED)
+
+
+class WorkflowGrantView(BaseAPIView):
+    @extend_schema(responses={204: None, **ERRORS}, description="Stop sharing (owners of the workflow's team).")
+    def delete(self, request: Request, workflow_id: int, grant_id: int) -> Response:
+        grant_services.revoke_grant(actor=request.user, workflow=_workflow(request, workflow_id), grant_id=grant_id)
+        return Response(status=status.HTTP_204_NO_CONTENT)
 
 
 class WorkflowImportView(BaseAPIView):
@@ -197,6 +287,7 @@ class WorkflowDocumentView(BaseAPIView):
 
 
 class WorkflowValidateView(BaseAPIView):
+    read_only_safe = True  # POST only checks the document it is sent; a read-only token may call it
     def _validate(self, request: Request, workflow_id: int, document: Any) -> Response:
         workflow = _workflow(request, workflow_id)
         parsed = doc_analysis.parse_document(workflow.document if document is None else document)

@@ -11,7 +11,9 @@ after another one died does the right thing without being told:
 Every save goes through ``OrmCheckpointer`` with this worker as lease owner:
 it renews the lease, and a worker whose lease was taken over stops with
 ``LeaseLost`` having written nothing. Cancellation is the engine's
-``should_cancel`` hook, fed by the flag each save reads back.
+``should_cancel`` hook, fed by the flag each save reads back and, while a step
+runs, by ``steps.CancelWatch``. Task steps run in the worker's pool of step
+processes (``designer.runs.steps``), which enforces the step limits.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from django.utils import timezone
 from designer import catalog
 from designer.models import Run
 from designer.resolvers import TeamVersionResolver
+from designer.runs import steps
 from designer.runs.checkpointer import OrmCheckpointer, run_id_for, run_state_of
 from designer.runs.lease import Heartbeat, LeaseLost, claim, new_owner_id, release
 from designer.runs.pinning import PinnedResolver
@@ -81,6 +84,9 @@ class Execution:
     def _should_cancel(self, run_id: str) -> bool:
         return self.checkpointer.cancel_requested
 
+    def _cancel_seen(self) -> None:
+        self.checkpointer.cancel_requested = True
+
     def drive(self) -> RunResult:
         run = self.run
         engine = Engine(
@@ -90,8 +96,9 @@ class Execution:
             should_cancel=self._should_cancel,
             max_steps=max_steps(),
             keep_trace=0,  # the checkpointer stores every event; holding them too would grow with the run
+            **steps.engine_options(),
         )
-        with engine:
+        with engine, steps.CancelWatch(run.pk, self._cancel_seen):
             checkpoint = run_state_of(run)
             if checkpoint is None:
                 return engine.run(run.document, run.input, run_id=run.runtime_id or run_id_for(run.pk))

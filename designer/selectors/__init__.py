@@ -4,17 +4,40 @@ so team scoping lives in the models' one queryset method and nowhere else."""
 from __future__ import annotations
 
 from designer.selectors.runs import get_run, runs_for
-from designer.selectors.teams import get_team, members_of, teams_for
-from designer.selectors.workflows import get_version, get_workflow, versions_of, workflows_for
+from designer.selectors.teams import (
+    get_invitation_for,
+    get_team,
+    invitation_by_token,
+    invitations_for,
+    members_of,
+    pending_invitations_of,
+    teams_for,
+    tokens_of,
+)
+from designer.selectors.workflows import (
+    get_version,
+    get_workflow,
+    grants_of,
+    shared_with,
+    versions_of,
+    workflows_for,
+)
 
 __all__ = [
+    "get_invitation_for",
     "get_run",
     "get_team",
     "get_version",
     "get_workflow",
+    "grants_of",
+    "invitation_by_token",
+    "invitations_for",
     "members_of",
+    "pending_invitations_of",
     "runs_for",
+    "shared_with",
     "teams_for",
+    "tokens_of",
     "versions_of",
     "workflows_for",
 ]

@@ -5,7 +5,7 @@ from typing import Any
 from django.db.models import Max, Q, QuerySet
 
 from designer.errors import NotFound
-from designer.models import Workflow, WorkflowVersion
+from designer.models import Team, Workflow, WorkflowGrant, WorkflowVersion
 from designer.untrusted import parse_id
 
 
@@ -47,3 +47,14 @@ def get_version(*, workflow: Workflow, number: object) -> WorkflowVersion:
     except WorkflowVersion.DoesNotExist:
         raise NotFound(f"workflow {workflow.slug!r} has no version {number}",
                        workflow=workflow.pk, version=number) from None
+
+
+def grants_of(workflow: Workflow) -> QuerySet[WorkflowGrant]:
+    """Teams a workflow already shown to the caller is shared with."""
+    return workflow.grants.select_related("team", "granted_by").order_by("team__name", "pk")
+
+
+def shared_with(team: Team) -> QuerySet[WorkflowGrant]:
+    """Other teams' workflows shared with a team already shown to the caller."""
+    return WorkflowGrant.objects.filter(team=team).select_related("workflow", "workflow__team").order_by(
+        "workflow__team__name", "workflow__name")

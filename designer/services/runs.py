@@ -18,7 +18,7 @@ from django.utils import timezone
 from designer.analysis import analyze_document, dump_document, parse_document
 from designer.errors import BadRequest, ResumeInvalid, RunConflict
 from designer.models import Run, Workflow
-from designer.permissions import require_role
+from designer.permissions import require_workflow_role
 from designer.resolvers import TeamVersionResolver
 from designer.runs.checkpointer import run_id_for, run_state_of
 from designer.runs.lease import lease_is_free
@@ -49,7 +49,7 @@ def start_run(*, actor: Any, workflow: Workflow, input: object = None, version: 
     """Record a run of ``workflow`` (a published ``version`` number, or the current draft when None) and
     enqueue it. The draft must be free of errors; its document is snapshotted, so editing it later does
     not change what runs."""
-    require_role(actor, workflow.team_id, "editor", what="this workflow")
+    require_workflow_role(actor, workflow, "runner")
     run_input = _check_input(input)
     number = _check_version(version)
     workflow_version = None
@@ -96,7 +96,7 @@ def resume_run(*, actor: Any, run: Run, interrupt_id: object, value: object = No
     The answer is stored on the row (``resume_request``) before the task is enqueued, so a worker that dies
     before its next checkpoint leaves it for the one that recovers the run.
     """
-    require_role(actor, run.team_id, "editor", what="this run")
+    require_workflow_role(actor, run.workflow, "runner", what="this run")
     if not isinstance(interrupt_id, str) or not interrupt_id:
         raise BadRequest("interrupt_id names one of the run's open interrupts", field="interrupt_id")
     if label is not None and (not isinstance(label, str) or not label):
@@ -118,8 +118,13 @@ def resume_run(*, actor: Any, run: Run, interrupt_id: object, value: object = No
     except ResumeError as exc:
         raise ResumeInvalid(exc.message, interrupt_id=interrupt_id, errors=exc.details.get("errors")) from None
     locked.resume_request = {"interrupt_id": interrupt_id, "value": checked, "label": chosen}
+    asked = next((r for r in locked.interrupts or [] if isinstance(r, dict) and r.get("id") == interrupt_id), {})
+    locked.answers = [*(locked.answers or []), {
+        "interrupt_id": interrupt_id, "node_id": asked.get("node_id", ""), "prompt": asked.get("prompt", ""),
+        "label": chosen, "value": checked, "by": actor.get_username(), "at": timezone.now().isoformat(),
+    }]
     locked.status = Run.Status.QUEUED
-    locked.save(update_fields=["resume_request", "status"])
+    locked.save(update_fields=["resume_request", "answers", "status"])
     enqueue_execution(locked.pk)
     locked.refresh_from_db()
     return locked
@@ -129,7 +134,7 @@ def resume_run(*, actor: Any, run: Run, interrupt_id: object, value: object = No
 def cancel_run(*, actor: Any, run: Run) -> Run:
     """Cancel a run. A run no worker holds (queued, interrupted, or orphaned by a dead worker) is cancelled
     at once; a running one is flagged and its worker stops at the next superstep."""
-    require_role(actor, run.team_id, "editor", what="this run")
+    require_workflow_role(actor, run.workflow, "runner", what="this run")
     return cancel(run_id=run.pk)
 
 

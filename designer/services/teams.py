@@ -2,20 +2,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
-from django.db.models import Q
 from django.utils.text import slugify
 
-from designer.errors import BadRequest, NotFound, TeamRuleViolation, UnknownUser
+from designer.errors import BadRequest, NotFound, PermissionDenied, TeamRuleViolation
 from designer.models import Membership, Team
+from designer.models_access import token_limits
 from designer.permissions import require_role
 from designer.untrusted import parse_id
+
+# People join a team only by accepting an invitation (designer.services.invitations): nobody can be added.
 
 ROLES = tuple(Membership.Role.values)
 
 
-def _check_role_value(role: object) -> str:
+def check_role_value(role: object) -> str:
     if role not in ROLES:
         raise BadRequest(f"role must be one of {', '.join(ROLES)}, got {role!r}", field="role")
     return str(role)
@@ -33,6 +34,8 @@ def unique_team_slug(name: str) -> str:
 @transaction.atomic
 def create_team(*, actor: Any, name: str, slug: str | None = None) -> Team:
     """A new team with ``actor`` as its owner."""
+    if token_limits(actor)[0] is not None:
+        raise PermissionDenied("an API token limited to one team cannot create teams; use one without a team limit")
     name = (name or "").strip()
     if not name:
         raise BadRequest("a team needs a name", field="name")
@@ -57,34 +60,6 @@ def create_team(*, actor: Any, name: str, slug: str | None = None) -> Team:
     return team
 
 
-def _find_user(ref: str) -> Any:
-    ref = (ref or "").strip()
-    if not ref:
-        raise BadRequest("name the user by username or email", field="user")
-    user_model = get_user_model()
-    matches = list(user_model.objects.filter(Q(username=ref) | Q(email__iexact=ref))[:2])
-    exact = [u for u in matches if u.get_username() == ref]
-    if exact:
-        return exact[0]
-    if len(matches) == 1:
-        return matches[0]
-    if not matches:
-        raise UnknownUser(f"no user {ref!r}: ask them to sign up first", field="user")
-    raise BadRequest(f"{ref!r} matches more than one user; use the username", field="user")
-
-
-@transaction.atomic
-def add_member(*, actor: Any, team: Team, user: str, role: str) -> Membership:
-    """Add the user named by username or email (owner only)."""
-    require_role(actor, team, "owner", what="this team")
-    role = _check_role_value(role)
-    member = _find_user(user)
-    if Membership.objects.filter(team=team, user=member).exists():
-        raise BadRequest(f"{member.get_username()} is already a member; change their role instead",
-                         field="user")
-    return Membership.objects.create(team=team, user=member, role=role)
-
-
 def _membership(team: Team, user_id: object) -> Membership:
     try:
         return Membership.objects.select_for_update().select_related("user").get(
@@ -106,7 +81,7 @@ def _other_owners(membership: Membership) -> int:
 def change_member_role(*, actor: Any, team: Team, user_id: object, role: str) -> Membership:
     """Change a member's role (owner only); the last owner cannot be demoted."""
     require_role(actor, team, "owner", what="this team")
-    role = _check_role_value(role)
+    role = check_role_value(role)
     membership = _membership(team, user_id)
     if membership.role == Membership.Role.OWNER and role != Membership.Role.OWNER:
         if _other_owners(membership) == 0:

@@ -11,7 +11,7 @@ from django.utils.text import slugify
 from designer.analysis import analyze_document, dump_document, parse_document, remember_analysis
 from designer.errors import BadRequest, NotFound, RevisionConflict
 from designer.models import Team, Workflow, WorkflowVersion
-from designer.permissions import require_role
+from designer.permissions import require_duplicate, require_own_team_role, require_role, require_workflow_role
 from designer.untrusted import parse_id
 from runtime import Analysis, Diagnostic
 from runtime import Workflow as Document
@@ -118,10 +118,10 @@ def import_workflow(*, actor: Any, team: Team | int, document: object, name: str
 @transaction.atomic
 def duplicate_workflow(*, actor: Any, workflow: Workflow, team: Team | int | None = None,
                        name: str | None = None) -> Workflow:
-    """A copy of the current draft, in the same team or another team where the caller edits."""
-    require_role(actor, workflow.team_id, "viewer", what="this workflow")
+    """A copy of the current draft, in the same team or another team (``permissions.DUPLICATE_RULE``)."""
     team_id = workflow.team_id if team is None else _team_id(team)
-    require_role(actor, team_id, "editor", what="the target team")
+    require_own_team_role(actor, workflow, "viewer", action="duplicate it")
+    require_duplicate(actor, source_team_id=workflow.team_id, target_team_id=team_id)
     title = _clean_name(name if name is not None else f"Copy of {workflow.name}")
     parsed = parse_document(workflow.document)
     return _create(actor=actor, team_id=team_id, name=title, description=workflow.description,
@@ -131,8 +131,8 @@ def duplicate_workflow(*, actor: Any, workflow: Workflow, team: Team | int | Non
 @transaction.atomic
 def update_workflow(*, actor: Any, workflow: Workflow, name: str | None = None,
                     description: str | None = None) -> Workflow:
-    """Rename or re-describe (editor). The slug stays: documents refer to it."""
-    require_role(actor, workflow.team_id, "editor", what="this workflow")
+    """Rename or re-describe (editor, in its team or by grant). The slug stays: documents refer to it."""
+    require_workflow_role(actor, workflow, "editor")
     fields = ["updated_at"]
     if name is not None:
         workflow.name = _clean_name(name)
@@ -148,8 +148,8 @@ def update_workflow(*, actor: Any, workflow: Workflow, name: str | None = None,
 
 @transaction.atomic
 def delete_workflow(*, actor: Any, workflow: Workflow) -> None:
-    """Delete a workflow with its versions and runs (editor)."""
-    require_role(actor, workflow.team_id, "editor", what="this workflow")
+    """Delete a workflow with its versions and runs (editor in its team: a grant never allows deleting)."""
+    require_own_team_role(actor, workflow, "editor", action="delete it")
     workflow.delete()
 
 
@@ -160,7 +160,7 @@ def save_document(*, actor: Any, workflow: Workflow, revision: object, document:
     that is not a document, and ``RevisionConflict`` (nothing stored) when
     someone saved in between.
     """
-    require_role(actor, workflow.team_id, "editor", what="this workflow")
+    require_workflow_role(actor, workflow, "editor")
     if isinstance(revision, bool) or not isinstance(revision, int):
         raise BadRequest("revision must be the integer revision the edit started from", field="revision")
     parsed = _as_document_of(parse_document(document), slug=workflow.slug)
@@ -189,7 +189,7 @@ def save_document(*, actor: Any, workflow: Workflow, revision: object, document:
 def publish_workflow(*, actor: Any, workflow: Workflow) -> WorkflowVersion:
     """Freeze the current draft as the next version (editor); refused while it has errors
     (``runtime.WorkflowValidationError`` carrying every error diagnostic)."""
-    require_role(actor, workflow.team_id, "editor", what="this workflow")
+    require_workflow_role(actor, workflow, "editor")
     locked = Workflow.objects.select_for_update().get(pk=workflow.pk)
     parsed = parse_document(locked.document)
     analyze_document(parsed, team=locked.team_id).raise_for_errors()

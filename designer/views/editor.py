@@ -25,7 +25,7 @@ from designer import analysis as doc_analysis
 from designer import selectors
 from designer.errors import DesignerError
 from designer.models import Workflow as WorkflowModel
-from designer.permissions import has_role, require_role
+from designer.permissions import has_role, require_workflow_role
 from designer.services import workflows as workflow_services
 from designer.views import editor_edits as edits
 from designer.views import editor_panels as panels
@@ -55,7 +55,7 @@ def _load(request: HtmxHttpRequest, workflow_id: int, *, workflow: WorkflowModel
           analysis: Any = None) -> Loaded:
     if workflow is None:
         workflow = selectors.get_workflow(user=request.user, workflow_id=workflow_id)
-    role = require_role(request.user, workflow.team_id, "viewer", what="this workflow")
+    role = require_workflow_role(request.user, workflow, "viewer")
     if analysis is None:
         analysis = doc_analysis.analysis_for(workflow)  # once per saved revision, shared by every panel
     return Loaded(workflow=workflow, role=role, document=workflow.document, analysis=analysis)
@@ -74,6 +74,8 @@ def _diagnostics(loaded: Loaded) -> list[dict[str, Any]]:
 def _fix_label(fix: list[dict[str, Any]]) -> str:
     if len(fix) == 1 and fix[0]["op"] == "connect":
         return f"Route {fix[0]['label']} back to {fix[0]['target']}"
+    if len(fix) == 1 and fix[0]["op"] == "disconnect":
+        return f"End the cycle: unroute {fix[0]['source']} · {fix[0]['label']}"
     return "Fix" if fix else ""
 
 
@@ -288,7 +290,7 @@ def diagnostics(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
 def publish(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
     """Publish the draft as the next version; the answer is a notice either way."""
     loaded = _load(request, workflow_id)
-    require_role(request.user, loaded.workflow.team_id, "editor", what="this workflow")
+    require_workflow_role(request.user, loaded.workflow, "editor")
     try:
         version = workflow_services.publish_workflow(actor=request.user, workflow=loaded.workflow)
     except (DesignerError, WorkflowError) as exc:

@@ -47,7 +47,7 @@ from designer.document_ops import (  # noqa: F401 - the panels' helpers live wit
 )
 from designer.errors import DesignerError, RevisionConflict
 from designer.models import Workflow as WorkflowModel
-from designer.permissions import require_role
+from designer.permissions import require_workflow_role
 from designer.services import workflows as workflow_services
 from designer.untrusted import JSONInputError, loads_json
 from designer.views.htmx import HtmxHttpRequest
@@ -185,7 +185,7 @@ def edit(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
     from designer.views import editor as pages  # the panels' renderers; they import this module
 
     loaded = pages._load(request, workflow_id)
-    require_role(request.user, loaded.workflow.team_id, "editor", what="this workflow")
+    require_workflow_role(request.user, loaded.workflow, "editor")
     if request.content_type == "application/json":
         return _edit_json(request, loaded.workflow, loaded.analysis)
     node_id = request.POST.get("node", "")

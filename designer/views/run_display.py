@@ -101,6 +101,10 @@ class InFlight:
     node_id: str
 
 
+#: The narrowest bar, in percent of the track (a step of a few ms is still clickable).
+MIN_BAR_PERCENT = 1.5
+
+
 def build_timeline(events: Iterable[RunEvent], *, now: datetime, end: datetime | None = None,
                    truncated: bool = False, in_flight: Sequence[InFlight] = ()) -> Timeline:
     """Bars from ``node_started`` to the step's end event, one row per lineage, children after their parent.
@@ -231,7 +235,9 @@ def build_timeline(events: Iterable[RunEvent], *, now: datetime, end: datetime |
         bars: list[Step | Span] = [*row.steps, *row.spans]
         for item in bars:
             item.left = round(pct(item.start), 3)
-            item.width = round(max(0.35, pct(item.end or stop) - item.left), 3)
+            item.width = round(max(MIN_BAR_PERCENT, pct(item.end or stop) - item.left), 3)
+            # The last step ends at 100 %: a short one drawn at its minimum width must still fit the track.
+            item.left = round(max(0.0, min(item.left, 100.0 - item.width)), 3)
     ordered = _tree_order(rows)
     hidden = max(0, len(ordered) - MAX_ROWS)
     return Timeline(rows=ordered[:MAX_ROWS], total_ms=total_ms, ticks=_ticks(total_ms), hidden_rows=hidden,

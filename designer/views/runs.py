@@ -21,13 +21,14 @@ from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import NoReverseMatch, reverse
 from django.utils import timezone
-from django.utils.dateparse import parse_date
+from django.utils.dateparse import parse_date, parse_datetime
 from django.views.decorators.http import require_GET, require_POST
 
 from designer import selectors
 from designer.errors import DesignerError, NotFound, PermissionDenied
 from designer.models import Run, RunEvent, Team, Workflow
-from designer.permissions import has_role, role_of
+from designer.permissions import has_role, workflow_role
+from designer.run_overlay import item_label
 from designer.services import runs as run_services
 from designer.untrusted import parse_id
 from designer.views.htmx import HtmxHttpRequest
@@ -155,7 +156,7 @@ def _history(request: HtmxHttpRequest, *, team: Team | None = None, workflow: Wo
         "teams": selectors.teams_for(user=request.user) if team is None and workflow is None else [],
         "workflows": selectors.workflows_for(user=request.user, team_id=team.pk) if team is not None else [],
         "admin_url": admin_url,
-        "can_run": workflow is not None and has_role(role_of(request.user, workflow.team_id), "editor"),
+        "can_run": workflow is not None and has_role(workflow_role(request.user, workflow), "runner"),
     }
     template = "runs/history.html#table" if request.htmx and request.htmx.target == "run-table" else "runs/history.html"
     return TemplateResponse(request, template, context)
@@ -207,12 +208,12 @@ def _version_param(raw: str | None) -> int | None:
 
 def _panel_context(request: HtmxHttpRequest, workflow: Workflow, *, version: int | None = None,
                    form: SchemaForm | None = None, **extra: Any) -> dict[str, Any]:
-    role = role_of(request.user, workflow.team_id)
+    role = workflow_role(request.user, workflow)
     recent = list(selectors.runs_for(user=request.user).filter(workflow=workflow)[:RECENT_RUNS])
     return {
         "workflow": workflow,
         "role": role,
-        "can_run": has_role(role, "editor"),
+        "can_run": has_role(role, "runner"),
         "versions": list(selectors.versions_of(workflow)),
         "version": version,
         "form": form if form is not None else build_form(_panel_schema(workflow, version),
@@ -311,7 +312,7 @@ def _live_frames(state: Any) -> list[dict[str, Any]]:
 
 
 def _detail_context(request: HtmxHttpRequest, run: Run, **extra: Any) -> dict[str, Any]:
-    role = role_of(request.user, run.team_id)
+    role = workflow_role(request.user, run.workflow)
     inspection = load_state(run)
     events = list(run.events.order_by("seq")[:MAX_EVENTS])
     now = timezone.now()
@@ -327,10 +328,11 @@ def _detail_context(request: HtmxHttpRequest, run: Run, **extra: Any) -> dict[st
         "run": run,
         "workflow": run.workflow,
         "role": role,
-        "can_run": has_role(role, "editor"),
+        "can_run": has_role(role, "runner"),
         "active": run.status in ACTIVE,
         "poll_seconds": POLL_SECONDS,
         "interrupts": _interrupts(run, extra.pop("forms", None)),
+        "answers": _answers(run),
         "progress": progress_rows(inspection.state, events),
         "timeline": timeline,
         "frames": _live_frames(inspection.state),
@@ -398,6 +400,23 @@ def run_events(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
     return TemplateResponse(request, "runs/detail.html#events", _events_context(request, run))
 
 
+def _answers(run: Run) -> list[dict[str, Any]]:
+    """Who answered which question, oldest first."""
+    out = []
+    for record in run.answers or []:
+        if not isinstance(record, dict):
+            continue
+        at = parse_datetime(str(record.get("at") or ""))
+        out.append({**record, "at": at, "node_name": _node_name(run, str(record.get("node_id") or ""))})
+    return out
+
+
+def _node_name(run: Run, node_id: str) -> str:
+    nodes = run.document.get("nodes", []) if isinstance(run.document, dict) else []
+    node = next((n for n in nodes if isinstance(n, dict) and n.get("id") == node_id), None)
+    return str(node.get("name") or node_id) if node else node_id
+
+
 @login_required
 @require_GET
 @designer_errors
@@ -413,11 +432,16 @@ def run_frame(request: HtmxHttpRequest, run_id: int, frame_id: str) -> HttpRespo
     first = events[0] if events else None
     shown = live if live is not None else recorded_context(events)
     foreach = (shown or {}).get("foreach")
+    # The step that was clicked names the node: a live frame may have moved on to another node since.
+    clicked = next((e for e in events if str(e.seq) == request.GET.get("seq", "")), None)
+    node_id = clicked.node_id if clicked else (frame.node_id if frame else (first.node_id if first else ""))
     context = {
         "run": run,
         "frame_id": frame_id,
         "frame": frame,
-        "node_id": frame.node_id if frame else (first.node_id if first else ""),
+        "node_id": node_id,
+        "node_name": _node_name(run, node_id),
+        "item_label": item_label(shown) if foreach else "",
         "lineage_id": frame.lineage_id if frame else (first.lineage_id if first else ""),
         "scope_id": frame.scope_id if frame else (first.scope_id if first else ""),
         "frame_events": events,

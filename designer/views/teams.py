@@ -10,8 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from django import forms
 from django.contrib import messages
+from django.contrib.auth import login as auth_login
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.forms import UserCreationForm
 from django.db.models import Count
 from django.http import HttpResponse
 from django.shortcuts import redirect
@@ -21,14 +24,23 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from designer import selectors
 from designer.errors import DesignerError, NotFound, PermissionDenied
-from designer.models import Membership, Run, Team, Workflow
-from designer.permissions import ACTIONS, has_role
+from designer.models import Membership, Run, Team, Workflow, WorkflowGrant
+from designer.permissions import ACTIONS, DUPLICATE_RULE, has_role, may_duplicate
+from designer.services import grants as grant_services
+from designer.services import invitations as invitation_services
 from designer.services import teams as team_services
 from designer.services import workflows as workflow_services
 from designer.views.htmx import HtmxHttpRequest
 from designer.views.pages import designer_errors, error_message
 
 ROLE_CHOICES = Membership.Role.choices
+
+
+class SignUpForm(UserCreationForm):
+    """A new account from an invitation link: username and password (checked by the password validators);
+    the email is the invitation's, shown but not editable."""
+
+    email = forms.EmailField(disabled=True, required=False)
 
 
 @login_required
@@ -48,8 +60,9 @@ def team_list(request: HtmxHttpRequest) -> HttpResponse:
     teams = selectors.teams_for(user=request.user).annotate(
         member_count=Count("memberships", distinct=True), workflow_count=Count("workflows", distinct=True)
     )
+    invitations = selectors.invitations_for(user=request.user)
     return TemplateResponse(
-        request, "teams/list.html", {"teams": teams, "error": error, "name": name},
+        request, "teams/list.html", {"teams": teams, "error": error, "name": name, "invitations": invitations},
         status=400 if error else 200,
     )
 
@@ -70,6 +83,8 @@ def _team_context(request: HtmxHttpRequest, team: Team, **extra: Any) -> dict[st
         "workflows": selectors.workflows_for(user=request.user, team_id=team.pk),
         "run_count": Run.objects.for_user(request.user).filter(team=team).count(),
         "invite": {"user": "", "role": Membership.Role.EDITOR, "error": ""},
+        "invitations": selectors.pending_invitations_of(team) if has_role(role, "owner") else [],
+        "shared_with_team": selectors.shared_with(team),
         "member_error": "",
         **extra,
     }
@@ -106,19 +121,102 @@ def _members_response(request: HtmxHttpRequest, team_id: int, **extra: Any) -> H
 @login_required
 @require_POST
 @designer_errors
-def member_add(request: HtmxHttpRequest, team_id: int) -> HttpResponse:
+def member_invite(request: HtmxHttpRequest, team_id: int) -> HttpResponse:
+    """Invite by username or email. The notice is the same whether or not such an account exists."""
     team = selectors.get_team(user=request.user, team_id=team_id)
     user_ref, role = request.POST.get("user", ""), request.POST.get("role", "")
     try:
-        membership = team_services.add_member(actor=request.user, team=team, user=user_ref, role=role)
+        sent = invitation_services.invite(actor=request.user, team=team, user=user_ref, role=role,
+                                          site_url=request.build_absolute_uri("/"))
     except PermissionDenied:
         raise
     except DesignerError as exc:
         invite = {"user": user_ref, "role": role, "error": error_message(exc)}
         return _members_response(request, team_id, invite=invite)
+    invitation = sent.invitation
     return _members_response(
-        request, team_id, notice=f"{membership.user.get_username()} joined as {membership.get_role_display().lower()}."
+        request, team_id,
+        notice=f"Invited {invitation.invitee} as {invitation.role}. They join once they accept; if the name or "
+               "email belongs to an account, they see the invitation in Trellis, and an email address gets a link.",
     )
+
+
+@login_required
+@require_POST
+@designer_errors
+def invitation_revoke(request: HtmxHttpRequest, team_id: int, invitation_id: int) -> HttpResponse:
+    team = selectors.get_team(user=request.user, team_id=team_id)
+    try:
+        revoked = invitation_services.revoke_invitation(actor=request.user, team=team, invitation_id=invitation_id)
+    except PermissionDenied:
+        raise
+    except DesignerError as exc:
+        return _members_response(request, team_id, member_error=error_message(exc))
+    return _members_response(request, team_id, notice=f"Invitation for {revoked.invitee} revoked.")
+
+
+@login_required
+@require_POST
+@designer_errors
+def invitation_answer(request: HtmxHttpRequest, invitation_id: int, answer: str) -> HttpResponse:
+    """Accept or decline an invitation shown in the app (on the team list)."""
+    invitation = selectors.get_invitation_for(user=request.user, invitation_id=invitation_id)
+    try:
+        if answer == "accept":
+            invitation_services.accept_invitation(actor=request.user, invitation=invitation)
+        else:
+            invitation_services.decline_invitation(actor=request.user, invitation=invitation)
+    except DesignerError as exc:
+        messages.error(request, error_message(exc))
+        return redirect("team-list")
+    if answer == "accept":
+        messages.success(request, f"You joined {invitation.team.name} as {invitation.role}.")
+        return redirect("team-detail", team_id=invitation.team_id)
+    messages.success(request, f"You declined the invitation to {invitation.team.name}.")
+    return redirect("team-list")
+
+
+@require_http_methods(["GET", "POST"])
+@designer_errors
+def invitation_link(request: HtmxHttpRequest, token: str) -> HttpResponse:
+    """The emailed link: answer it signed in, or, for an invitation sent to an email with no account behind
+    it, create an account and join in one step."""
+    invitation = selectors.invitation_by_token(token)
+    signed_in = request.user.is_authenticated
+    if signed_in and invitation.user_id not in (None, request.user.pk):
+        raise NotFound("this invitation does not exist or is not for you")
+    form = SignUpForm(initial={"email": invitation.email})
+    if request.method == "POST":
+        action = request.POST.get("action", "")
+        try:
+            if action == "signup" and not signed_in and invitation.user_id is None:
+                form = SignUpForm(request.POST, initial={"email": invitation.email})
+                if form.is_valid():
+                    membership = invitation_services.sign_up_and_accept(
+                        invitation=invitation, username=form.cleaned_data["username"],
+                        password=form.cleaned_data["password1"],
+                    )
+                    auth_login(request, membership.user, backend="django.contrib.auth.backends.ModelBackend")
+                    messages.success(request, f"Welcome, {membership.user.get_username()}: you joined "
+                                              f"{invitation.team.name} as {membership.role}.")
+                    return redirect("team-detail", team_id=invitation.team_id)
+            elif action in ("accept", "decline") and signed_in:
+                if action == "accept":
+                    invitation_services.accept_invitation(actor=request.user, invitation=invitation)
+                    messages.success(request, f"You joined {invitation.team.name} as {invitation.role}.")
+                    return redirect("team-detail", team_id=invitation.team_id)
+                invitation_services.decline_invitation(actor=request.user, invitation=invitation)
+                messages.success(request, f"You declined the invitation to {invitation.team.name}.")
+                return redirect("team-list")
+            else:
+                messages.error(request, "Sign in (or create your account below) to answer this invitation.")
+        except DesignerError as exc:
+            messages.error(request, error_message(exc))
+        invitation.refresh_from_db()
+    context = {"invitation": invitation, "form": form, "signed_in": signed_in,
+               "can_sign_up": not signed_in and invitation.user_id is None}
+    return TemplateResponse(request, "teams/invitation.html", context,
+                            status=400 if request.method == "POST" else 200)
 
 
 @login_required
@@ -157,21 +255,22 @@ def member_remove(request: HtmxHttpRequest, team_id: int, user_id: int) -> HttpR
 @login_required
 @require_http_methods(["GET", "POST"])
 @designer_errors
-def workflow_sharing(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
-    """Who sees a workflow (its team's members) and, for owners, a copy into another of their teams."""
+def workflow_sharing(request: HtmxHttpRequest, workflow_id: int, *, grant_form: dict[str, str] | None = None,
+                     grant_error: str = "") -> HttpResponse:
+    """Who sees a workflow (its team's members, the teams it is shared with) and, for owners, sharing it with
+    another team or copying it into one of theirs."""
     workflow: Workflow = selectors.get_workflow(user=request.user, workflow_id=workflow_id)
     team = selectors.get_team(user=request.user, team_id=workflow.team_id)
     role = getattr(team, "role", None)
     is_owner = has_role(role, "owner")
-    # Only teams where the copy may be created (editor or above there).
-    targets = [t for t in selectors.teams_for(user=request.user) if t.pk != team.pk and has_role(t.role, "editor")]
+    others = [t for t in selectors.teams_for(user=request.user) if t.pk != team.pk]
+    # Offered only where DUPLICATE_RULE allows the copy; the service applies the same rule to whatever is posted.
+    targets = [t for t in others if may_duplicate(request.user, source_role=role, target_role=t.role,
+                                                  same_team=False)]
     error, form = "", {"team": "", "name": f"{workflow.name} (copy)"}
     if request.method == "POST":
-        if not is_owner:
-            raise PermissionDenied(f"your role in this team is {role}; only owners can share a workflow into "
-                                   "another team")
         form = {"team": request.POST.get("team", ""), "name": request.POST.get("name", "")}
-        target = next((t for t in targets if str(t.pk) == form["team"]), None)
+        target = next((t for t in others if str(t.pk) == form["team"]), None)
         if target is None:
             error = "Choose one of your teams where you are an editor or owner."
         else:
@@ -193,7 +292,40 @@ def workflow_sharing(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse
         "is_owner": is_owner,
         "members": selectors.members_of(team),
         "targets": targets,
+        "duplicate_rule": DUPLICATE_RULE,
+        "grants": selectors.grants_of(workflow),
+        "grant_roles": WorkflowGrant.Role.choices,
+        "grant_form": grant_form or {"team": "", "role": "viewer"},
+        "grant_error": grant_error,
         "form": form,
         "error": error,
     }
-    return TemplateResponse(request, "teams/sharing.html", context, status=400 if error else 200)
+    return TemplateResponse(request, "teams/sharing.html", context, status=400 if error or grant_error else 200)
+
+
+@login_required
+@require_POST
+@designer_errors
+def workflow_grant(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
+    workflow = selectors.get_workflow(user=request.user, workflow_id=workflow_id)
+    form = {"team": request.POST.get("team", ""), "role": request.POST.get("role", "")}
+    try:
+        grant = grant_services.grant_workflow(actor=request.user, workflow=workflow, team=form["team"],
+                                              role=form["role"])
+    except PermissionDenied:
+        raise
+    except DesignerError as exc:
+        request.method = "GET"  # render the page (not a duplicate attempt) with the error next to the form
+        return workflow_sharing(request, workflow_id, grant_form=form, grant_error=error_message(exc))
+    messages.success(request, f"Shared “{workflow.name}” with {grant.team.name} as {grant.role}.")
+    return redirect("workflow-sharing", workflow_id=workflow.pk)
+
+
+@login_required
+@require_POST
+@designer_errors
+def workflow_grant_revoke(request: HtmxHttpRequest, workflow_id: int, grant_id: int) -> HttpResponse:
+    workflow = selectors.get_workflow(user=request.user, workflow_id=workflow_id)
+    grant_services.revoke_grant(actor=request.user, workflow=workflow, grant_id=grant_id)
+    messages.success(request, f"“{workflow.name}” is no longer shared with that team.")
+    return redirect("workflow-sharing", workflow_id=workflow.pk)

@@ -12,10 +12,28 @@ urlpatterns: list[URLPattern | URLResolver] = []
 urlpatterns += [
     path("teams/", teams.team_list, name="team-list"),
     path("teams/<int:team_id>/", teams.team_detail, name="team-detail"),
-    path("teams/<int:team_id>/members/", teams.member_add, name="team-member-add"),
+    path("teams/<int:team_id>/members/", teams.member_invite, name="team-member-add"),
+    path("teams/<int:team_id>/invitations/<int:invitation_id>/revoke/", teams.invitation_revoke,
+         name="team-invitation-revoke"),
+    path("invitations/<int:invitation_id>/accept/", teams.invitation_answer, {"answer": "accept"},
+         name="invitation-accept"),
+    path("invitations/<int:invitation_id>/decline/", teams.invitation_answer, {"answer": "decline"},
+         name="invitation-decline"),
+    path("invitations/<str:token>/", teams.invitation_link, name="invitation-link"),
     path("teams/<int:team_id>/members/<int:user_id>/", teams.member_update, name="team-member-update"),
     path("teams/<int:team_id>/members/<int:user_id>/remove/", teams.member_remove, name="team-member-remove"),
     path("workflows/<int:workflow_id>/sharing/", teams.workflow_sharing, name="workflow-sharing"),
+    path("workflows/<int:workflow_id>/sharing/grants/", teams.workflow_grant, name="workflow-grant"),
+    path("workflows/<int:workflow_id>/sharing/grants/<int:grant_id>/revoke/", teams.workflow_grant_revoke,
+         name="workflow-grant-revoke"),
+]
+
+# --- the user's settings: API tokens (designer/views/account.py) ---
+from designer.views import account  # noqa: E402
+
+urlpatterns += [
+    path("settings/tokens/", account.api_tokens, name="api-tokens"),
+    path("settings/tokens/<int:token_id>/revoke/", account.api_token_revoke, name="api-token-revoke"),
 ]
 
 # --- runs (designer/views/runs.py) ---
@@ -33,7 +51,7 @@ urlpatterns += [
 ]
 
 # --- workflow editor (designer/views/editor.py) ---
-from designer.views import editor, editor_edits  # noqa: E402
+from designer.views import editor, editor_edits, editor_run  # noqa: E402
 
 urlpatterns += [
     path("workflows/<int:workflow_id>/edit/", editor.editor, name="editor"),
@@ -43,6 +61,9 @@ urlpatterns += [
     path("workflows/<int:workflow_id>/edit/diagnostics/", editor.diagnostics, name="editor-diagnostics"),
     path("workflows/<int:workflow_id>/edit/change/", editor_edits.edit, name="editor-edit"),
     path("workflows/<int:workflow_id>/edit/publish/", editor.publish, name="editor-publish"),
+    path("workflows/<int:workflow_id>/edit/runs/", editor_run.runs, name="editor-runs"),
+    path("workflows/<int:workflow_id>/edit/run-overlay/", editor_run.overlay, name="editor-run-overlay"),
+    path("workflows/<int:workflow_id>/edit/run-node/", editor_run.node, name="editor-run-node"),
 ]
 
 # --- workflow list: search, create, duplicate, import (designer/views/workflows.py); "/" (home) shows it too ---

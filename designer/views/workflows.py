@@ -136,7 +136,8 @@ def workflow_import(request: HttpRequest) -> HttpResponse:
     except (DesignerError, WorkflowError) as exc:
         return _refused(request, exc, f"Could not import {upload.name}")
     messages.success(request, f"Imported {workflow.name}.")
-    return _back_to_list(request)
+    # Straight into the editor: the next thing a person does with an imported workflow is look at it.
+    return redirect("editor", workflow_id=workflow.pk)
 
 
 def _team_id(value: object) -> int:

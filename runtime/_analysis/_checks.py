@@ -187,7 +187,9 @@ class Checker:
             return
         level = self.fits.fit(source, target)
         if level in _SEVERITY:
-            may = ": the value may not fit" if level == S.OPTIONAL and side == "result" else tail
+            reason = S.why_not(source, target) if side == "result" else ""
+            may = f": {reason}" if reason else ": the value may not fit" if level == S.OPTIONAL and side == "result" \
+                else tail
             self.add("binding.type_mismatch", severity or _SEVERITY[level], node_id, field,
                      f"writing {what} into state {str(binding.target)!r} ({binding.mode}) puts "
                      f"{_why(source, target)}{may}", hint)
@@ -230,7 +232,8 @@ class Checker:
             level = self.fits.fit(source, want)
             if level in _SEVERITY:
                 shown = repr(str(binding.path)) if binding.path is not None else "the literal value"
-                tail = ": it may be null or not one of the allowed values" if level == S.OPTIONAL else ""
+                reason = S.why_not(source, want)
+                tail = f": {reason}" if reason else ": it may not fit" if level == S.OPTIONAL else ""
                 self.add("binding.type_mismatch", _SEVERITY[level], node_id, field,
                          f"{shown} is {S.kind_text(source)}, but {what} expects {S.kind_text(want)} for "
                          f"{str(binding.target)!r}{tail}",

@@ -127,9 +127,16 @@ def _merge_all_of(base: Schema, part: Schema) -> Schema:
 # reading a schema as a union of atoms
 
 
+_SHAPE_KEYS: Final = ("type", "anyOf", "oneOf", "enum", "const", "properties", "items")
+
+
 def is_any(schema: Schema) -> bool:
-    return not any(key in schema for key in ("type", "anyOf", "oneOf", "enum", "const", "properties", "items",
-                                             "not"))
+    return not any(key in schema for key in (*_SHAPE_KEYS, "not"))
+
+
+def opaque(atom: Schema) -> bool:
+    """An atom described only by ``not``: it may be any value except some, so nothing is known to fit it."""
+    return "not" in atom and "type" not in atom and not is_any(atom)
 
 
 def _json_type(value: object) -> str:
@@ -159,8 +166,11 @@ def atoms(schema: Schema) -> list[Schema]:
             if isinstance(option, dict):
                 out.extend(atoms(option))
         return out
-    if "not" in schema and len(schema) == 1:
-        return []
+    if "not" in schema and not any(key in schema for key in _SHAPE_KEYS):
+        inner = schema["not"]
+        if inner is True or (isinstance(inner, dict) and is_any(inner)):
+            return []  # "not anything": no value at all
+        return [schema]  # described only by what it is not: an opaque atom (see ``opaque``)
     if "const" in schema:
         return [{**schema, "type": _json_type(schema["const"])}] if schema["const"] is not None else [NULL]
     if isinstance(schema.get("enum"), list):
@@ -264,6 +274,10 @@ def property_schema(schema: Schema, name: str, *, absent_is_null: bool = True,
         if is_any(atom):
             found.append(ANY)
             continue
+        if opaque(atom):
+            found.append(ANY)
+            maybe_missing = True
+            continue
         if kind != "object":
             maybe_missing = True
             continue
@@ -308,7 +322,7 @@ def items_schema(schema: Schema) -> Schema | None:
     """The item schema of an array schema (*any* for an untyped array); None when it is never an array."""
     found: list[Schema] = []
     for atom in atoms(schema):
-        if is_any(atom):
+        if is_any(atom) or opaque(atom):
             found.append(ANY)
         elif atom.get("type") == "array":
             items = atom.get("items")
@@ -359,10 +373,14 @@ def fit(source: Schema, target: Schema, depth: int = 0) -> int:
     if any(is_any(atom) for atom in source_atoms):
         return COMPATIBLE
     target_nullable = any(atom.get("type") == "null" for atom in target_atoms)
+    target_opaque = any(opaque(atom) for atom in target_atoms)
     levels: list[int] = []
     for atom in source_atoms:
+        if opaque(atom):
+            levels.append(OPTIONAL)  # whatever it is, it is not known to fit (nor known not to)
+            continue
         if atom.get("type") == "null":
-            levels.append(EXACT if target_nullable else -1)
+            levels.append(EXACT if target_nullable else OPTIONAL if target_opaque else -1)
             continue
         levels.append(max((_fit_atom(atom, t, depth) for t in target_atoms), default=NONE))
     if all(level <= NONE for level in levels):
@@ -380,6 +398,8 @@ def _values(atom: Schema) -> list[Any] | None:
 
 
 def _fit_atom(source: Schema, target: Schema, depth: int) -> int:
+    if opaque(target):
+        return OPTIONAL
     s_type, t_type = source.get("type"), target.get("type")
     if t_type == "null":
         return NONE
@@ -435,6 +455,12 @@ def _fit_object(source: Schema, target: Schema, depth: int) -> int:
     for name in t_required - set(t_props or {}):
         if name not in s_props:
             return NONE
+    if _closed(target):
+        for name in s_props:
+            if not isinstance(t_props, dict) or name not in t_props:
+                if name in s_required:
+                    return NONE  # the value has a field the target refuses
+                level = min(level, OPTIONAL)
     extra = target.get("additionalProperties")
     if isinstance(extra, dict):
         for name, s_prop in s_props.items():
@@ -444,6 +470,93 @@ def _fit_object(source: Schema, target: Schema, depth: int) -> int:
                     return NONE
                 level = min(level, inner)
     return level
+
+
+def _closed(target: Schema) -> bool:
+    """No field beyond ``properties`` is accepted (patternProperties could accept some: not judged)."""
+    return target.get("additionalProperties") is False and not target.get("patternProperties")
+
+
+def why_not(source: Schema, target: Schema, depth: int = 0) -> str:
+    """Why a ``source`` value may not (or cannot) fit ``target``, in words; "" when the types say it all.
+
+    Mirrors ``fit`` and names the first field at fault, so a message can say
+    "it has no field 'sku'" instead of "an object into an object".
+    """
+    if depth > _MAX_DEPTH:
+        return ""
+    target_atoms = atoms(target)
+    if any(is_any(atom) for atom in target_atoms):
+        return ""
+    source_atoms = atoms(source)
+    if not source_atoms or any(is_any(atom) for atom in source_atoms):
+        return ""
+    if any(opaque(atom) for atom in source_atoms):
+        return "its schema only says what it is not ('not'), so it is not known to fit"
+    opaque_target = ("the field's schema only says what it must not be ('not'), so the value is not known to fit"
+                     if any(opaque(atom) for atom in target_atoms) else "")
+    nullable_target = any(atom.get("type") == "null" for atom in target_atoms)
+    misfits: list[Schema] = []
+    for atom in source_atoms:
+        if atom.get("type") == "null" or is_any(atom):
+            if atom.get("type") == "null" and not nullable_target:
+                return opaque_target or "it may be null"
+            continue
+        scored = [(_fit_atom(atom, t, depth), t) for t in target_atoms]
+        level, best = max(scored, key=lambda pair: pair[0], default=(NONE, ANY))
+        if level >= COMPATIBLE:
+            continue
+        if opaque_target:
+            return opaque_target
+        if best.get("type") == "object" and atom.get("type") == "object":
+            reason = _object_why(atom, best, depth)
+        elif best.get("type") == "array" and atom.get("type") == "array" and isinstance(best.get("items"), dict):
+            items = atom.get("items")
+            inner = why_not(items if isinstance(items, dict) else ANY, best["items"], depth + 1)
+            reason = f"its items: {inner}" if inner else ""
+        elif _values(best) is not None:
+            reason = ("it may not be one of the allowed values" if level == OPTIONAL else
+                      "none of its values is allowed")
+        else:
+            reason = ""
+        if reason:
+            return reason
+        if level <= NONE:
+            misfits.append(atom)
+    if misfits and len(misfits) < len(source_atoms):
+        return f"it may be {kind_text(union(misfits))}, which does not fit"
+    return ""
+
+
+def _object_why(source: Schema, target: Schema, depth: int) -> str:
+    found = target.get("properties")
+    t_props: dict[str, Any] = found if isinstance(found, dict) else {}
+    s_props = source.get("properties")
+    if not isinstance(s_props, dict):
+        return ""
+    t_required = set(target.get("required", ()))
+    s_required = set(source.get("required", ()))
+    for name in [*t_props, *(n for n in target.get("required", ()) if n not in t_props)]:
+        if name not in s_props:
+            if name in t_required:
+                return f"it has no field {name!r}, which is required"
+            continue
+        t_prop = t_props.get(name)
+        t_prop = t_prop if isinstance(t_prop, dict) else ANY
+        inner = fit(s_props[name], t_prop, depth + 1)
+        if inner <= OPTIONAL:
+            detail = why_not(s_props[name], t_prop, depth + 1)
+            verb = "does not fit" if inner <= NONE else "may not fit"
+            shown = detail or f"{kind_text(s_props[name])} into {kind_text(t_prop)}"
+            return f"its field {name!r} {verb}: {shown}"
+        if name in t_required and name not in s_required and "default" not in s_props[name]:
+            return f"its field {name!r} may be missing, and it is required"
+    if _closed(target):
+        for name in s_props:
+            if name not in t_props:
+                return (f"it {'has' if name in s_required else 'may have'} field {name!r}, which is not allowed "
+                        f"(additionalProperties is false)")
+    return ""
 
 
 # ---------------------------------------------------------------------------
@@ -461,6 +574,9 @@ def type_label(schema: Schema, depth: int = 0) -> str:
             continue
         if is_any(atom):
             label = "any"
+        elif opaque(atom):
+            negated = atom["not"] if isinstance(atom["not"], dict) else ANY
+            label = f"not<{type_label(negated, depth + 1) if depth < 3 else 'any'}>"
         elif kind == "array":
             items = atom.get("items")
             inner = type_label(items, depth + 1) if isinstance(items, dict) and depth < 3 else "any"
@@ -480,9 +596,34 @@ _ARTICLES: Final[dict[str, str]] = {
 
 
 def kind_text(schema: Schema) -> str:
-    """``type_label`` for a sentence: ``an object``, ``a string or null``, ``an array<string>``."""
+    """``type_label`` for a sentence: ``an object``, ``a string or null``, ``an array<string>``,
+    ``anything but a string`` (a ``not`` schema)."""
+    return _label_text(type_label(schema))
+
+
+def _label_text(text: str) -> str:
     words = []
-    for label in type_label(schema).split(" | "):
+    for label in _split_union(text):
         fixed = _ARTICLES.get(label)
-        words.append(fixed if fixed is not None else f"{'an' if label[:1] in 'aeiou' else 'a'} {label}")
+        if fixed is not None:
+            words.append(fixed)
+        elif label.startswith("not<") and label.endswith(">"):
+            words.append(f"anything but {_label_text(label[4:-1])}")
+        else:
+            words.append(f"{'an' if label[:1] in 'aeiou' else 'a'} {label}")
     return " or ".join(words)
+
+
+def _split_union(text: str) -> list[str]:
+    """``a | array<b | null>`` -> ``["a", "array<b | null>"]``: split only outside angle brackets."""
+    parts, depth, start = [], 0, 0
+    for index, char in enumerate(text):
+        if char == "<":
+            depth += 1
+        elif char == ">":
+            depth -= 1
+        elif depth == 0 and text.startswith(" | ", index):
+            parts.append(text[start:index])
+            start = index + 3
+    parts.append(text[start:])
+    return parts

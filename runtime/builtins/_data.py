@@ -36,19 +36,59 @@ def transform(expression: Annotated[str, Field(min_length=1, max_length=10_000)]
     """
     try:
         parsed = _compiled(expression)
-    except jmespath.exceptions.ParseError as exc:
-        raise TaskError(
-            f"transform: invalid JMESPath expression {expression!r} at position {exc.lex_position}: {exc.msg} "
-            f"(near {exc.token_value!r})",
-            expression=expression, position=exc.lex_position,
-        ) from None
     except jmespath.exceptions.JMESPathError as exc:
+        raise _invalid(expression, exc) from None
+    except Exception as exc:  # noqa: BLE001 - whatever the parser trips over is the expression's fault
         raise TaskError(f"transform: invalid JMESPath expression {expression!r}: {exc}",
                         expression=expression) from None
     try:
-        return parsed.search(data)
-    except jmespath.exceptions.JMESPathError as exc:
+        result = parsed.search(data)
+        _refuse_expression_references(expression, result)
+        return result
+    except TaskError:
+        raise
+    except RecursionError:
+        raise TaskError(f"transform: {expression!r} nests too deeply to evaluate", expression=expression) from None
+    except Exception as exc:  # noqa: BLE001 - e.g. ValueError for a slice step of 0: the expression's error
         raise TaskError(f"transform: {expression!r} failed on this data: {exc}", expression=expression) from None
+
+
+def _refuse_expression_references(expression: str, result: Any) -> None:
+    """``&name`` evaluates to an expression reference (a function argument), which is no JSON value."""
+    stack = [result]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, dict):
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
+        elif value is not None and not isinstance(value, str | int | float | bool):
+            raise TaskError(
+                f"transform: {expression!r} evaluates to an expression reference ('&...'), not a value; an "
+                f"expression reference is only an argument of a function such as sort_by(@, &name)",
+                expression=expression)
+
+
+def _invalid(expression: str, exc: jmespath.exceptions.JMESPathError) -> TaskError:
+    """A parse or lexer error, placed in the expression ("at the end" when the expression stopped short)."""
+    position = getattr(exc, "lex_position", None)
+    if position is None:
+        position = getattr(exc, "lexer_position", None)
+    # LexerError keeps its reason in .message (its .msg is generic); "incomplete" has only the generic one.
+    message = getattr(exc, "message", None) if isinstance(exc, jmespath.exceptions.LexerError) else None
+    if isinstance(exc, jmespath.exceptions.IncompleteExpressionError):
+        message = "the expression is incomplete"
+    message = message or getattr(exc, "msg", None) or str(exc)
+    token = getattr(exc, "token_value", None)
+    if token is None:
+        token = getattr(exc, "lexer_value", None)
+    if token in (None, ""):
+        near = " (at the end of the expression)"
+    else:
+        near = f" (near {token!r})"
+    where = f" at position {position}" if isinstance(position, int) else ""
+    return TaskError(f"transform: invalid JMESPath expression {expression!r}{where}: {message}{near}",
+                     expression=expression, position=position)
 
 
 def template(

@@ -20,6 +20,26 @@
     if (target) target.classList.remove("open");
   });
 
+  // <span data-elapsed-ms="12345">: a duration that keeps counting from when the page showed it
+  // (a run waiting for an answer is not polled, so the server's figure would freeze).
+  function formatDuration(ms) {
+    if (ms < 1000) return Math.floor(ms) + " ms";
+    const seconds = ms / 1000;
+    if (seconds < 60) return seconds.toFixed(1) + " s";
+    const minutes = Math.floor(seconds / 60);
+    const secs = Math.floor(seconds % 60);
+    if (minutes < 60) return minutes + " min " + String(secs).padStart(2, "0") + " s";
+    return Math.floor(minutes / 60) + " h " + String(minutes % 60).padStart(2, "0") + " min";
+  }
+  window.setInterval(function () {
+    document.querySelectorAll("[data-elapsed-ms]").forEach(function (element) {
+      if (!element.dataset.shownAt) element.dataset.shownAt = String(Date.now());
+      const base = Number(element.dataset.elapsedMs);
+      if (!Number.isFinite(base)) return;
+      element.textContent = formatDuration(base + Date.now() - Number(element.dataset.shownAt));
+    });
+  }, 1000);
+
   // Esc closes what floats over a page: path pickers, open drawers, the notice bar's toasts.
   document.addEventListener("keydown", function (event) {
     if (event.key !== "Escape" || event.defaultPrevented) return;

@@ -9,6 +9,7 @@ canvas stays legible and still while diagnostics change.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -214,4 +215,49 @@ def test_fit_never_zooms_below_legible_and_screenshots(
         "el => new DOMMatrixReadOnly(getComputedStyle(el).transform).a")
     assert zoom >= READABLE_ZOOM - 0.001
     page.screenshot(path=artifacts_dir / f"editor-nested-{width}x{height}.png")
+    assert editor.errors == []
+
+
+def test_a_run_on_the_graph_statuses_loop_counts_and_a_nodes_item(
+    logged_in_page: Page, live_server: Any, user: Any, team: Any, site_tasks: None, artifacts_dir: Path
+) -> None:
+    from designer.runs.executor import execute
+    from designer.services import runs as run_services
+
+    workflow = _workflow(user, team, nested_document(positions=True))
+    run = run_services.start_run(actor=user, workflow=workflow, input={"customers": [
+        {"name": "Ada", "orders": [{"sku": "A-1", "qty": 1}, {"sku": "A-2", "qty": 2}]},
+        {"name": "Bob", "orders": [{"sku": "B-1", "qty": 3}]},
+    ]})
+    assert execute(run.pk) == "completed"
+    editor = EditorPage(logged_in_page, live_server.url, workflow).open()
+    chooser = editor.page.get_by_label("Show a run on the graph")
+    chooser.select_option(str(run.pk))
+    expect(editor.canvas).to_have_attribute("data-run", str(run.pk))
+    status = editor.node("pack_item").get_by_test_id("run-status")
+    expect(status).to_have_attribute("data-status", "done")
+    expect(status).to_contain_text("3 done")
+    expect(editor.node("set_value").get_by_test_id("run-status")).to_contain_text("2 done")
+    expect(editor.node("customers").get_by_test_id("run-status")).to_have_attribute("data-status", "done")
+    progress = editor.page.locator('.wf-frame[data-foreach="customers"] [data-testid="loop-progress"]')
+    expect(progress).to_have_text("2/2 done")
+    expect(editor.page.locator('.wf-frame[data-foreach="orders"] [data-testid="loop-progress"]')).to_have_text(
+        "3/3 done")
+
+    # A node's latest item, then a chosen one: its bound values, result and context.
+    editor.node("pack_item").locator(".wf-node__title").click()
+    drawer = editor.page.locator("#run-node")
+    expect(drawer).to_have_class(re.compile(r"\bopen\b"))
+    item = drawer.get_by_label("Item")
+    expect(item.locator("option:checked")).to_have_text("customers[1] 'Bob' › orders[0] 'B-1' (latest)")
+    expect(drawer.get_by_test_id("run-node-output")).to_contain_text("Bob: 1 x B-1")
+    item.select_option(label="customers[0] 'Ada' › orders[1] 'A-2'")
+    expect(drawer.get_by_test_id("run-node-output")).to_contain_text("Ada: 1 x A-2")
+    expect(drawer.get_by_test_id("bound-value").first).to_have_text('"Ada"')
+    editor.page.screenshot(path=artifacts_dir / "editor-run-overlay.png")
+    # Esc closes the drawer; "No run shown" takes the overlay away.
+    editor.page.keyboard.press("Escape")
+    expect(drawer).not_to_have_class(re.compile(r"\bopen\b"))
+    chooser.select_option("")
+    expect(editor.page.get_by_test_id("run-status")).to_have_count(0)
     assert editor.errors == []

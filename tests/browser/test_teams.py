@@ -1,5 +1,6 @@
-"""Team pages in headless Chromium: create a team, invite by username and by email, change a role, remove a member,
-and copy a workflow into another team from its sharing page."""
+"""Team pages in headless Chromium: create a team, invite by username and by email, revoke an invitation, accept one
+(in the app and through the emailed link with a new account), change a role, remove a member, and copy a workflow into
+another team from its sharing page."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from typing import Any
 import pytest
 from playwright.sync_api import Page, expect
 
-from designer.models import Membership, Team, Workflow
+from designer.models import Invitation, Membership, Team, Workflow
+from designer.services import invitations as invitation_services
 from designer.services import teams as team_services
 from designer.services import workflows as workflow_services
 
@@ -42,20 +44,33 @@ def test_create_a_team_and_manage_its_members(
     members = page.locator("#members")
     page.get_by_label("Username or email").fill("bob")
     page.locator("#invite-role").select_option("viewer")
-    page.get_by_role("button", name="Add member").click()
-    expect(members.locator('tr[data-member="bob"]')).to_be_visible()
-    expect(members.locator(".notice")).to_have_text("bob joined as viewer.")
+    page.get_by_role("button", name="Invite").click()
+    expect(members.locator('tr[data-invitation="bob"]')).to_be_visible()
+    expect(members.locator(".notice")).to_contain_text("Invited bob as viewer. They join once they accept")
+    expect(members.locator('tr[data-member="bob"]')).to_have_count(0)
 
     settled(page)
     page.get_by_label("Username or email").fill("CAROL@example.com")
-    page.get_by_role("button", name="Add member").click()
-    expect(members.locator('tr[data-member="carol"]')).to_be_visible()
+    page.get_by_role("button", name="Invite").click()
+    expect(members.locator('tr[data-invitation="CAROL@example.com"]')).to_be_visible()
 
+    # An unknown name gets the very same answer: nothing tells the owner whether an account exists.
     settled(page)
     page.get_by_label("Username or email").fill("nobody")
-    page.get_by_role("button", name="Add member").click()
-    expect(members.locator(".invite .error")).to_contain_text("No user")
-    expect(page.get_by_label("Username or email")).to_have_value("nobody")
+    page.get_by_role("button", name="Invite").click()
+    expect(members.locator(".notice")).to_contain_text("Invited nobody as editor. They join once they accept")
+
+    settled(page)
+    page.once("dialog", lambda dialog: dialog.accept())
+    members.locator('tr[data-invitation="nobody"]').get_by_role("button", name="Revoke").click()
+    expect(members.locator(".notice")).to_have_text("Invitation for nobody revoked.")
+    expect(members.locator('tr[data-invitation="nobody"]')).to_have_count(0)
+
+    # Accepted outside this page (the service, as bob would in the app): bob and carol are now members.
+    for name in ("bob", "carol"):
+        invitation = Invitation.objects.get(team=team, user__username=name)
+        invitation_services.accept_invitation(actor=invitation.user, invitation=invitation)
+    page.reload()
 
     # Changing the select saves at once (htmx), no button.
     settled(page)
@@ -97,3 +112,48 @@ def test_sharing_shows_the_team_and_an_owner_copies_into_another_team(
     expect(page.locator("h2", has_text="Shared with")).to_contain_text("Lab")
     copy = Workflow.objects.get(team=lab)
     assert copy.name == "Refunds (lab)" and page.url.endswith(f"/workflows/{copy.pk}/sharing/")
+
+
+def test_an_invited_user_accepts_in_the_app(
+    page: Page, login: Any, live_server: Any, make_user: Any, artifacts_dir: Path
+) -> None:
+    olivia = make_user("olivia", email="olivia@example.com")
+    bob = make_user("bob", email="bob@example.com")
+    team = team_services.create_team(actor=olivia, name="Payments")
+    invitation_services.invite(actor=olivia, team=team, user="bob", role="editor", site_url=live_server.url)
+
+    login(page, bob)
+    page.goto(f"{live_server.url}/teams/")
+    invitation = page.locator('#my-invitations li[data-invitation="payments"]')
+    expect(invitation).to_contain_text("Payments")
+    expect(invitation).to_contain_text("from olivia")
+    assert not Membership.objects.filter(team=team, user=bob).exists()
+    page.screenshot(path=artifacts_dir / "teams-invitation.png", full_page=True)
+    invitation.get_by_role("button", name="Accept").click()
+    expect(page.locator("h1")).to_contain_text("Payments")
+    expect(page.locator(".messages")).to_contain_text("You joined Payments as editor.")
+    expect(page.locator('tr[data-member="bob"]')).to_be_visible()
+    assert Membership.objects.get(team=team, user=bob).role == "editor"
+
+
+def test_a_new_person_creates_an_account_through_the_emailed_link(
+    page: Page, live_server: Any, make_user: Any, settings: Any
+) -> None:
+    from django.core import mail
+
+    settings.MAILERS = {"default": {"BACKEND": "django.core.mail.backends.locmem.EmailBackend"}}
+    olivia = make_user("olivia", email="olivia@example.com")
+    team = team_services.create_team(actor=olivia, name="Payments")
+    invitation_services.invite(actor=olivia, team=team, user="newcomer@example.com", role="viewer",
+                               site_url=live_server.url)
+    link = next(word for word in mail.outbox[-1].body.split() if word.startswith(live_server.url))
+
+    page.goto(link)
+    expect(page.locator("h1")).to_contain_text("Join Payments")
+    page.get_by_label("Username").fill("newt")
+    page.get_by_label("Password", exact=True).fill("a long passphrase 42")
+    page.get_by_label("Password again").fill("a long passphrase 42")
+    page.get_by_role("button", name="Create account and join").click()
+    expect(page.locator(".messages")).to_contain_text("Welcome, newt: you joined Payments as viewer.")
+    expect(page.locator('tr[data-member="newt"]')).to_be_visible()
+    assert Membership.objects.get(team=team, user__username="newt").role == "viewer"

@@ -28,31 +28,43 @@ def test_team_detail_lists_members(cast, api):
         ("eddie", "editor"), ("olivia", "owner"), ("vera", "viewer")]
 
 
-def test_owner_adds_changes_and_removes_members(cast, api, make_user):
-    make_user("zoe", email="zoe@example.com")
+def test_owner_invites_then_changes_and_removes_members(cast, api, make_user):
+    zoe = make_user("zoe", email="zoe@example.com")
     client = api(cast.owner)
-    members = reverse("api:team-members", args=[cast.team.pk])
-    response = client.post(members, {"user": "zoe@example.com", "role": "editor"}, format="json")
-    assert response.status_code == 201 and response.json()["role"] == "editor"
-    zoe_id = response.json()["user_id"]
-    member = reverse("api:team-member", args=[cast.team.pk, zoe_id])
+    invited = client.post(reverse("api:team-invitations", args=[cast.team.pk]),
+                          {"user": "zoe@example.com", "role": "editor"}, format="json")
+    assert invited.status_code == 201 and invited.json()["role"] == "editor"
+    assert not Membership.objects.filter(team=cast.team, user=zoe).exists()
+    api(zoe).post(reverse("api:invitation-accept", args=[invited.json()["id"]]))
+    members = client.get(reverse("api:team-members", args=[cast.team.pk])).json()
+    assert ("zoe", "editor") in [(m["username"], m["role"]) for m in members]
+    member = reverse("api:team-member", args=[cast.team.pk, zoe.pk])
     assert client.patch(member, {"role": "owner"}, format="json").json()["role"] == "owner"
     assert client.delete(member).status_code == 204
-    assert not Membership.objects.filter(team=cast.team, user_id=zoe_id).exists()
+    assert not Membership.objects.filter(team=cast.team, user=zoe).exists()
 
 
 def test_member_errors_are_json_with_stable_codes(cast, api):
     client = api(cast.owner)
-    members = reverse("api:team-members", args=[cast.team.pk])
-    unknown = client.post(members, {"user": "ghost", "role": "viewer"}, format="json")
-    assert (unknown.status_code, unknown.json()["code"]) == (400, "user.unknown")
-    bad_role = client.post(members, {"user": "stan", "role": "admin"}, format="json")
+    invitations = reverse("api:team-invitations", args=[cast.team.pk])
+    member_already = client.post(invitations, {"user": "vera", "role": "viewer"}, format="json")
+    assert (member_already.status_code, member_already.json()["code"]) == (400, "request.invalid")
+    bad_role = client.post(invitations, {"user": "stan", "role": "admin"}, format="json")
     assert (bad_role.status_code, bad_role.json()["code"]) == (400, "request.invalid")
     last_owner = client.patch(reverse("api:team-member", args=[cast.team.pk, cast.owner.pk]), {"role": "viewer"},
                               format="json")
     assert (last_owner.status_code, last_owner.json()["code"]) == (400, "team.rule")
     not_member = client.delete(reverse("api:team-member", args=[cast.team.pk, cast.stranger.pk]))
     assert (not_member.status_code, not_member.json()["code"]) == (404, "not_found")
+
+
+def test_members_cannot_be_added_directly(cast, api):
+    """The old direct add (POST members/ {"user": ...}) no longer exists: only an invitation can bring someone in."""
+    response = api(cast.owner).post(reverse("api:team-members", args=[cast.team.pk]), {"user": "stan",
+                                                                                         "role": "owner"},
+                                    format="json")
+    assert (response.status_code, response.json()["code"]) == (405, "method.not_allowed")
+    assert not Membership.objects.filter(team=cast.team, user=cast.stranger).exists()
 
 
 def test_a_viewer_may_leave(cast, api):

@@ -138,3 +138,14 @@ def test_no_template_carries_inline_code() -> None:
         assert not re.search(r"hx-vals=['\"]\s*js:|hx-vars", text), path
         for tag in inline_scripts(text):
             assert "csp_nonce_attr" in tag or "csp_nonce" in tag, f"{path}: {tag}"
+
+
+def test_favicon_ico_leads_to_the_sites_icon_and_pages_link_it(client: Any) -> None:
+    from django.contrib.staticfiles import finders
+
+    response = client.get("/favicon.ico")
+    assert response.status_code == 301
+    assert response["Location"].endswith("favicon.svg")
+    assert finders.find("favicon.svg")
+    page = client.get("/accounts/login/").content.decode()
+    assert 'rel="icon"' in page and "favicon.svg" in page

@@ -316,3 +316,15 @@ def test_fix_for_a_body_node_without_a_way_back_routes_it_to_its_innermost_loop(
     assert ops.fix_ops({"code": "region.no_return", "node_id": "each", "field": "routes.loop"}, doc, regions) == []
     assert ops.fix_ops({"code": "region.no_return", "node_id": "after", "field": "routes.ok"}, doc, regions) == []
     assert ops.fix_ops({"code": "region.no_return", "node_id": "ghost", "field": "routes.ok"}, doc, regions) == []
+
+
+def test_fix_for_a_cycle_with_no_exit_unroutes_the_route_that_closes_it(doc: dict[str, Any]) -> None:
+    cycled = ops.apply(doc, {"op": "connect", "source": "after", "label": "ok", "target": "pick"}).document
+    cycled = ops.apply(cycled, {"op": "connect", "source": "ask", "label": "no", "target": "after"}).document
+    diagnostic = {"code": "route.no_exit", "node_id": "pick", "field": "routes",
+                  "data": {"nodes": ["pick", "ask", "after"]}}
+    assert ops.fix_ops(diagnostic, cycled, {}) == [{"op": "disconnect", "source": "after", "label": "ok"}]
+    errors_only = ops.apply_all(cycled, [{"op": "disconnect", "source": "after", "label": "ok"},
+                                         {"op": "connect", "source": "after", "label": "error", "target": "pick"}])
+    errors_only = errors_only.document
+    assert ops.fix_ops(diagnostic, errors_only, {}) == []  # unrouting a failure would end nothing

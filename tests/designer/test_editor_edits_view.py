@@ -134,3 +134,23 @@ def test_panels_after_a_save_reuse_that_revisions_analysis(cast: Any, loop: Any)
     _send(client, loop, [{"op": "set_start", "node": "work"}], revision=loop.revision + 1)
     loop.refresh_from_db()
     assert doc_analysis.analysis_for(loop).workflow.start == "work"
+
+
+def test_a_route_cycle_with_no_exit_is_fixed_in_one_click(cast: Any, loop: Any) -> None:
+    client = _client(cast.editor)
+    data = _send(client, loop, [
+        {"op": "add_node", "node": {"kind": "task", "task": "set_value"}, "id": "a"},
+        {"op": "add_node", "node": {"kind": "task", "task": "set_value"}, "id": "b"},
+        {"op": "connect", "source": "each", "label": "done", "target": "a"},
+        {"op": "connect", "source": "a", "label": "ok", "target": "b"},
+        {"op": "connect", "source": "b", "label": "ok", "target": "a"},
+        {"op": "connect", "source": "a", "label": "error", "target": "b"},
+        {"op": "connect", "source": "b", "label": "error", "target": "a"},
+    ]).json()
+    assert "route.no_exit" in {d["code"] for d in data["diagnostics"]}
+    html = client.get(f"/workflows/{loop.pk}/edit/diagnostics/").content.decode()
+    offered = [json.loads(unescape(text)) for text in re.findall(r'data-fix-ops="([^"]+)"', html)]
+    assert offered == [[{"op": "disconnect", "source": "b", "label": "ok"}]]
+    assert "End the cycle: unroute b · ok" in html
+    fixed = _send(client, loop, offered[0], revision=data["revision"]).json()
+    assert "route.no_exit" not in {d["code"] for d in fixed["diagnostics"]}

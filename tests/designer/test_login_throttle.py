@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from django.core.cache import cache
@@ -11,10 +13,12 @@ from django.test import Client
 from django.urls import reverse
 
 from designer.login_throttle import client_address, locked_for
+from designer.models import LoginAttemptWindow
 
 pytestmark = pytest.mark.django_db
 
 WRONG = "not the password"
+REAL_HASHERS = ["django.contrib.auth.hashers.PBKDF2PasswordHasher"]
 
 
 @pytest.fixture(autouse=True)
@@ -125,3 +129,48 @@ def test_client_address_uses_the_proxy_appended_entry_only_behind_the_proxy(rf, 
     assert client_address(request) == "10.0.0.9"
     settings.SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
     assert client_address(request) == "5.6.7.8"
+
+
+def _parallel_attempts(username: str, password: str, count: int) -> list[int]:
+    """``count`` sign-ins at once, each in its own thread with its own client and database connection,
+    released together by a barrier so they overlap inside the view."""
+    barrier = threading.Barrier(count)
+
+    def one(index: int) -> int:
+        from django.db import connection
+
+        client = Client()
+        try:
+            barrier.wait(timeout=30)
+            response = client.post(reverse("login"), {"username": username, "password": password},
+                                   REMOTE_ADDR=f"10.8.{index // 250}.{index % 250}")
+            return response.status_code
+        finally:
+            connection.close()
+
+    with ThreadPoolExecutor(max_workers=count) as pool:
+        return list(pool.map(one, range(count)))
+
+
+@pytest.mark.django_db(transaction=True)
+def test_parallel_wrong_guesses_judge_no_more_than_the_limit(make_user: object, settings: object) -> None:
+    """20 guesses at once for one username: exactly 5 are judged (wrong password), the other 15 refused unjudged.
+    A read-then-write counter let all 20 through, since each read the count before any wrote it while the
+    password was being checked."""
+    # The real hasher: checking a password takes as long as in production, which is when attempts overlap.
+    settings.PASSWORD_HASHERS = REAL_HASHERS  # type: ignore[attr-defined]
+    user = make_user("target")  # type: ignore[operator]
+    statuses = _parallel_attempts(user.username, WRONG, 20)
+    assert sorted(statuses) == [200] * 5 + [429] * 15
+    assert LoginAttemptWindow.objects.filter(count__gte=20).count() == 1  # the username's row counted every one
+
+
+@pytest.mark.django_db(transaction=True)
+def test_parallel_attempts_above_the_limit_are_all_refused_even_with_the_right_password(
+    make_user: object, password: str
+) -> None:
+    user = make_user("target")  # type: ignore[operator]
+    client = Client()
+    fail(client, user.username, 5, address="10.7.0.1")
+    statuses = _parallel_attempts(user.username, password, 20)
+    assert statuses == [429] * 20

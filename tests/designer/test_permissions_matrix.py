@@ -18,6 +18,9 @@ from django.urls import URLPattern, reverse
 
 from designer.api import urls as api_urls
 from designer.models import Membership
+from designer.services import grants as grant_services
+from designer.services import invitations as invitation_services
+from designer.services import teams as team_services
 from designer.services import workflows as workflow_services
 
 pytestmark = pytest.mark.django_db
@@ -36,6 +39,8 @@ class Endpoint:
     query: Callable[[Any], dict[str, Any]] = lambda world: {}
     #: for lists: a check that the team's data is (not) in the response
     shows_team: Callable[[Any, Any], bool] | None = None
+    #: overrides the role rule, for endpoints not decided by a team role (an invitation's invitee)
+    expected: Callable[[str], tuple[int, str | None]] | None = None
 
 
 def _wf(world: Any) -> tuple[Any, ...]:
@@ -50,12 +55,34 @@ def _member(world: Any) -> tuple[Any, ...]:
     return (world.team.pk, world.mia.pk)
 
 
+def _invitation(world: Any) -> tuple[Any, ...]:
+    return (world.team.pk, world.invitation.pk)
+
+
+def _invitee_only(caller: str) -> tuple[int, str | None]:
+    """The invitation is addressed to newbie, who is none of the callers: everyone else is told it is not there."""
+    return (403, "auth.required") if caller == "anonymous" else (404, "not_found")
+
+
 ENDPOINTS = [
     Endpoint("team-list", "get", None, 200,
              shows_team=lambda world, body: any(t["id"] == world.team.pk for t in body)),
     Endpoint("team-list", "post", None, 201, body=lambda w: {"name": "Fresh team"}),
     Endpoint("team-detail", "get", "viewer", 200, args=_team),
-    Endpoint("team-members", "post", "owner", 201, args=_team, body=lambda w: {"user": "newbie", "role": "viewer"}),
+    Endpoint("team-members", "get", "viewer", 200, args=_team),
+    Endpoint("team-invitations", "get", "owner", 200, args=_team),
+    Endpoint("team-invitations", "post", "owner", 201, args=_team,
+             body=lambda w: {"user": "newbie2", "role": "viewer"}),
+    Endpoint("team-invitation", "delete", "owner", 204, args=_invitation),
+    Endpoint("team-shared", "get", "viewer", 200, args=_team),
+    Endpoint("workflow-grants", "get", "viewer", 200, args=_wf),
+    Endpoint("workflow-grants", "post", "owner", 201, args=_wf, body=lambda w: {"team": "third", "role": "runner"}),
+    Endpoint("workflow-grant", "delete", "owner", 204, args=lambda w: (w.workflow.pk, w.grant.pk)),
+    Endpoint("invitation-list", "get", None, 200),
+    Endpoint("invitation-accept", "post", None, 200, args=lambda w: (w.invitation.pk,), body=lambda w: {},
+             expected=_invitee_only),
+    Endpoint("invitation-decline", "post", None, 200, args=lambda w: (w.invitation.pk,), body=lambda w: {},
+             expected=_invitee_only),
     Endpoint("team-member", "patch", "owner", 200, args=_member, body=lambda w: {"role": "editor"}),
     Endpoint("team-member", "delete", "owner", 204, args=_member),
     Endpoint("workflow-list", "get", None, 200,
@@ -88,6 +115,8 @@ class World:
     team: Any
     workflow: Any
     mia: Any
+    invitation: Any
+    grant: Any
     users: dict[str, Any]
 
 
@@ -96,12 +125,18 @@ def world(cast: Any, workflow: Any, make_user: Any) -> World:
     mia = make_user("mia", email="mia@example.com")
     make_user("newbie", email="newbie@example.com")
     Membership.objects.create(team=cast.team, user=mia, role="viewer")
+    invitation = invitation_services.invite(actor=cast.owner, team=cast.team, user="newbie", role="viewer",
+                                            site_url="http://testserver/").invitation
     workflow_services.publish_workflow(actor=cast.owner, workflow=workflow)
     workflow.refresh_from_db()
-    return World(team=cast.team, workflow=workflow, mia=mia, users=cast.users)
+    team_services.create_team(actor=mia, name="Third")
+    grant = grant_services.grant_workflow(actor=cast.owner, workflow=workflow, team="third", role="viewer")
+    return World(team=cast.team, workflow=workflow, mia=mia, invitation=invitation, grant=grant, users=cast.users)
 
 
 def _expected(endpoint: Endpoint, caller: str) -> tuple[int, str | None]:
+    if endpoint.expected is not None:
+        return endpoint.expected(caller)
     if caller == "anonymous":
         return 403, "auth.required"
     if endpoint.minimum is None:

@@ -48,6 +48,9 @@ def test_a_finished_run_leaves_no_step_open_and_bars_stay_inside_the_track() -> 
     assert steps and all(step.end is not None and step.status == "completed" for step in steps)
     for item in (*steps, *(span for row in timeline.rows for span in row.spans)):
         assert 0 <= item.left <= 100 and 0 < item.width and item.left + item.width <= 100.5
+    # The last step (short, at the very end) is drawn whole at its minimum width, not cut at the edge.
+    last = max(steps, key=lambda step: step.start)
+    assert last.width >= 1.5 and last.left + last.width <= 100.0
     spans = [span for row in timeline.rows for span in row.spans]
     assert {span.total for span in spans if span.node_id == "customers"} == {len(CUSTOMERS)}
 

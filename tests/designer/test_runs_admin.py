@@ -62,3 +62,16 @@ def test_cancel_action(admin_client: Any, cast: Any, workflow: Any) -> None:
     assert Run.objects.get(pk=queued.pk).status == "cancelled"
     flagged = Run.objects.get(pk=running.pk)
     assert flagged.status == "running" and flagged.cancel_requested  # its worker stops at the next superstep
+
+
+def test_run_titles_name_the_workflow_and_help_texts_match_the_row(admin_client: Any, cast: Any,
+                                                                     workflow: Any) -> None:
+    run = start_run(actor=cast.editor, workflow=workflow, input={"amount": 5})
+    html = admin_client.get(reverse("admin:designer_run_change", args=[run.pk])).content.decode()
+    assert f"Run {run.pk} of Simple flow (queued)" in html
+    assert f"of {workflow.pk} (" not in html  # not the workflow's id
+    # The row holds the draft run: the help text explains the empty version instead of saying "null".
+    assert "empty when the run used the draft captured in its document" in html
+    assert "null: the run used the draft" not in html
+    listing = admin_client.get(reverse("admin:designer_run_changelist"), {"q": str(run.pk)}).content.decode()
+    assert "Simple flow" in listing

@@ -12,9 +12,9 @@ from designer.errors import (
     PermissionDenied,
     RevisionConflict,
     TeamRuleViolation,
-    UnknownUser,
 )
 from designer.models import Membership, Workflow, WorkflowVersion
+from designer.services import invitations as invitation_services
 from designer.services import teams as team_services
 from designer.services import workflows as workflow_services
 from runtime import WorkflowValidationError
@@ -36,26 +36,25 @@ def test_create_team_needs_a_name(cast):
         team_services.create_team(actor=cast.owner, name="   ")
 
 
-def test_add_member_by_username_or_email(cast, make_user):
+def test_members_join_only_by_accepting_an_invitation(cast, make_user):
     zoe = make_user("zoe", email="Zoe@Example.com")
-    membership = team_services.add_member(actor=cast.owner, team=cast.team, user="zoe@example.com", role="editor")
+    sent = invitation_services.invite(actor=cast.owner, team=cast.team, user="zoe@example.com", role="editor",
+                                      site_url="http://testserver/")
+    assert not Membership.objects.filter(team=cast.team, user=zoe).exists()
+    membership = invitation_services.accept_invitation(actor=zoe, invitation=sent.invitation)
     assert (membership.user, membership.role) == (zoe, "editor")
-    team_services.remove_member(actor=cast.owner, team=cast.team, user_id=zoe.pk)
-    assert team_services.add_member(actor=cast.owner, team=cast.team, user="zoe", role="viewer").role == "viewer"
 
 
-def test_add_member_refuses_unknown_users_duplicates_and_bad_roles(cast):
-    with pytest.raises(UnknownUser):
-        team_services.add_member(actor=cast.owner, team=cast.team, user="nobody", role="viewer")
+def test_invite_refuses_members_and_bad_roles(cast):
     with pytest.raises(BadRequest, match="already a member"):
-        team_services.add_member(actor=cast.owner, team=cast.team, user="vera", role="viewer")
+        invitation_services.invite(actor=cast.owner, team=cast.team, user="vera", role="viewer", site_url="")
     with pytest.raises(BadRequest, match="role"):
-        team_services.add_member(actor=cast.owner, team=cast.team, user="stan", role="admin")
+        invitation_services.invite(actor=cast.owner, team=cast.team, user="stan", role="admin", site_url="")
 
 
 def test_only_owners_manage_members_and_strangers_learn_nothing(cast):
     with pytest.raises(PermissionDenied):
-        team_services.add_member(actor=cast.editor, team=cast.team, user="stan", role="viewer")
+        invitation_services.invite(actor=cast.editor, team=cast.team, user="stan", role="viewer", site_url="")
     with pytest.raises(PermissionDenied):
         team_services.change_member_role(actor=cast.viewer, team=cast.team, user_id=cast.editor.pk, role="viewer")
     with pytest.raises(NotFound):
@@ -169,18 +168,24 @@ def test_viewer_cannot_publish(cast, workflow):
         workflow_services.publish_workflow(actor=cast.viewer, workflow=workflow)
 
 
-def test_duplicate_into_another_team_needs_editor_there(cast, workflow):
-    Membership.objects.create(team=cast.other_team, user=cast.editor, role="viewer")
-    with pytest.raises(PermissionDenied):
+def test_duplicate_into_another_team_needs_owner_here_and_editor_there(cast, workflow):
+    Membership.objects.create(team=cast.other_team, user=cast.owner, role="viewer")
+    with pytest.raises(PermissionDenied, match="target team|editor"):
+        workflow_services.duplicate_workflow(actor=cast.owner, workflow=workflow, team=cast.other_team)
+    # An editor of the source team may not take the workflow out, even into a team they own.
+    Membership.objects.create(team=cast.other_team, user=cast.editor, role="owner")
+    with pytest.raises(PermissionDenied, match="only its owners"):
         workflow_services.duplicate_workflow(actor=cast.editor, workflow=workflow, team=cast.other_team)
-    Membership.objects.filter(team=cast.other_team, user=cast.editor).update(role="editor")
-    duplicate = workflow_services.duplicate_workflow(actor=cast.editor, workflow=workflow, team=cast.other_team,
+    Membership.objects.filter(team=cast.other_team, user=cast.owner).update(role="editor")
+    duplicate = workflow_services.duplicate_workflow(actor=cast.owner, workflow=workflow, team=cast.other_team,
                                                      name="Mine now")
     assert duplicate.team == cast.other_team and duplicate.name == "Mine now"
     assert duplicate.document["id"] == duplicate.slug and duplicate.document["nodes"] == workflow.document["nodes"]
 
 
-def test_duplicate_in_the_same_team(cast, workflow):
+def test_duplicate_in_the_same_team_needs_editor(cast, workflow):
+    with pytest.raises(PermissionDenied, match="needs editor"):
+        workflow_services.duplicate_workflow(actor=cast.viewer, workflow=workflow)
     duplicate = workflow_services.duplicate_workflow(actor=cast.editor, workflow=workflow)
     assert duplicate.team == cast.team and duplicate.name == "Copy of Simple flow"
     assert duplicate.revision == 1 and duplicate.pk != workflow.pk

@@ -352,7 +352,13 @@ def test_answering_an_interrupt_in_the_page_resumes_the_run(demo: dict[str, Any]
     run.refresh_from_db()
     assert run.status == "completed"
     assert run.output["decision"]["approved"] is True
-    assert "Waiting for" not in editor.get(url).content.decode()
+    finished = editor.get(url).content.decode()
+    assert "Waiting for" not in finished
+    # Who answered, and with what, stays on the run's page (for viewers too).
+    [answer] = run.answers
+    assert (answer["by"], answer["interrupt_id"], answer["value"]["comment"]) == ("demo", interrupt["id"], "ok by me")
+    shown = viewer.get(url).content.decode()
+    assert re.search(r'data-testid="answered-by">demo<', shown) and "Approve this spending request?" in shown
 
 
 def test_a_resume_form_error_comes_back_to_that_form_only(demo: dict[str, Any]) -> None:

@@ -12,7 +12,7 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from designer.models import Membership, Team, Workflow
+from designer.models import Invitation, Membership, Team, Workflow
 
 pytestmark = pytest.mark.django_db
 
@@ -59,14 +59,15 @@ def test_owner_sees_member_controls_viewer_does_not(cast: Any) -> None:
     url = reverse("team-detail", args=[cast.team.pk])
     owner_page = client_for(cast.owner).get(url).content.decode()
     viewer_page = client_for(cast.viewer).get(url).content.decode()
-    assert "Add member" in owner_page and 'name="role"' in owner_page
-    assert "Add member" not in viewer_page and "Remove" not in viewer_page
+    assert ">Invite</button>" in owner_page and 'name="role"' in owner_page
+    assert "Pending invitations" in owner_page and "Pending invitations" not in viewer_page
+    assert ">Invite</button>" not in viewer_page and "Remove" not in viewer_page
     assert "Leave team" in viewer_page
     for name in ("olivia", "eddie", "vera"):
         assert f'data-member="{name}"' in viewer_page
 
 
-def test_invite_by_email_returns_the_members_partial(cast: Any, make_user: Any) -> None:
+def test_invite_by_email_returns_the_members_partial_with_the_pending_invitation(cast: Any, make_user: Any) -> None:
     bob = make_user("bob", email="Bob@Example.com")
     response = client_for(cast.owner).post(
         reverse("team-member-add", args=[cast.team.pk]), {"user": "bob@example.com", "role": "viewer"}, **HTMX
@@ -74,17 +75,31 @@ def test_invite_by_email_returns_the_members_partial(cast: Any, make_user: Any) 
     body = response.content.decode()
     assert response.status_code == 200
     assert body.lstrip().startswith('<div id="members">'), "htmx gets only the members partial"
-    assert 'data-member="bob"' in body and "bob joined as viewer" in body
-    assert Membership.objects.get(team=cast.team, user=bob).role == "viewer"
+    assert 'data-invitation="bob@example.com"' in body and "Invited bob@example.com as viewer" in body
+    assert 'data-member="bob"' not in body
+    assert not Membership.objects.filter(team=cast.team, user=bob).exists()
 
 
-def test_inviting_an_unknown_user_shows_the_error_in_the_form(cast: Any) -> None:
+def test_owner_revokes_an_invitation_from_the_page(cast: Any, make_user: Any) -> None:
+    make_user("bob")
+    client = client_for(cast.owner)
+    client.post(reverse("team-member-add", args=[cast.team.pk]), {"user": "bob", "role": "viewer"}, **HTMX)
+    invitation = Invitation.objects.get(invitee="bob")
+    response = client.post(reverse("team-invitation-revoke", args=[cast.team.pk, invitation.pk]), **HTMX)
+    body = response.content.decode()
+    assert "Invitation for bob revoked." in body and 'data-invitation="bob"' not in body
+    assert Invitation.objects.get(pk=invitation.pk).status == "revoked"
+    assert client_for(cast.editor).post(
+        reverse("team-invitation-revoke", args=[cast.team.pk, invitation.pk])).status_code == 403
+
+
+def test_inviting_an_existing_member_shows_the_error_in_the_form(cast: Any) -> None:
     response = client_for(cast.owner).post(
-        reverse("team-member-add", args=[cast.team.pk]), {"user": "nobody", "role": "editor"}, **HTMX
+        reverse("team-member-add", args=[cast.team.pk]), {"user": "vera", "role": "editor"}, **HTMX
     )
     body = response.content.decode()
     assert response.status_code == 200  # htmx only swaps 2xx; the error is in the partial
-    assert "No user" in body and 'value="nobody"' in body
+    assert "already a member" in body and 'value="vera"' in body
 
 
 def test_editor_cannot_invite(cast: Any, make_user: Any) -> None:
@@ -136,6 +151,7 @@ def test_sharing_page_shows_the_team_and_who_can_do_what(cast: Any, workflow: An
     assert "Shared with" in page and "Acme" in page
     assert 'data-member="olivia"' in page
     assert "Only owners of Acme can copy" in page
+    assert "Duplicating needs the editor role" in page  # the one rule, stated where it applies
 
 
 def test_stranger_gets_404_on_sharing(cast: Any, workflow: Any) -> None:
@@ -160,8 +176,17 @@ def test_duplicating_into_a_team_where_i_am_only_viewer_is_refused(cast: Any, wo
     assert f'<option value="{cast.other_team.pk}"' not in client.get(
         reverse("workflow-sharing", args=[workflow.pk])).content.decode()
     response = client.post(reverse("workflow-sharing", args=[workflow.pk]), {"team": str(cast.other_team.pk)})
-    assert response.status_code == 400
+    assert response.status_code == 403  # DUPLICATE_RULE, enforced by the service
     assert not Workflow.objects.filter(team=cast.other_team).exists()
+
+
+def test_viewer_cannot_duplicate_from_the_list_page_either(cast: Any, workflow: Any) -> None:
+    Membership.objects.create(team=cast.other_team, user=cast.viewer, role="owner")
+    client = client_for(cast.viewer)
+    for target in ("", str(cast.other_team.pk)):
+        response = client.post(reverse("workflow-duplicate", args=[workflow.pk]), {"team": target}, follow=True)
+        assert "Could not duplicate" in response.content.decode()
+    assert Workflow.objects.count() == 1
 
 
 def test_editor_cannot_duplicate_into_another_team(cast: Any, workflow: Any) -> None:

@@ -89,6 +89,8 @@ def test_import_an_exported_file_and_refuse_garbage(cast, listed, client):
     assert "Imported Imported." in response.content.decode()
     imported = Workflow.objects.get(name="Imported")
     assert imported.document["nodes"] == listed.document["nodes"]
+    # Import opens the new workflow in the editor.
+    assert response.redirect_chain[-1][0] == reverse("editor", args=[imported.pk])
 
     count = Workflow.objects.count()
     garbage = SimpleUploadedFile("bad.json", json.dumps({"nodes": "many"}).encode(), content_type="application/json")

@@ -164,3 +164,30 @@ def test_ordinary_schemas_raise_nothing() -> None:
 
     assert _schema_problems(_input(schema)) == []
     assert check_run_input(_input(schema), {"sku": "ABC-12", "x-note": "hi"}) == {"sku": "ABC-12", "x-note": "hi"}
+
+
+@pytest.mark.parametrize(("schema", "where", "words"), [
+    ({"type": "object", "properties": {"n": {"type": "integer", "default": "ten"}}},
+     "#/properties/n/default", "the default \"ten\" breaks its own schema: 'ten' is not of type 'integer'"),
+    ({"type": "object", "properties": {"n": {"$ref": "#/$defs/count", "default": -1}},
+      "$defs": {"count": {"type": "integer", "minimum": 0}}},
+     "#/properties/n/default", "the default -1 breaks its own schema: -1 is less than the minimum of 0"),
+    ({"type": "object", "properties": {"o": {"type": "object", "properties": {
+        "tags": {"type": "array", "items": {"type": "string"}, "default": ["a", 2]}}}}},
+     "#/properties/o/properties/tags/default", "the default [\"a\", 2] breaks its own schema at /1: 2 is not of"),
+])
+def test_a_default_that_breaks_its_own_schema_is_reported(schema: dict[str, Any], where: str, words: str) -> None:
+    problem = _only(_input(schema))
+    assert words in problem.message and f"(at {where})" in problem.message
+    assert "change the default" in problem.hint
+
+
+def test_defaults_that_fit_are_fine_and_a_bad_one_does_not_stop_validation() -> None:
+    good = {"type": "object", "properties": {"n": {"type": "integer", "minimum": 0, "default": 0},
+                                             "s": {"enum": ["a", "b"], "default": "b"}}}
+    assert _schema_problems(_input(good)) == []
+    bad = _input({"type": "object", "properties": {"n": {"type": "integer", "default": "ten"}}})
+    # The runtime validates as before: a given value passes, the filled-in bad default is refused.
+    assert check_run_input(bad, {"n": 3}) == {"n": 3}
+    with pytest.raises(InputValidationError, match="'ten' is not of type 'integer'"):
+        check_run_input(bad, {})

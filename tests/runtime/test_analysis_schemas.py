@@ -138,3 +138,89 @@ def test_a_literal_fits_its_own_schema_and_any(value: object) -> None:
     schema = S.schema_of_value(value)
     assert S.fit(schema, schema) >= S.COMPATIBLE or value is None
     assert S.fit(schema, {}) == S.EXACT
+
+
+CLOSED = {"type": "object", "properties": {"sku": STR, "qty": INT}, "required": ["sku"],
+          "additionalProperties": False}
+
+
+@pytest.mark.parametrize(("source", "level"), [
+    ({"type": "object", "properties": {"sku": STR}, "required": ["sku"]}, S.EXACT),
+    ({"type": "object", "properties": {"sku": STR, "note": STR}, "required": ["sku", "note"]}, S.NONE),
+    ({"type": "object", "properties": {"sku": STR, "note": STR}, "required": ["sku"]}, S.OPTIONAL),
+    ({"type": "object", "properties": {"sku": STR, "qty": INT}, "required": ["sku", "qty"]}, S.EXACT),
+])
+def test_a_closed_target_refuses_extra_fields(source: dict[str, Any], level: int) -> None:
+    assert S.fit(source, CLOSED) == level
+
+
+def test_not_is_a_value_nothing_is_known_to_fit_not_no_value() -> None:
+    not_string = {"not": STR}
+    assert S.atoms(not_string) == [not_string] and S.atoms({"not": {}}) == []
+    assert S.fit(not_string, INT) == S.OPTIONAL  # was EXACT: "no value fits vacuously"
+    assert S.fit(INT, not_string) == S.OPTIONAL  # was NONE
+    assert S.fit({"type": "null"}, not_string) == S.OPTIONAL
+    assert S.kind_text(not_string) == "anything but a string"
+    assert S.kind_text({"not": {}}) == "no value at all (its schema allows none)"
+    assert S.kind_text({"type": "array", "items": NULLABLE_STR}) == "an array<string | null>"
+    assert S.descend({"not": STR}, ("a",))[0] is not None  # it may be an object with any field
+
+
+@pytest.mark.parametrize(("source", "target", "words"), [
+    ({"type": "object", "properties": {"a": INT}, "required": ["a"]}, {**CLOSED, "required": []},
+     "it has field 'a', which is not allowed (additionalProperties is false)"),
+    ({"type": "object", "properties": {"qty": INT}, "required": ["qty"]}, CLOSED,
+     "it has no field 'sku', which is required"),
+    ({"type": "object", "properties": {"sku": STR}}, CLOSED, "its field 'sku' may be missing, and it is required"),
+    ({"type": "object", "properties": {"sku": INT}, "required": ["sku"]}, CLOSED,
+     "its field 'sku' does not fit: an integer into a string"),
+    ({"type": "object", "properties": {"o": {"type": "object", "properties": {}}}, "required": ["o"]},
+     {"type": "object", "properties": {"o": {"type": "object", "properties": {"id": STR}, "required": ["id"]}},
+      "required": ["o"]}, "its field 'o' does not fit: it has no field 'id', which is required"),
+    ({"anyOf": [INT, STR]}, INT, "it may be a string, which does not fit"),
+    (NULLABLE_STR, STR, "it may be null"),
+    ({"enum": ["a", "z"]}, {"enum": ["a", "b"]}, "it may not be one of the allowed values"),
+    ({"not": STR}, INT, "its schema only says what it is not ('not')"),
+    (STR, INT, ""),  # the two types say it all
+])
+def test_why_not_names_the_field_at_fault(source: dict[str, Any], target: dict[str, Any], words: str) -> None:
+    reason = S.why_not(source, target)
+    assert reason.startswith(words) if words else reason == ""
+
+
+keys = st.sampled_from(["a", "b"])
+literals = st.recursive(
+    st.none() | st.booleans() | st.integers(-2, 2) | st.sampled_from(["x", "y"]),
+    lambda children: st.lists(children, max_size=2) | st.dictionaries(keys, children, max_size=2),
+    max_leaves=6,
+)
+targets = st.recursive(
+    st.sampled_from([{"type": t} for t in ("null", "boolean", "integer", "number", "string", "array", "object")])
+    | st.just({"enum": ["x", "z"]}) | st.just({}),
+    lambda inner: (
+        st.builds(lambda s: {"not": s}, inner)
+        | st.builds(lambda s: {"type": "array", "items": s}, inner)
+        | st.builds(lambda props, required, closed: {
+            "type": "object", "properties": props, "required": [k for k in required if k in props],
+            **({"additionalProperties": False} if closed else {})},
+            st.dictionaries(keys, inner, max_size=2), st.lists(keys, max_size=2, unique=True), st.booleans())
+        | st.builds(lambda a, b: {"anyOf": [a, b]}, inner, inner)
+    ),
+    max_leaves=5,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(literals, targets)
+def test_fit_of_a_literal_agrees_with_the_validator(value: object, target: dict[str, Any]) -> None:
+    """A literal's schema is exact, so "fits" and "does not fit" must both be what jsonschema says."""
+    from jsonschema import Draft202012Validator
+
+    level = S.fit(S.schema_of_value(value), target)
+    valid = Draft202012Validator(target).is_valid(value)
+    if level >= S.COMPATIBLE:
+        assert valid
+    if level == S.NONE:
+        assert not valid
+    if level >= S.COMPATIBLE:
+        assert S.why_not(S.schema_of_value(value), target) == ""

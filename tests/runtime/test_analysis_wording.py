@@ -90,3 +90,69 @@ def test_reading_into_a_scalar_context_field_names_where_to_stop() -> None:
     [problem] = [d for d in analysis.errors if d.node_id == "t"]
     assert problem.message == "'context.loop_index.y' reads into an integer, which has no fields"
     assert problem.hint == "stop the path at 'context.loop_index'"
+
+
+OBJECTS = {"type": "object", "properties": {
+    "short": {"type": "object", "properties": {"sku": {"type": "string"}}, "required": ["sku"]},
+    "maybe": {"type": "object", "properties": {"sku": {"type": "string"}, "qty": {"type": "integer"}},
+              "required": ["sku"]},
+    "other": {"not": {"type": "string"}},
+    "either": {"anyOf": [{"type": "integer"}, {"type": "string"}]},
+}, "required": ["short", "maybe", "other", "either"]}
+
+
+def _binding_problem(task_name: str, target: str, path: str) -> Any:
+    extra = [bind("customer", "input.short.sku")] if task_name == "charge" else []
+    analysis = analyze(workflow([task("a", task_name, input=[bind(target, path), *extra])], [],
+                                input_schema=OBJECTS), registry=REGISTRY)
+    [problem] = [d for d in analysis.diagnostics if d.field == f"input.{target}"]
+    return problem
+
+
+def test_a_missing_required_property_is_named() -> None:
+    problem = _binding_problem("charge", "order", "input.short")
+    assert problem.severity == "error"
+    assert problem.message == ("'input.short' is an object, but task 'charge' expects an object for 'order': "
+                               "it has no field 'qty', which is required")
+
+
+def test_an_optional_property_warning_speaks_of_the_field() -> None:
+    problem = _binding_problem("charge", "order", "input.maybe")
+    assert problem.severity == "warning"
+    assert problem.message == ("'input.maybe' is an object, but task 'charge' expects an object for 'order': "
+                               "its field 'qty' may be missing, and it is required")
+
+
+def test_a_not_schema_is_a_warning_not_no_value() -> None:
+    problem = _binding_problem("count", "n", "input.other")
+    assert problem.severity == "warning"
+    assert problem.message.startswith("'input.other' is anything but a string, but task 'count' expects an integer")
+    assert "no value" not in problem.message
+
+
+def test_a_union_warning_says_which_alternative_does_not_fit() -> None:
+    problem = _binding_problem("count", "n", "input.either")
+    assert problem.message.endswith("expects an integer for 'n': it may be a string, which does not fit")
+
+
+def test_an_object_with_extra_fields_does_not_fit_a_closed_target() -> None:
+    from pydantic import BaseModel, ConfigDict
+
+    from runtime import TaskRegistry
+
+    class Strict(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+        sku: str
+
+    registry = TaskRegistry()
+
+    @registry.task
+    def take(item: Strict) -> None:
+        return None
+
+    doc = workflow([task("a", "take", input=[{"target": "item", "value": {"sku": "x", "note": "extra"}}])], [])
+    [problem] = analyze(doc, registry=registry).errors
+    assert (problem.code, problem.field) == ("binding.type_mismatch", "input.item")
+    assert problem.message.endswith("it has field 'note', which is not allowed (additionalProperties is false)")
+    ok = workflow([task("a", "take", input=[{"target": "item", "value": {"sku": "x"}}])], [])
+    assert analyze(ok, registry=registry).ok

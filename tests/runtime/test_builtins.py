@@ -12,6 +12,8 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from runtime import (
     Engine,
@@ -101,6 +103,32 @@ def test_transform_reports_a_bad_expression_with_its_position() -> None:
 def test_transform_reports_a_type_error_in_the_data() -> None:
     with pytest.raises(TaskError, match=r"transform: 'sum\(names\)' failed on this data: .*invalid type"):
         run("transform", expression="sum(names)", data={"names": ["a", "b"]})
+
+
+@pytest.mark.parametrize(("expression", "words"), [
+    ("[::0]", "'[::0]' failed on this data: slice step cannot be zero"),
+    ("length(@, @)", "'length(@, @)' failed on this data: Expected 1 argument"),
+    ("foo[", "'foo[' at position 4: the expression is incomplete (at the end of the expression)"),
+    ("a.b.", "'a.b.' at position 4: Expecting: "),
+    ("`{", "'`{' at position 0: Unclosed ` delimiter (near '`{')"),
+    ("a ~ b", "'a ~ b' at position 2: Unknown token ~ (near '~')"),
+    ("&@", "'&@' evaluates to an expression reference ('&...'), not a value"),
+])
+def test_every_expression_error_is_the_tasks_own_error(expression: str, words: str) -> None:
+    with pytest.raises(TaskError) as caught:
+        run("transform", expression=expression, data=[1, 2])
+    assert words in caught.value.message
+    assert "near None" not in caught.value.message
+
+
+@pytest.mark.filterwarnings("ignore:deprecated string literal syntax")
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="[]{}()@.:,|&!?<>=*`'\"a0-_ \n", min_size=1, max_size=16))
+def test_any_expression_either_evaluates_or_fails_as_a_task_error(expression: str) -> None:
+    try:
+        run("transform", expression=expression, data={"a": [1, {"b": 2}], "0": "x"})
+    except TaskError as exc:
+        assert exc.message.startswith("transform: ") and "near None" not in exc.message
 
 
 def test_transform_cannot_reach_python() -> None:

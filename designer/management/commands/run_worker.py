@@ -4,7 +4,8 @@ A worker that dies mid-run (killed, out of memory, machine lost) leaves its run
 ``running`` with a lease nobody renews. This command re-enqueues such runs once
 at start-up, before the first task is taken (so ``--batch`` sees them), and
 then every ``--recover-interval`` seconds from a daemon thread while the
-worker runs, so a surviving worker picks up the runs of one that died. All
+worker runs, so a surviving worker picks up the runs of one that died. It
+also starts the pool of step processes (``designer.runs.steps``) up front. All
 ``db_worker`` options are accepted unchanged.
 """
 
@@ -20,6 +21,7 @@ from django.db import close_old_connections, connection
 from django.utils.autoreload import DJANGO_AUTORELOAD_ENV
 from django_tasks_db.management.commands.db_worker import Command as DbWorkerCommand
 
+from designer.runs import steps
 from designer.runs.lease import lease_seconds
 from designer.runs.recovery import requeue_stale_runs
 
@@ -54,6 +56,8 @@ class Command(DbWorkerCommand):
         reloading = bool(options.get("reload")) and not options.get("batch")
         # With --reload the parent process only watches files; the child (marked by the env var) does the work.
         if not reloading or os.environ.get(DJANGO_AUTORELOAD_ENV) == "true":
+            # The step processes' zygote is forked now, while this process has no other thread.
+            steps.shared_pool()
             requeued = requeue_stale_runs()
             if requeued:
                 self.stdout.write(f"re-enqueued stale run(s): {', '.join(map(str, requeued))}")

@@ -45,6 +45,9 @@ function Canvas({ workflowId, apiBase, canEdit, root }) {
   const [edges, setEdges] = useState([]);
   const [status, setStatus] = useState({ state: "loading", revision: null });
   const [historySize, setHistorySize] = useState({ undo: 0, redo: 0 });
+  // A run drawn on the graph: the runs to choose from and the chosen one's overlay.
+  const [runs, setRuns] = useState([]);
+  const [runOverlay, setRunOverlay] = useState(null);
 
   const docRef = useRef(null);
   const revisionRef = useRef(null);
@@ -212,9 +215,43 @@ function Canvas({ workflowId, apiBase, canEdit, root }) {
       ? pendingSelect.current
       : null;
     if (selectId) pendingSelect.current = null;
-    setNodes((previous) => buildNodes(doc, analysis, diagnostics, previous, { canEdit, selectId }));
+    setNodes((previous) => buildNodes(doc, analysis, diagnostics, previous, { canEdit, selectId, runOverlay }));
     setEdges((previous) => buildEdges(doc, analysis, previous));
-  }, [doc, analysis, diagnostics, canEdit]);
+  }, [doc, analysis, diagnostics, canEdit, runOverlay]);
+
+  const loadRuns = useCallback(async () => {
+    const { status: code, data } = await request("GET", root.dataset.runsUrl);
+    if (code === 200) setRuns(data.runs);
+  }, [root]);
+  useEffect(() => {
+    loadRuns();
+  }, [loadRuns]);
+
+  const showRun = useCallback(
+    async (runId) => {
+      if (!runId) {
+        setRunOverlay(null);
+        root.dataset.run = "";
+        closeRunNode();
+        return;
+      }
+      const { status: code, data } = await request("GET", `${root.dataset.overlayUrl}?run=${encodeURIComponent(runId)}`);
+      if (code !== 200) {
+        notice((data && data.message) || `Could not load run #${runId} (HTTP ${code}).`, "error");
+        return;
+      }
+      setRunOverlay(data);
+      root.dataset.run = String(data.run.id);
+    },
+    [root],
+  );
+
+  const onNodeClick = useCallback(
+    (_event, node) => {
+      if (runOverlay) openRunNode(root.dataset.runNodeUrl, runOverlay.run.id, node.id);
+    },
+    [root, runOverlay],
+  );
 
   // React Flow measures handles when a node's size changes. Renaming a label
   // (a branch case, an interrupt answer) keeps the size, so without this the
@@ -530,6 +567,7 @@ function Canvas({ workflowId, apiBase, canEdit, root }) {
         onReconnectStart={onReconnectStart}
         onReconnectEnd={onReconnectEnd}
         onSelectionChange={onSelectionChange}
+        onNodeClick={onNodeClick}
         nodesDraggable={canEdit}
         nodesConnectable={canEdit}
         edgesReconnectable={canEdit}
@@ -541,7 +579,7 @@ function Canvas({ workflowId, apiBase, canEdit, root }) {
         proOptions={{ hideAttribution: true }}
         aria-label="Workflow canvas"
       >
-        <Frames frames={frames} />
+        <Frames frames={frames} loops={runOverlay ? runOverlay.loops : null} />
         <Background gap={20} size={1.2} color="#d3d8e0" />
         <MiniMap
           pannable
@@ -561,6 +599,10 @@ function Canvas({ workflowId, apiBase, canEdit, root }) {
           onRedo={redo}
           onFit={fit}
           onLayout={layoutAll}
+          runs={runs}
+          run={runOverlay}
+          onRunsOpen={loadRuns}
+          onRun={showRun}
         />
         {empty && (
           <Panel position="top-center" className="wf-empty">
@@ -588,6 +630,21 @@ function loopAt(event, point, frames) {
     .filter((f) => point.x >= f.x && point.x <= f.x + f.width && point.y >= f.y && point.y <= f.y + f.height)
     .sort((a, b) => a.width * a.height - b.width * b.height);
   return inside.length ? { loop: inside[0].id, at: "end" } : null;
+}
+
+// The drawer beside the canvas that shows one node in the chosen run (htmx renders it).
+function openRunNode(url, runId, nodeId) {
+  const drawer = document.getElementById("run-node");
+  if (!drawer || !window.htmx) return;
+  const params = new URLSearchParams({ run: String(runId), node: nodeId });
+  window.htmx.ajax("GET", `${url}?${params}`, { target: "#run-node", swap: "innerHTML" }).then(() => {
+    drawer.classList.add("open");
+  });
+}
+
+function closeRunNode() {
+  const drawer = document.getElementById("run-node");
+  if (drawer) drawer.classList.remove("open");
 }
 
 function minimapColor(node) {

@@ -3,7 +3,13 @@ import { Panel, ViewportPortal } from "@xyflow/react";
 
 import { KindIcon } from "./icons.jsx";
 
-export function Frames({ frames }) {
+function loopProgress(loop) {
+  if (!loop) return null;
+  const total = loop.total == null ? "?" : loop.total;
+  return `${loop.done}/${total} done${loop.failed ? `, ${loop.failed} failed` : ""}`;
+}
+
+export function Frames({ frames, loops = null }) {
   return (
     <ViewportPortal>
       {frames.map((frame) => (
@@ -20,6 +26,14 @@ export function Frames({ frames }) {
         >
           <span className="wf-frame__label">
             <KindIcon kind="foreach" size={11} /> {frame.label} · loop body
+            {loops && (
+              <span
+                className={`wf-frame__progress${loops[frame.id] && loops[frame.id].failed ? " has-failed" : ""}`}
+                data-testid="loop-progress"
+              >
+                {loopProgress(loops[frame.id]) || "not run"}
+              </span>
+            )}
           </span>
         </div>
       ))}
@@ -34,7 +48,7 @@ function statusText(status) {
   return `Saved · revision ${status.revision}`;
 }
 
-export function Toolbar({ canEdit, status, historySize, onUndo, onRedo, onFit, onLayout }) {
+export function Toolbar({ canEdit, status, historySize, onUndo, onRedo, onFit, onLayout, runs, run, onRunsOpen, onRun }) {
   return (
     <Panel position="top-left" className="wf-toolbar" aria-label="Canvas tools">
       {canEdit && (
@@ -56,7 +70,22 @@ export function Toolbar({ canEdit, status, historySize, onUndo, onRedo, onFit, o
           ⇶ Layout
         </button>
       )}
-      <span className={`wf-status wf-status--${status.state}`} role="status" data-testid="save-status">
+      <span className="wf-toolbar__sep" />
+      <select
+        className="wf-run-choice"
+        aria-label="Show a run on the graph"
+        value={run ? String(run.run.id) : ""}
+        onFocus={onRunsOpen}
+        onChange={(event) => onRun(event.target.value)}
+      >
+        <option value="">No run shown</option>
+        {runs.map((item) => (
+          <option key={item.id} value={String(item.id)}>
+            {item.label}
+          </option>
+        ))}
+      </select>
+            <span className={`wf-status wf-status--${status.state}`} role="status" data-testid="save-status">
         {statusText(status)}
       </span>
       {!canEdit && <span className="wf-readonly">Read-only</span>}

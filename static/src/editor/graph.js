@@ -79,7 +79,7 @@ function resolvePositions(doc, labelsById, regions) {
   return positions;
 }
 
-export function buildNodes(doc, analysis, diagnostics, previous, { canEdit, selectId }) {
+export function buildNodes(doc, analysis, diagnostics, previous, { canEdit, selectId, runOverlay = null }) {
   const before = new Map(previous.map((node) => [node.id, node]));
   const regions = analysis.control_regions || {};
   const reachable = analysis.reachable ? new Set(analysis.reachable) : null;
@@ -113,6 +113,7 @@ export function buildNodes(doc, analysis, diagnostics, previous, { canEdit, sele
         warnings: count.warnings,
         isStart: node.id === start,
         unreachable: reachable ? !reachable.has(node.id) : false,
+        run: runOverlay ? runOverlay.nodes[node.id] || { status: "idle", completed: 0, failed: 0, started: 0 } : null,
       },
     };
   });

@@ -28,6 +28,7 @@ function WorkflowNode({ id, data, selected }) {
     data.errors ? "has-errors" : "",
     data.region.length ? "in-region" : "",
     data.unreachable ? "is-unreachable" : "",
+    data.run ? `run-${data.run.status}` : "",
   ];
   const problems = data.errors + data.warnings;
   return (
@@ -55,6 +56,16 @@ function WorkflowNode({ id, data, selected }) {
         )}
       </div>
       <div className="wf-node__title" title={id}>{data.title}</div>
+      {data.run && (
+        <div className="wf-node__run" data-testid="run-status" data-status={data.run.status}>
+          <span className={`wf-run-badge is-${data.run.status}`}>{data.run.status}</span>
+          {data.run.started > 0 && (
+            <span className="wf-node__run-counts">
+              {data.run.completed} done{data.run.failed ? `, ${data.run.failed} failed` : ""}
+            </span>
+          )}
+        </div>
+      )}
       {data.subtitle && <div className="wf-node__sub" title={data.subtitle}>{data.subtitle}</div>}
       {data.region.length > 0 && (
         <div className="wf-node__region" title="inside the body of these foreach nodes, outermost first">

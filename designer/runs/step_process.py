@@ -1,0 +1,131 @@
+"""The child side of the step process pool (``designer.runs.steps``).
+
+A *zygote* process is forked from the worker once, when the pool is created
+(in ``run_worker``, before the worker starts any thread). It builds the task
+registry and then only forks: each step process is a fork of the zygote, so
+starting or replacing one costs a fork of a warm, single-threaded process,
+not a new interpreter and Django set-up, and no step process is forked from
+a process with other threads running. (Both inherit the worker's open files,
+database sockets included, and never use them.) The zygote reaps its children itself
+(``SIGCHLD`` ignored); the pool kills them by pid.
+
+Step messages are pickled bytes. In: a ``runtime.StepCall``. Out: ``("ok",
+label, json_bytes)``, ``("memory",)`` or ``("error", pickled_exception)``.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import multiprocessing
+import os
+import pickle
+import resource
+import signal
+from collections.abc import Sequence
+from multiprocessing import reduction
+from multiprocessing.connection import Connection
+from typing import Any
+
+_PR_SET_PDEATHSIG = 1
+
+#: Room for the reply's framing beyond the result's JSON (label, pickle overhead).
+REPLY_OVERHEAD_BYTES = 64 * 1024
+
+
+def _registry(task_modules: Sequence[str]) -> Any:
+    from designer.catalog import build_registry
+
+    return build_registry(task_modules)
+
+
+def _address_space_bytes() -> int:
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def limit_memory(max_memory_mb: int | None) -> None:
+    """Cap the address space at what the process holds now plus ``max_memory_mb``: the limit is the room a
+    step has, whatever the idle interpreter and its libraries take."""
+    if max_memory_mb is None:
+        return
+    limit = _address_space_bytes() + max_memory_mb * 1024 * 1024
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+
+def _die_with_parent() -> None:
+    """Ask Linux to kill this step process when the zygote ends (which it does when the worker ends, even by
+    SIGKILL): a step still running then would otherwise run on, unlimited in time, with nobody to answer."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):  # not Linux: such a step ends when it next reads its closed pipe
+        pass
+
+
+def _portable(exc: BaseException) -> bytes:
+    """The exception pickled, or when it does not survive a round trip, a ``TaskError`` that says what it was."""
+    try:
+        data = pickle.dumps(exc)
+        pickle.loads(data)
+        return data
+    except Exception:  # noqa: BLE001 - any exception type may fail to pickle in its own way
+        from runtime import TaskError
+
+        return pickle.dumps(TaskError(f"{type(exc).__name__}: {exc}", type=type(exc).__name__))
+
+
+def serve(conn: Connection, registry: Any) -> None:
+    """Answer step calls until the pool closes the connection (or kills this process)."""
+    while True:
+        try:
+            message = conn.recv_bytes()
+        except (EOFError, OSError):
+            return
+        reply: tuple[Any, ...]
+        try:
+            call = pickle.loads(message)
+            label, data = call.run_here(registry)
+            reply = ("ok", label, data)
+        except MemoryError:
+            # Leaving the except block drops the traceback and with it whatever filled the memory.
+            reply = ("memory",)
+        except Exception as exc:  # noqa: BLE001 - every task failure goes back to the engine
+            reply = ("error", _portable(exc))
+        try:
+            conn.send_bytes(pickle.dumps(reply))
+        except MemoryError:
+            conn.send_bytes(pickle.dumps(("memory",)))
+
+
+def zygote(control: Connection, worker_end: int, task_modules: Sequence[str], max_memory_mb: int | None) -> None:
+    """Fork one step process per request on ``control``; answer with its pid, then its end of a new pipe.
+
+    ``worker_end`` is the worker's end of ``control``, inherited by the fork: closed, so that the worker
+    closing its end (or dying) is seen here as the end of input."""
+    os.close(worker_end)
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # step processes are reaped without waiting for them
+    registry = _registry(task_modules)
+    while True:
+        try:
+            control.recv_bytes()
+        except (EOFError, OSError):  # the worker is gone
+            return
+        parent_end, child_end = multiprocessing.Pipe(duplex=True)
+        pid = os.fork()
+        if pid == 0:  # the step process
+            code = 0
+            try:
+                control.close()
+                parent_end.close()
+                signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+                _die_with_parent()
+                limit_memory(max_memory_mb)
+                serve(child_end, registry)
+            except BaseException:  # noqa: BLE001 - a step process must never return into the zygote's loop
+                code = 1
+            finally:
+                os._exit(code)
+        child_end.close()
+        control.send(pid)
+        reduction.send_handle(control, parent_end.fileno(), os.getppid())
+        parent_end.close()

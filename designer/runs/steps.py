@@ -1,0 +1,288 @@
+"""Task steps run in child processes the worker can kill: the runtime's ``StepExecutor`` for the designer.
+
+Why processes: a task step is code run on data from a document (a JMESPath
+expression, a template), and Python cannot stop a thread. A step that runs
+past its time limit, or is cancelled, must really end so the worker can go on
+with the next run; only killing a process guarantees that. And only a process
+can be held to a memory limit (``RLIMIT_AS``).
+
+Why a pool: forking per step would cost milliseconds per step. Instead a
+process serves one step after another (per-step cost: pickling the call and
+the result through a pipe), one process per concurrency slot, started on first
+use. A process that was killed (timeout, cancel) or hit its memory limit is
+thrown away and replaced on next use. Processes are forked from a zygote
+forked once from the worker (``step_process``), so a replacement is a fork of
+a warm single-threaded process, not a new interpreter.
+
+Limits (settings, documented in the README):
+
+* ``TRELLIS_STEP_TIMEOUT_SECONDS``: the engine's cap on every step's
+  start-to-close timeout (``runtime.Engine(step_timeout=)``). On expiry the
+  process is killed and the step fails with ``step.timeout``.
+* ``TRELLIS_STEP_MAX_MEMORY_MB``: address space a step may add to its idle
+  process; past it allocation fails and the step fails with ``step.memory``.
+* ``TRELLIS_STEP_MAX_RESULT_BYTES``: size of a result as JSON
+  (``step.result_too_large``); checked in the child, and the worker never reads
+  a reply much longer than that.
+* ``TRELLIS_STEP_PROCESSES``: step processes (and so concurrent steps) per worker.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import multiprocessing
+import os
+import pickle
+import signal
+import threading
+import time
+import warnings
+from collections.abc import Callable, Sequence
+from multiprocessing import reduction
+from multiprocessing.connection import Connection
+from typing import Any
+
+from django.conf import settings
+from django.db import close_old_connections, connection
+from pydantic_core import from_json
+
+from designer.runs.step_process import REPLY_OVERHEAD_BYTES, zygote
+from runtime import StepCall, StepCancelledError, TaskError
+
+logger = logging.getLogger("designer.runs")
+
+DEFAULT_STEP_TIMEOUT_SECONDS = 60.0
+DEFAULT_STEP_MAX_RESULT_BYTES = 2 * 1024 * 1024
+DEFAULT_STEP_MAX_MEMORY_MB = 512
+DEFAULT_STEP_PROCESSES = 4
+
+#: How often a waiting step looks at the cancel flag and its deadline.
+POLL_SECONDS = 0.05
+#: How often a running run's cancel flag is read from the database while a step runs.
+CANCEL_POLL_SECONDS = 1.0
+
+
+def step_timeout() -> float:
+    return float(getattr(settings, "TRELLIS_STEP_TIMEOUT_SECONDS", DEFAULT_STEP_TIMEOUT_SECONDS))
+
+
+def max_result_bytes() -> int:
+    return int(getattr(settings, "TRELLIS_STEP_MAX_RESULT_BYTES", DEFAULT_STEP_MAX_RESULT_BYTES))
+
+
+def max_memory_mb() -> int:
+    return int(getattr(settings, "TRELLIS_STEP_MAX_MEMORY_MB", DEFAULT_STEP_MAX_MEMORY_MB))
+
+
+def step_processes() -> int:
+    return max(1, int(getattr(settings, "TRELLIS_STEP_PROCESSES", DEFAULT_STEP_PROCESSES)))
+
+
+class _Zygote:
+    """The process that forks step processes (``step_process.zygote``), and the worker's line to it."""
+
+    def __init__(self, task_modules: Sequence[str], memory_mb: int | None) -> None:
+        self.conn, far_end = multiprocessing.Pipe(duplex=True)
+        self.process = multiprocessing.get_context("fork").Process(
+            target=zygote, args=(far_end, self.conn.fileno(), list(task_modules), memory_mb),
+            name="trellis-step-zygote", daemon=True)
+        with warnings.catch_warnings():
+            # Python warns about forking a threaded process. The zygote only reads its pipe and forks, so no
+            # lock another thread held at the fork is ever taken; run_worker creates it before its threads.
+            warnings.simplefilter("ignore", DeprecationWarning)
+            self.process.start()
+        far_end.close()
+        self._lock = threading.Lock()
+
+    def fork(self) -> tuple[int, Connection]:
+        with self._lock:
+            self.conn.send_bytes(b"fork")
+            pid = self.conn.recv()
+            return pid, Connection(reduction.recv_handle(self.conn))
+
+    def close(self) -> None:
+        self.conn.close()
+        self.process.join(5)
+        if self.process.is_alive():
+            self.process.kill()
+            self.process.join()
+
+
+class _StepProcess:
+    """One step process and the worker's end of its pipe."""
+
+    def __init__(self, zygote_process: _Zygote) -> None:
+        self.pid, self.conn = zygote_process.fork()
+        self.usable = True
+
+    def is_alive(self) -> bool:
+        try:
+            os.kill(self.pid, 0)
+        except ProcessLookupError:
+            return False
+        return True
+
+    def kill(self) -> None:
+        """End the process for good; returns once it is gone (its zygote reaps it)."""
+        self.usable = False
+        self.conn.close()
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            return
+        deadline = time.monotonic() + 5
+        while self.is_alive() and time.monotonic() < deadline:
+            time.sleep(0.001)
+
+    def run(self, call: StepCall, cancelled: Callable[[], bool], memory_mb: int | None) -> tuple[str, Any]:
+        conn = self.conn
+        conn.send_bytes(pickle.dumps(call))
+        deadline = time.monotonic() + call.timeout if call.timeout is not None else None
+        while not conn.poll(POLL_SECONDS if deadline is None
+                            else max(0.0, min(POLL_SECONDS, deadline - time.monotonic()))):
+            if cancelled():
+                self.kill()
+                raise StepCancelledError(f"the run was cancelled while node {call.context.node_id!r} ran",
+                                         node_id=call.context.node_id, frame_id=call.context.frame_id)
+            if deadline is not None and time.monotonic() >= deadline:
+                self.kill()
+                raise call.timed_out()
+        limit = call.max_result_bytes + REPLY_OVERHEAD_BYTES if call.max_result_bytes is not None else None
+        try:
+            reply = pickle.loads(conn.recv_bytes(limit))
+        except (EOFError, OSError):
+            # OSError also means "longer than the limit": the child checks its result's size itself, so only
+            # an oversized exception gets here alive. Either way the pipe is unusable now.
+            time.sleep(0.05)
+            alive = self.is_alive()
+            self.kill()
+            if alive:
+                raise call.too_large(None) from None
+            raise TaskError(f"node {call.context.node_id!r}: the step's process ended without an answer",
+                            node_id=call.context.node_id) from None
+        kind = reply[0]
+        if kind == "ok":
+            return reply[1], from_json(reply[2])
+        if kind == "memory":
+            self.kill()  # a process that ran out of memory is not trusted with the next step
+            raise call.out_of_memory(memory_mb)
+        raise pickle.loads(reply[1])
+
+
+class StepProcessPool:
+    """A ``runtime.StepExecutor``: each step in one of ``processes`` reusable child processes."""
+
+    def __init__(self, *, processes: int, task_modules: Sequence[str], max_memory_mb: int | None) -> None:
+        self.processes = processes
+        self.task_modules = tuple(task_modules)
+        self.max_memory_mb = max_memory_mb
+        self._zygote = _Zygote(self.task_modules, max_memory_mb)
+        self._slots = threading.BoundedSemaphore(processes)
+        self._idle: list[_StepProcess] = []
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def _take(self) -> _StepProcess:
+        with self._lock:
+            while self._idle:
+                child = self._idle.pop()
+                if child.is_alive():
+                    return child
+                child.kill()
+        return _StepProcess(self._zygote)
+
+    def _give_back(self, child: _StepProcess) -> None:
+        with self._lock:
+            if child.usable and not self._closed and child.is_alive():
+                self._idle.append(child)
+                return
+        child.kill()
+
+    def run_step(self, call: StepCall, cancelled: Callable[[], bool]) -> tuple[str, Any]:
+        with self._slots:  # waiting for a free process does not count against the step's timeout
+            child = self._take()
+            try:
+                return child.run(call, cancelled, self.max_memory_mb)
+            finally:
+                self._give_back(child)
+
+    def warm_up(self) -> None:
+        """Start every process now rather than on first use."""
+        started = [self._take() for _ in range(self.processes)]
+        for child in started:
+            self._give_back(child)
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            idle, self._idle = self._idle, []
+        for child in idle:
+            child.kill()
+        self._zygote.close()
+
+
+def engine_options() -> dict[str, Any]:
+    """The ``runtime.Engine`` options that put a worker's steps in the shared pool, under the step limits."""
+    return {"step_executor": shared_pool(), "max_workers": step_processes(), "step_timeout": step_timeout(),
+            "max_result_bytes": max_result_bytes()}
+
+
+_shared: StepProcessPool | None = None
+_shared_lock = threading.Lock()
+
+
+def shared_pool() -> StepProcessPool:
+    """The worker's pool, kept across runs; rebuilt when its settings (or the task modules) change."""
+    from designer import catalog
+
+    global _shared
+    wanted = (step_processes(), tuple(catalog.task_modules()), max_memory_mb() or None)
+    with _shared_lock:
+        pool = _shared
+        if pool is None or (pool.processes, pool.task_modules, pool.max_memory_mb) != wanted:
+            if pool is not None:
+                pool.close()
+            pool = _shared = StepProcessPool(processes=wanted[0], task_modules=wanted[1], max_memory_mb=wanted[2])
+    return pool
+
+
+@atexit.register
+def _close_shared() -> None:
+    if _shared is not None:
+        _shared.close()
+
+
+class CancelWatch:
+    """Reads a running run's cancel flag every ``CANCEL_POLL_SECONDS`` while it executes and calls ``on_cancel``
+    once it is set, so a cancel reaches a step that is still running (checkpoints only read it between steps)."""
+
+    def __init__(self, run_id: int, on_cancel: Callable[[], None], interval: float = CANCEL_POLL_SECONDS) -> None:
+        self.run_id = run_id
+        self.on_cancel = on_cancel
+        self.interval = interval
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name=f"cancel-watch-{run_id}", daemon=True)
+
+    def __enter__(self) -> CancelWatch:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _loop(self) -> None:
+        from designer.models import Run
+
+        try:
+            while not self._stop.wait(self.interval):
+                try:
+                    if Run.objects.filter(pk=self.run_id, cancel_requested=True).exists():
+                        self.on_cancel()
+                        return
+                except Exception:  # a locked database must not end the watch; the next checkpoint still reads it
+                    logger.warning("run %s: reading the cancel flag failed; retrying", self.run_id, exc_info=True)
+                    close_old_connections()
+        finally:
+            connection.close()

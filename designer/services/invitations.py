@@ -1,0 +1,170 @@
+"""Team invitations: an owner invites, the invitee accepts or declines; no membership before acceptance.
+
+What the owner learns never depends on whether an account exists: naming a username or an email
+always answers with a pending invitation showing what the owner typed. Behind it, an existing account
+(matched by username, or by an email that belongs to exactly one account) sees the invitation in the
+app and gets the link by email when it has an address; an email that matches no account gets a link
+with which a new person creates an account and joins; anything else reaches nobody and simply stays
+pending until it expires or is revoked.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.exceptions import ValidationError
+from django.core.mail import send_mail
+from django.core.validators import validate_email
+from django.db import transaction
+from django.db.models import Q
+from django.urls import reverse
+from django.utils import timezone
+
+from designer.errors import BadRequest, InvitationClosed, NotFound
+from designer.models import Invitation, Membership, Team
+from designer.models_access import hash_secret, new_secret
+from designer.permissions import require_role
+from designer.services.teams import check_role_value
+from designer.untrusted import parse_id
+
+
+@dataclass(frozen=True, slots=True)
+class SentInvitation:
+    """A new invitation and its link token (shown nowhere but in the email; only its hash is stored)."""
+
+    invitation: Invitation
+    token: str
+
+
+def invitation_days() -> int:
+    return int(getattr(settings, "TRELLIS_INVITATION_DAYS", 14))
+
+
+def _clean_invitee(text: object) -> str:
+    if not isinstance(text, str) or not text.strip():
+        raise BadRequest("name the person to invite by username or email", field="user")
+    text = text.strip()
+    if len(text) > 254 or "\x00" in text:
+        raise BadRequest("a username or email has at most 254 characters and no NUL", field="user")
+    return text
+
+
+def _is_email(text: str) -> bool:
+    try:
+        validate_email(text)
+    except ValidationError:
+        return False
+    return True
+
+
+def _account_for(ref: str) -> Any:
+    """The one account ``ref`` names (exact username, else an email of exactly one account), or None."""
+    users = get_user_model().objects.filter(is_active=True)
+    by_name = users.filter(username=ref).first()
+    if by_name is not None:
+        return by_name
+    matches = list(users.filter(email__iexact=ref)[:2]) if _is_email(ref) else []
+    return matches[0] if len(matches) == 1 else None
+
+
+def _send(invitation: Invitation, token: str, *, site_url: str) -> None:
+    link = site_url.rstrip("/") + reverse("invitation-link", args=[token])
+    inviter = invitation.invited_by.get_username() if invitation.invited_by else "A team owner"
+    body = (
+        f"{inviter} invited you to join the team {invitation.team.name} on Trellis as {invitation.role}.\n\n"
+        f"Accept or decline here: {link}\n\n"
+        f"The link works until {invitation.expires_at:%Y-%m-%d %H:%M} UTC. If you do not know {inviter}, "
+        "ignore this email: nothing happens unless you accept.\n"
+    )
+    send_mail(f"Invitation to {invitation.team.name} on Trellis", body, None, [invitation.email])
+
+
+@transaction.atomic
+def invite(*, actor: Any, team: Team, user: object, role: object, site_url: str) -> SentInvitation:
+    """Invite the person named by username or email (owner only). Re-inviting replaces a pending invitation."""
+    require_role(actor, team, "owner", what="this team")
+    checked_role = check_role_value(role)
+    ref = _clean_invitee(user)
+    account = _account_for(ref)
+    if account is not None and Membership.objects.filter(team=team, user=account).exists():
+        # Owners see their members and their emails, so this tells them nothing new.
+        raise BadRequest(f"{ref} is already a member of {team.name}; change their role instead", field="user")
+    now = timezone.now()
+    same_target = Q(user=account) if account is not None else Q(user__isnull=True, invitee__iexact=ref)
+    Invitation.objects.filter(same_target, team=team, status=Invitation.Status.PENDING).update(
+        status=Invitation.Status.REVOKED, responded_at=now
+    )
+    token = new_secret()
+    email = (account.email or "") if account is not None else (ref if _is_email(ref) else "")
+    invitation = Invitation.objects.create(
+        team=team, invitee=ref, email=email, user=account, role=checked_role, token_hash=hash_secret(token),
+        invited_by=actor, expires_at=now + timedelta(days=invitation_days()),
+    )
+    if email:
+        _send(invitation, token, site_url=site_url)
+    return SentInvitation(invitation=invitation, token=token)
+
+
+def _locked(invitation: Invitation) -> Invitation:
+    return Invitation.objects.select_for_update().select_related("team").get(pk=invitation.pk)
+
+
+def _check_answerable(invitation: Invitation, actor: Any) -> None:
+    if invitation.user_id is not None and invitation.user_id != getattr(actor, "pk", None):
+        raise NotFound("this invitation does not exist or is not for you", invitation=invitation.pk)
+    if invitation.status != Invitation.Status.PENDING:
+        raise InvitationClosed(f"this invitation was already {invitation.status}", status=invitation.status)
+    if invitation.expires_at <= timezone.now():
+        raise InvitationClosed("this invitation has expired; ask the team owner for a new one", status="expired")
+
+
+@transaction.atomic
+def accept_invitation(*, actor: Any, invitation: Invitation) -> Membership:
+    """Join the team with the invited role. An invitation sent to an email is bound to whoever accepts it
+    (holding the emailed link is the proof). Someone already in the team keeps their membership as it is."""
+    locked = _locked(invitation)
+    _check_answerable(locked, actor)
+    membership, _ = Membership.objects.get_or_create(team=locked.team, user=actor, defaults={"role": locked.role})
+    locked.status, locked.user, locked.responded_at = Invitation.Status.ACCEPTED, actor, timezone.now()
+    locked.save(update_fields=["status", "user", "responded_at"])
+    return membership
+
+
+@transaction.atomic
+def decline_invitation(*, actor: Any, invitation: Invitation) -> Invitation:
+    locked = _locked(invitation)
+    _check_answerable(locked, actor)
+    locked.status, locked.responded_at = Invitation.Status.DECLINED, timezone.now()
+    locked.save(update_fields=["status", "responded_at"])
+    return locked
+
+
+@transaction.atomic
+def sign_up_and_accept(*, invitation: Invitation, username: str, password: str) -> Membership:
+    """A new person joins through an emailed link: create their account (with the invitation's email), then
+    accept. Only for invitations addressed to no account; the caller validated username and password."""
+    locked = _locked(invitation)
+    if locked.user_id is not None:
+        raise BadRequest("this invitation is for an existing account: log in to answer it")
+    _check_answerable(locked, None)
+    account = get_user_model().objects.create_user(username=username, email=locked.email, password=password)
+    return accept_invitation(actor=account, invitation=locked)
+
+
+@transaction.atomic
+def revoke_invitation(*, actor: Any, team: Team, invitation_id: object) -> Invitation:
+    """Withdraw a pending invitation (owner only); its link stops working at once."""
+    require_role(actor, team, "owner", what="this team")
+    try:
+        locked = Invitation.objects.select_for_update().get(team=team, pk=parse_id(invitation_id))
+    except Invitation.DoesNotExist:
+        raise NotFound("this team has no such invitation", invitation=invitation_id) from None
+    if locked.status != Invitation.Status.PENDING:
+        raise InvitationClosed(f"this invitation was already {locked.status}", status=locked.status)
+    locked.status, locked.responded_at = Invitation.Status.REVOKED, timezone.now()
+    locked.save(update_fields=["status", "responded_at"])
+    return locked

@@ -1,0 +1,97 @@
+"""A run of the workflow drawn on the editor's graph: the runs to choose from, each node's status
+and each loop's progress (JSON for the canvas), and one node's view of one item (an htmx drawer).
+
+Runs are read through the selectors, so only runs of the caller's teams are ever shown, and only
+runs of the workflow the editor is open on.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.contrib.auth.decorators import login_required
+from django.http import HttpResponse, JsonResponse
+from django.template.response import TemplateResponse
+from django.urls import reverse
+from django.utils.timesince import timesince
+from django.views.decorators.http import require_GET
+
+from designer import run_overlay, selectors
+from designer.errors import NotFound
+from designer.models import Run
+from designer.models import Workflow as WorkflowModel
+from designer.permissions import require_workflow_role
+from designer.selectors.runs import filter_runs
+from designer.views.htmx import HtmxHttpRequest
+from designer.views.pages import designer_errors
+
+#: How many recent runs the editor offers.
+RECENT_RUNS = 25
+
+
+def _workflow(request: HtmxHttpRequest, workflow_id: int) -> WorkflowModel:
+    workflow = selectors.get_workflow(user=request.user, workflow_id=workflow_id)
+    require_workflow_role(request.user, workflow, "viewer")
+    return workflow
+
+
+def _run_of(request: HtmxHttpRequest, workflow: WorkflowModel, run_id: object) -> Run:
+    run = selectors.get_run(user=request.user, run_id=run_id)
+    if run.workflow_id != workflow.pk:
+        raise NotFound("this run belongs to another workflow", run=run_id)
+    return run
+
+
+def _label(run: Run) -> str:
+    when = f"{timesince(run.created_at).split(',')[0]} ago" if run.created_at else ""
+    version = f"v{run.workflow_version.number}" if run.workflow_version_id and run.workflow_version else "draft"
+    return f"#{run.pk} · {run.status} · {version} · {when}".rstrip(" ·")
+
+
+@login_required
+@require_GET
+@designer_errors
+def runs(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
+    """The workflow's recent runs, newest first, for the canvas's run chooser."""
+    workflow = _workflow(request, workflow_id)
+    recent = filter_runs(user=request.user, workflow=workflow.pk).order_by("-created_at", "-pk")[:RECENT_RUNS]
+    return JsonResponse({"runs": [{"id": run.pk, "status": run.status, "label": _label(run),
+                                   "url": reverse("run-detail", args=[run.pk])} for run in recent]})
+
+
+@login_required
+@require_GET
+@designer_errors
+def overlay(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
+    """Each node's status and counts and each loop's progress in one run (JSON)."""
+    workflow = _workflow(request, workflow_id)
+    run = _run_of(request, workflow, request.GET.get("run"))
+    events = list(run.events.order_by("seq"))
+    return JsonResponse({**run_overlay.overlay(run, events), "label": _label(run),
+                         "url": reverse("run-detail", args=[run.pk])})
+
+
+@login_required
+@require_GET
+@designer_errors
+def node(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
+    """One node in one run: for the chosen item (default: the latest), its context, bound values and result."""
+    workflow = _workflow(request, workflow_id)
+    run = _run_of(request, workflow, request.GET.get("run"))
+    node_id = request.GET.get("node", "")
+    # The run's own document: the node as it ran, even if the draft changed since.
+    graph = run.document if isinstance(run.document, dict) else {}
+    found = next((n for n in graph.get("nodes", []) if n.get("id") == node_id), None)
+    if found is None:
+        raise NotFound(f"node {node_id!r} was not part of run #{run.pk}", node=node_id)
+    events = list(run.events.filter(node_id=node_id).order_by("seq"))
+    detail = run_overlay.node_detail(run, events, found, request.GET.get("frame") or None)
+    context: dict[str, Any] = {
+        "workflow": workflow, "run": run, "node": found, "detail": detail,
+        "pretty": {key: json.dumps(detail[key], indent=2, ensure_ascii=False, default=str)
+                   for key in ("context", "output", "error") if detail[key] is not None},
+        "bindings": [{**row, "text": json.dumps(row["value"], ensure_ascii=False, default=str)}
+                     for row in detail["bindings"]],
+    }
+    return TemplateResponse(request, "editor/_run_node.html", context)

@@ -1,0 +1,41 @@
+"""Tasks that misbehave on purpose, for the step-limit tests (``TRELLIS_TASK_MODULES``)."""
+
+from __future__ import annotations
+
+import os
+import time
+
+from runtime import RuntimeContext, TaskRegistry
+
+registry = TaskRegistry()
+
+
+@registry.task
+def hog(megabytes: int) -> int:
+    """Hold ``megabytes`` of memory at once (a memory bomb when it is more than a step may use)."""
+    block = bytearray(megabytes * 1024 * 1024)
+    return len(block)
+
+
+@registry.task
+def big(size: int) -> str:
+    return "x" * size
+
+
+@registry.task
+def snooze(seconds: float) -> float:
+    """A sync step that blocks: only killing its process ends it early."""
+    time.sleep(seconds)
+    return seconds
+
+
+@registry.task
+def whoami() -> int:
+    return os.getpid()
+
+
+@registry.task
+def hog_first_attempt(megabytes: int, ctx: RuntimeContext) -> int:
+    if ctx.attempt == 1:
+        return len(bytearray(megabytes * 1024 * 1024))
+    return ctx.attempt

@@ -1,0 +1,198 @@
+"""The designer's step processes (``designer.runs.steps``): real child processes that run task steps, killed on
+timeout and cancel, held to a memory limit and a result size, with failures that go through the engine's retry
+policies and error routes like any other task failure."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from designer import catalog
+from designer.runs.steps import StepProcessPool
+from runtime import (
+    Engine,
+    RuntimeContext,
+    StepCall,
+    StepCancelledError,
+    StepMemoryError,
+    StepResultTooLargeError,
+    StepTimeoutError,
+    TaskError,
+    WorkflowBuilder,
+)
+
+STEP_TASKS = "tests.designer.step_tasks"
+BOMB = " | ".join(["[@,@][]"] * 25) + " | length(@)"
+
+
+@pytest.fixture(scope="module")
+def pool() -> Iterator[StepProcessPool]:
+    from django.conf import settings
+
+    modules = [*catalog.task_modules(), STEP_TASKS] if settings.configured else [STEP_TASKS]
+    step_pool = StepProcessPool(processes=2, task_modules=modules, max_memory_mb=64)
+    yield step_pool
+    step_pool.close()
+
+
+def call(task: str, payload: dict[str, Any], *, timeout: float | None = 30, max_result_bytes: int | None = 10_000,
+         index: int | None = None) -> StepCall:
+    context = RuntimeContext(node_id="node", frame_id="frame_7")
+    if index is not None:
+        from runtime import ForeachContext
+
+        context.foreach = {"each": ForeachContext("each", "act_1", "frame_6", "root", "lin_1", index, "item")}
+    return StepCall.of(task, payload, context, timeout=timeout, max_result_bytes=max_result_bytes)
+
+
+def never() -> bool:
+    return False
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_a_step_runs_in_a_reused_child_process(pool: StepProcessPool) -> None:
+    first = pool.run_step(call("whoami", {}), never)[1]
+    second = pool.run_step(call("whoami", {}), never)[1]
+    assert first != os.getpid() and first == second  # one process served both: per-step cost is a pipe round trip
+    assert pool.run_step(call("math", {"op": "add", "a": 2, "b": 3}), never) == ("ok", 5)
+    with pytest.raises(TaskError, match="division by zero"):
+        pool.run_step(call("math", {"op": "div", "a": 1, "b": 0}), never)
+    assert pool.run_step(call("whoami", {}), never)[1] == first  # a task's own failure keeps its process
+
+
+def test_the_jmespath_bomb_is_killed_at_its_timeout(pool: StepProcessPool) -> None:
+    pid = pool.run_step(call("whoami", {}), never)[1]
+    with pytest.raises(StepTimeoutError) as caught:
+        pool.run_step(call("transform", {"expression": BOMB, "data": [1]}, timeout=1, index=3), never)
+    assert caught.value.to_dict() | {"message": ""} == {
+        "code": "step.timeout", "message": "", "task": "transform", "limit_seconds": 1, "node_id": "node",
+        "frame_id": "frame_7", "index": 3, "attempt": 1}
+    assert "item 3" in caught.value.message
+    # The pool hands out its most recently used process, so the bomb ran in ``pid``: now gone, and replaced.
+    assert not alive(pid)
+    assert pool.run_step(call("whoami", {}), never)[1] != pid
+
+
+def test_a_memory_bomb_fails_with_step_memory_and_its_process_is_replaced(pool: StepProcessPool) -> None:
+    pid = pool.run_step(call("whoami", {}), never)[1]
+    with pytest.raises(StepMemoryError) as caught:
+        pool.run_step(call("hog", {"megabytes": 1024}), never)
+    assert caught.value.code == "step.memory" and caught.value.details["limit_mb"] == 64
+    assert not alive(pid)
+    assert pool.run_step(call("hog", {"megabytes": 8}), never) == ("ok", 8 * 1024 * 1024)
+
+
+def test_an_oversized_result_fails_with_its_size(pool: StepProcessPool) -> None:
+    with pytest.raises(StepResultTooLargeError) as caught:
+        pool.run_step(call("big", {"size": 20_000}, max_result_bytes=10_000), never)
+    assert caught.value.details["size_bytes"] == 20_002 and caught.value.details["limit_bytes"] == 10_000
+    assert pool.run_step(call("big", {"size": 9_998}, max_result_bytes=10_000), never) == ("ok", "x" * 9_998)
+
+
+def test_cancel_kills_a_blocked_step(pool: StepProcessPool) -> None:
+    pid = pool.run_step(call("whoami", {}), never)[1]
+    cancel = threading.Event()
+    threading.Timer(0.3, cancel.set).start()
+    with pytest.raises(StepCancelledError):
+        pool.run_step(call("snooze", {"seconds": 300}, timeout=None), cancel.is_set)
+    assert not alive(pid)
+
+
+def limited_document(task: str, payload: dict[str, Any], *, retry: int = 1, error_route: bool = False,
+                     timeout: float | None = None) -> Any:
+    graph = WorkflowBuilder("limited", state_schema={"type": "object", "properties": {"out": {}}})
+    node = graph.use(task, id="step", input=[{"target": k, "value": v} for k, v in payload.items()],
+                     output=[{"source": ".", "target": "out"}], retry={"max_attempts": retry},
+                     timeout_seconds=timeout)
+    if error_route:
+        after = graph.use("set_value", id="after", input=[{"target": "value", "value": "handled"}])
+        graph.set_route(node, "error", after)
+    graph.output("out", "state.out")
+    return graph.build()
+
+
+def engine(pool: StepProcessPool, **options: Any) -> Engine:
+    return Engine(registry=catalog.build_registry([*catalog.task_modules(), STEP_TASKS]), step_executor=pool,
+                  **options)
+
+
+@pytest.mark.django_db
+def test_limit_failures_in_step_processes_go_through_retry_and_error_routes(pool: StepProcessPool) -> None:
+    # Retry: the first attempt exhausts memory, the second (in a fresh process) succeeds.
+    retried = engine(pool).run(limited_document("hog_first_attempt", {"megabytes": 1024}, retry=2), {})
+    assert retried.status == "completed", retried.error
+    assert retried.output == {"out": 2}
+    [retrying] = [e for e in retried.trace if e.kind == "node_retrying"]
+    assert "StepMemoryError" in str(retrying.summary)
+
+    # Error route: the timeout (node setting below the engine cap) becomes the node's error payload.
+    routed = engine(pool, step_timeout=30).run(
+        limited_document("transform", {"expression": BOMB, "data": [1]}, timeout=1, error_route=True), {})
+    assert routed.status == "completed", routed.error
+    error = routed.state["out"]["error"]
+    assert error["code"] == "step.timeout" and error["node_id"] == "step" and error["attempts"] == 1
+
+    too_big = engine(pool, max_result_bytes=1000).run(
+        limited_document("big", {"size": 5000}, retry=2, error_route=True), {})
+    error = too_big.state["out"]["error"]
+    assert error["code"] == "step.result_too_large" and error["attempts"] == 2
+
+    # No error route: the run fails, its error naming the node and the step's cause.
+    failed = engine(pool).run(limited_document("hog", {"megabytes": 1024}), {})
+    assert failed.status == "failed" and failed.error is not None
+    assert failed.error.details["node_id"] == "step" and failed.error.details["cause"]["code"] == "step.memory"
+
+
+ORPHAN_SCRIPT = """
+import os, sys, threading
+import django
+django.setup()
+from designer import catalog
+from designer.runs.steps import StepProcessPool
+from runtime import RuntimeContext, StepCall
+
+pool = StepProcessPool(processes=1, task_modules=[*catalog.task_modules(), "tests.designer.step_tasks"],
+                       max_memory_mb=None)
+context = RuntimeContext(node_id="n", frame_id="f")
+pid = pool.run_step(StepCall.of("whoami", {}, context), lambda: False)[1]
+threading.Thread(target=pool.run_step, args=(StepCall.of("snooze", {"seconds": 300}, context), lambda: False),
+                 daemon=True).start()
+print(pid, flush=True)
+threading.Event().wait()
+"""
+
+
+def test_a_running_step_dies_with_its_worker_even_when_the_worker_is_killed() -> None:
+    import signal
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "designer.settings",
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")]))}
+    worker = subprocess.Popen([sys.executable, "-c", ORPHAN_SCRIPT], cwd=root, env=env, stdout=subprocess.PIPE,
+                              text=True)
+    try:
+        assert worker.stdout is not None
+        step_pid = int(worker.stdout.readline())
+        assert alive(step_pid)
+    finally:
+        worker.send_signal(signal.SIGKILL)
+        worker.wait()
+    deadline = time.monotonic() + 30  # only guards against a hang: the step would otherwise sleep 300 s
+    while alive(step_pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not alive(step_pid)

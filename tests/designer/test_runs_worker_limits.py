@@ -1,0 +1,106 @@
+"""Step limits in a real ``run_worker``: a runaway step is killed at its timeout and the worker goes on with the
+next run; a cancel ends a long step within seconds. One step process per worker here
+(``TRELLIS_STEP_PROCESSES=1``), so the next run can only run if the runaway step's process was really ended."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+from django.urls import reverse
+
+from designer.models import Run
+from designer.services import workflows as workflow_services
+from runtime import WorkflowBuilder
+from tests.designer.runs_support import (
+    all_events,
+    counting_document,
+    run_detail,
+    start_run,
+    start_worker,
+    stop_worker,
+    wait_for,
+)
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+BOMB = " | ".join(["[@,@][]"] * 25) + " | length(@)"
+FINISHED = ("completed", "failed", "cancelled")
+
+
+def make_workflow(cast: Any, document: dict[str, Any], name: str) -> Any:
+    return workflow_services.create_workflow(actor=cast.owner, team=cast.team, name=name, document=document)
+
+
+def bomb_document() -> dict[str, Any]:
+    graph = WorkflowBuilder("bomb", "JMESPath bomb", state_schema={"type": "object", "properties": {
+        "count": {"type": "integer"}}})
+    graph.use("transform", id="explode", input=[{"target": "expression", "value": BOMB},
+                                                {"target": "data", "value": [1]}],
+              output=[{"source": ".", "target": "count"}])
+    graph.output("count", "state.count")
+    return graph.build().model_dump(mode="json")
+
+
+def status_of(run_id: int) -> str:
+    return Run.objects.values_list("status", flat=True).get(pk=run_id)
+
+
+def test_the_jmespath_bomb_fails_with_step_timeout_and_the_worker_runs_the_next_run(
+        api: Any, cast: Any, env: dict[str, str]) -> None:
+    limit = 2
+    client = api(cast.editor)
+    bomb = start_run(client, make_workflow(cast, bomb_document(), "Bomb"), {})
+    worker = start_worker({**env, "TRELLIS_STEP_TIMEOUT_SECONDS": str(limit), "TRELLIS_STEP_PROCESSES": "1"})
+    try:
+        wait_for(lambda: status_of(bomb["id"]) != "queued", message="the bomb run to start", worker=worker)
+        following = start_run(client, make_workflow(cast, counting_document(pause=False), "Counting"), {"x": 1})
+        wait_for(lambda: status_of(bomb["id"]) in FINISHED and status_of(following["id"]) in FINISHED,
+                 message="both runs to finish", worker=worker)
+    finally:
+        stop_worker(worker)
+
+    detail = run_detail(client, bomb["id"])
+    assert detail["status"] == "failed"
+    error = detail["error"]
+    assert error["code"] == "node.failed" and error["node_id"] == "explode"
+    assert error["cause"]["code"] == "step.timeout" and error["cause"]["limit_seconds"] == limit
+    assert error["cause"]["frame_id"] == error["frame_id"]
+    run = Run.objects.get(pk=bomb["id"])
+    # Within the limit, generously: unbounded, this expression runs for tens of seconds (and completes).
+    assert (run.finished_at - run.started_at).total_seconds() < limit + 15
+    assert all_events(client, bomb["id"])[-1]["kind"] == "run_failed"
+
+    after = run_detail(client, following["id"])
+    assert after["status"] == "completed" and after["output"] == {"first": 2, "second": 4}
+
+
+def test_cancel_ends_a_step_sleeping_300_seconds_within_10_seconds(api: Any, cast: Any, env: dict[str, str]) -> None:
+    client = api(cast.editor)
+    workflow = make_workflow(cast, counting_document(pause=True), "Counting")
+    run = start_run(client, workflow, {"x": 1, "pause": 300})
+    worker = start_worker({**env, "TRELLIS_STEP_TIMEOUT_SECONDS": "600", "TRELLIS_STEP_PROCESSES": "1"})
+    try:
+        # The checkpoint after "first" is committed: the worker is now in the superstep that waits 300 s.
+        wait_for(lambda: (Run.objects.get(pk=run["id"]).run_state or {}).get("scopes", {}).get("root", {})
+                 .get("state", {}).get("first") == 2, message="the first step's checkpoint", worker=worker)
+        asked = time.monotonic()
+        response = client.post(reverse("api:run-cancel", args=[run["id"]]))
+        assert response.status_code == 202
+        wait_for(lambda: status_of(run["id"]) == "cancelled", message="cancellation", worker=worker)
+        took = time.monotonic() - asked
+        assert took < 10, f"cancel took {took:.1f} s"
+
+        # The worker's only step process was killed and replaced: the next run completes.
+        following = start_run(client, workflow, {"x": 5, "pause": 0})
+        wait_for(lambda: status_of(following["id"]) in FINISHED, message="the next run", worker=worker)
+    finally:
+        stop_worker(worker)
+
+    detail = run_detail(client, run["id"])
+    assert detail["state"] == {"first": 2} and detail["output"] is None
+    events = all_events(client, run["id"])
+    assert events[-1]["kind"] == "run_cancelled"
+    assert ("pause", "node_completed") not in {(e["node_id"], e["kind"]) for e in events}
+    assert run_detail(client, following["id"])["output"] == {"first": 6, "second": 12}
