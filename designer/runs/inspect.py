@@ -31,6 +31,10 @@ def root_state(run: Run) -> Any:
     if not isinstance(data, dict):
         return None
     root = (data.get("scopes") or {}).get("root")
+    if isinstance(root, dict) and root.get("lists"):
+        # Growing lists (collected results, append targets) are stored in chunks beside the column.
+        joined = run_state_of(run) or {}
+        root = (joined.get("scopes") or {}).get("root")
     return root.get("state") if isinstance(root, dict) else None
 
 
