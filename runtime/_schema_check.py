@@ -46,6 +46,7 @@ from runtime._schema_fanout import recursive_fanout
 from runtime._schema_patterns import (
     PatternRefused,
     PatternTooExpensive,
+    ValidationTooExpensive,
     pattern_problem,
     timed_validator_class,
     validation_budget,
@@ -329,8 +330,8 @@ class _Walk:
                 with validation_budget():
                     error = jsonschema_exceptions.best_match(
                         validator.evolve(schema=node.contents).iter_errors(node.contents["default"]))
-            except (PatternTooExpensive, PatternRefused, RecursionError, referencing.exceptions.Unresolvable,
-                    jsonschema_exceptions.SchemaError):
+            except (PatternTooExpensive, PatternRefused, ValidationTooExpensive, RecursionError,
+                    referencing.exceptions.Unresolvable, jsonschema_exceptions.SchemaError):
                 continue  # not judged: the value is validated (with its own limits) when it is used
             if error is not None:
                 inside = "".join(f"/{part}" for part in error.absolute_path)

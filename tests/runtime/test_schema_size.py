@@ -201,3 +201,17 @@ def test_other_multiplying_recursions_are_refused(schema: dict[str, Any]) -> Non
 ])
 def test_recursion_that_stays_linear_is_accepted(schema: dict[str, Any]) -> None:
     assert schema_defects(schema) == ()
+
+
+def test_a_validation_stops_after_its_budget_of_keyword_checks(monkeypatch: pytest.MonkeyPatch) -> None:
+    from runtime import _schema_patterns
+
+    # {"type": "array", "items": X} costs 2 checks, then one "type" check per item: n + 2 in all.
+    monkeypatch.setattr(_schema_patterns, "MAX_VALIDATION_STEPS", 52)
+    doc = workflow([task("a")], [], input_schema={"type": "object", "properties": {
+        "xs": {"type": "array", "items": {"type": "integer"}}}})
+    # the object adds "type" and "properties": 2 more
+    assert check_run_input(doc, {"xs": list(range(48))}) == {"xs": list(range(48))}
+    with pytest.raises(InputValidationError, match="too large to check against this schema: validation stopped "
+                                                   "after 52 keyword checks"):
+        check_run_input(doc, {"xs": list(range(49))})
