@@ -268,7 +268,11 @@ def test_infer_the_input_schema_from_a_sample_then_edit_and_save_it(
     # The proposal is the person's to edit before saving: the JSON view follows the builder.
     inputs.locator("summary", has_text="JSON (advanced)").click()
     expect(inputs.get_by_label("Input schema as JSON")).to_contain_text('"required": [')
-    editor.page.screenshot(path=artifacts_dir / "editor-schema-inferred.png")
+    for width, height in ((1440, 900), (1024, 768)):
+        editor.page.set_viewport_size({"width": width, "height": height})
+        _field(inputs, "total").scroll_into_view_if_needed()
+        editor.page.screenshot(path=artifacts_dir / f"editor-schema-inferred-{width}x{height}.png")
+    editor.page.set_viewport_size({"width": 1600, "height": 1000})
     assert editor.document().get("input_schema", {}).get("properties", {}) == {}
     _save_schema(editor, "input_schema", "input schema")
     assert editor.document()["input_schema"] == INPUT_SCHEMA
