@@ -408,6 +408,8 @@ def update_interrupt(document: Document, node_id: str, form: Form) -> Document:
     node["prompt"] = str(form.get("prompt", ""))
     labels = [label.strip() for label in str(form.get("labels", "")).split(",") if label.strip()]
     node["labels"] = labels or ["ok"]
+    if "resume_schema" not in form:  # the question form without the schema: the schema builder edits that
+        return doc
     schema_text = str(form.get("resume_schema", "")).strip()
     schema = _json(schema_text, what="the resume schema") if schema_text else {"type": "object", "properties": {}}
     if not isinstance(schema, dict):
@@ -905,7 +907,8 @@ def _bind_literal(document: Document, args: Args, context: Context) -> Applied:
     field_name = str(args.get("field", ""))
     target = input_target(field_name)
     if "text" in args:
-        name = str(target.parts[0]) if target.parts else ""
+        # The whole target (values.count, not just values): a key inside a field has its own type.
+        name = str(target) if target.parts else ""
         schema = context.field_schema(find_node(document, node_id), name) if name else None
         value = literal_value(str(args.get("text", "")), schema)
     else:
@@ -963,6 +966,17 @@ def _set_basics(document: Document, args: Args, context: Context) -> Applied:
 def _set_start(document: Document, args: Args, context: Context) -> Applied:
     node_id = args.node()
     return _diffed(document, set_start(document, node_id), node_id)
+
+
+@operation("set_workflow_start")
+def _set_workflow_start(document: Document, args: Args, context: Context) -> Applied:
+    """``start``: the node a run starts at; empty means the first node."""
+    doc = copy.deepcopy(document)
+    start = str(args.get("start", "") or "").strip()
+    if start:
+        find_node(doc, start)
+    doc["start"] = start or None
+    return _diffed(document, doc)
 
 
 @operation("set_settings")

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from designer.models import Run, RunEvent
-from designer.views.run_display import summary_of
+from designer.views.run_display import event_data, summary_of
 from designer.views.run_inspect import context_of, load_state, progress_rows
 from runtime import PathSyntaxError, parse_source_path
 
@@ -199,10 +199,10 @@ def node_detail(run: Run, events: Sequence[RunEvent], node: Mapping[str, Any], f
     status = "running"
     for event in frame_events:
         if event.kind == "node_completed":
-            detail["output"], detail["label"], status = (event.data or {}).get("summary"), event.data.get("label"), \
-                "done"
+            data = event_data(event)
+            detail["output"], detail["label"], status = data.get("summary"), data.get("label"), "done"
         elif event.kind == "node_failed":
-            detail["error"], status = (event.data or {}).get("summary"), "failed"
+            detail["error"], status = event_data(event).get("summary"), "failed"
         elif event.kind == "interrupted":
             status = "waiting"
     state = inspection.state.root_scope.state if inspection.state is not None and "root" in \

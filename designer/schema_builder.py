@@ -165,7 +165,9 @@ def _field(name: str, schema: Mapping[str, Any], *, required: bool) -> Field:
     props, wanted = schema.get("properties"), schema.get("required", [])
     children: tuple[Field, ...] = ()
     props_written = required_written = False
-    if "properties" in schema or "required" in schema:
+    if type_ not in ("object", "any"):  # properties on a string: nothing the builder shows, kept as written
+        extra.update({key: schema[key] for key in ("properties", "required") if key in schema})
+    elif "properties" in schema or "required" in schema:
         if (isinstance(props, Mapping) and all(isinstance(v, Mapping) for v in props.values())
                 and _orderly(wanted, props) and (wanted or "properties" in schema)):
             children = tuple(_field(str(key), value, required=key in wanted) for key, value in props.items())
@@ -173,7 +175,9 @@ def _field(name: str, schema: Mapping[str, Any], *, required: bool) -> Field:
         else:  # required names unknown keys, repeats, or a property is not a schema: kept exactly as written
             extra.update({key: schema[key] for key in ("properties", "required") if key in schema})
     items: Field | None = None
-    if isinstance(schema.get("items"), Mapping):
+    if "items" in schema and type_ not in ("array", "any"):
+        extra["items"] = schema["items"]
+    elif isinstance(schema.get("items"), Mapping):
         items = _field("", schema["items"], required=False)
     elif "items" in schema:
         extra["items"] = schema["items"]
@@ -384,12 +388,12 @@ def parse_default(text: str, type_: str, *, fid: str) -> Any:
         return NO_DEFAULT
     if type_ == "string":
         return text
-    if type_ == "any":
-        try:
-            return _read_json(text, fid=fid, what="default")
-        except FormError:
-            return text
-    return _read_json(text, fid=fid, what="default")
+    try:
+        return _read_json(text, fid=fid, what="default")
+    except FormError:
+        # Kept as typed, so the default check says what is wrong with it (next to where it was typed)
+        # instead of the whole unsaved tree being thrown away.
+        return text
 
 
 def parse_enum(text: str, type_: str, *, fid: str) -> tuple[Any, ...] | None:
@@ -405,20 +409,49 @@ def parse_enum(text: str, type_: str, *, fid: str) -> tuple[Any, ...] | None:
     members = [part.strip() for part in text.split(",") if part.strip()]
     if type_ == "string":
         return tuple(members)
-    return tuple(_read_json(member, fid=fid, what="enum") for member in members)
+    return tuple(_lenient_json(member, fid=fid) for member in members)
+
+
+def _lenient_json(text: str, *, fid: str) -> Any:
+    try:
+        return _read_json(text, fid=fid, what="enum")
+    except FormError:
+        return text
+
+
+def name_problems(root: Field) -> dict[str, str]:
+    """Field id -> what is wrong with its name (empty, or taken by a sibling); such a tree cannot be saved."""
+    problems: dict[str, str] = {}
+    for fid, _, node, _ in walk(root):
+        names = [child.name for child in node.children]
+        for index, name in enumerate(names):
+            if not name:
+                problems[f"{fid}.{index}"] = "every field needs a name"
+            elif names.count(name) > 1:
+                problems[f"{fid}.{index}"] = f"two fields are named {name!r}"
+    return problems
 
 
 def to_form(root: Field) -> list[dict[str, Any]]:
     """Rows for the template: one per field with its id, depth and what its inputs show."""
     rows = []
+    labels: dict[str, str] = {}
     for fid, depth, node, role in walk(root):
+        parent = fid.rsplit(".", 1)[0]
+        labels[fid] = node.name if role == "property" else f"items of {labels.get(parent, '')}".strip() \
+            if role == "items" else ""
+        items_hold_fields = node.items is not None and node.items.type in ("object", "any") \
+            and node.items.raw_type is None and not node.items.custom
         rows.append({
+            "label": labels[fid],
             "id": fid, "depth": depth, "role": role, "field": node,
             "default_text": value_text(node), "enum_text": enum_text(node),
             "extra_json": json.dumps(dict(node.extra), ensure_ascii=False, default=list) if node.extra else "",
             "raw_type_json": "" if node.raw_type is None else json.dumps(node.raw_type),
             "flags": ("p" if node.props_written else "") + ("r" if node.required_written else ""),
-            "can_add": node.type in ("object", "array", "any") and not node.custom and node.raw_type is None,
+            # An array whose items already hold fields gets them added on its items row instead.
+            "can_add": not node.custom and node.raw_type is None and (
+                node.type in ("object", "any") or (node.type == "array" and not items_hold_fields)),
         })
     return rows
 
@@ -446,13 +479,14 @@ def _from_form(form: Mapping[str, Any], fid: str, *, role: str) -> Field:
     flags = _get(form, f"{fid}:flags")
     count = int(_get(form, f"{fid}:count") or 0)
     children = tuple(_from_form(form, f"{fid}.{index}", role="property") for index in range(count))
-    names = [child.name for child in children]
-    for child_index, name in enumerate(names):
-        if not name:
-            raise FormError("every field needs a name", fid=f"{fid}.{child_index}", what="name")
-        if names.count(name) > 1:
-            raise FormError(f"two fields are named {name!r}", fid=f"{fid}.{child_index}", what="name")
     items = _from_form(form, f"{fid}.i", role="items") if f"{fid}.i:type" in form else None
+    if type_ != (_get(form, f"{fid}:was") or type_):  # the type was just changed: keep what it can hold
+        if type_ not in ("object", "any"):
+            children = ()
+        if type_ not in ("array", "any"):
+            items = None
+        elif type_ == "array" and items is None:
+            items = Field(type="string")
     return Field(
         name=_get(form, f"{fid}:name") if role == "property" else "",
         type=type_, nullable=bool(form.get(f"{fid}:nullable")), required=bool(form.get(f"{fid}:required")),
@@ -460,7 +494,8 @@ def _from_form(form: Mapping[str, Any], fid: str, *, role: str) -> Field:
         default=parse_default(_get(form, f"{fid}:default"), type_, fid=fid),
         enum=parse_enum(_get(form, f"{fid}:enum"), type_, fid=fid),
         children=children, items=items, extra=extra, raw_type=raw_type,
-        props_written="p" in flags or bool(children), required_written="r" in flags,
+        props_written="p" in flags or bool(children) or (type_ == "object" and type_ != _get(form, f"{fid}:was")),
+        required_written="r" in flags,
     )
 
 
@@ -469,7 +504,7 @@ def form_data(root: Field) -> dict[str, str]:
     data: dict[str, str] = {}
     for row in to_form(root):
         fid, node = row["id"], row["field"]
-        data[f"{fid}:type"] = node.type
+        data[f"{fid}:type"] = data[f"{fid}:was"] = node.type
         data[f"{fid}:count"] = str(len(node.children))
         if row["role"] == "property":
             data[f"{fid}:name"] = node.name

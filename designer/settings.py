@@ -47,12 +47,32 @@ DEBUG = _env_bool("DJANGO_DEBUG", all(_is_local_host(host) for host in _CONFIGUR
 # The development key is public (it is in this file), so without debug a real key is required,
 # and the development key (or any key Django itself marks insecure) is refused outright.
 DEVELOPMENT_SECRET_KEY = "django-insecure-trellis-development-only"
+# The same bar as Django's own deployment check (security.W009): a key shorter than 50 characters or
+# made of fewer than 5 distinct characters can be guessed, and with it sessions and signatures forged.
+MIN_SECRET_KEY_LENGTH = 50
+MIN_SECRET_KEY_UNIQUE_CHARACTERS = 5
+
+
+def _secret_key_problem(key: str) -> str | None:
+    if not key:
+        return "it is not set"
+    if key.startswith("django-insecure-"):
+        return "it is a 'django-insecure-' key, which is public or marked for development"
+    if len(key) < MIN_SECRET_KEY_LENGTH:
+        return f"it is {len(key)} characters long; at least {MIN_SECRET_KEY_LENGTH} are needed"
+    if len(set(key)) < MIN_SECRET_KEY_UNIQUE_CHARACTERS:
+        return (f"it uses only {len(set(key))} distinct characters; at least {MIN_SECRET_KEY_UNIQUE_CHARACTERS} "
+                f"are needed")
+    return None
+
+
 SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "")
-if not DEBUG and (not SECRET_KEY or SECRET_KEY.startswith("django-insecure-")):
+_KEY_PROBLEM = None if DEBUG else _secret_key_problem(SECRET_KEY)
+if _KEY_PROBLEM is not None:
     raise RuntimeError(
-        "DJANGO_SECRET_KEY must be set to a private random value when debug is off (DJANGO_DEBUG=false, or "
-        "DJANGO_ALLOWED_HOSTS names a non-local host). Generate one with: python -c \"import secrets; "
-        "print(secrets.token_urlsafe(50))\". For local development set DJANGO_DEBUG=true instead."
+        f"DJANGO_SECRET_KEY must be set to a private random value when debug is off (DJANGO_DEBUG=false, or "
+        f"DJANGO_ALLOWED_HOSTS names a non-local host): {_KEY_PROBLEM}. Generate one with: python -c \"import "
+        f"secrets; print(secrets.token_urlsafe(50))\". For local development set DJANGO_DEBUG=true instead."
     )
 SECRET_KEY = SECRET_KEY or DEVELOPMENT_SECRET_KEY
 
@@ -81,6 +101,7 @@ MIDDLEWARE = [
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
+    "designer.uploads.RequestSizeMiddleware",  # before the CSRF check reads the body: see designer/uploads.py
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",

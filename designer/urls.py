@@ -29,6 +29,9 @@ def favicon(request: HttpRequest) -> HttpResponse:
 # the admin's own login form counts against (and is refused by) the same limits as the site's
 admin.site.login_form = ThrottledAdminAuthenticationForm
 
+# An oversized request body is refused while Django parses it, before any view: answered in the app's words.
+handler400 = "designer.uploads.bad_request"
+
 urlpatterns: list[URLPattern | URLResolver] = [
     path("", home, name="home"),
     path("favicon.ico", favicon, name="favicon"),

@@ -21,7 +21,12 @@ from runtime._errors import InputValidationError
 from runtime._paths import GraphSourcePath, LocalPath
 from runtime._registry import TaskRegistry, TaskSpec
 from runtime._schema_check import SchemaDefect, dialect_of, schema_defects
-from runtime._schema_patterns import PatternRefused, PatternTooExpensive, validation_budget
+from runtime._schema_patterns import (
+    PatternRefused,
+    PatternTooExpensive,
+    ValidationTooExpensive,
+    validation_budget,
+)
 
 #: Schemas come from workflow documents, i.e. from users. Without an explicit registry jsonschema
 #: fetches any ``$ref`` it cannot resolve locally with urllib (``http://`` into the server's own
@@ -69,6 +74,8 @@ def schema_problems(validator: Any, value: Any) -> list[dict[str, Any]]:
         # propertyNames matches a name as a string value, so look among names when no value fits.
         field = _locate(value, exc.text, is_key=exc.is_key) or _locate(value, exc.text, is_key=not exc.is_key)
         return [{"field": field, "message": exc.message}]
+    except ValidationTooExpensive as exc:
+        return [{"field": "", "message": exc.message}]
     except PatternRefused as exc:
         return [{"field": "", "message": f"the schema is unusable: the pattern {exc.problem}"}]
     except jsonschema_exceptions.SchemaError as exc:  # the document's schema itself is broken

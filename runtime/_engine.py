@@ -230,9 +230,9 @@ class Engine:
                 workflow: Workflow | Mapping[str, Any] | None) -> RunLoop:
         if isinstance(run_state, RunState):
             rs = run_state.copy_for_resume()
+            rs.check()  # a caller's object is as much from outside as a checkpoint (from_json checks its own)
         else:
             rs = RunState.from_json(run_state)
-        rs.root_scope  # noqa: B018 - fails closed on a state without its root scope
         plan = self.compile(self._root_workflow(rs, workflow))
         return RunLoop(self._config(), rs, plan)
 

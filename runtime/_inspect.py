@@ -19,7 +19,11 @@ from runtime._state import RunState, foreach_item_metadata, frame_of, runtime_co
 
 
 def _state(run_state: RunState | Mapping[str, Any] | str | bytes) -> RunState:
-    return run_state if isinstance(run_state, RunState) else RunState.from_json(run_state)
+    """The state to read, checked like every state that comes from outside (``CorruptRunStateError``)."""
+    if isinstance(run_state, RunState):
+        run_state.check()
+        return run_state
+    return RunState.from_json(run_state)
 
 
 def frame_context(run_state: RunState | Mapping[str, Any] | str | bytes, frame_id: str) -> RuntimeContext:

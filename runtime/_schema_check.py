@@ -16,6 +16,8 @@ are user input. ``schema_defects`` finds, without validating any value:
 * ``unevaluatedProperties`` together with ``patternProperties``: jsonschema evaluates that
   combination with ``re`` internally, out of reach of the time limit;
 * a ``default`` its own subschema refuses (checked only on a schema free of the defects above);
+* recursion that multiplies: one check of a recursive subschema leading to two checks at one
+  place one level down in the value (``_schema_fanout``), so work doubles per level of nesting;
 * a schema too large once expanded: ``expanded_size`` counts every subschema validation may apply,
   each ``$ref`` (and so each ``allOf``/``anyOf``/``oneOf`` branch that holds one) counted once per
   place it is used. ``{"$defs": {"d1": {"allOf": [{"$ref": "#/$defs/d0"}, {"$ref": "#/$defs/d0"}]}, ...}}``
@@ -40,9 +42,11 @@ import referencing.jsonschema
 from jsonschema import exceptions as jsonschema_exceptions
 from jsonschema import validators as jsonschema_validators
 
+from runtime._schema_fanout import recursive_fanout
 from runtime._schema_patterns import (
     PatternRefused,
     PatternTooExpensive,
+    ValidationTooExpensive,
     pattern_problem,
     timed_validator_class,
     validation_budget,
@@ -194,6 +198,7 @@ class _Walk:
         self.root = schema
         self.nodes: dict[int, _Node] = {}
         self.refs: dict[int, list[int]] = {}  # a subschema's resolved $ref targets
+        self._edges: tuple[dict[int, list[int]], dict[int, int]] | None = None
         self.out: list[SchemaDefect] = []
         root = dialect.spec.create_resource(schema)
         # An empty registry: nothing outside the schema resolves (not even the meta-schemas).
@@ -207,6 +212,8 @@ class _Walk:
         self._unevaluated_with_patterns()
         if not looped:  # a loop is infinite already, and reported
             size = self.expanded_size(limit)
+            if size <= limit:
+                self._fanout(edges)
             if size <= limit and not self.out:
                 # Only a schema fit to validate with is used to check its own defaults.
                 self._defaults()
@@ -230,10 +237,7 @@ class _Walk:
         its cost grows with the value, not with the schema.
         """
         cap = limit + 1
-        edges = {key: [id(child) for _, child in _subschemas(node.contents)
-                       if isinstance(child, Mapping) and id(child) in self.nodes] + self.refs.get(key, [])
-                 for key, node in self.nodes.items()}
-        component = _components(edges)
+        edges, component = self._graph()
         members: dict[int, list[int]] = {}
         for key, comp in component.items():
             members.setdefault(comp, []).append(key)
@@ -251,6 +255,33 @@ class _Walk:
             sizes[comp] = min(total, cap)
         root = id(self.root)
         return sizes[component[root]] if root in component else 1
+
+    def _graph(self) -> tuple[dict[int, list[int]], dict[int, int]]:
+        """Every subschema's edges (positions and $refs) and its strongly connected component."""
+        if self._edges is None:
+            edges = {key: [id(child) for _, child in _subschemas(node.contents)
+                           if isinstance(child, Mapping) and id(child) in self.nodes] + self.refs.get(key, [])
+                     for key, node in self.nodes.items()}
+            self._edges = (edges, _components(edges))
+        return self._edges
+
+    def _fanout(self, in_place: Mapping[int, list[int]]) -> None:
+        _, component = self._graph()
+        found = recursive_fanout({key: node.contents for key, node in self.nodes.items()}, in_place, component,
+                                 self.keywords)
+        if found is None:
+            return
+        kind, name = found.place
+        place = (f"key {name!r}" if kind == "key" and not str(name).startswith("\x00") else
+                 "any key" if kind == "key" else f"index {name}" if name < 1 << 30 else "any index")
+        where = self.nodes[found.node].where
+        self.out.append(SchemaDefect(
+            "too_complex", where,
+            f"too complex: a value is checked against the recursive schema at {where} {found.count} or more times "
+            f"for each level it nests (at {place}), so validation work would double with every level; the limit "
+            f"is 1",
+            "let each recursive $ref apply once per nested value: do not reach the same recursive definition "
+            "through two branches of allOf/anyOf/oneOf, or through both properties and patternProperties"))
 
     def _index(self) -> None:
         stack: list[tuple[Any, Any, tuple[Any, ...]]] = [(self.root, self.resolver, ())]
@@ -299,8 +330,8 @@ class _Walk:
                 with validation_budget():
                     error = jsonschema_exceptions.best_match(
                         validator.evolve(schema=node.contents).iter_errors(node.contents["default"]))
-            except (PatternTooExpensive, PatternRefused, RecursionError, referencing.exceptions.Unresolvable,
-                    jsonschema_exceptions.SchemaError):
+            except (PatternTooExpensive, PatternRefused, ValidationTooExpensive, RecursionError,
+                    referencing.exceptions.Unresolvable, jsonschema_exceptions.SchemaError):
                 continue  # not judged: the value is validated (with its own limits) when it is used
             if error is not None:
                 inside = "".join(f"/{part}" for part in error.absolute_path)

@@ -40,8 +40,25 @@ MAX_UNROLLED = 20_000
 
 _REPEATS = (sre.MAX_REPEAT, sre.MIN_REPEAT, sre.POSSESSIVE_REPEAT)
 
+#: Most keyword checks one validation may make (each keyword of each subschema at each place in the
+#: value counts one). The static schema budget bounds the checks per place; this bounds the whole,
+#: so a large value against a wide schema cannot hold a web request or worker either. It is a count,
+#: not a time, so the same value is accepted or refused on any machine.
+MAX_VALIDATION_STEPS = 500_000
+
 #: Deadline (``time.monotonic()``) of the validation in progress, shared by all its matches.
 _DEADLINE: ContextVar[float | None] = ContextVar("trellis_schema_pattern_deadline", default=None)
+#: Keyword checks left to the validation in progress (a one-element list, shared by its keywords).
+_STEPS: ContextVar[list[int] | None] = ContextVar("trellis_schema_validation_steps", default=None)
+
+
+class ValidationTooExpensive(Exception):
+    """A validation made more than ``MAX_VALIDATION_STEPS`` keyword checks; abandoned (the value is not accepted)."""
+
+    @property
+    def message(self) -> str:
+        return (f"the value is too large to check against this schema: validation stopped after "
+                f"{MAX_VALIDATION_STEPS:,} keyword checks; send a smaller value, or simplify the schema")
 
 
 class PatternTooExpensive(Exception):
@@ -140,11 +157,14 @@ def search(pattern: str, text: str, *, is_key: bool = False) -> bool:
 
 @contextmanager
 def validation_budget(seconds: float = VALIDATION_BUDGET) -> Iterator[None]:
-    """All pattern matches inside the block share one budget of ``seconds`` (many slow-ish matches add up)."""
+    """All pattern matches inside the block share one budget of ``seconds`` (many slow-ish matches add up),
+    and all keyword checks one of ``MAX_VALIDATION_STEPS``."""
     token = _DEADLINE.set(time.monotonic() + seconds)
+    steps = _STEPS.set([MAX_VALIDATION_STEPS])
     try:
         yield
     finally:
+        _STEPS.reset(steps)
         _DEADLINE.reset(token)
 
 
@@ -196,11 +216,26 @@ _TIMED_KEYWORDS = {
 }
 
 
+def _counted(keyword: Any) -> Any:
+    def check(validator: Any, value: Any, instance: Any, schema: Mapping[str, Any]) -> Any:
+        steps = _STEPS.get()
+        if steps is not None:
+            steps[0] -= 1
+            if steps[0] < 0:
+                raise ValidationTooExpensive
+        return keyword(validator, value, instance, schema)
+
+    check.__name__ = getattr(keyword, "__name__", "keyword")
+    return check
+
+
 def timed_validator_class(stock: Any) -> Any:
-    """``stock`` (a jsonschema validator class) with every keyword that runs a schema pattern time-limited.
+    """``stock`` (a jsonschema validator class) with every keyword that runs a schema pattern time-limited,
+    and every keyword counted against ``MAX_VALIDATION_STEPS`` inside ``validation_budget``.
 
     ``unevaluatedProperties`` also matches ``patternProperties`` inside jsonschema, with ``re``;
     the schema check refuses that combination instead of re-implementing the keyword.
     The class is not registered for any ``$schema`` URI, so jsonschema's own lookups never hand it out.
     """
-    return jsonschema_validators.extend(stock, validators=_TIMED_KEYWORDS)
+    keywords = {**stock.VALIDATORS, **_TIMED_KEYWORDS}
+    return jsonschema_validators.extend(stock, validators={name: _counted(fn) for name, fn in keywords.items()})

@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from runtime._context import RESERVED_CONTEXT_FIELDS, ForeachContext, RuntimeContext
 from runtime._document import WorkflowRef
 from runtime._errors import CorruptRunStateError
+from runtime._integrity import check_run_state
 
 RUN_STATE_VERSION: Literal[1] = 1
 ROOT_SCOPE_ID = "root"
@@ -152,11 +153,17 @@ class RunState(_StateModel):
 
     @classmethod
     def from_json(cls, data: str | bytes | Mapping[str, Any]) -> RunState:
-        """Load a checkpoint; anything that does not validate is ``CorruptRunStateError``."""
+        """Load a checkpoint; anything that does not validate is ``CorruptRunStateError``.
+
+        Beyond the format, the structure must be one the engine could have
+        written (``runtime._integrity.check_run_state``): every way into the
+        engine or the inspection helpers from outside goes through here.
+        """
         try:
             if isinstance(data, str | bytes):
-                return cls.model_validate_json(data)
-            return cls.model_validate(data)
+                loaded = cls.model_validate_json(data)
+            else:
+                loaded = cls.model_validate(data)
         except ValidationError as exc:
             problems = [
                 {"location": ".".join(str(p) for p in err["loc"]), "message": err["msg"]}
@@ -167,6 +174,12 @@ class RunState(_StateModel):
                 + "; ".join(f"{p['location']}: {p['message']}" for p in problems[:5]),
                 problems=problems,
             ) from None
+        loaded.check()
+        return loaded
+
+    def check(self) -> None:
+        """``CorruptRunStateError`` (naming the entry and field) unless this is a state the engine could write."""
+        check_run_state(self)
 
     def copy_for_resume(self) -> RunState:
         """An independent copy, so resuming never alters the caller's object."""
@@ -371,9 +384,9 @@ def foreach_item_metadata(run_state: RunState, frame: ExecutionFrame) -> Foreach
     Fails closed: a malformed entry, or one whose activation is missing or
     disagrees about node or scope, raises ``CorruptRunStateError``.
     """
-    raw = frame.metadata.get("foreach")
-    if raw is None:
+    if "foreach" not in frame.metadata:
         return None
+    raw = frame.metadata["foreach"]
     fid = frame.frame_id
     if not isinstance(raw, dict):
         raise _corrupt(fid, f"foreach metadata must be an object, got {type(raw).__name__}")

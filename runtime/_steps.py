@@ -27,11 +27,11 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from pydantic_core import to_json
+from pydantic_core import to_json, to_jsonable_python
 
 from runtime._context import RuntimeContext
 from runtime._document import TaskNode, Workflow
@@ -114,6 +114,11 @@ class StepCall:
         frozen = dataclasses.replace(context, foreach=dict(context.foreach), aliases=dict(context.aliases))
         return cls(task, payload, frozen, timeout, max_result_bytes)
 
+    def portable(self) -> StepCall:
+        """A copy whose payload is plain JSON data. A payload is JSON-like but may hold read-only views (a
+        binding of the whole ``context`` reads a mapping proxy), which do not pickle."""
+        return dataclasses.replace(self, payload=to_jsonable_python(self.payload, fallback=_plain))
+
     def timed_out(self) -> StepTimeoutError:
         return timeout_error(self.task, self.context, self.timeout or 0.0)
 
@@ -136,6 +141,12 @@ class StepCall:
         if self.max_result_bytes is not None and len(data) > self.max_result_bytes:
             raise self.too_large(len(data))
         return label, data
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return dict(value)
+    raise TypeError(f"a task payload cannot hold a {type(value).__name__}")
 
 
 async def _await(awaitable: Any) -> Any:

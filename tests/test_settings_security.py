@@ -63,11 +63,25 @@ def test_local_host_names_keep_debug() -> None:
     assert settings_with(DJANGO_ALLOWED_HOSTS="localhost,127.0.0.1,app.localhost")["DEBUG"] is True
 
 
-@pytest.mark.parametrize("key", ["", "django-insecure-trellis-development-only", "django-insecure-abc"])
-def test_without_debug_insecure_keys_are_refused(key: str) -> None:
+@pytest.mark.parametrize(("key", "why"), [
+    ("", "it is not set"),
+    ("django-insecure-trellis-development-only", "it is a 'django-insecure-' key"),
+    ("django-insecure-abc", "it is a 'django-insecure-' key"),
+    ("short-but-random-Xq93", "it is 21 characters long; at least 50 are needed"),
+    (REAL_KEY[:49], "it is 49 characters long; at least 50 are needed"),
+    ("abcd" * 20, "it uses only 4 distinct characters; at least 5 are needed"),
+])
+def test_without_debug_insecure_keys_are_refused(key: str, why: str) -> None:
     refused = load_settings(DJANGO_DEBUG="false", DJANGO_SECRET_KEY=key)
     assert refused.returncode != 0
     assert "DJANGO_SECRET_KEY must be set to a private random value" in refused.stderr
+    assert why in refused.stderr
+
+
+def test_a_key_at_the_bar_is_accepted_and_debug_tolerates_a_short_one() -> None:
+    assert len(REAL_KEY[:50]) == 50
+    assert settings_with(DJANGO_DEBUG="false", DJANGO_SECRET_KEY=REAL_KEY[:50])["DEBUG"] is False
+    assert settings_with(DJANGO_DEBUG="true", DJANGO_SECRET_KEY="short")["dev_key"] is False
 
 
 def test_debug_can_still_be_forced_on_explicitly() -> None:

@@ -12,13 +12,13 @@ import json
 import logging
 from typing import Any
 
-from django.core.exceptions import RequestDataTooBig
 from django.http import Http404
 from rest_framework import exceptions as drf
 from rest_framework.response import Response
 from rest_framework.views import set_rollback
 
 from designer.errors import DesignerError
+from designer.uploads import TOO_MUCH, too_much_message
 from runtime import (
     CorruptRunStateError,
     InputValidationError,
@@ -41,7 +41,9 @@ RUNTIME_STATUS: dict[type[WorkflowError], int] = {
     SubgraphResolutionError: 400,
     ResumeError: 409,
     NodeFailedError: 422,
-    CorruptRunStateError: 500,
+    # A damaged checkpoint conflicts with what the run claims to be; the run itself can still be cancelled or
+    # deleted, so this is not a server fault.
+    CorruptRunStateError: 409,
 }
 
 
@@ -110,23 +112,24 @@ def _drf_body(exc: drf.APIException) -> tuple[int, dict[str, Any]]:
     return exc.status_code, {"code": code, "message": message}
 
 
-def render_error(exc: BaseException) -> tuple[int, dict[str, Any]] | None:
-    """``(status, body)`` for a known error, None for an unexpected one."""
+def render_error(exc: BaseException, request: Any = None) -> tuple[int, dict[str, Any]] | None:
+    """``(status, body)`` for a known error, None for an unexpected one (``request`` words a size refusal)."""
     if isinstance(exc, DesignerError):
         return exc.status, _jsonable(exc.to_dict())
     if isinstance(exc, WorkflowError):
         return _runtime_status(exc), _jsonable(exc.to_dict())
     if isinstance(exc, Http404):
         return 404, {"code": "not_found", "message": "not found"}
-    if isinstance(exc, RequestDataTooBig):
-        return 413, {"code": "request.too_large", "message": "the request body is too large"}
+    if isinstance(exc, TOO_MUCH):
+        return 413, {"code": "request.too_large", "message": too_much_message(request, exc) if request else
+                     "the request body is too large"}
     if isinstance(exc, drf.APIException):
         return _drf_body(exc)
     return None
 
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
-    rendered = render_error(exc)
+    rendered = render_error(exc, context.get("request"))
     if rendered is None:
         view = context.get("view")
         logger.exception("unexpected error in %s", type(view).__name__ if view else "API view", exc_info=exc)

@@ -1,8 +1,11 @@
-"""Runs API (contract: API.md, "Runs"): start, list, detail, events, frame context, resume, cancel.
+"""Runs API (contract: API.md, "Runs"): start, list, detail, events, frame context, resume, cancel, delete.
 
 Views only parse, call a selector or service, and render. Everything derived
 from a RunState (progress per foreach activation, live frames, a frame's
 structured context) comes from the runtime via ``designer.runs.inspect``.
+A run whose checkpoint is damaged answers 409 ``runstate.corrupt`` with the
+reason on every view but cancel and delete, which always work; lists mark it
+with ``damage``.
 """
 
 from __future__ import annotations
@@ -25,7 +28,6 @@ from designer.api.serializers import HAS_TEXT
 from designer.errors import BadRequest, NotFound
 from designer.models import Run, RunEvent
 from designer.runs import inspect
-from designer.runs.checkpointer import run_state_of
 from designer.selectors.runs import events_after, filter_runs, get_run
 from designer.selectors.workflows import get_workflow
 from designer.services import runs as run_services
@@ -45,8 +47,9 @@ def _iso(value: Any) -> str | None:
     return value.isoformat() if value is not None else None
 
 
-def run_summary(run: Run) -> dict[str, Any]:
-    """The list shape: everything about a run except its payloads and state."""
+def run_summary(run: Run, damage: str = "") -> dict[str, Any]:
+    """The list shape: everything about a run except its payloads and state; ``damage`` says why its
+    checkpoint cannot be read (null when it can)."""
     return {
         "id": run.pk,
         "workflow": run.workflow_id,
@@ -62,25 +65,28 @@ def run_summary(run: Run) -> dict[str, Any]:
         "finished_at": _iso(run.finished_at),
         "duration_ms": run.duration_ms,
         "error_code": (run.error or {}).get("code") if isinstance(run.error, dict) else None,
+        "damage": damage or None,
     }
 
 
 def run_detail(run: Run) -> dict[str, Any]:
+    """Everything about a run; ``CorruptRunStateError`` when its checkpoint is damaged."""
+    checkpoint = inspect.checkpoint_of(run)
     detail = run_summary(run)
     detail.update(
         {
             "input": run.input,
             "output": run.output,
             "error": run.error,
-            "state": inspect.root_state(run),
-            "run_state": run_state_of(run),
+            "state": inspect.root_state(checkpoint),
+            "run_state": checkpoint.data if checkpoint is not None else None,
             "interrupts": run.interrupts or [],
             "resume_pending": bool(run.resume_request),
             "subgraph_versions": run.subgraph_versions or {},
             "attempts": run.attempts,
             "last_seq": inspect.last_seq(run),
-            "progress": inspect.progress(run),
-            "frames": inspect.frames(run),
+            "progress": inspect.progress(checkpoint),
+            "frames": inspect.frames(checkpoint),
         }
     )
     return detail
@@ -120,6 +126,7 @@ class RunSummarySerializer(serializers.Serializer):
     finished_at = serializers.DateTimeField(allow_null=True)
     duration_ms = serializers.IntegerField(allow_null=True)
     error_code = serializers.CharField(allow_null=True)
+    damage = serializers.CharField(allow_null=True, help_text="why the run's checkpoint cannot be read; null if it can")
 
 
 class RunDetailSerializer(RunSummarySerializer):
@@ -288,14 +295,20 @@ class RunListView(_RunsView):
             created_by=params.get("created_by"),
         )
         paginator = RunPagination()
-        page = paginator.paginate_queryset(runs, request, view=self)
-        return paginator.get_paginated_response([run_summary(run) for run in page or []])
+        page = paginator.paginate_queryset(runs, request, view=self) or []
+        damages = inspect.damages_of(page)
+        return paginator.get_paginated_response([run_summary(run, damages.get(run.pk, "")) for run in page])
 
 
 class RunDetailView(_RunsView):
     @extend_schema(responses={200: RunDetailSerializer}, operation_id="runs_retrieve")
     def get(self, request: Request, run_id: int) -> Response:
         return Response(run_detail(get_run(user=request.user, run_id=run_id)))
+
+    @extend_schema(request=None, responses={204: None}, operation_id="runs_destroy")
+    def delete(self, request: Request, run_id: int) -> Response:
+        run_services.delete_run(actor=request.user, run=get_run(user=request.user, run_id=run_id))
+        return Response(status=status.HTTP_204_NO_CONTENT)
 
 
 class RunEventsView(_RunsView):
@@ -308,6 +321,7 @@ class RunEventsView(_RunsView):
     )
     def get(self, request: Request, run_id: int) -> Response:
         run = get_run(user=request.user, run_id=run_id)
+        inspect.checkpoint_of(run)  # a damaged run is refused here too, never shown as a plain trace
         events, next_after = events_after(run, after=request.query_params.get("after"),
                                           limit=request.query_params.get("limit"))
         return Response({"events": [event_json(e) for e in events], "next_after": next_after,
@@ -340,7 +354,10 @@ class RunCancelView(_RunsView):
         run = run_services.cancel_run(actor=request.user, run=run)
         # 200: cancelled now; 202: flagged, its worker stops at the next superstep.
         done = run.status == Run.Status.CANCELLED
-        return Response(run_detail(run), status=status.HTTP_200_OK if done else status.HTTP_202_ACCEPTED)
+        code = status.HTTP_200_OK if done else status.HTTP_202_ACCEPTED
+        damage = inspect.damage_of(run)
+        # Cancelling a damaged run works and says so; its detail would only be the 409.
+        return Response(run_summary(run, damage) if damage else run_detail(run), status=code)
 
 
 urlpatterns = [

@@ -1,5 +1,8 @@
 """Admin for run history: filter by status, team, workflow and date; the trace inline and read-only;
-payloads and the RunState shown as indented JSON; an action to cancel runs."""
+payloads and the RunState shown as indented JSON; an action to cancel runs.
+
+A run whose checkpoint is damaged is marked in the list, and its page answers 409 with the reason, showing the
+stored value as it is (never a partly read state); cancel and delete work on it like on any run."""
 
 from __future__ import annotations
 
@@ -8,12 +11,13 @@ from typing import Any
 
 from django.contrib import admin, messages
 from django.db.models import QuerySet
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
 from django.utils.html import format_html
 
 from designer.errors import DesignerError
 from designer.models import Run, RunEvent
-from designer.runs.checkpointer import run_state_of
+from designer.runs.inspect import checkpoint_of, damage_of, damages_of
+from runtime import CorruptRunStateError
 
 
 def pretty_json(value: Any) -> str:
@@ -43,9 +47,12 @@ class RunEventInline(admin.TabularInline):
         return False
 
 
+_DAMAGE = "_trellis_damage"  # a changelist row's damage, read once for the page
+
+
 @admin.register(Run)
 class RunAdmin(admin.ModelAdmin):
-    list_display = ("id", "workflow", "team", "version", "status", "created_by", "created_at", "duration")
+    list_display = ("id", "workflow", "team", "version", "status", "damage", "created_by", "created_at", "duration")
     list_filter = ("status", "team", "workflow", "created_at")
     list_select_related = ("workflow", "team", "workflow_version", "created_by")
     date_hierarchy = "created_at"
@@ -58,15 +65,39 @@ class RunAdmin(admin.ModelAdmin):
         ("Timing", {"fields": ("created_at", "started_at", "finished_at", "duration", "attempts")}),
         ("Payloads", {"fields": ("input_json", "output_json", "error_json", "interrupts_json",
                                  "resume_request_json")}),
-        ("Execution", {"fields": ("lease_owner", "lease_expires_at", "run_state_json", "document_json"),
+        ("Execution", {"fields": ("damage", "lease_owner", "lease_expires_at", "run_state_json", "document_json"),
                        "classes": ("collapse",)}),
     )
     readonly_fields = (
         "team", "workflow", "workflow_version", "status", "created_by", "cancel_requested", "created_at",
         "started_at", "finished_at", "duration", "attempts", "input_json", "output_json", "error_json",
-        "interrupts_json", "resume_request_json", "lease_owner", "lease_expires_at", "run_state_json",
+        "interrupts_json", "resume_request_json", "damage", "lease_owner", "lease_expires_at", "run_state_json",
         "document_json",
     )
+
+    def get_changelist_instance(self, request: HttpRequest) -> Any:
+        changelist = super().get_changelist_instance(request)
+        # One query for the stored parts of the whole page rather than one per row; kept on the row objects
+        # of this request (the ModelAdmin itself is shared between requests).
+        damages = damages_of(changelist.result_list)
+        for run in changelist.result_list:
+            run.__dict__[_DAMAGE] = damages.get(run.pk, "")
+        return changelist
+
+    @admin.display(description="damage")
+    def damage(self, run: Run) -> str:
+        reason = run.__dict__[_DAMAGE] if _DAMAGE in run.__dict__ else damage_of(run)
+        if not reason:
+            return "—"
+        return format_html('<strong class="errornote" title="runstate.corrupt">damaged</strong> {}', reason)
+
+    def change_view(self, request: HttpRequest, object_id: str, form_url: str = "",
+                    extra_context: dict[str, Any] | None = None) -> HttpResponse:
+        response = super().change_view(request, object_id, form_url, extra_context)
+        run = self.get_object(request, object_id)
+        if run is not None and response.status_code == 200 and damage_of(run):
+            response.status_code = 409  # the run page of a damaged run, as everywhere else
+        return response
 
     @admin.display(description="version", ordering="workflow_version__number")
     def version(self, run: Run) -> str:
@@ -101,7 +132,11 @@ class RunAdmin(admin.ModelAdmin):
 
     @admin.display(description="RunState (latest checkpoint)")
     def run_state_json(self, run: Run) -> str:
-        return pretty_json(run_state_of(run))
+        try:
+            checkpoint = checkpoint_of(run)
+        except CorruptRunStateError:
+            return format_html("<p>Damaged; the stored value as it is:</p>{}", pretty_json(run.run_state))
+        return pretty_json(checkpoint.data if checkpoint is not None else None)
 
     @admin.display(description="document")
     def document_json(self, run: Run) -> str:

@@ -103,10 +103,19 @@ def _joined(run_pk: int, data: dict[str, Any]) -> dict[str, Any]:
 
 def run_state_of(run: Run) -> dict[str, Any] | None:
     """The run's latest checkpoint as complete RunState JSON (items included), or None before the first one.
-    ``CorruptRunStateError`` when a part the checkpoint needs is not stored."""
-    if not isinstance(run.run_state, dict):
+    ``CorruptRunStateError`` when the stored value is not a JSON object or a part it needs is not stored
+    (a damaged checkpoint is never taken for "no checkpoint yet", which would start the run over).
+    Not checked further: ``designer.runs.inspect.checkpoint_of`` is the checked read."""
+    if run.run_state is None:
         return None
+    if not isinstance(run.run_state, dict):
+        raise CorruptRunStateError(f"run {run.pk}: the stored run state is a JSON {_json_kind(run.run_state)}, "
+                                   "not an object", run_id=run.runtime_id, field="run_state")
     return _joined(run.pk, run.run_state)
+
+
+def _json_kind(value: Any) -> str:
+    return {str: "string", list: "array", bool: "boolean", int: "number", float: "number"}.get(type(value), "value")
 
 
 class OrmCheckpointer:

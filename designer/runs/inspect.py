@@ -5,79 +5,130 @@ frame's structured context come from ``runtime.activation_progress`` and
 ``runtime.frame_context`` reading the stored checkpoint. A finished run has
 pruned its frames and activations, so it has neither; its trace keeps what
 each frame saw (``node_started`` events of item frames carry the context).
+
+Every read of a checkpoint goes through ``checkpoint_of``, which has the
+runtime check it (``RunState.from_json``): a damaged checkpoint is
+``CorruptRunStateError`` (``runstate.corrupt``, naming the entry and field),
+which the API answers with 409 and the pages show as a damaged run; never as
+"no checkpoint yet" or a state with something missing.
 """
 
 from __future__ import annotations
 
-import logging
+from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from designer.errors import NotFound
-from designer.models import Run, RunEvent
+from designer.models import Run, RunEvent, RunStatePart
 from designer.runs.checkpointer import run_state_of
-from runtime import CorruptRunStateError, activation_progress
+from runtime import CorruptRunStateError, RunState, activation_progress
 from runtime import frame_context as runtime_frame_context
 
-logger = logging.getLogger("designer.runs")
+
+@dataclass(frozen=True, slots=True)
+class Checkpoint:
+    """A run's latest checkpoint: the complete RunState JSON (parts joined) and the checked RunState."""
+
+    data: dict[str, Any]
+    state: RunState
+
+
+def checkpoint_of(run: Run) -> Checkpoint | None:
+    """The run's latest checkpoint, checked by the runtime; None before the first one.
+
+    ``CorruptRunStateError`` when it is damaged: not a JSON object, not the
+    RunState format, a stored part missing, or a structure the engine could
+    not have written (e.g. tampered foreach item metadata).
+    """
+    data = run_state_of(run)
+    if data is None:
+        return None
+    return Checkpoint(data, RunState.from_json(data))
+
+
+def damage_of(run: Run) -> str:
+    """Why the run's checkpoint is damaged; empty when it is intact (or there is none yet)."""
+    try:
+        checkpoint_of(run)
+    except CorruptRunStateError as exc:
+        return exc.message
+    return ""
+
+
+def damages_of(runs: Iterable[Run]) -> dict[int, str]:
+    """``damage_of`` for a page of runs, with the stored parts of all of them read in one query."""
+    runs = [run for run in runs if run.run_state is not None]
+    wanted: dict[int, list[str]] = {
+        run.pk: RunState.parts_left_out(run.run_state) for run in runs if isinstance(run.run_state, dict)
+    }
+    keys = {key for found in wanted.values() for key in found}
+    stored: dict[int, dict[str, Any]] = {}
+    if keys:
+        rows = RunStatePart.objects.filter(run_id__in=list(wanted), key__in=keys).values_list("run_id", "key",
+                                                                                               "value")
+        for run_id, key, value in rows:
+            stored.setdefault(run_id, {})[key] = value
+    damages: dict[int, str] = {}
+    for run in runs:
+        try:
+            if not isinstance(run.run_state, dict):
+                run_state_of(run)  # raises, with the designer's wording
+            RunState.join_parts(run.run_state, stored.get(run.pk, {}))
+        except CorruptRunStateError as exc:
+            damages[run.pk] = exc.message
+    return damages
 
 
 def last_seq(run: Run) -> int | None:
     return RunEvent.objects.filter(run=run).order_by("-seq").values_list("seq", flat=True).first()
 
 
-def root_state(run: Run) -> Any:
+def root_state(checkpoint: Checkpoint | None) -> Any:
     """The root scope's state values (the workflow's ``state``) in the latest checkpoint."""
-    data = run.run_state
-    if not isinstance(data, dict):
+    if checkpoint is None:
         return None
-    root = (data.get("scopes") or {}).get("root")
-    return root.get("state") if isinstance(root, dict) else None
+    root = checkpoint.state.scopes.get("root")
+    return root.state if root is not None else None
 
 
-def progress(run: Run) -> list[dict[str, Any]]:
+def progress(checkpoint: Checkpoint | None) -> list[dict[str, Any]]:
     """Every live foreach activation: ``{activation_id, node_id, scope_id, frame_id, parent_activation_id,
     parent_index, total, done, running}`` (``parent_*``: the enclosing item, for nested foreach)."""
-    data = run_state_of(run)
-    if data is None:
+    if checkpoint is None:
         return []
-    try:
-        return [entry.to_dict() for entry in activation_progress(data)]
-    except CorruptRunStateError:
-        logger.exception("run %s: cannot read foreach progress from its checkpoint", run.pk)
-        return []
+    return [entry.to_dict() for entry in activation_progress(checkpoint.state)]
 
 
-def frames(run: Run) -> list[dict[str, Any]]:
-    """The live frames of the latest checkpoint, as stored (their context: ``frame_context``)."""
-    data = run.run_state
-    if not isinstance(data, dict):
+def frames(checkpoint: Checkpoint | None) -> list[dict[str, Any]]:
+    """The live frames of the latest checkpoint (their context: ``frame_context``)."""
+    if checkpoint is None:
         return []
-    found = data.get("frames") or {}
     return [
         {
-            "frame_id": frame.get("frame_id"),
-            "parent_frame_id": frame.get("parent_frame_id"),
-            "scope_id": frame.get("scope_id"),
-            "lineage_id": frame.get("lineage_id"),
-            "node_id": frame.get("node_id"),
-            "status": frame.get("status"),
-            "waiting_for": frame.get("waiting_for"),
-            "foreach": (frame.get("metadata") or {}).get("foreach"),
+            "frame_id": frame.frame_id,
+            "parent_frame_id": frame.parent_frame_id,
+            "scope_id": frame.scope_id,
+            "lineage_id": frame.lineage_id,
+            "node_id": frame.node_id,
+            "status": frame.status,
+            "waiting_for": frame.waiting_for,
+            "foreach": frame.metadata.get("foreach"),
         }
-        for frame in found.values()
-        if isinstance(frame, dict)
+        for frame in checkpoint.state.frames.values()
     ]
 
 
 def frame_context(run: Run, frame_id: str) -> dict[str, Any]:
     """``{run_id, frame_id, node_id, scope_id, lineage_id, workflow_id, context}`` where ``context`` is the
     structured ``context`` root a path in that frame reads (``foreach``, ``loop_item``, ``loop_index``, aliases).
-    ``NotFound`` for a frame that is not live in the latest checkpoint."""
-    data = run_state_of(run)
-    if data is None or frame_id not in (data.get("frames") or {}):
+    ``NotFound`` for a frame that is not live in the latest checkpoint; ``CorruptRunStateError`` for a damaged
+    checkpoint."""
+    checkpoint = checkpoint_of(run)
+    if checkpoint is None or frame_id not in checkpoint.state.frames:
         raise NotFound(f"run {run.pk} has no live frame {frame_id!r}; finished frames are pruned from the "
                        "run state (their context is in the trace)", frame_id=frame_id)
-    context = runtime_frame_context(data, frame_id)
+    context = runtime_frame_context(checkpoint.state, frame_id)
     return {
         "run_id": context.run_id,
         "workflow_id": context.workflow_id,

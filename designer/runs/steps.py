@@ -63,16 +63,22 @@ POLL_SECONDS = 0.05
 CANCEL_POLL_SECONDS = 1.0
 
 
-def step_timeout() -> float:
-    return float(getattr(settings, "TRELLIS_STEP_TIMEOUT_SECONDS", DEFAULT_STEP_TIMEOUT_SECONDS))
+# Each limit setting: 0 (or less) turns that limit off.
 
 
-def max_result_bytes() -> int:
-    return int(getattr(settings, "TRELLIS_STEP_MAX_RESULT_BYTES", DEFAULT_STEP_MAX_RESULT_BYTES))
+def step_timeout() -> float | None:
+    value = float(getattr(settings, "TRELLIS_STEP_TIMEOUT_SECONDS", DEFAULT_STEP_TIMEOUT_SECONDS))
+    return value if value > 0 else None
 
 
-def max_memory_mb() -> int:
-    return int(getattr(settings, "TRELLIS_STEP_MAX_MEMORY_MB", DEFAULT_STEP_MAX_MEMORY_MB))
+def max_result_bytes() -> int | None:
+    value = int(getattr(settings, "TRELLIS_STEP_MAX_RESULT_BYTES", DEFAULT_STEP_MAX_RESULT_BYTES))
+    return value if value > 0 else None
+
+
+def max_memory_mb() -> int | None:
+    value = int(getattr(settings, "TRELLIS_STEP_MAX_MEMORY_MB", DEFAULT_STEP_MAX_MEMORY_MB))
+    return value if value > 0 else None
 
 
 def step_processes() -> int:
@@ -117,11 +123,20 @@ class _StepProcess:
         self.usable = True
 
     def is_alive(self) -> bool:
+        """Running, and not a zombie: a step process whose zygote died is reaped by whoever adopts it, if at
+        all (PID 1 of a container may never do it)."""
         try:
-            os.kill(self.pid, 0)
-        except ProcessLookupError:
+            with open(f"/proc/{self.pid}/stat", "rb") as stat:
+                state = stat.read().rsplit(b")", 1)[1].split()[0]
+        except (FileNotFoundError, ProcessLookupError, IndexError):
             return False
-        return True
+        except OSError:  # no /proc: ask the kernel whether the pid exists
+            try:
+                os.kill(self.pid, 0)
+            except ProcessLookupError:
+                return False
+            return True
+        return state not in (b"Z", b"X")
 
     def kill(self) -> None:
         """End the process for good; returns once it is gone (its zygote reaps it)."""
@@ -137,7 +152,11 @@ class _StepProcess:
 
     def run(self, call: StepCall, cancelled: Callable[[], bool], memory_mb: int | None) -> tuple[str, Any]:
         conn = self.conn
-        conn.send_bytes(pickle.dumps(call))
+        try:
+            message = pickle.dumps(call)
+        except (TypeError, pickle.PicklingError):
+            message = pickle.dumps(call.portable())
+        conn.send_bytes(message)
         deadline = time.monotonic() + call.timeout if call.timeout is not None else None
         while not conn.poll(POLL_SECONDS if deadline is None
                             else max(0.0, min(POLL_SECONDS, deadline - time.monotonic()))):
@@ -151,13 +170,11 @@ class _StepProcess:
         limit = call.max_result_bytes + REPLY_OVERHEAD_BYTES if call.max_result_bytes is not None else None
         try:
             reply = pickle.loads(conn.recv_bytes(limit))
-        except (EOFError, OSError):
-            # OSError also means "longer than the limit": the child checks its result's size itself, so only
-            # an oversized exception gets here alive. Either way the pipe is unusable now.
-            time.sleep(0.05)
-            alive = self.is_alive()
+        except (EOFError, OSError) as exc:
+            # The pipe is unusable now either way. multiprocessing says "bad message length" for a reply longer
+            # than the limit (the child checks its result's size itself, so only a huge exception gets here).
             self.kill()
-            if alive:
+            if type(exc) is OSError and "message length" in str(exc):
                 raise call.too_large(None) from None
             raise TaskError(f"node {call.context.node_id!r}: the step's process ended without an answer",
                             node_id=call.context.node_id) from None
@@ -190,7 +207,14 @@ class StepProcessPool:
                 if child.is_alive():
                     return child
                 child.kill()
-        return _StepProcess(self._zygote)
+            try:
+                return _StepProcess(self._zygote)
+            except (EOFError, OSError):
+                # The zygote died (killed by the OOM killer, say): start another one rather than fail every step.
+                logger.warning("the step processes' zygote is gone; starting a new one")
+                self._zygote.close()
+                self._zygote = _Zygote(self.task_modules, self.max_memory_mb)
+                return _StepProcess(self._zygote)
 
     def _give_back(self, child: _StepProcess) -> None:
         with self._lock:
@@ -237,7 +261,7 @@ def shared_pool() -> StepProcessPool:
     from designer import catalog
 
     global _shared
-    wanted = (step_processes(), tuple(catalog.task_modules()), max_memory_mb() or None)
+    wanted = (step_processes(), tuple(catalog.task_modules()), max_memory_mb())
     with _shared_lock:
         pool = _shared
         if pool is None or (pool.processes, pool.task_modules, pool.max_memory_mb) != wanted:

@@ -18,9 +18,10 @@ from django.utils import timezone
 from designer.analysis import analyze_document, dump_document, parse_document
 from designer.errors import BadRequest, ResumeInvalid, RunConflict
 from designer.models import Run, Workflow
-from designer.permissions import require_workflow_role
+from designer.permissions import require_own_team_role, require_workflow_role
 from designer.resolvers import TeamVersionResolver
-from designer.runs.checkpointer import run_id_for, run_state_of
+from designer.runs.checkpointer import run_id_for
+from designer.runs.inspect import checkpoint_of
 from designer.runs.lease import lease_is_free
 from designer.runs.pinning import pin_subgraph_versions
 from designer.runs.recovery import enqueue_execution
@@ -102,6 +103,9 @@ def resume_run(*, actor: Any, run: Run, interrupt_id: object, value: object = No
     if label is not None and (not isinstance(label, str) or not label):
         raise BadRequest("label is a non-empty string or null", field="label")
     locked = Run.objects.select_for_update().get(pk=run.pk)
+    # A damaged checkpoint is refused before anything else (CorruptRunStateError, runstate.corrupt): its
+    # interrupts column cannot be trusted to describe a state that cannot be read.
+    checkpoint = checkpoint_of(locked)
     if locked.status != Run.Status.INTERRUPTED or locked.resume_request:
         raise RunConflict(
             f"run {run.pk} is {locked.status}; only an interrupted run waiting for an answer can be resumed",
@@ -114,7 +118,9 @@ def resume_run(*, actor: Any, run: Run, interrupt_id: object, value: object = No
             open_interrupts=sorted(_open_interrupt_ids(locked)),
         )
     try:
-        chosen, checked = check_resume(run_state_of(locked) or {}, interrupt_id, value, label)
+        if checkpoint is None:
+            raise ResumeError(f"run {run.pk} has no checkpoint to resume", interrupt_id=interrupt_id)
+        chosen, checked = check_resume(checkpoint.state, interrupt_id, value, label)
     except ResumeError as exc:
         raise ResumeInvalid(exc.message, interrupt_id=interrupt_id, errors=exc.details.get("errors")) from None
     locked.resume_request = {"interrupt_id": interrupt_id, "value": checked, "label": chosen}
@@ -159,3 +165,17 @@ def cancel(*, run_id: int) -> Run:
             current = Run.objects.get(pk=run_id)
             raise RunConflict(f"run {run_id} has already finished ({current.status})", status=current.status)
     return Run.objects.select_related("workflow", "workflow_version", "created_by").get(pk=run_id)
+
+
+@transaction.atomic
+def delete_run(*, actor: Any, run: Run) -> None:
+    """Delete a run with its trace and checkpoint, whatever its checkpoint holds (a damaged one included).
+
+    A run a live worker holds is refused: cancel it first, so the worker is not left writing into nothing.
+    """
+    # Run history belongs to the workflow's own team: a team it is shared with may run it, not erase its runs.
+    require_own_team_role(actor, run.workflow, "editor", action="delete its runs")
+    held = Run.objects.select_for_update().filter(pk=run.pk, status=Run.Status.RUNNING).exclude(lease_is_free())
+    if held.exists():
+        raise RunConflict(f"run {run.pk} is running in a worker; cancel it, then delete it", status=run.status)
+    Run.objects.filter(pk=run.pk).delete()

@@ -22,11 +22,13 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from designer import analysis as doc_analysis
+from designer import schema_builder as sb
 from designer import selectors
-from designer.errors import DesignerError
+from designer.errors import BadRequest, DesignerError, RevisionConflict
 from designer.models import Workflow as WorkflowModel
 from designer.permissions import has_role, require_workflow_role
 from designer.services import workflows as workflow_services
+from designer.untrusted import JSONInputError, loads_json
 from designer.views import editor_edits as edits
 from designer.views import editor_panels as panels
 from designer.views.htmx import HtmxHttpRequest
@@ -96,12 +98,15 @@ def _inspector_context(loaded: Loaded, node_id: str | None, focus: str | None = 
     }
     if node is None:
         context["settings"] = {
-            "input_schema": json.dumps(document.get("input_schema", {}), indent=2),
-            "state_schema": json.dumps(document.get("state_schema", {}), indent=2),
-            "outputs": json.dumps(document.get("outputs", []), indent=2),
             "start": document.get("start") or "",
             "nodes": [n["id"] for n in document.get("nodes", [])],
         }
+        context["builders"] = [
+            schema_builder_context(loaded, "input_schema", None),
+            schema_builder_context(loaded, "state_schema", None),
+        ]
+        context["workflow_outputs"] = document.get("outputs", [])
+        context["output_paths"] = panels.workflow_output_paths(loaded.analysis)
         context["missing_node"] = node_id or ""
         return context
     diagnostics = [d for d in _diagnostics(loaded) if d["node_id"] == node["id"]]
@@ -118,17 +123,20 @@ def _inspector_context(loaded: Loaded, node_id: str | None, focus: str | None = 
         "outputs": node.get("output", []),
         "result_fields": panels.result_fields(node, analysis),
         "state_fields": panels.state_fields(analysis),
+        "state_field_types": panels.state_field_types(analysis),
     })
     kind = node["kind"]
     if kind in ("task", "subgraph"):
         schema = panels.input_schema_of(node, analysis)
-        rows = panels.field_rows(node, schema, diagnostics)
+        adding = focus if focus and focus.startswith("input.") else None
+        rows = panels.field_rows(node, schema, diagnostics, analysis=analysis, adding=adding)
         for row in rows:
-            if row.key == focus:
+            if focus and (row.key == focus or edits.same_target(row.key, focus)):
                 row.focused = True
                 row.picker = _picker_for(loaded, node["id"], row.key, current=_bound_path(row.binding))
         context["rows"] = rows
         context["schema_known"] = schema is not None
+        context["data_tree"] = panels.data_tree(analysis, node["id"]) if reachable else []
     if kind == "task":
         context["task_description"] = _task_description(node.get("task"))
     if kind == "subgraph":
@@ -147,7 +155,7 @@ def _inspector_context(loaded: Loaded, node_id: str | None, focus: str | None = 
             for case in node.get("cases", [])
         ]
     if kind == "interrupt":
-        context["resume_schema"] = json.dumps(node.get("resume_schema", {}), indent=2)
+        context["resume_builder"] = schema_builder_context(loaded, "resume_schema", node["id"])
         context["labels_text"] = ", ".join(node.get("labels", []))
         adding = focus if focus and focus.startswith("input.") else None
         rows = panels.payload_rows(node, diagnostics, adding=adding)
@@ -157,6 +165,45 @@ def _inspector_context(loaded: Loaded, node_id: str | None, focus: str | None = 
                 row.picker = _picker_for(loaded, node["id"], row.key, current=_bound_path(row.binding))
         context["payload_rows"] = rows
     return context
+
+
+SCHEMA_TITLES = {"input_schema": "Input schema", "state_schema": "State schema", "resume_schema": "Resume schema"}
+SCHEMA_HINTS = {
+    "input_schema": "What a run is started with.",
+    "state_schema": "What nodes write with output bindings and read as state.",
+    "resume_schema": "The answer a person gives to resume the run.",
+}
+
+
+def schema_builder_context(loaded: Loaded, key: str, node_id: str | None, *, tree: sb.Field | None = None,
+                           error: str = "", error_fid: str = "", sample: str = "") -> dict[str, Any]:
+    """One schema builder: the tree (the stored schema unless an unsaved one is given), its raw JSON,
+    and each default its own field refuses, named next to where it is typed."""
+    if tree is None:
+        if node_id:
+            node = _node(loaded.document, node_id) or {}
+            stored = node.get("resume_schema") or {"type": "object", "properties": {}}
+        else:
+            stored = loaded.document.get(key) or {"type": "object", "properties": {}}
+        tree = sb.fields_of(stored)
+    rows = sb.to_form(tree)
+    problems: dict[str, str] = {}
+    for row in rows:
+        node_field = row["field"]
+        if node_field.has_default:
+            reason = sb.default_error(sb.schema_of(node_field), node_field.default, root=sb.schema_of(tree))
+            if reason:
+                problems[row["id"]] = reason
+    names = sb.name_problems(tree)
+    for row in rows:
+        row["default_error"] = problems.get(row["id"], "")
+        row["error"] = error if error_fid == row["id"] else names.get(row["id"], "")
+    return {
+        "key": key, "node": node_id or "", "title": SCHEMA_TITLES[key], "hint": SCHEMA_HINTS[key],
+        "rows": rows, "json": json.dumps(sb.schema_of(tree), indent=2, ensure_ascii=False),
+        "error": error if not error_fid else "", "types": sb.TYPES, "sample": sample,
+        "dom_id": f"builder-{key}" + (f"-{node_id}" if node_id else ""), "has_problems": bool(problems),
+    }
 
 
 def _bound_path(binding: dict[str, Any] | None) -> str | None:
@@ -240,6 +287,11 @@ def palette(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
 def inspector(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
     loaded = _load(request, workflow_id)
     node_id, focus, error = request.GET.get("node") or None, request.GET.get("field") or None, ""
+    if "parent" in request.GET:  # a new key inside an object field (the mapping editor): open its picker
+        try:
+            focus = panels.child_key(request.GET["parent"], request.GET.get("key", ""))
+        except DesignerError as exc:
+            error = error_message(exc)
     if "target" in request.GET:  # a new prompt-payload row of an interrupt: open its picker
         try:
             focus = edits.payload_field(request.GET["target"])
@@ -263,8 +315,8 @@ def picker(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
         if field in ("over", "path"):
             current = node.get(field)
         else:
-            target = field[len("input."):]
-            current = next((b.get("path") for b in node.get("input", []) if b.get("target") == target), None)
+            current = next((b.get("path") for b in node.get("input", [])
+                            if edits.same_target(f"input.{b.get('target')}", field)), None)
     context = {
         "workflow": loaded.workflow,
         "can_edit": loaded.can_edit,
@@ -282,6 +334,104 @@ def diagnostics(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
     loaded = _load(request, workflow_id)
     context = {"workflow": loaded.workflow, "summary": panels.diagnostics_summary(_diagnostics(loaded))}
     return TemplateResponse(request, f"{TEMPLATE}#diagnostics", context)
+
+
+# --- the schema builders (changes re-render; "Save" is one set_schema edit) ---------------------
+
+
+def _json_text(text: str, *, what: str) -> Any:
+    try:
+        return loads_json(text)
+    except json.JSONDecodeError as exc:
+        raise BadRequest(f"{what} is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})") from exc
+    except JSONInputError as exc:
+        raise BadRequest(f"{what}: {exc}") from exc
+
+
+BUILDER_TEMPLATE = f"{TEMPLATE}#schema-builder"
+
+
+@login_required
+@require_POST
+@designer_errors
+def schema_builder(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
+    """One change in a schema builder (add, remove, retype, infer from a sample, read the JSON view, save).
+
+    Until "Save", nothing is stored: the form is the tree, re-rendered with each default its field refuses
+    named where it is typed. "Save" stores it with the revision the page holds and answers with the whole
+    inspector, like every panel edit."""
+    loaded = _load(request, workflow_id)
+    require_workflow_role(request.user, loaded.workflow, "editor")
+    key, node_id = request.POST.get("schema_key", ""), request.POST.get("node", "") or None
+    if key not in SCHEMA_TITLES or (key == "resume_schema") != bool(node_id):
+        return HttpResponse(f"unknown schema {key!r}", status=400, content_type="text/plain")
+    op, at, sample = request.POST.get("op", "refresh"), request.POST.get("at", "f"), request.POST.get("sample", "")
+
+    def render(tree: sb.Field | None, error: str = "", fid: str = "") -> HttpResponse:
+        context = {"workflow": loaded.workflow, "can_edit": loaded.can_edit,
+                   "builder": schema_builder_context(loaded, key, node_id, tree=tree, error=error, error_fid=fid,
+                                                     sample=sample)}
+        return TemplateResponse(request, BUILDER_TEMPLATE, context)
+
+    try:
+        if op == "from-json":
+            schema = _json_text(request.POST.get("schema", ""), what="the JSON")
+            if not isinstance(schema, dict):
+                raise BadRequest('a schema is a JSON object, e.g. {"type": "object", "properties": {}}')
+            return render(sb.fields_of(schema))
+        if op == "infer":
+            if not sample.strip():
+                raise BadRequest("paste a sample JSON value first, e.g. {\"customers\": [{\"name\": \"Ada\"}]}")
+            return render(sb.fields_of(sb.infer_schema(_json_text(sample, what="the sample"))))
+        tree = sb.from_form(request.POST)
+        if op == "add":
+            tree = sb.update(tree, at, sb.add_child)
+        elif op == "remove":
+            tree = sb.update(tree, at, lambda field: None)
+        elif op == "save":
+            return _save_schema(request, loaded, key, node_id, tree, render)
+    except sb.FormError as exc:
+        return render(None if op in ("from-json", "infer") else _tree_or_none(request.POST), str(exc), exc.fid)
+    except KeyError:
+        return render(None, "that field no longer exists; the builder has been refreshed")
+    except DesignerError as exc:
+        return render(_tree_or_none(request.POST) if op not in ("from-json",) else None, error_message(exc))
+    return render(tree)
+
+
+def _tree_or_none(form: Any) -> sb.Field | None:
+    try:
+        return sb.from_form(form)
+    except (sb.FormError, ValueError):
+        return None
+
+
+def _save_schema(request: HtmxHttpRequest, loaded: Loaded, key: str, node_id: str | None, tree: sb.Field,
+                 render: Any) -> HttpResponse:
+    if sb.name_problems(tree):
+        return render(tree, "Not saved: every field needs a name of its own (see below).")
+    schema = sb.schema_of(tree)
+    problems = sb.default_problems(schema)
+    if problems:  # shown next to each default by the re-render; nothing is saved
+        return render(tree, f"Not saved: {len(problems)} default{'s' if len(problems) != 1 else ''} "
+                            "break their own field (see below).")
+    try:
+        committed = edits.commit(actor=request.user, workflow=loaded.workflow,
+                                 revision=edits._revision(request.POST.get("revision", "")),
+                                 operations=[{"op": "set_schema", "key": key, "node": node_id, "schema": schema}],
+                                 analysis=loaded.analysis)
+    except RevisionConflict:
+        return render(tree, "Not saved: someone else saved this workflow meanwhile. Reload the editor "
+                            "to see their version (copy your schema from the JSON view first).")
+    except (DesignerError, WorkflowError) as exc:
+        return render(tree, error_message(exc))
+    saved = committed.saved
+    fresh = _load(request, loaded.workflow.pk, workflow=saved.workflow, analysis=saved.analysis)
+    response = TemplateResponse(request, f"{TEMPLATE}#inspector", _inspector_context(fresh, node_id))
+    response["HX-Retarget"] = "#inspector"
+    response["HX-Reswap"] = "innerHTML"
+    return _triggers(response, document_changed={"revision": saved.workflow.revision, "node": node_id,
+                                                  "undo": committed.applied.undo})
 
 
 @login_required

@@ -70,6 +70,11 @@ FORM_ACTIONS = {
     "case-add": "add_case",
     "case-remove": "remove_case",
     "interrupt": "set_interrupt",
+    "unbind-tree": "unbind_tree",
+    "schema-json": "set_schema",
+    "workflow-start": "set_workflow_start",
+    "workflow-output-add": "add_workflow_output",
+    "workflow-output-remove": "remove_workflow_output",
 }
 _NOT_ARGS = frozenset({"action", "revision", "csrfmiddlewaretoken", "ops"})
 
@@ -95,6 +100,12 @@ def form_ops(form: Any) -> list[dict[str, Any]]:
         args[key] = values if len(values) > 1 or key.startswith("case_") else values[0]
     if name == "bind_literal":
         args["text"] = args.pop("value", "")
+    if name == "add_output":  # the state-field picker's "new state field…" choice is typed in new_target
+        typed = args.pop("new_target", "")
+        if not args.get("target"):
+            args["target"] = typed
+    if name == "set_schema":  # the schema builder's JSON view: its schema_key names the schema
+        args = {"key": args.get("schema_key", ""), "node": args.get("node", ""), "schema": args.get("schema", "")}
     return [{"op": name, **args}]
 
 
@@ -112,6 +123,15 @@ def operation_context(workflow: WorkflowModel, analysis: Any) -> ops.Context:
             return ("ok",)
 
     def field_schema(node: Mapping[str, Any], name: str) -> Mapping[str, Any] | None:
+        # ``name`` is a binding target, maybe a key inside a field (values.count): the analyzer types both.
+        node_id = node.get("id")
+        if node_id in getattr(analysis, "reachable", ()):
+            try:
+                found = analysis.field_schema(node_id, f"input.{name}")
+            except WorkflowError:
+                found = None
+            if found is not None:
+                return found  # type: ignore[no-any-return]
         return panels.field_schema(node, analysis, name)
 
     return ops.Context(exit_labels=exit_labels, field_schema=field_schema)

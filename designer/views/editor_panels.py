@@ -14,9 +14,10 @@ from typing import Any
 
 from designer import analysis as doc_analysis
 from designer import catalog
+from designer.errors import BadRequest
 from designer.models import Workflow as WorkflowModel
-from designer.views.editor_edits import BRANCH_OPS, OUTPUT_MODES, field_key, same_target
-from runtime import UnknownTaskError, WorkflowError
+from designer.views.editor_edits import BRANCH_OPS, OUTPUT_MODES, input_target, same_target
+from runtime import LocalPath, PathSyntaxError, UnknownTaskError, WorkflowError, parse_local_path
 from runtime import schema_type_label as type_label  # the analyzer's type text, so rows and pickers agree
 
 CONTROL_NODES: tuple[dict[str, Any], ...] = (
@@ -107,10 +108,10 @@ def palette(workflow: WorkflowModel, query: str = "") -> dict[str, list[PaletteI
 
 @dataclass(slots=True)
 class FieldRow:
-    """One input field of a node: what it wants and what it is bound to."""
+    """One row of a node's input mapping: a field (or a key inside one), what it wants, what fills it."""
 
     name: str
-    key: str  # the analyzer's field name, e.g. input.customer_name
+    key: str  # the analyzer's field name, e.g. input.customer_name or input.values.name
     type: str
     description: str
     required: bool
@@ -120,6 +121,13 @@ class FieldRow:
     focused: bool = False
     picker: dict[str, Any] | None = None
     free: bool = False  # a target the author names (an interrupt's payload), not a schema field
+    depth: int = 0  # 0 for a field of the payload, 1 for a key inside it, ...
+    declared: bool = True  # the schema names it (or it is a key of a free-form object); else "extra key"
+    composed: int = 0  # how many bindings fill keys below this row
+    inherited: str = ""  # the key of an ancestor row whose binding already fills this one
+    composable: bool = False  # an object (declared or free-form) that can be filled key by key
+    suggestions: list[str] = field(default_factory=list)  # declared keys not yet shown below this row
+    new: bool = False  # being added: no binding until a source is chosen
 
     @property
     def literal_text(self) -> str:
@@ -140,6 +148,37 @@ def _properties(schema: Mapping[str, Any] | None) -> tuple[dict[str, Any], set[s
     return (dict(props) if isinstance(props, Mapping) else {}), set(schema.get("required", []) or [])
 
 
+def _object_atoms(schema: Mapping[str, Any] | None) -> list[Mapping[str, Any]]:
+    """The object forms a (declared) schema allows: itself, or its anyOf/oneOf members."""
+    if not isinstance(schema, Mapping):
+        return []
+    members = schema.get("anyOf") or schema.get("oneOf")
+    if isinstance(members, list):
+        return [atom for member in members for atom in _object_atoms(member)]
+    kind = schema.get("type")
+    return [schema] if kind == "object" or (isinstance(kind, list) and "object" in kind) else []
+
+
+def _accepts_keys(schema: Mapping[str, Any] | None) -> bool:
+    """Whether a field can be filled key by key: an object form, or no type at all (any value)."""
+    if schema is None:
+        return False
+    if not schema or (not schema.get("type") and not schema.get("anyOf") and not schema.get("oneOf")
+                      and not schema.get("enum") and "const" not in schema):
+        return True
+    return bool(_object_atoms(schema))
+
+
+def _declared_props(schema: Mapping[str, Any] | None) -> tuple[dict[str, Any], set[str]]:
+    props: dict[str, Any] = {}
+    required: set[str] = set()
+    for atom in _object_atoms(schema):
+        more, needed = _properties(atom)
+        props.update({k: v for k, v in more.items() if k not in props})
+        required |= needed
+    return props, required
+
+
 def _by_field(diagnostics: Iterable[dict[str, Any]]) -> dict[str | None, list[dict[str, Any]]]:
     by_field: dict[str | None, list[dict[str, Any]]] = {}
     for diagnostic in diagnostics:
@@ -147,26 +186,90 @@ def _by_field(diagnostics: Iterable[dict[str, Any]]) -> dict[str | None, list[di
     return by_field
 
 
-def field_rows(node: Mapping[str, Any], schema: Mapping[str, Any] | None,
-               diagnostics: Iterable[dict[str, Any]]) -> list[FieldRow]:
+def _target_parts(text: str) -> tuple[str, ...]:
+    try:
+        return parse_local_path(text).parts
+    except PathSyntaxError:
+        return (text,)
+
+
+def field_rows(node: Mapping[str, Any], schema: Mapping[str, Any] | None, diagnostics: Iterable[dict[str, Any]],
+               *, analysis: Any = None, adding: str | None = None) -> list[FieldRow]:
+    """The node's input mapping as rows, parents before their keys: every declared field, every key the
+    document binds (``values.name`` shows as ``name`` under ``values``, typed by the analyzer, or marked
+    "extra key" when nothing declares it), and ``adding`` (a field key being added, still unbound)."""
     props, required = _properties(schema)
-    bound = _bindings(node)
+    bound: dict[tuple[str, ...], dict[str, Any]] = {}
+    for binding in node.get("input", []):
+        bound.setdefault(_target_parts(str(binding.get("target"))), binding)
+    add_parts = _target_parts(adding[len("input."):]) if adding and adding.startswith("input.") else None
+    known = list(bound) + ([add_parts] if add_parts and add_parts not in bound else [])  # document order
     by_field = _by_field(diagnostics)
-    rows = []
-    for name, prop in props.items():
-        key = field_key(name)
-        target = key[len("input."):]
+    node_id = str(node.get("id"))
+
+    def wanted(parts: tuple[str, ...]) -> dict[str, Any] | None:
+        if analysis is None or node_id not in getattr(analysis, "reachable", ()):
+            return None
+        try:
+            found = analysis.field_schema(node_id, field_key_of(parts))
+        except WorkflowError:
+            return None
+        return found if isinstance(found, dict) else None
+
+    rows: list[FieldRow] = []
+
+    def emit(parts: tuple[str, ...], declared_schema: Mapping[str, Any] | None, is_required: bool,
+             inherited: str) -> None:
+        key = field_key_of(parts)
+        binding = bound.get(parts)
+        below = list(dict.fromkeys(p[len(parts)] for p in known if len(p) > len(parts) and p[:len(parts)] == parts))
+        composed = sum(1 for p in bound if len(p) > len(parts) and p[:len(parts)] == parts)
+        sub_props, sub_required = _declared_props(declared_schema)
+        want = declared_schema if declared_schema is not None else wanted(parts)
+        declared = declared_schema is not None or want is not None
+        if declared_schema is not None:
+            type_text = type_label(dict(declared_schema))
+        elif want is not None:
+            type_text = type_label(dict(want))
+        else:
+            type_text = "extra key" if analysis is not None and node_id in getattr(analysis, "reachable", ()) \
+                else "not declared"
+        composable = not binding and not inherited and _accepts_keys(want if want is not None else None)
+        show_declared = bool(below)
+        children = ([k for k in sub_props] if show_declared else []) + [k for k in below if k not in sub_props]
         rows.append(FieldRow(
-            name=name, key=key, type=type_label(prop) if isinstance(prop, dict) else "any",
-            description=str(prop.get("description", "")) if isinstance(prop, dict) else "",
-            required=name in required, schema=prop if isinstance(prop, dict) else {},
-            binding=bound.pop(target, None), diagnostics=by_field.get(key, []),
+            name=parts[-1], key=key, type=type_text,
+            description=str(declared_schema.get("description", "")) if isinstance(declared_schema, Mapping) else "",
+            required=is_required, schema=dict(want) if isinstance(want, Mapping) else {},
+            binding=binding, diagnostics=by_field.get(key, []), depth=len(parts) - 1, declared=declared,
+            composed=composed, inherited=inherited, composable=composable,
+            suggestions=[k for k in sub_props if k not in children],
+            new=parts == add_parts and binding is None,
         ))
-    for target, binding in bound.items():  # bindings of fields the schema does not declare
-        key = f"input.{target}"
-        rows.append(FieldRow(name=target, key=key, type="not declared", description="", required=False, schema={},
-                             binding=binding, diagnostics=by_field.get(key, [])))
+        for child in children:
+            child_schema = sub_props.get(child)
+            emit((*parts, child), child_schema if isinstance(child_schema, Mapping) else None,
+                 child in sub_required, inherited or (key if binding else ""))
+
+    tops = list(props) + [p[0] for p in known if p and p[0] not in props]
+    for name in dict.fromkeys(tops):
+        prop = props.get(name)
+        emit((name,), prop if isinstance(prop, Mapping) else ({} if name in props else None), name in required, "")
     return rows
+
+
+def field_key_of(parts: tuple[str, ...]) -> str:
+    """``input.<target>`` for a binding target's parts, quoted as the analyzer names fields."""
+    return f"input.{LocalPath(parts)}" if parts else "input"
+
+
+def child_key(parent: str, key: str) -> str:
+    """The field key of ``key`` inside the row ``parent`` (``input.values`` + ``name``): a key is one name,
+    quoted in the path if it needs to be, never parsed as a path of its own."""
+    key = key.strip()
+    if not key:
+        raise BadRequest("name the key first", field=parent)
+    return field_key_of((*input_target(parent).parts, key))
 
 
 def payload_rows(node: Mapping[str, Any], diagnostics: Iterable[dict[str, Any]], *,
@@ -227,6 +330,32 @@ def result_fields(node: Mapping[str, Any], analysis: Any) -> list[str]:
 def state_fields(analysis: Any) -> list[str]:
     props, _ = _properties(getattr(analysis, "state_schema", None))
     return list(props)
+
+
+def state_field_types(analysis: Any) -> list[dict[str, str]]:
+    """Declared state fields with their types, for the output-binding target picker."""
+    props, _ = _properties(getattr(analysis, "state_schema", None))
+    return [{"name": name, "type": type_label(prop) if isinstance(prop, dict) else "any"}
+            for name, prop in props.items()]
+
+
+def workflow_output_paths(analysis: Any) -> list[dict[str, Any]]:
+    """Paths a workflow output can read once the run completes: the input and the state (no loop is active
+    then), as the analyzer offers them at the top-level start node, grouped Input then State."""
+    workflow = getattr(analysis, "workflow", None)
+    if workflow is None or not workflow.nodes:
+        return []
+    start = workflow.start or workflow.nodes[0].id
+    try:
+        report = doc_analysis.node_report(analysis, start)
+    except WorkflowError:
+        return []
+    groups: dict[str, list[dict[str, Any]]] = {"Input": [], "State": []}
+    for option in report["path_options"]:
+        root = str(option["path"]).split(".", 1)[0]
+        if root in ("input", "state") and option["group"] in groups:
+            groups[option["group"]].append(option)
+    return [{"title": title, "options": options} for title, options in groups.items() if options]
 
 
 # --- path picker -------------------------------------------------------------------
@@ -292,6 +421,43 @@ def picker(analysis: Any, node_id: str, field_name: str, *, show_all: bool = Fal
         "want": type_label(report["want"]) if isinstance(report.get("want"), dict) and report["want"] else "",
         "region": region, "error": "",
     }
+
+
+def _tree_depth(path: str) -> int:
+    """How far below its group's top a path sits: ``input`` 0, ``input.customers`` 1; a loop's
+    ``context.foreach.<id>.item`` 0 and ``.item.name`` 1; ``context.<alias>`` 0."""
+    dots = path.count(".")
+    if path.startswith("context.foreach."):
+        return max(dots - 3, 0)
+    if path.startswith("context."):
+        return max(dots - 1, 0)
+    return dots
+
+
+def data_tree(analysis: Any, node_id: str) -> list[OptionGroup]:
+    """Every path the node can read, grouped like the picker, as a tree to drag fields from (the
+    "data" panel); each option carries its depth below its group's root for indentation."""
+    try:
+        report = doc_analysis.node_report(analysis, node_id)
+    except WorkflowError:
+        return []
+    if not report["reachable"]:
+        return []
+    region = report["control_region"]
+    grouped: dict[str, list[dict[str, Any]]] = {}
+    owner: dict[str, str | None] = {}
+    for option in report["path_options"]:
+        if _is_run_id(option):
+            continue
+        grouped.setdefault(option["group"], []).append(option)
+        owner.setdefault(option["group"], option["foreach_id"])
+    groups = []
+    for name in sorted(grouped, key=lambda g: (3, region.index(owner[g])) if owner[g] in region
+                       else (0 if g == "Input" else 1 if g == "State" else 2, 0)):
+        options = sorted(grouped[name], key=lambda o: o["path"])
+        groups.append(OptionGroup(name, owner[name], [
+            {**o, "depth": _tree_depth(o["path"]), "leaf": o["path"].rsplit(".", 1)[-1]} for o in options]))
+    return groups
 
 
 # --- diagnostics -------------------------------------------------------------------

@@ -14,6 +14,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse, JsonResponse
 from django.template.response import TemplateResponse
 from django.urls import reverse
+from django.utils.html import format_html
 from django.utils.timesince import timesince
 from django.views.decorators.http import require_GET
 
@@ -22,6 +23,7 @@ from designer.errors import NotFound
 from designer.models import Run
 from designer.models import Workflow as WorkflowModel
 from designer.permissions import require_workflow_role
+from designer.runs.inspect import damage_of
 from designer.selectors.runs import filter_runs
 from designer.views.htmx import HtmxHttpRequest
 from designer.views.pages import designer_errors
@@ -67,6 +69,11 @@ def overlay(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
     """Each node's status and counts and each loop's progress in one run (JSON)."""
     workflow = _workflow(request, workflow_id)
     run = _run_of(request, workflow, request.GET.get("run"))
+    damage = damage_of(run)
+    if damage:
+        # Shown by the canvas as an error notice; a damaged run is never drawn as a partial one.
+        return JsonResponse({"code": "runstate.corrupt", "message": f"run #{run.pk} is damaged: {damage}",
+                             "run": {"id": run.pk, "status": run.status}}, status=409)
     events = list(run.events.order_by("seq"))
     return JsonResponse({**run_overlay.overlay(run, events), "label": _label(run),
                          "url": reverse("run-detail", args=[run.pk])})
@@ -79,6 +86,10 @@ def node(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
     """One node in one run: for the chosen item (default: the latest), its context, bound values and result."""
     workflow = _workflow(request, workflow_id)
     run = _run_of(request, workflow, request.GET.get("run"))
+    damage = damage_of(run)
+    if damage:
+        return HttpResponse(format_html('<p class="error" data-code="runstate.corrupt">Run #{} is damaged: {}</p>',
+                                        run.pk, damage), status=409)
     node_id = request.GET.get("node", "")
     # The run's own document: the node as it ran, even if the draft changed since.
     graph = run.document if isinstance(run.document, dict) else {}

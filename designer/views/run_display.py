@@ -150,7 +150,7 @@ def build_timeline(events: Iterable[RunEvent], *, now: datetime, end: datetime |
             step = open_steps.pop((event.frame_id, event.node_id), None)
             if step is not None:
                 step.end, step.status = event.at, _STEP_END[kind]
-                step.label = str((event.data or {}).get("label") or "")
+                step.label = str(event_data(event).get("label") or "")
         elif kind == "node_retrying":
             step = open_steps.get((event.frame_id, event.node_id))
             if step is not None:
@@ -267,9 +267,16 @@ def _tree_order(rows: dict[str, Row]) -> list[Row]:
     return out
 
 
+def event_data(event: RunEvent) -> dict[str, Any]:
+    """The event's ``data`` when it is a JSON object; anything else stored there (a list, a string, null, a
+    number) reads as empty rather than breaking the page."""
+    data = event.data
+    return data if isinstance(data, dict) else {}
+
+
 def summary_of(event: RunEvent) -> dict[str, Any]:
     """The engine's bounded payload summary stored with the event (``data["summary"]``), when it is an object."""
-    summary = (event.data or {}).get("summary")
+    summary = event_data(event).get("summary")
     return summary if isinstance(summary, dict) else {}
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from designer.models import Run, RunEvent
-from designer.runs.checkpointer import run_state_of
+from designer.runs.inspect import checkpoint_of
 from designer.views.run_display import summary_of
 from runtime import CorruptRunStateError, RunState, activation_progress, frame_context
 
@@ -42,17 +42,18 @@ class Progress:
 
 @dataclass(frozen=True, slots=True)
 class Inspection:
+    """The run's checked checkpoint, or why it is damaged (``error``; then ``state`` is None)."""
+
     state: RunState | None
     error: str = ""
 
 
 def load_state(run: Run) -> Inspection:
-    if not run.run_state:
-        return Inspection(None)
     try:
-        return Inspection(RunState.from_json(run_state_of(run) or {}))
+        checkpoint = checkpoint_of(run)
     except CorruptRunStateError as exc:
-        return Inspection(None, error=str(exc))
+        return Inspection(None, error=exc.message)
+    return Inspection(checkpoint.state if checkpoint is not None else None)
 
 
 def context_of(state: RunState | None, frame_id: str) -> dict[str, Any] | None:

@@ -27,13 +27,14 @@ from django.views.decorators.http import require_GET, require_POST
 from designer import selectors
 from designer.errors import DesignerError, NotFound, PermissionDenied
 from designer.models import Run, RunEvent, Team, Workflow
-from designer.permissions import has_role, workflow_role
+from designer.permissions import has_role, require_workflow_role, role_of, workflow_role
 from designer.run_overlay import item_label
+from designer.runs.inspect import damage_of, damages_of
 from designer.services import runs as run_services
 from designer.untrusted import parse_id
 from designer.views.htmx import HtmxHttpRequest
 from designer.views.pages import designer_errors, error_message
-from designer.views.run_display import MAX_EVENTS, InFlight, build_timeline, event_filters, short_id
+from designer.views.run_display import MAX_EVENTS, InFlight, build_timeline, event_data, event_filters, short_id
 from designer.views.run_inspect import context_of, load_state, progress_rows, recorded_context
 from designer.views.schema_form import JSON_FIELD, MODE_FIELD, SchemaForm, build_form, parse_form, with_error
 from runtime import WorkflowError
@@ -146,6 +147,7 @@ def _history(request: HtmxHttpRequest, *, team: Team | None = None, workflow: Wo
         "workflow": workflow,
         "page": page,
         "runs": page.object_list,
+        "damages": damages_of(page.object_list),
         # Runs on this page that may still change: the table refreshes itself until none is left.
         "any_active": any(run.status in ACTIVE for run in page.object_list),
         "filters": filters,
@@ -220,6 +222,7 @@ def _panel_context(request: HtmxHttpRequest, workflow: Workflow, *, version: int
                                                          _sample_input(workflow, version)),
         "recent": recent,
         "recent_active": any(run.status in ACTIVE for run in recent),
+        "recent_damages": damages_of(recent),
         "poll_seconds": POLL_SECONDS,
         **extra,
     }
@@ -314,6 +317,7 @@ def _live_frames(state: Any) -> list[dict[str, Any]]:
 def _detail_context(request: HtmxHttpRequest, run: Run, **extra: Any) -> dict[str, Any]:
     role = workflow_role(request.user, run.workflow)
     inspection = load_state(run)
+    damage = inspection.error
     events = list(run.events.order_by("seq")[:MAX_EVENTS])
     now = timezone.now()
     in_flight = [
@@ -329,14 +333,17 @@ def _detail_context(request: HtmxHttpRequest, run: Run, **extra: Any) -> dict[st
         "workflow": run.workflow,
         "role": role,
         "can_run": has_role(role, "runner"),
-        "active": run.status in ACTIVE,
+        "can_delete": has_role(role_of(request.user, run.team_id), "editor"),  # as delete_run requires
+        # A damaged run is not polled: nothing a worker does will make its checkpoint readable again.
+        "active": run.status in ACTIVE and not damage,
         "poll_seconds": POLL_SECONDS,
-        "interrupts": _interrupts(run, extra.pop("forms", None)),
+        # No answer form for a damaged run: its open questions belong to a state that cannot be read.
+        "interrupts": [] if damage else _interrupts(run, extra.pop("forms", None)),
         "answers": _answers(run),
         "progress": progress_rows(inspection.state, events),
         "timeline": timeline,
         "frames": _live_frames(inspection.state),
-        "state_error": inspection.error,
+        "damage": damage,
         "final_state": scope_state,
         "event_count": len(events),
         "elapsed_ms": int((now - run.started_at).total_seconds() * 1000) if run.started_at else None,
@@ -352,10 +359,28 @@ def _detail_context(request: HtmxHttpRequest, run: Run, **extra: Any) -> dict[st
 def run_detail(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
     run = selectors.get_run(user=request.user, run_id=run_id)
     context = _detail_context(request, run)
+    if context["damage"]:
+        return _damaged(request, run, context)
     if request.htmx and request.htmx.target == "run-live":
         return _live_response(request, context)
     context.update(_events_context(request, run))
     return TemplateResponse(request, "runs/detail.html", context)
+
+
+def _damaged(request: HtmxHttpRequest, run: Run, context: dict[str, Any] | None = None) -> HttpResponse:
+    """409 for any view of a run whose checkpoint is damaged: the run page shows it as damaged, with the reason.
+
+    htmx does not swap a 409 into the page, so an htmx request is told to reload it (``HX-Refresh``): the
+    reloaded page is the damaged one, whatever fragment asked.
+    """
+    if context is None:
+        context = _detail_context(request, run)
+    if request.htmx:
+        response = TemplateResponse(request, "runs/detail.html#live", context, status=409)
+        response["HX-Refresh"] = "true"
+        return response
+    context.update(_events_context(request, run))
+    return TemplateResponse(request, "runs/detail.html", context, status=409)
 
 
 def _live_response(request: HtmxHttpRequest, context: dict[str, Any]) -> TemplateResponse:
@@ -379,7 +404,7 @@ def _events_context(request: HtmxHttpRequest, run: Run) -> dict[str, Any]:
     first = run.events.order_by("seq").values_list("at", flat=True).first()
     rows = [
         {"event": event, "offset_ms": int((event.at - first).total_seconds() * 1000) if first else 0,
-         "summary": (event.data or {}).get("summary")}
+         "data": event_data(event), "summary": event_data(event).get("summary")}
         for event in page.object_list
     ]
     query = urlencode({key: value for key, value in (("kind", kind), ("node", node), ("lineage", lineage)) if value})
@@ -394,6 +419,8 @@ def _events_context(request: HtmxHttpRequest, run: Run) -> dict[str, Any]:
 def run_events(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
     """The events table (filtered, paged); polled with the page while the run is active."""
     run = selectors.get_run(user=request.user, run_id=run_id)
+    if damage_of(run):
+        return _damaged(request, run)
     if not request.htmx:
         query = request.GET.urlencode()
         return redirect(reverse("run-detail", args=[run.pk]) + (f"?{query}" if query else "") + "#events")
@@ -424,6 +451,8 @@ def run_frame(request: HtmxHttpRequest, run_id: int, frame_id: str) -> HttpRespo
     """One frame: its steps in the trace and its structured context, derived by the runtime."""
     run = selectors.get_run(user=request.user, run_id=run_id)
     inspection = load_state(run)
+    if inspection.error:
+        return _damaged(request, run)
     events = list(run.events.filter(frame_id=frame_id).order_by("seq")[:200])
     if not events and (inspection.state is None or frame_id not in inspection.state.frames):
         raise NotFound(f"run {run.pk} has no frame {frame_id!r}")
@@ -461,6 +490,9 @@ def run_frame(request: HtmxHttpRequest, run_id: int, frame_id: str) -> HttpRespo
 @designer_errors
 def run_resume(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
     run = selectors.get_run(user=request.user, run_id=run_id)
+    if damage_of(run):
+        require_workflow_role(request.user, run.workflow, "runner", what="this run")  # as resume_run does
+        return _damaged(request, run)
     interrupt_id = request.POST.get("interrupt_id", "")
     record = next((item for item in _interrupts(run) if item["id"] == interrupt_id), None)
     if record is None:
@@ -507,6 +539,26 @@ def run_cancel(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
     except DesignerError as exc:
         return _after_action(request, run, notice=error_message(exc))
     return _after_action(request, run, notice="Cancel requested." if run.status == "running" else "Run cancelled.")
+
+
+@login_required
+@require_POST
+@designer_errors
+def run_delete(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
+    """Delete a run (a damaged one included) and go to its workflow's run history."""
+    run = selectors.get_run(user=request.user, run_id=run_id)
+    try:
+        run_services.delete_run(actor=request.user, run=run)
+    except PermissionDenied:
+        raise
+    except DesignerError as exc:
+        return _after_action(request, run, notice=error_message(exc))
+    url = reverse("workflow-runs", args=[run.workflow_id])
+    if request.htmx:
+        response = HttpResponse(status=204)
+        response["HX-Redirect"] = url
+        return response
+    return redirect(url)
 
 
 def _after_action(request: HtmxHttpRequest, run: Run, notice: str = "") -> HttpResponse:

@@ -48,6 +48,7 @@ urlpatterns += [
     path("runs/<int:run_id>/frames/<str:frame_id>/", runs.run_frame, name="run-frame"),
     path("runs/<int:run_id>/resume/", runs.run_resume, name="run-resume"),
     path("runs/<int:run_id>/cancel/", runs.run_cancel, name="run-cancel"),
+    path("runs/<int:run_id>/delete/", runs.run_delete, name="run-delete"),
 ]
 
 # --- workflow editor (designer/views/editor.py) ---
@@ -60,6 +61,7 @@ urlpatterns += [
     path("workflows/<int:workflow_id>/edit/picker/", editor.picker, name="editor-picker"),
     path("workflows/<int:workflow_id>/edit/diagnostics/", editor.diagnostics, name="editor-diagnostics"),
     path("workflows/<int:workflow_id>/edit/change/", editor_edits.edit, name="editor-edit"),
+    path("workflows/<int:workflow_id>/edit/schema-builder/", editor.schema_builder, name="editor-schema-builder"),
     path("workflows/<int:workflow_id>/edit/publish/", editor.publish, name="editor-publish"),
     path("workflows/<int:workflow_id>/edit/runs/", editor_run.runs, name="editor-runs"),
     path("workflows/<int:workflow_id>/edit/run-overlay/", editor_run.overlay, name="editor-run-overlay"),

@@ -78,7 +78,11 @@ Decisions worth knowing (runtime.md section 7 leaves them open):
   subschemas: "too complex: more than 10000 subschemas, the limit is 10000". The size is counted
   on the graph of subschemas with each ``$ref`` target's count memoised and the count stopping at the
   limit, so measuring is linear in the schema's text; no value is ever validated against such a
-  schema (the runtime refuses it in the same words). An error even for
+  schema (the runtime refuses it in the same words). Recursion is counted once, so recursion
+  that multiplies is refused too ("too complex", ``runtime._schema_fanout``): one check of a
+  recursive subschema leading to two checks at one place one level down in the value. A
+  ``default`` that its own subschema refuses is reported as well (the runtime still validates
+  with such a schema: a filled-in bad default is refused like any bad value). An error even for
   ``state_schema`` (which the engine does not validate against): the
   document is wrong either way.
 * ``route.no_exit`` (``_cycles``): a strongly connected part of the route graph

@@ -54,9 +54,10 @@ _TABLE: Final[tuple[CodeInfo, ...]] = (
     CodeInfo("schema.invalid", "error",
              "input_schema, state_schema or an interrupt's resume_schema cannot be used: not valid JSON Schema, "
              "a $ref that leaves the schema, points at nothing or loops, a pattern that is no regular "
-             "expression or too large, or a schema too complex to validate (more than MAX_SCHEMA_SUBSCHEMAS, "
-             "10,000, subschemas once every $ref is expanded) (field names the schema; the message gives the "
-             "place inside it)",
+             "expression or too large, a schema too complex to validate (more than MAX_SCHEMA_SUBSCHEMAS, "
+             "10,000, subschemas once every $ref is expanded, or recursion that checks a nested value more "
+             "than once per level), or a default its own schema refuses (field names the schema; the message "
+             "gives the place inside it)",
              addition=True),
     CodeInfo("document.invalid", "error",
              "analyze() was given a mapping that is not a valid workflow document (raised, not returned)",

@@ -57,15 +57,46 @@ async def _public_addresses(host: str, port: int) -> list[str]:
     for info in infos:
         text = str(info[4][0])
         address = ipaddress.ip_address(text.split("%")[0])
-        if not address.is_global:
+        inside = embedded_ipv4(address)
+        if not address.is_global or (inside is not None and not inside.is_global):
+            carries = f" (it carries the IPv4 address {inside})" if inside is not None else ""
             raise TaskError(
-                f"http_request: host {host!r} resolves to the non-public address {address}; "
+                f"http_request: host {host!r} resolves to the non-public address {address}{carries}; "
                 f"requests to loopback, private and link-local networks are refused. "
                 f"An administrator can allow it by adding the host to {ALLOWED_HOSTS_ENV}",
                 host=host, address=str(address),
             )
         addresses.append(text)
     return list(dict.fromkeys(addresses))
+
+
+_NAT64 = ipaddress.ip_network("64:ff9b::/96")  # RFC 6052 well-known prefix: the gateway connects to the IPv4
+_COMPATIBLE = ipaddress.ip_network("::/96")  # deprecated IPv4-compatible addresses (::a.b.c.d)
+_TRANSLATED = ipaddress.ip_network("::ffff:0:0:0/96")  # SIIT IPv4-translated addresses
+
+
+def embedded_ipv4(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
+    """The IPv4 address an IPv6 address stands for, where a network could deliver to it.
+
+    IPv4-mapped (``::ffff:a.b.c.d``), IPv4-compatible (``::a.b.c.d``), SIIT-translated, NAT64
+    (``64:ff9b::a.b.c.d``), 6to4 (``2002:AABB:CCDD::``) and Teredo (``2001:0::``, the client) all
+    reach an IPv4 host: ``[::7f00:1]`` is 127.0.0.1 to a stack that routes it so. Python's
+    ``is_global`` does not look inside all of these, so they are unwrapped here.
+    """
+    if not isinstance(address, ipaddress.IPv6Address):
+        return None
+    if address.ipv4_mapped is not None:
+        return address.ipv4_mapped
+    if address.sixtofour is not None:
+        return address.sixtofour
+    if address.teredo is not None:
+        return address.teredo[1]
+    low = ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
+    if address in _NAT64 or address in _TRANSLATED:
+        return low
+    if address in _COMPATIBLE and int(address) > 1:  # not :: (unspecified) nor ::1 (loopback, refused anyway)
+        return low
+    return None
 
 
 async def _refuse_private_addresses(request: httpx.Request) -> None:

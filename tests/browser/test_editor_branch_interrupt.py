@@ -105,8 +105,14 @@ def test_interrupt_prompt_labels_resume_schema_and_payload(
     schema = {"type": "object", "properties": {"note": {"type": "string"}}, "required": ["note"]}
     editor.inspector.get_by_label("Prompt", exact=True).fill("Approve this spend?")
     editor.inspector.get_by_label("Answers (labels, comma separated)").fill("approve, reject")
-    editor.inspector.get_by_label("Resume schema").fill(json.dumps(schema))
     editor.press("Save question")
+    # The answer's schema: here through the builder's raw JSON view (the builder edits the same schema).
+    resume = editor.inspector.locator('.schema-builder[data-schema="resume_schema"]')
+    resume.locator("summary", has_text="JSON (advanced)").click()
+    resume.get_by_label("Resume schema as JSON").fill(json.dumps(schema))
+    editor.press("Save JSON")
+    expect(editor.inspector.locator('.schema-builder[data-schema="resume_schema"] .sb-row[data-name="note"]')) \
+        .to_have_count(1)
     expect(editor.node("interrupt")).to_contain_text("Approve this spend?")
     assert editor.handles("interrupt") == ["approve", "reject", "error"]
 
@@ -127,7 +133,7 @@ def test_interrupt_prompt_labels_resume_schema_and_payload(
 
     # Its answer fields are offered as output-binding sources.
     editor.inspector.get_by_label("Result field").select_option("note")
-    editor.inspector.get_by_label("State field").fill("review_note")
+    editor.inspector.get_by_label("New state field").fill("review_note")
     editor.press("Add")
 
     editor.connect("interrupt", "approve", "set_value")

@@ -226,6 +226,8 @@ def test_disconnect_and_its_undo_keep_the_route_order(doc: dict[str, Any]) -> No
     {"op": "add_workflow_output", "target": "count", "path": "input.orders"},
     {"op": "remove_workflow_output", "index": 0},
     {"op": "set_fields", "set": {"name": "Renamed"}, "unset": ["metadata"]},
+    {"op": "set_workflow_start", "start": "pick"},
+    {"op": "set_workflow_start", "start": ""},
 ])
 def test_every_panel_operation_undoes_exactly(doc: dict[str, Any], op: dict[str, Any]) -> None:
     applied = ops.apply(doc, op, CONTEXT)
@@ -240,6 +242,13 @@ def test_typed_literal_text_follows_the_field_schema(doc: dict[str, Any]) -> Non
     assert {"target": "qty", "value": 3} in node(applied.document, "after")["input"]
     with pytest.raises(BadRequest, match="not a valid integer"):
         ops.apply(doc, {"op": "bind_literal", "node": "after", "field": "input.qty", "text": "three"}, CONTEXT)
+
+
+def test_workflow_start_names_an_existing_node_or_none(doc: dict[str, Any]) -> None:
+    assert ops.apply(doc, {"op": "set_workflow_start", "start": "pick"}).document["start"] == "pick"
+    assert ops.apply(doc, {"op": "set_workflow_start", "start": " "}).document["start"] is None
+    with pytest.raises(BadRequest, match="no node 'ghost'"):
+        ops.apply(doc, {"op": "set_workflow_start", "start": "ghost"})
 
 
 def test_remove_output_undo_puts_the_row_back(doc: dict[str, Any]) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -54,11 +55,12 @@ def never() -> bool:
 
 
 def alive(pid: int) -> bool:
+    """Running (a zombie is not: an orphan may wait a while to be reaped)."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            return stat.read().rsplit(b")", 1)[1].split()[0] not in (b"Z", b"X")
+    except FileNotFoundError:
         return False
-    return True
 
 
 def test_a_step_runs_in_a_reused_child_process(pool: StepProcessPool) -> None:
@@ -196,3 +198,65 @@ def test_a_running_step_dies_with_its_worker_even_when_the_worker_is_killed() ->
     while alive(step_pid) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not alive(step_pid)
+
+
+def test_a_cancel_while_a_step_runs_kills_it_and_cancels_the_run_without_committing_the_superstep(
+        pool: StepProcessPool) -> None:
+    from runtime import InMemoryCheckpointer
+
+    graph = WorkflowBuilder("napping", state_schema={"type": "object", "properties": {"first": {}, "slept": {}}})
+    first = graph.use("math", id="first", input=[{"target": "op", "value": "add"}, {"target": "a", "value": 1},
+                                                 {"target": "b", "value": 1}],
+                      output=[{"source": ".", "target": "first"}])
+    nap = graph.use("snooze", id="nap", input=[{"target": "seconds", "value": 300}],
+                    output=[{"source": ".", "target": "slept"}])
+    graph.set_route(first, "ok", nap)
+    checkpointer = InMemoryCheckpointer()
+    cancel = threading.Event()
+    threading.Timer(0.5, cancel.set).start()
+    eng = engine(pool, checkpointer=checkpointer, should_cancel=lambda run_id: cancel.is_set())
+    result = eng.run(graph.build(), {})
+
+    assert result.status == "cancelled"
+    assert result.state == {"first": 2}
+    assert result.trace[-1].kind == "run_cancelled"
+    assert [(e.kind, e.node_id) for e in result.trace if e.node_id == "nap"] == [("node_started", "nap")]
+    saved = checkpointer.load(result.run_id)
+    # The interrupted superstep's frame is queued again, as before the step: the saved state stays consistent.
+    assert saved.status == "cancelled" and [saved.frames[f].node_id for f in saved.ready] == ["nap"]
+    assert eng.continue_run(saved).status == "cancelled"
+
+
+@pytest.mark.django_db
+def test_a_payload_holding_the_whole_context_reaches_the_step_process(pool: StepProcessPool) -> None:
+    graph = WorkflowBuilder("whole-context", input_schema={"type": "object", "properties": {"xs": {"type": "array"}}},
+                            state_schema={"type": "object", "properties": {"seen": {"type": "array", "default": []}}})
+    loop = graph.foreach("each", "input.xs")
+    node = graph.use("set_value", id="look", input=[{"target": "value", "path": "context"}],
+                     output=[{"source": "loop_item", "target": "seen", "mode": "append"}])
+    graph.set_route(loop, "loop", node)
+    graph.set_route(node, "ok", loop)
+    result = engine(pool).run(graph.build(), {"xs": ["a", "b"]})
+    assert result.status == "completed", result.error
+    assert result.state["seen"] == ["a", "b"]
+
+
+def test_a_pool_whose_zygote_was_killed_starts_a_new_one() -> None:
+    import signal
+
+    own = StepProcessPool(processes=1, task_modules=[STEP_TASKS], max_memory_mb=None)
+    try:
+        before = own.run_step(call("whoami", {}), never)[1]
+        zygote_pid = own._zygote.process.pid
+        assert zygote_pid is not None
+        os.kill(zygote_pid, signal.SIGKILL)
+        own._zygote.process.join()
+        deadline = time.monotonic() + 30  # its step processes die with it (PR_SET_PDEATHSIG), soon after
+        while alive(before) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert not alive(before)
+        after = own.run_step(call("whoami", {}), never)[1]
+        assert after != before
+        assert own._zygote.process.pid != zygote_pid
+    finally:
+        own.close()

@@ -104,3 +104,35 @@ def test_cancel_ends_a_step_sleeping_300_seconds_within_10_seconds(api: Any, cas
     assert events[-1]["kind"] == "run_cancelled"
     assert ("pause", "node_completed") not in {(e["node_id"], e["kind"]) for e in events}
     assert run_detail(client, following["id"])["output"] == {"first": 6, "second": 12}
+
+
+def step_document(task: str, payload: dict[str, Any]) -> dict[str, Any]:
+    graph = WorkflowBuilder(f"{task}-doc", task, state_schema={"type": "object", "properties": {"out": {}}})
+    graph.use(task, id="step", input=[{"target": key, "value": value} for key, value in payload.items()],
+              output=[{"source": ".", "target": "out"}])
+    graph.output("out", "state.out")
+    return graph.build().model_dump(mode="json")
+
+
+def test_a_memory_bomb_and_an_oversized_result_fail_their_runs_and_the_worker_goes_on(
+        api: Any, cast: Any, env: dict[str, str], settings: Any) -> None:
+    settings.TRELLIS_TASK_MODULES = ["tests.designer.step_tasks"]  # so this process accepts the documents too
+    client = api(cast.editor)
+    hog = start_run(client, make_workflow(cast, step_document("hog", {"megabytes": 1024}), "Hog"), {})
+    big = start_run(client, make_workflow(cast, step_document("big", {"size": 5000}), "Big"), {})
+    fine = start_run(client, make_workflow(cast, step_document("big", {"size": 10}), "Fine"), {})
+    worker = start_worker({**env, "TRELLIS_TASK_MODULES": "tests.designer.step_tasks", "TRELLIS_STEP_PROCESSES": "1",
+                           "TRELLIS_STEP_MAX_MEMORY_MB": "64", "TRELLIS_STEP_MAX_RESULT_BYTES": "1000"})
+    try:
+        wait_for(lambda: all(status_of(r["id"]) in FINISHED for r in (hog, big, fine)), message="the runs",
+                 worker=worker)
+    finally:
+        stop_worker(worker)
+
+    hogged = run_detail(client, hog["id"])
+    assert hogged["status"] == "failed" and hogged["error"]["cause"]["code"] == "step.memory"
+    assert hogged["error"]["cause"]["limit_mb"] == 64 and hogged["error"]["node_id"] == "step"
+    too_big = run_detail(client, big["id"])
+    assert too_big["status"] == "failed" and too_big["error"]["cause"]["code"] == "step.result_too_large"
+    assert too_big["error"]["cause"]["size_bytes"] == 5002
+    assert run_detail(client, fine["id"])["output"] == {"out": "x" * 10}

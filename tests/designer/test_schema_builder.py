@@ -64,7 +64,7 @@ def test_inference_merges_list_items_and_marks_what_every_item_has() -> None:
 
 field_names = st.text(alphabet="abcdefgh_", min_size=1, max_size=5)
 extras = st.dictionaries(st.sampled_from(["title", "minLength", "format", "x-ui", "$comment"]),
-                         st.text(max_size=4) | st.integers(0, 5), max_size=2)
+                         texts | st.integers(0, 5), max_size=2)
 
 
 @st.composite
@@ -73,9 +73,9 @@ def builder_schemas(draw: Any, depth: int = 0) -> dict[str, Any]:
                                 if depth < 3 else ["string", "integer", "boolean"]))
     schema: dict[str, Any] = {} if kind == "any" else {"type": [kind, "null"] if draw(st.booleans()) else kind}
     if draw(st.booleans()):
-        schema["description"] = draw(st.text(min_size=1, max_size=10))
+        schema["description"] = draw(texts.filter(bool))
     if kind == "string" and draw(st.booleans()):
-        schema["enum"] = draw(st.lists(st.text(max_size=4), min_size=1, max_size=3, unique=True))
+        schema["enum"] = draw(st.lists(texts, min_size=1, max_size=3, unique=True))
     if kind == "object":
         names = draw(st.lists(field_names, max_size=3, unique=True))
         schema["properties"] = {name: draw(builder_schemas(depth + 1)) for name in names}
@@ -148,9 +148,31 @@ def test_form_values_are_read_by_type_and_bad_ones_name_their_field() -> None:
     assert sb.parse_default("", "integer", fid="f.0") is sb.NO_DEFAULT
     assert sb.parse_enum("gold, silver", "string", fid="f.0") == ("gold", "silver")
     assert sb.parse_enum("1, 2", "integer", fid="f.0") == (1, 2)
-    with pytest.raises(sb.FormError) as caught:
-        sb.parse_default("twelve", "integer", fid="f.1")
-    assert caught.value.fid == "f.1" and caught.value.what == "default"
-    with pytest.raises(sb.FormError, match="two fields are named 'a'"):
-        sb.from_form({"f:type": "object", "f:count": "2", "f.0:type": "string", "f.0:name": "a",
-                      "f.1:type": "string", "f.1:name": "a"})
+    # Not JSON in a number field: kept as typed, so the default check names the problem where it was typed.
+    assert sb.parse_default("twelve", "integer", fid="f.1") == "twelve"
+    assert sb.default_error({"type": "integer"}, "twelve") != ""
+    tree = sb.from_form({"f:type": "object", "f:count": "3", "f.0:type": "string", "f.0:name": "a",
+                         "f.1:type": "string", "f.1:name": "a", "f.2:type": "string", "f.2:name": ""})
+    assert sb.name_problems(tree) == {"f.1": "two fields are named 'a'", "f.0": "two fields are named 'a'",
+                                      "f.2": "every field needs a name"}
+    with pytest.raises(sb.FormError, match="kept keywords"):
+        sb.from_form({"f:type": "object", "f:extra": "[1]"})
+
+
+@pytest.mark.parametrize("field", [
+    {"type": "string", "enum": ["gold", "silver"], "default": "bronze"},
+    {"type": "integer", "minimum": 1, "default": 0},
+    {"type": "array", "items": {"type": "string"}, "default": [1]},
+])
+def test_the_builder_refuses_the_defaults_the_analyzer_reports_as_schema_invalid(field: dict[str, Any]) -> None:
+    from runtime import Workflow, analyze
+
+    schema = {"type": "object", "properties": {"x": field}}
+    assert [where for where, _ in sb.default_problems(schema)] == ["x"]
+    codes = {d.code for d in analyze(Workflow.model_validate({"id": "w", "input_schema": schema})).diagnostics}
+    assert "schema.invalid" in codes
+    fine = {"type": "object", "properties": {"x": {**field, "default": field.get("enum", [None])[0]}}}
+    if "enum" in field:  # and a default the field accepts passes both
+        assert sb.default_problems(fine) == []
+        assert "schema.invalid" not in {
+            d.code for d in analyze(Workflow.model_validate({"id": "w", "input_schema": fine})).diagnostics}

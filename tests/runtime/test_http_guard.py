@@ -92,3 +92,35 @@ def test_an_allowed_host_still_connects_by_name(internal_server: tuple[int, list
 
     assert response["status"] == 200 and response["text"] == "inside"
     assert hits == ["/allowed"]
+
+
+@pytest.mark.parametrize(("host", "carried"), [
+    ("::7f00:1", "127.0.0.1"),            # IPv4-compatible
+    ("::127.0.0.1", "127.0.0.1"),
+    ("::a9fe:a9fe", "169.254.169.254"),   # cloud metadata, IPv4-compatible
+    ("::ffff:127.0.0.1", "127.0.0.1"),    # IPv4-mapped
+    ("::ffff:0:a00:1", "10.0.0.1"),       # SIIT translated
+    ("64:ff9b::7f00:1", "127.0.0.1"),     # NAT64 well-known prefix
+    ("64:ff9b::c0a8:101", "192.168.1.1"),
+    ("2002:7f00:1::1", "127.0.0.1"),      # 6to4
+    ("2002:a00:1::1", "10.0.0.1"),
+    ("2001:0:4136:e378:8000:63bf:80ff:fffe", "127.0.0.1"),  # Teredo, client 127.0.0.1 (bits inverted)
+])
+def test_ipv6_forms_of_an_internal_ipv4_address_are_refused(host: str, carried: str,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("TRELLIS_HTTP_ALLOWED_HOSTS", raising=False)
+    with pytest.raises(TaskError) as caught:
+        _request(f"http://[{host}]:9/")
+    assert "non-public address" in caught.value.message
+    assert f"it carries the IPv4 address {carried}" in caught.value.message
+
+
+def test_embedded_addresses_are_unwrapped_only_where_they_exist() -> None:
+    import ipaddress
+
+    from runtime.builtins._net import embedded_ipv4
+
+    assert embedded_ipv4(ipaddress.ip_address("64:ff9b::808:808")) == ipaddress.IPv4Address("8.8.8.8")
+    assert embedded_ipv4(ipaddress.ip_address("2606:4700::1111")) is None  # an ordinary global address
+    assert embedded_ipv4(ipaddress.ip_address("::1")) is None
+    assert embedded_ipv4(ipaddress.ip_address("127.0.0.1")) is None

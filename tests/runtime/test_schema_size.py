@@ -159,3 +159,59 @@ def test_the_measure_equals_the_naive_expansion_capped(schema: dict[str, Any], l
     assert _size(schema) == expected
     assert _size(schema, limit) == min(expected, limit + 1)
     assert any(d.kind == "too_complex" for d in schema_defects(schema)) == (expected > MAX_SCHEMA_SUBSCHEMAS)
+
+
+TWICE = {"$defs": {"r": {"allOf": [{"$ref": "#/$defs/s"}, {"$ref": "#/$defs/s"}]},
+                   "s": {"type": "object", "properties": {"x": {"$ref": "#/$defs/r"}}}},
+         "type": "object", "properties": {"root": {"$ref": "#/$defs/r"}}}
+
+
+def test_recursion_that_checks_a_nested_value_twice_is_refused(validations: list[Any]) -> None:
+    # Tiny once expanded (recursion is counted once), yet x.x.x... is checked 2, 4, 8... times.
+    [problem] = [d for d in analyze(workflow([task("a")], [], input_schema=TWICE)).errors]
+
+    assert "too complex: a value is checked against the recursive schema at #/$defs/s/properties/x 2 or more " \
+           "times for each level it nests (at key 'x')" in problem.message
+    with pytest.raises(InputValidationError, match="validation work would double with every level"):
+        check_run_input(workflow([task("a")], [], input_schema=TWICE), {"root": {"x": {"x": {}}}})
+    assert validations == []
+
+
+@pytest.mark.parametrize("schema", [
+    {"type": "object", "properties": {"a": {"$ref": "#"}}, "patternProperties": {"^a": {"$ref": "#"}}},
+    {"$defs": {"n": {"anyOf": [{"$ref": "#/$defs/a"}, {"$ref": "#/$defs/b"}]},
+               "a": {"properties": {"kids": {"type": "array", "items": {"$ref": "#/$defs/n"}}}},
+               "b": {"properties": {"kids": {"type": "array", "items": {"$ref": "#/$defs/n"}}}}},
+     "$ref": "#/$defs/n"},
+])
+def test_other_multiplying_recursions_are_refused(schema: dict[str, Any]) -> None:
+    assert [d.kind for d in schema_defects(schema)] == ["too_complex"]
+
+
+@pytest.mark.parametrize("schema", [
+    # a binary tree: left and right are different places, each checked once
+    {"$defs": {"t": {"type": "object", "properties": {"left": {"$ref": "#/$defs/t"}, "right": {"$ref": "#/$defs/t"}},
+                     "additionalProperties": {"$ref": "#/$defs/t"}}}, "$ref": "#/$defs/t"},
+    # a tuple head then the rest: prefixItems and items never apply to the same index
+    {"type": "array", "prefixItems": [{"$ref": "#"}], "items": {"$ref": "#"}},
+    # one optional recursion, as pydantic writes a recursive model
+    {"$defs": {"Node": {"type": "object", "properties": {
+        "next": {"anyOf": [{"$ref": "#/$defs/Node"}, {"type": "null"}]}, "value": {"type": "integer"}}}},
+     "$ref": "#/$defs/Node"},
+])
+def test_recursion_that_stays_linear_is_accepted(schema: dict[str, Any]) -> None:
+    assert schema_defects(schema) == ()
+
+
+def test_a_validation_stops_after_its_budget_of_keyword_checks(monkeypatch: pytest.MonkeyPatch) -> None:
+    from runtime import _schema_patterns
+
+    # {"type": "array", "items": X} costs 2 checks, then one "type" check per item: n + 2 in all.
+    monkeypatch.setattr(_schema_patterns, "MAX_VALIDATION_STEPS", 52)
+    doc = workflow([task("a")], [], input_schema={"type": "object", "properties": {
+        "xs": {"type": "array", "items": {"type": "integer"}}}})
+    # the object adds "type" and "properties": 2 more
+    assert check_run_input(doc, {"xs": list(range(48))}) == {"xs": list(range(48))}
+    with pytest.raises(InputValidationError, match="too large to check against this schema: validation stopped "
+                                                   "after 52 keyword checks"):
+        check_run_input(doc, {"xs": list(range(49))})
