@@ -5,10 +5,11 @@ The workflows are built with ``runtime.WorkflowBuilder`` from the demo tasks in
 
 1. ``customer-orders``: a foreach over customers with a nested foreach over
    each customer's orders; ``price`` reads both ``context.foreach.customers.item``
-   and ``context.foreach.orders.item`` in one task's bindings.
+   and ``context.foreach.orders.item`` in one task's bindings. Both loops collect
+   their items' results (``results=``), the outer one the inner one's lists.
 2. ``process-order``: a child workflow pricing and shipping one order.
 3. ``orders-via-subgraph``: the same nested loops, calling (2) as a subgraph and
-   passing both items in as declared inputs.
+   passing both items in as declared inputs, collecting each call's output.
 4. ``spending-approval``: a branch on the amount; large amounts wait at an
    interrupt for a person's decision.
 
@@ -102,15 +103,19 @@ def customer_orders() -> Document:
                     "their orders.",
         input_schema=CustomersInput, state_schema=CustomerOrdersState,
     )
-    customers = graph.foreach("customers", "input.customers", as_="customer")
+    customers = graph.foreach("customers", "input.customers", as_="customer", results="priced_by_customer")
     fetch = graph.use("fetch_orders", id="fetch", input=[{"target": "customer", "path": customers.item}],
                       output=[{"source": ".", "target": "orders"}])
-    orders = graph.foreach("orders", "state.orders", as_="order")
+    # Each foreach collects its items' results: the orders' priced rows per customer, then those lists in
+    # customer order (the inner foreach's result is its result list), flattened once at the end.
+    orders = graph.foreach("orders", "state.orders", as_="order", results="customer_priced")
     price = graph.use(
         "price_order", id="price",
         input=[{"target": "customer", "path": customers.item}, {"target": "order", "path": orders.item}],
-        output=[{"source": ".", "target": "priced", "mode": "append"}],
     )
+    flatten = graph.use("collect", id="flatten", input=[{"target": "items", "path": "state.priced_by_customer"},
+                                                        {"target": "flatten", "value": True}],
+                        output=[{"source": ".", "target": "priced"}])
     totals = graph.use("sum_totals", id="totals", input=[{"target": "priced", "path": "state.priced"}],
                        output=[{"source": ".", "target": "totals"}])
     graph.set_route(customers, "loop", fetch)
@@ -118,7 +123,8 @@ def customer_orders() -> Document:
     graph.set_route(orders, "loop", price)
     graph.set_route(price, "ok", orders)
     graph.set_route(orders, "done", customers)
-    graph.set_route(customers, "done", totals)
+    graph.set_route(customers, "done", flatten)
+    graph.set_route(flatten, "ok", totals)
     graph.output("priced", "state.priced")
     graph.output("totals", "state.totals")
     return graph.build()
@@ -153,20 +159,23 @@ def orders_via_subgraph() -> Document:
                     "items are passed in as the child's declared inputs.",
         input_schema=CustomersInput, state_schema=ViaSubgraphState,
     )
-    customers = graph.foreach("customers", "input.customers")
+    customers = graph.foreach("customers", "input.customers", results="by_customer")
     fetch = graph.use("fetch_orders", id="fetch", input=[{"target": "customer", "path": customers.item}],
                       output=[{"source": ".", "target": "orders"}])
-    orders = graph.foreach("orders", "state.orders")
+    orders = graph.foreach("orders", "state.orders", results="customer_results")
     process = graph.subgraph(
         "process-order", id="process",
         input=[{"target": "customer", "path": customers.item}, {"target": "order", "path": orders.item}],
-        output=[{"source": ".", "target": "results", "mode": "append"}],
     )
+    flatten = graph.use("collect", id="flatten", input=[{"target": "items", "path": "state.by_customer"},
+                                                        {"target": "flatten", "value": True}],
+                        output=[{"source": ".", "target": "results"}])
     graph.set_route(customers, "loop", fetch)
     graph.set_route(fetch, "ok", orders)
     graph.set_route(orders, "loop", process)
     graph.set_route(process, "ok", orders)
     graph.set_route(orders, "done", customers)
+    graph.set_route(customers, "done", flatten)
     graph.output("results", "state.results")
     return graph.build()
 

@@ -306,6 +306,16 @@ def update_foreach(document: Document, node_id: str, form: Form) -> Document:
     except ValueError:
         raise BadRequest("concurrency is a whole number (1 runs items one at a time)",
                          field="max_concurrency") from None
+    if "results" in form:  # forms that do not send it leave it as it is
+        results = str(form.get("results", "")).strip().removeprefix("state.")
+        if results:
+            try:
+                node["results"] = str(parse_state_path(results))
+            except PathSyntaxError as error:
+                raise BadRequest(f"collect results into a state field, e.g. totals: {error}",
+                                 field="results") from None
+        else:
+            node.pop("results", None)
     return doc
 
 

@@ -316,10 +316,12 @@ class RunEvent(models.Model):
 class RunStatePart(models.Model):
     """A part of a run's checkpoint that never changes once written, stored once instead of at every superstep.
 
-    Two kinds (``key``): ``items:<activation id>`` (the item snapshot a foreach
-    takes when it starts) and ``input:<scope id>`` (a scope's validated input).
-    Rewriting them inside ``Run.run_state`` at every superstep made a foreach over
-    N items cost O(N) per item. ``Run.run_state`` holds the rest; read a complete
+    Three kinds (``key``): ``items:<activation id>`` (the item snapshot a foreach
+    takes when it starts), ``input:<scope id>`` (a scope's validated input) and
+    ``list:<list id>:<chunk>`` (a full chunk of a growing list: a foreach's
+    collected results, a state list written by ``append``). Rewriting them inside
+    ``Run.run_state`` at every superstep made a foreach over N items cost O(N)
+    per item. ``Run.run_state`` holds the rest; read a complete
     RunState through ``designer.runs.checkpointer.run_state_of(run)``.
     """
 

@@ -55,6 +55,7 @@ from runtime._errors import (
 )
 from runtime._ids import IdFactory, RandomIds, SequentialIds
 from runtime._inspect import ActivationProgress, activation_progress, check_resume, check_run_input, frame_context
+from runtime._parts import CheckpointDelta, PartLedger
 from runtime._paths import (
     GraphSourcePath,
     LocalPath,
@@ -68,6 +69,7 @@ from runtime._paths import (
 )
 from runtime._registry import Route, TaskRegistry, TaskSpec, builtin_registry, default_registry, task
 from runtime._resolver import MappingResolver, WorkflowResolver
+from runtime._sqlite import SqliteCheckpointer
 from runtime._state import (
     Barrier,
     ExecutionFrame,
@@ -88,6 +90,7 @@ __all__ = [
     "BranchCase",
     "BranchNode",
     "CheckpointNotFoundError",
+    "CheckpointDelta",
     "Checkpointer",
     "CorruptRunStateError",
     "Diagnostic",
@@ -109,6 +112,7 @@ __all__ = [
     "MappingResolver",
     "NodeFailedError",
     "OutputBinding",
+    "PartLedger",
     "PathOption",
     "PathSyntaxError",
     "RandomIds",
@@ -120,6 +124,7 @@ __all__ = [
     "RuntimeContext",
     "RuntimeScope",
     "SequentialIds",
+    "SqliteCheckpointer",
     "StatePath",
     "StepCall",
     "StepCancelledError",

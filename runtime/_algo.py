@@ -11,18 +11,20 @@ counter (``RunState.id_seq``), trace events are numbered from
 from __future__ import annotations
 
 import time
+from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic_core import to_jsonable_python
 
-from runtime._bindings import MISSING, ScopeReader, apply_outputs, project
+from runtime._bindings import MISSING, ScopeReader, apply_outputs, project, set_in
 from runtime._compiled import CompiledWorkflow
 from runtime._context import RuntimeContext
 from runtime._document import BranchNode, ForeachNode, InterruptNode, Node, SubgraphNode
 from runtime._errors import BindingError, CorruptRunStateError, NodeFailedError, WorkflowError
 from runtime._ids import IdFactory
+from runtime._parts import GrowList, lists_of, new_list_id
 from runtime._state import (
     ROOT_SCOPE_ID,
     Barrier,
@@ -55,21 +57,37 @@ def mint(run_state: RunState, ids: IdFactory, kind: str) -> str:
 
 
 class Recorder:
-    """Numbers and collects the trace events of one engine call.
+    """Numbers the trace events of one engine call and hands them on.
 
     The sequence counter lives here during a superstep and is written back to
     ``RunState.trace_seq`` by ``sync`` before the state is checkpointed.
+    Each event goes to ``sink`` as it is made; the events of the current
+    superstep are held until ``take_step`` (the checkpointer stores them with
+    the state); ``events`` retains, for ``RunResult.trace``, all of them
+    (``keep=None``), the last ``keep``, or none (``keep=0``), so a long run's
+    memory need not grow with its history.
     """
 
-    __slots__ = ("run_state", "events", "seq")
+    __slots__ = ("run_state", "events", "seq", "step", "sink", "keep")
 
-    def __init__(self, run_state: RunState) -> None:
+    def __init__(self, run_state: RunState, *, keep: int | None = None,
+                 sink: Callable[[TraceEvent], Any] | None = None) -> None:
         self.run_state = run_state
-        self.events: list[TraceEvent] = []
+        self.keep = keep
+        self.events: list[TraceEvent] | deque[TraceEvent] = [] if keep is None else deque(maxlen=keep)
+        self.step: list[TraceEvent] = []
+        self.sink = sink
         self.seq = run_state.trace_seq
 
     def sync(self) -> None:
         self.run_state.trace_seq = self.seq
+
+    def take_step(self) -> list[TraceEvent]:
+        """The events since the last call (one superstep's), now retained as ``keep`` says."""
+        events, self.step = self.step, []
+        if self.keep != 0:
+            self.events.extend(events)
+        return events
 
     def emit(self, kind: str, frame: ExecutionFrame | None = None, *, node_id: str | None = None,
              activation_id: str | None = None, index: int | None = None, label: str | None = None,
@@ -89,7 +107,9 @@ class Recorder:
         event = new_event(self.seq, kind, rs.run_id, rs.step, time.time(), scope_id, frame_id, lineage_id, node_id,
                           activation_id, index, label, attempt, duration, summary)
         self.seq += 1
-        self.events.append(event)
+        self.step.append(event)
+        if self.sink is not None:
+            self.sink(event)
         return event
 
 
@@ -317,7 +337,16 @@ class Scheduler:
                                cache=self._entries)
 
     def reader(self, scope: RuntimeScope, frame: ExecutionFrame, workflow_id: str = "") -> ScopeReader:
-        return ScopeReader(scope.input, scope.state, lambda: self.context(frame, workflow_id).to_mapping())
+        return ScopeReader(scope.input, scope.state, lambda: self.context(frame, workflow_id).to_mapping(),
+                           self.exposer(scope))
+
+    def exposer(self, scope: RuntimeScope) -> Callable[[tuple[str, ...]], None] | None:
+        """What a reader of ``scope``'s state must tell about its reads (None while no list grows in place)."""
+        lists = lists_of(self.rs, create=False)
+        if lists is None or not lists.by_path:
+            return None
+        scope_id = scope.scope_id
+        return lambda parts: lists.expose(scope_id, parts)
 
     # -- routing -------------------------------------------------------------------
 
@@ -326,14 +355,19 @@ class Scheduler:
         bindings = getattr(node, "output", None)
         if bindings:
             scope = self.scope_of(frame)
+            lists, scope_id = lists_of(self.rs), scope.scope_id
+            assert lists is not None
             try:
-                scope.state = apply_outputs(scope.state, bindings, result, node_id=node.id)
+                scope.state = apply_outputs(
+                    scope.state, bindings, result, node_id=node.id,
+                    grow=lambda state, parts, values: lists.extend(scope_id, state, parts, values))
             except BindingError as exc:
                 self.fail(frame, node, exc, attempts=1, error_route=label != "error")
                 return
-        self.route(frame, label)
+        self.route(frame, label, result)
 
-    def route(self, frame: ExecutionFrame, label: str) -> None:
+    def route(self, frame: ExecutionFrame, label: str, result: Any = None) -> None:
+        """Follow ``label``; ``result`` is what the node produced (an item's result when it routes back)."""
         plan = self.plan_for(self.scope_of(frame))
         target = plan.target(frame.node_id, label)
         if target is None:
@@ -341,7 +375,7 @@ class Scheduler:
             return
         meta = self.item_metadata(frame)
         if meta is not None and target == meta.node_id:
-            self.complete_item(frame, meta)
+            self.complete_item(frame, meta, result)
             return
         frame.node_id = target
         self.enqueue(frame)
@@ -440,12 +474,19 @@ class Scheduler:
         if not items or plan.target(node.id, "loop") is None:
             self.recorder.emit("foreach_completed", frame, activation_id=activation_id, label="done",
                                summary={"total": len(items), "done": 0})
-            self.route(frame, "done")
+            collected = None
+            if node.results is not None:
+                collected = self.store_results(frame, node, [], None)
+            self.route(frame, "done", collected)
             return
         activation = ForeachActivation(
             activation_id=activation_id, node_id=node.id, scope_id=frame.scope_id, frame_id=frame.frame_id,
             alias=node.as_, items=items, max_concurrency=node.max_concurrency,
         )
+        if node.results is not None:
+            activation.results_id = activation_id
+            # Written by index as items arrive; becomes the state list at ``done`` without a copy.
+            activation.results = GrowList([None] * len(items), activation.results_id)
         rs.activations[activation_id] = activation
         rs.barriers[activation_id] = Barrier(activation_id=activation_id, frame_id=frame.frame_id,
                                              expected=len(items))
@@ -481,7 +522,7 @@ class Scheduler:
                                activation_id=activation.activation_id, index=index, summary=summarize(item))
             self.enqueue(frame)
 
-    def complete_item(self, frame: ExecutionFrame, meta: ForeachItemMetadata) -> None:
+    def complete_item(self, frame: ExecutionFrame, meta: ForeachItemMetadata, result: Any = None) -> None:
         rs = self.rs
         activation = rs.activations[meta.activation_id]
         barrier = rs.barriers.get(meta.activation_id)
@@ -491,6 +532,8 @@ class Scheduler:
                 frame_id=frame.frame_id, activation_id=meta.activation_id)
         activation.running.remove(frame.frame_id)
         activation.completed += 1
+        if activation.results_id is not None:
+            activation.results[meta.index] = list(result) if isinstance(result, GrowList) else result
         barrier.arrived += 1
         self.recorder.emit("item_completed", frame, node_id=meta.node_id, activation_id=meta.activation_id,
                            index=meta.index)
@@ -504,9 +547,32 @@ class Scheduler:
             del rs.barriers[activation.activation_id]
             self.recorder.emit("foreach_completed", waiting, activation_id=activation.activation_id,
                                label="done", summary={"total": len(activation.items), "done": activation.completed})
-            self.route(waiting, "done")
+            collected = None
+            if activation.results_id is not None:
+                node = self.node_of(waiting)
+                if isinstance(node, ForeachNode):
+                    collected = self.store_results(waiting, node, activation.results, activation.results_id)
+            # A foreach's result is its result list: an outer foreach it routes back to collects it.
+            self.route(waiting, "done", collected)
         else:
             self.admit(activation)
+
+    def store_results(self, frame: ExecutionFrame, node: ForeachNode, results: list[Any],
+                      list_id: str | None) -> list[Any]:
+        """Write a finished foreach's results into its ``results`` state field, as a list the engine may grow.
+
+        Returns the list (an outer foreach that collects it takes a copy: this one may grow in state).
+        """
+        assert node.results is not None
+        scope = self.scope_of(frame)
+        parts = node.results.parts
+        if not isinstance(results, GrowList):
+            results = GrowList(results, list_id or new_list_id())
+        scope.state = set_in(scope.state, parts, results)
+        lists = lists_of(self.rs)
+        assert lists is not None
+        lists.adopt(scope.scope_id, parts, results)
+        return results
 
     # -- interrupts -----------------------------------------------------------------
 

@@ -76,13 +76,16 @@ class ScopeReader:
     never read context, and deriving it walks frame ancestry.
     """
 
-    __slots__ = ("_input", "_state", "_context_fn", "_context")
+    __slots__ = ("_input", "_state", "_context_fn", "_context", "_expose")
 
-    def __init__(self, input: Any, state: Any, context_fn: Callable[[], Mapping[str, Any]]) -> None:
+    def __init__(self, input: Any, state: Any, context_fn: Callable[[], Mapping[str, Any]],
+                 expose: Callable[[tuple[str, ...]], None] | None = None) -> None:
         self._input = input
         self._state = state
         self._context_fn = context_fn
         self._context: Mapping[str, Any] | None = None
+        # Told every state path read, so a list the engine grows in place is copied before it grows again.
+        self._expose = expose
 
     def context(self) -> Mapping[str, Any]:
         if self._context is None:
@@ -93,6 +96,8 @@ class ScopeReader:
         root = path.root
         if root == "state":
             base = self._state
+            if self._expose is not None:
+                self._expose(path.parts)
         elif root == "input":
             base = self._input
         else:
@@ -116,23 +121,43 @@ def local_get(payload: Any, path: LocalPath) -> Any:
     return get_in(payload, path.parts) if path.parts else payload
 
 
+#: ``grow(state, parts, values)``: ``state`` with ``values`` appended to the list at ``parts``, or None when the
+#: value there is not a list (see ``runtime._parts.StateLists.extend``).
+Grow = Callable[[dict[str, Any], tuple[str, ...], list[Any]], "dict[str, Any] | None"]
+
+
 def apply_outputs(state: dict[str, Any], bindings: Sequence[OutputBinding], result: Any,
-                  *, node_id: str) -> dict[str, Any]:
-    """The new state after committing ``result`` through ``bindings`` (``state`` is not modified)."""
+                  *, node_id: str, grow: Grow | None = None) -> dict[str, Any]:
+    """The new state after committing ``result`` through ``bindings``.
+
+    Without ``grow`` ``state`` is not modified. With it, ``append`` and
+    ``extend`` may extend a list the engine owns in place (O(1) per element).
+    """
     for binding in bindings:
         value = local_get(result, binding.source)
         if value is MISSING:
             continue
-        state = write_state(state, binding.target, value, binding.mode, node_id=node_id)
+        state = write_state(state, binding.target, value, binding.mode, node_id=node_id, grow=grow)
     return state
 
 
-def write_state(state: dict[str, Any], target: StatePath, value: Any, mode: str, *, node_id: str) -> dict[str, Any]:
+def write_state(state: dict[str, Any], target: StatePath, value: Any, mode: str, *, node_id: str,
+                grow: Grow | None = None) -> dict[str, Any]:
     if mode == "set":
         written: dict[str, Any] = set_in(state, target.parts, value)
         return written
-    current = get_in(state, target.parts)
     where = f"node {node_id!r}: output binding to {str(target)!r} ({mode})"
+    if grow is not None and mode in ("append", "extend"):
+        if mode == "extend" and not isinstance(value, list):
+            raise BindingError(f"{where}: the result value is a {type(value).__name__}; extend needs a list",
+                               node_id=node_id, target=str(target), mode=mode)
+        grown = grow(state, target.parts, [value] if mode == "append" else list(value))
+        if grown is None:
+            current = get_in(state, target.parts)
+            raise BindingError(f"{where}: the state value is a {type(current).__name__}, not a list",
+                               node_id=node_id, target=str(target), mode=mode)
+        return grown
+    current = get_in(state, target.parts)
     if mode == "append":
         if current is MISSING or current is None:
             merged: Any = [value]

@@ -31,7 +31,7 @@ from runtime._document import (
     WorkflowRoute,
 )
 from runtime._errors import WorkflowBuildError
-from runtime._paths import GraphSourcePath, LocalPath
+from runtime._paths import GraphSourcePath, LocalPath, StatePath
 from runtime._registry import TaskSpec, spec_of
 from runtime._task_schema import json_schema_of
 
@@ -158,13 +158,17 @@ class WorkflowBuilder:
         *,
         as_: str | None = None,
         max_concurrency: int = 1,
+        results: StatePath | str | None = None,
         name: str | None = None,
         description: str = "",
     ) -> ForeachNode:
-        """A foreach node; its ``.item`` and ``.index`` are the paths its body reads."""
+        """A foreach node; its ``.item`` and ``.index`` are the paths its body reads.
+
+        ``results`` names a state field that receives every item's result, in index order, when it is done.
+        """
         return self.add(_make(
             ForeachNode, f"foreach {id!r}", id=id, over=over, as_=as_, max_concurrency=max_concurrency,
-            name=name, description=description,
+            results=results, name=name, description=description,
         ))
 
     def subgraph(

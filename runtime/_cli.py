@@ -6,9 +6,10 @@
 
 ``--tasks`` imports a module and uses its ``registry`` (a ``TaskRegistry``), or the
 default registry its ``@task`` decorators filled; the built-in tasks are added
-unless a name clashes or ``--no-builtins`` is given. With a checkpoint
-directory, ``run`` also stores the workflow document there, so ``resume``
-needs only the run id. ``resume`` without ``--interrupt`` continues a run
+unless a name clashes or ``--no-builtins`` is given. A checkpoint directory
+holds ``runs.sqlite3`` (``SqliteCheckpointer``: every superstep committed,
+and fsynced unless ``--no-durable``) and, from ``run``, the workflow
+document, so ``resume`` needs only the run id. ``resume`` without ``--interrupt`` continues a run
 that was killed mid-way from its last checkpoint.
 
 The result is printed as JSON. Exit status: 0 completed, 1 failed,
@@ -21,17 +22,18 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from runtime._checkpoint import FileCheckpointer
 from runtime._document import Workflow
 from runtime._engine import Engine, RunResult
 from runtime._errors import WorkflowError
 from runtime._ids import RandomIds, SequentialIds
 from runtime._registry import TaskRegistry, builtin_registry, default_registry
+from runtime._sqlite import SqliteCheckpointer
 
 EXIT = {"completed": 0, "failed": 1, "interrupted": 3, "cancelled": 4}
 EXIT_REFUSED = 2
@@ -87,13 +89,25 @@ def _load_workflows(directory: str | None) -> dict[object, Workflow]:
     return documents
 
 
-def _engine(args: argparse.Namespace, checkpointer: FileCheckpointer | None) -> Engine:
+CHECKPOINT_FILE = "runs.sqlite3"
+
+
+def _checkpointer(directory: str, *, durable: bool) -> SqliteCheckpointer:
+    return SqliteCheckpointer(Path(directory) / CHECKPOINT_FILE, durable=durable)
+
+
+def _engine(args: argparse.Namespace, checkpointer: SqliteCheckpointer | None) -> Engine:
     ids = SequentialIds() if args.ids == "sequential" else RandomIds()
     return Engine(registry=load_registry(args.tasks, builtins=not args.no_builtins),
                   workflows=_load_workflows(args.workflows), checkpointer=checkpointer, ids=ids)
 
 
+_SAFE_RUN_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,199}")
+
+
 def _stored_workflow(directory: Path, run_id: str) -> Path:
+    if not _SAFE_RUN_ID.fullmatch(run_id) or ".." in run_id:
+        raise CliError(f"run id {run_id!r} cannot name a checkpoint file: use letters, digits, '_', '.' and '-'")
     return directory / "workflows" / f"{run_id}.json"
 
 
@@ -116,11 +130,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         run_input = _read_json(args.input, "input")
     else:
         run_input = {}
-    checkpointer = FileCheckpointer(args.checkpoint_dir, durable=args.durable) if args.checkpoint_dir else None
+    checkpointer = _checkpointer(args.checkpoint_dir, durable=args.durable) if args.checkpoint_dir else None
     engine = _engine(args, checkpointer)
     run_id = args.run_id or engine.ids.run_id()
     if checkpointer is not None:
-        stored = _stored_workflow(checkpointer.directory, run_id)
+        stored = _stored_workflow(Path(args.checkpoint_dir), run_id)
         stored.parent.mkdir(parents=True, exist_ok=True)
         stored.write_text(document.model_dump_json(), encoding="utf-8")
     with engine:
@@ -128,9 +142,9 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
-    checkpointer = FileCheckpointer(args.checkpoint_dir, durable=args.durable)
+    checkpointer = _checkpointer(args.checkpoint_dir, durable=args.durable)
     state = checkpointer.load(args.run_id)
-    source = args.workflow or str(_stored_workflow(checkpointer.directory, args.run_id))
+    source = args.workflow or str(_stored_workflow(Path(args.checkpoint_dir), args.run_id))
     document = Workflow.model_validate(_read_json(source, "workflow"))
     engine = _engine(args, checkpointer)
     with engine:
@@ -143,7 +157,9 @@ def cmd_resume(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    checkpointer = FileCheckpointer(args.checkpoint_dir)
+    if not (Path(args.checkpoint_dir) / CHECKPOINT_FILE).is_file():
+        raise CliError(f"no checkpoints in {args.checkpoint_dir!r} (it has no {CHECKPOINT_FILE})")
+    checkpointer = _checkpointer(args.checkpoint_dir, durable=False)
     state = checkpointer.load(args.run_id)
     payload: dict[str, Any] = {
         "run_id": state.run_id,
@@ -173,7 +189,9 @@ def build_parser() -> argparse.ArgumentParser:
             sub.add_argument("--workflows", metavar="DIR", help="directory of workflow JSON files for subgraphs")
             sub.add_argument("--ids", choices=("random", "sequential"), default="random",
                              help="id factory (sequential ids are reproducible)")
-            sub.add_argument("--durable", action="store_true", help="fsync every checkpoint")
+            sub.add_argument("--durable", action=argparse.BooleanOptionalAction, default=True,
+                             help="fsync every checkpoint (the default); --no-durable survives a killed process "
+                                  "but not a power cut, and is faster")
         sub.add_argument("--trace", action="store_true", help="include the trace events")
         sub.add_argument("--compact", action="store_true", help="print JSON on one line")
 

@@ -241,6 +241,16 @@ class ForeachNode(_NodeBase):
     over: SourcePathField
     as_: str | None = Field(default=None, alias="as", min_length=1)
     max_concurrency: int = Field(default=1, ge=1, le=1000)
+    #: Collect each item's result (what the node routing back to this foreach produced) into this state
+    #: field, as a list in index order, written when the foreach is done.
+    results: StatePathField | None = None
+
+    @model_serializer(mode="wrap")
+    def _drop_unset_results(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        if self.results is None:
+            data.pop("results", None)  # documents without it stay exactly as they were
+        return data
 
     @property
     def item(self) -> GraphSourcePath:

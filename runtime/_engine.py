@@ -16,6 +16,7 @@ from runtime._document import Workflow, WorkflowRef
 from runtime._errors import NodeFailedError, ResumeError, WorkflowError
 from runtime._ids import IdFactory, RandomIds
 from runtime._loop import LoopConfig, RunLoop
+from runtime._parts import adopt as adopt_lists
 from runtime._registry import TaskRegistry, default_registry
 from runtime._resolver import WorkflowResolver, as_resolver
 from runtime._state import ROOT_SCOPE_ID, Interrupt, RunState, RuntimeScope
@@ -31,8 +32,9 @@ _CACHE_LIMIT = 256
 class RunResult:
     """What one engine call ended with.
 
-    ``trace`` holds the events of this call only; a checkpointer keeps the
-    whole history. ``run_state`` is the engine's state object after the call:
+    ``trace`` holds the events of this call only (all of them, or the last
+    ``keep_trace`` when the engine bounds it); a checkpointer or a
+    ``trace_sink`` keeps the whole history. ``run_state`` is the engine's state object after the call:
     pass it (or its JSON) to ``resume``, which never modifies it.
     """
 
@@ -72,6 +74,12 @@ class Engine:
     after each save; ``should_cancel(run_id)`` is consulted before each
     superstep, and a true answer stops the run with status ``cancelled``.
 
+    ``keep_trace`` bounds ``RunResult.trace``: ``None`` keeps every event of
+    the call, ``N`` the last N, ``0`` none; the checkpointer still receives
+    every event with its superstep, and ``trace_sink(event)`` is called with
+    each event as it happens. With a bound, a run's memory follows its live
+    frames however long it runs.
+
     Step limits (each failure goes through the node's retry policy and
     ``error`` route like any task failure; ``runtime._steps`` has the rules):
 
@@ -110,6 +118,8 @@ class Engine:
         should_cancel: Callable[[str], bool] | None = None,
         max_depth: int = 32,
         max_steps: int | None = None,
+        keep_trace: int | None = None,
+        trace_sink: Callable[[TraceEvent], Any] | None = None,
         step_timeout: float | None = None,
         max_result_bytes: int | None = None,
         step_executor: StepExecutor | None = None,
@@ -125,6 +135,12 @@ class Engine:
         if max_steps is not None and max_steps < 1:
             raise ValueError(f"max_steps must be a positive number of supersteps or None, not {max_steps!r}")
         self.max_steps = max_steps
+        if keep_trace is not None and (isinstance(keep_trace, bool) or not isinstance(keep_trace, int)
+                                       or keep_trace < 0):
+            raise ValueError(f"keep_trace must be None (keep every event), 0 (none) or a positive number of "
+                             f"events to keep, not {keep_trace!r}")
+        self.keep_trace = keep_trace
+        self.trace_sink = trace_sink
         if step_timeout is not None and not step_timeout > 0:
             raise ValueError(f"step_timeout must be a positive number of seconds or None, not {step_timeout!r}")
         if max_result_bytes is not None and max_result_bytes < 1:
@@ -179,7 +195,8 @@ class Engine:
         return LoopConfig(
             ids=self.ids, resolver=self.resolver, compile=self.compile, pool=self._get_pool,
             checkpointer=self.checkpointer, on_superstep=self.on_superstep, should_cancel=self.should_cancel,
-            max_depth=self.max_depth, max_steps=self.max_steps, step_timeout=self.step_timeout,
+            max_depth=self.max_depth, max_steps=self.max_steps, keep_trace=self.keep_trace,
+            trace_sink=self.trace_sink, step_timeout=self.step_timeout,
             max_result_bytes=self.max_result_bytes, step_executor=self.step_executor,
         )
 
@@ -233,6 +250,7 @@ class Engine:
             rs.check()  # a caller's object is as much from outside as a checkpoint (from_json checks its own)
         else:
             rs = RunState.from_json(run_state)
+        adopt_lists(rs)
         plan = self.compile(self._root_workflow(rs, workflow))
         return RunLoop(self._config(), rs, plan)
 

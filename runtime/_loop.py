@@ -64,6 +64,8 @@ class LoopConfig:
     should_cancel: Callable[[str], bool] | None = None
     max_depth: int = 32
     max_steps: int | None = None
+    keep_trace: int | None = None
+    trace_sink: Callable[[TraceEvent], Any] | None = None
     step_timeout: float | None = None
     max_result_bytes: int | None = None
     step_executor: StepExecutor | None = None
@@ -240,10 +242,9 @@ class RunLoop:
         self.config = config
         self.rs = run_state
         self.root_plan = root_plan
-        self.recorder = Recorder(run_state)
+        self.recorder = Recorder(run_state, keep=config.keep_trace, sink=config.trace_sink)
         self._plans: dict[tuple[str, int | None], CompiledWorkflow] = {}
         self.scheduler = Scheduler(run_state, config.ids, self.recorder, self.plan_for)
-        self._step_start = 0
         self._event_loop: asyncio.AbstractEventLoop | None = None
         self.stop_error: StepLimitError | None = None
 
@@ -295,11 +296,12 @@ class RunLoop:
 
     def _reader(self, work: Work, context: RuntimeContext | None = None) -> ScopeReader:
         mapping = work.mapping
+        expose = self.scheduler.exposer(work.scope)
         if mapping is not None:
-            return ScopeReader(work.scope.input, work.scope.state, lambda: mapping)
+            return ScopeReader(work.scope.input, work.scope.state, lambda: mapping, expose)
         context = context or work.context
         if context is not None:
-            return ScopeReader(work.scope.input, work.scope.state, context.to_mapping)
+            return ScopeReader(work.scope.input, work.scope.state, context.to_mapping, expose)
         return self.scheduler.reader(work.scope, work.frame, work.plan.id)
 
     def _prepare(self, work: Work) -> None:
@@ -496,9 +498,7 @@ class RunLoop:
             rs.status = "interrupted"
             self.recorder.emit("run_interrupted", summary={"interrupts": list(rs.interrupts)})
         self.recorder.sync()
-        events = self.recorder.events[self._step_start:]
-        self._step_start = len(self.recorder.events)
-        return events
+        return self.recorder.take_step()
 
     def cancelled(self) -> bool:
         check = self.config.should_cancel

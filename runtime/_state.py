@@ -12,6 +12,10 @@ derived on demand from frame ancestry within one scope
 (``foreach_entries``/``runtime_context``); every read of that metadata goes
 through ``foreach_item_metadata``, which raises ``CorruptRunStateError`` on
 anything malformed, because corrupt state is not a missing value.
+
+A checkpoint is the JSON data plus write-once parts (``split_parts``,
+``checkpoint_delta``): item snapshots, scope inputs and the full chunks of
+growing lists (``runtime._parts``), so a save costs what changed.
 """
 
 from __future__ import annotations
@@ -24,10 +28,13 @@ from typing import Any, Literal
 import pydantic_core
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from runtime import _parts
+from runtime._bindings import set_in
 from runtime._context import RESERVED_CONTEXT_FIELDS, ForeachContext, RuntimeContext
 from runtime._document import WorkflowRef
 from runtime._errors import CorruptRunStateError
 from runtime._integrity import check_run_state
+from runtime._parts import CHUNK, CheckpointDelta, PartLedger, chunk_key
 
 RUN_STATE_VERSION: Literal[1] = 1
 ROOT_SCOPE_ID = "root"
@@ -92,6 +99,10 @@ class ForeachActivation(_StateModel):
     next_index: int = 0
     running: list[str] = Field(default_factory=list)
     completed: int = 0
+    #: Set when the foreach collects its items' results (``ForeachNode.results``): the id of the result list.
+    results_id: str | None = None
+    #: The items' results by index (``None`` until an item arrives); written once per index.
+    results: list[Any] = Field(default_factory=list)
 
 
 class Barrier(_StateModel):
@@ -188,33 +199,39 @@ class RunState(_StateModel):
     def split_parts(self, keep: Callable[[str, Any], bool] | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
         """The checkpoint in two parts: this state as JSON data without its write-once parts, and those parts.
 
-        The write-once parts (``PART_KINDS``) are a foreach activation's item
-        snapshot and a scope's validated input: each is taken once, when its
-        activation or scope is created, and never changes while that entry
-        lives, and entry ids are minted fresh per run. So a checkpointer can
-        store a part once, when its key first appears, and drop it when the
-        key is gone, instead of writing a 100,000-item list at every
-        superstep. ``parts`` maps ``part_key(kind, entry id)`` (e.g.
-        ``"items:act_3"``, ``"input:root"``) to the live value: serialize it,
+        The write-once parts are a foreach activation's item snapshot
+        (``PART_KINDS``), a scope's validated input, and the full chunks of
+        growing lists (state lists written by ``append``/``extend``, a
+        foreach's collected results; see ``runtime._parts``). Each is taken
+        once and never changes while its entry lives, and entry and list ids
+        are minted fresh per run. So a checkpointer can store a part once,
+        when its key first appears, and drop it when the key is gone, instead
+        of writing a 100,000-item list at every superstep. ``parts`` maps
+        ``part_key(kind, entry id)`` (e.g. ``"items:act_3"``,
+        ``"input:root"``, ``"list:L2:0"``) to the live value: serialize it,
         never mutate it. ``keep(key, value)`` true leaves that part inline in
-        the data instead. ``RunState.join_parts`` puts the two back together.
+        the data instead (a growing list is asked once, as ``"list:<id>"``
+        with the whole list). ``RunState.join_parts`` puts the two back
+        together; ``checkpoint_delta`` gives only what changed since a save.
         """
-        parts: dict[str, Any] = {}
-        for kind, (collection, field, _id_name) in PART_KINDS.items():
-            for entry_id, model in getattr(self, collection).items():
-                parts[part_key(kind, entry_id)] = getattr(model, field)
-        data = self.model_dump(mode="json", exclude=_WITHOUT_PARTS)
-        if keep is not None:
-            for key in [key for key, value in parts.items() if keep(key, value)]:
-                kind, entry_id = parse_part_key(key)
-                collection, field, _id_name = PART_KINDS[kind]
-                data[collection][entry_id][field] = pydantic_core.to_jsonable_python(parts.pop(key))
+        data, parts, _singles, _lists = _split(self, keep, None)
         return data, parts
+
+    def checkpoint_delta(self, ledger: PartLedger) -> CheckpointDelta:
+        """``split_parts`` relative to what ``ledger`` says is stored: only the new parts and the gone keys.
+
+        Its cost follows the live structure and what changed, never the
+        length of the lists. Call ``ledger.apply(delta)`` once the save is
+        committed.
+        """
+        data, new, singles, lists = _split(self, None, ledger)
+        gone = _parts.gone_keys(ledger, singles, lists)
+        return CheckpointDelta(data, new, gone, singles, lists, ledger.fresh)
 
     @staticmethod
     def parts_left_out(data: Mapping[str, Any]) -> list[str]:
         """The keys of the parts that ``data`` (``split_parts``' JSON data) leaves out: what to fetch to join it."""
-        return [key for key, _entries, _entry_id in _left_out(data)]
+        return [key for key, _entries, _entry_id in _left_out(data)] + [key for key, _ in _chunks_left_out(data)]
 
     @staticmethod
     def join_parts_data(data: str | bytes | Mapping[str, Any], parts: Mapping[str, Any]) -> dict[str, Any]:
@@ -241,7 +258,7 @@ class RunState(_StateModel):
             if joined[collection] is entries:
                 joined[collection] = dict(entries)
             joined[collection][entry_id] = {**entries[entry_id], field: parts[key]}
-        return joined
+        return _join_lists(joined, parts)
 
     @classmethod
     def join_parts(cls, data: str | bytes | Mapping[str, Any], parts: Mapping[str, Any]) -> RunState:
@@ -278,7 +295,13 @@ class RunState(_StateModel):
             data["activations"] = activations
         else:
             data["activations"] = {}
-        return RunStateSnapshot(data)
+        # Growing lists change in place (runtime._parts): note how far each one was, not its contents.
+        registry = _parts.lists_of(self, create=False)
+        lists = tuple((scope_id, path, values, len(values)) for scope_id, path, values in registry.live(self.scopes)
+                      ) if registry is not None and registry.by_path else ()
+        results = tuple((key, activation.next_index, tuple(_parts.running_indices(self, activation)))
+                        for key, activation in self.activations.items() if activation.results_id is not None)
+        return RunStateSnapshot(data, lists, results)
 
 
 _SNAPSHOT_MAPS = ("scopes", "frames", "lineages", "barriers", "interrupts")
@@ -289,7 +312,10 @@ PART_KINDS: dict[str, tuple[str, str, str]] = {
     "items": ("activations", "items", "activation_id"),
     "input": ("scopes", "input", "scope_id"),
 }
-_WITHOUT_PARTS = {collection: {"__all__": {field}} for collection, field, _id_name in PART_KINDS.values()}
+_WITHOUT_PARTS: dict[str, Any] = {
+    "scopes": {"__all__": {"input"}},
+    "activations": {"__all__": {"items", "results"}},
+}
 
 
 def part_key(kind: str, entry_id: str) -> str:
@@ -300,7 +326,7 @@ def part_key(kind: str, entry_id: str) -> str:
 def parse_part_key(key: str) -> tuple[str, str]:
     """``(kind, entry id)`` of a ``part_key``; ``ValueError`` for a key of no known kind."""
     kind, sep, entry_id = key.partition(":")
-    if not sep or kind not in PART_KINDS:
+    if not sep or (kind not in PART_KINDS and kind != _parts.LIST_KIND):
         raise ValueError(f"{key!r} is not a RunState part key")
     return kind, entry_id
 
@@ -314,6 +340,170 @@ def _left_out(data: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any], str
             found.extend((part_key(kind, entry_id), entries, entry_id) for entry_id, entry in entries.items()
                          if isinstance(entry, Mapping) and field not in entry)
     return found
+
+
+def _split(rs: RunState, keep: Callable[[str, Any], bool] | None, ledger: PartLedger | None
+           ) -> tuple[dict[str, Any], dict[str, Any], set[str], dict[str, tuple[int, frozenset[int]]]]:
+    """The data and parts of ``split_parts`` (every part) or of ``checkpoint_delta`` (the parts ``ledger`` lacks).
+
+    Also returns the keys of the whole parts and, per list id, the stored
+    (frontier, holes) once these parts are stored.
+    """
+    registry = _parts.lists_of(rs, create=False)
+    grown = list(registry.live(rs.scopes)) if registry is not None and registry.by_path else []
+    exclude = _WITHOUT_PARTS
+    if grown:
+        exclude = {**_WITHOUT_PARTS,
+                   "scopes": {"__all__": {"input"}, **{scope_id: {"state"} for scope_id, _, _ in grown}}}
+    data = rs.model_dump(mode="json", exclude=exclude)
+    parts: dict[str, Any] = {}
+    for kind, (collection, field_name, _id_name) in PART_KINDS.items():
+        for entry_id, model in getattr(rs, collection).items():
+            parts[part_key(kind, entry_id)] = getattr(model, field_name)
+    if keep is not None:
+        for key in [key for key, value in parts.items() if keep(key, value)]:
+            kind, entry_id = parse_part_key(key)
+            collection, field_name, _id_name = PART_KINDS[kind]
+            data[collection][entry_id][field_name] = pydantic_core.to_jsonable_python(parts.pop(key))
+    singles = set(parts)
+    if ledger is not None:
+        parts = {key: value for key, value in parts.items() if key not in ledger.singles}
+    lists: dict[str, tuple[int, frozenset[int]]] = {}
+    empty: tuple[int, frozenset[int]] = (0, frozenset())
+
+    def known(list_id: str) -> tuple[int, frozenset[int]]:
+        return ledger.lists.get(list_id, empty) if ledger is not None else empty
+
+    states: dict[str, Any] = {}
+    for scope_id, path, values in grown:
+        state = states.get(scope_id, rs.scopes[scope_id].state)
+        entry = data["scopes"][scope_id]
+        if keep is not None and keep(f"{_parts.LIST_KIND}:{values.list_id}", values):
+            states[scope_id] = state
+            continue
+        full = len(values) // CHUNK
+        lists[values.list_id] = _parts.list_delta(values.list_id, full, set(), values, known(values.list_id), parts)
+        entry.setdefault("lists", []).append({
+            "path": list(path), "id": values.list_id, "length": len(values),
+            "tail": pydantic_core.to_jsonable_python(values[full * CHUNK:]),
+        })
+        states[scope_id] = _parts.without(state, path)
+    for scope_id, state in states.items():
+        data["scopes"][scope_id]["state"] = pydantic_core.to_jsonable_python(state)
+    for activation_id, activation in rs.activations.items():
+        list_id = activation.results_id
+        entry = data["activations"][activation_id]
+        if list_id is None:
+            continue
+        results = activation.results
+        if keep is not None and keep(f"{_parts.LIST_KIND}:{list_id}", results):
+            entry["results"] = pydantic_core.to_jsonable_python(results)
+            continue
+        running = _parts.running_indices(rs, activation)
+        limit, blocked = _parts.result_chunks(activation, running)
+        lists[list_id] = _parts.list_delta(list_id, limit, blocked, results, known(list_id), parts)
+        waiting = set(running)
+        pending = [i for chunk in sorted(blocked) for i in range(chunk * CHUNK, (chunk + 1) * CHUNK)]
+        pending.extend(range(limit * CHUNK, activation.next_index))
+        entry["results_parts"] = {
+            "length": len(results), "full": limit, "blocked": sorted(blocked),
+            "pending": [[i, pydantic_core.to_jsonable_python(results[i])] for i in pending if i not in waiting],
+        }
+    return data, parts, singles, lists
+
+
+def _chunks_left_out(data: Mapping[str, Any]) -> list[tuple[str, int]]:
+    """``(chunk key, chunk number)`` of every list chunk ``data`` leaves out."""
+    found: list[tuple[str, int]] = []
+    scopes = data.get("scopes")
+    if isinstance(scopes, Mapping):
+        for entry in scopes.values():
+            for listed in (entry.get("lists") or ()) if isinstance(entry, Mapping) else ():
+                if isinstance(listed, Mapping) and isinstance(listed.get("length"), int):
+                    found.extend((chunk_key(str(listed.get("id")), k), k) for k in range(listed["length"] // CHUNK))
+    activations = data.get("activations")
+    if isinstance(activations, Mapping):
+        for entry in activations.values():
+            described = entry.get("results_parts") if isinstance(entry, Mapping) else None
+            if isinstance(described, Mapping) and isinstance(described.get("full"), int):
+                blocked = set(described.get("blocked") or ())
+                found.extend((chunk_key(str(entry.get("results_id")), k), k)
+                             for k in range(described["full"]) if k not in blocked)
+    return found
+
+
+def _chunk(parts: Mapping[str, Any], list_id: str, chunk: int, where: str, **details: Any) -> list[Any]:
+    key = chunk_key(list_id, chunk)
+    values = parts.get(key)
+    if not isinstance(values, list) or len(values) != CHUNK:
+        problem = "is missing" if values is None else "is not a full chunk"
+        raise CorruptRunStateError(f"chunk {chunk} of list {list_id!r} ({where}) {problem}", part=key, **details)
+    return values
+
+
+def _join_lists(joined: dict[str, Any], parts: Mapping[str, Any]) -> dict[str, Any]:
+    """Put growing lists back together: state lists into their scopes' state, results into their activations."""
+    scopes = joined.get("scopes")
+    if isinstance(scopes, Mapping) and any(isinstance(e, Mapping) and "lists" in e for e in scopes.values()):
+        joined["scopes"] = scopes = dict(scopes)
+        for scope_id, entry in list(scopes.items()):
+            if not isinstance(entry, Mapping) or "lists" not in entry:
+                continue
+            entry = dict(entry)
+            state = entry.get("state", {})
+            for listed in entry.pop("lists") or ():
+                try:
+                    path, list_id, length, tail = (tuple(listed["path"]), str(listed["id"]), int(listed["length"]),
+                                                   list(listed["tail"]))
+                except (KeyError, TypeError, ValueError):
+                    raise CorruptRunStateError(f"scope {scope_id!r}: a stored list entry is malformed",
+                                               scope_id=scope_id) from None
+                where = f"state {'.'.join(path)} of scope {scope_id!r}"
+                values: list[Any] = []
+                for chunk in range(length // CHUNK):
+                    values.extend(_chunk(parts, list_id, chunk, where, scope_id=scope_id))
+                values.extend(tail)
+                if len(values) != length or not path:
+                    raise CorruptRunStateError(f"{where}: stored list has {len(values)} elements, not {length}",
+                                               scope_id=scope_id)
+                # A GrowList with its stored id: the engine adopts it on reopening (``runtime._parts.adopt``),
+                # so the chunks already stored stay valid and the list is not written whole at every save.
+                state = set_in(state, path, _parts.GrowList(values, list_id))
+            entry["state"] = state
+            scopes[scope_id] = entry
+    activations = joined.get("activations")
+    if isinstance(activations, Mapping) and any(isinstance(e, Mapping) and "results_parts" in e
+                                                for e in activations.values()):
+        joined["activations"] = activations = dict(activations)
+        for activation_id, entry in list(activations.items()):
+            if not isinstance(entry, Mapping) or "results_parts" not in entry:
+                continue
+            entry = dict(entry)
+            described = entry.pop("results_parts")
+            list_id = str(entry.get("results_id"))
+            try:
+                length, full, blocked = int(described["length"]), int(described["full"]), set(described["blocked"])
+                pending = [(int(i), v) for i, v in described["pending"]]
+            except (KeyError, TypeError, ValueError):
+                raise CorruptRunStateError(f"foreach activation {activation_id!r}: stored results are malformed",
+                                           activation_id=activation_id) from None
+            results: list[Any] = [None] * length
+            where = f"results of foreach activation {activation_id!r}"
+            for chunk in range(full):
+                if chunk not in blocked:
+                    results[chunk * CHUNK:(chunk + 1) * CHUNK] = _chunk(parts, list_id, chunk, where,
+                                                                         activation_id=activation_id)
+            for index, value in pending:
+                if not 0 <= index < length:
+                    raise CorruptRunStateError(f"{where}: result index {index} is outside 0..{length - 1}",
+                                               activation_id=activation_id)
+                results[index] = value
+            if len(results) != length:
+                raise CorruptRunStateError(f"{where}: {len(results)} results for {length} items",
+                                           activation_id=activation_id)
+            entry["results"] = results
+            activations[activation_id] = entry
+    return joined
 
 
 def trusted[M: _StateModel](cls: type[M], values: dict[str, Any]) -> M:
@@ -337,6 +527,10 @@ class RunStateSnapshot:
     """What ``RunState.snapshot`` took: plain dicts sharing the state's immutable JSON values."""
 
     data: Mapping[str, Any]
+    #: (scope id, state path, list, length then) of every growing state list.
+    lists: tuple[tuple[str, tuple[str, ...], list[Any], int], ...] = ()
+    #: (activation id, next index then, running indices then) of every foreach that collects results.
+    results: tuple[tuple[str, int, tuple[int, ...]], ...] = ()
 
     @property
     def run_id(self) -> str:
@@ -344,7 +538,22 @@ class RunStateSnapshot:
         return run_id
 
     def to_json(self) -> bytes:
-        return pydantic_core.to_json(self.data)
+        data = self.data
+        if self.lists or self.results:
+            data = dict(data)
+            scopes = data["scopes"] = {key: dict(scope) for key, scope in data["scopes"].items()}
+            for scope_id, path, values, length in self.lists:
+                if len(values) != length:
+                    scopes[scope_id]["state"] = set_in(scopes[scope_id]["state"], path, values[:length])
+            activations = data["activations"] = dict(data["activations"])
+            for activation_id, next_index, running in self.results:
+                entry = activations[activation_id] = dict(activations[activation_id])
+                results = list(entry["results"][:len(entry["items"])])  # a list that went on to grow in state
+                for index in running:
+                    results[index] = None
+                results[next_index:] = [None] * (len(results) - next_index)
+                entry["results"] = results
+        return pydantic_core.to_json(data)
 
     def restore(self) -> RunState:
         """An independent, validated RunState (it goes through the JSON checkpoint format)."""

@@ -275,8 +275,8 @@ class WorkflowDocumentView(BaseAPIView):
     @extend_schema(responses={200: s.DocumentSerializer, **ERRORS})
     def get(self, request: Request, workflow_id: int) -> Response:
         workflow = _workflow(request, workflow_id)
-        parsed = doc_analysis.parse_document(workflow.document)
-        return Response(_document_body(workflow, doc_analysis.analyze_document(parsed, team=workflow.team_id)))
+        # The stored draft's analysis is computed once per saved revision (the editor reloads after each edit).
+        return Response(_document_body(workflow, doc_analysis.analysis_for(workflow)))
 
     @extend_schema(request=s.DocumentPutSerializer,
                    responses={200: s.DocumentSerializer, 409: s.ErrorSerializer, **ERRORS})
@@ -292,7 +292,9 @@ class WorkflowValidateView(BaseAPIView):
     read_only_safe = True  # POST only checks the document it is sent; a read-only token may call it
     def _validate(self, request: Request, workflow_id: int, document: Any) -> Response:
         workflow = _workflow(request, workflow_id)
-        parsed = doc_analysis.parse_document(workflow.document if document is None else document)
+        if document is None:
+            return Response(doc_analysis.summary(doc_analysis.analysis_for(workflow)))
+        parsed = doc_analysis.parse_document(document)
         return Response(doc_analysis.summary(doc_analysis.analyze_document(parsed, team=workflow.team_id)))
 
     @extend_schema(responses={200: s.ValidationResultSerializer, **ERRORS}, operation_id="workflows_validate_draft")

@@ -8,11 +8,14 @@ writes only if the worker still holds it; a worker that lost its lease gets
 ``LeaseLost`` and has committed nothing.
 
 The runtime says which parts of a RunState never change once written
-(``RunState.split_parts``: a foreach's item snapshot, a scope's input) and
-under which keys; each is stored once in ``RunStatePart`` under that key and
-left out of ``Run.run_state``, so a save costs what the live structure costs,
-not what the collections hold. Read a complete state with ``run_state_of(run)``
-(or ``load``), never from the column.
+(``RunState.checkpoint_delta``: a foreach's item snapshot, a scope's input,
+the full chunks of growing lists such as collected foreach results and state
+lists written by ``append``) and under which keys; each is stored once in
+``RunStatePart`` under that key and left out of ``Run.run_state``, and a save
+writes only the parts that are new since this checkpointer's last save. So a
+save costs what the live structure costs and what changed, not what the
+collections hold. Read a complete state with ``run_state_of(run)`` (or
+``load``), never from the column.
 
 A checkpointer serves one team: rows are found by ``(team, Run.runtime_id)``.
 The designer mints runtime ids as ``run_<pk, 13 digits>`` (``run_id_for``).
@@ -30,7 +33,15 @@ from django.utils import timezone
 
 from designer.models import Run, RunEvent, RunStatePart, Team
 from designer.runs.lease import LeaseLost, lease_seconds
-from runtime import CheckpointNotFoundError, CorruptRunStateError, RunState, TraceEvent, WorkflowError
+from runtime import (
+    CheckpointDelta,
+    CheckpointNotFoundError,
+    CorruptRunStateError,
+    PartLedger,
+    RunState,
+    TraceEvent,
+    WorkflowError,
+)
 
 RUN_ID_PREFIX = "run_"
 _DIGITS = 13
@@ -145,7 +156,7 @@ class OrmCheckpointer:
         self.cancel_requested = False
         self.saves = 0
         self._pks: dict[str, int] = {}  # runtime id -> row; a row's runtime id never changes
-        self._stored: dict[int, frozenset[str]] = {}  # row -> part keys known to be stored
+        self._ledgers: dict[int, PartLedger] = {}  # row -> what of its parts this checkpointer has stored
 
     def _rows(self, run_id: str) -> Any:
         return Run.objects.filter(team_id=self.team_id, runtime_id=run_id)
@@ -161,25 +172,29 @@ class OrmCheckpointer:
                 pk = self.create_run(run_state).pk
         return pk
 
-    def _store_parts(self, pk: int, parts: dict[str, Any]) -> frozenset[str]:
-        """Write the parts whose keys are new, drop those whose keys are gone; the live part keys."""
-        live = frozenset(parts)
-        known = self._stored.get(pk)
-        if known == live:
-            return live
-        new = live - known if known is not None else live
-        if new:
-            rows = [RunStatePart(run_id=pk, key=key, value=pydantic_core.to_jsonable_python(parts[key]))
-                    for key in sorted(new)]
+    @staticmethod
+    def _store_parts(pk: int, delta: CheckpointDelta) -> None:
+        """Write the parts that are new, drop those nothing refers to any more."""
+        if delta.new:
+            rows = [RunStatePart(run_id=pk, key=key, value=pydantic_core.to_jsonable_python(value))
+                    for key, value in sorted(delta.new.items())]
             # ignore_conflicts: a new checkpointer (another worker) meets parts stored before it started.
             RunStatePart.objects.bulk_create(rows, ignore_conflicts=True)
-        if known is None or known - live:
-            RunStatePart.objects.filter(run_id=pk).exclude(key__in=list(live)).delete()
-        return live
+        if delta.fresh:
+            # The first save of this checkpointer: parts an earlier process left may be dead.
+            live = delta.live_keys()
+            stale = [key for key in RunStatePart.objects.filter(run_id=pk).values_list("key", flat=True)
+                     if key not in live]
+            if stale:
+                RunStatePart.objects.filter(run_id=pk, key__in=stale).delete()
+        elif delta.gone:
+            RunStatePart.objects.filter(run_id=pk, key__in=delta.gone).delete()
 
     def save(self, run_state: RunState, events: Sequence[TraceEvent] = ()) -> None:
-        data, parts = run_state.split_parts()
-        fields: dict[str, Any] = {"run_state": data}
+        pk_known = self._pks.get(run_state.run_id)
+        ledger = self._ledgers.get(pk_known) if pk_known is not None else None
+        delta = run_state.checkpoint_delta(ledger or PartLedger())
+        fields: dict[str, Any] = {"run_state": delta.data}
         if self.extra_fields is not None:
             fields.update(self.extra_fields(run_state))
         with transaction.atomic():
@@ -190,13 +205,15 @@ class OrmCheckpointer:
                 fields["lease_expires_at"] = timezone.now() + timedelta(seconds=lease_seconds())
             if rows.update(**fields) != 1:
                 raise LeaseLost(f"run {pk}: lease no longer held by {self.owner}; checkpoint discarded")
-            stored = self._store_parts(pk, parts)
+            self._store_parts(pk, delta)
             if events:
                 RunEvent.objects.bulk_create([event_row(pk, event) for event in events])
             self.cancel_requested = bool(Run.objects.filter(pk=pk).values_list("cancel_requested", flat=True).get())
         # Only once committed: a rolled-back transaction must not be remembered.
         self._pks[run_state.run_id] = pk
-        self._stored[pk] = stored
+        ledger = self._ledgers.get(pk) or PartLedger()
+        ledger.apply(delta)
+        self._ledgers[pk] = ledger
         self.saves += 1
 
     def load(self, run_id: str) -> RunState:
@@ -220,4 +237,4 @@ class OrmCheckpointer:
             RunStatePart.objects.filter(run_id__in=pks).delete()
             Run.objects.filter(pk__in=pks).update(run_state=None)
         for pk in pks:
-            self._stored.pop(pk, None)
+            self._ledgers.pop(pk, None)

@@ -95,6 +95,7 @@ class Execution:
             checkpointer=self.checkpointer,
             should_cancel=self._should_cancel,
             max_steps=max_steps(),
+            keep_trace=0,  # the checkpointer stores every event; holding them too would grow with the run
             **steps.engine_options(),
         )
         with engine, steps.CancelWatch(run.pk, self._cancel_seen):

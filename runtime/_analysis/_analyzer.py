@@ -21,7 +21,15 @@ from runtime._analysis._schemas import Schema
 from runtime._analysis._scope import Scope
 from runtime._context import RESERVED_CONTEXT_FIELDS
 from runtime._diagnostics import Diagnostic
-from runtime._document import BranchNode, ForeachNode, InterruptNode, SubgraphNode, TaskNode, Workflow
+from runtime._document import (
+    BranchNode,
+    ForeachNode,
+    InterruptNode,
+    OutputBinding,
+    SubgraphNode,
+    TaskNode,
+    Workflow,
+)
 from runtime._errors import (
     PathSyntaxError,
     UnknownNodeError,
@@ -353,6 +361,35 @@ def _payload_schema(node: object, spec: Any | None, child: Workflow | None,
     return None
 
 
+def _item_result(foreach_id: str, nodes: Mapping[str, object], routes: Mapping[str, Mapping[str, str]],
+                 regions: Regions, results: Mapping[str, Schema]) -> Schema:
+    """What one item of a foreach leaves as its result: the payload of a node routing back to the foreach.
+
+    Each back-edge contributes the result of its source (the error payload on an
+    ``error`` route; null from a branch, which produces no result; an inner
+    foreach's ``done`` gives its own result list, or null when it collects none).
+    """
+    options: list[Schema] = []
+    for source, by_label in routes.items():
+        stack = regions.stacks.get(source)
+        if not stack or stack[-1] != foreach_id:
+            continue
+        for label, target in by_label.items():
+            if target != foreach_id:
+                continue
+            node = nodes.get(source)
+            if label == "error":
+                options.append(ERROR_PAYLOAD_SCHEMA)
+            elif isinstance(node, BranchNode):
+                options.append(S.NULL)
+            elif isinstance(node, ForeachNode):  # an inner foreach's result is its result list, if it collects
+                options.append(S.NULL if node.results is None else
+                               S.array_of(_item_result(source, nodes, routes, regions, results)))
+            else:
+                options.append(results.get(source, S.ANY))
+    return S.union(options) if options else S.ANY
+
+
 def _spec_of(registry: Any, node: object) -> Any | None:
     if registry is None or not isinstance(node, TaskNode):
         return None
@@ -437,6 +474,11 @@ class _Session:
             if bindings:
                 error = ERROR_PAYLOAD_SCHEMA if "error" in routes.get(node_id, ()) else None
                 checker.writes(node_id, bindings, result, declared_state, writes, error)
+        for foreach_id, foreach in foreach_nodes.items():
+            if foreach.results is not None:
+                collected = S.array_of(_item_result(foreach_id, nodes, routes, regions, facts.results))
+                whole = OutputBinding(source=parse_local_path("."), target=foreach.results)
+                checker.writes(foreach_id, [whole], collected, declared_state, writes, field="results")
         view = writes.view(declared_state)
         scope = Scope(doc.id, foreach_nodes, frozenset(nodes) - frozenset(foreach_nodes), regions.stacks,
                       self.prepare(doc.input_schema), view.schema, caller_foreach, caller_aliases)

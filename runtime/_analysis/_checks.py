@@ -51,7 +51,8 @@ class Checker:
     # -- output bindings (before the state view exists) ------------------------
 
     def writes(self, node_id: str, bindings: list[OutputBinding], result: Schema,
-               declared_state: Schema, into: StateWrites, error: Schema | None = None) -> None:
+               declared_state: Schema, into: StateWrites, error: Schema | None = None, *,
+               field: str | None = None) -> None:
         """Check output bindings; ``error`` is the error-route payload schema when the node has an error route.
 
         The engine applies output bindings to the error payload too, and skips
@@ -63,8 +64,9 @@ class Checker:
         declared = declared_state.get("properties")
         declared = declared if isinstance(declared, dict) else {}
         closed = declared_state.get("additionalProperties") is False
+        named = field
         for binding in bindings:
-            field = self._field_text(binding.target.parts, "output")
+            field = named or self._field_text(binding.target.parts, "output")
             sides = self._sides(node_id, field, binding, result, error)
             top = binding.target.parts[0]
             target = self._declared_target(node_id, field, binding, declared[top]) if top in declared else None

@@ -85,7 +85,32 @@ def _registry() -> TaskRegistry:
     def join(values: list[str], sep: str = ", ") -> str:
         return sep.join(values)
 
+    @registry.task
+    def double(x: int) -> int:
+        return 2 * x
+
     return registry
+
+
+def collecting_workflow() -> Workflow:
+    """A foreach (four at a time) that collects its results and appends each to a state list too."""
+    return Workflow.model_validate({
+        "id": "conformance-lists",
+        "input_schema": {"type": "object", "properties": {"xs": {"type": "array", "items": {"type": "integer"}}},
+                         "required": ["xs"]},
+        "state_schema": {"type": "object", "properties": {"log": {"type": "array", "default": []}}},
+        "nodes": [
+            {"kind": "foreach", "id": "each", "over": "input.xs", "max_concurrency": 4, "results": "doubled"},
+            {"kind": "task", "id": "double", "task": "double",
+             "input": [{"target": "x", "path": "context.foreach.each.item"}],
+             "output": [{"source": ".", "target": "log", "mode": "append"}]},
+        ],
+        "routes": [
+            {"source": "each", "label": "loop", "target": "double"},
+            {"source": "double", "label": "ok", "target": "each"},
+        ],
+        "outputs": [{"target": "doubled", "path": "state.doubled"}, {"target": "log", "path": "state.log"}],
+    })
 
 
 def greeting_workflow() -> Workflow:
@@ -272,3 +297,21 @@ class CheckpointerConformance:
         assert restored.output == live.output == {"joined": "hi Ada, hi Grace, hi Edsger"}
         assert _dump(restored.run_state) == _dump(live.run_state)
         assert restored_trace == live_trace
+
+    def test_growing_lists_are_stored_whole_at_every_superstep(self) -> None:
+        """Collected results and appended lists are stored in parts; every checkpoint must still load whole."""
+        cp = self.make_checkpointer()
+        steps: list[int] = []
+
+        def check(run_state: RunState, _events: Any) -> None:
+            steps.append(run_state.step)
+            assert _dump(cp.load(run_state.run_id)) == _dump(run_state)
+
+        engine = Engine(registry=_registry(), checkpointer=cp, ids=SequentialIds(), on_superstep=check)
+        xs = list(range(300))
+        result = engine.run(collecting_workflow(), {"xs": xs})
+        assert result.status == "completed"
+        assert result.output["doubled"] == [2 * x for x in xs]
+        assert sorted(result.output["log"]) == result.output["doubled"]
+        assert len(steps) > len(xs) // 4
+        assert _dump(self.reopen(cp).load(result.run_id)) == _dump(result.run_state)

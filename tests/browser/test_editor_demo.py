@@ -44,18 +44,9 @@ def test_demo_workflows_open_laid_out_and_clean(
                 a, b = boxes[first], boxes[second]
                 assert a and b and _apart(a, b), (slug, first, second)
         # After the initial fit every node and loop frame is inside the canvas, none under the toolbar,
-        # the zoom controls or the minimap.
-        pane = editor.page.locator(".react-flow__pane").bounding_box()
-        assert pane
-        frames = editor.page.locator(".wf-frame")
-        drawn = {**boxes, **{f"frame {i}": frames.nth(i).bounding_box() for i in range(frames.count())}}
-        chrome = [editor.page.locator(sel).bounding_box()
-                  for sel in (".wf-toolbar", ".react-flow__controls", ".wf-minimap")]
-        for what, box in drawn.items():
-            assert box and pane["x"] <= box["x"] and box["x"] + box["width"] <= pane["x"] + pane["width"], what
-            assert pane["y"] <= box["y"] and box["y"] + box["height"] <= pane["y"] + pane["height"], what
-            for covering in chrome:
-                assert covering and _apart(box, covering), (slug, what, covering)
+        # the zoom controls or the minimap; a graph too big for that at a legible zoom shows its start
+        # that way and the minimap the rest (EditorPage.wait_fitted).
+        editor.wait_fitted()
         editor.page.screenshot(path=artifacts_dir / f"editor-demo-{slug}.png")
         assert editor.errors == [], slug
         assert editor.revision() == workflow.revision  # looking stores nothing

@@ -210,6 +210,7 @@ def test_disconnect_and_its_undo_keep_the_route_order(doc: dict[str, Any]) -> No
     {"op": "set_basics", "node": "after", "id": "after", "name": "After all", "description": "the end"},
     {"op": "set_start", "node": "pick"},
     {"op": "set_foreach", "node": "each", "as": "", "max_concurrency": "4"},
+    {"op": "set_foreach", "node": "each", "as": "order", "max_concurrency": "1", "results": "state.priced"},
     {"op": "add_output", "node": "charge", "source": ".", "target": "state.total", "mode": "append"},
     {"op": "set_branch", "node": "pick", "case_label": ["big", "small"], "case_op": ["gt", "exists"],
      "case_value": ["10", ""], "default_label": "other"},
@@ -337,3 +338,18 @@ def test_fix_for_a_cycle_with_no_exit_unroutes_the_route_that_closes_it(doc: dic
                                          {"op": "connect", "source": "after", "label": "error", "target": "pick"}])
     errors_only = errors_only.document
     assert ops.fix_ops(diagnostic, errors_only, {}) == []  # unrouting a failure would end nothing
+
+
+def test_a_foreach_collects_results_into_a_state_field_set_and_cleared_in_the_loop_form(doc: dict[str, Any]) -> None:
+    collecting = ops.apply(doc, {"op": "set_foreach", "node": "each", "as": "order", "max_concurrency": "2",
+                                 "results": 'state.by."odd key"'}, CONTEXT).document
+    assert node(collecting, "each")["results"] == 'by."odd key"'
+    kept = ops.apply(collecting, {"op": "set_foreach", "node": "each", "as": "order", "max_concurrency": "3"},
+                     CONTEXT).document
+    assert node(kept, "each")["results"] == 'by."odd key"'  # a form without the field leaves it alone
+    cleared = ops.apply(kept, {"op": "set_foreach", "node": "each", "as": "order", "max_concurrency": "3",
+                               "results": ""}, CONTEXT).document
+    assert "results" not in node(cleared, "each")
+    with pytest.raises(ops.BadRequest) as caught:
+        ops.apply(doc, {"op": "set_foreach", "node": "each", "results": "a..b"}, CONTEXT)
+    assert caught.value.details["field"] == "results"

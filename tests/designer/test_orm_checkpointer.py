@@ -170,6 +170,51 @@ def test_a_foreach_over_a_thousand_items_writes_them_once() -> None:
     assert complete is not None and complete["scopes"]["root"]["input"] == {"orders": items}
 
 
+def _collecting_run(size: int) -> tuple[list[int], list[int], Any]:
+    """A foreach collecting results and appending to a state list, through the ORM checkpointer.
+
+    Per save: the size of the ``Run.run_state`` column, and how many parts rows were inserted.
+    """
+    team, workflow = fresh_team()
+    columns: list[int] = []
+    inserted: list[int] = []
+
+    class Watching(OrmCheckpointer):
+        def save(self, run_state: RunState, events: Any = ()) -> None:
+            before = RunStatePart.objects.count()
+            super().save(run_state, events)
+            inserted.append(RunStatePart.objects.count() - before)
+            columns.append(len(json.dumps(Run.objects.get(team=team, runtime_id=run_state.run_id).run_state)))
+
+    def create_run(run_state: RunState) -> Run:
+        return Run.objects.create(team=team, workflow=workflow, document={}, runtime_id=run_state.run_id)
+
+    g = WorkflowBuilder("collect", input_schema={"type": "object", "properties": {"orders": {"type": "array"}}},
+                        state_schema={"type": "object", "properties": {"log": {"type": "array", "default": []}}})
+    orders = g.foreach("orders", input_path("orders"), max_concurrency=3, results="doubled")
+    body = g.use("double", id="body", input=[{"target": "x", "path": orders.item}],
+                 output=[{"source": ".", "target": "log", "mode": "append"}])
+    g.set_route(orders, "loop", body)
+    g.set_route(body, "ok", orders)
+    result = engine(checkpointer=Watching(team, create_run=create_run)).run(g.build(), {"orders": list(range(size))})
+    assert result.status == "completed"
+    assert result.state["doubled"] == [2 * x for x in range(size)]
+    return columns, inserted, (result, team)
+
+
+def test_collected_results_and_appended_lists_are_not_rewritten_at_every_save() -> None:
+    """The column stays the size of the live structure and each save inserts at most a chunk per list."""
+    small_columns, _, _ = _collecting_run(300)
+    columns, inserted, (result, team) = _collecting_run(1200)
+    assert max(columns) < 1.3 * max(small_columns)
+    assert max(inserted) <= 2
+    complete = run_state_of(Run.objects.get(team=team, runtime_id=result.run_id))
+    assert complete is not None
+    assert complete["scopes"]["root"]["state"]["doubled"] == [2 * x for x in range(1200)]
+    assert sorted(complete["scopes"]["root"]["state"]["log"]) == [2 * x for x in range(1200)]
+    assert RunState.from_json(complete).model_dump(mode="json") == result.run_state.model_dump(mode="json")
+
+
 def test_a_lost_part_makes_the_checkpoint_corrupt_not_empty() -> None:
     team, workflow = fresh_team()
     rs = sample_run_state()

@@ -168,6 +168,8 @@ def test_every_page_shows_the_run_as_damaged(damaged: tuple[Run, dict[str, Any]]
     assert answer.status_code == 409 and 'id="run-damage"' in answer.content.decode()
     assert Run.objects.get(pk=run.pk).status == "interrupted"
 
+    chooser = client.get(reverse("editor-runs", args=[run.workflow_id])).json()["runs"]
+    assert [(r["damage"], r["label"].endswith("damaged")) for r in chooser if r["id"] == run.pk] == [(reason, True)]
     overlay = client.get(reverse("editor-run-overlay", args=[run.workflow_id]), {"run": run.pk})
     assert overlay.status_code == 409 and overlay.json()["code"] == "runstate.corrupt"
     assert reason in overlay.json()["message"]
@@ -260,6 +262,7 @@ def test_event_data_that_is_not_an_object_breaks_nothing(data: Any, cast: Any, g
         assert response.status_code == 200, (url, headers)
     assert 'name="interrupt_id"' in client.get(reverse("run-detail", args=[run.pk])).content.decode()
     assert client.get(reverse("editor-run-overlay", args=[run.workflow_id]), {"run": run.pk}).status_code == 200
+    assert client.get(reverse("editor-runs", args=[run.workflow_id])).json()["runs"][0]["damage"] is None
     assert client.get(reverse("editor-run-node", args=[run.workflow_id]), {"run": run.pk, "node": "ask"},
                       **htmx("run-node")).status_code == 200
     events = api(cast.viewer).get(reverse("api:run-events", args=[run.pk]))

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from runtime import FileCheckpointer, InMemoryCheckpointer
+from runtime import FileCheckpointer, InMemoryCheckpointer, SqliteCheckpointer
 from runtime.testing.checkpointer_conformance import CheckpointerConformance, sample_events, sample_run_state
 
 
@@ -32,6 +32,31 @@ class TestFileCheckpointer(CheckpointerConformance):
 class TestDurableFileCheckpointer(TestFileCheckpointer):
     def make_checkpointer(self) -> FileCheckpointer:
         return FileCheckpointer(self.directory, durable=True)
+
+
+class TestSqliteCheckpointer(CheckpointerConformance):
+    @pytest.fixture(autouse=True)
+    def _directory(self, tmp_path: Path) -> None:
+        self.directory = tmp_path
+        self.opened: list[SqliteCheckpointer] = []
+
+    def make_checkpointer(self) -> SqliteCheckpointer:
+        checkpointer = SqliteCheckpointer(self.directory / f"runs{len(self.opened)}.sqlite3")
+        self.opened.append(checkpointer)
+        return checkpointer
+
+    def reopen(self, checkpointer: object) -> SqliteCheckpointer:
+        assert isinstance(checkpointer, SqliteCheckpointer)
+        again = SqliteCheckpointer(checkpointer.path)
+        self.opened.append(again)
+        return again
+
+
+class TestNonDurableSqliteCheckpointer(TestSqliteCheckpointer):
+    def make_checkpointer(self) -> SqliteCheckpointer:
+        checkpointer = SqliteCheckpointer(self.directory / f"fast{len(self.opened)}.sqlite3", durable=False)
+        self.opened.append(checkpointer)
+        return checkpointer
 
 
 def test_file_state_is_replaced_atomically_leaving_no_temporary_files(tmp_path: Path) -> None:

@@ -14,7 +14,15 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from runtime import Engine, FileCheckpointer, RunState, SequentialIds
+from runtime import (
+    CheckpointNotFoundError,
+    Engine,
+    RunState,
+    SequentialIds,
+    SqliteCheckpointer,
+    Workflow,
+    WorkflowBuilder,
+)
 from tests.runtime.engine_helpers import CUSTOMERS, answer_all, nested_capture, registry
 from tests.runtime.test_cli import REPO, TASKS, doubling_workflow
 from tests.runtime.test_scope_isolation import child_capture, parent
@@ -88,46 +96,55 @@ def test_any_checkpoint_round_trips_and_resumes_to_the_same_end(orders: list[lis
     assert _dump(resumed.run_state) == _dump(baseline.run_state)
 
 
-def _wait_for_step(path: Path, step: int, process: subprocess.Popen[str]) -> dict[str, Any]:
+def _wait_for_step(directory: Path, step: int, process: subprocess.Popen[str]) -> RunState:
+    """The run's checkpoint once it has reached ``step``, read from the live SQLite file beside the process."""
     deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise AssertionError(f"the run ended before step {step}: {process.stderr.read() if process.stderr else ''}")
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (FileNotFoundError, json.JSONDecodeError):
-            data = None
-        if data is not None and data["step"] >= step:
-            return data  # type: ignore[no-any-return]
+    while not (directory / "runs.sqlite3").exists():
+        if process.poll() is not None or time.monotonic() > deadline:
+            raise AssertionError(f"no checkpoint file: {process.stderr.read() if process.stderr else ''}")
         time.sleep(0.02)
+    with SqliteCheckpointer(directory / "runs.sqlite3", durable=False) as watcher:
+        while time.monotonic() < deadline:
+            if process.poll() is not None:
+                raise AssertionError(f"the run ended before step {step}: "
+                                     f"{process.stderr.read() if process.stderr else ''}")
+            try:
+                state = watcher.load("ref")
+            except CheckpointNotFoundError:
+                state = None
+            if state is not None and state.step >= step:
+                return state
+            time.sleep(0.02)
     raise AssertionError(f"no checkpoint reached step {step}")
 
 
-def test_cli_run_killed_with_sigkill_resumes_from_its_last_checkpoint(tmp_path: Path) -> None:
+def _kill_mid_run_and_resume(tmp_path: Path, workflow: Workflow, run_input: Any, step: int) -> None:
+    """Run ``workflow`` through ``python -m runtime`` twice: once straight, once SIGKILLed at ``step`` and resumed.
+
+    Both must end with the same output, state, stored RunState and stored trace.
+    """
     workflow_path = tmp_path / "wf.json"
-    workflow_path.write_text(doubling_workflow(delay=0.15).model_dump_json(), encoding="utf-8")
-    xs = list(range(1, 9))
-    command = [sys.executable, "-m", "runtime", "run", str(workflow_path), "--input-json", json.dumps({"xs": xs}),
+    workflow_path.write_text(workflow.model_dump_json(), encoding="utf-8")
+    command = [sys.executable, "-m", "runtime", "run", str(workflow_path), "--input-json", json.dumps(run_input),
                "--tasks", TASKS, "--ids", "sequential", "--compact"]
 
     reference = subprocess.run([*command, "--checkpoint-dir", str(tmp_path / "reference"), "--run-id", "ref"],
                                cwd=REPO, capture_output=True, text=True, timeout=180)
     assert reference.returncode == 0, reference.stderr
     expected = json.loads(reference.stdout)
-    assert expected["output"] == {"sum": 2 * sum(xs), "doubled": [2 * x for x in xs]}
 
     directory = tmp_path / "crash"
     victim = subprocess.Popen([*command, "--checkpoint-dir", str(directory), "--run-id", "ref"], cwd=REPO,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        before = _wait_for_step(directory / "ref.json", 3, victim)
+        before = _wait_for_step(directory, step, victim)
     finally:
         os.kill(victim.pid, signal.SIGKILL)
         victim.wait(timeout=30)
     assert victim.returncode == -signal.SIGKILL
-    killed_at = json.loads((directory / "ref.json").read_text(encoding="utf-8"))
-    assert killed_at["status"] == "running" and killed_at["step"] >= before["step"]
-    assert [p.name for p in directory.iterdir() if p.name.endswith(".tmp")] == []
+    with SqliteCheckpointer(directory / "runs.sqlite3") as crashed:
+        killed_at = crashed.load("ref")
+    assert killed_at.status == "running" and killed_at.step >= before.step
 
     resumed = subprocess.run([sys.executable, "-m", "runtime", "resume", "ref", "--checkpoint-dir", str(directory),
                               "--tasks", TASKS, "--ids", "sequential", "--compact"],
@@ -138,7 +155,38 @@ def test_cli_run_killed_with_sigkill_resumes_from_its_last_checkpoint(tmp_path: 
     assert finished["output"] == expected["output"]
     assert finished["state"] == expected["state"]
     # The stored history is whole: the same events as the uninterrupted run, once each, in order.
-    crashed = FileCheckpointer(directory)
-    clean = FileCheckpointer(tmp_path / "reference")
-    assert [e.identity() for e in crashed.load_events("ref")] == [e.identity() for e in clean.load_events("ref")]
-    assert _dump(crashed.load("ref")) == _dump(clean.load("ref"))
+    with SqliteCheckpointer(directory / "runs.sqlite3") as crashed, \
+            SqliteCheckpointer(tmp_path / "reference" / "runs.sqlite3") as clean:
+        assert [e.identity() for e in crashed.load_events("ref")] == [e.identity() for e in clean.load_events("ref")]
+        assert _dump(crashed.load("ref")) == _dump(clean.load("ref"))
+
+
+def test_cli_run_killed_with_sigkill_resumes_from_its_last_checkpoint(tmp_path: Path) -> None:
+    xs = list(range(1, 9))
+    _kill_mid_run_and_resume(tmp_path, doubling_workflow(delay=0.15), {"xs": xs}, 3)
+
+
+def collecting_workflow(delay: float) -> Workflow:
+    """A foreach over more items than one stored chunk, collecting results and appending to a state list."""
+    g = WorkflowBuilder("collecting", input_schema={"type": "object", "properties": {
+        "xs": {"type": "array", "items": {"type": "integer"}}}, "required": ["xs"]},
+        state_schema={"type": "object", "properties": {"log": {"type": "array", "default": []}}})
+    each = g.foreach("each", "input.xs", max_concurrency=8, results="doubled")
+    d = g.use("slow_double", id="double", input=[{"target": "x", "path": each.item},
+                                                 {"target": "delay", "value": delay}],
+              output=[{"source": ".", "target": "log", "mode": "append"}])
+    t = g.use("total", id="sum", input=[{"target": "values", "path": "state.doubled"}],
+              output=[{"source": ".", "target": "sum"}])
+    g.set_route(each, "loop", d)
+    g.set_route(d, "ok", each)
+    g.set_route(each, "done", t)
+    g.output("doubled", "state.doubled")
+    g.output("log", "state.log")
+    g.output("sum", "state.sum")
+    return g.build()
+
+
+def test_a_collecting_foreach_killed_mid_run_resumes_with_the_same_results(tmp_path: Path) -> None:
+    """Results and the appended list span several stored chunks when the process dies; nothing is lost."""
+    xs = list(range(400))
+    _kill_mid_run_and_resume(tmp_path, collecting_workflow(0.01), {"xs": xs}, 30)

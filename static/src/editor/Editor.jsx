@@ -286,12 +286,16 @@ function Canvas({ workflowId, apiBase, canEdit, root }) {
         x2 = Math.max(x2, frame.x + frame.width);
         y2 = Math.max(y2, frame.y + frame.height + 30);
       }
-      const { width, height } = wrapper.current.getBoundingClientRect();
+      const area = wrapper.current.getBoundingClientRect();
+      const { width, height } = area;
+      // Clear of the toolbar, however many rows a narrow canvas wraps it into.
+      const toolbar = wrapper.current.querySelector(".wf-toolbar");
+      const top = toolbar ? Math.max(64, Math.round(toolbar.getBoundingClientRect().bottom - area.top + 16)) : 64;
       const bounds = { x: x1, y: y1, width: x2 - x1, height: y2 - y1 };
-      const fitted = getViewportForBounds(bounds, width, height, 0.05, 1.1, { top: "64px", bottom: "48px", x: "5%" });
+      const fitted = getViewportForBounds(bounds, width, height, 0.05, 1.1, { top: `${top}px`, bottom: "48px", x: "5%" });
       // Never below a zoom where labels stay legible: a graph too big for that
       // shows its start (top left) and the minimap and scrolling give the rest.
-      const viewport = readableViewport(fitted, bounds, { left: 24, top: 64 });
+      const viewport = readableViewport(fitted, bounds, { left: 24, top });
       root.dataset.zoom = viewport.zoom.toFixed(3);
       flow.setViewport(viewport, duration ? { duration } : undefined);
     },

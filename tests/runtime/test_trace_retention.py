@@ -1,0 +1,77 @@
+"""Trace retention: RunResult.trace keeps all, the last N or no events; sinks and checkpointers see every one."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from runtime import Engine, InMemoryCheckpointer, SequentialIds, TaskRegistry, TraceEvent, Workflow, WorkflowBuilder
+
+
+def tasks() -> TaskRegistry:
+    registry = TaskRegistry()
+
+    @registry.task
+    def double(x: int) -> int:
+        return 2 * x
+
+    return registry
+
+
+def loop() -> Workflow:
+    g = WorkflowBuilder("loop", input_schema={"type": "object", "properties": {
+        "xs": {"type": "array", "items": {"type": "integer"}}}, "required": ["xs"]})
+    each = g.foreach("each", "input.xs", max_concurrency=3, results="doubled")
+    d = g.use("double", "d", input=[{"target": "x", "path": each.item}])
+    g.set_route(each, "loop", d)
+    g.set_route(d, "ok", each)
+    g.output("doubled", "state.doubled")
+    return g.build()
+
+
+def run(**engine_kwargs: Any) -> tuple[Any, list[TraceEvent], list[TraceEvent]]:
+    cp = InMemoryCheckpointer()
+    sunk: list[TraceEvent] = []
+    eng = Engine(registry=tasks(), ids=SequentialIds(), checkpointer=cp, trace_sink=sunk.append, **engine_kwargs)
+    result = eng.run(loop(), {"xs": list(range(100))})
+    assert result.status == "completed"
+    return result, cp.load_events(result.run_id), sunk
+
+
+def test_by_default_the_result_keeps_every_event() -> None:
+    result, stored, sunk = run()
+    assert [e.seq for e in result.trace] == list(range(len(stored)))
+    assert [e.identity() for e in result.trace] == [e.identity() for e in stored] == [e.identity() for e in sunk]
+
+
+@pytest.mark.parametrize("keep", [1, 7, 50])
+def test_keeping_the_last_n_events(keep: int) -> None:
+    result, stored, sunk = run(keep_trace=keep)
+    assert len(stored) > 300
+    assert [e.identity() for e in result.trace] == [e.identity() for e in stored[-keep:]]
+    assert [e.seq for e in sunk] == [e.seq for e in stored]  # the sink and the checkpointer still see all
+
+
+def test_keeping_no_events_streams_them_all_to_the_sink_in_order() -> None:
+    result, stored, sunk = run(keep_trace=0)
+    assert result.trace == ()
+    assert [e.seq for e in sunk] == list(range(len(stored)))
+    assert result.output["doubled"] == [2 * x for x in range(100)]
+
+
+def test_the_sink_sees_events_as_they_happen_before_the_superstep_is_saved() -> None:
+    order: list[str] = []
+    eng = Engine(registry=tasks(), ids=SequentialIds(), keep_trace=0,
+                 trace_sink=lambda e: order.append(f"event {e.seq}"),
+                 on_superstep=lambda rs, events: order.append(f"saved {events[-1].seq}"))
+    eng.run(loop(), {"xs": [1, 2]})
+    for position, entry in enumerate(order):
+        if entry.startswith("saved"):
+            assert order[position - 1] == "event " + entry.split()[1]
+
+
+@pytest.mark.parametrize("bad", [-1, True, 2.5, "all"])
+def test_a_bad_retention_is_refused_with_what_is_allowed(bad: Any) -> None:
+    with pytest.raises(ValueError, match="keep_trace must be None"):
+        Engine(registry=tasks(), keep_trace=bad)
