@@ -290,6 +290,12 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # Every operation documents the errors the one exception handler gives (designer/api/schema.py).
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "designer.api.schema.add_error_responses",
+    ],
+    "COMPONENT_SPLIT_REQUEST": True,
 }
 
 # Documents with more nodes than this are refused (400 document.too_large).

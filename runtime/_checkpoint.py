@@ -115,7 +115,9 @@ class FileCheckpointer:
     needs it, and removed after the first state that no longer does; the
     state file leaves it out (``RunState.split_parts``). So a superstep's save
     does not grow with the size of the collection being iterated. Scope
-    inputs (the other write-once part) stay inline in the state file.
+    inputs and growing lists (collected foreach results, ``append`` targets)
+    stay inline in the state file, so a long list is rewritten at every save:
+    for long runs use ``SqliteCheckpointer``, which stores them in chunks.
     """
 
     def __init__(self, directory: str | os.PathLike[str], *, durable: bool = False, inline_items: int = 256) -> None:

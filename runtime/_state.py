@@ -12,6 +12,10 @@ derived on demand from frame ancestry within one scope
 (``foreach_entries``/``runtime_context``); every read of that metadata goes
 through ``foreach_item_metadata``, which raises ``CorruptRunStateError`` on
 anything malformed, because corrupt state is not a missing value.
+
+A checkpoint is the JSON data plus write-once parts (``split_parts``,
+``checkpoint_delta``): item snapshots, scope inputs and the full chunks of
+growing lists (``runtime._parts``), so a save costs what changed.
 """
 
 from __future__ import annotations

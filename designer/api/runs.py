@@ -12,25 +12,32 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.paginator import EmptyPage, Paginator
 from django.urls import path
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import exceptions as drf_exceptions
 from rest_framework import serializers, status
+from rest_framework.pagination import PageNumberPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from designer.api.parsers import LimitedJSONParser
-from designer.errors import BadRequest
+from designer.api.schema import JSONObjectField, RequestSerializer, StrictCharField, StrictIntegerField
+from designer.api.serializers import HAS_TEXT
+from designer.errors import BadRequest, NotFound
 from designer.models import Run, RunEvent
 from designer.runs import inspect
 from designer.selectors.runs import events_after, filter_runs, get_run
 from designer.selectors.workflows import get_workflow
 from designer.services import runs as run_services
+from designer.untrusted import MAX_ID
 
 PAGE_SIZE = 50
 MAX_PAGE_SIZE = 200
+ID_SCHEMA = {"type": "integer", "minimum": 1, "maximum": MAX_ID}
+_STATUS = "(" + "|".join(Run.Status.values) + ")"
+STATUS_PATTERN = rf"^(|{_STATUS}(,{_STATUS})*)$"
 
 
 # --- rendering ----------------------------------------------------------------
@@ -101,26 +108,142 @@ def event_json(event: RunEvent) -> dict[str, Any]:
     }
 
 
+# --- response shapes (what the functions above return, for the schema) ----------------------
+
+
+class RunSummarySerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    workflow = serializers.IntegerField()
+    workflow_name = serializers.CharField()
+    workflow_slug = serializers.CharField()
+    team = serializers.IntegerField()
+    version = serializers.IntegerField(allow_null=True, help_text="null: the run used the draft")
+    status = serializers.ChoiceField(choices=Run.Status.choices)
+    cancel_requested = serializers.BooleanField()
+    created_by = serializers.CharField(allow_null=True)
+    created_at = serializers.DateTimeField()
+    started_at = serializers.DateTimeField(allow_null=True)
+    finished_at = serializers.DateTimeField(allow_null=True)
+    duration_ms = serializers.IntegerField(allow_null=True)
+    error_code = serializers.CharField(allow_null=True)
+    damage = serializers.CharField(allow_null=True, help_text="why the run's checkpoint cannot be read; null if it can")
+
+
+class RunDetailSerializer(RunSummarySerializer):
+    input = JSONObjectField()
+    output = serializers.JSONField(allow_null=True, help_text="the workflow's outputs once completed")
+    error = serializers.JSONField(allow_null=True, help_text="{code, message, ...} when failed")
+    state = serializers.JSONField(allow_null=True, help_text="the root scope's state in the latest checkpoint")
+    run_state = serializers.JSONField(allow_null=True, help_text="the latest checkpoint (RunState JSON)")
+    interrupts = serializers.ListField(child=serializers.DictField())
+    resume_pending = serializers.BooleanField()
+    subgraph_versions = serializers.DictField(child=serializers.IntegerField(),
+                                              help_text="{child workflow ref: pinned version}")
+    attempts = serializers.IntegerField()
+    last_seq = serializers.IntegerField(allow_null=True)
+    progress = serializers.ListField(child=serializers.DictField())
+    frames = serializers.ListField(child=serializers.DictField())
+
+
+class RunPageSerializer(serializers.Serializer):
+    count = serializers.IntegerField()
+    page = serializers.IntegerField()
+    pages = serializers.IntegerField()
+    page_size = serializers.IntegerField()
+    next = serializers.IntegerField(allow_null=True, help_text="the next page number")
+    previous = serializers.IntegerField(allow_null=True, help_text="the previous page number")
+    results = RunSummarySerializer(many=True)
+
+
+class EventSerializer(serializers.Serializer):
+    seq = serializers.IntegerField()
+    kind = serializers.CharField()
+    node_id = serializers.CharField(allow_null=True)
+    frame_id = serializers.CharField(allow_null=True)
+    scope_id = serializers.CharField(allow_null=True)
+    lineage_id = serializers.CharField(allow_null=True)
+    activation_id = serializers.CharField(allow_null=True)
+    index = serializers.IntegerField(allow_null=True)
+    data = serializers.JSONField()
+    at = serializers.DateTimeField()
+    duration_ms = serializers.IntegerField(allow_null=True)
+
+
+class EventPageSerializer(serializers.Serializer):
+    events = EventSerializer(many=True)
+    next_after = serializers.IntegerField(help_text="pass as `after` to get what came next")
+    status = serializers.ChoiceField(choices=Run.Status.choices)
+
+
+class FrameContextSerializer(serializers.Serializer):
+    run_id = serializers.CharField()
+    frame_id = serializers.CharField()
+    node_id = serializers.CharField(allow_null=True)
+    scope_id = serializers.CharField(allow_null=True)
+    lineage_id = serializers.CharField(allow_null=True)
+    workflow_id = serializers.CharField(allow_null=True)
+    context = serializers.JSONField(help_text="the structured `context` root a path in this frame reads")
+
+
 # --- request shapes (types only; the services check the rules) -------------------
 
 
-class StartRunSerializer(serializers.Serializer):
-    input = serializers.JSONField(required=False, default=dict, help_text="the run's input (a JSON object)")
-    version = serializers.IntegerField(
-        required=False, allow_null=True, default=None, help_text="a published version number; null = current draft"
+class StartRunSerializer(RequestSerializer):
+    input = JSONObjectField(required=False, default=dict, help_text="the run's input (a JSON object)")
+    version = StrictIntegerField(
+        required=False, allow_null=True, default=None, min_value=1, max_value=MAX_ID,
+        help_text="a published version number; null = current draft",
     )
 
 
-class ResumeRunSerializer(serializers.Serializer):
-    interrupt_id = serializers.CharField()
+class ResumeRunSerializer(RequestSerializer):
+    interrupt_id = StrictCharField(min_length=1, validators=[HAS_TEXT])
     value = serializers.JSONField(required=False, default=None)
-    label = serializers.CharField(required=False, allow_null=True, default=None)
+    label = StrictCharField(required=False, allow_null=True, default=None, min_length=1)
 
 
 def _parse(serializer_class: type[serializers.Serializer], data: Any) -> dict[str, Any]:
     serializer = serializer_class(data=data)
     serializer.is_valid(raise_exception=True)
     return dict(serializer.validated_data)
+
+
+class RunPagination(PageNumberPagination):
+    """DRF's page-number pagination, answering with page numbers (not URLs); a page past the end is a 404, as in
+    DRF, with the number of pages in the message."""
+
+    page_size = PAGE_SIZE
+    page_size_query_param = "page_size"
+    max_page_size = MAX_PAGE_SIZE
+
+    def paginate_queryset(self, queryset: Any, request: Request, view: Any = None) -> list[Any] | None:
+        try:
+            return super().paginate_queryset(queryset, request, view)
+        except drf_exceptions.NotFound:
+            raise NotFound("no such page of runs; `pages` in any page says how many there are",
+                           field="page") from None
+
+    def get_page_size(self, request: Request) -> int:
+        raw = request.query_params.get(self.page_size_query_param or "page_size")
+        if raw in (None, ""):
+            return self.page_size
+        if not str(raw).isdigit() or int(str(raw)) < 1:
+            raise BadRequest(f"page_size must be a whole number from 1 (at most {MAX_PAGE_SIZE} are given), "
+                             f"got {raw!r}", field="page_size")
+        return min(int(str(raw)), MAX_PAGE_SIZE)
+
+    def get_paginated_response(self, data: Any) -> Response:
+        page = self.page
+        assert page is not None
+        return Response({
+            "count": page.paginator.count,
+            "page": page.number,
+            "pages": page.paginator.num_pages,
+            "page_size": page.paginator.per_page,
+            "next": page.next_page_number() if page.has_next() else None,
+            "previous": page.previous_page_number() if page.has_previous() else None,
+            "results": data,
+        })
 
 
 # --- views --------------------------------------------------------------------------
@@ -131,7 +254,9 @@ class _RunsView(APIView):
 
 
 class WorkflowRunsView(_RunsView):
-    @extend_schema(request=StartRunSerializer, responses={201: OpenApiTypes.OBJECT}, operation_id="runs_start")
+    @extend_schema(request=StartRunSerializer, responses={201: RunDetailSerializer}, operation_id="runs_start",
+                   description="Start a run of the draft or a published version (runner or above: an editor of the "
+                               "workflow's team, or a team it is shared with as runner or editor).")
     def post(self, request: Request, workflow_id: int) -> Response:
         workflow = get_workflow(user=request.user, workflow_id=workflow_id)
         data = _parse(StartRunSerializer, request.data)
@@ -143,10 +268,20 @@ class WorkflowRunsView(_RunsView):
 class RunListView(_RunsView):
     @extend_schema(
         parameters=[
-            OpenApiParameter(name, str, required=False)
-            for name in ("workflow", "team", "status", "version", "created_by", "page", "page_size")
+            OpenApiParameter("workflow", ID_SCHEMA, description="only this workflow's runs"),
+            OpenApiParameter("team", ID_SCHEMA, description="only this team's runs"),
+            OpenApiParameter("status", {"type": "string", "pattern": STATUS_PATTERN},
+                             description="one status, or several separated by commas"),
+            OpenApiParameter("version", {"type": "string", "pattern": r"^(|draft|null|[1-9][0-9]{0,8})$"},
+                             description="a version number, or `draft` (also `null`) for runs of the draft"),
+            OpenApiParameter("created_by", OpenApiTypes.STR, description="a user id or username"),
+            OpenApiParameter("page", {"type": "integer", "minimum": 1, "maximum": 1000000},
+                             description="page number, from 1 (404 past the last page)"),
+            OpenApiParameter("page_size", {"type": "integer", "minimum": 1},
+                             description=f"runs per page (default {PAGE_SIZE}); more than {MAX_PAGE_SIZE} gives "
+                                         f"{MAX_PAGE_SIZE}"),
         ],
-        responses={200: OpenApiTypes.OBJECT},
+        responses={200: RunPageSerializer},
         operation_id="runs_list",
     )
     def get(self, request: Request) -> Response:
@@ -159,32 +294,14 @@ class RunListView(_RunsView):
             version=params.get("version"),
             created_by=params.get("created_by"),
         )
-        try:
-            size = min(max(int(params.get("page_size") or PAGE_SIZE), 1), MAX_PAGE_SIZE)
-            number = int(params.get("page") or 1)
-        except ValueError:
-            raise BadRequest("page and page_size are integers", field="page") from None
-        paginator = Paginator(runs, size)
-        try:
-            page = paginator.page(number)
-        except EmptyPage:
-            raise BadRequest(f"page {number} does not exist; there are {paginator.num_pages}", field="page") from None
-        damages = inspect.damages_of(page.object_list)
-        return Response(
-            {
-                "count": paginator.count,
-                "page": page.number,
-                "pages": paginator.num_pages,
-                "page_size": size,
-                "next": page.next_page_number() if page.has_next() else None,
-                "previous": page.previous_page_number() if page.has_previous() else None,
-                "results": [run_summary(run, damages.get(run.pk, "")) for run in page.object_list],
-            }
-        )
+        paginator = RunPagination()
+        page = paginator.paginate_queryset(runs, request, view=self) or []
+        damages = inspect.damages_of(page)
+        return paginator.get_paginated_response([run_summary(run, damages.get(run.pk, "")) for run in page])
 
 
 class RunDetailView(_RunsView):
-    @extend_schema(responses={200: OpenApiTypes.OBJECT}, operation_id="runs_retrieve")
+    @extend_schema(responses={200: RunDetailSerializer}, operation_id="runs_retrieve")
     def get(self, request: Request, run_id: int) -> Response:
         return Response(run_detail(get_run(user=request.user, run_id=run_id)))
 
@@ -196,8 +313,10 @@ class RunDetailView(_RunsView):
 
 class RunEventsView(_RunsView):
     @extend_schema(
-        parameters=[OpenApiParameter("after", int, required=False), OpenApiParameter("limit", int, required=False)],
-        responses={200: OpenApiTypes.OBJECT},
+        parameters=[OpenApiParameter("after", {"type": "integer", "minimum": -1, "maximum": MAX_ID}, required=False,
+                                     description="the last seq already seen (-1 or absent: from the start)"),
+                    OpenApiParameter("limit", {"type": "integer", "minimum": 1, "maximum": 1000}, required=False)],
+        responses={200: EventPageSerializer},
         operation_id="runs_events",
     )
     def get(self, request: Request, run_id: int) -> Response:
@@ -210,14 +329,14 @@ class RunEventsView(_RunsView):
 
 
 class RunFrameContextView(_RunsView):
-    @extend_schema(responses={200: OpenApiTypes.OBJECT}, operation_id="runs_frame_context")
+    @extend_schema(responses={200: FrameContextSerializer}, operation_id="runs_frame_context")
     def get(self, request: Request, run_id: int, frame_id: str) -> Response:
         run = get_run(user=request.user, run_id=run_id)
         return Response(inspect.frame_context(run, frame_id))
 
 
 class RunResumeView(_RunsView):
-    @extend_schema(request=ResumeRunSerializer, responses={200: OpenApiTypes.OBJECT}, operation_id="runs_resume")
+    @extend_schema(request=ResumeRunSerializer, responses={202: RunDetailSerializer}, operation_id="runs_resume")
     def post(self, request: Request, run_id: int) -> Response:
         run = get_run(user=request.user, run_id=run_id)
         data = _parse(ResumeRunSerializer, request.data)
@@ -227,7 +346,9 @@ class RunResumeView(_RunsView):
 
 
 class RunCancelView(_RunsView):
-    @extend_schema(request=None, responses={200: OpenApiTypes.OBJECT}, operation_id="runs_cancel")
+    @extend_schema(request=None, responses={200: RunDetailSerializer, 202: RunDetailSerializer},
+                   operation_id="runs_cancel",
+                   description="200: cancelled now; 202: flagged, its worker stops at the next superstep.")
     def post(self, request: Request, run_id: int) -> Response:
         run = get_run(user=request.user, run_id=run_id)
         run = run_services.cancel_run(actor=request.user, run=run)

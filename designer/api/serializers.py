@@ -5,12 +5,33 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.core.validators import RegexValidator
 from rest_framework import serializers
 
+from designer.api.schema import DocumentField, RequestSerializer, StrictCharField, StrictIntegerField
 from designer.models import Invitation, Membership, Team, Workflow, WorkflowGrant, WorkflowVersion
-from designer.untrusted import json_error_message, loads_json
+from designer.untrusted import MAX_ID, json_error_message, loads_json
 
 ROLE_CHOICES = Membership.Role.choices
+
+# What the services accept, said in the schema too: a name has a visible character and no NUL anywhere.
+HAS_TEXT = RegexValidator(r"^[^\x00]*[^\s\x00][^\x00]*$", "must contain a visible character and no NUL")
+NO_NUL = RegexValidator(r"^[^\x00]*$", "may not contain NUL characters")
+
+
+class StrictChoiceField(serializers.ChoiceField):
+    def to_internal_value(self, data: Any) -> Any:
+        if not isinstance(data, str):
+            raise serializers.ValidationError("must be one of the listed strings")
+        return super().to_internal_value(data)
+
+
+def name_field(max_length: int, **kwargs: Any) -> StrictCharField:
+    return StrictCharField(max_length=max_length, min_length=1, validators=[HAS_TEXT], **kwargs)
+
+
+def id_field(**kwargs: Any) -> StrictIntegerField:
+    return StrictIntegerField(min_value=1, max_value=MAX_ID, **kwargs)
 
 
 # --- responses ---------------------------------------------------------------
@@ -126,7 +147,7 @@ class AnalysisSummarySerializer(serializers.Serializer):
 
 class DocumentSerializer(serializers.Serializer):
     revision = serializers.IntegerField()
-    document = serializers.JSONField()
+    document = DocumentField()
     diagnostics = DiagnosticSerializer(many=True)
     analysis = AnalysisSummarySerializer()
 
@@ -140,6 +161,8 @@ class VersionSerializer(serializers.ModelSerializer):
 
 
 class VersionDetailSerializer(VersionSerializer):
+    document = DocumentField(read_only=True)
+
     class Meta(VersionSerializer.Meta):
         fields = (*VersionSerializer.Meta.fields, "document")
 
@@ -192,63 +215,64 @@ class ValidationResultSerializer(AnalysisSummarySerializer):
 # --- requests ----------------------------------------------------------------
 
 
-class TeamCreateSerializer(serializers.Serializer):
-    name = serializers.CharField(max_length=120)
+class TeamCreateSerializer(RequestSerializer):
+    name = name_field(120)
 
 
-class InviteSerializer(serializers.Serializer):
-    user = serializers.CharField(
-        max_length=254,
+class InviteSerializer(RequestSerializer):
+    user = StrictCharField(
+        max_length=254, min_length=1, validators=[HAS_TEXT],
         help_text="username or email of the person to invite; the answer is the same whether or not such an "
                   "account exists",
     )
-    role = serializers.ChoiceField(choices=ROLE_CHOICES, default="viewer")
+    role = StrictChoiceField(choices=ROLE_CHOICES, default="viewer")
 
 
-class GrantCreateSerializer(serializers.Serializer):
-    team = serializers.CharField(max_length=140, help_text="the team to share with: its slug or id")
-    role = serializers.ChoiceField(
+class GrantCreateSerializer(RequestSerializer):
+    team = StrictCharField(max_length=140, min_length=1, validators=[HAS_TEXT],
+                                 help_text="the team to share with: its slug or id")
+    role = StrictChoiceField(
         choices=WorkflowGrant.Role.choices, default="viewer",
         help_text="viewer: read it and see its runs; runner: also start runs and use it as a subgraph; "
                   "editor: also edit and publish it",
     )
 
 
-class MemberUpdateSerializer(serializers.Serializer):
-    role = serializers.ChoiceField(choices=ROLE_CHOICES)
+class MemberUpdateSerializer(RequestSerializer):
+    role = StrictChoiceField(choices=ROLE_CHOICES)
 
 
-class WorkflowCreateSerializer(serializers.Serializer):
-    team = serializers.IntegerField()
-    name = serializers.CharField(max_length=200)
-    description = serializers.CharField(required=False, allow_blank=True, default="")
-    document = serializers.JSONField(required=False, default=None)
+class WorkflowCreateSerializer(RequestSerializer):
+    team = id_field()
+    name = name_field(200)
+    description = StrictCharField(required=False, allow_blank=True, default="", validators=[NO_NUL])
+    document = DocumentField(required=False, default=None, help_text="defaults to an empty graph")
 
 
-class WorkflowUpdateSerializer(serializers.Serializer):
-    name = serializers.CharField(max_length=200, required=False)
-    description = serializers.CharField(required=False, allow_blank=True)
+class WorkflowUpdateSerializer(RequestSerializer):
+    name = name_field(200, required=False)
+    description = StrictCharField(required=False, allow_blank=True, validators=[NO_NUL])
 
 
-class DuplicateSerializer(serializers.Serializer):
-    team = serializers.IntegerField(required=False, allow_null=True, default=None)
-    name = serializers.CharField(max_length=200, required=False, allow_null=True, default=None)
+class DuplicateSerializer(RequestSerializer):
+    team = id_field(required=False, allow_null=True, default=None, help_text="null: the workflow's own team")
+    name = name_field(200, required=False, allow_null=True, default=None)
 
 
-class ImportSerializer(serializers.Serializer):
-    team = serializers.IntegerField()
-    document = serializers.JSONField()
-    name = serializers.CharField(max_length=200, required=False, allow_null=True, default=None)
+class ImportSerializer(RequestSerializer):
+    team = id_field()
+    document = DocumentField()
+    name = name_field(200, required=False, allow_null=True, default=None)
 
 
-class DocumentPutSerializer(serializers.Serializer):
-    revision = serializers.IntegerField(help_text="the revision this edit started from")
-    document = serializers.JSONField()
+class DocumentPutSerializer(RequestSerializer):
+    revision = StrictIntegerField(min_value=1, max_value=MAX_ID, help_text="the revision this edit started from")
+    document = DocumentField()
 
 
-class ValidateSerializer(serializers.Serializer):
-    document = serializers.JSONField(required=False, default=None,
-                                     help_text="a document to check instead of the stored draft")
+class ValidateSerializer(RequestSerializer):
+    document = DocumentField(required=False, default=None,
+                             help_text="a document to check instead of the stored draft")
 
 
 class AnalysisQuerySerializer(serializers.Serializer):

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from importlib.util import find_spec
 
-from django.urls import URLPattern, URLResolver, include, path
+from django.urls import URLPattern, URLResolver, include, path, re_path
 
 from designer.api import views
+from designer.api.schema import unknown_api_path
 
 app_name = "api"
 
@@ -48,3 +49,6 @@ urlpatterns: list[URLPattern | URLResolver] = [
 # Run endpoints (owned by the runs helper): designer/api/runs.py defines `urlpatterns`.
 if find_spec("designer.api.runs") is not None:
     urlpatterns.append(path("", include("designer.api.runs")))
+
+# Last: anything else under /api/ is a JSON 404 (not Django's HTML page), whatever the method.
+urlpatterns.append(re_path(r"^.*$", unknown_api_path, name="unknown"))

@@ -18,6 +18,7 @@ from designer import analysis as doc_analysis
 from designer import catalog, selectors
 from designer.api import serializers as s
 from designer.api.parsers import LimitedJSONParser
+from designer.errors import BadRequest
 from designer.permissions import DUPLICATE_RULE, require_own_team_role, require_role
 from designer.services import grants as grant_services
 from designer.services import invitations as invitation_services
@@ -171,9 +172,10 @@ class WorkflowListView(BaseAPIView):
         operation_id="workflows_list",
     )
     def get(self, request: Request) -> Response:
-        workflows = selectors.workflows_for(
-            user=request.user, team_id=request.query_params.get("team"), q=request.query_params.get("q")
-        )
+        team = request.query_params.get("team")
+        if team not in (None, "") and not str(team).isdigit():
+            raise BadRequest(f"team must be a team id (an integer), got {team!r}", field="team")
+        workflows = selectors.workflows_for(user=request.user, team_id=team, q=request.query_params.get("q"))
         return Response(s.WorkflowSerializer(workflows, many=True).data)
 
     @extend_schema(request=s.WorkflowCreateSerializer, responses={201: s.WorkflowSerializer, **ERRORS})
@@ -277,7 +279,7 @@ class WorkflowDocumentView(BaseAPIView):
         return Response(_document_body(workflow, doc_analysis.analysis_for(workflow)))
 
     @extend_schema(request=s.DocumentPutSerializer,
-                   responses={200: s.DocumentSerializer, 409: OpenApiTypes.OBJECT, **ERRORS})
+                   responses={200: s.DocumentSerializer, 409: s.ErrorSerializer, **ERRORS})
     def put(self, request: Request, workflow_id: int) -> Response:
         workflow = _workflow(request, workflow_id)
         data = parse(s.DocumentPutSerializer, request.data)

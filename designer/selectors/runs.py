@@ -72,7 +72,10 @@ def filter_runs(
         if str(version) in ("draft", "null"):
             runs = runs.filter(workflow_version__isnull=True)
         else:
-            runs = runs.filter(workflow_version__number=_int(version, "version"))
+            number = _int(version, "version")
+            if number < 1:
+                raise BadRequest("version is a published version number (1 or more) or draft", field="version")
+            runs = runs.filter(workflow_version__number=number)
     if created_by not in (None, ""):
         text = str(created_by)
         user_id = parse_id(text)

@@ -219,9 +219,10 @@ def test_fit_never_zooms_below_legible_and_screenshots(
 
 
 def test_a_run_on_the_graph_statuses_loop_counts_and_a_nodes_item(
-    logged_in_page: Page, live_server: Any, user: Any, team: Any, site_tasks: None, artifacts_dir: Path
+    logged_in_page: Page, live_server: Any, user: Any, team: Any, site_tasks: None, artifacts_dir: Path,
+    worker_env: dict[str, str], run_worker: Any,
 ) -> None:
-    from designer.runs.executor import execute
+    from designer.models import Run
     from designer.services import runs as run_services
 
     workflow = _workflow(user, team, nested_document(positions=True))
@@ -229,7 +230,9 @@ def test_a_run_on_the_graph_statuses_loop_counts_and_a_nodes_item(
         {"name": "Ada", "orders": [{"sku": "A-1", "qty": 1}, {"sku": "A-2", "qty": 2}]},
         {"name": "Bob", "orders": [{"sku": "B-1", "qty": 3}]},
     ]})
-    assert execute(run.pk) == "completed"
+    worker_env["TRELLIS_TASK_MODULES"] = EDITOR_TASKS  # the real worker process knows pack_item too
+    run_worker()
+    assert Run.objects.get(pk=run.pk).status == "completed"
     editor = EditorPage(logged_in_page, live_server.url, workflow).open()
     chooser = editor.page.get_by_label("Show a run on the graph")
     chooser.select_option(str(run.pk))

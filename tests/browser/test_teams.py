@@ -105,7 +105,7 @@ def test_sharing_shows_the_team_and_an_owner_copies_into_another_team(
     expect(page.locator(f'tr[data-member="{user.get_username()}"]')).to_contain_text("owner")
     page.screenshot(path=artifacts_dir / "teams-sharing.png", full_page=True)
 
-    page.get_by_label("Team").select_option(label="Lab")
+    page.get_by_label("Team", exact=True).select_option(label="Lab")
     page.get_by_label("Name of the copy").fill("Refunds (lab)")
     page.get_by_role("button", name="Duplicate").click()
     expect(page.locator(".messages")).to_contain_text("Copied “Refunds” into Lab")

@@ -108,7 +108,9 @@ def test_list_filters_and_pages(api: Any, cast: Any, workflow: Any) -> None:
     assert page["count"] == 4 and page["pages"] == 2 and page["results"][0]["id"] == ids[0]
     assert page["previous"] == 1 and page["next"] is None
     assert client.get(reverse("api:run-list"), {"status": "bogus"}).json()["code"] == "request.invalid"
-    assert client.get(reverse("api:run-list"), {"page": 9}).status_code == 400
+    past_the_end = client.get(reverse("api:run-list"), {"page": 9})
+    assert (past_the_end.status_code, past_the_end.json()["code"]) == (404, "not_found")  # as DRF pagination does
+    assert client.get(reverse("api:run-list"), {"page_size": 0}).status_code == 400
 
 
 def test_cancelling_a_queued_run_finishes_it_and_a_second_cancel_conflicts(api: Any, cast: Any,

@@ -1,0 +1,163 @@
+"""What the OpenAPI schema says beyond what drf-spectacular infers: the error answers every operation can give,
+a typed workflow document with a working example, and the JSON 404 for unknown paths under /api/."""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from drf_spectacular.utils import extend_schema, extend_schema_field
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.views import APIView
+
+from designer.errors import DocumentInvalid, NotFound
+from runtime import WorkflowBuilder
+
+#: Errors the one exception handler (designer.api.errors) can answer on any operation, all as {code, message}.
+ERROR_STATUSES: Final[dict[str, str]] = {
+    "400": "The request is malformed or fails validation (code request.invalid, request.malformed, "
+           "document.invalid, ...; `errors` lists each problem).",
+    "401": "The Bearer token is unknown, revoked or expired (auth.failed).",
+    "403": "Not signed in (auth.required), the role is too low (permission.denied), a read-only token tried to "
+           "write (token.read_only), or the CSRF token is missing (csrf.failed).",
+    "404": "The object does not exist or is not shared with you (not_found); unknown paths under /api/ too.",
+    "405": "The method is not allowed on this path (method.not_allowed).",
+    "406": "The Accept header asks for something other than JSON (request.not_acceptable).",
+    "409": "A conflict: a stale revision, a run in the wrong state, an answered invitation.",
+    "413": "The request body is larger than the limit (request.too_large).",
+    "415": "The body is not JSON (request.unsupported_media_type).",
+}
+
+ERROR_SCHEMA: Final[dict[str, Any]] = {
+    "type": "object",
+    "description": "Every error: a stable code, a readable message, and details that depend on the code.",
+    "properties": {
+        "code": {"type": "string", "example": "not_found"},
+        "message": {"type": "string", "example": "this workflow does not exist or is not shared with you"},
+        "errors": {"type": "array", "items": {"type": "object"}},
+        "diagnostics": {"type": "array", "items": {"type": "object"}},
+    },
+    "required": ["code", "message"],
+}
+
+def _example_document() -> dict[str, Any]:
+    """A small valid document, built by the runtime's own builder so it stays valid as the format evolves."""
+    graph = WorkflowBuilder("hello", "Hello", input_schema={
+        "type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]},
+        state_schema={"type": "object", "properties": {"greeting": {"type": "string"}}})
+    graph.use("set_value", id="greet", input=[{"target": "value", "path": "input.name"}],
+              output=[{"source": ".", "target": "greeting"}])
+    graph.output("greeting", "state.greeting")
+    example: dict[str, Any] = graph.build().model_dump(mode="json")
+    return example
+
+
+#: Used as the example wherever a document is sent (Swagger's "Try it out" body validates).
+DOCUMENT_EXAMPLE: Final[dict[str, Any]] = _example_document()
+
+DOCUMENT_SCHEMA: Final[dict[str, Any]] = {
+    "type": "object",
+    "description": "A workflow document: the JSON of runtime.Workflow (id, name, schemas, nodes, routes, outputs). "
+                   "It is checked by the runtime; problems come back as diagnostics or a 400 document.invalid.",
+    "properties": {"id": {"type": "string", "minLength": 1}, "nodes": {"type": "array", "items": {"type": "object"}}},
+    "required": ["id"],
+    "example": DOCUMENT_EXAMPLE,
+}
+
+
+@extend_schema_field(DOCUMENT_SCHEMA)
+class DocumentField(serializers.JSONField):
+    """A workflow document in a request or response (a JSON object)."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        if not isinstance(data, dict):
+            # The same answer as any other document the runtime cannot read.
+            raise DocumentInvalid(
+                f"a workflow document is a JSON object (e.g. {{\"id\": \"hello\"}}), got {type(data).__name__}",
+                errors=[{"loc": "document", "msg": "must be a JSON object"}],
+            )
+        return super().to_internal_value(data)
+
+
+@extend_schema_field({"type": "object", "additionalProperties": True, "example": {"amount": 3}})
+class JSONObjectField(serializers.JSONField):
+    """A JSON object (a run's input, a state)."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        if not isinstance(data, dict):
+            raise serializers.ValidationError("must be a JSON object")
+        return super().to_internal_value(data)
+
+
+class RequestSerializer(serializers.Serializer):
+    """A request body: a field the operation does not have is refused (400) rather than ignored, as the schema's
+    ``additionalProperties: false`` says, so a misspelt field never passes silently."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        if isinstance(data, dict):
+            unknown = sorted(str(key) for key in data if key not in self.fields)
+            if unknown:
+                raise serializers.ValidationError(
+                    {key[:100]: ["unknown field; this operation takes " + (", ".join(self.fields) or "no fields")]
+                     for key in unknown[:10]}
+                )
+        return super().to_internal_value(data)
+
+
+class StrictCharField(serializers.CharField):
+    """A string, and only a string: the schema says ``type: string``, so 0 or true is refused, not coerced."""
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str):
+            raise serializers.ValidationError("must be a string")
+        return str(super().to_internal_value(data))
+
+
+class StrictIntegerField(serializers.IntegerField):
+    """An integer, and only an integer: "5", 5.0 and true are refused, as the schema's ``type: integer`` says."""
+
+    def to_internal_value(self, data: Any) -> int:
+        if isinstance(data, bool) or not isinstance(data, int):
+            raise serializers.ValidationError("must be an integer")
+        return int(super().to_internal_value(data))
+
+
+class StrictBooleanField(serializers.BooleanField):
+    def to_internal_value(self, data: Any) -> bool:
+        if not isinstance(data, bool):
+            raise serializers.ValidationError("must be true or false")
+        return data
+
+
+def add_error_responses(result: dict[str, Any], generator: Any, request: Any, public: bool) -> dict[str, Any]:
+    """Postprocessing hook: every operation documents the error answers, with one Error component."""
+    schemas = result.setdefault("components", {}).setdefault("schemas", {})
+    for name, component in schemas.items():
+        if name.endswith("Request") and component.get("type") == "object":
+            component["additionalProperties"] = False  # RequestSerializer refuses unknown fields
+    schemas["Error"] = ERROR_SCHEMA
+    for path_item in result.get("paths", {}).values():
+        for operation in path_item.values():
+            responses = operation.setdefault("responses", {})
+            for status, description in ERROR_STATUSES.items():
+                if status not in responses or "content" not in responses[status]:
+                    responses[status] = {
+                        "description": description,
+                        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
+                    }
+    return result
+
+
+class UnknownAPIPath(APIView):
+    """Any path under /api/ that names no endpoint: the JSON 404 every other API error has, never an HTML page."""
+
+    permission_classes: list[Any] = []
+    authentication_classes: list[Any] = []
+
+    def _missing(self, request: Request, *args: Any, **kwargs: Any) -> Any:
+        raise NotFound(f"no API endpoint at {request.path}; see /api/docs/ for the endpoints")
+
+    get = post = put = patch = delete = head = options = _missing
+
+
+unknown_api_path = extend_schema(exclude=True)(UnknownAPIPath).as_view()
