@@ -10,7 +10,6 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from designer.models import Run, Workflow
-from designer.runs.executor import execute
 from designer.services import runs as run_services
 from tests.browser.test_runs import sign_in
 
@@ -18,7 +17,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
 def test_a_damaged_run_page_reloads_as_damaged_and_can_be_cancelled_and_deleted(
-    page: Page, live_server: Any, artifacts_dir: Path
+    page: Page, live_server: Any, artifacts_dir: Path, run_worker: Any
 ) -> None:
     from django.contrib.auth import get_user_model
 
@@ -28,7 +27,10 @@ def test_a_damaged_run_page_reloads_as_damaged_and_can_be_cancelled_and_deleted(
     workflow = Workflow.objects.get(team__slug="demo", slug="spending-approval")
     run = run_services.start_run(actor=get_user_model().objects.get(username="demo"), workflow=workflow,
                                  input=workflow.document["metadata"]["sample_input"])
-    assert execute(run.pk) == "interrupted"
+    # A real worker process runs it: the step pool forked inside this Playwright-driven process would inherit
+    # the browser driver's pipes and event loop and can hang the session.
+    run_worker()
+    assert Run.objects.get(pk=run.pk).status == "interrupted"
 
     base = live_server.url
     sign_in(page, base, "demo")
