@@ -55,16 +55,17 @@ def demo(transactional_db: None) -> dict[str, Workflow]:
     return {w.slug: w for w in Workflow.objects.filter(team__slug="demo")}
 
 
-def finished_run(demo: dict[str, Workflow], slug: str) -> Run:
+def finished_run(demo: dict[str, Workflow], slug: str, run_worker: Any) -> Run:
+    """Run a demo in a real worker process: the step pool forked inside this Playwright-driven process would
+    inherit the browser driver's pipes and event loop and can hang the session."""
     from django.contrib.auth import get_user_model
 
-    from designer.runs.executor import execute
     from designer.services import runs as run_services
 
     workflow = demo[slug]
     run = run_services.start_run(actor=get_user_model().objects.get(username="demo"),
                                  workflow=workflow, input=workflow.document["metadata"]["sample_input"])
-    execute(run.pk)
+    run_worker()
     return Run.objects.get(pk=run.pk)
 
 
@@ -77,7 +78,7 @@ def sign_in(page: Page, base: str, username: str) -> None:
 
 
 def test_pages_run_under_the_policy_without_violations(page: Page, live_server: Any,
-                                                       demo: dict[str, Workflow]) -> None:
+                                                       demo: dict[str, Workflow], run_worker: Any) -> None:
     base = live_server.url
     watch = Watch(page)
     page.goto(f"{base}/accounts/login/")
@@ -85,7 +86,7 @@ def test_pages_run_under_the_policy_without_violations(page: Page, live_server: 
     sign_in(page, base, "admin")  # demo owner and superuser: sees the app pages and the admin
     watch.check("home")
 
-    run = finished_run(demo, "customer-orders")
+    run = finished_run(demo, "customer-orders", run_worker)
     page.goto(f"{base}/runs/{run.pk}/")
     # Server-rendered style attributes (style-src-attr) position the timeline bars: they are applied.
     bar = page.locator(".tl-bar").last
