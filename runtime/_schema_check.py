@@ -42,6 +42,7 @@ import referencing.jsonschema
 from jsonschema import exceptions as jsonschema_exceptions
 from jsonschema import validators as jsonschema_validators
 
+from runtime._graphs import strongly_connected
 from runtime._schema_fanout import recursive_fanout
 from runtime._schema_patterns import (
     PatternRefused,
@@ -441,46 +442,9 @@ def _shown(value: Any) -> str:
 
 
 def _components(edges: Mapping[int, list[int]]) -> dict[int, int]:
-    """Strongly connected components (Tarjan, iterative), numbered so that a component's successors
-    come before it."""
-    index: dict[int, int] = {}
-    low: dict[int, int] = {}
-    on_stack: set[int] = set()
-    stack: list[int] = []
-    out: dict[int, int] = {}
-    count = 0
-    for start in edges:
-        if start in index:
-            continue
-        work: list[tuple[int, Iterator[int]]] = [(start, iter(edges[start]))]
-        index[start] = low[start] = len(index)
-        stack.append(start)
-        on_stack.add(start)
-        while work:
-            node, successors = work[-1]
-            step = next(successors, None)
-            if step is not None:
-                if step not in index:
-                    index[step] = low[step] = len(index)
-                    stack.append(step)
-                    on_stack.add(step)
-                    work.append((step, iter(edges.get(step, ()))))
-                elif step in on_stack:
-                    low[node] = min(low[node], index[step])
-                continue
-            work.pop()
-            if work:
-                parent = work[-1][0]
-                low[parent] = min(low[parent], low[node])
-            if low[node] == index[node]:
-                while True:
-                    member = stack.pop()
-                    on_stack.discard(member)
-                    out[member] = count
-                    if member == node:
-                        break
-                count += 1
-    return out
+    """Strongly connected components, numbered so that a component's successors come before it."""
+    return {member: number for number, component in enumerate(strongly_connected(edges, edges))
+            for member in component}
 
 
 def _subschemas(contents: Mapping[str, Any]) -> Iterator[tuple[tuple[Any, ...], Any]]:

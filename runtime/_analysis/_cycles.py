@@ -18,11 +18,12 @@ the component in ``data["nodes"]``, so the editor can offer a fix.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 
 from runtime._analysis._labels import LabelSet
 from runtime._diagnostics import Diagnostic
 from runtime._document import InterruptNode, Workflow
+from runtime._graphs import strongly_connected
 
 
 def no_exit_diagnostics(workflow: Workflow, nodes: Mapping[str, object], routes: Mapping[str, Mapping[str, str]],
@@ -64,43 +65,3 @@ def _leaves(node_id: str, members: set[str], nodes: Mapping[str, object], routes
     if any(target not in members for target in routed.values()):
         return True
     return any(label not in routed for label in label_set.required)
-
-
-def strongly_connected(vertices: list[str], edges: Mapping[str, list[str]]) -> Iterator[list[str]]:
-    """Tarjan's components, iteratively (documents may hold thousands of nodes in one chain)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    for start in vertices:
-        if start in index:
-            continue
-        index[start] = low[start] = len(index)
-        stack.append(start)
-        on_stack.add(start)
-        work: list[tuple[str, Iterator[str]]] = [(start, iter(edges.get(start, ())))]
-        while work:
-            vertex, successors = work[-1]
-            step = next(successors, None)
-            if step is not None:
-                if step not in index:
-                    index[step] = low[step] = len(index)
-                    stack.append(step)
-                    on_stack.add(step)
-                    work.append((step, iter(edges.get(step, ()))))
-                elif step in on_stack:
-                    low[vertex] = min(low[vertex], index[step])
-                continue
-            work.pop()
-            if work:
-                parent = work[-1][0]
-                low[parent] = min(low[parent], low[vertex])
-            if low[vertex] == index[vertex]:
-                component: list[str] = []
-                while True:
-                    member = stack.pop()
-                    on_stack.discard(member)
-                    component.append(member)
-                    if member == vertex:
-                        break
-                yield component
