@@ -80,7 +80,7 @@ def _team_context(request: HtmxHttpRequest, team: Team, **extra: Any) -> dict[st
         "owner_count": owners,
         "role_choices": ROLE_CHOICES,
         "role_actions": ACTIONS,
-        "workflows": selectors.workflows_for(user=request.user, team_id=team.pk),
+        "workflows": selectors.workflows_for(user=request.user).filter(team=team),
         "run_count": Run.objects.for_user(request.user).filter(team=team).count(),
         "invite": {"user": "", "role": Membership.Role.EDITOR, "error": ""},
         "invitations": selectors.pending_invitations_of(team) if has_role(role, "owner") else [],
