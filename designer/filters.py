@@ -161,7 +161,12 @@ class SearchFilter(_Documented):
 
 
 class YesNoFilter(_Documented):
+    """A yes/no the FilterSet itself applies (``WorkflowFilter.filter_queryset``: it needs the caller's teams)."""
+
     field_class = YesNoField
+
+    def filter(self, qs: QuerySet[Any], value: bool | None) -> QuerySet[Any]:
+        return qs
 
 
 class TeamListFilter(_Documented):

@@ -19,7 +19,7 @@ from designer import catalog, selectors
 from designer.api import serializers as s
 from designer.api.parsers import LimitedJSONParser
 from designer.filters import WorkflowFilter, apply_filters, openapi_parameters
-from designer.permissions import DUPLICATE_RULE, require_own_team_role, require_role
+from designer.permissions import DUPLICATE_RULE, SEE_SHARING, SHARING_RULE, require_own_team_role, require_role
 from designer.services import grants as grant_services
 from designer.services import invitations as invitation_services
 from designer.services import teams as team_services
@@ -218,10 +218,10 @@ class WorkflowDuplicateView(BaseAPIView):
 
 class WorkflowGrantsView(BaseAPIView):
     @extend_schema(responses={200: s.GrantSerializer(many=True), **ERRORS}, operation_id="workflows_grants_list",
-                   description="Teams this workflow is shared with (members of its own team).")
+                   description=f"Teams this workflow is shared with. {SHARING_RULE}")
     def get(self, request: Request, workflow_id: int) -> Response:
         workflow = _workflow(request, workflow_id)
-        require_own_team_role(request.user, workflow, "viewer", action="see whom it is shared with")
+        require_own_team_role(request.user, workflow, "viewer", action=SEE_SHARING)
         return Response(s.GrantSerializer(selectors.grants_of(workflow), many=True).data)
 
     @extend_schema(request=s.GrantCreateSerializer, responses={201: s.GrantSerializer, **ERRORS},

@@ -130,6 +130,7 @@ def _history(request: HtmxHttpRequest, *, team: Team | None = None, workflow: Wo
         "workflows": selectors.workflows_for(user=request.user).filter(team=team) if team is not None else [],
         "admin_url": admin_url,
         "can_run": workflow is not None and has_role(workflow_role(request.user, workflow), "runner"),
+        "in_own_team": workflow is not None and role_of(request.user, workflow.team_id) is not None,
     }
     template = "runs/history.html#table" if request.htmx and request.htmx.target == "run-table" else "runs/history.html"
     return TemplateResponse(request, template, context)
