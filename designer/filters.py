@@ -25,6 +25,9 @@ _STATUS = "(" + "|".join(Run.Status.values) + ")"
 #: Longest username Django's user model stores; a longer ``created_by`` cannot name anyone.
 MAX_USERNAME = 150
 MAX_SEARCH = 200
+#: A day, or nothing (an empty value is no filter, as for every parameter here).
+DAY_SCHEMA: Final[dict[str, Any]] = {"anyOf": [{"type": "string", "format": "date"},
+                                               {"type": "string", "maxLength": 0}]}
 
 
 # --- form fields: each says what is wrong with a value, in words an API client and a page can show ---------------
@@ -195,9 +198,9 @@ class RunFilter(django_filters.FilterSet):
                             help="a published version number, or `draft` (also `null`) for runs of the draft")
     created_by = UserRefFilter(schema={"type": "string", "maxLength": MAX_USERNAME, "pattern": r"^[^\x00]*$"},
                                help="who started the run: a user id or a username")
-    since = DayFilter(field_name="created_at", lookup_expr="date__gte", schema={"type": "string", "format": "date"},
+    since = DayFilter(field_name="created_at", lookup_expr="date__gte", schema=DAY_SCHEMA,
                       help="created on or after this day (YYYY-MM-DD)")
-    until = DayFilter(field_name="created_at", lookup_expr="date__lte", schema={"type": "string", "format": "date"},
+    until = DayFilter(field_name="created_at", lookup_expr="date__lte", schema=DAY_SCHEMA,
                       help="created on or before this day (YYYY-MM-DD)")
 
     class Meta:
