@@ -74,7 +74,16 @@ LocalPathField = Annotated[
     WithJsonSchema({"type": "string", "description": "field of a payload; '.' is the whole payload"}),
 ]
 
-NodeId = Annotated[str, Field(min_length=1, max_length=200)]
+def _printable_id(value: str) -> str:
+    # Node ids name trace rows and appear in messages and pages; a control character (NUL above all, which
+    # PostgreSQL's text columns refuse) in one would break a run's first save instead of the document's check.
+    bad = next((char for char in value if ord(char) < 32 or ord(char) == 127), None)
+    if bad is not None:
+        raise ValueError(f"a node id may not contain control characters; found {bad!r} in {value!r}")
+    return value
+
+
+NodeId = Annotated[str, Field(min_length=1, max_length=200), AfterValidator(_printable_id)]
 JsonSchema = dict[str, Any]
 
 

@@ -221,6 +221,12 @@ def test_duplicate_node_ids_are_refused_naming_the_node() -> None:
     assert "node id 'a' is used by more than one node; node ids must be unique" in message
 
 
+@pytest.mark.parametrize("node_id, bad", [("a\x00b", "\x00"), ("tab\there", "\t"), ("\x7f", "\x7f")])
+def test_control_characters_in_node_ids_are_refused_naming_the_id(node_id: str, bad: str) -> None:
+    message = validation_message({"id": "w", "nodes": [task(node_id)]})
+    assert f"a node id may not contain control characters; found {bad!r} in {node_id!r}" in message
+
+
 def test_route_to_a_missing_node_is_refused_naming_both_ends() -> None:
     message = validation_message({
         "id": "w", "nodes": [task("a")], "routes": [{"source": "a", "label": "ok", "target": "ghost"}],
@@ -332,7 +338,8 @@ def nodes(draw: st.DrawFn, node_id: str) -> Any:
 
 @st.composite
 def workflows(draw: st.DrawFn) -> Workflow:
-    ids = draw(st.lists(st.text(min_size=1, max_size=8), max_size=5, unique=True))
+    node_ids = st.text(alphabet=st.characters(blacklist_categories=("Cs", "Cc")), min_size=1, max_size=8)
+    ids = draw(st.lists(node_ids, max_size=5, unique=True))
     node_list = [draw(nodes(node_id)) for node_id in ids]
     routes: dict[tuple[str, str], str] = {}
     if ids:
