@@ -128,7 +128,9 @@ def test_a_panel_save_whose_form_is_replaced_before_its_answer_still_reaches_the
 
     editor.wait_saved(before + 1)
     assert next(n for n in editor.document()["nodes"] if n["id"] == "pack_item")["name"] == "Pack it"
-    # The late answer does not take the inspector back from the node the person picked.
+    # The canvas learnt the panel save's undo, and the late answer does not take
+    # the inspector back from the node the person picked.
+    expect(editor.page.get_by_role("button", name="Undo")).to_be_enabled()
     expect(editor.inspector).to_have_attribute("data-node", "set_value")
     editor.move("customers", 0, 30)
     editor.wait_saved(before + 2)
