@@ -28,3 +28,12 @@ def fire_schedule(schedule_id: int, tick: str) -> str:
     from designer.services.triggers import fire_tick
 
     return fire_tick(schedule_id, tick)
+
+
+@task()
+def execute_batch(batch_id: int) -> str:
+    """Run one batch of a distributed foreach (``designer.runs.batches``): ``done``, ``cancelled``, or ``skipped``
+    when another worker holds it or it is over (a duplicate enqueue is harmless)."""
+    from designer.runs.batches import execute_batch as run_batch
+
+    return run_batch(batch_id)

@@ -156,8 +156,9 @@ def cancel_run(*, actor: Any, run: Run) -> Run:
 def cancel(*, run_id: int) -> Run:
     """``cancel_run`` without the permission check, for the admin action and internal callers."""
     stopped = (
-        Run.objects.filter(pk=run_id, status__in=(Run.Status.QUEUED, Run.Status.RUNNING, Run.Status.INTERRUPTED))
-        .filter(lease_is_free() | Q(status=Run.Status.INTERRUPTED))
+        Run.objects.filter(pk=run_id, status__in=(Run.Status.QUEUED, Run.Status.RUNNING, Run.Status.INTERRUPTED,
+                                                  Run.Status.WAITING))
+        .filter(lease_is_free() | Q(status__in=(Run.Status.INTERRUPTED, Run.Status.WAITING)))
         .update(
             status=Run.Status.CANCELLED,
             cancel_requested=True,

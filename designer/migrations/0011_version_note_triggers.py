@@ -10,7 +10,7 @@ import designer.fields
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('designer', '0009_run_lease_not_indexed'),
+        ('designer', '0010_foreach_batches'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
