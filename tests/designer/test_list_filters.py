@@ -183,7 +183,7 @@ def test_whom_a_workflow_is_shared_with_follows_one_rule_on_the_page_and_in_the_
         assert "only members of its own team may see whom it is shared with" in grants_api.json()["message"]
         assert "only members of its own team may see whom it is shared with" in sharing_page.content.decode()
         # The pages a grant holder reaches do not offer the Sharing page.
-        for name in ("editor", "workflow-runs"):
+        for name in ("editor", "workflow-runs", "workflow-page"):
             shown = page(cast.stranger).get(reverse(name, args=[workflow.pk])).content.decode()
             assert reverse("workflow-sharing", args=[workflow.pk]) not in shown
     for member in (cast.owner, cast.viewer):
