@@ -25,19 +25,26 @@ from designer.runs import task_backend
 logger = logging.getLogger("designer.runs")
 
 
-def enqueue(task: Any, *args: Any, record: Callable[[str], None], run_after: datetime | None = None) -> None:
+def enqueue(task: Any, *args: Any, record: Callable[[str], object] | None = None,
+            run_after: datetime | None = None) -> None:
     """Enqueue ``task(*args)`` as part of the current transaction and hand its result id to ``record``.
 
     With a backend whose queue is in this database the task commits (or rolls back) with the caller's writes
     and ``record`` runs at once; otherwise the enqueue waits for the commit (a rolled-back caller enqueues
-    nothing) and ``record`` runs then. ``run_after`` defers the task, where the backend supports it.
+    nothing) and ``record`` runs then. ``run_after`` defers the task (the backend must support it).
     """
-    if run_after is not None and task.get_backend().supports_defer:
+    if run_after is not None:
         task = task.using(run_after=run_after)
+
+    def send() -> None:
+        result = task.enqueue(*args)
+        if record is not None:
+            record(result.id)
+
     if task_backend.enqueues_in_transaction(task):
-        record(task.enqueue(*args).id)
+        send()
     else:
-        transaction.on_commit(lambda: record(task.enqueue(*args).id))
+        transaction.on_commit(send)
 
 
 def status_of(task: Any, result_id: str) -> TaskResultStatus | None:

@@ -29,6 +29,7 @@ from designer.models import RecoveryChain
 from designer.runs import queue
 from designer.runs.lease import expiry_in, lease_seconds
 from designer.runs.recovery import requeue_stale_runs
+from designer.services.triggers import requeue_lost_ticks
 
 logger = logging.getLogger("designer.runs")
 
@@ -97,5 +98,7 @@ def sweep(token: str) -> str:
         if not RecoveryChain.objects.filter(pk=CHAIN, token=token).update(due_at=expiry_in(every)):
             return "superseded"
         _enqueue_sweep(token, delay=every)
-    return f"re-enqueued {len(requeue_stale_runs())}"
+    requeued = requeue_stale_runs()
+    requeue_lost_ticks()  # a schedule whose queued tick was lost gets it back (designer.services.triggers)
+    return f"re-enqueued {len(requeued)}"
 

@@ -367,3 +367,31 @@ def test_documents_survive_a_json_round_trip_unchanged(doc: Workflow) -> None:
     assert again == doc
     assert again.model_dump(mode="json") == dumped
     assert Workflow.model_validate_json(doc.model_dump_json()) == doc
+
+
+def test_foreach_distribution_settings_round_trip_and_are_left_out_when_unset() -> None:
+    from runtime import ForeachNode
+
+    plain = ForeachNode(id="f", over="input.xs")
+    assert set(plain.model_dump(mode="json")) == {"kind", "id", "name", "description", "over", "as",
+                                                  "max_concurrency"}
+    node = ForeachNode(id="f", over="input.xs", batch_size=100, max_batches_in_flight=3,
+                       tolerated_failure_count=2, tolerated_failure_percentage=12.5)
+    assert ForeachNode.model_validate(node.model_dump(mode="json")) == node
+    for field, bad in (("batch_size", 0), ("max_batches_in_flight", 0), ("tolerated_failure_count", -1),
+                       ("tolerated_failure_percentage", 101)):
+        with pytest.raises(ValidationError, match=f"node 'f'.*|{field}"):
+            ForeachNode.model_validate({"id": "f", "over": "input.xs", field: bad})
+
+
+def test_failure_tolerance_is_exceeded_when_either_limit_is() -> None:
+    from runtime import ForeachNode
+
+    assert ForeachNode(id="f", over="input.xs").too_many_failures(1, 100)
+    assert not ForeachNode(id="f", over="input.xs").too_many_failures(0, 100)
+    by_count = ForeachNode(id="f", over="input.xs", tolerated_failure_count=2)
+    assert not by_count.too_many_failures(2, 3) and by_count.too_many_failures(3, 100)
+    by_share = ForeachNode(id="f", over="input.xs", tolerated_failure_percentage=10)
+    assert not by_share.too_many_failures(10, 100) and by_share.too_many_failures(11, 100)
+    both = ForeachNode(id="f", over="input.xs", tolerated_failure_count=50, tolerated_failure_percentage=10)
+    assert both.too_many_failures(11, 100)  # within the count, beyond the share

@@ -17,6 +17,7 @@ from django_tasks_db.management.commands.db_worker import Command as DbWorkerCom
 
 from designer.runs import steps, sweep
 from designer.runs.recovery import requeue_stale_runs
+from designer.services.triggers import requeue_lost_ticks
 
 
 class Command(DbWorkerCommand):
@@ -31,5 +32,9 @@ class Command(DbWorkerCommand):
             requeued = requeue_stale_runs()
             if requeued:
                 self.stdout.write(f"re-enqueued stale run(s): {', '.join(map(str, requeued))}")
+            # A schedule whose queued tick was lost (an emptied queue) gets it back; a duplicate is harmless.
+            lost = requeue_lost_ticks()
+            if lost:
+                self.stdout.write(f"re-enqueued the tick of schedule(s): {', '.join(map(str, lost))}")
             sweep.ensure_chain()
         super().handle(*args, **options)

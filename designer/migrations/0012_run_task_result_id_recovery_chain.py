@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('designer', '0009_run_lease_not_indexed'),
+        ('designer', '0011_version_note_triggers'),
     ]
 
     operations = [
