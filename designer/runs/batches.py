@@ -127,6 +127,17 @@ def outcomes(run_id: int, activation_ids: Iterable[str]) -> dict[str, list[ItemO
     return joined
 
 
+def batch_progress(run_id: int) -> dict[str, tuple[int, int]]:
+    """Per distributed activation of the run: (committed items, batches running now), for the run page."""
+    progress: dict[str, tuple[int, int]] = {}
+    for activation_id in ForeachBatch.objects.filter(run_id=run_id).values_list("activation_id", flat=True).distinct():
+        committed = ForeachBatchItem.objects.filter(run_id=run_id, activation_id=activation_id).count()
+        running = ForeachBatch.objects.filter(run_id=run_id, activation_id=activation_id,
+                                              status=ForeachBatch.Status.RUNNING).count()
+        progress[activation_id] = (committed, running)
+    return progress
+
+
 def wake(run_id: int) -> bool:
     """Enqueue a waiting run whose batches are all over; True when it did. Safe to call from every batch."""
     from designer.runs.recovery import enqueue_execution

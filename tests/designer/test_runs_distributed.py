@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from django.urls import reverse
 
 from designer.models import ForeachBatch, ForeachBatchItem, Run
 from designer.services import workflows as workflow_services
@@ -126,6 +127,10 @@ def test_a_worker_killed_mid_batch_loses_nothing_and_reruns_no_committed_item(ap
     killed = ForeachBatch.objects.get(run_id=run["id"], number=0)
     assert killed.status == "running" and killed.lease_owner  # orphaned with its lease
     assert Run.objects.get(pk=run["id"]).status == "waiting"  # the run itself holds no worker
+    # The run page shows the committed items of the distributed foreach, and keeps polling while it waits.
+    page = client.get(reverse("run-detail", args=[run["id"]])).content.decode()
+    assert f'data-node="each" data-done="{len(committed_before)}" data-total="{len(xs)}"' in page
+    assert 'data-status="waiting"' in page and "hx-trigger=\"every" in page
 
     survivor = start_worker(batch_env)
     try:
