@@ -177,6 +177,7 @@ class WorkflowVersion(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     published_at = models.DateTimeField(auto_now_add=True)
+    note = models.TextField(blank=True, default="", help_text="what changed, in the publisher's words")
 
     objects = TeamScopedQuerySet.as_manager()
 
@@ -427,8 +428,11 @@ class ForeachBatchItem(models.Model):
 # Invitations, API tokens and login counters live in their own module; re-exported here.
 from designer.models_access import ApiToken, Invitation, LoginAttemptWindow  # noqa: E402
 
+# Webhooks and schedules that start runs without a person, likewise.
+from designer.models_triggers import Schedule, TriggerFire, Webhook  # noqa: E402
+
 __all__ = [
     "ApiToken", "ForeachBatch", "ForeachBatchItem", "Invitation", "LoginAttemptWindow", "Membership",
-    "Run", "RunEvent", "RunStatePart", "Team",
-    "TeamScopedQuerySet", "Workflow", "WorkflowGrant", "WorkflowVersion",
+    "Run", "RunEvent", "RunStatePart", "Schedule", "Team", "TeamScopedQuerySet", "TriggerFire", "Webhook",
+    "Workflow", "WorkflowGrant", "WorkflowVersion",
 ]
