@@ -24,7 +24,7 @@ from designer import schema_builder as sb
 from designer import selectors
 from designer.errors import BadRequest, DesignerError, RevisionConflict
 from designer.models import Workflow as WorkflowModel
-from designer.permissions import has_role, require_workflow_role
+from designer.permissions import has_role, require_workflow_role, role_of
 from designer.services import workflows as workflow_services
 from designer.untrusted import JSONInputError, loads_json
 from designer.views import editor_edits as edits
@@ -254,6 +254,8 @@ def editor(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
     context = {
         **_inspector_context(loaded, None),
         "role": loaded.role,
+        # SHARING_RULE: the Sharing page is for the workflow's own team; a team it is shared with sees who holds it.
+        "in_own_team": role_of(request.user, loaded.workflow.team_id) is not None,
         "palette": panels.palette(loaded.workflow),
         "query": "",
         "api_base": reverse("api:task-list").removesuffix("tasks/"),
