@@ -15,8 +15,6 @@ from typing import Any
 
 from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse
-from django.template import TemplateDoesNotExist
-from django.template.loader import select_template
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
@@ -36,7 +34,6 @@ from designer.views.pages import designer_errors, error_message
 from runtime import WorkflowError
 
 TEMPLATE = "editor/editor.html"
-RUN_PANEL_SLOT = "runs/_run_panel_slot.html"
 
 
 @dataclass(frozen=True, slots=True)
@@ -253,11 +250,6 @@ def _triggers(response: HttpResponse, **events: dict[str, Any]) -> HttpResponse:
 def editor(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
     """The editor page: palette, canvas, inspector, diagnostics (and the run panel)."""
     loaded = _load(request, workflow_id)
-    try:
-        select_template([RUN_PANEL_SLOT])
-        has_run_panel = True
-    except TemplateDoesNotExist:  # the runs pages are optional for the editor
-        has_run_panel = False
     diagnostics = _diagnostics(loaded)
     context = {
         **_inspector_context(loaded, None),
@@ -268,7 +260,6 @@ def editor(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
         "query": "",
         "api_base": reverse("api:task-list").removesuffix("tasks/"),
         "summary": panels.diagnostics_summary(diagnostics),
-        "has_run_panel": has_run_panel,
     }
     return TemplateResponse(request, TEMPLATE, context)
 

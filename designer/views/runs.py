@@ -29,6 +29,7 @@ from designer.filters import RunFilter, apply_filters
 from designer.models import Run, RunEvent, Team, Workflow
 from designer.permissions import has_role, require_workflow_role, role_of, workflow_role
 from designer.run_overlay import item_label
+from designer.runs.batches import batch_progress
 from designer.runs.inspect import damage_of, damages_of
 from designer.services import runs as run_services
 from designer.untrusted import parse_id
@@ -44,7 +45,7 @@ EVENTS_PAGE_SIZE = 100
 RECENT_RUNS = 5
 #: Seconds between polls while a run is queued or running.
 POLL_SECONDS = 1
-ACTIVE = (Run.Status.QUEUED, Run.Status.RUNNING)
+ACTIVE = (Run.Status.QUEUED, Run.Status.RUNNING, Run.Status.WAITING)
 
 
 def _ok_status(request: HtmxHttpRequest, ok: bool) -> int:
@@ -312,7 +313,8 @@ def _detail_context(request: HtmxHttpRequest, run: Run, **extra: Any) -> dict[st
         # No answer form for a damaged run: its open questions belong to a state that cannot be read.
         "interrupts": [] if damage else _interrupts(run, extra.pop("forms", None)),
         "answers": _answers(run),
-        "progress": progress_rows(inspection.state, events),
+        "progress": progress_rows(inspection.state, events,
+                                  batch_progress(run.pk) if run.status == Run.Status.WAITING else None),
         "timeline": timeline,
         "frames": _live_frames(inspection.state),
         "damage": damage,
