@@ -57,10 +57,11 @@ class RevisionConflict(DesignerError):
 
 
 class DocumentInvalid(DesignerError):
-    """Not a well-formed workflow document at all (pydantic refused it); ``errors`` lists [{loc, msg}]."""
+    """A JSON object the runtime does not read as a workflow document (pydantic refused it: a wrong type, a rule
+    across fields); ``errors`` lists [{loc, msg}]. 422: the request is well formed, its document is not."""
 
     code = "document.invalid"
-    status = 400
+    status = 422
 
 
 class DocumentTooLarge(DesignerError):

@@ -27,6 +27,7 @@ from runtime._document import (
     WorkflowOutput,
     WorkflowRef,
     WorkflowRoute,
+    document_json_schema,
 )
 from runtime._engine import Engine, RunResult
 from runtime._errors import (
@@ -169,6 +170,7 @@ __all__ = [
     "context_path",
     "distributed_foreach",
     "default_registry",
+    "document_json_schema",
     "frame_context",
     "input_path",
     "parse_local_path",

@@ -133,6 +133,8 @@ class _Model(BaseModel):
         validate_by_name=True,
         validate_by_alias=True,
         serialize_by_alias=True,
+        # As the JSON Schema says: 1 is not true, "3" is not 3 (document_json_schema is what API clients check).
+        strict=True,
     )
 
 
@@ -451,3 +453,17 @@ def structural_problems(workflow: Workflow) -> list[str]:
     for target in sorted({t for t in outputs if outputs.count(t) > 1}):
         problems.append(f"workflow output field {target!r} is projected more than once")
     return problems
+
+
+def document_json_schema(*, ref_template: str = "#/$defs/{model}") -> dict[str, Any]:
+    """The JSON Schema of a workflow document, generated from ``Workflow`` and its node models (so it never drifts
+    from what ``Workflow.model_validate`` reads); nested models are under ``$defs``, referenced with
+    ``ref_template`` (e.g. ``"#/components/schemas/{model}"`` for an OpenAPI document, which then takes the
+    ``$defs`` as its components).
+
+    The schema states types, required fields, bounds and the node kinds; rules across fields (unique node ids,
+    routes naming real nodes, a binding with exactly one of path and value, path syntax) are checked by
+    ``Workflow.model_validate`` only.
+    """
+    schema: dict[str, Any] = Workflow.model_json_schema(ref_template=ref_template)
+    return schema

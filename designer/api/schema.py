@@ -3,6 +3,8 @@ a typed workflow document with a working example, and the JSON 404 for unknown p
 
 from __future__ import annotations
 
+import json
+import re
 from typing import Any, Final
 
 from drf_spectacular.utils import extend_schema, extend_schema_field
@@ -10,8 +12,9 @@ from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.views import APIView
 
-from designer.errors import DocumentInvalid, NotFound
-from runtime import WorkflowBuilder
+from designer.analysis import max_nodes
+from designer.errors import NotFound
+from runtime import WorkflowBuilder, document_json_schema
 
 #: Errors the one exception handler (designer.api.errors) can answer on any operation, all as {code, message}.
 ERROR_STATUSES: Final[dict[str, str]] = {
@@ -24,6 +27,8 @@ ERROR_STATUSES: Final[dict[str, str]] = {
     "405": "The method is not allowed on this path (method.not_allowed).",
     "406": "The Accept header asks for something other than JSON (request.not_acceptable).",
     "409": "A conflict: a stale revision, a run in the wrong state, an answered invitation.",
+    "422": "The body fits this schema but the runtime refuses it: a workflow document that breaks a rule across its "
+           "fields (document.invalid, `errors` lists each problem with its location).",
     "413": "The request body is larger than the limit (request.too_large).",
     "415": "The body is not JSON (request.unsupported_media_type).",
 }
@@ -55,14 +60,57 @@ def _example_document() -> dict[str, Any]:
 #: Used as the example wherever a document is sent (Swagger's "Try it out" body validates).
 DOCUMENT_EXAMPLE: Final[dict[str, Any]] = _example_document()
 
-DOCUMENT_SCHEMA: Final[dict[str, Any]] = {
-    "type": "object",
-    "description": "A workflow document: the JSON of runtime.Workflow (id, name, schemas, nodes, routes, outputs). "
-                   "It is checked by the runtime; problems come back as diagnostics or a 400 document.invalid.",
-    "properties": {"id": {"type": "string", "minLength": 1}, "nodes": {"type": "array", "items": {"type": "object"}}},
-    "required": ["id"],
-    "example": DOCUMENT_EXAMPLE,
-}
+#: Components of the workflow document, named with this prefix so they never meet the API's own (``Workflow`` is
+#: the API's workflow record; the document is ``WorkflowDocument``).
+DOCUMENT_PREFIX: Final[str] = "Document"
+DOCUMENT_COMPONENT: Final[str] = "WorkflowDocument"
+
+DOCUMENT_SCHEMA: Final[dict[str, Any]] = {"$ref": f"#/components/schemas/{DOCUMENT_COMPONENT}"}
+
+
+def _oas30(node: Any) -> Any:
+    """pydantic writes JSON Schema 2020-12; OpenAPI 3.0 says some of it differently: ``const`` is a one-value
+    ``enum``, a ``null`` alternative is ``nullable``, and ``exclusiveMinimum`` is a flag on ``minimum``."""
+    if isinstance(node, list):
+        return [_oas30(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    out = {key: _oas30(value) for key, value in node.items()}
+    if "const" in out:
+        out["enum"] = [out.pop("const")]
+    for bound, flag in (("exclusiveMinimum", "minimum"), ("exclusiveMaximum", "maximum")):
+        if bound in out and not isinstance(out[bound], bool):
+            out[flag], out[bound] = out.pop(bound), True
+    options = out.get("anyOf")
+    if isinstance(options, list) and {"type": "null"} in options:
+        rest = [option for option in options if option != {"type": "null"}]
+        del out["anyOf"]
+        if len(rest) == 1 and "$ref" not in rest[0]:
+            out.update(rest[0])
+        elif len(rest) == 1:
+            out["allOf"] = rest
+        else:
+            out["anyOf"] = rest
+        out["nullable"] = True
+    return out
+
+
+def document_components(max_nodes: int) -> dict[str, dict[str, Any]]:
+    """The workflow document's components for the OpenAPI schema, from the runtime's own pydantic models
+    (``runtime.document_json_schema``), with the node limit of this deployment."""
+    schema = document_json_schema(ref_template=f"#/components/schemas/{DOCUMENT_PREFIX}{{model}}")
+    definitions = schema.pop("$defs", {})
+    components = {f"{DOCUMENT_PREFIX}{name}": _oas30(body) for name, body in definitions.items()}
+    root = _oas30(schema)
+    root["properties"]["nodes"]["maxItems"] = max_nodes
+    root["description"] = (
+        "A workflow document: the JSON of runtime.Workflow, generated from the runtime's models. Rules across "
+        "fields (unique node ids, routes naming real nodes, one of path or value per binding, path syntax) are "
+        "checked by the runtime: a document that fits this schema but breaks one is answered 422 document.invalid "
+        "with every problem listed.")
+    root["example"] = DOCUMENT_EXAMPLE
+    components[DOCUMENT_COMPONENT] = root
+    return components
 
 
 @extend_schema_field(DOCUMENT_SCHEMA)
@@ -71,11 +119,9 @@ class DocumentField(serializers.JSONField):
 
     def to_internal_value(self, data: Any) -> Any:
         if not isinstance(data, dict):
-            # The same answer as any other document the runtime cannot read.
-            raise DocumentInvalid(
-                f"a workflow document is a JSON object (e.g. {{\"id\": \"hello\"}}), got {type(data).__name__}",
-                errors=[{"loc": "document", "msg": "must be a JSON object"}],
-            )
+            # Not the schema's type at all: a malformed request (400), unlike a document the runtime refuses (422).
+            raise serializers.ValidationError(
+                f"a workflow document is a JSON object (e.g. {{\"id\": \"hello\"}}), got {type(data).__name__}")
         return super().to_internal_value(data)
 
 
@@ -129,6 +175,13 @@ class StrictBooleanField(serializers.BooleanField):
         return data
 
 
+def _carries_runtime_data(operation: dict[str, Any], schemas: dict[str, Any]) -> bool:
+    """Operations whose body carries a workflow document: only they answer 422."""
+    body = json.dumps(operation.get("requestBody", {}))
+    bodies = [body, *(json.dumps(schemas.get(name, {})) for name in re.findall(r"#/components/schemas/(\w+)", body))]
+    return any(DOCUMENT_COMPONENT in text for text in bodies)
+
+
 def add_error_responses(result: dict[str, Any], generator: Any, request: Any, public: bool) -> dict[str, Any]:
     """Postprocessing hook: every operation documents the error answers, with one Error component."""
     schemas = result.setdefault("components", {}).setdefault("schemas", {})
@@ -136,10 +189,13 @@ def add_error_responses(result: dict[str, Any], generator: Any, request: Any, pu
         if name.endswith("Request") and component.get("type") == "object":
             component["additionalProperties"] = False  # RequestSerializer refuses unknown fields
     schemas["Error"] = ERROR_SCHEMA
+    schemas.update(document_components(max_nodes()))
     for path_item in result.get("paths", {}).values():
         for operation in path_item.values():
             responses = operation.setdefault("responses", {})
             for status, description in ERROR_STATUSES.items():
+                if status == "422" and not _carries_runtime_data(operation, schemas):
+                    continue
                 if status not in responses or "content" not in responses[status]:
                     responses[status] = {
                         "description": description,

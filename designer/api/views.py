@@ -302,7 +302,8 @@ class WorkflowValidateView(BaseAPIView):
 
     @extend_schema(request=s.ValidateSerializer, responses={200: s.ValidationResultSerializer, **ERRORS})
     def post(self, request: Request, workflow_id: int) -> Response:
-        data = parse(s.ValidateSerializer, request.data or {})
+        # No body checks the stored draft; a body that is not a JSON object (null, false) is a 400, as the schema says.
+        data = parse(s.ValidateSerializer, request.data if not isinstance(request.data, dict) else (request.data or {}))
         return self._validate(request, workflow_id, data["document"])
 
 

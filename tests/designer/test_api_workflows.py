@@ -112,7 +112,7 @@ def test_put_malformed_document_is_400_with_readable_errors(cast, api, workflow,
     bad["nodes"][0]["input"][0]["path"] = "output.amount"
     response = api(cast.editor).put(url("workflow-document", workflow.pk), {"revision": 1, "document": bad},
                                     format="json")
-    assert response.status_code == 400
+    assert response.status_code == 422  # well-formed request, a document the runtime refuses
     body = response.json()
     assert body["code"] == "document.invalid"
     assert body["errors"] and all(set(e) == {"loc", "msg"} for e in body["errors"])
@@ -124,7 +124,7 @@ def test_put_malformed_document_is_400_with_readable_errors(cast, api, workflow,
 def test_put_document_that_is_not_an_object(cast, api, workflow):
     response = api(cast.editor).put(url("workflow-document", workflow.pk), {"revision": 1, "document": [1, 2]},
                                     format="json")
-    assert response.status_code == 400 and response.json()["code"] == "document.invalid"
+    assert response.status_code == 400 and response.json()["code"] == "request.invalid"
 
 
 def test_put_document_with_too_many_nodes_is_400(cast, api, workflow, settings):
@@ -248,10 +248,10 @@ def test_export_then_import_round_trips(cast, api, workflow):
     assert {**copy_doc, "id": None} == {**exported, "id": None}
 
 
-def test_import_of_garbage_is_400(cast, api):
+def test_import_of_garbage_is_422(cast, api):
     response = api(cast.editor).post(url("workflow-import"), {"team": cast.team.pk, "document": {"nodes": 3}},
                                      format="json")
-    assert response.status_code == 400 and response.json()["code"] == "document.invalid"
+    assert response.status_code == 422 and response.json()["code"] == "document.invalid"
 
 
 def test_duplicate(cast, api, workflow):

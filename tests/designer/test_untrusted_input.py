@@ -117,7 +117,7 @@ def test_api_refuses_control_characters_in_node_ids(cast: Any, api: Any, workflo
     document["nodes"][0]["id"] = document["start"] = document["routes"][0]["source"] = "e\0cho"
     response = api(cast.owner).put(reverse("api:workflow-document", args=[workflow.pk]),
                                    {"revision": workflow.revision, "document": document}, format="json")
-    assert response.status_code == 400
+    assert response.status_code == 422
     body = response.json()
     assert body["code"] == "document.invalid"
     assert "a node id may not contain control characters" in body["message"]

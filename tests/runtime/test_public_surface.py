@@ -99,6 +99,7 @@ PUBLIC_NAMES = frozenset({
     "context_path",
     "distributed_foreach",
     "default_registry",
+    "document_json_schema",
     "frame_context",
     "input_path",
     "parse_local_path",
