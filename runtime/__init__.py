@@ -9,7 +9,7 @@ from __future__ import annotations
 from runtime._analysis import Analysis, PathOption, analyze
 from runtime._analysis._schemas import type_label as schema_type_label
 from runtime._builder import WorkflowBuilder
-from runtime._checkpoint import Checkpointer, FileCheckpointer, InMemoryCheckpointer
+from runtime._checkpoint import Checkpointer, CheckpointInfo, FileCheckpointer, HistoryPolicy, InMemoryCheckpointer
 from runtime._context import ForeachContext, RuntimeContext
 from runtime._diagnostics import Diagnostic
 from runtime._document import (
@@ -32,9 +32,11 @@ from runtime._errors import (
     BindingError,
     CheckpointNotFoundError,
     CorruptRunStateError,
+    ForkError,
     InputValidationError,
     NodeFailedError,
     PathSyntaxError,
+    RedriveError,
     ResumeError,
     StepCancelledError,
     StepLimitError,
@@ -91,16 +93,19 @@ __all__ = [
     "BranchNode",
     "CheckpointNotFoundError",
     "CheckpointDelta",
+    "CheckpointInfo",
     "Checkpointer",
     "CorruptRunStateError",
     "Diagnostic",
     "Engine",
     "ExecutionFrame",
     "FileCheckpointer",
+    "ForkError",
     "ForeachActivation",
     "ForeachContext",
     "ForeachNode",
     "GraphSourcePath",
+    "HistoryPolicy",
     "IdFactory",
     "InMemoryCheckpointer",
     "InputBinding",
@@ -116,6 +121,7 @@ __all__ = [
     "PathOption",
     "PathSyntaxError",
     "RandomIds",
+    "RedriveError",
     "ResumeError",
     "RetryPolicy",
     "Route",

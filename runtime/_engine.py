@@ -9,11 +9,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from runtime._algo import mint
+from runtime._algo import fork_state, forkable, mint
 from runtime._analysis import analyze
-from runtime._compiled import CompiledWorkflow, compile_workflow
+from runtime._compiled import CompiledWorkflow, check_payload, compile_workflow
 from runtime._document import Workflow, WorkflowRef
-from runtime._errors import NodeFailedError, ResumeError, WorkflowError
+from runtime._errors import ForkError, NodeFailedError, ResumeError, WorkflowError
 from runtime._ids import IdFactory, RandomIds
 from runtime._loop import LoopConfig, RunLoop
 from runtime._parts import adopt as adopt_lists
@@ -321,6 +321,66 @@ class Engine:
         loop.drive()
         return self._result(loop)
 
+    def redrive(self, run_state: RunState | Mapping[str, Any] | str | bytes, *,
+                workflow: Workflow | Mapping[str, Any] | None = None) -> RunResult:
+        """Run a failed run again from its last checkpoint: only the steps that failed (and the foreach items
+        they were part of) run again; completed items keep their results.
+
+        The run keeps its id and counts a new ``attempt``; its trace goes on with a ``run_redriven`` event
+        that opens the attempt's section. ``workflow`` is the root document the run ran (pass the pinned one);
+        ``RedriveError`` when the run did not fail or nothing in it can run again.
+        """
+        loop = self._reopen(run_state, workflow)
+        loop.apply_redrive()
+        loop.checkpoint(loop.settle())
+        loop.drive()
+        return self._result(loop)
+
+    def _fork(self, run_state: RunState | Mapping[str, Any] | str | bytes, run_id: str | None,
+              state: Mapping[str, Any] | None, answer: Mapping[str, Any] | None,
+              workflow: Workflow | Mapping[str, Any] | None) -> RunLoop:
+        origin = run_state if isinstance(run_state, RunState) else RunState.from_json(run_state)
+        forkable(origin)
+        plan = self.compile(self._root_workflow(origin, workflow))
+        edited = []
+        checked = None
+        if state is not None:
+            schema = plan.workflow.state_schema
+            checked = check_payload(schema, plan.validator("state", schema), dict(state),
+                                    what="the forked run's state", field="state")
+            edited.append("state")
+        forked = fork_state(origin, run_id or self.ids.run_id(), state=checked)
+        adopt_lists(forked)
+        loop = RunLoop(self._config(), forked, plan)
+        if answer is not None:
+            interrupt_id = answer.get("interrupt_id")
+            if not isinstance(interrupt_id, str) or interrupt_id not in forked.interrupts:
+                raise ForkError(f"the checkpoint at superstep {origin.step} has no open interrupt "
+                                f"{interrupt_id!r} to answer", interrupt_id=interrupt_id,
+                                open=sorted(forked.interrupts), field="answer.interrupt_id")
+            edited.append(f"answer:{interrupt_id}")
+        loop.mark_fork(origin.run_id, origin.step, edited)
+        if answer is not None:
+            loop.apply_resume(answer["interrupt_id"], answer.get("value"), answer.get("label"))
+        return loop
+
+    def fork(self, run_state: RunState | Mapping[str, Any] | str | bytes, *, run_id: str | None = None,
+             state: Mapping[str, Any] | None = None, answer: Mapping[str, Any] | None = None,
+             workflow: Workflow | Mapping[str, Any] | None = None) -> RunResult:
+        """Start a new run from a past checkpoint of another (``run_state``, e.g. ``checkpointer.load_at``).
+
+        With nothing edited, the new run does what the original did from that superstep on. ``state``
+        replaces the root scope's state (checked against the state schema: ``InputValidationError`` with
+        per-field ``errors``); ``answer`` (``interrupt_id``, ``value``, optional ``label``) answers an
+        interrupt open at that checkpoint, checked against its resume schema (``ResumeError``). The new run's
+        trace opens with a ``run_forked`` event naming the origin run and superstep. ``ForkError`` when the
+        checkpoint is finished (completed, failed or cancelled) or the answer names no open interrupt.
+        """
+        loop = self._fork(run_state, run_id, state, answer, workflow)
+        loop.checkpoint(loop.settle())
+        loop.drive()
+        return self._result(loop)
+
     # -- asynchronous API ---------------------------------------------------------------
 
     async def arun(self, workflow: Workflow | Mapping[str, Any], input: Any = None, *, run_id: str | None = None
@@ -336,6 +396,22 @@ class Engine:
         loop = self._reopen(run_state, workflow)
         self._check_resumable(loop)
         loop.apply_resume(interrupt_id, value, label)
+        await loop.acheckpoint(loop.settle())
+        await loop.adrive()
+        return self._result(loop)
+
+    async def aredrive(self, run_state: RunState | Mapping[str, Any] | str | bytes, *,
+                       workflow: Workflow | Mapping[str, Any] | None = None) -> RunResult:
+        loop = self._reopen(run_state, workflow)
+        loop.apply_redrive()
+        await loop.acheckpoint(loop.settle())
+        await loop.adrive()
+        return self._result(loop)
+
+    async def afork(self, run_state: RunState | Mapping[str, Any] | str | bytes, *, run_id: str | None = None,
+                    state: Mapping[str, Any] | None = None, answer: Mapping[str, Any] | None = None,
+                    workflow: Workflow | Mapping[str, Any] | None = None) -> RunResult:
+        loop = self._fork(run_state, run_id, state, answer, workflow)
         await loop.acheckpoint(loop.settle())
         await loop.adrive()
         return self._result(loop)
