@@ -311,6 +311,10 @@ TRELLIS_RUN_MAX_ATTEMPTS = int(os.environ.get("TRELLIS_RUN_MAX_ATTEMPTS", "5"))
 # Supersteps one run may take before it fails with run.step_limit (a route cycle that never ends).
 TRELLIS_RUN_MAX_STEPS = int(os.environ.get("TRELLIS_RUN_MAX_STEPS", "100000"))
 
+# Past checkpoints kept per run, to fork new runs from (runtime.HistoryPolicy.parse): "all" (default), a number N
+# (the last N), either with "-until-end" (dropped when the run completes or is cancelled), or "none".
+TRELLIS_CHECKPOINT_HISTORY = os.environ.get("TRELLIS_CHECKPOINT_HISTORY", "all")
+
 # Step limits (designer/runs/steps.py). Task steps run in a pool of child processes per worker, which the worker
 # kills when a step overruns. The timeout caps every step's own start-to-close timeout (node, task or workflow
 # setting); memory is what one step may add to its idle process; the result size is measured as JSON.

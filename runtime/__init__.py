@@ -56,7 +56,16 @@ from runtime._errors import (
     WorkflowValidationError,
 )
 from runtime._ids import IdFactory, RandomIds, SequentialIds
-from runtime._inspect import ActivationProgress, activation_progress, check_resume, check_run_input, frame_context
+from runtime._inspect import (
+    ActivationProgress,
+    ForkEdits,
+    activation_progress,
+    check_fork,
+    check_redrive,
+    check_resume,
+    check_run_input,
+    frame_context,
+)
 from runtime._parts import CheckpointDelta, PartLedger
 from runtime._paths import (
     GraphSourcePath,
@@ -100,6 +109,7 @@ __all__ = [
     "Engine",
     "ExecutionFrame",
     "FileCheckpointer",
+    "ForkEdits",
     "ForkError",
     "ForeachActivation",
     "ForeachContext",
@@ -164,6 +174,8 @@ __all__ = [
     "activation_progress",
     "analyze",
     "builtin_registry",
+    "check_fork",
+    "check_redrive",
     "check_resume",
     "check_run_input",
     "context_path",

@@ -11,10 +11,11 @@ from typing import Any, Literal
 
 from runtime._algo import fork_state, forkable, mint
 from runtime._analysis import analyze
-from runtime._compiled import CompiledWorkflow, check_payload, compile_workflow
+from runtime._compiled import CompiledWorkflow, compile_workflow
 from runtime._document import Workflow, WorkflowRef
-from runtime._errors import ForkError, NodeFailedError, ResumeError, WorkflowError
+from runtime._errors import NodeFailedError, ResumeError, WorkflowError
 from runtime._ids import IdFactory, RandomIds
+from runtime._inspect import check_fork
 from runtime._loop import LoopConfig, RunLoop
 from runtime._parts import adopt as adopt_lists
 from runtime._registry import TaskRegistry, default_registry
@@ -342,26 +343,13 @@ class Engine:
         origin = run_state if isinstance(run_state, RunState) else RunState.from_json(run_state)
         forkable(origin)
         plan = self.compile(self._root_workflow(origin, workflow))
-        edited = []
-        checked = None
-        if state is not None:
-            schema = plan.workflow.state_schema
-            checked = check_payload(schema, plan.validator("state", schema), dict(state),
-                                    what="the forked run's state", field="state")
-            edited.append("state")
-        forked = fork_state(origin, run_id or self.ids.run_id(), state=checked)
+        edits = check_fork(plan.workflow, origin, state=None if state is None else dict(state), answer=answer)
+        forked = fork_state(origin, run_id or self.ids.run_id(), state=edits.state)
         adopt_lists(forked)
         loop = RunLoop(self._config(), forked, plan)
-        if answer is not None:
-            interrupt_id = answer.get("interrupt_id")
-            if not isinstance(interrupt_id, str) or interrupt_id not in forked.interrupts:
-                raise ForkError(f"the checkpoint at superstep {origin.step} has no open interrupt "
-                                f"{interrupt_id!r} to answer", interrupt_id=interrupt_id,
-                                open=sorted(forked.interrupts), field="answer.interrupt_id")
-            edited.append(f"answer:{interrupt_id}")
-        loop.mark_fork(origin.run_id, origin.step, edited)
-        if answer is not None:
-            loop.apply_resume(answer["interrupt_id"], answer.get("value"), answer.get("label"))
+        loop.mark_fork(origin.run_id, origin.step, edits.edited)
+        if edits.answer is not None:
+            loop.apply_resume(edits.answer["interrupt_id"], edits.answer["value"], edits.answer["label"])
         return loop
 
     def fork(self, run_state: RunState | Mapping[str, Any] | str | bytes, *, run_id: str | None = None,
