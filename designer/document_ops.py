@@ -277,7 +277,8 @@ def rename_node(document: Document, old: str, new: str) -> Document:
 def update_basics(document: Document, node_id: str, form: Form) -> tuple[Document, str]:
     """Id, name and description; returns the document and the (possibly new) node id."""
     new_id = str(form.get("id", node_id)).strip() or node_id
-    doc = rename_node(document, node_id, new_id)
+    # rename_node hands the same document back when the id stays: edit a copy.
+    doc = rename_node(copy.deepcopy(document), node_id, new_id)
     node = find_node(doc, new_id)
     name = str(form.get("name", "")).strip()
     node["name"] = name or None

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from runtime._analysis import Analysis, PathOption, analyze
 from runtime._analysis._schemas import type_label as schema_type_label
+from runtime._batches import BatchResult, DistributedForeach, ItemOutcome, distributed_foreach
 from runtime._builder import WorkflowBuilder
 from runtime._checkpoint import Checkpointer, CheckpointInfo, FileCheckpointer, HistoryPolicy, InMemoryCheckpointer
 from runtime._context import ForeachContext, RuntimeContext
@@ -32,6 +33,7 @@ from runtime._errors import (
     BindingError,
     CheckpointNotFoundError,
     CorruptRunStateError,
+    ForeachItemsFailedError,
     ForkError,
     InputValidationError,
     NodeFailedError,
@@ -97,6 +99,7 @@ __all__ = [
     "ActivationProgress",
     "Analysis",
     "Barrier",
+    "BatchResult",
     "BindingError",
     "BranchCase",
     "BranchNode",
@@ -106,6 +109,7 @@ __all__ = [
     "Checkpointer",
     "CorruptRunStateError",
     "Diagnostic",
+    "DistributedForeach",
     "Engine",
     "ExecutionFrame",
     "FileCheckpointer",
@@ -113,6 +117,7 @@ __all__ = [
     "ForkError",
     "ForeachActivation",
     "ForeachContext",
+    "ForeachItemsFailedError",
     "ForeachNode",
     "GraphSourcePath",
     "HistoryPolicy",
@@ -121,6 +126,7 @@ __all__ = [
     "InputBinding",
     "InputValidationError",
     "Interrupt",
+    "ItemOutcome",
     "InterruptNode",
     "Lineage",
     "LocalPath",
@@ -179,6 +185,7 @@ __all__ = [
     "check_resume",
     "check_run_input",
     "context_path",
+    "distributed_foreach",
     "default_registry",
     "frame_context",
     "input_path",
