@@ -880,6 +880,19 @@ def set_fields(document: Document, args: Args, context: Context) -> Applied:
     return _diffed(document, doc)
 
 
+@operation("replace_document")
+def replace_document(document: Document, args: Args, context: Context) -> Applied:
+    """``document``: a whole document (a published version's, say) replacing the draft's content; the id
+    stays the workflow's. Undone by replacing it with the draft as it was."""
+    new = args.get("document")
+    if not isinstance(new, Mapping) or not isinstance(new.get("nodes", []), list):
+        raise BadRequest("replace_document needs document: a whole workflow document object", field="document")
+    doc = {key: copy.deepcopy(value) for key, value in new.items()}
+    if "id" in document:
+        doc["id"] = document["id"]
+    return Applied(doc, [{"op": "replace_document", "document": copy.deepcopy(document)}])
+
+
 # --- panel operations -----------------------------------------------------------------
 
 
