@@ -93,6 +93,7 @@ PUBLIC_NAMES = frozenset({
     "activation_progress",
     "analyze",
     "schema_type_label",
+    "json_type",
     "builtin_registry",
     "check_resume",
     "check_run_input",
