@@ -7,6 +7,7 @@ modules is internal and may change.
 from __future__ import annotations
 
 from runtime._analysis import Analysis, PathOption, analyze
+from runtime._analysis._schemas import json_type
 from runtime._analysis._schemas import type_label as schema_type_label
 from runtime._batches import BatchResult, DistributedForeach, ItemOutcome, distributed_foreach
 from runtime._builder import WorkflowBuilder
@@ -189,6 +190,7 @@ __all__ = [
     "default_registry",
     "frame_context",
     "input_path",
+    "json_type",
     "parse_local_path",
     "parse_source_path",
     "parse_state_path",

@@ -98,6 +98,7 @@ PUBLIC_NAMES = frozenset({
     "activation_progress",
     "analyze",
     "schema_type_label",
+    "json_type",
     "builtin_registry",
     "check_fork",
     "check_redrive",
