@@ -204,6 +204,9 @@ class Run(models.Model):
     class Status(models.TextChoices):
         QUEUED = "queued", "Queued"
         RUNNING = "running", "Running"
+        # Suspended until ``wake_at`` (a retry's backoff, a wait step); no worker holds it meanwhile, its task is
+        # enqueued to run at that time.
+        WAITING = "waiting", "Waiting"
         INTERRUPTED = "interrupted", "Interrupted"
         COMPLETED = "completed", "Completed"
         FAILED = "failed", "Failed"
@@ -240,6 +243,8 @@ class Run(models.Model):
     # {child workflow slug: version number}: what each unversioned subgraph reference ("latest published")
     # meant when the run started. The run keeps using those versions, however long it is interrupted.
     subgraph_versions = ExactJSONField(default=dict, blank=True)
+    # When a waiting run's next attempt (or the end of its wait step) is due: its task is enqueued for then.
+    wake_at = models.DateTimeField(null=True, blank=True)
     lease_owner = models.CharField(max_length=200, blank=True, default="")
     lease_expires_at = models.DateTimeField(null=True, blank=True)
     attempts = models.PositiveIntegerField(default=0)
@@ -257,17 +262,17 @@ class Run(models.Model):
         indexes = [
             models.Index(fields=("team", "-created_at"), name="run_team_created"),
             models.Index(fields=("workflow", "-created_at"), name="run_workflow_created"),
-            # Runs that want a worker (recovery's scan). Not on lease_expires_at: every checkpoint and heartbeat
-            # rewrites it, and an indexed column that changes makes PostgreSQL rewrite every index of the row
-            # (no heap-only update): measured on 270 checkpoint updates, 0% heap-only with the lease column
-            # indexed, 71% without (the rest change status or find the page full).
-            models.Index(fields=("status",), condition=models.Q(status__in=("queued", "running")),
-                         name="run_runnable"),
+            # Runs that want a worker now or at their wake-up time (recovery's scan). Not on lease_expires_at:
+            # every checkpoint and heartbeat rewrites it, and an indexed column that changes makes PostgreSQL
+            # rewrite every index of the row (no heap-only update): measured on 270 checkpoint updates, 0%
+            # heap-only with the lease column indexed, 71% without (the rest change status or find the page full).
+            models.Index(fields=("status",), condition=models.Q(status__in=("queued", "running", "waiting")),
+                         name="run_wants_worker"),
         ]
         constraints = [
             models.CheckConstraint(
                 condition=models.Q(
-                    status__in=("queued", "running", "interrupted", "completed", "failed", "cancelled")
+                    status__in=("queued", "running", "waiting", "interrupted", "completed", "failed", "cancelled")
                 ),
                 name="run_status_valid",
             ),

@@ -27,7 +27,7 @@ from django.utils import timezone
 from designer import catalog
 from designer.models import Run
 from designer.resolvers import TeamVersionResolver
-from designer.runs import steps
+from designer.runs import steps, waiting
 from designer.runs.checkpointer import OrmCheckpointer, run_id_for, run_state_of
 from designer.runs.lease import Heartbeat, LeaseLost, claim, new_owner_id, release
 from designer.runs.pinning import PinnedResolver
@@ -39,7 +39,7 @@ DEFAULT_MAX_ATTEMPTS = 5
 DEFAULT_MAX_STEPS = 100_000
 
 #: Engine outcomes; each is also the name of the Run status it ends in.
-OUTCOMES = frozenset({"completed", "failed", "interrupted", "cancelled"})
+OUTCOMES = frozenset({"completed", "failed", "interrupted", "waiting", "cancelled"})
 
 
 def max_attempts() -> int:
@@ -96,6 +96,9 @@ class Execution:
             should_cancel=self._should_cancel,
             max_steps=max_steps(),
             keep_trace=0,  # the checkpointer stores every event; holding them too would grow with the run
+            # A backoff or a wait step suspends the run (designer.runs.waiting): no worker sleeps for it.
+            sleep_in_process=False,
+            max_retry_delay=waiting.max_retry_delay(),
             **steps.engine_options(),
         )
         with engine, steps.CancelWatch(run.pk, self._cancel_seen):
@@ -122,6 +125,10 @@ class Execution:
         if not finished:
             # A pause is a normal stop: the attempt limit counts workers lost within one stretch of running.
             fields["attempts"] = 0
+        if status == "waiting":
+            assert result.wake_at is not None
+            del fields["status"]
+            return waiting.suspend(self.run.pk, self.owner, result.wake_at, **fields)
         if not release(self.run.pk, self.owner, **fields):
             raise LeaseLost(f"run {self.run.pk}: lease lost before the outcome was stored")
         return status

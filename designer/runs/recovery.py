@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import DatabaseError, transaction
@@ -20,7 +21,7 @@ from django.db.models import Q
 from django.tasks import task_backends
 
 from designer.models import Run
-from designer.runs.lease import RUNNABLE, bounded_lock_wait, expiry_in, lease_now, lease_seconds
+from designer.runs.lease import WANTS_WORKER, bounded_lock_wait, expiry_in, lease_now, lease_seconds
 
 logger = logging.getLogger(__name__)
 
@@ -39,11 +40,17 @@ def _is_database_backend(task: Any) -> bool:
     return isinstance(task_backends[task.backend], DatabaseBackend)
 
 
-def enqueue_execution(run_id: int) -> None:
+def enqueue_execution(run_id: int, *, run_after: datetime | None = None) -> None:
     """Enqueue ``execute_run(run_id)`` and stamp the queue deadline. Call inside the transaction that made
-    the run runnable: with the database backend the task row commits (or rolls back) together with it."""
+    the run runnable: with the database backend the task row commits (or rolls back) together with it.
+
+    ``run_after`` (a waiting run's ``wake_at``): the task is enqueued to run then (django.tasks'
+    ``Task.using(run_after=...)``) and the queue's deadline is a lease after it."""
     task = _execute_task()
-    Run.objects.filter(pk=run_id).update(lease_owner="", lease_expires_at=expiry_in(lease_seconds()))
+    deadline = expiry_in(lease_seconds()) if run_after is None else run_after + timedelta(seconds=lease_seconds())
+    Run.objects.filter(pk=run_id).update(lease_owner="", lease_expires_at=deadline)
+    if run_after is not None:
+        task = task.using(run_after=run_after)
     if _is_database_backend(task):
         task.enqueue(run_id)
     else:
@@ -88,8 +95,9 @@ def _close_orphaned_tasks(run_id: int) -> None:
 
 
 def stale_runs() -> Any:
-    """Runnable runs whose lease (or queue deadline) has expired."""
-    return Run.objects.filter(status__in=RUNNABLE).filter(
+    """Runs that want a worker whose lease (or queue deadline, for a waiting run its ``wake_at`` plus a lease)
+    has expired."""
+    return Run.objects.filter(status__in=WANTS_WORKER).filter(
         Q(lease_expires_at__lt=lease_now()) | Q(lease_expires_at__isnull=True)
     )
 
@@ -110,9 +118,10 @@ def requeue_stale_runs() -> list[int]:
             with transaction.atomic():
                 bounded_lock_wait()
                 # Still exactly as we saw it? Then nobody claimed or re-stamped it in between.
-                still_stale = Run.objects.filter(pk=run_id, status__in=RUNNABLE, lease_expires_at=expired_at)
+                still_stale = Run.objects.filter(pk=run_id, status__in=WANTS_WORKER, lease_expires_at=expired_at)
                 if expired_at is None:
-                    still_stale = Run.objects.filter(pk=run_id, status__in=RUNNABLE, lease_expires_at__isnull=True)
+                    still_stale = Run.objects.filter(pk=run_id, status__in=WANTS_WORKER,
+                                                     lease_expires_at__isnull=True)
                 if not still_stale.select_for_update(skip_locked=True).values_list("pk", flat=True):
                     continue
                 still_stale.update(lease_owner="")

@@ -44,7 +44,7 @@ EVENTS_PAGE_SIZE = 100
 RECENT_RUNS = 5
 #: Seconds between polls while a run is queued or running.
 POLL_SECONDS = 1
-ACTIVE = (Run.Status.QUEUED, Run.Status.RUNNING)
+ACTIVE = (Run.Status.QUEUED, Run.Status.RUNNING, Run.Status.WAITING)
 
 
 def _ok_status(request: HtmxHttpRequest, ok: bool) -> int:

@@ -39,3 +39,11 @@ def hog_first_attempt(megabytes: int, ctx: RuntimeContext) -> int:
     if ctx.attempt == 1:
         return len(bytearray(megabytes * 1024 * 1024))
     return ctx.attempt
+
+
+@registry.task
+def flaky(fail: int, ctx: RuntimeContext) -> int:
+    """Fails its first ``fail`` attempts; returns the attempt that succeeded."""
+    if ctx.attempt <= fail:
+        raise RuntimeError(f"attempt {ctx.attempt} failed on purpose")
+    return ctx.attempt
