@@ -19,6 +19,7 @@ export default defineConfig({
     rollupOptions: {
       input: {
         editor: resolve(root, "static/src/editor/main.jsx"),
+        compare: resolve(root, "static/src/compare/main.jsx"),
       },
     },
   },

@@ -69,6 +69,8 @@ class LoopConfig:
     step_timeout: float | None = None
     max_result_bytes: int | None = None
     step_executor: StepExecutor | None = None
+    #: Whether a root-scope foreach with a batch size runs as distributed batches (node, number of items).
+    distribute: Callable[[ForeachNode, int], bool] | None = None
     #: False: a retry's backoff or a ``wait`` step suspends its frame (``RunState.wakeups``) and a run with
     #: nothing else to do stops as ``waiting``; True: the engine sleeps in its own process instead.
     sleep_in_process: bool = True
@@ -276,7 +278,7 @@ class RunLoop:
         self.root_plan = root_plan
         self.recorder = Recorder(run_state, keep=config.keep_trace, sink=config.trace_sink)
         self._plans: dict[tuple[str, int | None], CompiledWorkflow] = {}
-        self.scheduler = Scheduler(run_state, config.ids, self.recorder, self.plan_for)
+        self.scheduler = Scheduler(run_state, config.ids, self.recorder, self.plan_for, config.distribute)
         self._event_loop: asyncio.AbstractEventLoop | None = None
         self.stop_error: StepLimitError | None = None
         self._woken: dict[str, Wakeup] = {}
@@ -568,13 +570,19 @@ class RunLoop:
         elif sched.completed:
             rs.status = "completed"
             self.recorder.emit("run_completed", summary=summarize(rs.output))
+        elif sched.batch_done:
+            rs.status = "completed"  # one batch's own state (runtime._batches): its items are all over
         elif rs.status == "running" and not rs.ready:
-            if rs.wakeups:
-                # Suspended frames resume themselves; answering an open interrupt meanwhile is possible too.
+            distributed = [key for key, activation in rs.activations.items() if activation.distributed]
+            if distributed or rs.wakeups:
+                # Nothing left to run here: the run waits, holding no worker, until its batches are joined or
+                # its suspended frames' time comes (answering an open interrupt meanwhile is possible too).
                 rs.status = "waiting"
-                self.recorder.emit("run_waiting", summary={"wake_at": wake_time(rs.wake_at or 0.0),
-                                                           "frames": list(rs.wakeups),
-                                                           "interrupts": list(rs.interrupts)})
+                summary: dict[str, Any] = {"activations": distributed}
+                if rs.wakeups:
+                    summary.update(wake_at=wake_time(rs.wake_at or 0.0), frames=list(rs.wakeups),
+                                   interrupts=list(rs.interrupts))
+                self.recorder.emit("run_waiting", summary=summary)
             elif not rs.interrupts:
                 raise CorruptRunStateError("the run cannot progress: nothing is ready, suspended or interrupted",
                                            run_id=rs.run_id)

@@ -22,16 +22,17 @@ import logging
 from typing import Any
 
 from django.conf import settings
+from django.db import transaction
 from django.utils import timezone
 
 from designer import catalog
 from designer.models import Run
 from designer.resolvers import TeamVersionResolver
-from designer.runs import steps, waiting
+from designer.runs import batches, steps, waiting
 from designer.runs.checkpointer import OrmCheckpointer, run_id_for, run_state_of
 from designer.runs.lease import Heartbeat, LeaseLost, claim, new_owner_id, release
 from designer.runs.pinning import PinnedResolver
-from runtime import Engine, RunResult, RunState, WorkflowError
+from runtime import Engine, RunResult, RunState, WorkflowError, distributed_foreach
 
 logger = logging.getLogger("designer.runs")
 
@@ -39,7 +40,7 @@ DEFAULT_MAX_ATTEMPTS = 5
 DEFAULT_MAX_STEPS = 100_000
 
 #: Engine outcomes; each is also the name of the Run status it ends in.
-OUTCOMES = frozenset({"completed", "failed", "interrupted", "waiting", "cancelled"})
+OUTCOMES = frozenset({"completed", "failed", "interrupted", "cancelled", "waiting"})
 
 
 def max_attempts() -> int:
@@ -96,6 +97,7 @@ class Execution:
             should_cancel=self._should_cancel,
             max_steps=max_steps(),
             keep_trace=0,  # the checkpointer stores every event; holding them too would grow with the run
+            distribute=batches.distribute,
             # A backoff or a wait step suspends the run (designer.runs.waiting): no worker sleeps for it.
             sleep_in_process=False,
             max_retry_delay=waiting.max_retry_delay(),
@@ -108,13 +110,20 @@ class Execution:
             if self.resume is not None:
                 return engine.resume(checkpoint, self.resume["interrupt_id"], self.resume.get("value"),
                                      self.resume.get("label"), workflow=run.document)
+            distributed = [key for key, activation in (checkpoint.get("activations") or {}).items()
+                           if isinstance(activation, dict) and activation.get("batch_size")]
+            if checkpoint.get("status") == "waiting" and distributed and not batches.unfinished(run.pk):
+                # Every batch of its distributed foreach nodes is over: join them and carry on.
+                return engine.join_foreach(checkpoint, batches.outcomes(run.pk, distributed),
+                                           workflow=run.document)
+            # A run waiting for a wake-up time continues here too: the engine wakes the frames that are due.
             return engine.continue_run(checkpoint, workflow=run.document)
 
     def finish(self, result: RunResult) -> str:
         status: str = result.status
         if status not in OUTCOMES:
             raise AssertionError(f"unexpected engine outcome {status!r}")
-        finished = status != "interrupted"
+        finished = status not in ("interrupted", "waiting")
         fields: dict[str, Any] = {
             "status": status,
             "output": result.output,
@@ -126,9 +135,18 @@ class Execution:
             # A pause is a normal stop: the attempt limit counts workers lost within one stretch of running.
             fields["attempts"] = 0
         if status == "waiting":
-            assert result.wake_at is not None
-            del fields["status"]
-            return waiting.suspend(self.run.pk, self.owner, result.wake_at, **fields)
+            # Its distributed foreach batches go to the queue with the release, in one transaction: the run holds
+            # no worker until the last batch wakes it (batches.wake), or (suspended frames) until its wake_at.
+            with transaction.atomic():
+                left = batches.plan_batches(self.run.pk, distributed_foreach(result.run_state))
+                if result.wake_at is not None:
+                    del fields["status"]
+                    return waiting.suspend(self.run.pk, self.owner, result.wake_at, **fields)
+                if not release(self.run.pk, self.owner, **fields):
+                    raise LeaseLost(f"run {self.run.pk}: lease lost before its batches were planned")
+                if not left:
+                    batches.wake(self.run.pk)
+            return status
         if not release(self.run.pk, self.owner, **fields):
             raise LeaseLost(f"run {self.run.pk}: lease lost before the outcome was stored")
         return status

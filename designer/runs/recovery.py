@@ -21,7 +21,7 @@ from django.db.models import Q
 from django.tasks import task_backends
 
 from designer.models import Run
-from designer.runs.lease import WANTS_WORKER, bounded_lock_wait, expiry_in, lease_now, lease_seconds
+from designer.runs.lease import RUNNABLE, WANTS_WORKER, bounded_lock_wait, expiry_in, lease_now, lease_seconds
 
 logger = logging.getLogger(__name__)
 
@@ -97,7 +97,9 @@ def _close_orphaned_tasks(run_id: int) -> None:
 def stale_runs() -> Any:
     """Runs that want a worker whose lease (or queue deadline, for a waiting run its ``wake_at`` plus a lease)
     has expired."""
-    return Run.objects.filter(status__in=WANTS_WORKER).filter(
+    # A run waiting for its distributed foreach batches (no wake_at) is woken by its last batch, not by this.
+    wanted = Q(status__in=RUNNABLE) | Q(status=Run.Status.WAITING, wake_at__isnull=False)
+    return Run.objects.filter(wanted).filter(
         Q(lease_expires_at__lt=lease_now()) | Q(lease_expires_at__isnull=True)
     )
 
@@ -106,6 +108,9 @@ def requeue_stale_runs() -> list[int]:
     """Enqueue every stale run once; returns their ids. Safe to call from several workers at once: the
     conditional UPDATE lets exactly one of them re-stamp (and so enqueue) each run. Never waits on a locked
     row: a run whose row another transaction holds (a worker frozen mid-checkpoint) is passed by this time."""
+    from designer.runs.batches import requeue_stale_batches  # batches import this module
+
+    requeue_stale_batches()  # the batches of distributed foreach nodes are leased the same way
     candidates = list(stale_runs().values_list("pk", "lease_expires_at"))
     if not candidates:
         return []
