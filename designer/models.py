@@ -18,7 +18,7 @@ from designer.fields import ExactJSONField
 
 
 def empty_document() -> dict[str, Any]:
-    """The JSON of an empty runtime ``Workflow``; the id is filled in by the service."""
+    """A workflow row's document before any save: nothing (the services always store a whole document)."""
     return {}
 
 

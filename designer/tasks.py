@@ -5,6 +5,8 @@ Run ``manage.py run_worker`` (``db_worker`` plus recovery of orphaned runs) to p
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.tasks import task
 
 
@@ -37,3 +39,13 @@ def execute_batch(batch_id: int) -> str:
     from designer.runs.batches import execute_batch as run_batch
 
     return run_batch(batch_id)
+
+
+@task()
+def try_node(workflow_id: int, node_id: str, document: dict[str, Any]) -> dict[str, Any]:
+    """Run one task node on sample data (``designer.runs.trial``); nothing is saved but this task's result.
+
+    ``workflow_id`` and ``node_id`` tell the editor whose trial a result is."""
+    from designer.runs.trial import run_trial
+
+    return run_trial(document)
