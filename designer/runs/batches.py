@@ -85,15 +85,11 @@ def _task() -> Any:
 def _enqueue(batch_pk: int) -> None:
     """Enqueue ``execute_batch`` inside the caller's transaction and stamp the queue deadline (see
     ``recovery.enqueue_execution``: a queued batch nobody takes within a lease is enqueued again)."""
-    from designer.runs.recovery import _is_database_backend
+    from designer.runs import queue
 
-    task = _task()
     ForeachBatch.objects.filter(pk=batch_pk).update(status=ForeachBatch.Status.QUEUED, lease_owner="",
                                                     lease_expires_at=expiry_in(lease_seconds()))
-    if _is_database_backend(task):
-        task.enqueue(batch_pk)
-    else:
-        transaction.on_commit(lambda: task.enqueue(batch_pk))
+    queue.enqueue(_task(), batch_pk)
 
 
 def plan_batches(run_id: int, waiting: Iterable[DistributedForeach]) -> int:

@@ -101,3 +101,19 @@ def env(worker_env: dict[str, str], settings: Any) -> dict[str, str]:
 
     settings.TRELLIS_TASK_MODULES = [STEP_TASKS]
     return worker_environment(worker_env)
+
+
+@pytest.fixture
+def enqueued() -> Any:
+    """Every task result enqueued during the test, in order, as ``django.tasks``' public ``task_enqueued``
+    signal reports them (``[r for r in enqueued if r.task.name == "execute_run"]``)."""
+    from django.tasks.signals import task_enqueued
+
+    seen: list[Any] = []
+
+    def record(sender: Any, task_result: Any, **kwargs: Any) -> None:
+        seen.append(task_result)
+
+    task_enqueued.connect(record, weak=False)
+    yield seen
+    task_enqueued.disconnect(record)

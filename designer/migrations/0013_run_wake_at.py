@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('designer', '0011_version_note_triggers'),
+        ('designer', '0012_run_task_result_id_recovery_chain'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
