@@ -42,6 +42,8 @@ EVENT_KINDS = (
     "scope_closed",
     "interrupted",
     "resumed",
+    "run_redriven",
+    "run_forked",
 )
 
 _SUMMARY_DEPTH = 3

@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('designer', '0012_run_task_result_id_recovery_chain'),
+        ('designer', '0013_run_redrive_fork_history'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
