@@ -240,6 +240,13 @@ class Run(models.Model):
     # {child workflow slug: version number}: what each unversioned subgraph reference ("latest published")
     # meant when the run started. The run keeps using those versions, however long it is interrupted.
     subgraph_versions = ExactJSONField(default=dict, blank=True)
+    # Counters the checkpointer writes with every save, so the live run page reads a few small columns per
+    # poll whatever the run's size (``designer.runs.checkpointer.progress_of``): {step, next_seq, frames,
+    # foreach: [{activation_id, node_id, done, total, running, parent_activation_id, parent_index}]} of the
+    # live activations; and, summed over the run's trace, items completed and steps failed.
+    progress = ExactJSONField(null=True, blank=True)
+    items_done = models.PositiveBigIntegerField(default=0)
+    failures = models.PositiveIntegerField(default=0)
     lease_owner = models.CharField(max_length=200, blank=True, default="")
     lease_expires_at = models.DateTimeField(null=True, blank=True)
     attempts = models.PositiveIntegerField(default=0)
