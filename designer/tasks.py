@@ -5,6 +5,8 @@ Run ``manage.py run_worker`` (``db_worker`` plus recovery of orphaned runs) to p
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.tasks import task
 
 
@@ -18,3 +20,32 @@ def execute_run(run_id: int) -> str:
     from designer.runs.executor import execute  # keeps task discovery free of runtime imports
 
     return execute(run_id)
+
+
+@task()
+def fire_schedule(schedule_id: int, tick: str) -> str:
+    """Fire one tick of a schedule (a run of its workflow) and queue its next tick; a duplicate does nothing.
+
+    Enqueued due at the tick (``run_after``); see ``designer.services.triggers``."""
+    from designer.services.triggers import fire_tick
+
+    return fire_tick(schedule_id, tick)
+
+
+@task()
+def execute_batch(batch_id: int) -> str:
+    """Run one batch of a distributed foreach (``designer.runs.batches``): ``done``, ``cancelled``, or ``skipped``
+    when another worker holds it or it is over (a duplicate enqueue is harmless)."""
+    from designer.runs.batches import execute_batch as run_batch
+
+    return run_batch(batch_id)
+
+
+@task()
+def try_node(workflow_id: int, node_id: str, document: dict[str, Any]) -> dict[str, Any]:
+    """Run one task node on sample data (``designer.runs.trial``); nothing is saved but this task's result.
+
+    ``workflow_id`` and ``node_id`` tell the editor whose trial a result is."""
+    from designer.runs.trial import run_trial
+
+    return run_trial(document)
