@@ -47,6 +47,9 @@ POLL_SECONDS = 1
 #: Most events one live poll appends (the newest ones; the page says how many it passed over).
 LIVE_EVENTS = 50
 ACTIVE = (Run.Status.QUEUED, Run.Status.RUNNING)
+#: Statuses whose run page polls: also a run waiting for its distributed foreach batches (it holds no worker,
+#: but its batches commit items, counted on the row).
+LIVE = (*ACTIVE, Run.Status.WAITING)
 
 
 def _ok_status(request: HtmxHttpRequest, ok: bool) -> int:
@@ -363,7 +366,7 @@ def _detail_context(request: HtmxHttpRequest, run: Run, **extra: Any) -> dict[st
         "can_run": has_role(role, "runner"),
         "can_delete": has_role(role_of(request.user, run.team_id), "editor"),  # as delete_run requires
         # A damaged run is not polled: nothing a worker does will make its checkpoint readable again.
-        "active": run.status in ACTIVE and not damage,
+        "active": run.status in LIVE and not damage,
         "poll_seconds": POLL_SECONDS,
         # No answer form for a damaged run: its open questions belong to a state that cannot be read.
         "interrupts": [] if damage else _interrupts(run, extra.pop("forms", None)),
@@ -409,7 +412,7 @@ def run_live(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
     its timeline, state and output, which are read once, not per poll.
     """
     run = selectors.get_live_run(user=request.user, run_id=run_id)
-    if run.status not in ACTIVE:
+    if run.status not in LIVE:
         response = HttpResponse()
         response["HX-Refresh"] = "true"
         return response
@@ -470,7 +473,7 @@ def _events_context(request: HtmxHttpRequest, run: Run) -> dict[str, Any]:
     query = urlencode({key: value for key, value in (("kind", kind), ("node", node), ("lineage", lineage)) if value})
     return {"events_page": page, "event_rows": rows, "event_kinds": kinds, "event_nodes": nodes,
             "event_filter": {"kind": kind, "node": node, "lineage": lineage}, "events_query": query,
-            "run": run, "active": run.status in ACTIVE}
+            "run": run, "active": run.status in LIVE}
 
 
 @login_required

@@ -156,3 +156,12 @@ def test_strangers_cannot_poll(cast: Any, workflow: Any) -> None:
     run = live_run(cast, workflow, 3)
     assert client_for(cast.stranger).get(reverse("run-live", args=[run.pk]), **htmx()).status_code == 404
     assert RunEvent.objects.filter(run=run).exists()
+
+
+def test_a_run_waiting_for_its_batches_is_polled(cast: Any, workflow: Any) -> None:
+    run = live_run(cast, workflow, 3)
+    Run.objects.filter(pk=run.pk).update(status=Run.Status.WAITING)
+    page = client_for(cast.viewer).get(reverse("run-detail", args=[run.pk])).content.decode()
+    assert '<div id="run-poll"' in page
+    poll = client_for(cast.viewer).get(reverse("run-live", args=[run.pk]), **htmx())
+    assert "HX-Refresh" not in poll and 'id="run-status" hx-swap-oob="true">waiting<' in poll.content.decode()

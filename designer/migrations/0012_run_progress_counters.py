@@ -8,7 +8,7 @@ import designer.fields
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('designer', '0009_run_lease_not_indexed'),
+        ('designer', '0011_version_note_triggers'),
     ]
 
     operations = [
