@@ -8,7 +8,7 @@ import designer.fields
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('designer', '0011_version_note_triggers'),
+        ('designer', '0012_run_task_result_id_recovery_chain'),
     ]
 
     operations = [
