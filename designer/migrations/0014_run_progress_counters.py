@@ -8,7 +8,7 @@ import designer.fields
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('designer', '0012_run_task_result_id_recovery_chain'),
+        ('designer', '0013_run_redrive_fork_history'),
     ]
 
     operations = [
