@@ -246,6 +246,13 @@ class Run(models.Model):
     subgraph_versions = ExactJSONField(default=dict, blank=True)
     # When a waiting run's next attempt (or the end of its wait step) is due: its task is enqueued for then.
     wake_at = models.DateTimeField(null=True, blank=True)
+    # Counters the checkpointer writes with every save, so the live run page reads a few small columns per
+    # poll whatever the run's size (``designer.runs.checkpointer.progress_of``): {step, next_seq, frames,
+    # foreach: [{activation_id, node_id, done, total, running, parent_activation_id, parent_index}]} of the
+    # live activations; and, summed over the run's trace, items completed and steps failed.
+    progress = ExactJSONField(null=True, blank=True)
+    items_done = models.PositiveBigIntegerField(default=0)
+    failures = models.PositiveIntegerField(default=0)
     # A redrive a worker has yet to start: set with the run queued again, cleared by the redrive's first checkpoint
     # (like resume_request), so a worker that dies before it leaves the request for the one that recovers the run.
     redrive_requested = models.BooleanField(default=False)

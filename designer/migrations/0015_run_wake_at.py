@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('designer', '0013_run_redrive_fork_history'),
+        ('designer', '0014_run_progress_counters'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
