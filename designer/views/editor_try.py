@@ -20,7 +20,7 @@ from designer.errors import DesignerError
 from designer.models import Run
 from designer.models import Workflow as WorkflowModel
 from designer.permissions import has_role, require_workflow_role
-from designer.selectors.runs import filter_runs
+from designer.selectors.runs import runs_for
 from designer.services import trials
 from designer.untrusted import JSONInputError, loads_json
 from designer.views.htmx import HtmxHttpRequest
@@ -40,7 +40,7 @@ def _form_context(request: HtmxHttpRequest, workflow: WorkflowModel, role: str, 
                   **extra: Any) -> dict[str, Any]:
     node: dict[str, Any] = next((n for n in workflow.document.get("nodes", []) if n.get("id") == node_id), {})
     literals = {b["target"]: b["value"] for b in node.get("input", []) or [] if "value" in b and "target" in b}
-    runs = list(filter_runs(user=request.user, workflow=workflow.pk).filter(events__node_id=node_id)
+    runs = list(runs_for(user=request.user).filter(workflow=workflow.pk, events__node_id=node_id)
                 .distinct().order_by("-created_at", "-pk")[:RECENT_RUNS])
     return {"workflow": workflow, "node_id": node_id, "can_try": has_role(role, "runner"), "runs": runs,
             "sample": json.dumps(literals, indent=2, ensure_ascii=False), **extra}
