@@ -119,7 +119,7 @@ WHOLE: list[dict[str, Any]] = [{"target": "pair", "value": ["a", 1]}, {"target":
 
 
 def test_the_analyzer_types_each_item_by_the_arrays_item_schema() -> None:
-    good = [{"target": "lines.0.sku", "path": "input.name"}, {"target": "lines.0.qty", "path": "input.n"},
+    good: list[dict[str, Any]] = [{"target": "lines.0.sku", "path": "input.name"}, {"target": "lines.0.qty", "path": "input.n"},
             {"target": "lines.1", "value": {"sku": "b", "qty": 2}},
             {"target": "tags.0", "path": "input.name"}, {"target": "tags.1", "value": "lit"}, *WHOLE]
     assert diagnostics(good) == []
