@@ -278,19 +278,22 @@ class RunLoop:
             if node is None:
                 node = self.scheduler.node_of(frame)  # raises: the frame is at a node its workflow lacks
             work = Work(frame, node, scope, plan)
+            summary: dict[str, Any] | None = None
             if "foreach" in frame.metadata:
                 # Finished frames are pruned from RunState; the event keeps their context for inspection.
                 work.context = self.scheduler.context(frame, plan.id)
                 work.mapping = work.context.to_mapping()
-                self.recorder.emit("node_started", frame, summary={"context": _context_summary(work.mapping)})
-            else:
-                self.recorder.emit("node_started", frame)
+                summary = {"context": _context_summary(work.mapping)}
             try:
                 self._prepare(work)
             except CorruptRunStateError:
                 raise
             except WorkflowError as exc:
                 work.error = exc
+            if work.call is not None:
+                # What the task is called with, as its bindings built it (bounded like every trace payload).
+                summary = {**(summary or {}), "input": summarize(work.payload)}
+            self.recorder.emit("node_started", frame, summary=summary)
             works.append(work)
         return works
 

@@ -165,3 +165,16 @@ def test_reading_an_item_by_index_is_typed_and_may_be_missing() -> None:
     found = [(d.code, d.severity, d.field) for d in analyze(doc, registry=typed_registry()).diagnostics]
     # the list may be shorter: a warning, not an unknown path
     assert found == [("binding.type_mismatch", "warning", "input.tags.0")]
+
+
+def test_a_task_steps_start_event_records_the_input_it_was_called_with_bounded() -> None:
+    workflow = echo_workflow([{"target": "value.tags.0", "path": input_path("a")},
+                              {"target": "value.text", "path": input_path("b")}])
+    result = engine().run(workflow, {"a": "x", "b": "y" * 5000})
+    started = [e for e in result.trace if e.kind == "node_started" and e.node_id == "e"]
+    assert len(started) == 1
+    recorded = started[0].summary["input"]
+    assert recorded["value"]["tags"] == ["x"]
+    text = recorded["value"]["text"]
+    assert text.startswith("yyy") and len(text) < 1000 and text.endswith("…(+" + str(5000 - len(text.split("…")[0])) + ")")
+    assert result.state["got"]["text"] == "y" * 5000  # only the trace is bounded
