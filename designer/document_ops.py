@@ -311,7 +311,8 @@ def rename_node(document: Document, old: str, new: str) -> Document:
 def update_basics(document: Document, node_id: str, form: Form) -> tuple[Document, str]:
     """Id, name and description; returns the document and the (possibly new) node id."""
     new_id = str(form.get("id", node_id)).strip() or node_id
-    doc = rename_node(document, node_id, new_id)
+    # rename_node hands the same document back when the id stays: edit a copy.
+    doc = rename_node(copy.deepcopy(document), node_id, new_id)
     node = find_node(doc, new_id)
     name = str(form.get("name", "")).strip()
     node["name"] = name or None
@@ -911,6 +912,19 @@ def set_fields(document: Document, args: Args, context: Context) -> Applied:
     for key in unset:
         doc.pop(key, None)
     return _diffed(document, doc)
+
+
+@operation("replace_document")
+def replace_document(document: Document, args: Args, context: Context) -> Applied:
+    """``document``: a whole document (a published version's, say) replacing the draft's content; the id
+    stays the workflow's. Undone by replacing it with the draft as it was."""
+    new = args.get("document")
+    if not isinstance(new, Mapping) or not isinstance(new.get("nodes", []), list):
+        raise BadRequest("replace_document needs document: a whole workflow document object", field="document")
+    doc = {key: copy.deepcopy(value) for key, value in new.items()}
+    if "id" in document:
+        doc["id"] = document["id"]
+    return Applied(doc, [{"op": "replace_document", "document": copy.deepcopy(document)}])
 
 
 # --- panel operations -----------------------------------------------------------------

@@ -101,3 +101,10 @@ class ResumeInvalid(DesignerError):
 
     code = "resume.invalid"
     status = 400
+
+
+class RateLimited(DesignerError):
+    """Too many calls of one trigger in its window; ``retry_after`` says when to try again, in seconds."""
+
+    code = "trigger.rate_limited"
+    status = 429

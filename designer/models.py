@@ -177,6 +177,7 @@ class WorkflowVersion(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     published_at = models.DateTimeField(auto_now_add=True)
+    note = models.TextField(blank=True, default="", help_text="what changed, in the publisher's words")
 
     objects = TeamScopedQuerySet.as_manager()
 
@@ -205,6 +206,8 @@ class Run(models.Model):
         QUEUED = "queued", "Queued"
         RUNNING = "running", "Running"
         INTERRUPTED = "interrupted", "Interrupted"
+        #: Holds no worker: waits for its distributed foreach batches (``ForeachBatch``) to finish.
+        WAITING = "waiting", "Waiting"
         COMPLETED = "completed", "Completed"
         FAILED = "failed", "Failed"
         CANCELLED = "cancelled", "Cancelled"
@@ -267,7 +270,7 @@ class Run(models.Model):
         constraints = [
             models.CheckConstraint(
                 condition=models.Q(
-                    status__in=("queued", "running", "interrupted", "completed", "failed", "cancelled")
+                    status__in=("queued", "running", "interrupted", "waiting", "completed", "failed", "cancelled")
                 ),
                 name="run_status_valid",
             ),
@@ -350,10 +353,86 @@ class RunStatePart(models.Model):
         return f"{self.run_id} {self.key}"
 
 
+class ForeachBatch(models.Model):
+    """One batch of a distributed foreach activation (``runtime._batches``): items ``[start, stop)``, run by its
+    own task (``execute_batch``) on any worker under its own lease, like a run.
+
+    ``pending`` (not yet enqueued: more than the node's batches in flight), ``queued``, ``running``, ``done``
+    (every item has a ``ForeachBatchItem``) or ``cancelled`` (its run was cancelled).
+    """
+
+    team_lookup: ClassVar[str] = "run__team"
+    workflow_lookup: ClassVar[str] = "run__workflow"
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Pending"
+        QUEUED = "queued", "Queued"
+        RUNNING = "running", "Running"
+        DONE = "done", "Done"
+        CANCELLED = "cancelled", "Cancelled"
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="foreach_batches")
+    activation_id = models.CharField(max_length=64)
+    node_id = models.CharField(max_length=200)
+    number = models.PositiveIntegerField()
+    start = models.PositiveIntegerField()
+    stop = models.PositiveIntegerField()
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    lease_owner = models.CharField(max_length=200, blank=True, default="")
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    attempts = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    objects = TeamScopedQuerySet.as_manager()
+
+    class Meta:
+        ordering = ("run", "activation_id", "number")
+        constraints = [
+            models.UniqueConstraint(fields=("run", "activation_id", "number"), name="foreachbatch_unique_number"),
+        ]
+        indexes = [
+            models.Index(fields=("status",), condition=models.Q(status__in=("queued", "running")),
+                         name="foreachbatch_live"),
+        ]
+
+    def __str__(self) -> str:
+        return f"run {self.run_id} {self.node_id} batch {self.number} [{self.start}, {self.stop}) {self.status}"
+
+
+class ForeachBatchItem(models.Model):
+    """One committed item of a distributed foreach: its result, or its error. The unique key is what makes an
+    item commit once: a batch restarted after its worker died runs only the indices that have no row."""
+
+    team_lookup: ClassVar[str] = "run__team"
+    workflow_lookup: ClassVar[str] = "run__workflow"
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="+")
+    batch = models.ForeignKey(ForeachBatch, on_delete=models.CASCADE, related_name="items")
+    activation_id = models.CharField(max_length=64)
+    index = models.PositiveIntegerField()
+    result = ExactJSONField(null=True)
+    error = ExactJSONField(null=True)
+
+    objects = TeamScopedQuerySet.as_manager()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=("run", "activation_id", "index"), name="foreachbatchitem_unique_index"),
+        ]
+
+    def __str__(self) -> str:
+        return f"run {self.run_id} {self.activation_id}[{self.index}]"
+
+
 # Invitations, API tokens and login counters live in their own module; re-exported here.
 from designer.models_access import ApiToken, Invitation, LoginAttemptWindow  # noqa: E402
 
+# Webhooks and schedules that start runs without a person, likewise.
+from designer.models_triggers import Schedule, TriggerFire, Webhook  # noqa: E402
+
 __all__ = [
-    "ApiToken", "Invitation", "LoginAttemptWindow", "Membership", "Run", "RunEvent", "RunStatePart", "Team",
-    "TeamScopedQuerySet", "Workflow", "WorkflowGrant", "WorkflowVersion",
+    "ApiToken", "ForeachBatch", "ForeachBatchItem", "Invitation", "LoginAttemptWindow", "Membership",
+    "Run", "RunEvent", "RunStatePart", "Schedule", "Team", "TeamScopedQuerySet", "TriggerFire", "Webhook",
+    "Workflow", "WorkflowGrant", "WorkflowVersion",
 ]

@@ -311,6 +311,12 @@ TRELLIS_RUN_MAX_ATTEMPTS = int(os.environ.get("TRELLIS_RUN_MAX_ATTEMPTS", "5"))
 # Supersteps one run may take before it fails with run.step_limit (a route cycle that never ends).
 TRELLIS_RUN_MAX_STEPS = int(os.environ.get("TRELLIS_RUN_MAX_STEPS", "100000"))
 
+# Distributed foreach (designer/runs/batches.py): a foreach whose node sets batch_size runs its items as
+# batches, each its own task on any worker, when it has more items than this (0: whenever it has a batch size).
+TRELLIS_FOREACH_DISTRIBUTE_ABOVE = int(os.environ.get("TRELLIS_FOREACH_DISTRIBUTE_ABOVE", "1000"))
+# How often a running batch commits the items that have ended (seconds); a crash re-runs only uncommitted ones.
+TRELLIS_BATCH_COMMIT_SECONDS = float(os.environ.get("TRELLIS_BATCH_COMMIT_SECONDS", "0.5"))
+
 # Step limits (designer/runs/steps.py). Task steps run in a pool of child processes per worker, which the worker
 # kills when a step overruns. The timeout caps every step's own start-to-close timeout (node, task or workflow
 # setting); memory is what one step may add to its idle process; the result size is measured as JSON.

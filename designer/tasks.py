@@ -18,3 +18,22 @@ def execute_run(run_id: int) -> str:
     from designer.runs.executor import execute  # keeps task discovery free of runtime imports
 
     return execute(run_id)
+
+
+@task()
+def fire_schedule(schedule_id: int, tick: str) -> str:
+    """Fire one tick of a schedule (a run of its workflow) and queue its next tick; a duplicate does nothing.
+
+    Enqueued due at the tick (``run_after``); see ``designer.services.triggers``."""
+    from designer.services.triggers import fire_tick
+
+    return fire_tick(schedule_id, tick)
+
+
+@task()
+def execute_batch(batch_id: int) -> str:
+    """Run one batch of a distributed foreach (``designer.runs.batches``): ``done``, ``cancelled``, or ``skipped``
+    when another worker holds it or it is over (a duplicate enqueue is harmless)."""
+    from designer.runs.batches import execute_batch as run_batch
+
+    return run_batch(batch_id)

@@ -59,12 +59,11 @@ def nesting_depth(value: Any) -> int:
     return deepest
 
 
-def _unstorable_text(value: Any) -> str | None:
-    """The first string (or key) in ``value`` that PostgreSQL's jsonb cannot store, if any.
+def _unencodable_text(value: Any) -> str | None:
+    """The first string (or key) in ``value`` that is not valid Unicode, if any: an unpaired surrogate
+    ("\\ud800"), which JSON text can spell as an escape but no database text column (nor UTF-8) can hold.
 
-    jsonb refuses the NUL character and unpaired surrogates ("\\ud800"), which JSON text can
-    spell as escapes; SQLite stores them, so the same request would work in development and
-    fail with a 500 in production.
+    NUL (``\\u0000``) is accepted: the JSON columns keep it exactly on every database (designer/fields.py).
     """
     stack: list[Any] = [value]
     while stack:
@@ -80,8 +79,6 @@ def _unstorable_text(value: Any) -> str | None:
         else:
             continue
         for text in texts:
-            if "\x00" in text:
-                return text
             try:
                 text.encode("utf-8")
             except UnicodeEncodeError:
@@ -97,7 +94,7 @@ def loads_json(text: str | bytes) -> Any:
     """``json.loads`` for request data: plain JSON only, at most ``MAX_JSON_DEPTH`` levels deep.
 
     Raises ``json.JSONDecodeError`` for malformed text and ``JSONInputError``
-    for the rest (too deep, NaN/Infinity, text a database cannot store);
+    for the rest (too deep, NaN/Infinity, an unpaired surrogate); NUL characters are kept;
     both are ``ValueError``s.
     """
     too_deep = JSONInputError(
@@ -110,11 +107,11 @@ def loads_json(text: str | bytes) -> Any:
         raise too_deep from None
     if nesting_depth(value) > MAX_JSON_DEPTH:
         raise too_deep
-    bad = _unstorable_text(value)
+    bad = _unencodable_text(value)
     if bad is not None:
         raise JSONInputError(
-            f"the JSON contains a NUL character (\\u0000) or an unpaired surrogate in the text {bad[:40]!r}; "
-            f"remove it (text must be valid Unicode without NUL)"
+            f"the JSON contains an unpaired surrogate (a lone \\ud800-\\udfff escape) in the text {bad[:40]!r}; "
+            f"send valid Unicode (a surrogate pair, or the character itself)"
         )
     return value
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from runtime._analysis import Analysis, PathOption, analyze
 from runtime._analysis._schemas import type_label as schema_type_label
+from runtime._batches import BatchResult, DistributedForeach, ItemOutcome, distributed_foreach
 from runtime._builder import WorkflowBuilder
 from runtime._checkpoint import Checkpointer, FileCheckpointer, InMemoryCheckpointer
 from runtime._context import ForeachContext, RuntimeContext
@@ -32,6 +33,7 @@ from runtime._errors import (
     BindingError,
     CheckpointNotFoundError,
     CorruptRunStateError,
+    ForeachItemsFailedError,
     InputValidationError,
     NodeFailedError,
     PathSyntaxError,
@@ -87,6 +89,7 @@ __all__ = [
     "ActivationProgress",
     "Analysis",
     "Barrier",
+    "BatchResult",
     "BindingError",
     "BranchCase",
     "BranchNode",
@@ -95,11 +98,13 @@ __all__ = [
     "Checkpointer",
     "CorruptRunStateError",
     "Diagnostic",
+    "DistributedForeach",
     "Engine",
     "ExecutionFrame",
     "FileCheckpointer",
     "ForeachActivation",
     "ForeachContext",
+    "ForeachItemsFailedError",
     "ForeachNode",
     "GraphSourcePath",
     "IdFactory",
@@ -107,6 +112,7 @@ __all__ = [
     "InputBinding",
     "InputValidationError",
     "Interrupt",
+    "ItemOutcome",
     "InterruptNode",
     "Lineage",
     "LocalPath",
@@ -162,6 +168,7 @@ __all__ = [
     "check_resume",
     "check_run_input",
     "context_path",
+    "distributed_foreach",
     "default_registry",
     "frame_context",
     "input_path",

@@ -21,8 +21,14 @@ from pydantic_core import to_jsonable_python
 from runtime._bindings import MISSING, ScopeReader, apply_outputs, project, set_in
 from runtime._compiled import CompiledWorkflow
 from runtime._context import RuntimeContext
-from runtime._document import BranchNode, ForeachNode, InterruptNode, Node, SubgraphNode
-from runtime._errors import BindingError, CorruptRunStateError, NodeFailedError, WorkflowError
+from runtime._document import DEFAULT_BATCHES_IN_FLIGHT, BranchNode, ForeachNode, InterruptNode, Node, SubgraphNode
+from runtime._errors import (
+    BindingError,
+    CorruptRunStateError,
+    ForeachItemsFailedError,
+    NodeFailedError,
+    WorkflowError,
+)
 from runtime._ids import IdFactory
 from runtime._parts import GrowList, lists_of, new_list_id
 from runtime._state import (
@@ -253,13 +259,20 @@ class Scheduler:
     """
 
     def __init__(self, run_state: RunState, ids: IdFactory, recorder: Recorder,
-                 plan_for: Callable[[RuntimeScope], CompiledWorkflow]) -> None:
+                 plan_for: Callable[[RuntimeScope], CompiledWorkflow],
+                 distribute: Callable[[ForeachNode, int], bool] | None = None) -> None:
         self.rs = run_state
         self.ids = ids
         self.recorder = recorder
         self.plan_for = plan_for
+        #: Asked on entering a root-scope foreach that has a batch size: run it as distributed batches?
+        self.distribute = distribute
         self.completed = False
         self.failure: Failure | None = None
+        #: Inside one batch (``runtime._batches``): told of each item of the batch activation as it ends
+        #: (index, result, error record or None), and set once every item of the batch has ended.
+        self.on_batch_item: Callable[[int, Any, dict[str, Any] | None], None] | None = None
+        self.batch_done = False
         # Item metadata checked once per live frame: a frame's metadata and its activation
         # never change while the frame lives, and a step reads it several times.
         self._metadata: dict[str, tuple[ExecutionFrame, ForeachItemMetadata]] = {}
@@ -492,6 +505,15 @@ class Scheduler:
                                              expected=len(items))
         frame.status = "waiting"
         frame.waiting_for = activation_id
+        if node.batch_size is not None and frame.scope_id == ROOT_SCOPE_ID and self.distribute is not None \
+                and self.distribute(node, len(items)):
+            # The items run as batches elsewhere (runtime._batches); Engine.join_foreach meets the barrier.
+            activation.batch_size = node.batch_size
+            activation.batches_in_flight = node.max_batches_in_flight or DEFAULT_BATCHES_IN_FLIGHT
+            self.recorder.emit("foreach_distributed", frame, activation_id=activation_id, summary={
+                "total": len(items), "batch_size": activation.batch_size,
+                "batches": len(activation.batch_ranges()), "in_flight": activation.batches_in_flight})
+            return
         self.admit(activation)
 
     def admit(self, activation: ForeachActivation) -> None:
@@ -504,9 +526,11 @@ class Scheduler:
                                        activation_id=activation.activation_id)
         plan = self.plan_for(self.scope_of(parent))
         loop_target = plan.target(activation.node_id, "loop")
+        only = activation.only
+        total = activation.total
         while loop_target is not None and len(activation.running) < activation.max_concurrency \
-                and activation.next_index < len(activation.items):
-            index = activation.next_index
+                and activation.next_index < total:
+            index = activation.next_index if only is None else only[activation.next_index]
             item = activation.items[index]
             frame = self.new_frame(
                 parent=parent, scope_id=activation.scope_id, node_id=loop_target, kind="item",
@@ -516,13 +540,15 @@ class Scheduler:
             # The engine just wrote this metadata itself: remember it rather than re-checking it.
             self._metadata[frame.frame_id] = (frame, ForeachItemMetadata(
                 activation.node_id, activation.activation_id, index, item, activation.alias))
-            activation.next_index = index + 1
+            activation.next_index += 1
             activation.running.append(frame.frame_id)
             self.recorder.emit("item_started", frame, node_id=activation.node_id,
                                activation_id=activation.activation_id, index=index, summary=summarize(item))
             self.enqueue(frame)
 
-    def complete_item(self, frame: ExecutionFrame, meta: ForeachItemMetadata, result: Any = None) -> None:
+    def complete_item(self, frame: ExecutionFrame, meta: ForeachItemMetadata, result: Any = None,
+                      failed: dict[str, Any] | None = None) -> None:
+        """An item is over: returned to its foreach with ``result``, or failed and tolerated (``failed``)."""
         rs = self.rs
         activation = rs.activations[meta.activation_id]
         barrier = rs.barriers.get(meta.activation_id)
@@ -532,30 +558,160 @@ class Scheduler:
                 frame_id=frame.frame_id, activation_id=meta.activation_id)
         activation.running.remove(frame.frame_id)
         activation.completed += 1
-        if activation.results_id is not None:
+        if activation.results_id is not None and failed is None:
             activation.results[meta.index] = list(result) if isinstance(result, GrowList) else result
         barrier.arrived += 1
-        self.recorder.emit("item_completed", frame, node_id=meta.node_id, activation_id=meta.activation_id,
-                           index=meta.index)
+        if failed is None:
+            self.recorder.emit("item_completed", frame, node_id=meta.node_id, activation_id=meta.activation_id,
+                               index=meta.index)
         self.remove_frame(frame)
-        if activation.completed >= len(activation.items):
+        if activation.only is not None:  # the activation of one batch: its items go back to the host
+            if self.on_batch_item is not None:
+                self.on_batch_item(meta.index, None if failed is not None else result, failed)
+            if activation.completed >= activation.total:
+                self.batch_done = True
+                return
+            self.admit(activation)
+            return
+        if activation.completed >= activation.total:
             waiting = rs.frames.get(activation.frame_id)
             if waiting is None:
                 raise CorruptRunStateError(f"foreach activation {activation.activation_id!r} has no waiting frame",
                                            activation_id=activation.activation_id)
-            del rs.activations[activation.activation_id]
-            del rs.barriers[activation.activation_id]
-            self.recorder.emit("foreach_completed", waiting, activation_id=activation.activation_id,
-                               label="done", summary={"total": len(activation.items), "done": activation.completed})
-            collected = None
-            if activation.results_id is not None:
-                node = self.node_of(waiting)
-                if isinstance(node, ForeachNode):
-                    collected = self.store_results(waiting, node, activation.results, activation.results_id)
-            # A foreach's result is its result list: an outer foreach it routes back to collects it.
-            self.route(waiting, "done", collected)
+            self.finish_activation(activation, waiting)
         else:
             self.admit(activation)
+
+    def finish_activation(self, activation: ForeachActivation, waiting: ExecutionFrame) -> None:
+        """Every item has arrived: fail the foreach if more failed than it tolerates, else continue on ``done``."""
+        rs = self.rs
+        del rs.activations[activation.activation_id]
+        del rs.barriers[activation.activation_id]
+        total, failed = len(activation.items), sorted(activation.failed, key=lambda entry: entry["index"])
+        summary: dict[str, Any] = {"total": total, "done": activation.completed}
+        if failed:
+            summary["failed"] = len(failed)
+        node = self.node_of(waiting)
+        if failed and isinstance(node, ForeachNode) and node.too_many_failures(len(failed), total):
+            self.recorder.emit("foreach_completed", waiting, activation_id=activation.activation_id,
+                               summary=summary)
+            indices = [entry["index"] for entry in failed]
+            shown = ", ".join(map(str, indices[:20])) + (f" and {len(indices) - 20} more" if len(indices) > 20
+                                                          else "")
+            first = failed[0]["error"]
+            tolerance = [f"{key} {getattr(node, key)}" for key in
+                         ("tolerated_failure_count", "tolerated_failure_percentage") if getattr(node, key) is not None]
+            error = ForeachItemsFailedError(
+                f"foreach {node.id!r}: {len(failed)} of {total} items failed (item{'s' if len(failed) > 1 else ''} "
+                f"{shown}), more than it tolerates ({', '.join(tolerance) or 'no failures tolerated'}); item "
+                f"{failed[0]['index']}: {first.get('type', 'Error')}: {first.get('message', '')}",
+                node_id=node.id, activation_id=activation.activation_id, total=total, failed=indices[:1000],
+                errors=failed[:10])
+            self.fail(waiting, node, error, attempts=1)
+            return
+        self.recorder.emit("foreach_completed", waiting, activation_id=activation.activation_id,
+                           label="done", summary=summary)
+        collected = None
+        if activation.results_id is not None and isinstance(node, ForeachNode):
+            collected = self.store_results(waiting, node, activation.results, activation.results_id)
+        # A foreach's result is its result list: an outer foreach it routes back to collects it.
+        self.route(waiting, "done", collected)
+
+    def join_distributed(self, activation_id: str, outcomes: Any) -> None:
+        """Meet a distributed activation's barrier with every item's outcome (``runtime._batches.ItemOutcome``)."""
+        rs = self.rs
+        activation = rs.activations.get(activation_id)
+        if activation is None or not activation.distributed:
+            raise CorruptRunStateError(f"no distributed foreach activation {activation_id!r} to join",
+                                       activation_id=activation_id)
+        total = len(activation.items)
+        seen = bytearray(total)
+        failed: list[dict[str, Any]] = []
+        results = activation.results if activation.results_id is not None else None
+        for outcome in outcomes:
+            index = outcome.index
+            if not 0 <= index < total or seen[index]:
+                raise CorruptRunStateError(f"foreach activation {activation_id!r}: item outcome {index} is "
+                                           f"{'repeated' if 0 <= index < total else 'out of range'}",
+                                           activation_id=activation_id, index=index)
+            seen[index] = 1
+            if outcome.error is not None:
+                failed.append({"index": index, "error": outcome.error})
+            elif results is not None:
+                results[index] = outcome.result
+        missing = total - sum(seen)
+        if missing:
+            first = seen.index(0)
+            raise CorruptRunStateError(f"foreach activation {activation_id!r}: {missing} of {total} item outcomes "
+                                       f"are missing (the first is item {first})", activation_id=activation_id,
+                                       missing=missing)
+        barrier = rs.barriers[activation_id]
+        activation.failed = failed
+        activation.completed = barrier.arrived = total
+        waiting = rs.frames.get(activation.frame_id)
+        if waiting is None:
+            raise CorruptRunStateError(f"foreach activation {activation_id!r} has no waiting frame",
+                                       activation_id=activation_id)
+        self.finish_activation(activation, waiting)
+
+    # -- tolerated failures --------------------------------------------------------
+
+    def tolerate(self, frame: ExecutionFrame, failure: Failure) -> bool:
+        """If ``frame`` is (inside) an item of a foreach that tolerates failures (or of a batch), end that item
+        as failed and return True; the nearest such foreach in the frame's scope takes it."""
+        frames = self.rs.frames
+        current: ExecutionFrame | None = frame
+        while current is not None:
+            meta = self.item_metadata(current)
+            if meta is not None:
+                activation = self.rs.activations.get(meta.activation_id)
+                if activation is not None and (activation.only is not None or self._tolerant(activation)):
+                    record = {"index": meta.index, "error": failure.error_payload()["error"]}
+                    activation.failed.append(record)
+                    self.recorder.emit("item_failed", current, node_id=meta.node_id,
+                                       activation_id=meta.activation_id, index=meta.index,
+                                       summary=summarize(record["error"]))
+                    self.discard_below(current)
+                    self.complete_item(current, meta, None, failed=record)
+                    return True
+            parent = frames.get(current.parent_frame_id or "")
+            if parent is None or parent.scope_id != current.scope_id:
+                return False
+            current = parent
+        return False
+
+    def _tolerant(self, activation: ForeachActivation) -> bool:
+        scope = self.rs.scopes.get(activation.scope_id)
+        node = self.plan_for(scope).nodes.get(activation.node_id) if scope is not None else None
+        return isinstance(node, ForeachNode) and node.tolerates_failures
+
+    def discard_below(self, frame: ExecutionFrame) -> None:
+        """Drop everything that runs on behalf of ``frame``: its descendant frames (child scopes included),
+        the activations they wait on, their interrupts."""
+        rs = self.rs
+        below = {frame.frame_id}
+        grew = True
+        while grew:
+            grew = False
+            for other in rs.frames.values():
+                if other.frame_id not in below and other.parent_frame_id in below:
+                    below.add(other.frame_id)
+                    grew = True
+        if len(below) == 1:
+            return
+        for scope in [s for s in rs.scopes.values() if s.caller_frame_id in below]:
+            if scope.scope_id in rs.scopes:
+                self.discard_scope(scope.scope_id)
+        for key in [k for k, a in rs.activations.items() if a.frame_id in below]:
+            del rs.activations[key]
+            rs.barriers.pop(key, None)
+        for key in [k for k, i in rs.interrupts.items() if i.frame_id in below]:
+            del rs.interrupts[key]
+        for frame_id in below - {frame.frame_id}:
+            doomed = rs.frames.get(frame_id)
+            if doomed is not None:
+                self.remove_frame(doomed)
+        rs.ready = [fid for fid in rs.ready if fid in rs.frames]
 
     def store_results(self, frame: ExecutionFrame, node: ForeachNode, results: list[Any],
                       list_id: str | None) -> list[Any]:
@@ -613,6 +769,8 @@ class Scheduler:
             self.commit_result(frame, node, "error", payload)
             return
         self.recorder.emit("node_failed", frame, attempt=attempts, summary=summarize(failure.cause_dict()))
+        if self.tolerate(frame, failure):
+            return
         scope = self.scope_of(frame)
         if scope.scope_id == ROOT_SCOPE_ID:
             frame.status = "failed"
@@ -636,6 +794,8 @@ class Scheduler:
             return
         self.recorder.emit("node_failed", caller, summary=summarize(failure.cause_dict()))
         failure.via.insert(0, node.id)
+        if self.tolerate(caller, failure):
+            return
         scope = self.scope_of(caller)
         if scope.scope_id == ROOT_SCOPE_ID:
             caller.status = "failed"

@@ -161,14 +161,22 @@ class WorkflowBuilder:
         results: StatePath | str | None = None,
         name: str | None = None,
         description: str = "",
+        batch_size: int | None = None,
+        max_batches_in_flight: int | None = None,
+        tolerated_failure_count: int | None = None,
+        tolerated_failure_percentage: float | None = None,
     ) -> ForeachNode:
         """A foreach node; its ``.item`` and ``.index`` are the paths its body reads.
 
         ``results`` names a state field that receives every item's result, in index order, when it is done.
+        ``batch_size`` and ``max_batches_in_flight`` let a host run the items as distributed batches; the
+        ``tolerated_failure_*`` settings let that many failed items pass (see ``ForeachNode``).
         """
         return self.add(_make(
             ForeachNode, f"foreach {id!r}", id=id, over=over, as_=as_, max_concurrency=max_concurrency,
-            results=results, name=name, description=description,
+            results=results, name=name, description=description, batch_size=batch_size,
+            max_batches_in_flight=max_batches_in_flight, tolerated_failure_count=tolerated_failure_count,
+            tolerated_failure_percentage=tolerated_failure_percentage,
         ))
 
     def subgraph(

@@ -12,20 +12,20 @@ implementation must pass.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
-import shutil
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import pydantic_core
 
-from runtime._errors import CheckpointNotFoundError
-from runtime._state import RunState, RunStateSnapshot, parse_part_key
+from runtime._errors import CheckpointNotFoundError, CorruptRunStateError
+from runtime._parts import PartLedger
+from runtime._state import RunState, RunStateSnapshot
 from runtime._trace import TraceEvent
 
 _SAFE_RUN_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,199}")
@@ -100,63 +100,49 @@ class InMemoryCheckpointer:
 
 
 class FileCheckpointer:
-    """One directory; per run ``<run_id>.json`` (the state) and ``<run_id>.events.jsonl`` (the trace).
+    """One append-only log per run, ``<run_id>.log`` in one directory: one line per save.
 
-    The state file is replaced atomically (write a temporary file, flush,
-    ``os.replace``), so a reader or a process killed mid-write never sees a
-    torn state. Events are appended before the state is replaced; a crash in
-    between leaves events of a superstep that the resumed run will redo, so
-    ``load_events`` keeps, for each ``seq``, the last line written and drops
-    those beyond the saved state's ``trace_seq``.
-    ``durable=True`` also fsyncs, which survives power loss, not just a kill.
+    A save appends one JSON line holding the superstep's state (without its
+    write-once parts), the parts that are new since this checkpointer's last
+    save of the run (``RunState.checkpoint_delta``: a foreach's item snapshot,
+    a scope's input, full chunks of growing lists), the keys of parts nothing
+    refers to any more, and the superstep's trace events. So a save costs what
+    changed, not what the run's lists hold, and state and events are one unit:
+    a process killed mid-append leaves a torn last line, which ``load`` and
+    ``load_events`` ignore (the resumed run redoes that superstep), and which
+    the next save cuts off before it appends. A line that cannot be read
+    anywhere else is damage: ``CorruptRunStateError``.
 
-    A foreach's item list longer than ``inline_items`` is written once, to
-    ``<run_id>.items/<activation_id>.json``, before the first state that
-    needs it, and removed after the first state that no longer does; the
-    state file leaves it out (``RunState.split_parts``). So a superstep's save
-    does not grow with the size of the collection being iterated. Scope
-    inputs and growing lists (collected foreach results, ``append`` targets)
-    stay inline in the state file, so a long list is rewritten at every save:
-    for long runs use ``SqliteCheckpointer``, which stores them in chunks.
+    ``durable=True`` fsyncs the log once per save (one fsync per superstep;
+    the directory too when a log is created or replaced), which survives power
+    loss, not just a kill. The log is compacted (rewritten as one line of the
+    latest state, its live parts and every event, then renamed over the old
+    one) when it has grown to ``compact_factor`` times its size after the last
+    compaction (and at least ``compact_min_bytes``), so compaction costs O(1)
+    per save amortized, and when a new checkpointer first saves a run another
+    one wrote (it cannot know which stored parts are still live).
+
+    One process writes a run's log at a time.
     """
 
-    def __init__(self, directory: str | os.PathLike[str], *, durable: bool = False, inline_items: int = 256) -> None:
+    def __init__(self, directory: str | os.PathLike[str], *, durable: bool = False,
+                 compact_factor: float = 2.0, compact_min_bytes: int = 1 << 20) -> None:
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
         self.durable = durable
-        self.inline_items = inline_items
+        self.compact_factor = compact_factor
+        self.compact_min_bytes = compact_min_bytes
         self._lock = threading.Lock()
         self._counter = 0
-        self._blobs: dict[str, frozenset[str]] = {}  # per run: the item files the last save left in place
+        self._ledgers: dict[str, PartLedger] = {}
+        self._sizes: dict[str, tuple[int, int]] = {}  # per run: (log size now, size after the last compaction)
+        self.saves = 0
+        self.compactions = 0
 
-    def _path(self, run_id: str, suffix: str) -> Path:
+    def log_path(self, run_id: str) -> Path:
         if not isinstance(run_id, str) or not _SAFE_RUN_ID.fullmatch(run_id) or ".." in run_id:
             raise ValueError(f"run id {run_id!r} cannot name a checkpoint file")
-        return self.directory / f"{run_id}{suffix}"
-
-    def state_path(self, run_id: str) -> Path:
-        return self._path(run_id, ".json")
-
-    def events_path(self, run_id: str) -> Path:
-        return self._path(run_id, ".events.jsonl")
-
-    def items_path(self, run_id: str) -> Path:
-        return self._path(run_id, ".items")
-
-    def _write_atomically(self, target: Path, data: bytes) -> None:
-        self._counter += 1
-        temporary = target.parent / f".{target.name}.{os.getpid()}.{self._counter}.tmp"
-        with open(temporary, "wb") as handle:
-            self._write(handle, data)
-        os.replace(temporary, target)
-        if self.durable:
-            self._sync_directory(target.parent)
-
-    def _write(self, handle: BinaryIO, data: bytes) -> None:
-        handle.write(data)
-        handle.flush()
-        if self.durable:
-            os.fsync(handle.fileno())
+        return self.directory / f"{run_id}.log"
 
     @staticmethod
     def _sync_directory(directory: Path) -> None:
@@ -166,106 +152,138 @@ class FileCheckpointer:
         finally:
             os.close(fd)
 
-    def _split(self, run_state: RunState) -> tuple[bytes, dict[str, Any]]:
-        """The state file's bytes and the item lists kept out of it, by activation id."""
-        def inline(key: str, values: Any) -> bool:
-            kind, entry_id = parse_part_key(key)
-            return kind != "items" or len(values) <= self.inline_items or not _SAFE_RUN_ID.fullmatch(entry_id)
+    @staticmethod
+    def _record(data: Any, new: Mapping[str, Any], gone: Sequence[str], events: Sequence[dict[str, Any]]) -> bytes:
+        return pydantic_core.to_json({"state": data, "new": new, "gone": list(gone), "events": list(events)}) + b"\n"
 
-        data, parts = run_state.split_parts(inline)
-        return pydantic_core.to_json(data), {parse_part_key(key)[1]: values for key, values in parts.items()}
-
-    def _store_items(self, run_id: str, apart: dict[str, Any]) -> None:
-        folder = self.items_path(run_id)
-        for key, values in apart.items():
-            target = folder / f"{key}.json"
-            if not target.exists():
-                if not folder.is_dir():
-                    folder.mkdir()
-                    if self.durable:
-                        self._sync_directory(self.directory)
-                self._write_atomically(target, pydantic_core.to_json(values))
-
-    def _drop_items(self, run_id: str, keep: frozenset[str]) -> None:
-        """Remove item files no saved state refers to any more (after the state that dropped them is in place)."""
-        if self._blobs.get(run_id) == keep:
-            return
-        folder = self.items_path(run_id)
-        try:
-            names = os.listdir(folder)
-        except FileNotFoundError:
-            names = []
-        for name in names:
-            if name.removesuffix(".json") not in keep:
-                (folder / name).unlink(missing_ok=True)
-        if names and not keep:
-            with contextlib.suppress(OSError):
-                folder.rmdir()
-        self._blobs[run_id] = keep
+    # -- writing ---------------------------------------------------------------------
 
     def save(self, run_state: RunState, events: Sequence[TraceEvent] = ()) -> None:
         run_id = run_state.run_id
-        target = self.state_path(run_id)
-        data, apart = self._split(run_state)
+        path = self.log_path(run_id)
         with self._lock:
-            if events:
-                lines = "".join(json.dumps(e.to_dict(), separators=(",", ":")) + "\n" for e in events)
-                with open(self.events_path(run_id), "ab") as handle:
-                    self._write(handle, lines.encode("utf-8"))
-            self._store_items(run_id, apart)
-            self._write_atomically(target, data)
-            self._drop_items(run_id, frozenset(apart))
+            ledger = self._ledgers.get(run_id) or PartLedger()
+            delta = run_state.checkpoint_delta(ledger)
+            line = self._record(delta.data, delta.new, delta.gone, line_events(events))
+            if delta.fresh:
+                # What an earlier checkpointer stored of this run is unknown here: start the log over from
+                # this state, keeping the trace it holds (delta.new has every live part, the ledger being empty).
+                kept = self._events_kept(run_id, path)
+                size = self._replace(path, self._record(delta.data, delta.new, (), [*kept, *line_events(events)]))
+                self._sizes[run_id] = (size, size)
+            else:
+                size, compacted = self._sizes[run_id]
+                size = self._append(path, line, size)
+                self._sizes[run_id] = (size, compacted)
+                if size >= max(self.compact_min_bytes, self.compact_factor * compacted):
+                    self._compact(run_id, path)
+            ledger.apply(delta)
+            self._ledgers[run_id] = ledger
+            self.saves += 1
 
-    def load(self, run_id: str) -> RunState:
+    def _append(self, path: Path, line: bytes, size: int) -> int:
+        """Append one record at ``size`` (cutting off a torn tail a failed write left); the new size."""
+        with open(path, "r+b") as handle:
+            handle.seek(size)
+            handle.truncate()
+            try:
+                handle.write(line)
+                handle.flush()
+                if self.durable:
+                    os.fsync(handle.fileno())
+            except BaseException:
+                handle.seek(size)
+                handle.truncate()
+                raise
+        return size + len(line)
+
+    def _replace(self, path: Path, content: bytes) -> int:
+        self._counter += 1
+        temporary = path.parent / f".{path.name}.{os.getpid()}.{self._counter}.tmp"
         try:
-            data = self.state_path(run_id).read_bytes()
+            with open(temporary, "wb") as handle:
+                handle.write(content)
+                handle.flush()
+                if self.durable:
+                    os.fsync(handle.fileno())
+            os.replace(temporary, path)
+        finally:
+            temporary.unlink(missing_ok=True)
+        if self.durable:
+            self._sync_directory(path.parent)
+        return len(content)
+
+    def _events_kept(self, run_id: str, path: Path) -> list[dict[str, Any]]:
+        try:
+            return self._read(run_id, path).events
+        except CheckpointNotFoundError:  # no log, or only a torn first line
+            return []
+
+    def _compact(self, run_id: str, path: Path) -> None:
+        log = self._read(run_id, path)
+        assert log.state is not None  # we just appended one
+        size = self._replace(path, self._record(log.state, log.parts, (), log.events))
+        self._sizes[run_id] = (size, size)
+        self.compactions += 1
+
+    # -- reading ---------------------------------------------------------------------
+
+    def _read(self, run_id: str, path: Path) -> _Log:
+        try:
+            content = path.read_bytes()
         except FileNotFoundError:
             raise _not_found(run_id) from None
-        try:
-            raw = json.loads(data)
-        except ValueError:
-            return RunState.from_json(data)  # reports the state as corrupt
-        if not isinstance(raw, dict):
-            return RunState.from_json(raw)
-        parts: dict[str, Any] = {}
-        for key in RunState.parts_left_out(raw):
-            kind, entry_id = parse_part_key(key)
-            if kind == "items" and _SAFE_RUN_ID.fullmatch(entry_id):
-                try:
-                    parts[key] = json.loads((self.items_path(run_id) / f"{entry_id}.json").read_bytes())
-                except (FileNotFoundError, ValueError):
-                    pass  # join_parts reports the missing list
-        return RunState.join_parts(raw, parts)
+        log = _Log()
+        lines = content.split(b"\n")
+        # The last element is b"" after a complete final line, else a line torn by a crash: ignored.
+        for number, raw in enumerate(lines[:-1], start=1):
+            try:
+                record = json.loads(raw)
+                state, new, gone, events = record["state"], record["new"], record["gone"], record["events"]
+                if not isinstance(new, dict) or not isinstance(gone, list) or not isinstance(events, list):
+                    raise TypeError("a record's new, gone and events are an object and two lists")
+            except (ValueError, TypeError, KeyError) as exc:
+                raise CorruptRunStateError(f"run {run_id!r}: line {number} of its checkpoint log is damaged: "
+                                           f"{exc}", run_id=run_id) from None
+            for key in gone:
+                log.parts.pop(key, None)
+            log.parts.update(new)
+            log.state = state
+            log.events.extend(events)
+        if log.state is None:
+            raise _not_found(run_id)
+        return log
+
+    def load(self, run_id: str) -> RunState:
+        log = self._read(run_id, self.log_path(run_id))
+        return RunState.join_parts(log.state, log.parts)
 
     def load_events(self, run_id: str) -> list[TraceEvent]:
         try:
-            text = self.events_path(run_id).read_text(encoding="utf-8")
-        except FileNotFoundError:
-            return []
-        try:
-            limit: int | None = self.load(run_id).trace_seq
+            log = self._read(run_id, self.log_path(run_id))
         except CheckpointNotFoundError:
-            limit = None
-        by_seq: dict[int, TraceEvent] = {}
-        for line in text.splitlines():
-            try:
-                event = TraceEvent.from_dict(json.loads(line))
-            except (ValueError, TypeError):
-                continue  # a line torn by a crash mid-append
-            if limit is None or event.seq < limit:
-                by_seq[event.seq] = event
-        return [by_seq[seq] for seq in sorted(by_seq)]
+            return []
+        return [TraceEvent.from_dict(event) for event in log.events]
 
     def delete(self, run_id: str) -> None:
-        for path in (self.state_path(run_id), self.events_path(run_id)):
-            try:
-                path.unlink()
-            except FileNotFoundError:
-                pass
-        shutil.rmtree(self.items_path(run_id), ignore_errors=True)
+        path = self.log_path(run_id)
         with self._lock:
-            self._blobs.pop(run_id, None)
+            path.unlink(missing_ok=True)
+            self._ledgers.pop(run_id, None)
+            self._sizes.pop(run_id, None)
 
     def run_ids(self) -> list[str]:
-        return sorted(p.name[: -len(".json")] for p in self.directory.glob("*.json")
-                      if not p.name.startswith("."))
+        return sorted(p.name[: -len(".log")] for p in self.directory.glob("*.log") if not p.name.startswith("."))
+
+
+def line_events(events: Sequence[TraceEvent]) -> list[dict[str, Any]]:
+    return [event.to_dict() for event in events]
+
+
+@dataclass(slots=True)
+class _Log:
+    """A run's log read back: the latest state (without parts), the live parts, every event in order."""
+
+    state: Any = None
+    parts: dict[str, Any] = field(default_factory=dict)
+    events: list[dict[str, Any]] = field(default_factory=list)

@@ -4,6 +4,12 @@
     python -m runtime resume RUN_ID --checkpoint-dir DIR --tasks MODULE [--interrupt ID --value JSON [--label L]]
     python -m runtime show RUN_ID --checkpoint-dir DIR [--trace]
 
+Trace retention: the engine holds at most ``--keep-trace`` events (default
+1000) in memory; every event goes to the checkpoint with its superstep and,
+with ``--trace-file``, to a JSON-lines file as it happens (flushed every
+superstep). ``--trace`` prints this call's events: all of them from the
+checkpoint when there is one, else the ones held (with ``trace_dropped``).
+
 ``--tasks`` imports a module and uses its ``registry`` (a ``TaskRegistry``), or the
 default registry its ``@task`` decorators filled; the built-in tasks are added
 unless a name clashes or ``--no-builtins`` is given. A checkpoint directory
@@ -34,6 +40,7 @@ from runtime._errors import WorkflowError
 from runtime._ids import RandomIds, SequentialIds
 from runtime._registry import TaskRegistry, builtin_registry, default_registry
 from runtime._sqlite import SqliteCheckpointer
+from runtime._trace import TraceEvent
 
 EXIT = {"completed": 0, "failed": 1, "interrupted": 3, "cancelled": 4}
 EXIT_REFUSED = 2
@@ -90,16 +97,60 @@ def _load_workflows(directory: str | None) -> dict[object, Workflow]:
 
 
 CHECKPOINT_FILE = "runs.sqlite3"
+#: Trace events the command line holds in memory: bounded, so a long run's memory follows its live frames.
+KEEP_TRACE = 1000
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a count of events (0 or more)")
+    return value
 
 
 def _checkpointer(directory: str, *, durable: bool) -> SqliteCheckpointer:
     return SqliteCheckpointer(Path(directory) / CHECKPOINT_FILE, durable=durable)
 
 
-def _engine(args: argparse.Namespace, checkpointer: SqliteCheckpointer | None) -> Engine:
+class TraceFile:
+    """Appends each trace event to a JSON-lines file as it happens, flushed at the end of every superstep.
+
+    So the whole trace is on disk however long the run, while the engine keeps only ``--keep-trace`` events
+    in memory. Reruns of a superstep after a crash append their events again (the checkpoint is the
+    authority on which superstep committed; ``show --trace`` reads it).
+    """
+
+    def __init__(self, path: str) -> None:
+        try:
+            self._handle = open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed by close()
+        except OSError as exc:
+            raise CliError(f"cannot open trace file {path!r}: {exc.strerror}") from None
+        self.written = 0
+
+    def __call__(self, event: TraceEvent) -> None:
+        self._handle.write(json.dumps(event.to_dict(), ensure_ascii=False, separators=(",", ":")) + "\n")
+        self.written += 1
+
+    def flush(self, *_superstep: object) -> None:
+        self._handle.flush()
+
+    def close(self) -> None:
+        self._handle.close()
+
+
+def _engine(args: argparse.Namespace, checkpointer: SqliteCheckpointer | None,
+            sink: TraceFile | None = None) -> Engine:
     ids = SequentialIds() if args.ids == "sequential" else RandomIds()
     return Engine(registry=load_registry(args.tasks, builtins=not args.no_builtins),
-                  workflows=_load_workflows(args.workflows), checkpointer=checkpointer, ids=ids)
+                  workflows=_load_workflows(args.workflows), checkpointer=checkpointer, ids=ids,
+                  keep_trace=args.keep_trace, trace_sink=sink, on_superstep=sink.flush if sink else None)
+
+
+def _sink(args: argparse.Namespace) -> TraceFile | None:
+    return TraceFile(args.trace_file) if getattr(args, "trace_file", None) else None
 
 
 _SAFE_RUN_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,199}")
@@ -117,8 +168,21 @@ def _emit(payload: dict[str, Any], args: argparse.Namespace) -> None:
     sys.stdout.flush()
 
 
-def _finish(result: RunResult, args: argparse.Namespace) -> int:
-    _emit(result.to_dict(trace=args.trace), args)
+def _finish(result: RunResult, args: argparse.Namespace, checkpointer: SqliteCheckpointer | None = None,
+            first_seq: int = 0) -> int:
+    payload = result.to_dict(trace=args.trace)
+    if args.trace:
+        if checkpointer is not None:
+            # The checkpoint holds every event of this call (memory held only the last --keep-trace).
+            payload["trace"] = [event.to_dict() for event in checkpointer.load_events(result.run_id)
+                                if event.seq >= first_seq]
+        else:
+            produced = result.run_state.trace_seq - first_seq
+            if produced > len(result.trace):
+                payload["trace_dropped"] = produced - len(result.trace)
+                sys.stderr.write(f"note: --trace shows the last {len(result.trace)} of {produced} events "
+                                 f"(--keep-trace); use --checkpoint-dir or --trace-file for all of them\n")
+    _emit(payload, args)
     return EXIT[result.status]
 
 
@@ -131,14 +195,19 @@ def cmd_run(args: argparse.Namespace) -> int:
     else:
         run_input = {}
     checkpointer = _checkpointer(args.checkpoint_dir, durable=args.durable) if args.checkpoint_dir else None
-    engine = _engine(args, checkpointer)
+    sink = _sink(args)
+    engine = _engine(args, checkpointer, sink)
     run_id = args.run_id or engine.ids.run_id()
     if checkpointer is not None:
         stored = _stored_workflow(Path(args.checkpoint_dir), run_id)
         stored.parent.mkdir(parents=True, exist_ok=True)
         stored.write_text(document.model_dump_json(), encoding="utf-8")
-    with engine:
-        return _finish(engine.run(document, run_input, run_id=run_id), args)
+    try:
+        with engine:
+            return _finish(engine.run(document, run_input, run_id=run_id), args, checkpointer)
+    finally:
+        if sink is not None:
+            sink.close()
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
@@ -146,14 +215,21 @@ def cmd_resume(args: argparse.Namespace) -> int:
     state = checkpointer.load(args.run_id)
     source = args.workflow or str(_stored_workflow(Path(args.checkpoint_dir), args.run_id))
     document = Workflow.model_validate(_read_json(source, "workflow"))
-    engine = _engine(args, checkpointer)
-    with engine:
-        if args.interrupt is None:
-            if args.value is not None or args.label is not None:
-                raise CliError("--value and --label answer an interrupt: give --interrupt too")
-            return _finish(engine.continue_run(state, workflow=document), args)
-        value = _parse_json(args.value, "--value") if args.value is not None else {}
-        return _finish(engine.resume(state, args.interrupt, value, args.label, workflow=document), args)
+    first = state.trace_seq
+    sink = _sink(args)
+    engine = _engine(args, checkpointer, sink)
+    try:
+        with engine:
+            if args.interrupt is None:
+                if args.value is not None or args.label is not None:
+                    raise CliError("--value and --label answer an interrupt: give --interrupt too")
+                return _finish(engine.continue_run(state, workflow=document), args, checkpointer, first)
+            value = _parse_json(args.value, "--value") if args.value is not None else {}
+            return _finish(engine.resume(state, args.interrupt, value, args.label, workflow=document), args,
+                           checkpointer, first)
+    finally:
+        if sink is not None:
+            sink.close()
 
 
 def cmd_show(args: argparse.Namespace) -> int:
@@ -192,6 +268,11 @@ def build_parser() -> argparse.ArgumentParser:
             sub.add_argument("--durable", action=argparse.BooleanOptionalAction, default=True,
                              help="fsync every checkpoint (the default); --no-durable survives a killed process "
                                   "but not a power cut, and is faster")
+            sub.add_argument("--keep-trace", type=_count, default=KEEP_TRACE, metavar="N",
+                             help=f"trace events held in memory (default {KEEP_TRACE}, 0 none); the checkpoint "
+                                  "and --trace-file get every event as it happens")
+            sub.add_argument("--trace-file", metavar="FILE.jsonl",
+                             help="append every trace event to this file as it happens (JSON lines)")
         sub.add_argument("--trace", action="store_true", help="include the trace events")
         sub.add_argument("--compact", action="store_true", help="print JSON on one line")
 

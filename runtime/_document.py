@@ -42,6 +42,8 @@ from runtime._paths import (
 )
 
 SCHEMA_VERSION: Final = 1
+#: Batches of a distributed foreach that run at once when its node does not say.
+DEFAULT_BATCHES_IN_FLIGHT: Final = 4
 
 
 def _coerce(kind: type, parser: Any) -> Any:
@@ -74,7 +76,16 @@ LocalPathField = Annotated[
     WithJsonSchema({"type": "string", "description": "field of a payload; '.' is the whole payload"}),
 ]
 
-NodeId = Annotated[str, Field(min_length=1, max_length=200)]
+def _printable_id(value: str) -> str:
+    # Node ids name trace rows and appear in messages and pages; a control character (NUL above all, which
+    # PostgreSQL's text columns refuse) in one would break a run's first save instead of the document's check.
+    bad = next((char for char in value if ord(char) < 32 or ord(char) == 127), None)
+    if bad is not None:
+        raise ValueError(f"a node id may not contain control characters; found {bad!r} in {value!r}")
+    return value
+
+
+NodeId = Annotated[str, Field(min_length=1, max_length=200), AfterValidator(_printable_id)]
 JsonSchema = dict[str, Any]
 
 
@@ -246,6 +257,34 @@ class ForeachNode(_NodeBase):
     #: Collect each item's result (what the node routing back to this foreach produced) into this state
     #: field, as a list in index order, written when the foreach is done.
     results: StatePathField | None = None
+    # Distribution (runtime._batches): with ``batch_size`` set, a host that runs items on many workers (the
+    # designer, above its threshold of items) may run this foreach's items as separate batches of that many
+    # items, at most ``max_batches_in_flight`` at once, each with the same structured context as in one run.
+    # All of these are left out of dumps when unset, so documents that never set them keep their exact form.
+    #: Items per batch when the foreach runs distributed; None: it always runs inside its own run.
+    batch_size: int | None = Field(default=None, ge=1, le=100_000, exclude_if=lambda value: value is None)
+    #: How many batches may run at once (default ``DEFAULT_BATCHES_IN_FLIGHT``).
+    max_batches_in_flight: int | None = Field(default=None, ge=1, le=1000, exclude_if=lambda value: value is None)
+    #: Failed items the foreach tolerates (their results are null and they are listed); beyond it, it fails.
+    tolerated_failure_count: int | None = Field(default=None, ge=0, exclude_if=lambda value: value is None)
+    #: Share of failed items, in percent of all items, the foreach tolerates; beyond it, it fails.
+    tolerated_failure_percentage: float | None = Field(default=None, ge=0, le=100,
+                                                       exclude_if=lambda value: value is None)
+
+    @property
+    def tolerates_failures(self) -> bool:
+        """True when a failed item does not fail the run at once but is counted against a tolerance."""
+        return self.tolerated_failure_count is not None or self.tolerated_failure_percentage is not None
+
+    def too_many_failures(self, failed: int, total: int) -> bool:
+        """Whether ``failed`` of ``total`` items is beyond the tolerance (either limit exceeded, as in AWS
+        Step Functions' Distributed Map; no tolerance set means none is tolerated)."""
+        if not self.tolerates_failures:
+            return failed > 0
+        if self.tolerated_failure_count is not None and failed > self.tolerated_failure_count:
+            return True
+        percentage = self.tolerated_failure_percentage
+        return percentage is not None and total > 0 and failed * 100 > percentage * total
 
     @model_serializer(mode="wrap")
     def _drop_unset_results(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:

@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from runtime._algo import mint
 from runtime._analysis import analyze
+from runtime._batches import BatchResult, ItemOutcome, batch_state
 from runtime._compiled import CompiledWorkflow, compile_workflow
-from runtime._document import Workflow, WorkflowRef
-from runtime._errors import NodeFailedError, ResumeError, WorkflowError
+from runtime._document import ForeachNode, Workflow, WorkflowRef
+from runtime._errors import CorruptRunStateError, NodeFailedError, ResumeError, WorkflowError
 from runtime._ids import IdFactory, RandomIds
 from runtime._loop import LoopConfig, RunLoop
 from runtime._parts import adopt as adopt_lists
@@ -23,7 +24,7 @@ from runtime._state import ROOT_SCOPE_ID, Interrupt, RunState, RuntimeScope
 from runtime._steps import StepExecutor
 from runtime._trace import TraceEvent, summarize
 
-RunStatus = Literal["completed", "interrupted", "failed", "cancelled"]
+RunStatus = Literal["completed", "interrupted", "waiting", "failed", "cancelled"]
 
 _CACHE_LIMIT = 256
 
@@ -104,6 +105,11 @@ class Engine:
     engine polls ``should_cancel`` while it waits so a cancel ends a running
     step, and a step stopped by cancellation cancels the run without
     committing its superstep.
+
+    ``distribute(node, number_of_items)`` lets a host run a root-scope foreach
+    whose node sets ``batch_size`` as distributed batches (``runtime._batches``):
+    such a run ends a call ``waiting``; each batch runs with ``run_batch`` and
+    ``join_foreach`` meets the barrier and continues the run.
     """
 
     def __init__(
@@ -123,6 +129,7 @@ class Engine:
         step_timeout: float | None = None,
         max_result_bytes: int | None = None,
         step_executor: StepExecutor | None = None,
+        distribute: Callable[[ForeachNode, int], bool] | None = None,
     ) -> None:
         self.registry = registry if registry is not None else default_registry
         self.resolver = as_resolver(workflows)
@@ -148,6 +155,7 @@ class Engine:
         self.step_timeout = step_timeout
         self.max_result_bytes = max_result_bytes
         self.step_executor = step_executor
+        self.distribute = distribute
         self._compiled: dict[int, tuple[Workflow, CompiledWorkflow]] = {}
         self._known: dict[str, Workflow] = {}
         self._pool: ThreadPoolExecutor | None = None
@@ -197,7 +205,7 @@ class Engine:
             checkpointer=self.checkpointer, on_superstep=self.on_superstep, should_cancel=self.should_cancel,
             max_depth=self.max_depth, max_steps=self.max_steps, keep_trace=self.keep_trace,
             trace_sink=self.trace_sink, step_timeout=self.step_timeout,
-            max_result_bytes=self.max_result_bytes, step_executor=self.step_executor,
+            max_result_bytes=self.max_result_bytes, step_executor=self.step_executor, distribute=self.distribute,
         )
 
     @staticmethod
@@ -344,4 +352,91 @@ class Engine:
                             workflow: Workflow | Mapping[str, Any] | None = None) -> RunResult:
         loop = self._reopen(run_state, workflow)
         await loop.adrive()
+        return self._result(loop)
+
+    # -- distributed foreach -------------------------------------------------------------
+
+    def run_batch(self, run_state: RunState | Mapping[str, Any] | str | bytes, activation_id: str,
+                  indices: Sequence[int], *, workflow: Workflow | Mapping[str, Any] | None = None,
+                  on_items: Callable[[tuple[ItemOutcome, ...]], Any] | None = None) -> BatchResult:
+        """Run the items ``indices`` of the distributed activation ``activation_id`` of a waiting run.
+
+        ``on_items(outcomes)`` receives the items that ended in each superstep, after it (an exception from it
+        stops the batch there: a host that lost its lease raises). The run state is not changed; every item
+        failure is an outcome, never a failed batch.
+        """
+        if isinstance(run_state, RunState):
+            source = run_state.copy_for_resume()  # lists grow in place: keep the caller's object as it was
+        else:
+            source = RunState.from_json(run_state)
+        activation = source.activations.get(activation_id)
+        if activation is None or not activation.distributed:
+            raise CorruptRunStateError(f"run {source.run_id!r} has no distributed foreach activation "
+                                       f"{activation_id!r}", activation_id=activation_id)
+        plan = self.compile(self._root_workflow(source, workflow))
+        node = plan.nodes.get(activation.node_id)
+        if not isinstance(node, ForeachNode):
+            raise CorruptRunStateError(f"activation {activation_id!r} belongs to {activation.node_id!r}, which is "
+                                       f"no foreach of workflow {plan.id!r}", activation_id=activation_id)
+        state = batch_state(source, activation_id, indices, node.max_concurrency)
+        adopt_lists(state)
+        wanted = list(state.activations[activation_id].only or ())
+        done: list[ItemOutcome] = []
+        pending: list[ItemOutcome] = []
+
+        def flush(_rs: RunState, _events: list[TraceEvent]) -> None:
+            if pending:
+                batch = tuple(pending)
+                pending.clear()
+                done.extend(batch)
+                if on_items is not None:
+                    on_items(batch)
+
+        config = self._config()
+        config.checkpointer, config.on_superstep, config.keep_trace, config.trace_sink = None, flush, 0, None
+        config.distribute = None  # a batch runs its items itself, nested foreach nodes included
+        loop = RunLoop(config, state, plan)
+        loop.scheduler.on_batch_item = lambda index, result, failed: pending.append(
+            ItemOutcome(index, result, None if failed is None else failed["error"]))
+        if wanted:
+            loop.scheduler.admit(state.activations[activation_id])
+            loop.drive()
+        else:
+            state.status = "completed"
+        flush(state, [])
+        if state.status == "interrupted":
+            # The analyzer refuses interrupts in a batched body; one reached anyway (inside a subgraph) has nobody
+            # to answer it: its item fails.
+            ended = {outcome.index for outcome in done}
+            stuck = tuple(ItemOutcome(index, None, {
+                "type": "BatchInterruptError", "code": "foreach.batch_interrupt", "node_id": activation.node_id,
+                "index": index, "message": f"item {index} reached an interrupt inside a distributed batch of "
+                                           f"foreach {activation.node_id!r}; a batch cannot pause for an answer",
+            }) for index in wanted if index not in ended)
+            pending.extend(stuck)
+            flush(state, [])
+            return BatchResult("completed", tuple(done))
+        if state.status == "cancelled":
+            return BatchResult("cancelled", tuple(done))
+        if state.status != "completed":
+            error = loop.stop_error or NodeFailedError(str((state.error or {}).get("message", "the batch failed")))
+            return BatchResult("failed", tuple(done), error)
+        return BatchResult("completed", tuple(done))
+
+    def join_foreach(self, run_state: RunState | Mapping[str, Any] | str | bytes,
+                     outcomes: Mapping[str, Iterable[ItemOutcome]], *,
+                     workflow: Workflow | Mapping[str, Any] | None = None) -> RunResult:
+        """Meet the barriers of a waiting run's distributed activations (``{activation_id: every item's
+        outcome}``) and continue the run."""
+        loop = self._reopen(run_state, workflow)
+        rs = loop.rs
+        if rs.status != "waiting":
+            raise ResumeError(f"run {rs.run_id!r} is {rs.status}, not waiting for distributed batches",
+                              run_id=rs.run_id, status=rs.status)
+        rs.step += 1
+        rs.status = "running"
+        for activation_id, items in outcomes.items():
+            loop.scheduler.join_distributed(activation_id, items)
+        loop.checkpoint(loop.settle())
+        loop.drive()
         return self._result(loop)

@@ -192,3 +192,11 @@ class StepCancelledError(WorkflowError):
     cancelled run; it never reaches a retry policy or an ``error`` route."""
 
     code = "step.cancelled"
+
+
+class ForeachItemsFailedError(WorkflowError):
+    """More items of a foreach failed than its node tolerates (``tolerated_failure_count``/``_percentage``; none
+    when unset). Details: ``node_id``, ``activation_id``, ``total``, ``failed`` (the failed indices, in order)
+    and ``errors`` (the first few ``{"index", "error"}`` records)."""
+
+    code = "foreach.items_failed"

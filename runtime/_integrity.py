@@ -143,6 +143,16 @@ def _check_activations(rs: RunState) -> dict[str, tuple[ForeachActivation, int]]
                                                       f"for {waiting.waiting_for!r}, not waiting for it")
         if activation.max_concurrency < 1:
             raise _bad("activation", aid, "max_concurrency", f"must be at least 1, is {activation.max_concurrency}")
+        if activation.only is not None:
+            raise _bad("activation", aid, "only", "names the items of one batch, which only a batch's own "
+                                                  "in-memory state holds")
+        if activation.distributed:
+            _check_distributed(rs, activation)
+            continue
+        if len(activation.failed) > activation.completed or any(
+                not isinstance(entry, Mapping) or not isinstance(entry.get("index"), int)
+                or not 0 <= entry["index"] < total for entry in activation.failed):
+            raise _bad("activation", aid, "failed", "lists failed items that are not done items of this activation")
         if not 0 <= activation.completed < total or not 0 < activation.next_index <= total:
             raise _bad("activation", aid, "completed",
                        f"{activation.completed} done and {activation.next_index} started of {total} items "
@@ -174,6 +184,21 @@ def _check_activations(rs: RunState) -> dict[str, tuple[ForeachActivation, int]]
         if aid not in rs.activations:
             raise _bad("barrier", aid, "activation_id", "belongs to no live foreach activation")
     return running_in
+
+
+def _check_distributed(rs: RunState, activation: ForeachActivation) -> None:
+    """A distributed activation runs no item here: nothing started, nothing done until it is joined."""
+    aid = activation.activation_id
+    if (activation.batch_size or 0) < 1 or (activation.batches_in_flight or 0) < 1:
+        raise _bad("activation", aid, "batch_size", "a distributed activation needs a positive batch size and "
+                                                    "number of batches in flight")
+    if activation.next_index or activation.completed or activation.running or activation.failed \
+            or not activation.items:
+        raise _bad("activation", aid, "running", "a distributed activation starts no item in its own run")
+    barrier = rs.barriers.get(aid)
+    if barrier is None or barrier.frame_id != activation.frame_id or barrier.expected != len(activation.items) \
+            or barrier.arrived:
+        raise _bad("barrier", aid, "expected", "a distributed activation's barrier waits for all of its items")
 
 
 def _check_frame(rs: RunState, frame: ExecutionFrame, running_in: dict[str, tuple[ForeachActivation, int]]) -> None:

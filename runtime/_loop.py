@@ -69,6 +69,8 @@ class LoopConfig:
     step_timeout: float | None = None
     max_result_bytes: int | None = None
     step_executor: StepExecutor | None = None
+    #: Whether a root-scope foreach with a batch size runs as distributed batches (node, number of items).
+    distribute: Callable[[ForeachNode, int], bool] | None = None
 
 
 @dataclass(slots=True, eq=False)
@@ -244,7 +246,7 @@ class RunLoop:
         self.root_plan = root_plan
         self.recorder = Recorder(run_state, keep=config.keep_trace, sink=config.trace_sink)
         self._plans: dict[tuple[str, int | None], CompiledWorkflow] = {}
-        self.scheduler = Scheduler(run_state, config.ids, self.recorder, self.plan_for)
+        self.scheduler = Scheduler(run_state, config.ids, self.recorder, self.plan_for, config.distribute)
         self._event_loop: asyncio.AbstractEventLoop | None = None
         self.stop_error: StepLimitError | None = None
 
@@ -494,12 +496,20 @@ class RunLoop:
         elif sched.completed:
             rs.status = "completed"
             self.recorder.emit("run_completed", summary=summarize(rs.output))
+        elif sched.batch_done:
+            rs.status = "completed"  # one batch's own state (runtime._batches): its items are all over
         elif not rs.ready:
-            if not rs.interrupts:
+            distributed = [key for key, activation in rs.activations.items() if activation.distributed]
+            if distributed:
+                # Nothing left to run here: the run waits, holding no worker, until its batches are joined.
+                rs.status = "waiting"
+                self.recorder.emit("run_waiting", summary={"activations": distributed})
+            elif not rs.interrupts:
                 raise CorruptRunStateError("the run cannot progress: nothing is ready and nothing is interrupted",
                                            run_id=rs.run_id)
-            rs.status = "interrupted"
-            self.recorder.emit("run_interrupted", summary={"interrupts": list(rs.interrupts)})
+            else:
+                rs.status = "interrupted"
+                self.recorder.emit("run_interrupted", summary={"interrupts": list(rs.interrupts)})
         self.recorder.sync()
         return self.recorder.take_step()
 

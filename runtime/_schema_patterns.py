@@ -25,6 +25,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from functools import lru_cache
+from itertools import chain, islice
 from typing import Any
 
 import regex
@@ -216,6 +217,100 @@ _TIMED_KEYWORDS = {
 }
 
 
+#: Keywords whose check of one value costs O(1) whatever the value (no subschema, no pattern, no list in the
+#: schema to compare against). An ``items`` schema made only of these is "flat": checking an array against it
+#: is schema work counted once, not once per element, so a list of a million integers is as cheap to accept
+#: as its schema is to read. Anything else (objects, subschemas, patterns, enums, $refs) counts per element,
+#: which keeps the budget's protection where the work per element depends on the schema's shape.
+_FLAT_ITEM_KEYWORDS = frozenset({
+    "type", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "minLength",
+    "maxLength", "title", "description", "default", "examples", "deprecated", "readOnly", "writeOnly",
+    "$comment",
+})
+_SCALAR_TYPES = frozenset({"integer", "number", "string", "boolean", "null"})
+#: Errors kept from one flat ``items`` check (the callers report 20 at most; ``anyOf`` needs only one).
+_FLAT_ITEM_ERRORS = 100
+
+
+def _flat_items(items: Any) -> bool:
+    if not isinstance(items, Mapping) or not items.keys() <= _FLAT_ITEM_KEYWORDS:
+        return False
+    kind = items.get("type")
+    if isinstance(kind, list):  # a union of types is fine as long as each is a scalar type name
+        return all(isinstance(k, str) and k in _SCALAR_TYPES for k in kind)
+    return kind is None or (isinstance(kind, str) and kind in _SCALAR_TYPES)
+
+
+_ANNOTATIONS = _FLAT_ITEM_KEYWORDS - {"type", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
+                                      "multipleOf", "minLength", "maxLength"}
+_EXACT_TYPES: dict[str, tuple[type, ...]] = {
+    "integer": (int,), "number": (int, float), "string": (str,), "boolean": (bool,), "null": (type(None),)}
+_QUICK_KEYWORDS = frozenset({"type", "minimum", "maximum", "minLength", "maxLength"}) | _ANNOTATIONS
+
+
+def _quick_check(items: Mapping[str, Any]) -> Any:
+    """A predicate that is sufficient for ``items`` (a value it accepts, the draft accepts), or None.
+
+    For the common item schemas: one scalar type with numeric bounds or string lengths. A value it does
+    not accept goes through jsonschema itself, so errors and edge cases (1.0 as an integer) are the draft's.
+    """
+    kind = items.get("type")
+    if not items.keys() <= _QUICK_KEYWORDS or not isinstance(kind, str):
+        return None
+    exact = _EXACT_TYPES[kind]
+    bounds = [items.get(name) for name in ("minimum", "maximum", "minLength", "maxLength")]
+    if any(b is not None and (type(b) not in (int, float)) for b in bounds):
+        return None
+    low, high, shortest, longest = bounds
+    if (low is not None or high is not None) and kind not in ("integer", "number"):
+        low = high = None  # the draft ignores numeric bounds on other types
+    if (shortest is not None or longest is not None) and kind != "string":
+        shortest = longest = None
+
+    def accepts(value: Any) -> bool:
+        if type(value) not in exact:
+            return False
+        if low is not None and value < low:
+            return False
+        if high is not None and value > high:
+            return False
+        if shortest is not None and len(value) < shortest:
+            return False
+        return longest is None or len(value) <= longest
+
+    return accepts
+
+
+def _items(keyword: Any) -> Any:
+    """``items`` counted by the schema's work: a flat item schema costs its keywords once (see above)."""
+    counted = _counted(keyword)
+
+    def check(validator: Any, items: Any, instance: Any, schema: Mapping[str, Any]) -> Any:
+        steps = _STEPS.get()
+        if (steps is None or not _flat_items(items) or "prefixItems" in schema  # items then skips the prefix
+                or not validator.is_type(instance, "array")):
+            return counted(validator, items, instance, schema)
+        steps[0] -= 1 + len(items)
+        if steps[0] < 0:
+            raise ValidationTooExpensive
+        quick = _quick_check(items)
+        # Uncounted (flat: O(1) per element) and gathered now, so no uncounted stretch outlives this call.
+        token = _STEPS.set(None)
+        try:
+            if quick is None:
+                errors = list(islice(keyword(validator, items, instance, schema), _FLAT_ITEM_ERRORS))
+            else:  # only the elements the quick test does not accept go through jsonschema, for its verdict
+                doubtful = (validator.descend(value, items, path=index)
+                            for index, value in enumerate(instance) if not quick(value))
+                errors = list(islice(chain.from_iterable(doubtful), _FLAT_ITEM_ERRORS))
+        finally:
+            _STEPS.reset(token)
+        return iter(errors)
+
+    check.__name__ = getattr(keyword, "__name__", "items")
+    return check
+
+
 def _counted(keyword: Any) -> Any:
     def check(validator: Any, value: Any, instance: Any, schema: Mapping[str, Any]) -> Any:
         steps = _STEPS.get()
@@ -238,4 +333,7 @@ def timed_validator_class(stock: Any) -> Any:
     The class is not registered for any ``$schema`` URI, so jsonschema's own lookups never hand it out.
     """
     keywords = {**stock.VALIDATORS, **_TIMED_KEYWORDS}
-    return jsonschema_validators.extend(stock, validators={name: _counted(fn) for name, fn in keywords.items()})
+    wrapped = {name: _counted(fn) for name, fn in keywords.items()}
+    if "items" in keywords:
+        wrapped["items"] = _items(keywords["items"])
+    return jsonschema_validators.extend(stock, validators=wrapped)

@@ -39,7 +39,7 @@ from runtime._parts import CHUNK, CheckpointDelta, PartLedger, chunk_key
 RUN_STATE_VERSION: Literal[1] = 1
 ROOT_SCOPE_ID = "root"
 
-RunStatus = Literal["running", "interrupted", "completed", "failed", "cancelled"]
+RunStatus = Literal["running", "waiting", "interrupted", "completed", "failed", "cancelled"]
 FrameStatus = Literal["ready", "waiting", "interrupted", "failed"]
 LineageKind = Literal["root", "item", "subgraph"]
 
@@ -103,6 +103,30 @@ class ForeachActivation(_StateModel):
     results_id: str | None = None
     #: The items' results by index (``None`` until an item arrives); written once per index.
     results: list[Any] = Field(default_factory=list)
+    #: Items that failed and were tolerated (``ForeachNode.tolerated_failure_*``, or every failure inside a
+    #: batch): ``{"index": i, "error": {...}}`` in the order they failed. Left out of the JSON form when empty.
+    failed: list[dict[str, Any]] = Field(default_factory=list, exclude_if=lambda value: not value)
+    #: Set when the items run as distributed batches elsewhere (``runtime._batches``): items per batch. Such an
+    #: activation starts no item frames here; its barrier is met by ``Engine.join_foreach``.
+    batch_size: int | None = Field(default=None, exclude_if=lambda value: value is None)
+    #: How many of those batches may run at once.
+    batches_in_flight: int | None = Field(default=None, exclude_if=lambda value: value is None)
+    #: Inside one batch: the indices this activation runs, in order (``next_index`` counts into it).
+    only: list[int] | None = Field(default=None, exclude_if=lambda value: value is None)
+
+    @property
+    def total(self) -> int:
+        """How many items this activation waits for."""
+        return len(self.items) if self.only is None else len(self.only)
+
+    @property
+    def distributed(self) -> bool:
+        return self.batch_size is not None
+
+    def batch_ranges(self) -> list[tuple[int, int]]:
+        """``[start, stop)`` index ranges of the batches of a distributed activation, in order."""
+        size = self.batch_size or len(self.items) or 1
+        return [(start, min(start + size, len(self.items))) for start in range(0, len(self.items), size)]
 
 
 class Barrier(_StateModel):
@@ -291,6 +315,8 @@ class RunState(_StateModel):
             for key, activation in self.activations.items():
                 copied = activation.__dict__.copy()
                 copied["running"] = copied["running"].copy()
+                if copied["failed"]:
+                    copied["failed"] = copied["failed"].copy()
                 activations[key] = copied
             data["activations"] = activations
         else:

@@ -157,7 +157,12 @@ class VersionSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = WorkflowVersion
-        fields: tuple[str, ...] = ("number", "published_at", "published_by")
+        fields: tuple[str, ...] = ("number", "published_at", "published_by", "note")
+
+
+class PublishSerializer(serializers.Serializer):
+    note = serializers.CharField(required=False, allow_blank=True, max_length=2000, default="",
+                                 help_text="what changed in this version; shown in the version list")
 
 
 class VersionDetailSerializer(VersionSerializer):

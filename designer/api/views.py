@@ -320,9 +320,11 @@ class WorkflowAnalysisView(BaseAPIView):
 
 
 class WorkflowPublishView(BaseAPIView):
-    @extend_schema(request=None, responses={201: s.VersionSerializer, **ERRORS})
+    @extend_schema(request=s.PublishSerializer, responses={201: s.VersionSerializer, **ERRORS})
     def post(self, request: Request, workflow_id: int) -> Response:
-        version = workflow_services.publish_workflow(actor=request.user, workflow=_workflow(request, workflow_id))
+        data = parse(s.PublishSerializer, request.data or {})
+        version = workflow_services.publish_workflow(actor=request.user, workflow=_workflow(request, workflow_id),
+                                                     note=data.get("note", ""))
         return Response(s.VersionSerializer(version).data, status=status.HTTP_201_CREATED)
 
 

@@ -22,16 +22,17 @@ import logging
 from typing import Any
 
 from django.conf import settings
+from django.db import transaction
 from django.utils import timezone
 
 from designer import catalog
 from designer.models import Run
 from designer.resolvers import TeamVersionResolver
-from designer.runs import steps
+from designer.runs import batches, steps
 from designer.runs.checkpointer import OrmCheckpointer, run_id_for, run_state_of
 from designer.runs.lease import Heartbeat, LeaseLost, claim, new_owner_id, release
 from designer.runs.pinning import PinnedResolver
-from runtime import Engine, RunResult, RunState, WorkflowError
+from runtime import Engine, RunResult, RunState, WorkflowError, distributed_foreach
 
 logger = logging.getLogger("designer.runs")
 
@@ -39,7 +40,7 @@ DEFAULT_MAX_ATTEMPTS = 5
 DEFAULT_MAX_STEPS = 100_000
 
 #: Engine outcomes; each is also the name of the Run status it ends in.
-OUTCOMES = frozenset({"completed", "failed", "interrupted", "cancelled"})
+OUTCOMES = frozenset({"completed", "failed", "interrupted", "cancelled", "waiting"})
 
 
 def max_attempts() -> int:
@@ -96,6 +97,7 @@ class Execution:
             should_cancel=self._should_cancel,
             max_steps=max_steps(),
             keep_trace=0,  # the checkpointer stores every event; holding them too would grow with the run
+            distribute=batches.distribute,
             **steps.engine_options(),
         )
         with engine, steps.CancelWatch(run.pk, self._cancel_seen):
@@ -105,13 +107,18 @@ class Execution:
             if self.resume is not None:
                 return engine.resume(checkpoint, self.resume["interrupt_id"], self.resume.get("value"),
                                      self.resume.get("label"), workflow=run.document)
+            if checkpoint.get("status") == "waiting" and not batches.unfinished(run.pk):
+                # Every batch of its distributed foreach nodes is over: join them and carry on.
+                waiting = [key for key, activation in (checkpoint.get("activations") or {}).items()
+                           if isinstance(activation, dict) and activation.get("batch_size")]
+                return engine.join_foreach(checkpoint, batches.outcomes(run.pk, waiting), workflow=run.document)
             return engine.continue_run(checkpoint, workflow=run.document)
 
     def finish(self, result: RunResult) -> str:
         status: str = result.status
         if status not in OUTCOMES:
             raise AssertionError(f"unexpected engine outcome {status!r}")
-        finished = status != "interrupted"
+        finished = status not in ("interrupted", "waiting")
         fields: dict[str, Any] = {
             "status": status,
             "output": result.output,
@@ -122,6 +129,16 @@ class Execution:
         if not finished:
             # A pause is a normal stop: the attempt limit counts workers lost within one stretch of running.
             fields["attempts"] = 0
+        if status == "waiting":
+            # Its distributed foreach batches go to the queue with the release, in one transaction: the run holds
+            # no worker until the last batch wakes it (batches.wake).
+            with transaction.atomic():
+                left = batches.plan_batches(self.run.pk, distributed_foreach(result.run_state))
+                if not release(self.run.pk, self.owner, **fields):
+                    raise LeaseLost(f"run {self.run.pk}: lease lost before its batches were planned")
+                if not left:
+                    batches.wake(self.run.pk)
+            return status
         if not release(self.run.pk, self.owner, **fields):
             raise LeaseLost(f"run {self.run.pk}: lease lost before the outcome was stored")
         return status

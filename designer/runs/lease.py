@@ -23,6 +23,7 @@ import os
 import socket
 import threading
 import uuid
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
@@ -144,9 +145,11 @@ class Heartbeat:
     A renewal that finds the lease gone just stops; the next checkpoint then fails with ``LeaseLost``.
     """
 
-    def __init__(self, run_id: int, owner: str, interval: float | None = None) -> None:
+    def __init__(self, run_id: int, owner: str, interval: float | None = None,
+                 renewer: Callable[[int, str], None] | None = None) -> None:
         self.run_id = run_id
         self.owner = owner
+        self.renewer = renewer or renew  # another leased row (a foreach batch) renews its own way
         self.interval = interval if interval is not None else max(lease_seconds() / 3, 0.05)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name=f"lease-heartbeat-{run_id}", daemon=True)
@@ -163,7 +166,7 @@ class Heartbeat:
         try:
             while not self._stop.wait(self.interval):
                 try:
-                    renew(self.run_id, self.owner)
+                    self.renewer(self.run_id, self.owner)
                 except LeaseLost:
                     return
                 except Exception:  # a transient DB error must not kill the heartbeat, but it must be seen

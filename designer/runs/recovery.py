@@ -98,6 +98,9 @@ def requeue_stale_runs() -> list[int]:
     """Enqueue every stale run once; returns their ids. Safe to call from several workers at once: the
     conditional UPDATE lets exactly one of them re-stamp (and so enqueue) each run. Never waits on a locked
     row: a run whose row another transaction holds (a worker frozen mid-checkpoint) is passed by this time."""
+    from designer.runs.batches import requeue_stale_batches  # batches import this module
+
+    requeue_stale_batches()  # the batches of distributed foreach nodes are leased the same way
     candidates = list(stale_runs().values_list("pk", "lease_expires_at"))
     if not candidates:
         return []

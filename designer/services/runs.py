@@ -51,6 +51,14 @@ def start_run(*, actor: Any, workflow: Workflow, input: object = None, version: 
     enqueue it. The draft must be free of errors; its document is snapshotted, so editing it later does
     not change what runs."""
     require_workflow_role(actor, workflow, "runner")
+    return begin_run(workflow=workflow, input=input, version=version,
+                     created_by=actor if getattr(actor, "is_authenticated", False) else None)
+
+
+@transaction.atomic
+def begin_run(*, workflow: Workflow, input: object, version: object, created_by: Any = None) -> Run:
+    """``start_run`` without the permission check, for starters that were authorised when they were set up
+    (a webhook's secret, a schedule): records the run and enqueues it, or raises with nothing recorded."""
     run_input = _check_input(input)
     number = _check_version(version)
     workflow_version = None
@@ -73,7 +81,7 @@ def start_run(*, actor: Any, workflow: Workflow, input: object = None, version: 
         input=run_input,
         subgraph_versions=pins,
         status=Run.Status.QUEUED,
-        created_by=actor if getattr(actor, "is_authenticated", False) else None,
+        created_by=created_by,
     )
     run.runtime_id = run_id_for(run.pk)
     run.save(update_fields=["runtime_id"])
@@ -148,8 +156,9 @@ def cancel_run(*, actor: Any, run: Run) -> Run:
 def cancel(*, run_id: int) -> Run:
     """``cancel_run`` without the permission check, for the admin action and internal callers."""
     stopped = (
-        Run.objects.filter(pk=run_id, status__in=(Run.Status.QUEUED, Run.Status.RUNNING, Run.Status.INTERRUPTED))
-        .filter(lease_is_free() | Q(status=Run.Status.INTERRUPTED))
+        Run.objects.filter(pk=run_id, status__in=(Run.Status.QUEUED, Run.Status.RUNNING, Run.Status.INTERRUPTED,
+                                                  Run.Status.WAITING))
+        .filter(lease_is_free() | Q(status__in=(Run.Status.INTERRUPTED, Run.Status.WAITING)))
         .update(
             status=Run.Status.CANCELLED,
             cancel_requested=True,

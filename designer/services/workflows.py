@@ -186,14 +186,19 @@ def save_document(*, actor: Any, workflow: Workflow, revision: object, document:
 
 
 @transaction.atomic
-def publish_workflow(*, actor: Any, workflow: Workflow) -> WorkflowVersion:
-    """Freeze the current draft as the next version (editor); refused while it has errors
-    (``runtime.WorkflowValidationError`` carrying every error diagnostic)."""
+def publish_workflow(*, actor: Any, workflow: Workflow, note: object = "") -> WorkflowVersion:
+    """Freeze the current draft as the next version (editor), with the publisher's ``note`` on what changed;
+    refused while it has errors (``runtime.WorkflowValidationError`` carrying every error diagnostic)."""
     require_workflow_role(actor, workflow, "editor")
+    if note is None:
+        note = ""
+    if not isinstance(note, str) or len(note) > 2000:
+        raise BadRequest("a version's note is text of at most 2000 characters", field="note")
+    note = _without_nul(note.strip(), field="note")
     locked = Workflow.objects.select_for_update().get(pk=workflow.pk)
     parsed = parse_document(locked.document)
     analyze_document(parsed, team=locked.team_id).raise_for_errors()
     latest = locked.versions.aggregate(latest=Max("number"))["latest"] or 0
     return WorkflowVersion.objects.create(
-        workflow=locked, number=latest + 1, document=dump_document(parsed), published_by=actor
+        workflow=locked, number=latest + 1, document=dump_document(parsed), published_by=actor, note=note
     )

@@ -442,7 +442,8 @@ def publish(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
     loaded = _load(request, workflow_id)
     require_workflow_role(request.user, loaded.workflow, "editor")
     try:
-        version = workflow_services.publish_workflow(actor=request.user, workflow=loaded.workflow)
+        version = workflow_services.publish_workflow(actor=request.user, workflow=loaded.workflow,
+                                                     note=request.POST.get("note", ""))
     except (DesignerError, WorkflowError) as exc:
         count = len(getattr(exc, "diagnostics", ()) or ())
         message = (f"Not published: the draft has {count} error{'s' if count != 1 else ''}; "

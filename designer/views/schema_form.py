@@ -178,8 +178,6 @@ def _parse_field(prop: dict[str, Any], kind: str, required: bool, nullable: bool
         if nullable and required:
             return True, None, ""
         return False, None, "This field is required." if required else ""
-    if "\x00" in text:  # no database text or JSON column stores it portably (PostgreSQL refuses it)
-        return True, text, "Text may not contain NUL characters."
     if kind == "string":
         return True, text, ""
     if kind == "integer":

@@ -77,3 +77,22 @@ urlpatterns += [
     path("workflows/import/", workflows.workflow_import, name="workflow-import"),
     path("workflows/<int:workflow_id>/duplicate/", workflows.workflow_duplicate, name="workflow-duplicate"),
 ]
+
+# --- the workflow's page: versions, comparison, restore, triggers (designer/views/workflow_page.py) ---
+from designer.views import workflow_page  # noqa: E402
+
+urlpatterns += [
+    path("workflows/<int:workflow_id>/", workflow_page.workflow_page, name="workflow-page"),
+    path("workflows/<int:workflow_id>/versions/compare/", workflow_page.version_compare, name="version-compare"),
+    path("workflows/<int:workflow_id>/versions/<int:number>/restore/", workflow_page.version_restore,
+         name="version-restore"),
+    path("workflows/<int:workflow_id>/versions/restore/undo/", workflow_page.version_restore_undo,
+         name="version-restore-undo"),
+    path("workflows/<int:workflow_id>/webhooks/", workflow_page.webhook_create, name="webhook-create"),
+    path("workflows/<int:workflow_id>/webhooks/<int:webhook_id>/revoke/", workflow_page.webhook_revoke,
+         name="webhook-revoke"),
+    path("workflows/<int:workflow_id>/schedules/", workflow_page.schedule_create, name="schedule-create"),
+    path("workflows/<int:workflow_id>/schedules/<int:schedule_id>/", workflow_page.schedule_update,
+         name="schedule-update"),
+    path("hooks/<str:secret>/", workflow_page.webhook_call, name="webhook-call"),
+]

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from runtime._analysis import _schemas as S
+from runtime._analysis._batches import batch_diagnostics
 from runtime._analysis._checks import Checker
 from runtime._analysis._cycles import no_exit_diagnostics
 from runtime._analysis._document_schemas import schema_diagnostics
@@ -448,6 +449,7 @@ class _Session:
         diagnostics += regions.diagnostics
         diagnostics += no_exit_diagnostics(doc, nodes, routes, labels, regions.stacks)
         diagnostics += _aliases(doc, nodes, regions.stacks)
+        diagnostics += batch_diagnostics(doc, nodes, regions.stacks)
 
         foreach_nodes = {nid: n for nid, n in nodes.items() if isinstance(n, ForeachNode)}
         inner_foreach = caller_foreach | frozenset(foreach_nodes)

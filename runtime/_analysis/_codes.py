@@ -59,6 +59,14 @@ _TABLE: Final[tuple[CodeInfo, ...]] = (
              "than once per level), or a default its own schema refuses (field names the schema; the message "
              "gives the place inside it)",
              addition=True),
+    CodeInfo("foreach.batch_interrupt", "error",
+             "an interrupt inside the body of a foreach that may run as distributed batches (batch_size set)",
+             addition=True),
+    CodeInfo("foreach.batch_state_write", "warning",
+             "a node writes state inside the body of a foreach that may run as distributed batches: the writes "
+             "stay in their batch", addition=True),
+    CodeInfo("foreach.batch_settings_unused", "warning",
+             "max_batches_in_flight set on a foreach without batch_size", addition=True),
     CodeInfo("document.invalid", "error",
              "analyze() was given a mapping that is not a valid workflow document (raised, not returned)",
              addition=True),

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import Page, Request, expect
+from playwright.sync_api import Page, Request, Route, expect
 
 from designer.services import teams as team_services
 from designer.services import workflows as workflow_services
@@ -94,6 +94,47 @@ def test_a_drag_sends_one_move_operation_not_the_document(
     expect(editor.notice).not_to_contain_text("Someone else")
     saved = editor.document()
     assert next(n for n in saved["nodes"] if n["id"] == "pack_item")["name"] == "Pack it"
+    assert editor.errors == []
+
+
+def test_a_panel_save_whose_form_is_replaced_before_its_answer_still_reaches_the_canvas(
+    logged_in_page: Page, live_server: Any, user: Any, team: Any, site_tasks: None
+) -> None:
+    # Save a node, then at once pick another one (or start dragging it): the
+    # inspector swaps the saving form out before the server answers. The answer
+    # must still reach the canvas, or the tab's edit queue stalls and the next
+    # canvas edit goes out with a stale revision.
+    workflow = _workflow(user, team, nested_document(positions=True))
+    editor = EditorPage(logged_in_page, live_server.url, workflow).open()
+    held: list[Route] = []
+    edit_url = f"**/workflows/{workflow.pk}/edit/change/"
+    def hold(route: Route) -> None:
+        held.append(route)
+
+    editor.page.route(edit_url, hold)
+
+    editor.select("pack_item")
+    editor.inspector.get_by_label("Name", exact=True).fill("Pack it")
+    before = editor.revision()
+    editor.inspector.get_by_role("button", name="Save node", exact=True).click()
+    for _ in range(250):
+        if held:
+            break
+        editor.page.wait_for_timeout(20)
+    assert len(held) == 1, "the panel's save never went out"
+    editor.select("set_value")
+    held[0].continue_()
+    editor.page.unroute(edit_url, hold)
+
+    editor.wait_saved(before + 1)
+    assert next(n for n in editor.document()["nodes"] if n["id"] == "pack_item")["name"] == "Pack it"
+    # The canvas learnt the panel save's undo, and the late answer does not take
+    # the inspector back from the node the person picked.
+    expect(editor.page.get_by_role("button", name="Undo")).to_be_enabled()
+    expect(editor.inspector).to_have_attribute("data-node", "set_value")
+    editor.move("customers", 0, 30)
+    editor.wait_saved(before + 2)
+    expect(editor.notice).not_to_contain_text("Someone else")
     assert editor.errors == []
 
 

@@ -231,8 +231,12 @@ def test_disconnect_and_its_undo_keep_the_route_order(doc: dict[str, Any]) -> No
     {"op": "set_workflow_start", "start": ""},
 ])
 def test_every_panel_operation_undoes_exactly(doc: dict[str, Any], op: dict[str, Any]) -> None:
+    before = copy.deepcopy(doc)
     applied = ops.apply(doc, op, CONTEXT)
-    if applied.document == doc:
+    # An operation that edited its input in place would compute its undo from the
+    # edited document: nothing to undo, and the caller's copy silently changed.
+    assert doc == before
+    if applied.document == before:
         assert applied.undo == []
         return
     roundtrip(doc, op)

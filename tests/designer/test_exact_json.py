@@ -74,3 +74,52 @@ def test_the_column_holds_the_json_text_as_written(workflow: Any) -> None:
     # Text on every database (never a jsonb value the driver decoded), in the order it was saved.
     assert isinstance(raw, str)
     assert list(json.loads(raw)) == ["z", "a"]
+
+
+def nul_document(node_id: str = "echo") -> dict[str, Any]:
+    """Echoes ``input.name`` and a literal holding NUL; NUL in the document's metadata too."""
+    from runtime import WorkflowBuilder
+
+    graph = WorkflowBuilder("nul", "Nul", input_schema={
+        "type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]},
+        state_schema={"type": "object", "properties": {"echo": {"type": "string"}, "literal": {"type": "string"}}})
+    echo = graph.use("set_value", id=node_id, input=[{"target": "value", "path": "input.name"}],
+                     output=[{"source": ".", "target": "echo"}])
+    literal = graph.use("set_value", id="literal", input=[{"target": "value", "value": "lit\u0000eral"}],
+                        output=[{"source": ".", "target": "literal"}])
+    graph.set_route(echo, "ok", literal)
+    graph.output("echo", "state.echo")
+    graph.output("literal", "state.literal")
+    document = graph.build().model_dump(mode="json")
+    document["metadata"] = {"note": "a\u0000b", "\u0000": "key"}
+    return document
+
+
+@pytest.mark.django_db(transaction=True)
+def test_nul_in_a_document_and_a_run_input_round_trips_through_the_api_and_a_worker(
+    cast: Any, api: Any, run_worker: Any
+) -> None:
+    """What the API accepts (NUL in any JSON string) is stored, run by a real worker and given back exactly."""
+    from django.urls import reverse
+
+    from designer.services import workflows as workflow_services
+
+    workflow = workflow_services.create_workflow(actor=cast.owner, team=cast.team, name="Nul",
+                                                 document=nul_document())
+    client = api(cast.editor)
+    document = nul_document()
+    saved = client.put(reverse("api:workflow-document", args=[workflow.pk]),
+                       {"revision": workflow.revision, "document": document}, format="json")
+    assert saved.status_code == 200, saved.json()
+    loaded = client.get(reverse("api:workflow-document", args=[workflow.pk])).json()["document"]
+    assert keys_in_order(loaded["metadata"]) == keys_in_order(document["metadata"])
+
+    started = client.post(reverse("api:workflow-runs", args=[workflow.pk]), {"input": {"name": "x\u0000y"}},
+                          format="json")
+    assert started.status_code == 201, started.json()
+    run_worker()
+
+    detail = client.get(reverse("api:run-detail", args=[started.json()["id"]])).json()
+    assert detail["status"] == "completed", detail["error"]
+    assert detail["input"] == {"name": "x\u0000y"}
+    assert detail["output"] == {"echo": "x\u0000y", "literal": "lit\u0000eral"}

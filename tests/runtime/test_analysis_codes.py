@@ -62,6 +62,15 @@ EXAMPLES: dict[str, Callable[[], Analysis]] = {
     "task.unknown": lambda: analyze(workflow([task("a", "no_such_task")], []), registry=REGISTRY),
     "workflow.no_start": lambda: analyze(workflow([], [])),
     "route.no_exit": lambda: analyze(workflow([task("a"), task("b")], chain("a", "b", "a")), registry=REGISTRY),
+    "foreach.batch_interrupt": lambda: analyze(workflow(
+        [{**foreach("f", "input.xs"), "batch_size": 10}, {"kind": "interrupt", "id": "ask"}],
+        [route("f", "loop", "ask"), route("ask", "ok", "f")])),
+    "foreach.batch_state_write": lambda: analyze(workflow(
+        [{**foreach("f", "input.xs"), "batch_size": 10}, task("b", output=[{"source": ".", "target": "seen"}])],
+        [route("f", "loop", "b"), route("b", "ok", "f")])),
+    "foreach.batch_settings_unused": lambda: analyze(workflow(
+        [{**foreach("f", "input.xs"), "max_batches_in_flight": 3}, task("b")],
+        [route("f", "loop", "b"), route("b", "ok", "f")])),
     "schema.invalid": lambda: analyze(workflow(
         [task("a")], [], input_schema={"type": "object", "properties": {"n": {"$ref": "#/$defs/missing"}}})),
 }
@@ -72,7 +81,8 @@ def test_every_code_has_an_example() -> None:
     assert set(EXAMPLES) | RAISED == set(CODES)
     additions = {code for code, info in CODES.items() if info.addition}
     assert additions == {"task.unknown", "route.unknown_source", "workflow.no_start", "schema.invalid",
-                         "document.invalid", "route.no_exit"}
+                         "document.invalid", "route.no_exit", "foreach.batch_interrupt",
+                         "foreach.batch_state_write", "foreach.batch_settings_unused"}
 
 
 @pytest.mark.parametrize("code", sorted(EXAMPLES))
@@ -100,3 +110,14 @@ def test_every_problem_is_reported_in_one_pass() -> None:
         input_schema=TYPED_INPUT), registry=REGISTRY)
     assert sorted({d.code for d in analysis.errors}) == [
         "node.unreachable", "path.unknown_field", "region.ambiguous", "route.unknown_label", "task.unknown"]
+
+
+def test_batch_diagnostics_name_the_body_node_and_only_apply_to_batched_foreach_nodes() -> None:
+    nodes = [foreach("f", "input.xs"), {"kind": "interrupt", "id": "ask"},
+             task("b", output=[{"source": ".", "target": "seen"}])]
+    routes = [route("f", "loop", "ask"), route("ask", "ok", "b"), route("b", "ok", "f")]
+    assert not [d for d in analyze(workflow(nodes, routes)).diagnostics if d.code.startswith("foreach.batch")]
+    batched = analyze(workflow([{**nodes[0], "batch_size": 50}, *nodes[1:]], routes))
+    found = {(d.code, d.node_id) for d in batched.diagnostics if d.code.startswith("foreach.batch")}
+    assert found == {("foreach.batch_interrupt", "ask"), ("foreach.batch_state_write", "b")}
+    assert not batched.ok

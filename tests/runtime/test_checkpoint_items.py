@@ -1,7 +1,7 @@
 """Foreach item lists are checkpointed once per activation, not at every superstep.
 
 ``RunState.split_parts`` / ``join_parts`` give the parts a checkpointer stores;
-the file checkpointer keeps long lists in ``<run_id>.items/<activation_id>.json``.
+the file checkpointer writes each list once, in the log line of the first state that needs it.
 """
 
 from __future__ import annotations
@@ -84,57 +84,31 @@ def test_join_without_a_part_is_corrupt_not_empty() -> None:
         RunState.join_parts(b"{not json", {})
 
 
-def test_file_checkpointer_writes_a_long_item_list_once(tmp_path: Path) -> None:
-    writes: list[tuple[int, bool]] = []
-
-    class Watching(FileCheckpointer):
-        def save(self, run_state: RunState, events: Sequence[TraceEvent] = ()) -> None:
-            super().save(run_state, events)
-            files = list(self.items_path(run_state.run_id).glob("*.json"))
-            stored = json.loads(self.state_path(run_state.run_id).read_text())
-            writes.append((len(files), any("items" in a for a in stored["activations"].values())))
-            for file in files:
-                stamps.setdefault(file.name, file.stat().st_mtime_ns)
-                assert file.stat().st_mtime_ns == stamps[file.name]  # never rewritten
-
-    stamps: dict[str, int] = {}
-    cp = Watching(tmp_path, inline_items=10)
+def test_file_checkpointer_writes_an_item_list_once(tmp_path: Path) -> None:
+    cp = FileCheckpointer(tmp_path)
     workflow = pausing_foreach(pause_at=30)
     items = list(range(40))
     paused = engine(checkpointer=cp).run(workflow, {"items": items})
     assert paused.status == "interrupted"
-    assert writes[-1] == (1, False)  # the list lives in its own file, not in the state
+    records = [json.loads(line) for line in cp.log_path(paused.run_id).read_bytes().splitlines()]
+    carrying = [n for n, record in enumerate(records) if any(key.startswith("items:") for key in record["new"])]
+    assert len(carrying) == 1  # the snapshot is written with the first state that needs it, never again
+    assert all("items" not in a for record in records for a in record["state"]["activations"].values())
     loaded = cp.load(paused.run_id)
     assert loaded == paused.run_state
     assert next(iter(loaded.activations.values())).items == items
 
     done = engine(checkpointer=cp).resume(loaded, paused.interrupts[0].interrupt_id, {}, workflow=workflow)
     assert done.status == "completed"
-    assert not cp.items_path(paused.run_id).exists()  # removed once no state needs it
+    last = json.loads(cp.log_path(paused.run_id).read_bytes().splitlines()[-1])
+    assert not any(key.startswith("items:") for key in last["new"])
     assert cp.load(paused.run_id) == done.run_state
 
 
-def test_short_item_lists_stay_inline(tmp_path: Path) -> None:
+def test_delete_removes_the_log(tmp_path: Path) -> None:
     cp = FileCheckpointer(tmp_path)
-    paused = engine(checkpointer=cp).run(pausing_foreach(pause_at=2), {"items": [1, 2, 3]})
-    assert not cp.items_path(paused.run_id).exists()
-    assert '"items":[1,2,3]' in cp.state_path(paused.run_id).read_text()
-    assert cp.load(paused.run_id) == paused.run_state
-
-
-def test_a_lost_item_file_makes_the_checkpoint_corrupt(tmp_path: Path) -> None:
-    cp = FileCheckpointer(tmp_path, inline_items=1)
     paused = engine(checkpointer=cp).run(pausing_foreach(pause_at=1), {"items": [0, 1, 2]})
-    for file in cp.items_path(paused.run_id).iterdir():
-        file.unlink()
-    with pytest.raises(CorruptRunStateError):
-        cp.load(paused.run_id)
-
-
-def test_delete_removes_the_item_files(tmp_path: Path) -> None:
-    cp = FileCheckpointer(tmp_path, inline_items=1)
-    paused = engine(checkpointer=cp).run(pausing_foreach(pause_at=1), {"items": [0, 1, 2]})
-    assert cp.items_path(paused.run_id).is_dir()
+    assert cp.log_path(paused.run_id).is_file()
     cp.delete(paused.run_id)
     assert list(tmp_path.iterdir()) == []
 

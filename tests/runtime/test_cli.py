@@ -155,3 +155,71 @@ def test_resume_of_unknown_run_is_refused(tmp_path: Path) -> None:
     done = cli("resume", "nope", "--checkpoint-dir", str(tmp_path), "--tasks", TASKS)
     assert done.returncode == 2
     assert json.loads(done.stdout)["error"]["code"] == "checkpoint.not_found"
+
+
+# -- trace retention (in-process) ---------------------------------------------------
+
+
+def _run_main(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict[str, Any], str]:
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, json.loads(captured.out), captured.err
+
+
+def test_memory_keeps_the_last_events_only_and_says_how_many_were_dropped(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    workflow = write(tmp_path / "wf.json", doubling_workflow().model_dump(mode="json"))
+    code, result, err = _run_main(capsys, "run", workflow, "--input-json", json.dumps({"xs": list(range(20))}),
+                                  "--tasks", TASKS, "--keep-trace", "5", "--trace")
+    assert code == 0 and result["output"]["sum"] == 380
+    assert len(result["trace"]) == 5 and result["trace"][-1]["kind"] == "run_completed"
+    assert result["trace_dropped"] == result["trace"][0]["seq"] > 40
+    assert "shows the last 5 of" in err
+
+
+def test_every_event_is_streamed_to_the_checkpoint_and_the_trace_file(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    workflow = write(tmp_path / "wf.json", doubling_workflow().model_dump(mode="json"))
+    trace_file = tmp_path / "trace.jsonl"
+    code, result, _ = _run_main(capsys, "run", workflow, "--input-json", json.dumps({"xs": list(range(20))}),
+                                "--tasks", TASKS, "--keep-trace", "0", "--trace", "--checkpoint-dir",
+                                str(tmp_path / "runs"), "--run-id", "r1", "--trace-file", str(trace_file))
+    assert code == 0
+    seqs = [e["seq"] for e in result["trace"]]
+    assert seqs == list(range(len(seqs))) and len(seqs) > 40  # all of them, although memory kept none
+    assert "trace_dropped" not in result
+    streamed = [json.loads(line) for line in trace_file.read_text(encoding="utf-8").splitlines()]
+    assert streamed == result["trace"]
+    code, shown, _ = _run_main(capsys, "show", "r1", "--checkpoint-dir", str(tmp_path / "runs"), "--trace")
+    assert shown["trace"] == result["trace"]
+
+
+def test_resume_prints_the_events_of_its_own_call_from_the_checkpoint(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    workflow = write(tmp_path / "wf.json", approval_workflow().model_dump(mode="json"))
+    directory = str(tmp_path / "runs")
+    code, paused, _ = _run_main(capsys, "run", workflow, "--checkpoint-dir", directory, "--run-id", "r1",
+                                "--keep-trace", "0", "--trace")
+    assert code == 3
+    first = len(paused["trace"])
+    code, resumed, _ = _run_main(capsys, "resume", "r1", "--checkpoint-dir", directory, "--keep-trace", "1",
+                                 "--interrupt", paused["interrupts"][0]["interrupt_id"], "--value",
+                                 '{"why": "ok"}', "--trace")
+    assert code == 0
+    assert resumed["trace"][0]["seq"] == first and resumed["trace"][0]["kind"] == "resumed"
+    assert resumed["trace"][-1]["kind"] == "run_completed"
+
+
+def test_the_command_line_is_durable_and_bounded_by_default() -> None:
+    from runtime._cli import KEEP_TRACE, build_parser
+
+    args = build_parser().parse_args(["run", "wf.json"])
+    assert args.durable is True and args.keep_trace == KEEP_TRACE == 1000
+    assert build_parser().parse_args(["run", "wf.json", "--no-durable", "--keep-trace", "0"]).keep_trace == 0
+
+
+def test_a_negative_keep_trace_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as caught:
+        main(["run", "wf.json", "--keep-trace", "-3"])
+    assert caught.value.code == 2
+    assert "'-3' is not a count of events" in capsys.readouterr().err

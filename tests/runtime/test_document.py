@@ -221,6 +221,12 @@ def test_duplicate_node_ids_are_refused_naming_the_node() -> None:
     assert "node id 'a' is used by more than one node; node ids must be unique" in message
 
 
+@pytest.mark.parametrize("node_id, bad", [("a\x00b", "\x00"), ("tab\there", "\t"), ("\x7f", "\x7f")])
+def test_control_characters_in_node_ids_are_refused_naming_the_id(node_id: str, bad: str) -> None:
+    message = validation_message({"id": "w", "nodes": [task(node_id)]})
+    assert f"a node id may not contain control characters; found {bad!r} in {node_id!r}" in message
+
+
 def test_route_to_a_missing_node_is_refused_naming_both_ends() -> None:
     message = validation_message({
         "id": "w", "nodes": [task("a")], "routes": [{"source": "a", "label": "ok", "target": "ghost"}],
@@ -332,7 +338,8 @@ def nodes(draw: st.DrawFn, node_id: str) -> Any:
 
 @st.composite
 def workflows(draw: st.DrawFn) -> Workflow:
-    ids = draw(st.lists(st.text(min_size=1, max_size=8), max_size=5, unique=True))
+    node_ids = st.text(alphabet=st.characters(blacklist_categories=("Cs", "Cc")), min_size=1, max_size=8)
+    ids = draw(st.lists(node_ids, max_size=5, unique=True))
     node_list = [draw(nodes(node_id)) for node_id in ids]
     routes: dict[tuple[str, str], str] = {}
     if ids:
@@ -360,3 +367,31 @@ def test_documents_survive_a_json_round_trip_unchanged(doc: Workflow) -> None:
     assert again == doc
     assert again.model_dump(mode="json") == dumped
     assert Workflow.model_validate_json(doc.model_dump_json()) == doc
+
+
+def test_foreach_distribution_settings_round_trip_and_are_left_out_when_unset() -> None:
+    from runtime import ForeachNode
+
+    plain = ForeachNode(id="f", over="input.xs")
+    assert set(plain.model_dump(mode="json")) == {"kind", "id", "name", "description", "over", "as",
+                                                  "max_concurrency"}
+    node = ForeachNode(id="f", over="input.xs", batch_size=100, max_batches_in_flight=3,
+                       tolerated_failure_count=2, tolerated_failure_percentage=12.5)
+    assert ForeachNode.model_validate(node.model_dump(mode="json")) == node
+    for field, bad in (("batch_size", 0), ("max_batches_in_flight", 0), ("tolerated_failure_count", -1),
+                       ("tolerated_failure_percentage", 101)):
+        with pytest.raises(ValidationError, match=f"node 'f'.*|{field}"):
+            ForeachNode.model_validate({"id": "f", "over": "input.xs", field: bad})
+
+
+def test_failure_tolerance_is_exceeded_when_either_limit_is() -> None:
+    from runtime import ForeachNode
+
+    assert ForeachNode(id="f", over="input.xs").too_many_failures(1, 100)
+    assert not ForeachNode(id="f", over="input.xs").too_many_failures(0, 100)
+    by_count = ForeachNode(id="f", over="input.xs", tolerated_failure_count=2)
+    assert not by_count.too_many_failures(2, 3) and by_count.too_many_failures(3, 100)
+    by_share = ForeachNode(id="f", over="input.xs", tolerated_failure_percentage=10)
+    assert not by_share.too_many_failures(10, 100) and by_share.too_many_failures(11, 100)
+    both = ForeachNode(id="f", over="input.xs", tolerated_failure_count=50, tolerated_failure_percentage=10)
+    assert both.too_many_failures(11, 100)  # within the count, beyond the share

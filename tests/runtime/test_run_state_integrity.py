@@ -374,7 +374,8 @@ def test_every_load_path_checks_the_state(tmp_path: Any) -> None:
         with pytest.raises(CorruptRunStateError):
             activation_progress(given_state)
     files = FileCheckpointer(tmp_path)
-    (tmp_path / f"{state['run_id']}.json").write_text(json.dumps(state))
+    record = {"state": state, "new": {}, "gone": [], "events": []}
+    files.log_path(state["run_id"]).write_text(json.dumps(record) + "\n")
     with pytest.raises(CorruptRunStateError):
         files.load(state["run_id"])
     memory = InMemoryCheckpointer()

@@ -206,12 +206,73 @@ def test_recursion_that_stays_linear_is_accepted(schema: dict[str, Any]) -> None
 def test_a_validation_stops_after_its_budget_of_keyword_checks(monkeypatch: pytest.MonkeyPatch) -> None:
     from runtime import _schema_patterns
 
-    # {"type": "array", "items": X} costs 2 checks, then one "type" check per item: n + 2 in all.
+    # {"type": "array", "items": X} costs 2 checks, then X's two checks per item ("type", "properties"; the
+    # item objects are empty): 2n + 2 in all, since an object item schema is counted per element.
     monkeypatch.setattr(_schema_patterns, "MAX_VALIDATION_STEPS", 52)
     doc = workflow([task("a")], [], input_schema={"type": "object", "properties": {
-        "xs": {"type": "array", "items": {"type": "integer"}}}})
+        "xs": {"type": "array", "items": {"type": "object", "properties": {"n": {"type": "integer"}}}}}})
     # the object adds "type" and "properties": 2 more
-    assert check_run_input(doc, {"xs": list(range(48))}) == {"xs": list(range(48))}
+    assert check_run_input(doc, {"xs": [{}] * 24}) == {"xs": [{}] * 24}
     with pytest.raises(InputValidationError, match="too large to check against this schema: validation stopped "
                                                    "after 52 keyword checks"):
-        check_run_input(doc, {"xs": list(range(49))})
+        check_run_input(doc, {"xs": [{}] * 25})
+
+
+def _int_list_doc(items: dict[str, Any]) -> Any:
+    return workflow([task("a")], [], input_schema={"type": "object", "properties": {
+        "xs": {"type": "array", "items": items}}})
+
+
+def test_a_flat_item_schema_is_counted_once_not_per_element(monkeypatch: pytest.MonkeyPatch) -> None:
+    from runtime import _schema_patterns
+
+    # The same 52-check budget that refuses 25 objects above takes 10,000 bounded integers: the item
+    # schema's checks are O(1) per element whatever the element, so they are counted as schema work.
+    monkeypatch.setattr(_schema_patterns, "MAX_VALIDATION_STEPS", 52)
+    doc = _int_list_doc({"type": "integer", "minimum": 0, "description": "a count"})
+    assert check_run_input(doc, {"xs": list(range(10_000))})["xs"][-1] == 9_999
+
+
+def test_a_million_integers_are_accepted_by_the_default_budget() -> None:
+    doc = _int_list_doc({"type": "integer"})
+    xs = list(range(1_000_000))
+    assert check_run_input(doc, {"xs": xs})["xs"] is not None
+    xs[7], xs[500_000], xs[9] = True, "x", 2.0  # 2.0 is an integer in 2020-12; True and "x" are not
+    with pytest.raises(InputValidationError) as caught:
+        check_run_input(doc, {"xs": xs})
+    assert sorted(e["field"] for e in caught.value.details["errors"]) == ["xs.500000", "xs.7"]
+
+
+def test_flat_items_that_are_not_quick_to_check_still_get_the_drafts_verdict() -> None:
+    doc = _int_list_doc({"type": "number", "multipleOf": 0.5, "exclusiveMaximum": 10})
+    assert check_run_input(doc, {"xs": [0.5, 1, 9.5]}) == {"xs": [0.5, 1, 9.5]}
+    with pytest.raises(InputValidationError, match=r"xs\.1: 0\.3 is not a multiple of 0\.5"):
+        check_run_input(doc, {"xs": [0.5, 0.3]})
+
+
+_FLAT_ITEMS = st.fixed_dictionaries({"type": st.sampled_from(["integer", "number", "string", "boolean", "null"])},
+                                    optional={"minimum": st.integers(-3, 3), "maximum": st.integers(-3, 3),
+                                              "minLength": st.integers(0, 3), "maxLength": st.integers(0, 3),
+                                              "exclusiveMinimum": st.integers(-3, 3), "title": st.just("t")})
+_ELEMENTS = st.one_of(st.integers(-5, 5), st.floats(-5, 5, allow_nan=False), st.booleans(), st.none(),
+                      st.text(max_size=5), st.just({}), st.just([1]))
+
+
+@settings(max_examples=150, deadline=None)
+@given(items=_FLAT_ITEMS, xs=st.lists(_ELEMENTS, max_size=6),
+       draft=st.sampled_from(["https://json-schema.org/draft/2020-12/schema", "http://json-schema.org/draft-07/schema#",
+                              "http://json-schema.org/draft-04/schema#"]))
+def test_the_flat_items_path_agrees_with_jsonschema(items: dict[str, Any], xs: list[Any], draft: str) -> None:
+    import jsonschema
+
+    if draft.endswith("draft-04/schema#") and "exclusiveMinimum" in items:
+        items = {**items, "exclusiveMinimum": True, "minimum": items["exclusiveMinimum"]}  # draft 4's boolean form
+    schema = {"$schema": draft, "type": "object", "properties": {"xs": {"type": "array", "items": items}}}
+    expected = jsonschema.validators.validator_for(schema)(schema).is_valid({"xs": xs})
+    doc = workflow([task("a")], [], input_schema=schema)
+    try:
+        check_run_input(doc, {"xs": xs})
+        accepted = True
+    except InputValidationError:
+        accepted = False
+    assert accepted == expected

@@ -24,6 +24,7 @@ from django_tasks_db.management.commands.db_worker import Command as DbWorkerCom
 from designer.runs import steps
 from designer.runs.lease import lease_seconds
 from designer.runs.recovery import requeue_stale_runs
+from designer.services.triggers import requeue_lost_ticks
 
 logger = logging.getLogger("designer.runs")
 
@@ -33,6 +34,7 @@ def _recover_forever(interval: float, stop: threading.Event) -> None:
         while not stop.wait(interval):
             try:
                 requeue_stale_runs()
+                requeue_lost_ticks()
             except Exception:  # a locked or briefly unavailable database must not end recovery for good
                 logger.exception("recovering stale runs failed; retrying in %.1fs", interval)
                 close_old_connections()
@@ -61,6 +63,10 @@ class Command(DbWorkerCommand):
             requeued = requeue_stale_runs()
             if requeued:
                 self.stdout.write(f"re-enqueued stale run(s): {', '.join(map(str, requeued))}")
+            # A schedule whose queued tick was lost (an emptied queue) gets it back; a duplicate is harmless.
+            lost = requeue_lost_ticks()
+            if lost:
+                self.stdout.write(f"re-enqueued the tick of schedule(s): {', '.join(map(str, lost))}")
             if not options.get("batch"):
                 interval = options.get("recover_interval") or max(lease_seconds() / 2, 0.5)
                 stop = threading.Event()

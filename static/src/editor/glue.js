@@ -81,6 +81,31 @@ function isEditRequest(detail) {
 
 // A panel's form edit waits its turn in the tab's edit queue and goes out with
 // the revision the previous edit produced, exactly like a canvas edit.
+//
+// The form may be swapped out of the page while its request is in flight (the
+// person selects another node, the inspector reloads). htmx would then fire
+// the answer's events on the detached form, where no document listener hears
+// them, and swap the old node's panel over the one the person chose. So the
+// queue listens on the form itself, and for a detached form it takes the
+// answer over: the trellis:* events of its HX-Trigger go to the document
+// (without re-selecting the old node) and nothing is swapped.
+function announceDetachedAnswer(xhr) {
+  const header = xhr && xhr.getResponseHeader("HX-Trigger");
+  if (!header) return;
+  let events;
+  try {
+    events = JSON.parse(header);
+  } catch {
+    return;
+  }
+  if (!events || typeof events !== "object") return;
+  for (const [name, detail] of Object.entries(events)) {
+    if (!name.startsWith("trellis:")) continue;
+    const { node: _moved, ...rest } = detail && typeof detail === "object" ? detail : {};
+    document.dispatchEvent(new CustomEvent(name, { detail: rest }));
+  }
+}
+
 function queuePanelEdits() {
   document.addEventListener("htmx:confirm", (event) => {
     if (!isEditRequest(event.detail)) return;
@@ -89,16 +114,29 @@ function queuePanelEdits() {
     enqueue(
       () =>
         new Promise((resolve) => {
+          // htmx sends nothing for an element already gone from the page.
+          if (!elt.isConnected) {
+            resolve();
+            return;
+          }
           let timer = null;
-          const finish = (after) => {
-            if (after && after.detail && after.detail.requestConfig && after.detail.requestConfig.elt !== elt) return;
-            document.removeEventListener("htmx:afterRequest", finish, true);
+          const answered = (loaded) => {
+            if (elt.isConnected) return;
+            loaded.preventDefault();
+            announceDetachedAnswer(loaded.detail && loaded.detail.xhr);
+          };
+          const finish = () => {
+            elt.removeEventListener("htmx:beforeOnLoad", answered);
+            elt.removeEventListener("htmx:afterRequest", finish);
+            elt.removeEventListener("htmx:validation:halted", finish);
             window.clearTimeout(timer);
             resolve();
           };
-          document.addEventListener("htmx:afterRequest", finish, true);
-          // A request htmx halts before sending (form validation) never reports back.
-          timer = window.setTimeout(() => finish(null), 20000);
+          elt.addEventListener("htmx:beforeOnLoad", answered);
+          elt.addEventListener("htmx:afterRequest", finish);
+          elt.addEventListener("htmx:validation:halted", finish);
+          // Last resort for a request htmx drops without any event.
+          timer = window.setTimeout(finish, 20000);
           issueRequest(true);
         }),
     );

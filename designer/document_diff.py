@@ -1,0 +1,276 @@
+"""What changed between two workflow documents: nodes, routes, bindings, schemas and settings.
+
+``diff(a, b)`` lists the changes that turn document ``a`` into ``b``; ``apply_changes(a, changes)``
+replays them. Both are pure functions on the documents' plain JSON (the same form
+``designer.document_ops`` edits), so the version comparison page, its list and its
+canvas colouring come from one answer that is tested without a database.
+
+What counts as a difference is what changes a run. Canvas positions (``metadata``) and
+the order of nodes, routes and bindings are not differences; an implicit start (the first
+node) is compared as the node it names, so reordering nodes that moves the start is one.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+Document = Mapping[str, Any]
+ChangeKind = Literal["added", "removed", "changed"]
+
+#: Top-level fields compared as a whole, and how the list names them.
+SCHEMAS = ("input_schema", "state_schema")
+SETTINGS = ("name", "description", "start", "step_timeout_seconds")
+#: A node's bindings, each diffed per binding rather than as part of the node.
+BINDINGS = ("input", "output")
+#: Top-level fields that are not part of the comparison at all.
+IGNORED = frozenset({"metadata", "id", "schema_version"})
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """One difference. ``what``: ``node``, ``route``, ``input`` / ``output`` (a node's binding),
+    ``schema``, ``output_field`` (a workflow output) or ``setting``. ``node``: the node it belongs
+    to (for a route: its source), so the canvas can colour it. ``key`` names the thing within its
+    kind (a node id, ``source --label``, a binding's target, a field name)."""
+
+    what: str
+    change: ChangeKind
+    key: str
+    node: str | None
+    before: Any = None
+    after: Any = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"what": self.what, "change": self.change, "key": self.key, "node": self.node,
+                "before": self.before, "after": self.after, "summary": self.summary}
+
+    @property
+    def summary(self) -> str:
+        where = f" of {self.node}" if self.node is not None and self.what in BINDINGS else ""
+        label = {"input": "input binding", "output": "output binding", "output_field": "workflow output"}.get(
+            self.what, self.what)
+        if self.what == "route" and self.change == "changed":
+            return f"route {self.key}: {self.before} → {self.after}"
+        if self.what == "route":
+            target = self.after if self.change == "added" else self.before
+            return f"route {self.key} → {target} {self.change}"
+        if self.what == "node" and self.change == "changed":
+            fields = sorted(k for k in {*self.before, *self.after} if self.before.get(k) != self.after.get(k))
+            return f"node {self.key} changed: {', '.join(fields)}"
+        return f"{label} {self.key}{where} {self.change}"
+
+
+# --- keyed collections ---------------------------------------------------------------
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
+
+
+def _keyed(items: object, key_of: Any) -> dict[str, Any]:
+    """A list as {key: item}; a key met again gets ``#2``, ``#3``... so nothing is lost."""
+    keyed: dict[str, Any] = {}
+    for item in items if isinstance(items, list) else []:
+        base = key_of(item)
+        key, n = base, 1
+        while key in keyed:
+            n += 1
+            key = f"{base}#{n}"
+        keyed[key] = item
+    return keyed
+
+
+def _binding_key(item: Any) -> str:
+    if isinstance(item, Mapping) and isinstance(item.get("target"), str):
+        return str(item["target"])
+    return _canonical(item)
+
+
+def _route_key(item: Any) -> str:
+    if isinstance(item, Mapping):
+        return f"{item.get('source')} --{item.get('label')}"
+    return _canonical(item)
+
+
+def _node_key(item: Any) -> str:
+    if isinstance(item, Mapping) and isinstance(item.get("id"), str):
+        return str(item["id"])
+    return _canonical(item)
+
+
+def _compare(what: str, old: Mapping[str, Any], new: Mapping[str, Any], node: Any = None) -> list[Change]:
+    changes: list[Change] = []
+    for key in sorted(old.keys() | new.keys()):
+        owner = node(key) if callable(node) else node
+        if key not in new:
+            changes.append(Change(what, "removed", key, owner, before=copy.deepcopy(old[key])))
+        elif key not in old:
+            changes.append(Change(what, "added", key, owner, after=copy.deepcopy(new[key])))
+        elif _canonical(old[key]) != _canonical(new[key]):
+            changes.append(Change(what, "changed", key, owner, copy.deepcopy(old[key]), copy.deepcopy(new[key])))
+    return changes
+
+
+def _without_bindings(node: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in node.items() if k not in BINDINGS}
+
+
+def effective_start(document: Document) -> Any:
+    """The node a run starts at: the explicit start, else the first node."""
+    start = document.get("start")
+    if start is not None:
+        return start
+    nodes = document.get("nodes") or []
+    first = nodes[0] if nodes else None
+    return first.get("id") if isinstance(first, Mapping) else None
+
+
+# --- diff and apply -------------------------------------------------------------------
+
+
+def diff(a: Document, b: Document) -> list[Change]:
+    """The changes that turn ``a`` into ``b``, nodes first, then routes, bindings, schemas, settings."""
+    nodes_a, nodes_b = _keyed(a.get("nodes"), _node_key), _keyed(b.get("nodes"), _node_key)
+    changes: list[Change] = []
+    for change in _compare("node", nodes_a, nodes_b, node=lambda key: key):
+        if change.change == "changed":
+            before, after = _without_bindings(change.before), _without_bindings(change.after)
+            if _canonical(before) != _canonical(after):
+                changes.append(Change("node", "changed", change.key, change.key, before, after))
+        else:
+            changes.append(change)
+    routes_a, routes_b = _keyed(a.get("routes"), _route_key), _keyed(b.get("routes"), _route_key)
+    for change in _compare("route", routes_a, routes_b):
+        route = change.after if change.change == "added" else change.before
+        source = route.get("source") if isinstance(route, Mapping) else None
+        if change.change == "changed":
+            changes.append(Change("route", "changed", change.key, source, route_target(change.before),
+                                  route_target(change.after)))
+        else:
+            value = route_target(route)
+            changes.append(Change("route", change.change, change.key, source,
+                                  value if change.change == "removed" else None,
+                                  value if change.change == "added" else None))
+    for node_id in sorted(nodes_a.keys() & nodes_b.keys()):
+        for what in BINDINGS:
+            old = _keyed(_mapping(nodes_a[node_id]).get(what), _binding_key)
+            new = _keyed(_mapping(nodes_b[node_id]).get(what), _binding_key)
+            changes.extend(_compare(what, old, new, node=node_id))
+    for name in SCHEMAS:
+        changes.extend(_compare("schema", _present(a, name), _present(b, name)))
+    changes.extend(_compare("output_field", _keyed(a.get("outputs"), _binding_key),
+                            _keyed(b.get("outputs"), _binding_key)))
+    settings_a = {**_present(a, *SETTINGS), "start": effective_start(a)}
+    settings_b = {**_present(b, *SETTINGS), "start": effective_start(b)}
+    changes.extend(_compare("setting", settings_a, settings_b))
+    others = sorted((a.keys() | b.keys()) - IGNORED - {"nodes", "routes", "outputs", *SCHEMAS, *SETTINGS})
+    changes.extend(_compare("setting", _present(a, *others), _present(b, *others)))
+    return changes
+
+
+def route_target(route: Any) -> Any:
+    return route.get("target") if isinstance(route, Mapping) else route
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _present(document: Document, *names: str) -> dict[str, Any]:
+    return {name: document[name] for name in names if name in document}
+
+
+def _apply_keyed(items: object, key_of: Any, changes: Iterable[Change], value: Any) -> list[Any]:
+    keyed = _keyed(items, key_of)
+    for change in changes:
+        if change.change == "removed":
+            keyed.pop(change.key, None)
+        else:
+            keyed[change.key] = value(change)
+    return list(keyed.values())
+
+
+def apply_changes(a: Document, changes: Iterable[Change]) -> dict[str, Any]:
+    """``a`` with ``changes`` made (as ``diff`` lists them); ``a`` is left as it was."""
+    doc = copy.deepcopy(dict(a))
+    changes = list(changes)
+    by_what: dict[str, list[Change]] = {}
+    for change in changes:
+        by_what.setdefault(change.what, []).append(change)
+
+    nodes = _keyed(doc.get("nodes"), _node_key)
+    for change in by_what.get("node", []):
+        if change.change == "removed":
+            nodes.pop(change.key, None)
+        elif change.change == "added":
+            nodes[change.key] = copy.deepcopy(change.after)
+        else:
+            kept = {k: v for k, v in _mapping(nodes[change.key]).items() if k in BINDINGS}
+            nodes[change.key] = {**copy.deepcopy(change.after), **kept}
+    for what in BINDINGS:
+        per_node: dict[str, list[Change]] = {}
+        for change in by_what.get(what, []):
+            per_node.setdefault(str(change.node), []).append(change)
+        for node_id, node_changes in per_node.items():
+            node = dict(nodes[node_id])
+            node[what] = _apply_keyed(node.get(what), _binding_key, node_changes,
+                                      lambda c: copy.deepcopy(c.after))
+            nodes[node_id] = node
+    if "nodes" in doc or nodes:
+        doc["nodes"] = list(nodes.values())
+
+    def route_of(change: Change) -> dict[str, Any]:
+        source, _, label = change.key.partition(" --")
+        return {"source": source, "label": label, "target": change.after}
+
+    if "route" in by_what:
+        doc["routes"] = _apply_keyed(doc.get("routes"), _route_key, by_what["route"], route_of)
+    if "output_field" in by_what:
+        doc["outputs"] = _apply_keyed(doc.get("outputs"), _binding_key, by_what["output_field"],
+                                      lambda c: copy.deepcopy(c.after))
+    for change in [*by_what.get("schema", []), *by_what.get("setting", [])]:
+        if change.change == "removed":
+            doc.pop(change.key, None)
+        else:
+            doc[change.key] = copy.deepcopy(change.after)
+    return doc
+
+
+def normalized(document: Document) -> dict[str, Any]:
+    """The parts of a document ``diff`` compares, in one canonical order: equal exactly when
+    ``diff`` finds nothing."""
+
+    def sort(items: dict[str, Any]) -> list[Any]:
+        return [items[key] for key in sorted(items)]
+
+    nodes = _keyed(document.get("nodes"), _node_key)
+    return {
+        **{k: v for k, v in document.items() if k not in IGNORED and k not in ("nodes", "routes", "outputs")},
+        "start": effective_start(document),
+        "nodes": [
+            {**_mapping(node), **{what: sort(_keyed(_mapping(node).get(what), _binding_key))
+                                  for what in BINDINGS}}
+            if isinstance(node, Mapping) else node
+            for node in sort(nodes)
+        ],
+        "routes": sort(_keyed(document.get("routes"), _route_key)),
+        "outputs": sort(_keyed(document.get("outputs"), _binding_key)),
+    }
+
+
+def node_marks(changes: Iterable[Change]) -> dict[str, str]:
+    """Each node's colour on the comparison canvas: ``added``, ``removed`` or ``changed`` (its own
+    fields, a binding or a route leaving it changed). Nodes not listed are the same."""
+    marks: dict[str, str] = {}
+    for change in changes:
+        if change.node is None:
+            continue
+        if change.what == "node" and change.change in ("added", "removed"):
+            marks[change.node] = change.change
+        else:
+            marks.setdefault(change.node, "changed")
+    return marks

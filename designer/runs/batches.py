@@ -1,0 +1,293 @@
+"""Distributed foreach in the designer: batches as rows, each its own ``django.tasks`` task on any worker.
+
+The runtime decides what a batch is (``runtime._batches``); this module
+stores and schedules them:
+
+* A run whose engine call ends ``waiting`` has distributed foreach
+  activations. ``plan_batches`` (in the transaction that releases the run's
+  lease) creates one ``ForeachBatch`` row per batch and enqueues the first
+  ``batches_in_flight`` of each activation. The run holds no worker meanwhile.
+* ``execute_batch`` claims a batch's lease (a conditional UPDATE, as runs do),
+  loads the run's checkpoint, and runs the items of the batch that have no
+  ``ForeachBatchItem`` yet with ``Engine.run_batch``. Items that ended are
+  committed every ``TRELLIS_BATCH_COMMIT_SECONDS`` in a transaction that renews
+  the batch's lease and writes only while this worker holds it. A worker
+  killed mid-batch stops renewing; once the lease has expired, recovery
+  (``requeue_stale_batches``) enqueues the batch again and the next worker runs
+  only the items not committed, so no committed item runs twice.
+* When a batch is done, the next pending batch of its activation is enqueued
+  in the same transaction; when none of the run's batches is left, the run is
+  enqueued again (``wake``), and ``Execution.drive`` joins every activation
+  from the committed items (``Engine.join_foreach``) and carries on.
+
+A batch whose workers keep dying (``TRELLIS_RUN_MAX_ATTEMPTS``) is given up:
+its uncommitted items fail with ``batch.attempts_exhausted``, counted against
+the foreach's failure tolerance like any failed item.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterable
+from datetime import timedelta
+from typing import Any
+
+import pydantic_core
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F, Q
+from django.utils import timezone
+
+from designer import catalog
+from designer.models import ForeachBatch, ForeachBatchItem, Run
+from designer.resolvers import TeamVersionResolver
+from designer.runs import steps
+from designer.runs.checkpointer import run_state_of
+from designer.runs.lease import (
+    Heartbeat,
+    LeaseLost,
+    bounded_lock_wait,
+    expiry_in,
+    lease_is_free,
+    lease_now,
+    lease_seconds,
+    new_owner_id,
+)
+from designer.runs.pinning import PinnedResolver
+from runtime import DistributedForeach, Engine, ForeachNode, ItemOutcome
+
+logger = logging.getLogger("designer.runs")
+
+DEFAULT_DISTRIBUTE_ABOVE = 1000
+LIVE = (ForeachBatch.Status.QUEUED, ForeachBatch.Status.RUNNING)
+
+
+def distribute_above() -> int:
+    return int(getattr(settings, "TRELLIS_FOREACH_DISTRIBUTE_ABOVE", DEFAULT_DISTRIBUTE_ABOVE))
+
+
+def distribute(node: ForeachNode, items: int) -> bool:
+    """The engine's ``distribute`` policy: above the server's threshold (the node must set a batch size)."""
+    return items > distribute_above()
+
+
+def commit_seconds() -> float:
+    return float(getattr(settings, "TRELLIS_BATCH_COMMIT_SECONDS", 0.5))
+
+
+def _task() -> Any:
+    from designer.tasks import execute_batch
+
+    return execute_batch
+
+
+def _enqueue(batch_pk: int) -> None:
+    """Enqueue ``execute_batch`` inside the caller's transaction and stamp the queue deadline (see
+    ``recovery.enqueue_execution``: a queued batch nobody takes within a lease is enqueued again)."""
+    from designer.runs.recovery import _is_database_backend
+
+    task = _task()
+    ForeachBatch.objects.filter(pk=batch_pk).update(status=ForeachBatch.Status.QUEUED, lease_owner="",
+                                                    lease_expires_at=expiry_in(lease_seconds()))
+    if _is_database_backend(task):
+        task.enqueue(batch_pk)
+    else:
+        transaction.on_commit(lambda: task.enqueue(batch_pk))
+
+
+def plan_batches(run_id: int, waiting: Iterable[DistributedForeach]) -> int:
+    """Create the batch rows of each waiting activation that has none yet and enqueue the first ones. Call in
+    the transaction that leaves the run ``waiting``. Returns how many batches are still to finish."""
+    for activation in waiting:
+        if ForeachBatch.objects.filter(run_id=run_id, activation_id=activation.activation_id).exists():
+            continue  # planned by an earlier attempt of this run
+        rows = ForeachBatch.objects.bulk_create([
+            ForeachBatch(run_id=run_id, activation_id=activation.activation_id, node_id=activation.node_id,
+                         number=number, start=start, stop=stop)
+            for number, (start, stop) in enumerate(activation.batches())
+        ])
+        for row in rows[:activation.in_flight]:
+            _enqueue(row.pk)
+    return unfinished(run_id)
+
+
+def unfinished(run_id: int) -> int:
+    return ForeachBatch.objects.filter(run_id=run_id).exclude(
+        status__in=(ForeachBatch.Status.DONE, ForeachBatch.Status.CANCELLED)).count()
+
+
+def outcomes(run_id: int, activation_ids: Iterable[str]) -> dict[str, list[ItemOutcome]]:
+    """Every committed item of each activation, for ``Engine.join_foreach``."""
+    joined: dict[str, list[ItemOutcome]] = {}
+    for activation_id in activation_ids:
+        rows = (ForeachBatchItem.objects.filter(run_id=run_id, activation_id=activation_id).order_by("index")
+                .values_list("index", "result", "error"))
+        joined[activation_id] = [ItemOutcome(index, result, error) for index, result, error in rows.iterator()]
+    return joined
+
+
+def wake(run_id: int) -> bool:
+    """Enqueue a waiting run whose batches are all over; True when it did. Safe to call from every batch."""
+    from designer.runs.recovery import enqueue_execution
+
+    if unfinished(run_id):
+        return False
+    woken = Run.objects.filter(pk=run_id, status=Run.Status.WAITING).update(status=Run.Status.QUEUED)
+    if woken:
+        enqueue_execution(run_id)
+    return bool(woken)
+
+
+# ---------------------------------------------------------------------------
+# Executing one batch
+
+
+def claim(batch_id: int, owner: str) -> ForeachBatch | None:
+    with transaction.atomic():
+        bounded_lock_wait()
+        free = (ForeachBatch.objects.select_for_update(skip_locked=True).filter(pk=batch_id, status__in=LIVE)
+                .filter(lease_is_free()).values_list("pk", flat=True))
+        if not free:
+            return None
+        ForeachBatch.objects.filter(pk=batch_id).update(
+            lease_owner=owner, lease_expires_at=expiry_in(lease_seconds()), status=ForeachBatch.Status.RUNNING,
+            attempts=F("attempts") + 1)
+    return ForeachBatch.objects.select_related("run").get(pk=batch_id)
+
+
+def renew(batch_id: int, owner: str) -> None:
+    if not ForeachBatch.objects.filter(pk=batch_id, lease_owner=owner).update(
+            lease_expires_at=expiry_in(lease_seconds())):
+        raise LeaseLost(f"foreach batch {batch_id}: lease no longer held by {owner}")
+
+
+class Committer:
+    """Takes the items a batch hands over and commits them at most every ``commit_seconds``, renewing the lease
+    in the same transaction (a worker that lost it commits nothing)."""
+
+    def __init__(self, batch: ForeachBatch, owner: str) -> None:
+        self.batch = batch
+        self.owner = owner
+        self.buffer: list[ItemOutcome] = []
+        self.last = time.monotonic()
+        self.committed = 0
+
+    def add(self, ended: tuple[ItemOutcome, ...]) -> None:
+        self.buffer.extend(ended)
+        if time.monotonic() - self.last >= commit_seconds():
+            self.flush()
+
+    def flush(self) -> None:
+        batch, rows = self.batch, self.buffer
+        with transaction.atomic():
+            renew(batch.pk, self.owner)
+            if rows:
+                ForeachBatchItem.objects.bulk_create([
+                    ForeachBatchItem(run_id=batch.run_id, batch=batch, activation_id=batch.activation_id,
+                                     index=outcome.index, error=outcome.error,
+                                     result=None if outcome.error is not None
+                                     else pydantic_core.to_jsonable_python(outcome.result))
+                    for outcome in rows])
+        self.committed += len(rows)
+        self.buffer = []
+        self.last = time.monotonic()
+
+
+def _finish(batch: ForeachBatch, owner: str, status: str = "done") -> None:
+    """Close the batch, enqueue the next pending one of its activation, wake the run when none is left."""
+    with transaction.atomic():
+        if not ForeachBatch.objects.filter(pk=batch.pk, lease_owner=owner).update(
+                status=status, lease_owner="", lease_expires_at=None, finished_at=timezone.now()):
+            raise LeaseLost(f"foreach batch {batch.pk}: lease lost before it was closed")
+        following = (ForeachBatch.objects.filter(run_id=batch.run_id, activation_id=batch.activation_id,
+                                                 status=ForeachBatch.Status.PENDING)
+                     .order_by("number").values_list("pk", flat=True).first())
+        if following is not None:
+            _enqueue(following)
+        wake(batch.run_id)
+
+
+def _fail_uncommitted(batch: ForeachBatch, error: dict[str, Any]) -> None:
+    done = set(ForeachBatchItem.objects.filter(batch=batch).values_list("index", flat=True))
+    ForeachBatchItem.objects.bulk_create([
+        ForeachBatchItem(run_id=batch.run_id, batch=batch, activation_id=batch.activation_id, index=index,
+                         error={**error, "index": index})
+        for index in range(batch.start, batch.stop) if index not in done])
+
+
+def execute_batch(batch_id: int) -> str:
+    """Run one batch if no other worker holds it; ``done``, ``cancelled``, ``skipped`` or ``lease-lost``."""
+    from designer.runs.executor import max_attempts, max_steps
+
+    owner = new_owner_id()
+    batch = claim(batch_id, owner)
+    if batch is None:
+        return "skipped"
+    run = batch.run
+    try:
+        if run.status != Run.Status.WAITING or run.cancel_requested:
+            _finish(batch, owner, "cancelled")
+            return "cancelled"
+        if batch.attempts > max_attempts():
+            logger.error("foreach batch %s of run %s: giving up after %d attempts", batch.pk, run.pk,
+                         batch.attempts - 1)
+            with transaction.atomic():
+                _fail_uncommitted(batch, {
+                    "type": "WorkerLost", "code": "batch.attempts_exhausted", "node_id": batch.node_id,
+                    "message": f"{batch.attempts - 1} workers stopped while running batch {batch.number} of "
+                               f"foreach {batch.node_id!r}; its uncommitted items are given up"})
+            _finish(batch, owner)
+            return "done"
+        committed = set(ForeachBatchItem.objects.filter(batch=batch).values_list("index", flat=True))
+        left = [index for index in range(batch.start, batch.stop) if index not in committed]
+        committer = Committer(batch, owner)
+        with Heartbeat(batch.pk, owner, renewer=renew):
+            if left:
+                checkpoint = run_state_of(run)
+                engine = Engine(
+                    registry=catalog.registry(),
+                    workflows=PinnedResolver(TeamVersionResolver(run.team_id), run.subgraph_versions),
+                    should_cancel=lambda _run_id: Run.objects.filter(pk=run.pk, cancel_requested=True).exists(),
+                    max_steps=max_steps(), keep_trace=0, **steps.engine_options())
+                with engine:
+                    result = engine.run_batch(checkpoint or {}, batch.activation_id, left, workflow=run.document,
+                                              on_items=committer.add)
+                committer.flush()
+                if result.status == "cancelled":
+                    _finish(batch, owner, "cancelled")
+                    return "cancelled"
+                if result.status == "failed":
+                    error = result.error.to_dict() if result.error is not None else {}
+                    with transaction.atomic():
+                        _fail_uncommitted(batch, {"type": "BatchFailed", "node_id": batch.node_id, **error})
+        _finish(batch, owner)
+        return "done"
+    except LeaseLost as exc:
+        logger.warning("%s; another worker owns the batch now", exc)
+        return "lease-lost"
+
+
+# ---------------------------------------------------------------------------
+# Recovery
+
+
+def requeue_stale_batches() -> list[int]:
+    """Enqueue again every live batch whose lease (or queue deadline) has expired: its worker died, or the queue
+    lost it. One conditional UPDATE per batch decides which of several recovering workers does it."""
+    stale = list(ForeachBatch.objects.filter(status__in=LIVE).filter(
+        Q(lease_expires_at__lt=lease_now()) | Q(lease_expires_at__isnull=True)).values_list("pk", "lease_expires_at"))
+    requeued: list[int] = []
+    for batch_id, expired_at in stale:
+        with transaction.atomic():
+            rows = ForeachBatch.objects.filter(pk=batch_id, status__in=LIVE)
+            rows = rows.filter(lease_expires_at__isnull=True) if expired_at is None else \
+                rows.filter(lease_expires_at=expired_at)
+            if not rows.update(lease_owner="", lease_expires_at=timezone.now() + timedelta(seconds=1)):
+                continue
+            _enqueue(batch_id)
+        requeued.append(batch_id)
+    if requeued:
+        logger.warning("re-enqueued %d foreach batch(es) whose worker stopped: %s", len(requeued), requeued)
+    return requeued
+

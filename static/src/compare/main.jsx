@@ -1,0 +1,79 @@
+// The version comparison's canvas: a read-only React Flow drawing of both documents' nodes and
+// routes together, each coloured by what the comparison found (added, removed, changed, same).
+// Everything it draws comes from the page's JSON (#diff-graph); the diff itself is the server's.
+import "@xyflow/react/dist/style.css";
+import { Background, Controls, Handle, MarkerType, Position, ReactFlow, ReactFlowProvider } from "@xyflow/react";
+import { StrictMode, useMemo } from "react";
+import { createRoot } from "react-dom/client";
+
+import { autoLayout } from "../editor/layout.js";
+
+const COLORS = { added: "#2e7d32", removed: "#c62828", changed: "#ef6c00", same: "#90a4ae" };
+
+function DiffNode({ data }) {
+  return (
+    <div className={`diff-node is-${data.mark}`} data-testid="diff-node" data-node={data.id} data-mark={data.mark}>
+      <Handle type="target" position={Position.Left} />
+      <div className="diff-node__head">
+        <span className="diff-node__kind">{data.kind}</span>
+        {data.mark !== "same" && <span className={`diff-node__mark is-${data.mark}`}>{data.mark}</span>}
+      </div>
+      <div className="diff-node__title">{data.title}</div>
+      {data.subtitle && <div className="diff-node__sub">{data.subtitle}</div>}
+      <Handle type="source" position={Position.Right} />
+    </div>
+  );
+}
+
+const nodeTypes = { diff: DiffNode };
+
+function Canvas({ graph }) {
+  const { nodes, edges } = useMemo(() => {
+    const missing = graph.nodes.filter((node) => !node.position);
+    const laidOut = missing.length
+      ? autoLayout(graph.nodes.map((node) => ({ id: node.id, labels: [{ name: "ok" }] })), graph.edges, {})
+      : {};
+    return {
+      nodes: graph.nodes.map((node) => ({
+        id: node.id,
+        type: "diff",
+        position: missing.length ? laidOut[node.id] || { x: 0, y: 0 } : node.position,
+        draggable: false,
+        connectable: false,
+        data: { ...node },
+      })),
+      edges: graph.edges.map((edge) => ({
+        id: edge.id,
+        source: edge.source,
+        target: edge.target,
+        label: edge.label,
+        className: `diff-edge is-${edge.mark}`,
+        data: { mark: edge.mark },
+        style: { stroke: COLORS[edge.mark], strokeWidth: edge.mark === "same" ? 1.5 : 2.5,
+                 strokeDasharray: edge.mark === "removed" ? "6 4" : undefined },
+        markerEnd: { type: MarkerType.ArrowClosed, color: COLORS[edge.mark] },
+      })),
+    };
+  }, [graph]);
+  return (
+    <ReactFlow nodes={nodes} edges={edges} nodeTypes={nodeTypes} fitView nodesDraggable={false}
+               nodesConnectable={false} elementsSelectable={false} proOptions={{ hideAttribution: true }}>
+      <Background />
+      <Controls showInteractive={false} />
+    </ReactFlow>
+  );
+}
+
+const element = document.querySelector("[data-diff-canvas]");
+const source = document.getElementById("diff-graph");
+if (element && source) {
+  const graph = JSON.parse(source.textContent);
+  createRoot(element).render(
+    <StrictMode>
+      <ReactFlowProvider>
+        <Canvas graph={graph} />
+      </ReactFlowProvider>
+    </StrictMode>,
+  );
+  element.dataset.ready = "true";
+}

@@ -1,0 +1,92 @@
+import { describe, expect, it } from "vitest";
+
+import { autoLayout, dropSpot, estimatedHeight, freeSpot, NODE_WIDTH, READABLE_ZOOM, readableViewport } from "./layout.js";
+
+const box = (x, y) => ({ x, y, width: NODE_WIDTH, height: 110 });
+const apart = (a, b) =>
+  a.x + NODE_WIDTH <= b.x || b.x + NODE_WIDTH <= a.x || a.y + 110 <= b.y || b.y + 110 <= a.y;
+
+describe("dropSpot", () => {
+  it("keeps the drop point when it touches no node", () => {
+    expect(dropSpot([box(0, 0)], { x: 600, y: 400 })).toEqual({ x: 600, y: 400 });
+  });
+
+  it("moves a drop onto a node to the nearest free place", () => {
+    const taken = [box(100, 100)];
+    const spot = dropSpot(taken, { x: 110, y: 110 });
+    expect(apart({ ...spot }, taken[0])).toBe(true);
+    // Nearest: within a few rings of 40 px, not somewhere far away.
+    expect(Math.hypot(spot.x - 110, spot.y - 110)).toBeLessThan(400);
+  });
+
+  it("never lands on any of many nodes", () => {
+    const taken = [];
+    for (let i = 0; i < 5; i += 1) for (let j = 0; j < 5; j += 1) taken.push(box(i * 260, j * 150));
+    const spot = dropSpot(taken, { x: 500, y: 300 });
+    for (const other of taken) expect(apart(spot, other)).toBe(true);
+  });
+});
+
+describe("readableViewport", () => {
+  it("keeps a fit that is legible", () => {
+    const fitted = { x: 10, y: 20, zoom: 1 };
+    expect(readableViewport(fitted, { x: 0, y: 0 }, { left: 5, top: 5 })).toBe(fitted);
+  });
+
+  it("never zooms out below the readable zoom and shows the graph's top left", () => {
+    const view = readableViewport({ x: 0, y: 0, zoom: 0.2 }, { x: 100, y: 50 }, { left: 30, top: 40 });
+    expect(view).toEqual({ x: 30 - 100 * READABLE_ZOOM, y: 40 - 50 * READABLE_ZOOM, zoom: READABLE_ZOOM });
+  });
+});
+
+describe("autoLayout", () => {
+  const nodes = ["a", "b", "c"].map((id) => ({ id, labels: [{ name: "ok" }] }));
+  const routes = [
+    { source: "a", target: "b" },
+    { source: "b", target: "c" },
+  ];
+
+  it("lays a chain out left to right without overlaps", () => {
+    const at = autoLayout(nodes, routes);
+    expect(at.a.x).toBeLessThan(at.b.x);
+    expect(at.b.x).toBeLessThan(at.c.x);
+    expect(apart(at.a, at.b) && apart(at.b, at.c) && apart(at.a, at.c)).toBe(true);
+  });
+
+  it("places every node, also when routes name unknown nodes", () => {
+    const at = autoLayout(nodes, [...routes, { source: "c", target: "ghost" }]);
+    expect(Object.keys(at).sort()).toEqual(["a", "b", "c"]);
+  });
+
+  it("keeps a loop body together as one block", () => {
+    const loop = [
+      { id: "each", labels: [{ name: "loop" }, { name: "done" }] },
+      { id: "x", labels: [{ name: "ok" }] },
+      { id: "y", labels: [{ name: "ok" }] },
+      { id: "after", labels: [{ name: "ok" }] },
+    ];
+    const loopRoutes = [
+      { source: "each", target: "x" },
+      { source: "x", target: "y" },
+      { source: "y", target: "each" },
+      { source: "each", target: "after" },
+    ];
+    const at = autoLayout(loop, loopRoutes, { x: ["each"], y: ["each"] });
+    expect(Object.keys(at).sort()).toEqual(["after", "each", "x", "y"]);
+    for (const [a, b] of [["x", "y"], ["x", "after"], ["y", "after"], ["each", "x"]]) {
+      expect(apart(at[a], at[b])).toBe(true);
+    }
+  });
+});
+
+describe("freeSpot and estimatedHeight", () => {
+  it("steps down past taken places", () => {
+    expect(freeSpot({ a: { x: 0, y: 0 } }, { x: 0, y: 0 })).toEqual({ x: 0, y: 110 });
+    expect(freeSpot({}, { x: 3.4, y: 7.6 })).toEqual({ x: 3, y: 8 });
+  });
+
+  it("grows with the labels a node shows, with room for one at least", () => {
+    expect(estimatedHeight(0)).toBe(estimatedHeight(1));
+    expect(estimatedHeight(3)).toBeGreaterThan(estimatedHeight(2));
+  });
+});

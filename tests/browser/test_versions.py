@@ -1,0 +1,79 @@
+"""Versions in headless Chromium: publish with a note from the editor, compare two versions on the workflow's
+page (the canvas colours each node, the list names each change), restore one into the draft and undo it."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from designer.models import Workflow
+from designer.services import teams as team_services
+from designer.services import workflows as workflow_services
+from tests.designer.conftest import simple_document
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture
+def versioned(user: Any) -> Workflow:
+    team = team_services.create_team(actor=user, name="Acme")
+    workflow = workflow_services.create_workflow(actor=user, team=team, name="Orders", document=simple_document())
+    workflow_services.publish_workflow(actor=user, workflow=workflow, note="the first one")
+    document = copy.deepcopy(workflow.document)
+    document["nodes"].append({"id": "audit", "kind": "task", "task": "assess_request",
+                              "input": [{"target": "amount", "path": "input.amount"}], "output": []})
+    document["routes"].append({"source": "record", "label": "approved", "target": "audit"})
+    document["nodes"][1]["input"][0]["value"] = False
+    workflow_services.save_document(actor=user, workflow=workflow, revision=workflow.revision, document=document)
+    workflow.refresh_from_db()
+    return workflow
+
+
+def test_publish_with_a_note_compare_two_versions_and_restore(
+    logged_in_page: Page, live_server: Any, versioned: Workflow, artifacts_dir: Path
+) -> None:
+    page, base = logged_in_page, live_server.url
+    page.goto(f"{base}/workflows/{versioned.pk}/edit/")
+    expect(page.locator("[data-editor-canvas][data-state='saved']")).to_have_count(1)
+    page.get_by_label("Note for the published version").fill("adds an audit step")
+    page.get_by_role("button", name="Publish", exact=True).click()
+    expect(page.get_by_text("Published version 2")).to_be_visible()
+
+    page.get_by_role("link", name="Versions & triggers").click()
+    expect(page.locator("tr[data-version='2'] .version-note")).to_have_text("adds an audit step")
+    expect(page.locator("tr[data-version='1'] .version-note")).to_have_text("the first one")
+    page.locator("#compare-a").select_option("1")
+    page.locator("#compare-b").select_option("2")
+    page.get_by_role("button", name="Compare").click()
+
+    expect(page.get_by_role("heading", name="Compare v1 with v2")).to_be_visible()
+    canvas = page.locator("[data-diff-canvas]")
+    expect(canvas.locator("[data-testid='diff-node']")).to_have_count(3)
+    expect(canvas.locator("[data-node='audit']")).to_have_attribute("data-mark", "added")
+    expect(canvas.locator("[data-node='record']")).to_have_attribute("data-mark", "changed")
+    expect(canvas.locator("[data-node='assess']")).to_have_attribute("data-mark", "same")
+    # the added node is drawn in the "added" colour, not just labelled
+    border = canvas.locator("[data-node='audit']").evaluate("n => getComputedStyle(n).borderTopColor")
+    assert border == "rgb(46, 125, 50)"
+    changes = page.locator(".changes li")
+    expect(changes).to_have_count(3)
+    expect(page.locator("li[data-what='node'][data-change='added'][data-key='audit']")).to_be_visible()
+    expect(page.locator("li[data-what='route'][data-change='added']")).to_contain_text("record --approved")
+    expect(page.locator("li[data-what='input'][data-change='changed']")).to_contain_text("approved of record")
+    page.screenshot(path=artifacts_dir / "versions-compare.png", full_page=True)
+
+    # Restore v1 into the draft, see the draft equal v1, then undo.
+    page.goto(f"{base}/workflows/{versioned.pk}/")
+    page.locator("tr[data-version='1']").get_by_role("button", name="Restore into draft").click()
+    expect(page.get_by_text("Version 1 is now the draft")).to_be_visible()
+    assert Workflow.objects.get(pk=versioned.pk).document == versioned.versions.get(number=1).document
+    page.get_by_role("link", name="Compare with draft").nth(1).click()  # v1's row (v2 is listed first)
+    expect(page.locator("[data-no-changes]")).to_be_visible()
+    page.goto(f"{base}/workflows/{versioned.pk}/")
+    page.get_by_role("button", name="Undo restore").click()
+    expect(page.get_by_text("Restore undone")).to_be_visible()
+    assert Workflow.objects.get(pk=versioned.pk).document == versioned.versions.get(number=2).document

@@ -1,0 +1,28 @@
+"""Tasks for the distributed foreach tests (``TRELLIS_TASK_MODULES``): each execution is tallied in a file, so a
+test can count how often each item ran across worker processes, crashes included."""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+from runtime import RuntimeContext, TaskRegistry
+
+registry = TaskRegistry()
+
+
+@registry.task
+def tally(x: int, ctx: RuntimeContext, pause: float = 0.0) -> dict[str, Any]:
+    """Note ``<index>`` in ``$TRELLIS_TEST_TALLY``, wait ``pause`` seconds, return ``2 * x`` with what it saw;
+    a negative ``x`` fails."""
+    entry = ctx.foreach["each"]
+    path = os.environ.get("TRELLIS_TEST_TALLY")
+    if path:
+        with open(path, "a", encoding="utf-8") as tally_file:
+            tally_file.write(f"{entry.index}\n")
+    time.sleep(pause)
+    if x < 0:
+        raise ValueError(f"cannot take {x}")
+    return {"doubled": 2 * x, "index": entry.index, "item": entry.item, "activation_id": entry.activation_id,
+            "alias": ctx.to_mapping().get("number")}

@@ -1,0 +1,116 @@
+"""The version comparison's diff: a pure function on documents, checked by example and by Hypothesis."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from designer.document_diff import apply_changes, diff, node_marks, normalized
+from tests.designer.conftest import simple_document
+
+# --- examples ------------------------------------------------------------------------
+
+
+def test_nothing_differs_between_a_document_and_itself_or_a_moved_copy() -> None:
+    doc = simple_document()
+    moved = copy.deepcopy(doc)
+    moved["metadata"] = {"positions": {"assess": {"x": 500, "y": 10}}}
+    moved["routes"].reverse()
+    assert diff(doc, doc) == []
+    assert diff(doc, moved) == []
+
+
+def test_each_kind_of_change_is_listed_with_its_node() -> None:
+    a = simple_document()
+    b = copy.deepcopy(a)
+    b["nodes"][0]["input"][0]["path"] = "input.total"  # a binding of assess changed
+    b["nodes"][1]["task"] = "ship_order"  # record's own field changed
+    b["nodes"].append({"id": "extra", "kind": "task", "task": "sum_totals", "input": [], "output": []})
+    b["routes"] = [r for r in b["routes"] if r["label"] != "review"]
+    b["routes"].append({"source": "record", "label": "approved", "target": "extra"})
+    b["input_schema"]["properties"]["note"] = {"type": "string"}
+    b["outputs"] = []
+    found = {(c.what, c.change, c.key) for c in diff(a, b)}
+    assert found == {
+        ("input", "changed", "amount"),
+        ("node", "changed", "record"),
+        ("node", "added", "extra"),
+        ("route", "removed", "assess --review"),
+        ("route", "added", "record --approved"),
+        ("schema", "changed", "input_schema"),
+        ("output_field", "removed", "decision"),
+    }
+    assert node_marks(diff(a, b)) == {"assess": "changed", "record": "changed", "extra": "added"}
+    summaries = [c.summary for c in diff(a, b)]
+    assert "node record changed: task" in summaries
+    assert "route assess --review → record removed" in summaries
+
+
+def test_moving_the_implicit_start_is_a_change() -> None:
+    a = simple_document()
+    a.pop("start", None)
+    b = copy.deepcopy(a)
+    b["nodes"].reverse()
+    assert [(c.what, c.key, c.before, c.after) for c in diff(a, b)] == [("setting", "start", "assess", "record")]
+
+
+# --- properties ----------------------------------------------------------------------
+
+IDS = st.sampled_from(["a", "b", "c", "d", "e"])
+LEAF = st.one_of(st.none(), st.booleans(), st.integers(-3, 3), st.text("xyz", max_size=3))
+BINDING = st.builds(lambda target, path: {"target": target, "path": path},
+                    st.sampled_from(["x", "y", "z", "w.v"]), st.sampled_from(["input.a", "state.b", "input.c"]))
+
+
+@st.composite
+def documents(draw: Any) -> dict[str, Any]:
+    ids = draw(st.lists(IDS, unique=True, max_size=5))
+    nodes = []
+    for node_id in ids:
+        node: dict[str, Any] = {"id": node_id, "kind": draw(st.sampled_from(["task", "branch"]))}
+        node["task"] = draw(st.sampled_from(["t1", "t2"]))
+        if draw(st.booleans()):
+            node["name"] = draw(st.text("ab", max_size=2))
+        if draw(st.booleans()):
+            node["input"] = draw(st.lists(BINDING, max_size=3, unique_by=lambda b: b["target"]))
+        if draw(st.booleans()):
+            node["output"] = draw(st.lists(BINDING, max_size=2, unique_by=lambda b: b["target"]))
+        nodes.append(node)
+    routes = []
+    if ids:
+        routes = draw(st.lists(st.builds(lambda s, label, t: {"source": s, "label": label, "target": t},
+                                         st.sampled_from(ids), st.sampled_from(["ok", "error", "loop"]),
+                                         st.sampled_from(ids)),
+                               max_size=6, unique_by=lambda r: (r["source"], r["label"])))
+    doc: dict[str, Any] = {"id": "wf", "nodes": nodes, "routes": routes,
+                           "input_schema": draw(st.dictionaries(st.sampled_from(["type", "title"]), LEAF, max_size=2)),
+                           "outputs": draw(st.lists(BINDING, max_size=2, unique_by=lambda b: b["target"]))}
+    if draw(st.booleans()):
+        doc["state_schema"] = {"type": "object"}
+    if ids and draw(st.booleans()):
+        doc["start"] = draw(st.sampled_from(ids))
+    if draw(st.booleans()):
+        doc["name"] = draw(st.text("nm", max_size=2))
+    if draw(st.booleans()):
+        doc["metadata"] = {"positions": {i: {"x": 1, "y": 2} for i in ids}}
+    return doc
+
+
+@settings(max_examples=300, deadline=None)
+@given(documents())
+def test_a_document_never_differs_from_itself(doc: dict[str, Any]) -> None:
+    assert diff(doc, copy.deepcopy(doc)) == []
+
+
+@settings(max_examples=400, deadline=None)
+@given(documents(), documents())
+def test_applying_the_listed_changes_explains_every_difference(a: dict[str, Any], b: dict[str, Any]) -> None:
+    before = copy.deepcopy(a)
+    changes = diff(a, b)
+    assert normalized(apply_changes(a, changes)) == normalized(b)
+    assert a == before  # pure: neither the diff nor the replay touched the original
+    # and the list is empty exactly when nothing that matters differs
+    assert (changes == []) == (normalized(a) == normalized(b))

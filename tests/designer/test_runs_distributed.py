@@ -1,0 +1,143 @@
+"""Distributed foreach with real worker processes: batches are tasks of their own, leased and committed apart
+from their run, joined in index order; a worker killed mid-batch loses nothing and re-runs no committed item."""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from designer.models import ForeachBatch, ForeachBatchItem, Run
+from designer.services import workflows as workflow_services
+from runtime import WorkflowBuilder
+from tests.designer.runs_support import (
+    all_events,
+    run_batch,
+    run_detail,
+    start_run,
+    start_worker,
+    stop_worker,
+    wait_for,
+)
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+BATCH_TASKS = "tests.designer.batch_tasks"
+
+
+@pytest.fixture
+def batch_env(env: dict[str, str], settings: Any, tmp_path: Path) -> dict[str, str]:
+    settings.TRELLIS_TASK_MODULES = [BATCH_TASKS]
+    return {**env, "TRELLIS_TASK_MODULES": BATCH_TASKS, "TRELLIS_FOREACH_DISTRIBUTE_ABOVE": "0",
+            "TRELLIS_BATCH_COMMIT_SECONDS": "0", "TRELLIS_TEST_TALLY": str(tmp_path / "tally.txt")}
+
+
+def tallies(env: dict[str, str]) -> Counter[int]:
+    path = Path(env["TRELLIS_TEST_TALLY"])
+    return Counter(int(line) for line in path.read_text().split()) if path.exists() else Counter()
+
+
+def document(*, batch_size: int, in_flight: int = 2, pause: float = 0.0, **tolerance: Any) -> dict[str, Any]:
+    graph = WorkflowBuilder("spread", input_schema={
+        "type": "object", "properties": {"xs": {"type": "array", "items": {"type": "integer"}}}, "required": ["xs"]})
+    each = graph.foreach("each", "input.xs", as_="number", results="doubled", batch_size=batch_size,
+                         max_batches_in_flight=in_flight, **tolerance)
+    work = graph.use("tally", id="work", input=[{"target": "x", "path": each.item},
+                                                {"target": "pause", "value": pause}])
+    graph.set_route(each, "loop", work)
+    graph.set_route(work, "ok", each)
+    graph.output("doubled", "state.doubled")
+    return graph.build().model_dump(mode="json")
+
+
+def test_batches_run_as_their_own_tasks_and_join_in_index_order(api: Any, cast: Any,
+                                                                 batch_env: dict[str, str]) -> None:
+    workflow = workflow_services.create_workflow(actor=cast.owner, team=cast.team, name="Spread",
+                                                 document=document(batch_size=3))
+    client = api(cast.editor)
+    xs = [5, 3, 8, 1, 9, 2, 7]
+    run = start_run(client, workflow, {"xs": xs})
+
+    run_batch(batch_env)
+
+    detail = run_detail(client, run["id"])
+    assert detail["status"] == "completed", detail["error"]
+    results = detail["output"]["doubled"]
+    assert [r["doubled"] for r in results] == [2 * x for x in xs]
+    assert [(r["index"], r["item"], r["alias"]) for r in results] == [(i, x, x) for i, x in enumerate(xs)]
+    assert len({r["activation_id"] for r in results}) == 1
+    batches = ForeachBatch.objects.filter(run_id=run["id"]).order_by("number")
+    assert [(b.start, b.stop, b.status, b.attempts) for b in batches] == [
+        (0, 3, "done", 1), (3, 6, "done", 1), (6, 7, "done", 1)]
+    assert tallies(batch_env) == Counter(range(len(xs)))  # each item ran once
+    kinds = [e["kind"] for e in all_events(client, run["id"])]
+    assert kinds.count("foreach_distributed") == 1 and kinds.count("run_waiting") == 1
+    assert kinds[-1] == "run_completed"
+
+
+def test_failed_items_are_reported_per_item_and_tolerated_up_to_the_node_setting(api: Any, cast: Any,
+                                                                                  batch_env: dict[str, str]) -> None:
+    client = api(cast.editor)
+    xs = [1, -1, 2, -2, 3]
+    tolerant = workflow_services.create_workflow(actor=cast.owner, team=cast.team, name="Tolerant",
+                                                 document=document(batch_size=2, tolerated_failure_count=2))
+    strict = workflow_services.create_workflow(actor=cast.owner, team=cast.team, name="Strict",
+                                               document=document(batch_size=2, tolerated_failure_percentage=20))
+    passed = start_run(client, tolerant, {"xs": xs})
+    failed = start_run(client, strict, {"xs": xs})
+
+    run_batch(batch_env)
+
+    ok = run_detail(client, passed["id"])
+    assert ok["status"] == "completed", ok["error"]
+    assert [r and r["doubled"] for r in ok["output"]["doubled"]] == [2, None, 4, None, 6]
+    errors = dict(ForeachBatchItem.objects.filter(run_id=passed["id"]).exclude(error__isnull=True)
+                  .values_list("index", "error"))
+    assert sorted(errors) == [1, 3] and "cannot take -1" in errors[1]["message"]
+
+    bad = run_detail(client, failed["id"])
+    assert bad["status"] == "failed"
+    assert "2 of 5 items failed (items 1, 3)" in bad["error"]["message"]
+    assert bad["error"]["cause"]["failed"] == [1, 3]
+
+
+def test_a_worker_killed_mid_batch_loses_nothing_and_reruns_no_committed_item(api: Any, cast: Any,
+                                                                                batch_env: dict[str, str]) -> None:
+    workflow = workflow_services.create_workflow(actor=cast.owner, team=cast.team, name="Slow",
+                                                 document=document(batch_size=6, in_flight=1, pause=0.3))
+    client = api(cast.editor)
+    xs = list(range(10, 22))
+    run = start_run(client, workflow, {"xs": xs})
+
+    doomed = start_worker(batch_env)
+    try:
+        # Mid-way through the first batch: some items committed, one in flight.
+        wait_for(lambda: ForeachBatchItem.objects.filter(run_id=run["id"]).count() >= 2,
+                 message="two committed items", worker=doomed)
+        os.kill(doomed.pid, signal.SIGKILL)
+        doomed.wait(timeout=30)
+    finally:
+        stop_worker(doomed)
+    committed_before = set(ForeachBatchItem.objects.filter(run_id=run["id"]).values_list("index", flat=True))
+    killed = ForeachBatch.objects.get(run_id=run["id"], number=0)
+    assert killed.status == "running" and killed.lease_owner  # orphaned with its lease
+    assert Run.objects.get(pk=run["id"]).status == "waiting"  # the run itself holds no worker
+
+    survivor = start_worker(batch_env)
+    try:
+        wait_for(lambda: Run.objects.get(pk=run["id"]).status == "completed", message="the run", worker=survivor)
+    finally:
+        log = stop_worker(survivor)
+    assert "re-enqueued 1 foreach batch(es) whose worker stopped" in log
+
+    detail = run_detail(client, run["id"])
+    assert [r["doubled"] for r in detail["output"]["doubled"]] == [2 * x for x in xs]
+    assert ForeachBatch.objects.get(pk=killed.pk).attempts == 2
+    runs = tallies(batch_env)
+    assert set(runs) == set(range(len(xs)))
+    assert all(runs[index] == 1 for index in committed_before)  # committed items never ran again
+    assert sum(runs.values()) <= len(xs) + 1  # at most the item in flight at the kill ran twice

@@ -1,0 +1,256 @@
+"""Webhooks and schedules: refused calls start nothing, accepted ones answer 202 with the run; each schedule
+tick fires once, with duplicates of its task and two real worker processes racing for them."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from datetime import datetime, timedelta
+from typing import Any
+
+import pytest
+from django.urls import reverse
+from django.utils import timezone
+from django_tasks_db.models import DBTaskResult
+
+from designer.models import Run, Schedule, TriggerFire, Webhook
+from designer.services import triggers
+from designer.services import workflows as workflow_services
+from tests.designer.runs_support import REPO_ROOT, WORKER
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def published(cast: Any, workflow: Any) -> Any:
+    workflow_services.publish_workflow(actor=cast.editor, workflow=workflow, note="first")
+    return workflow
+
+
+def _hook(cast: Any, workflow: Any, **kwargs: Any) -> tuple[Webhook, str]:
+    created = triggers.create_webhook(actor=cast.editor, workflow=workflow, name="shop", **kwargs)
+    return created.webhook, created.secret
+
+
+def _call(client: Any, secret: str, body: Any) -> Any:
+    data = body if isinstance(body, str) else json.dumps(body)
+    return client.post(reverse("webhook-call", args=[secret]), data=data, content_type="application/json")
+
+
+# --- webhooks -----------------------------------------------------------------------------------
+
+
+def test_a_webhook_starts_a_run_of_its_version_and_answers_202(client: Any, cast: Any, published: Any) -> None:
+    webhook, secret = _hook(cast, published, version=1)
+    assert Webhook.objects.get().token_hash != secret and secret not in Webhook.objects.get().token_hash
+    response = _call(client, secret, {"amount": 12})
+    assert response.status_code == 202, response.json()
+    run = Run.objects.get(pk=response.json()["run_id"])
+    assert (run.input, run.workflow_version.number, run.status) == ({"amount": 12}, 1, "queued")
+    assert response.json()["url"].endswith(reverse("run-detail", args=[run.pk]))
+    assert list(webhook.fires.values_list("run_id", flat=True)) == [run.pk]
+
+
+@pytest.mark.parametrize("secret", ["whk_not-a-real-secret", "nothing", "whk_" + "x" * 43])
+def test_a_bad_token_is_refused_and_starts_nothing(client: Any, cast: Any, published: Any, secret: str) -> None:
+    _hook(cast, published)
+    response = _call(client, secret, {"amount": 12})
+    assert response.status_code == 404 and response.json()["code"] == "not_found"
+    assert Run.objects.count() == 0 and TriggerFire.objects.count() == 0
+
+
+@pytest.mark.parametrize("body", [{"amount": "twelve"}, {}, [1, 2], "{not json"])
+def test_a_bad_body_is_refused_with_400_and_starts_nothing(client: Any, cast: Any, published: Any, body: Any) -> None:
+    _, secret = _hook(cast, published)
+    response = _call(client, secret, body)
+    assert response.status_code == 400, response.content
+    assert response.json()["message"]
+    assert Run.objects.count() == 0 and TriggerFire.objects.count() == 0
+
+
+def test_a_revoked_webhook_is_refused(client: Any, cast: Any, published: Any) -> None:
+    webhook, secret = _hook(cast, published)
+    triggers.revoke_webhook(actor=cast.owner, webhook=webhook)
+    assert _call(client, secret, {"amount": 1}).status_code == 404
+    assert Run.objects.count() == 0
+
+
+def test_calls_beyond_the_rate_limit_get_429_with_retry_after(client: Any, cast: Any, published: Any) -> None:
+    _, secret = _hook(cast, published, rate_limit=2)
+    other, other_secret = triggers.create_webhook(actor=cast.editor, workflow=published, name="b", rate_limit=2), None
+    assert [_call(client, secret, {"amount": 1}).status_code for _ in range(2)] == [202, 202]
+    refused = _call(client, secret, {"amount": 1})
+    assert refused.status_code == 429 and int(refused["Retry-After"]) >= 1
+    assert Run.objects.count() == 2
+    # the limit is per webhook: another one of the same workflow still accepts calls
+    assert _call(client, other.secret, {"amount": 1}).status_code == 202
+    del other_secret
+
+
+def test_a_webhook_needs_a_published_version(cast: Any, workflow: Any) -> None:
+    from designer.errors import BadRequest
+
+    with pytest.raises(BadRequest, match="publish the workflow first"):
+        _hook(cast, workflow)
+
+
+# --- pages and roles ----------------------------------------------------------------------------
+
+
+def test_viewers_see_triggers_but_cannot_manage_them(client: Any, cast: Any, published: Any) -> None:
+    webhook, _ = _hook(cast, published)
+    schedule = triggers.create_schedule(actor=cast.editor, workflow=published, name="nightly", cron="0 3 * * *",
+                                        timezone_name="Europe/Berlin", input={"amount": 5})
+    client.force_login(cast.viewer)
+    page = client.get(reverse("workflow-page", args=[published.pk]))
+    assert page.status_code == 200
+    text = page.content.decode()
+    assert 'data-webhook="shop"' in text and 'data-schedule="nightly"' in text and "first" in text
+    assert "Create webhook" not in text and "Restore into draft" not in text and "Revoke" not in text
+    url = lambda name, *args: reverse(name, args=[published.pk, *args])  # noqa: E731
+    refused = [
+        client.post(url("webhook-create"), {"name": "mine"}),
+        client.post(url("webhook-revoke", webhook.pk)),
+        client.post(url("schedule-create"), {"name": "x", "cron": "* * * * *"}),
+        client.post(url("schedule-update", schedule.pk), {"action": "delete"}),
+        client.post(url("version-restore", 1), {"revision": published.revision}),
+    ]
+    assert [r.status_code for r in refused] == [403] * 5
+    assert Webhook.objects.count() == 1 and Webhook.objects.get().revoked_at is None
+    assert Schedule.objects.count() == 1
+    client.force_login(cast.stranger)
+    assert client.get(reverse("workflow-page", args=[published.pk])).status_code == 404
+    assert client.post(url("webhook-revoke", webhook.pk)).status_code == 404
+
+
+def test_an_editor_creates_a_webhook_and_sees_its_url_once(client: Any, cast: Any, published: Any) -> None:
+    client.force_login(cast.editor)
+    response = client.post(reverse("webhook-create", args=[published.pk]), {"name": "crm", "version": "1"})
+    assert response.status_code == 200
+    url = response.context["new_webhook_url"]
+    secret = url.rstrip("/").rsplit("/", 1)[-1]
+    assert "data-webhook-url" in response.content.decode() and secret in response.content.decode()
+    assert secret not in client.get(reverse("workflow-page", args=[published.pk])).content.decode()
+    assert _call(client, secret, {"amount": 3}).status_code == 202
+    page = client.get(reverse("workflow-page", args=[published.pk])).content.decode()
+    assert f'href="{reverse("run-detail", args=[Run.objects.get().pk])}"' in page  # its last runs are listed
+
+
+def test_a_schedule_form_explains_a_bad_cron_or_zone(client: Any, cast: Any, published: Any) -> None:
+    client.force_login(cast.owner)
+    url = reverse("schedule-create", args=[published.pk])
+    bad_cron = client.post(url, {"name": "n", "cron": "61 * * * *", "timezone": "UTC", "input": '{"amount": 1}'})
+    assert bad_cron.status_code == 400 and "is not a cron expression" in bad_cron.context["schedule_error"]
+    bad_zone = client.post(url, {"name": "n", "cron": "0 * * * *", "timezone": "Mars/Olympus", "input": "{}"})
+    assert "is not a time zone" in bad_zone.context["schedule_error"]
+    bad_input = client.post(url, {"name": "n", "cron": "0 * * * *", "timezone": "UTC", "input": '{"amount": "x"}'})
+    assert bad_input.status_code == 400
+    assert Schedule.objects.count() == 0
+    ok = client.post(url, {"name": "n", "cron": "30 2 * * *", "timezone": "Europe/Berlin", "input": '{"amount": 1}',
+                           "missed": "skip"})
+    assert ok.status_code == 302
+    page = client.get(reverse("workflow-page", args=[published.pk])).content.decode()
+    ticks = page.split('class="next-ticks">', 1)[1].split("</td>", 1)[0]
+    assert ticks.count("02:30 CE") == 3  # the next three fire times, in the schedule's zone
+
+
+# --- schedule ticks -----------------------------------------------------------------------------
+
+
+def _schedule(cast: Any, workflow: Any, **kwargs: Any) -> Schedule:
+    return triggers.create_schedule(actor=cast.editor, workflow=workflow, name="every minute", cron="* * * * *",
+                                    input={"amount": 5}, **kwargs)
+
+
+def _set_tick(schedule: Schedule, tick: datetime) -> None:
+    """Make ``tick`` the schedule's pending tick (as if its task were queued for it) and drop the queued one."""
+    Schedule.objects.filter(pk=schedule.pk).update(next_fire_at=tick)
+    DBTaskResult.objects.filter(task_path="designer.tasks.fire_schedule").delete()
+
+
+def _minute(offset: int) -> datetime:
+    return timezone.now().replace(second=0, microsecond=0) + timedelta(minutes=offset)
+
+
+def test_creating_a_schedule_queues_its_first_tick_due_then(cast: Any, published: Any) -> None:
+    schedule = triggers.create_schedule(actor=cast.editor, workflow=published, name="n", cron="0 9 * * 1-5",
+                                        timezone_name="America/New_York", input={"amount": 1})
+    task = DBTaskResult.objects.get(task_path="designer.tasks.fire_schedule")
+    assert task.run_after == schedule.next_fire_at
+    assert schedule.next_fire_at.astimezone(triggers.ZoneInfo("America/New_York")).hour == 9
+
+
+def test_a_tick_fires_once_and_queues_the_next(cast: Any, published: Any) -> None:
+    schedule = _schedule(cast, published)
+    tick = _minute(0)
+    _set_tick(schedule, tick)
+    assert triggers.fire_tick(schedule.pk, tick.isoformat()) == "fired"
+    assert triggers.fire_tick(schedule.pk, tick.isoformat()) == "stale"  # a duplicate of the task
+    fire = TriggerFire.objects.get()
+    assert (fire.tick, fire.run.input, fire.outcome) == (tick, {"amount": 5}, "started")
+    schedule.refresh_from_db()
+    assert schedule.next_fire_at == tick + timedelta(minutes=1)
+    assert DBTaskResult.objects.filter(task_path="designer.tasks.fire_schedule",
+                                       run_after=tick + timedelta(minutes=1)).count() == 1
+
+
+@pytest.mark.parametrize(("policy", "runs", "outcome"), [("skip", 0, "skipped"), ("latest", 1, "caught-up"),
+                                                         ("all", 1, "caught-up")])
+def test_missed_ticks_follow_the_policy(cast: Any, published: Any, policy: str, runs: int, outcome: str) -> None:
+    schedule = _schedule(cast, published, missed=policy)
+    tick = _minute(-5)  # five minutes late: the workers were down
+    _set_tick(schedule, tick)
+    assert triggers.fire_tick(schedule.pk, tick.isoformat()) == outcome
+    assert Run.objects.count() == runs
+    schedule.refresh_from_db()
+    if policy == "all":
+        assert schedule.next_fire_at == tick + timedelta(minutes=1)  # the next missed tick, due at once
+    else:
+        assert schedule.next_fire_at > timezone.now()
+    if policy == "latest":
+        assert TriggerFire.objects.get().tick == _minute(0) or TriggerFire.objects.get().tick == _minute(-1)
+
+
+def test_a_paused_schedule_does_not_fire(cast: Any, published: Any) -> None:
+    schedule = _schedule(cast, published)
+    tick = schedule.next_fire_at
+    triggers.set_schedule_enabled(actor=cast.owner, schedule=schedule, enabled=False)
+    assert triggers.fire_tick(schedule.pk, tick.isoformat()) == "stale"
+    assert Run.objects.count() == 0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_each_tick_fires_exactly_once_with_two_workers(cast: Any, published: Any, env: dict[str, str]) -> None:
+    """Four ticks overdue under the "all" policy, the first tick's task queued three times (as a lost-task
+    recovery on several machines would), and two real worker processes taking tasks at the same time."""
+    schedule = _schedule(cast, published, missed="all")
+    first = _minute(-3)
+    _set_tick(schedule, first)
+    schedule.refresh_from_db()
+    for _ in range(3):
+        triggers.enqueue_tick(schedule, first)
+    workers = [subprocess.Popen([*WORKER, "--batch", "--interval", "0.05"], cwd=REPO_ROOT, env=env,
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for _ in range(2)]
+    outputs = [worker.communicate(timeout=180)[0] for worker in workers]
+    assert [worker.returncode for worker in workers] == [0, 0], outputs
+    ticks = list(TriggerFire.objects.filter(schedule=schedule).order_by("tick").values_list("tick", flat=True))
+    expected = [first + timedelta(minutes=n) for n in range(4) if first + timedelta(minutes=n) <= timezone.now()]
+    assert ticks[:len(expected)] == expected and len(ticks) == len(set(ticks))
+    assert Run.objects.count() == len(ticks)
+    results = list(DBTaskResult.objects.filter(task_path="designer.tasks.fire_schedule")
+                   .exclude(status="READY").values_list("return_value", flat=True))
+    assert results.count("stale") >= 2  # the duplicates reached a worker and did nothing
+    # the batch workers also ran the runs the ticks started
+    assert set(Run.objects.values_list("status", flat=True)) == {"completed"}
+
+
+def test_a_lost_tick_task_is_queued_again_and_then_fires_once(cast: Any, published: Any) -> None:
+    schedule = _schedule(cast, published, missed="latest")
+    tick = _minute(-10)
+    _set_tick(schedule, tick)  # its task is gone
+    assert triggers.requeue_lost_ticks() == [schedule.pk]
+    task = DBTaskResult.objects.get(task_path="designer.tasks.fire_schedule")
+    assert task.run_after == tick and task.args_kwargs["args"] == [schedule.pk, tick.isoformat()]
+    assert triggers.fire_tick(schedule.pk, tick.isoformat()) == "caught-up"
+    assert triggers.requeue_lost_ticks() == []
+    assert Run.objects.count() == 1

@@ -1,0 +1,253 @@
+"""Distributed foreach (``runtime._batches``): batches run apart from their run, then are joined back.
+
+The bar: what a distributed foreach produces (results in index order, the structured context each item saw,
+nested loops included, tolerated and reported failures) is what the same foreach produces inside one run.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from runtime import (
+    Engine,
+    ForeachNode,
+    ItemOutcome,
+    RunResult,
+    RunState,
+    RuntimeContext,
+    SequentialIds,
+    TaskRegistry,
+    Workflow,
+    WorkflowBuilder,
+    distributed_foreach,
+)
+
+CUSTOMERS = [
+    {"name": "Ada", "orders": [{"sku": "A1", "lines": [1, 2]}, {"sku": "A2", "lines": [3]},
+                               {"sku": "A3", "lines": []}, {"sku": "A4", "lines": [4, 5, 6]},
+                               {"sku": "A5", "lines": [7]}]},
+    {"name": "Bob", "orders": [{"sku": "B1", "lines": [8]}]},
+    {"name": "Cy", "orders": []},
+]
+
+
+def registry(calls: list[Any] | None = None) -> TaskRegistry:
+    reg = TaskRegistry()
+
+    @reg.task
+    def describe(line: int, ctx: RuntimeContext) -> dict[str, Any]:
+        """What the item saw: every structured entry (minus the per-frame ids) and the convenience fields."""
+        if calls is not None:
+            calls.append(line)
+        entries = {key: {"node_id": e.node_id, "index": e.index, "item": e.item, "scope_id": e.scope_id}
+                   for key, e in ctx.foreach.items()}
+        mapping = ctx.to_mapping()
+        return {"line": line, "entries": entries, "order": list(ctx.foreach), "loop_index": mapping["loop_index"],
+                "aliases": {alias: mapping[alias] for alias in ("customer", "order", "line_no") if alias in mapping}}
+
+    @reg.task
+    def check(x: int, ctx: RuntimeContext) -> int:
+        if calls is not None:
+            calls.append(x)
+        if x % 4 == 1:
+            raise ValueError(f"item {ctx.foreach['xs'].index} is bad: {x}")
+        return x * 10
+
+    return reg
+
+
+def nested(batch_size: int = 2) -> Workflow:
+    """customers (local) > orders (distributable) > lines (local, inside the batch) > describe."""
+    graph = WorkflowBuilder("nested", input_schema={"type": "object", "properties": {"customers": {"type": "array"}},
+                                                    "required": ["customers"]})
+    customers = graph.foreach("customers", "input.customers", as_="customer", results="per_customer")
+    orders = graph.foreach("orders", "context.foreach.customers.item.orders", as_="order", max_concurrency=2,
+                           results="last_orders", batch_size=batch_size, max_batches_in_flight=2)
+    lines = graph.foreach("lines", "context.foreach.orders.item.lines", as_="line_no", results="last_lines")
+    describe = graph.use("describe", id="describe", input=[{"target": "line", "path": lines.item}])
+    graph.set_route(customers, "loop", orders)
+    graph.set_route(orders, "loop", lines)
+    graph.set_route(lines, "loop", describe)
+    graph.set_route(describe, "ok", lines)
+    graph.set_route(lines, "done", orders)
+    graph.set_route(orders, "done", customers)
+    graph.output("per_customer", "state.per_customer")
+    return graph.build()
+
+
+def engine(calls: list[Any] | None = None, *, distribute: bool = False) -> Engine:
+    return Engine(registry=registry(calls), ids=SequentialIds(),
+                  distribute=(lambda node, n: True) if distribute else None)
+
+
+def run_distributed(eng: Engine, doc: Workflow, run_input: Any, *, batches: list[Any] | None = None) -> RunResult:
+    """Drive a run to its end as a host would: every batch of every waiting activation, then the join."""
+    result = eng.run(doc, run_input)
+    while result.status == "waiting":
+        state = RunState.from_json(result.run_state.to_json())  # as a worker loads the checkpoint
+        joins: dict[str, list[ItemOutcome]] = {}
+        for waiting in distributed_foreach(state):
+            outcomes: list[ItemOutcome] = []
+            for start, stop in waiting.batches():
+                batch = eng.run_batch(state.to_json(), waiting.activation_id, range(start, stop), workflow=doc)
+                assert batch.status == "completed"
+                outcomes.extend(batch.outcomes)
+                if batches is not None:
+                    batches.append((waiting.node_id, start, stop))
+            joins[waiting.activation_id] = outcomes
+        result = eng.join_foreach(state.to_json(), joins, workflow=doc)
+    return result
+
+
+def test_a_distributed_foreach_gives_what_one_run_gives_with_the_same_context_per_item() -> None:
+    doc = nested()
+    local = engine().run(doc, {"customers": CUSTOMERS})
+    assert local.status == "completed", local.error
+    batches: list[Any] = []
+    spread = run_distributed(engine(distribute=True), doc, {"customers": CUSTOMERS}, batches=batches)
+    assert spread.status == "completed", spread.error
+    assert spread.output == local.output
+    # Ada's 5 orders in batches of 2, Bob's 1 order in one; Cy has none (done at once, nothing distributed).
+    assert batches == [("orders", 0, 2), ("orders", 2, 4), ("orders", 4, 5), ("orders", 0, 1)]
+    ada = spread.output["per_customer"][0]
+    assert [[line["line"] for line in order] for order in ada] == [[1, 2], [3], [], [4, 5, 6], [7]]
+    seen = ada[3][1]  # customer 0, order 3, line 1
+    assert seen["order"] == ["customers", "orders", "lines"]
+    assert seen["entries"]["customers"]["index"] == 0 and seen["entries"]["customers"]["item"]["name"] == "Ada"
+    assert seen["entries"]["orders"] == {"node_id": "orders", "index": 3, "item": CUSTOMERS[0]["orders"][3],
+                                         "scope_id": "root"}
+    assert seen["entries"]["lines"]["index"] == 1 and seen["loop_index"] == 1
+    assert seen["aliases"] == {"customer": CUSTOMERS[0], "order": CUSTOMERS[0]["orders"][3], "line_no": 5}
+
+
+def test_a_waiting_run_is_a_valid_checkpoint_that_holds_no_item_frames() -> None:
+    doc = nested(batch_size=3)
+    result = engine(distribute=True).run(doc, {"customers": CUSTOMERS})
+    assert result.status == "waiting"
+    state = RunState.from_json(result.run_state.to_json())  # the integrity check accepts it
+    [waiting] = distributed_foreach(state)
+    assert (waiting.node_id, waiting.total, waiting.batch_size, waiting.in_flight) == ("orders", 5, 3, 2)
+    assert waiting.batches() == [(0, 3), (3, 5)]
+    assert not [f for f in state.frames.values() if f.metadata.get("foreach", {}).get("node_id") == "orders"]
+    kinds = [event.kind for event in result.trace]
+    assert "foreach_distributed" in kinds and kinds[-1] == "run_waiting"
+    again = engine(distribute=True).continue_run(state.to_json(), workflow=doc)
+    assert again.status == "waiting"  # nothing to do until the batches are joined
+
+
+def test_without_a_batch_size_or_a_yes_from_the_host_the_foreach_runs_in_its_run() -> None:
+    doc = nested(batch_size=2)
+    plain = doc.model_copy(update={"nodes": [n.model_copy(update={"batch_size": None}) if isinstance(n, ForeachNode)
+                                             else n for n in doc.nodes]})
+    assert engine(distribute=True).run(plain, {"customers": CUSTOMERS}).status == "completed"
+    refusing = Engine(registry=registry(), ids=SequentialIds(), distribute=lambda node, n: n > 10)
+    assert refusing.run(doc, {"customers": CUSTOMERS}).status == "completed"
+
+
+def tolerant(count: int | None = None, percentage: float | None = None) -> Workflow:
+    graph = WorkflowBuilder("tolerant", input_schema={"type": "object", "properties": {"xs": {"type": "array"}}})
+    xs = graph.foreach("xs", "input.xs", results="out", batch_size=3, max_concurrency=2,
+                       tolerated_failure_count=count, tolerated_failure_percentage=percentage)
+    check = graph.use("check", id="check", input=[{"target": "x", "path": xs.item}])
+    graph.set_route(xs, "loop", check)
+    graph.set_route(check, "ok", xs)
+    graph.output("out", "state.out")
+    return graph.build()
+
+
+XS = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]  # 1, 5 and 9 fail
+
+
+@pytest.mark.parametrize("distribute", [False, True], ids=["one run", "distributed"])
+def test_tolerated_failures_leave_null_results_and_beyond_them_the_foreach_fails_naming_the_items(
+        distribute: bool) -> None:
+    def go(doc: Workflow) -> RunResult:
+        eng = engine(distribute=distribute)
+        return run_distributed(eng, doc, {"xs": XS}) if distribute else eng.run(doc, {"xs": XS})
+
+    passed = go(tolerant(count=3))
+    assert passed.status == "completed", passed.error
+    assert passed.output == {"out": [0, None, 20, 30, 40, None, 60, 70, 80, None]}
+    completed = [e for e in passed.trace if e.kind == "foreach_completed"]
+    assert completed[-1].summary == {"total": 10, "done": 10, "failed": 3}
+
+    for doc in (tolerant(count=2), tolerant(percentage=25), *([tolerant()] if distribute else [])):
+        failed = go(doc)
+        assert failed.status == "failed"
+        assert failed.error is not None
+        cause = failed.error.details["cause"]
+        assert cause["code"] == "foreach.items_failed"
+        assert cause["failed"] == [1, 5, 9] and cause["total"] == 10
+        assert "3 of 10 items failed (items 1, 5, 9)" in failed.error.message
+        assert "item 1: ValueError: item 1 is bad: 1" in failed.error.message
+        assert [e["index"] for e in cause["errors"]] == [1, 5, 9]
+    assert go(tolerant(percentage=30)).status == "completed"
+    if not distribute:  # with no tolerance set, one run fails at the first failed item, as it always has
+        first = go(tolerant())
+        assert first.status == "failed" and first.error is not None
+        assert first.error.details["index"] == 1 and first.error.details["node_id"] == "check"
+
+
+def test_a_batch_hands_over_items_as_they_end_and_a_restarted_batch_runs_only_what_was_not_committed() -> None:
+    doc = tolerant(count=5)
+    calls: list[Any] = []
+    eng = engine(calls, distribute=True)
+    state = RunState.from_json(eng.run(doc, {"xs": XS}).run_state.to_json())
+    [waiting] = distributed_foreach(state)
+    committed: dict[int, ItemOutcome] = {}
+
+    class Crash(Exception):
+        pass
+
+    def commit_once(outcomes: tuple[ItemOutcome, ...]) -> None:
+        committed.update((o.index, o) for o in outcomes)
+        raise Crash  # the worker dies right after its first commit
+
+    with pytest.raises(Crash):
+        eng.run_batch(state.to_json(), waiting.activation_id, range(0, 3), workflow=doc, on_items=commit_once)
+    assert sorted(committed) == [0, 1]  # two items at a time (max_concurrency 2) ended in the first superstep
+    assert committed[1].failed and committed[1].error is not None and committed[1].error["index"] == 1
+    calls.clear()
+    left = [i for i in range(10) if i not in committed]
+    rest = eng.run_batch(state.to_json(), waiting.activation_id, left, workflow=doc)
+    assert rest.status == "completed" and sorted(o.index for o in rest.outcomes) == left
+    assert sorted(calls) == sorted(XS[i] for i in left)  # the committed items did not run again
+    done = eng.join_foreach(state.to_json(), {waiting.activation_id: [*committed.values(), *rest.outcomes]},
+                            workflow=doc)
+    assert done.status == "completed"
+    assert done.output == {"out": [0, None, 20, 30, 40, None, 60, 70, 80, None]}
+
+
+def test_joining_needs_every_item_exactly_once() -> None:
+    doc = tolerant(count=5)
+    eng = engine(distribute=True)
+    state = eng.run(doc, {"xs": XS}).run_state.to_json()
+    [waiting] = distributed_foreach(RunState.from_json(state))
+    some = [ItemOutcome(i, i) for i in range(9)]
+    with pytest.raises(Exception, match="1 of 10 item outcomes are missing \\(the first is item 9\\)"):
+        eng.join_foreach(state, {waiting.activation_id: some}, workflow=doc)
+    with pytest.raises(Exception, match="item outcome 3 is repeated"):
+        eng.join_foreach(state, {waiting.activation_id: [*some, ItemOutcome(3, 3)]}, workflow=doc)
+    with pytest.raises(Exception, match="not waiting"):
+        eng.join_foreach(engine().run(doc, {"xs": [0]}).run_state, {}, workflow=doc)
+
+
+
+def test_a_failure_deep_inside_a_tolerant_item_fails_that_item_and_drops_its_inner_loop() -> None:
+    graph = WorkflowBuilder("deep", input_schema={"type": "object", "properties": {"xs": {"type": "array"}}})
+    outer = graph.foreach("outer", "input.xs", results="out", tolerated_failure_count=1)
+    xs = graph.foreach("xs", "context.foreach.outer.item", results="inner", max_concurrency=3)
+    check = graph.use("check", id="check", input=[{"target": "x", "path": xs.item}])
+    graph.set_route(outer, "loop", xs)
+    graph.set_route(xs, "loop", check)
+    graph.set_route(check, "ok", xs)
+    graph.set_route(xs, "done", outer)
+    graph.output("out", "state.out")
+    result = engine().run(graph.build(), {"xs": [[0, 2], [3, 5, 6, 7], [8]]})  # item 1 holds 5, which fails
+    assert result.status == "completed", result.error
+    assert result.output == {"out": [[0, 20], None, [80]]}
+    assert not result.run_state.activations and not result.run_state.barriers
+    failed = [e for e in result.trace if e.kind == "item_failed"]
+    assert [(e.node_id, e.index) for e in failed] == [("outer", 1)]
