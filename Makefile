@@ -95,9 +95,8 @@ setup: $(VENV)/.stamp-install $(VITE_MANIFEST)
 migrate: setup
 	$(PY) manage.py migrate --noinput
 
-# load_demo is optional: run it only where the command exists.
 run: migrate
-	@if $(PY) manage.py help load_demo >/dev/null 2>&1; then $(PY) manage.py load_demo; fi
+	$(PY) manage.py load_demo
 	@echo "Serving http://$(HOST):$(PORT)/ with a task worker; Ctrl-C stops both."
 	@set -m; \
 	$(PY) manage.py run_worker & worker=$$!; \

@@ -132,15 +132,12 @@ def summary(analysis: Any) -> dict[str, Any]:
     """Whole-document facts the canvas needs in one call: diagnostics, reachability,
     each reachable node's foreach owner stack and the labels each node can emit."""
     reachable = [node.id for node in analysis.workflow.nodes if node.id in analysis.reachable]
-    labels_of = getattr(analysis, "labels", None)
     return {
         "ok": analysis.ok,
         "diagnostics": diagnostics_json(analysis),
         "reachable": reachable,
         "control_regions": {node_id: list(analysis.control_region(node_id)) for node_id in reachable},
-        "labels": {
-            node.id: list(labels_of(node.id)) for node in analysis.workflow.nodes
-        } if labels_of is not None else {},
+        "labels": {node.id: list(analysis.labels(node.id)) for node in analysis.workflow.nodes},
     }
 
 

@@ -18,7 +18,7 @@ from designer.fields import ExactJSONField
 
 
 def empty_document() -> dict[str, Any]:
-    """The JSON of an empty runtime ``Workflow``; the id is filled in by the service."""
+    """A workflow row's document before any save: nothing (the services always store a whole document)."""
     return {}
 
 
@@ -245,6 +245,10 @@ class Run(models.Model):
     subgraph_versions = ExactJSONField(default=dict, blank=True)
     lease_owner = models.CharField(max_length=200, blank=True, default="")
     lease_expires_at = models.DateTimeField(null=True, blank=True)
+    # The django.tasks result id of the latest execute_run task enqueued for this run. Recovery asks the task
+    # backend about it through the public API (``execute_run.get_result(id).status``): still waiting in the
+    # queue, or taken by a worker that has since stopped renewing the lease. Empty before the first enqueue.
+    task_result_id = models.CharField(max_length=64, blank=True, default="")
     attempts = models.PositiveIntegerField(default=0)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
@@ -436,3 +440,20 @@ __all__ = [
     "Run", "RunEvent", "RunStatePart", "Schedule", "Team", "TeamScopedQuerySet", "TriggerFire", "Webhook",
     "Workflow", "WorkflowGrant", "WorkflowVersion",
 ]
+
+
+class RecoveryChain(models.Model):
+    """The one row (pk 1) that keeps recovery alive through the task queue (designer/runs/sweep.py).
+
+    Recovery is a ``recover_runs`` task that enqueues its own successor (``run_after`` one interval later), so
+    whatever process works the queue (``run_worker``, the backend's plain ``db_worker``) also recovers orphaned
+    runs. ``token`` names the live chain: a sweep carrying another token was superseded and ends the old chain.
+    ``due_at`` is when the next sweep should run; long past it, the chain is taken as broken and restarted.
+    """
+
+    token = models.CharField(max_length=64, blank=True, default="")
+    due_at = models.DateTimeField(null=True, blank=True)
+    task_result_id = models.CharField(max_length=64, blank=True, default="")
+
+    def __str__(self) -> str:
+        return f"recovery chain {self.token or '(not started)'} due {self.due_at}"

@@ -134,6 +134,18 @@ def require_workflow_role(user: Any, workflow: Workflow, minimum: Role, *, what:
     return role
 
 
+#: What ``SHARING_RULE`` guards, in the words of its 403.
+SEE_SHARING: Final[str] = "see whom it is shared with"
+
+#: The one rule for a workflow's sharing (its members and grants): the page ``/workflows/{id}/sharing/`` and the
+#: API's ``/api/workflows/{id}/grants/`` both call ``require_own_team_role``.
+SHARING_RULE: Final[str] = (
+    "Whom a workflow is shared with is shown to members of its own team (owners also share and stop sharing it). "
+    "A team the workflow is shared with gets 403 permission.denied there (it knows the workflow exists, so it is "
+    "told why); anyone else gets 404, as for any workflow that is not theirs."
+)
+
+
 def require_own_team_role(user: Any, workflow: Workflow, minimum: Role, *, action: str) -> str:
     """For what only the workflow's own team may do (delete it, copy it out, manage its grants): a caller who
     sees it through a grant is told so (403), anyone else finds nothing (404)."""

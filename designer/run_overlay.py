@@ -66,7 +66,7 @@ def overlay(run: Run, events: Sequence[RunEvent]) -> dict[str, Any]:
             entry.failed += 1
         if event.kind in ("node_started", "node_completed", "node_failed", "interrupted"):
             last[event.frame_id] = (event.node_id, event.kind)
-    live = run.status in ("running", "queued", "interrupted")
+    live = run.status in ("running", "queued", "interrupted", "waiting")
     for node_id, kind in last.values():
         state = _OPEN.get(kind)
         if state == "waiting" and run.status == "interrupted":

@@ -90,6 +90,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "drf_spectacular",
     "drf_spectacular_sidecar",  # Swagger UI / Redoc assets served locally (no CDN)
+    "django_filters",
     "django_htmx",
     "django_vite",
     "django_tasks_db",

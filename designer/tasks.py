@@ -1,9 +1,13 @@
 """Background tasks (``django.tasks``). The default backend is django-tasks-db; its worker runs them.
 
-Run ``manage.py run_worker`` (``db_worker`` plus recovery of orphaned runs) to process them.
+Any worker process runs them: ``manage.py run_worker`` (``db_worker`` that also forks the step processes up
+front and recovers at once when it starts) or the backend's plain ``db_worker``. Recovery of orphaned runs
+travels through the queue itself (``recover_runs``, designer/runs/sweep.py), so it needs no process of its own.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from django.tasks import task
 
@@ -15,8 +19,10 @@ def execute_run(run_id: int) -> str:
     Returns what happened, for the task result: the run's final status, or ``skipped`` when another
     worker holds the run or it no longer needs one (a duplicate enqueue is harmless by design).
     """
+    from designer.runs import sweep
     from designer.runs.executor import execute  # keeps task discovery free of runtime imports
 
+    sweep.ensure_chain()  # a worker that takes work keeps recovery alive too
     return execute(run_id)
 
 
@@ -37,3 +43,22 @@ def execute_batch(batch_id: int) -> str:
     from designer.runs.batches import execute_batch as run_batch
 
     return run_batch(batch_id)
+
+
+@task()
+def try_node(workflow_id: int, node_id: str, document: dict[str, Any]) -> dict[str, Any]:
+    """Run one task node on sample data (``designer.runs.trial``); nothing is saved but this task's result.
+
+    ``workflow_id`` and ``node_id`` tell the editor whose trial a result is."""
+    from designer.runs.trial import run_trial
+
+    return run_trial(document)
+
+
+@task()
+def recover_runs(token: str) -> str:
+    """One sweep of the recovery chain: enqueue the next sweep, then re-enqueue runs, batches and schedule ticks
+    whose worker stopped or whose task was lost."""
+    from designer.runs import sweep
+
+    return sweep.sweep(token)

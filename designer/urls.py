@@ -1,14 +1,6 @@
-"""Root URLconf.
-
-Feature modules plug in below (see OPTIONAL_URLCONFS): a module listed there
-is included as soon as it exists, so adding `designer/api/urls.py` or
-`designer/views/urls.py` needs no edit here. Import errors inside an existing
-module are not swallowed.
-"""
+"""Root URLconf: the site's own pages and the API are included from their modules."""
 
 from __future__ import annotations
-
-from importlib.util import find_spec
 
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
@@ -44,22 +36,6 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("admin/", admin.site.urls),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    path("api/", include("designer.api.urls")),
+    path("", include("designer.views.urls")),
 ]
-
-# --- Extension point: (URL prefix, module) included when the module exists. ---
-OPTIONAL_URLCONFS: list[tuple[str, str]] = [
-    ("api/", "designer.api.urls"),  # REST API
-    ("", "designer.views.urls"),  # pages (workflows, editor, runs, teams)
-]
-
-
-def _module_exists(name: str) -> bool:
-    try:
-        return find_spec(name) is not None
-    except ModuleNotFoundError:  # a parent package is missing
-        return False
-
-
-for _prefix, _module in OPTIONAL_URLCONFS:
-    if _module_exists(_module):
-        urlpatterns.append(path(_prefix, include(_module)))

@@ -47,11 +47,6 @@ RUNTIME_STATUS: dict[type[WorkflowError], int] = {
 }
 
 
-def register_runtime_status(error: type[WorkflowError], status: int) -> None:
-    """Let other modules (e.g. the runs API) map a runtime error class they raise."""
-    RUNTIME_STATUS[error] = status
-
-
 def _runtime_status(exc: WorkflowError) -> int:
     for klass in type(exc).__mro__:
         if klass in RUNTIME_STATUS:

@@ -13,7 +13,6 @@ from __future__ import annotations
 from typing import Any
 
 from django.urls import path
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import exceptions as drf_exceptions
 from rest_framework import serializers, status
@@ -26,18 +25,16 @@ from designer.api.parsers import LimitedJSONParser
 from designer.api.schema import JSONObjectField, RequestSerializer, StrictCharField, StrictIntegerField
 from designer.api.serializers import HAS_TEXT
 from designer.errors import BadRequest, NotFound
+from designer.filters import RunFilter, apply_filters, openapi_parameters
 from designer.models import Run, RunEvent
 from designer.runs import inspect
-from designer.selectors.runs import events_after, filter_runs, get_run
+from designer.selectors.runs import events_after, get_run, runs_for
 from designer.selectors.workflows import get_workflow
 from designer.services import runs as run_services
 from designer.untrusted import MAX_ID
 
 PAGE_SIZE = 50
 MAX_PAGE_SIZE = 200
-ID_SCHEMA = {"type": "integer", "minimum": 1, "maximum": MAX_ID}
-_STATUS = "(" + "|".join(Run.Status.values) + ")"
-STATUS_PATTERN = rf"^(|{_STATUS}(,{_STATUS})*)$"
 
 
 # --- rendering ----------------------------------------------------------------
@@ -268,13 +265,7 @@ class WorkflowRunsView(_RunsView):
 class RunListView(_RunsView):
     @extend_schema(
         parameters=[
-            OpenApiParameter("workflow", ID_SCHEMA, description="only this workflow's runs"),
-            OpenApiParameter("team", ID_SCHEMA, description="only this team's runs"),
-            OpenApiParameter("status", {"type": "string", "pattern": STATUS_PATTERN},
-                             description="one status, or several separated by commas"),
-            OpenApiParameter("version", {"type": "string", "pattern": r"^(|draft|null|[1-9][0-9]{0,8})$"},
-                             description="a version number, or `draft` (also `null`) for runs of the draft"),
-            OpenApiParameter("created_by", OpenApiTypes.STR, description="a user id or username"),
+            *openapi_parameters(RunFilter),
             OpenApiParameter("page", {"type": "integer", "minimum": 1, "maximum": 1000000},
                              description="page number, from 1 (404 past the last page)"),
             OpenApiParameter("page_size", {"type": "integer", "minimum": 1},
@@ -285,15 +276,8 @@ class RunListView(_RunsView):
         operation_id="runs_list",
     )
     def get(self, request: Request) -> Response:
-        params = request.query_params
-        runs = filter_runs(
-            user=request.user,
-            workflow=params.get("workflow"),
-            team=params.get("team"),
-            status=params.get("status"),
-            version=params.get("version"),
-            created_by=params.get("created_by"),
-        )
+        runs = apply_filters(RunFilter, request.query_params, runs_for(user=request.user), request=request,
+                             strict=True).queryset
         paginator = RunPagination()
         page = paginator.paginate_queryset(runs, request, view=self) or []
         damages = inspect.damages_of(page)

@@ -126,15 +126,30 @@ class GrantSerializer(serializers.ModelSerializer):
         return f"{grant.workflow.team.slug}/{grant.workflow.slug}"
 
 
+class GrantedToSerializer(serializers.Serializer):
+    team = serializers.IntegerField(source="team_id", help_text="your team the workflow is shared with")
+    team_name = serializers.CharField()
+    role = StrictChoiceField(choices=WorkflowGrant.Role.choices, help_text="the role that team was granted")
+
+
 class WorkflowSerializer(serializers.ModelSerializer):
-    team = serializers.IntegerField(source="team_id", read_only=True)
+    """A workflow as the caller sees it; pass workflows marked by ``selectors.mark_access``."""
+
+    team = serializers.IntegerField(source="team_id", read_only=True, help_text="the team that holds it")
+    team_name = serializers.CharField(source="team.name", read_only=True)
     latest_version = serializers.IntegerField(read_only=True, allow_null=True, default=None)
     created_by = serializers.CharField(source="created_by.username", read_only=True, default=None)
+    shared = serializers.BooleanField(read_only=True, help_text="true: you see it because its team shares it "
+                                                                "with one of your teams, not as a member of its team")
+    grant_role = serializers.ChoiceField(choices=WorkflowGrant.Role.choices, read_only=True, allow_null=True,
+                                         help_text="the best role granted to one of your teams (null: none)")
+    granted_to = GrantedToSerializer(many=True, read_only=True,
+                                     help_text="your teams it is shared with, each with its role")
 
     class Meta:
         model = Workflow
-        fields = ("id", "team", "slug", "name", "description", "revision", "latest_version",
-                  "created_by", "created_at", "updated_at")
+        fields = ("id", "team", "team_name", "slug", "name", "description", "revision", "latest_version",
+                  "created_by", "created_at", "updated_at", "shared", "grant_role", "granted_to")
 
 
 class AnalysisSummarySerializer(serializers.Serializer):

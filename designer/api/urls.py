@@ -1,12 +1,9 @@
 """/api/ routes, namespace ``api`` (e.g. ``reverse("api:workflow-document", args=[pk])``).
 
-The runs endpoints live in ``designer/api/runs.py`` (module-level
-``urlpatterns``), included here as soon as that module exists.
+The runs endpoints live in ``designer/api/runs.py`` (module-level ``urlpatterns``).
 """
 
 from __future__ import annotations
-
-from importlib.util import find_spec
 
 from django.urls import URLPattern, URLResolver, include, path, re_path
 
@@ -46,9 +43,7 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("tasks/", views.TaskListView.as_view(), name="task-list"),
 ]
 
-# Run endpoints (owned by the runs helper): designer/api/runs.py defines `urlpatterns`.
-if find_spec("designer.api.runs") is not None:
-    urlpatterns.append(path("", include("designer.api.runs")))
+urlpatterns.append(path("", include("designer.api.runs")))
 
 # Last: anything else under /api/ is a JSON 404 (not Django's HTML page), whatever the method.
 urlpatterns.append(re_path(r"^.*$", unknown_api_path, name="unknown"))

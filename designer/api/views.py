@@ -8,7 +8,7 @@ from typing import Any
 
 from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -18,8 +18,8 @@ from designer import analysis as doc_analysis
 from designer import catalog, selectors
 from designer.api import serializers as s
 from designer.api.parsers import LimitedJSONParser
-from designer.errors import BadRequest
-from designer.permissions import DUPLICATE_RULE, require_own_team_role, require_role
+from designer.filters import WorkflowFilter, apply_filters, openapi_parameters
+from designer.permissions import DUPLICATE_RULE, SEE_SHARING, SHARING_RULE, require_own_team_role, require_role
 from designer.services import grants as grant_services
 from designer.services import invitations as invitation_services
 from designer.services import teams as team_services
@@ -158,25 +158,24 @@ def _workflow(request: Request, workflow_id: object) -> Any:
 
 
 def _workflow_json(request: Request, workflow_id: object) -> dict[str, Any]:
-    # Re-read through the selector so the response carries the annotations (latest_version).
-    return s.WorkflowSerializer(_workflow(request, workflow_id)).data
+    # Re-read through the selector so the response carries the annotations (latest_version, how it is reached).
+    marked = selectors.mark_access(user=request.user, workflows=[_workflow(request, workflow_id)])
+    return s.WorkflowSerializer(marked[0]).data
 
 
 class WorkflowListView(BaseAPIView):
     @extend_schema(
-        parameters=[
-            OpenApiParameter("team", OpenApiTypes.INT, description="only this team's workflows"),
-            OpenApiParameter("q", OpenApiTypes.STR, description="search in name, slug and description"),
-        ],
+        parameters=openapi_parameters(WorkflowFilter),
         responses={200: s.WorkflowSerializer(many=True)},
         operation_id="workflows_list",
+        description="Your teams' workflows and those other teams share with yours (`shared`: true, with the "
+                    "holding team and the granted role).",
     )
     def get(self, request: Request) -> Response:
-        team = request.query_params.get("team")
-        if team not in (None, "") and not str(team).isdigit():
-            raise BadRequest(f"team must be a team id (an integer), got {team!r}", field="team")
-        workflows = selectors.workflows_for(user=request.user, team_id=team, q=request.query_params.get("q"))
-        return Response(s.WorkflowSerializer(workflows, many=True).data)
+        workflows = apply_filters(WorkflowFilter, request.query_params, selectors.workflows_for(user=request.user),
+                                  request=request, strict=True).queryset
+        marked = selectors.mark_access(user=request.user, workflows=workflows)
+        return Response(s.WorkflowSerializer(marked, many=True).data)
 
     @extend_schema(request=s.WorkflowCreateSerializer, responses={201: s.WorkflowSerializer, **ERRORS})
     def post(self, request: Request) -> Response:
@@ -219,10 +218,10 @@ class WorkflowDuplicateView(BaseAPIView):
 
 class WorkflowGrantsView(BaseAPIView):
     @extend_schema(responses={200: s.GrantSerializer(many=True), **ERRORS}, operation_id="workflows_grants_list",
-                   description="Teams this workflow is shared with (members of its own team).")
+                   description=f"Teams this workflow is shared with. {SHARING_RULE}")
     def get(self, request: Request, workflow_id: int) -> Response:
         workflow = _workflow(request, workflow_id)
-        require_own_team_role(request.user, workflow, "viewer", action="see whom it is shared with")
+        require_own_team_role(request.user, workflow, "viewer", action=SEE_SHARING)
         return Response(s.GrantSerializer(selectors.grants_of(workflow), many=True).data)
 
     @extend_schema(request=s.GrantCreateSerializer, responses={201: s.GrantSerializer, **ERRORS},

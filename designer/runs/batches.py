@@ -85,15 +85,11 @@ def _task() -> Any:
 def _enqueue(batch_pk: int) -> None:
     """Enqueue ``execute_batch`` inside the caller's transaction and stamp the queue deadline (see
     ``recovery.enqueue_execution``: a queued batch nobody takes within a lease is enqueued again)."""
-    from designer.runs.recovery import _is_database_backend
+    from designer.runs import queue
 
-    task = _task()
     ForeachBatch.objects.filter(pk=batch_pk).update(status=ForeachBatch.Status.QUEUED, lease_owner="",
                                                     lease_expires_at=expiry_in(lease_seconds()))
-    if _is_database_backend(task):
-        task.enqueue(batch_pk)
-    else:
-        transaction.on_commit(lambda: task.enqueue(batch_pk))
+    queue.enqueue(_task(), batch_pk)
 
 
 def plan_batches(run_id: int, waiting: Iterable[DistributedForeach]) -> int:
@@ -125,6 +121,17 @@ def outcomes(run_id: int, activation_ids: Iterable[str]) -> dict[str, list[ItemO
                 .values_list("index", "result", "error"))
         joined[activation_id] = [ItemOutcome(index, result, error) for index, result, error in rows.iterator()]
     return joined
+
+
+def batch_progress(run_id: int) -> dict[str, tuple[int, int]]:
+    """Per distributed activation of the run: (committed items, batches running now), for the run page."""
+    progress: dict[str, tuple[int, int]] = {}
+    for activation_id in ForeachBatch.objects.filter(run_id=run_id).values_list("activation_id", flat=True).distinct():
+        committed = ForeachBatchItem.objects.filter(run_id=run_id, activation_id=activation_id).count()
+        running = ForeachBatch.objects.filter(run_id=run_id, activation_id=activation_id,
+                                              status=ForeachBatch.Status.RUNNING).count()
+        progress[activation_id] = (committed, running)
+    return progress
 
 
 def wake(run_id: int) -> bool:
@@ -194,6 +201,25 @@ class Committer:
         self.last = time.monotonic()
 
 
+class CancelCheck:
+    """The engine's ``should_cancel`` for a batch: reads the run's cancel flag at most once a second (the engine
+    asks at every superstep, and one query per item would cost more than most items do)."""
+
+    INTERVAL = 1.0
+
+    def __init__(self, run_id: int) -> None:
+        self.run_id = run_id
+        self.checked = float("-inf")
+        self.cancelled = False
+
+    def __call__(self, _runtime_id: str) -> bool:
+        now = time.monotonic()
+        if not self.cancelled and now - self.checked >= self.INTERVAL:
+            self.checked = now
+            self.cancelled = Run.objects.filter(pk=self.run_id, cancel_requested=True).exists()
+        return self.cancelled
+
+
 def _finish(batch: ForeachBatch, owner: str, status: str = "done") -> None:
     """Close the batch, enqueue the next pending one of its activation, wake the run when none is left."""
     with transaction.atomic():
@@ -248,7 +274,7 @@ def execute_batch(batch_id: int) -> str:
                 engine = Engine(
                     registry=catalog.registry(),
                     workflows=PinnedResolver(TeamVersionResolver(run.team_id), run.subgraph_versions),
-                    should_cancel=lambda _run_id: Run.objects.filter(pk=run.pk, cancel_requested=True).exists(),
+                    should_cancel=CancelCheck(run.pk),
                     max_steps=max_steps(), keep_trace=0, **steps.engine_options())
                 with engine:
                     result = engine.run_batch(checkpoint or {}, batch.activation_id, left, workflow=run.document,

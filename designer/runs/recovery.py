@@ -1,25 +1,31 @@
 """Finding runs that nobody is executing and handing them to a worker again.
 
 Every enqueue of a run's task also stamps ``lease_expires_at`` (with no owner):
-"the queue has this long to hand the run to a worker". A runnable run whose
-lease has expired is therefore either orphaned by a dead worker or lost by the
-queue, and is enqueued again. For the database task backend the check also
-skips runs that still have a READY task row, so a long queue never piles up
-duplicates. A duplicate would be harmless anyway: only one task can claim the
-run's lease, the others return at once.
+"the queue has this long to hand the run to a worker", and records the task's
+result id on the run. A runnable run whose lease has expired is therefore
+orphaned by a dead worker or lost by the queue, and is enqueued again, unless
+the queue says (``queue.status_of``, public ``django.tasks`` API) that its
+task still waits there, so a long queue never piles up duplicates. A duplicate
+would be harmless anyway: only one task can claim the run's lease, the others
+return at once.
+
+Who calls ``requeue_stale_runs``: the ``recover_runs`` task chain
+(``designer.runs.sweep``), which any worker process runs, and ``run_worker``
+once at start-up.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from datetime import datetime
 from typing import Any
 
 from django.db import DatabaseError, transaction
 from django.db.models import Q
-from django.tasks import task_backends
+from django.tasks import TaskResultStatus
 
 from designer.models import Run
+from designer.runs import queue, task_backend
 from designer.runs.lease import RUNNABLE, bounded_lock_wait, expiry_in, lease_now, lease_seconds
 
 logger = logging.getLogger(__name__)
@@ -31,60 +37,20 @@ def _execute_task() -> Any:
     return execute_run
 
 
-def _is_database_backend(task: Any) -> bool:
-    try:
-        from django_tasks_db.backend import DatabaseBackend
-    except ImportError:  # another backend configured and django-tasks-db not installed
-        return False
-    return isinstance(task_backends[task.backend], DatabaseBackend)
+def enqueue_execution(run_id: int, *, run_after: datetime | None = None) -> None:
+    """Enqueue ``execute_run(run_id)``, stamp the queue deadline and record the task's result id. Call inside
+    the transaction that made the run runnable: with the database backend the task commits (or rolls back)
+    together with it. Also makes sure the recovery chain is alive (``sweep.ensure_chain``)."""
+    from designer.runs import sweep  # sweep's task module imports this one
 
-
-def enqueue_execution(run_id: int) -> None:
-    """Enqueue ``execute_run(run_id)`` and stamp the queue deadline. Call inside the transaction that made
-    the run runnable: with the database backend the task row commits (or rolls back) together with it."""
-    task = _execute_task()
     Run.objects.filter(pk=run_id).update(lease_owner="", lease_expires_at=expiry_in(lease_seconds()))
-    if _is_database_backend(task):
-        task.enqueue(run_id)
-    else:
-        transaction.on_commit(lambda: task.enqueue(run_id))
-
-
-def _pending_run_ids(run_ids: Iterable[int]) -> set[int]:
-    """Runs among ``run_ids`` that already wait in the database queue (READY task rows)."""
-    task = _execute_task()
-    if not _is_database_backend(task):
-        return set()
-    from django_tasks_db.models import DBTaskResult
-
-    wanted = set(run_ids)
-    pending: set[int] = set()
-    rows = DBTaskResult.objects.ready().filter(task_path=task.module_path).values_list("args_kwargs", flat=True)
-    for args_kwargs in rows.iterator():
-        args = (args_kwargs or {}).get("args") or []
-        kwargs = (args_kwargs or {}).get("kwargs") or {}
-        run_id = args[0] if args else kwargs.get("run_id")
-        if run_id in wanted:
-            pending.add(run_id)
-    return pending
+    queue.enqueue(_execute_task(), run_id, run_after=run_after,
+                  record=lambda result_id: Run.objects.filter(pk=run_id).update(task_result_id=result_id))
+    sweep.ensure_chain()
 
 
 class WorkerLost(Exception):
     """Recorded on the task result of an execution whose worker stopped renewing the run's lease."""
-
-
-def _close_orphaned_tasks(run_id: int) -> None:
-    """Mark the database task rows still RUNNING for ``run_id`` as failed: their worker is gone (the run's
-    lease expired), and the task list should say so rather than show them running forever."""
-    task = _execute_task()
-    if not _is_database_backend(task):
-        return
-    from django_tasks_db.models import DBTaskResult
-
-    for row in DBTaskResult.objects.running().filter(task_path=task.module_path):
-        args = (row.args_kwargs or {}).get("args") or []
-        if args[:1] == [run_id]:
-            row.set_failed(WorkerLost(f"the worker executing run {run_id} stopped renewing its lease"))
 
 
 def stale_runs() -> Any:
@@ -101,13 +67,14 @@ def requeue_stale_runs() -> list[int]:
     from designer.runs.batches import requeue_stale_batches  # batches import this module
 
     requeue_stale_batches()  # the batches of distributed foreach nodes are leased the same way
-    candidates = list(stale_runs().values_list("pk", "lease_expires_at"))
+    candidates = list(stale_runs().values_list("pk", "lease_expires_at", "task_result_id"))
     if not candidates:
         return []
-    pending = _pending_run_ids(pk for pk, _ in candidates)
+    task = _execute_task()
     requeued: list[int] = []
-    for run_id, expired_at in candidates:
-        if run_id in pending:
+    for run_id, expired_at, result_id in candidates:
+        status = queue.status_of(task, result_id)
+        if status == TaskResultStatus.READY:  # still waiting in the queue (a backlog longer than the deadline)
             continue
         try:
             with transaction.atomic():
@@ -119,7 +86,9 @@ def requeue_stale_runs() -> list[int]:
                 if not still_stale.select_for_update(skip_locked=True).values_list("pk", flat=True):
                     continue
                 still_stale.update(lease_owner="")
-                _close_orphaned_tasks(run_id)
+                if status == TaskResultStatus.RUNNING:  # taken by a worker that stopped renewing the lease
+                    task_backend.close_abandoned(
+                        task, result_id, WorkerLost(f"the worker executing run {run_id} stopped renewing its lease"))
                 enqueue_execution(run_id)
         except DatabaseError:  # a lock wait that timed out (a task row held by a frozen worker): next time
             logger.warning("run %s: recovery passed it by (a row it needs is locked); retrying later", run_id,

@@ -13,7 +13,7 @@ MAX_EVENTS_PAGE = 1000
 
 
 def runs_for(*, user: Any) -> QuerySet[Run]:
-    """The caller's runs, newest first. The runs API adds its own filters on top."""
+    """The caller's runs, newest first; the list filters (pages and API) are ``designer.filters.RunFilter``."""
     return Run.objects.for_user(user).select_related("workflow", "workflow_version", "created_by")
 
 
@@ -32,55 +32,6 @@ def _int(value: object, field: str) -> int:
     if abs(number) > MAX_ID:  # the database cannot compare with it (SQLite raises OverflowError)
         raise BadRequest(f"{field} must be an integer between -{MAX_ID} and {MAX_ID}", field=field)
     return number
-
-
-def _id(value: object, field: str) -> int:
-    number = parse_id(value)
-    if number is None:
-        raise BadRequest(f"{field} must be an id (a positive integer), got {value!r}", field=field)
-    return number
-
-
-def filter_runs(
-    *,
-    user: Any,
-    workflow: object = None,
-    team: object = None,
-    status: object = None,
-    version: object = None,
-    created_by: object = None,
-) -> QuerySet[Run]:
-    """The caller's runs narrowed by the list filters. Empty strings mean "no filter".
-
-    ``status`` may list several statuses separated by commas; ``version`` is a number or ``draft``;
-    ``created_by`` is a user id or a username.
-    """
-    runs = runs_for(user=user)
-    if workflow not in (None, ""):
-        runs = runs.filter(workflow_id=_id(workflow, "workflow"))
-    if team not in (None, ""):
-        runs = runs.filter(team_id=_id(team, "team"))
-    if status not in (None, ""):
-        wanted = [part.strip() for part in str(status).split(",") if part.strip()]
-        unknown = sorted(set(wanted) - set(Run.Status.values))
-        if unknown:
-            raise BadRequest(
-                f"unknown run status {', '.join(unknown)}; one of {', '.join(Run.Status.values)}", field="status"
-            )
-        runs = runs.filter(status__in=wanted)
-    if version not in (None, ""):
-        if str(version) in ("draft", "null"):
-            runs = runs.filter(workflow_version__isnull=True)
-        else:
-            number = _int(version, "version")
-            if number < 1:
-                raise BadRequest("version is a published version number (1 or more) or draft", field="version")
-            runs = runs.filter(workflow_version__number=number)
-    if created_by not in (None, ""):
-        text = str(created_by)
-        user_id = parse_id(text)
-        runs = runs.filter(created_by_id=user_id) if user_id is not None else runs.filter(created_by__username=text)
-    return runs
 
 
 def events_after(run: Run, *, after: object = None, limit: object = None, default_limit: int = 200

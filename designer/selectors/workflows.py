@@ -1,30 +1,49 @@
 from __future__ import annotations
 
+from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
-from django.db.models import Max, Q, QuerySet
+from django.db.models import Max, QuerySet
 
 from designer.errors import NotFound
 from designer.models import Team, Workflow, WorkflowGrant, WorkflowVersion
+from designer.permissions import ROLE_RANK
 from designer.untrusted import parse_id
 
 
-def workflows_for(*, user: Any, team_id: object = None, q: str | None = None) -> QuerySet[Workflow]:
-    """The caller's workflows, annotated with ``latest_version`` (None until published).
-
-    ``team_id`` narrows to one team (an unknown or foreign team gives an empty
-    list, not an error: it is a filter); ``q`` searches name, slug and description.
-    """
+def workflows_for(*, user: Any) -> QuerySet[Workflow]:
+    """The caller's workflows (their teams' own and those shared with one of their teams), annotated with
+    ``latest_version`` (None until published). The list filters are ``designer.filters.WorkflowFilter``."""
     qs = Workflow.objects.for_user(user).select_related("team")
-    if team_id not in (None, ""):
-        team_pk = parse_id(team_id)
-        if team_pk is None:
-            return qs.none()
-        qs = qs.filter(team_id=team_pk)
-    if q:
-        q = q.strip()
-        qs = qs.filter(Q(name__icontains=q) | Q(slug__icontains=q) | Q(description__icontains=q))
     return qs.annotate(latest_version=Max("versions__number")).order_by("team__name", "name", "pk")
+
+
+@dataclass(frozen=True, slots=True)
+class GrantedTo:
+    """One of the caller's teams that a workflow is shared with, and the role it was given."""
+
+    team_id: int
+    team_name: str
+    role: str
+
+
+def mark_access(*, user: Any, workflows: Iterable[Workflow]) -> list[Workflow]:
+    """Set on each workflow how the caller reaches it: ``shared`` (only through a grant, not as a member of its
+    team), ``granted_to`` (the grants of it to the caller's teams, as ``GrantedTo``) and ``grant_role`` (the best of
+    them). Two queries, whatever the number of workflows."""
+    rows = list(workflows)
+    mine = dict(Team.objects.for_user(user).values_list("pk", "name"))
+    grants = (WorkflowGrant.objects.filter(workflow_id__in=[w.pk for w in rows], team_id__in=list(mine))
+              .order_by("team__name", "pk").values_list("workflow_id", "team_id", "role"))
+    by_workflow: dict[int, list[GrantedTo]] = {}
+    for workflow_id, team_id, role in grants:
+        by_workflow.setdefault(workflow_id, []).append(GrantedTo(team_id, mine[team_id], role))
+    for workflow in rows:
+        workflow.shared = workflow.team_id not in mine
+        workflow.granted_to = by_workflow.get(workflow.pk, [])
+        workflow.grant_role = max((g.role for g in workflow.granted_to), key=ROLE_RANK.__getitem__, default=None)
+    return rows
 
 
 def get_workflow(*, user: Any, workflow_id: object) -> Workflow:

@@ -216,14 +216,9 @@ def _fire_task() -> Any:
 def enqueue_tick(schedule: Schedule, tick: datetime) -> None:
     """Hand ``tick`` to the queue, due at that time. Inside the transaction that set ``next_fire_at``:
     with the database backend the task row commits (or rolls back) with it."""
-    task = _fire_task().using(run_after=tick)
-    args = (schedule.pk, tick.isoformat())
-    from designer.runs.recovery import _is_database_backend
+    from designer.runs import queue
 
-    if _is_database_backend(task):
-        task.enqueue(*args)
-    else:
-        transaction.on_commit(lambda: task.enqueue(*args))
+    queue.enqueue(_fire_task(), schedule.pk, tick.isoformat(), run_after=tick)
 
 
 @transaction.atomic

@@ -15,8 +15,6 @@ from typing import Any
 
 from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse
-from django.template import TemplateDoesNotExist
-from django.template.loader import select_template
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
@@ -26,7 +24,7 @@ from designer import schema_builder as sb
 from designer import selectors
 from designer.errors import BadRequest, DesignerError, RevisionConflict
 from designer.models import Workflow as WorkflowModel
-from designer.permissions import has_role, require_workflow_role
+from designer.permissions import has_role, require_workflow_role, role_of
 from designer.services import workflows as workflow_services
 from designer.untrusted import JSONInputError, loads_json
 from designer.views import editor_edits as edits
@@ -36,7 +34,6 @@ from designer.views.pages import designer_errors, error_message
 from runtime import WorkflowError
 
 TEMPLATE = "editor/editor.html"
-RUN_PANEL_SLOT = "runs/_run_panel_slot.html"
 
 
 @dataclass(frozen=True, slots=True)
@@ -256,20 +253,16 @@ def _triggers(response: HttpResponse, **events: dict[str, Any]) -> HttpResponse:
 def editor(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
     """The editor page: palette, canvas, inspector, diagnostics (and the run panel)."""
     loaded = _load(request, workflow_id)
-    try:
-        select_template([RUN_PANEL_SLOT])
-        has_run_panel = True
-    except TemplateDoesNotExist:  # the runs pages are optional for the editor
-        has_run_panel = False
     diagnostics = _diagnostics(loaded)
     context = {
         **_inspector_context(loaded, None),
         "role": loaded.role,
+        # SHARING_RULE: the Sharing page is for the workflow's own team; a team it is shared with sees who holds it.
+        "in_own_team": role_of(request.user, loaded.workflow.team_id) is not None,
         "palette": panels.palette(loaded.workflow),
         "query": "",
         "api_base": reverse("api:task-list").removesuffix("tasks/"),
         "summary": panels.diagnostics_summary(diagnostics),
-        "has_run_panel": has_run_panel,
     }
     return TemplateResponse(request, TEMPLATE, context)
 

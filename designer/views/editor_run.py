@@ -24,7 +24,7 @@ from designer.models import Run
 from designer.models import Workflow as WorkflowModel
 from designer.permissions import require_workflow_role
 from designer.runs.inspect import damage_of, damages_of
-from designer.selectors.runs import filter_runs
+from designer.selectors.runs import runs_for
 from designer.views.htmx import HtmxHttpRequest
 from designer.views.pages import designer_errors
 
@@ -57,7 +57,7 @@ def _label(run: Run) -> str:
 def runs(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
     """The workflow's recent runs, newest first, for the canvas's run chooser."""
     workflow = _workflow(request, workflow_id)
-    recent = list(filter_runs(user=request.user, workflow=workflow.pk).order_by("-created_at", "-pk")[:RECENT_RUNS])
+    recent = list(runs_for(user=request.user).filter(workflow=workflow).order_by("-created_at", "-pk")[:RECENT_RUNS])
     damages = damages_of(recent)
     return JsonResponse({"runs": [{"id": run.pk, "status": run.status,
                                    "label": _label(run) + (" · damaged" if run.pk in damages else ""),

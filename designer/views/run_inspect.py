@@ -9,7 +9,7 @@ the only record, and only what the engine recorded there is shown.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -72,7 +72,8 @@ def recorded_context(events: Iterable[RunEvent]) -> dict[str, Any] | None:
     return None
 
 
-def progress_rows(state: RunState | None, events: Iterable[RunEvent]) -> list[Progress]:
+def progress_rows(state: RunState | None, events: Iterable[RunEvent],
+                  batches: Mapping[str, tuple[int, int]] | None = None) -> list[Progress]:
     """One row per foreach activation, children under the item of their parent activation.
 
     Live activations come from the runtime (``activation_progress``); ones
@@ -112,6 +113,9 @@ def progress_rows(state: RunState | None, events: Iterable[RunEvent]) -> list[Pr
                     activation_id=live.activation_id, node_id=live.node_id, done=0, total=None
                 )
             entry.done, entry.total, entry.running = live.done, live.total, live.running
+            if batches and live.activation_id in batches:
+                # A distributed foreach runs its items in batches elsewhere: committed items and running batches.
+                entry.done, entry.running = batches[live.activation_id]
             entry.parent_activation_id = live.parent_activation_id or entry.parent_activation_id
             entry.parent_index = live.parent_index if live.parent_index is not None else entry.parent_index
     return _nest(rows)

@@ -8,7 +8,6 @@ once the run waits for an answer or ends.
 
 from __future__ import annotations
 
-from datetime import date, datetime, time
 from typing import Any
 from urllib.parse import urlencode
 
@@ -21,14 +20,16 @@ from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import NoReverseMatch, reverse
 from django.utils import timezone
-from django.utils.dateparse import parse_date, parse_datetime
+from django.utils.dateparse import parse_datetime
 from django.views.decorators.http import require_GET, require_POST
 
 from designer import selectors
 from designer.errors import DesignerError, NotFound, PermissionDenied
+from designer.filters import RunFilter, apply_filters
 from designer.models import Run, RunEvent, Team, Workflow
 from designer.permissions import has_role, require_workflow_role, role_of, workflow_role
 from designer.run_overlay import item_label
+from designer.runs.batches import batch_progress
 from designer.runs.inspect import damage_of, damages_of
 from designer.services import runs as run_services
 from designer.untrusted import parse_id
@@ -44,7 +45,7 @@ EVENTS_PAGE_SIZE = 100
 RECENT_RUNS = 5
 #: Seconds between polls while a run is queued or running.
 POLL_SECONDS = 1
-ACTIVE = (Run.Status.QUEUED, Run.Status.RUNNING)
+ACTIVE = (Run.Status.QUEUED, Run.Status.RUNNING, Run.Status.WAITING)
 
 
 def _ok_status(request: HtmxHttpRequest, ok: bool) -> int:
@@ -79,42 +80,12 @@ def _error_details(exc: DesignerError | WorkflowError) -> tuple[str, dict[str, s
 # --- history -----------------------------------------------------------------------------------------------
 
 
-def _filtered_runs(request: HtmxHttpRequest, qs: QuerySet[Run]) -> tuple[QuerySet[Run], dict[str, str]]:
-    params = request.GET
-    filters = {name: params.get(name, "").strip() for name in ("status", "version", "who", "since", "until",
-                                                               "team", "workflow")}
-    if filters["status"] in Run.Status.values:
-        qs = qs.filter(status=filters["status"])
-    else:
-        filters["status"] = ""
-    # A filter value that cannot mean anything is dropped (and not echoed back), as if it were not given.
-    number = parse_id(filters["version"])
-    if filters["version"] == "draft":
-        qs = qs.filter(workflow_version__isnull=True)
-    elif number is not None:
-        qs = qs.filter(workflow_version__number=number)
-    else:
-        filters["version"] = ""
-    for name, lookup in (("who", "created_by_id"), ("team", "team_id"), ("workflow", "workflow_id")):
-        pk = parse_id(filters[name])
-        if pk is None:
-            filters[name] = ""
-        else:
-            qs = qs.filter(**{lookup: pk})
-    for name, lookup, clock in (("since", "created_at__gte", time.min), ("until", "created_at__lte", time.max)):
-        day = _date(filters[name])
-        if day is None:
-            filters[name] = ""
-            continue
-        qs = qs.filter(**{lookup: timezone.make_aware(datetime.combine(day, clock))})
-    return qs, filters
-
-
-def _date(text: str) -> date | None:
-    try:
-        return parse_date(text) if text else None
-    except ValueError:  # well-formed but impossible, e.g. 2024-02-30
-        return None
+def _filtered_runs(request: HtmxHttpRequest, qs: QuerySet[Run]) -> tuple[QuerySet[Run], dict[str, str], str]:
+    """The run filters (``designer.filters.RunFilter``, the API's too); a value that cannot mean anything is
+    dropped (and not echoed back), with a notice saying which."""
+    filtered = apply_filters(RunFilter, request.GET, qs, request=request, strict=False)
+    filters = {name: filtered.values.get(name, "") for name in RunFilter.base_filters}
+    return filtered.queryset, filters, filtered.notice
 
 
 def _history(request: HtmxHttpRequest, *, team: Team | None = None, workflow: Workflow | None = None) -> HttpResponse:
@@ -123,7 +94,7 @@ def _history(request: HtmxHttpRequest, *, team: Team | None = None, workflow: Wo
         base = base.filter(workflow=workflow)
     elif team is not None:
         base = base.filter(team=team)
-    runs, filters = _filtered_runs(request, base)
+    runs, filters, filter_notice = _filtered_runs(request, base)
     page = Paginator(runs, PAGE_SIZE).get_page(request.GET.get("page"))
     query = QueryDict(mutable=True)
     query.update({key: value for key, value in filters.items() if value})
@@ -151,14 +122,16 @@ def _history(request: HtmxHttpRequest, *, team: Team | None = None, workflow: Wo
         # Runs on this page that may still change: the table refreshes itself until none is left.
         "any_active": any(run.status in ACTIVE for run in page.object_list),
         "filters": filters,
+        "filter_notice": filter_notice,
         "query": query.urlencode(),
         "statuses": Run.Status.choices,
         "versions": list(selectors.versions_of(workflow).values_list("number", flat=True)) if workflow else [],
         "people": people,
         "teams": selectors.teams_for(user=request.user) if team is None and workflow is None else [],
-        "workflows": selectors.workflows_for(user=request.user, team_id=team.pk) if team is not None else [],
+        "workflows": selectors.workflows_for(user=request.user).filter(team=team) if team is not None else [],
         "admin_url": admin_url,
         "can_run": workflow is not None and has_role(workflow_role(request.user, workflow), "runner"),
+        "in_own_team": workflow is not None and role_of(request.user, workflow.team_id) is not None,
     }
     template = "runs/history.html#table" if request.htmx and request.htmx.target == "run-table" else "runs/history.html"
     return TemplateResponse(request, template, context)
@@ -340,7 +313,8 @@ def _detail_context(request: HtmxHttpRequest, run: Run, **extra: Any) -> dict[st
         # No answer form for a damaged run: its open questions belong to a state that cannot be read.
         "interrupts": [] if damage else _interrupts(run, extra.pop("forms", None)),
         "answers": _answers(run),
-        "progress": progress_rows(inspection.state, events),
+        "progress": progress_rows(inspection.state, events,
+                                  batch_progress(run.pk) if run.status == Run.Status.WAITING else None),
         "timeline": timeline,
         "frames": _live_frames(inspection.state),
         "damage": damage,

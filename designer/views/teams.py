@@ -25,7 +25,14 @@ from django.views.decorators.http import require_http_methods, require_POST
 from designer import selectors
 from designer.errors import DesignerError, NotFound, PermissionDenied
 from designer.models import Membership, Run, Team, Workflow, WorkflowGrant
-from designer.permissions import ACTIONS, DUPLICATE_RULE, has_role, may_duplicate
+from designer.permissions import (
+    ACTIONS,
+    DUPLICATE_RULE,
+    SEE_SHARING,
+    has_role,
+    may_duplicate,
+    require_own_team_role,
+)
 from designer.services import grants as grant_services
 from designer.services import invitations as invitation_services
 from designer.services import teams as team_services
@@ -80,7 +87,7 @@ def _team_context(request: HtmxHttpRequest, team: Team, **extra: Any) -> dict[st
         "owner_count": owners,
         "role_choices": ROLE_CHOICES,
         "role_actions": ACTIONS,
-        "workflows": selectors.workflows_for(user=request.user, team_id=team.pk),
+        "workflows": selectors.workflows_for(user=request.user).filter(team=team),
         "run_count": Run.objects.for_user(request.user).filter(team=team).count(),
         "invite": {"user": "", "role": Membership.Role.EDITOR, "error": ""},
         "invitations": selectors.pending_invitations_of(team) if has_role(role, "owner") else [],
@@ -260,6 +267,8 @@ def workflow_sharing(request: HtmxHttpRequest, workflow_id: int, *, grant_form: 
     """Who sees a workflow (its team's members, the teams it is shared with) and, for owners, sharing it with
     another team or copying it into one of theirs."""
     workflow: Workflow = selectors.get_workflow(user=request.user, workflow_id=workflow_id)
+    # SHARING_RULE: a grant holder is told (403) that only the workflow's own team sees this, as in the API.
+    require_own_team_role(request.user, workflow, "viewer", action=SEE_SHARING)
     team = selectors.get_team(user=request.user, team_id=workflow.team_id)
     role = getattr(team, "role", None)
     is_owner = has_role(role, "owner")

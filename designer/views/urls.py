@@ -96,3 +96,13 @@ urlpatterns += [
          name="schedule-update"),
     path("hooks/<str:secret>/", workflow_page.webhook_call, name="webhook-call"),
 ]
+
+# --- "Try this node" in the inspector (designer/views/editor_try.py) ---
+from designer.views import editor_try  # noqa: E402
+
+urlpatterns += [
+    path("workflows/<int:workflow_id>/edit/try-node/", editor_try.form, name="editor-try-node"),
+    path("workflows/<int:workflow_id>/edit/try-node/start/", editor_try.start, name="editor-try-node-start"),
+    path("workflows/<int:workflow_id>/edit/try-node/<str:result_id>/", editor_try.outcome,
+         name="editor-try-node-outcome"),
+]

@@ -25,7 +25,7 @@ from designer.document_diff import diff, node_marks, route_target
 from designer.errors import DesignerError, NotFound, RateLimited, RevisionConflict
 from designer.models import Schedule, TriggerFire, Webhook
 from designer.models import Workflow as WorkflowModel
-from designer.permissions import has_role, require_workflow_role
+from designer.permissions import has_role, require_workflow_role, role_of
 from designer.services import triggers as trigger_services
 from designer.services import versions as version_services
 from designer.untrusted import JSONInputError, loads_json
@@ -69,6 +69,8 @@ def _context(request: HtmxHttpRequest, workflow: WorkflowModel, role: str, **ext
     undo = request.session.get(_undo_key(workflow))
     return {
         "workflow": workflow, "role": role, "can_edit": has_role(role, "editor"), "versions": versions,
+        # SHARING_RULE: the Sharing page is for the workflow's own team.
+        "in_own_team": role_of(request.user, workflow.team_id) is not None,
         "webhooks": webhooks, "schedules": schedules, "missed_choices": Schedule.Missed.choices,
         "undo": undo if isinstance(undo, dict) and undo.get("revision") == workflow.revision else None,
         "compare_a": versions[0].number if versions else None,

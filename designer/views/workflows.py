@@ -19,6 +19,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from designer import selectors
 from designer.errors import DesignerError
+from designer.filters import WorkflowFilter, apply_filters
 from designer.permissions import has_role
 from designer.services import workflows as workflow_services
 from designer.untrusted import json_error_message, loads_json, parse_id
@@ -27,28 +28,35 @@ from runtime import WorkflowError
 
 
 def _list_context(request: HttpRequest) -> dict[str, Any]:
-    q = request.GET.get("q", "").strip()
-    team_filter = request.GET.get("team", "").strip()
+    """The caller's teams, each with its own workflows, then the workflows other teams share with theirs; all
+    narrowed by ``WorkflowFilter`` (the API's filters too), dropping values that cannot mean anything."""
+    filtered = apply_filters(WorkflowFilter, request.GET, selectors.workflows_for(user=request.user),
+                             request=request, strict=False)
+    q, team_filter, shared = (filtered.values.get(name, "") for name in ("q", "team", "shared"))
+    narrowed = bool(q or shared or team_filter)
     teams = list(selectors.teams_for(user=request.user))
     roles = {team.pk: team.role for team in teams}
-    workflows = list(selectors.workflows_for(user=request.user, team_id=team_filter or None, q=q or None))
+    workflows = selectors.mark_access(user=request.user, workflows=filtered.queryset)
+    for workflow in workflows:
+        workflow.can_edit = has_role(roles.get(workflow.team_id), "editor")
     groups = [
         {"team": team, "can_edit": has_role(team.role, "editor"),
          "workflows": [w for w in workflows if w.team_id == team.pk]}
         for team in teams
-        if not team_filter or str(team.pk) == team_filter
+        if (not team_filter or str(team.pk) == team_filter) and filtered.values.get("shared") != "true"
     ]
-    # A team with nothing matching a search is noise; without a search an empty team shows its empty state.
-    if q:
+    # A team with nothing matching a filter is noise; without one an empty team shows its empty state.
+    if narrowed:
         groups = [g for g in groups if g["workflows"]]
-    for workflow in workflows:
-        workflow.can_edit = has_role(roles.get(workflow.team_id), "editor")
     return {
         "q": q,
         "team_filter": team_filter,
+        "shared_filter": shared,
+        "filter_notice": filtered.notice,
         "teams": teams,
         "editable_teams": [t for t in teams if has_role(t.role, "editor")],
         "groups": groups,
+        "shared_workflows": [w for w in workflows if w.shared],
         "match_count": len(workflows),
     }
 

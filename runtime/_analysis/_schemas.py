@@ -199,11 +199,6 @@ def nullable(schema: Schema) -> bool:
     return any(atom.get("type") == "null" for atom in atoms(schema))
 
 
-def non_null(schema: Schema) -> Schema:
-    kept = [atom for atom in atoms(schema) if atom.get("type") != "null"]
-    return union(kept) if kept else NULL
-
-
 def make_nullable(schema: Schema) -> Schema:
     if is_any(schema) or nullable(schema):
         return schema

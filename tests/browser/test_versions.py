@@ -77,3 +77,20 @@ def test_publish_with_a_note_compare_two_versions_and_restore(
     page.get_by_role("button", name="Undo restore").click()
     expect(page.get_by_text("Restore undone")).to_be_visible()
     assert Workflow.objects.get(pk=versioned.pk).document == versioned.versions.get(number=2).document
+
+
+def test_try_a_node_from_the_inspector(logged_in_page: Page, live_server: Any, versioned: Workflow,
+                                       background_worker: Any) -> None:
+    """The trial runs in a real worker process (``background_worker``), never in this test's process."""
+    from tests.browser.editor_page import EditorPage
+
+    editor = EditorPage(logged_in_page, live_server.url, versioned).open()
+    editor.select("assess")
+    section = editor.inspector.locator("[data-try-node='assess']")
+    section.get_by_label("Input (JSON, the task's fields)").fill('{"amount": 5000}')
+    section.get_by_role("button", name="Try it").click()
+    answer = section.locator("[data-try-status='completed']")
+    expect(answer).to_be_visible(timeout=60_000)
+    expect(answer.locator("[data-try-label]")).to_have_text("review")
+    expect(answer.locator("[data-try-result]")).to_contain_text('"limit": 1000.0')
+    assert Workflow.objects.get(pk=versioned.pk).revision == versioned.revision  # nothing saved

@@ -97,3 +97,19 @@ def env(worker_env: dict[str, str]) -> dict[str, str]:
     from tests.designer.runs_support import worker_environment
 
     return worker_environment(worker_env)
+
+
+@pytest.fixture
+def enqueued() -> Any:
+    """Every task result enqueued during the test, in order, as ``django.tasks``' public ``task_enqueued``
+    signal reports them (``[r for r in enqueued if r.task.name == "execute_run"]``)."""
+    from django.tasks.signals import task_enqueued
+
+    seen: list[Any] = []
+
+    def record(sender: Any, task_result: Any, **kwargs: Any) -> None:
+        seen.append(task_result)
+
+    task_enqueued.connect(record, weak=False)
+    yield seen
+    task_enqueued.disconnect(record)

@@ -22,6 +22,32 @@ TEST_LEASE_SECONDS = "2"
 WORKER = [sys.executable, "manage.py", "run_worker", "--no-startup-delay", "--no-reload"]
 
 
+def take_as_dead_worker(result_id: str, worker_id: str = "dead-worker") -> None:
+    """Leave the task result ``result_id`` as a worker leaves it that took the task and then died: RUNNING.
+
+    The one place the tests act as the backend's worker does (django-tasks-db's own ``claim``), because no
+    public API moves a result along; everything they check goes through ``task.get_result`` instead.
+    """
+    from django_tasks_db.models import DBTaskResult
+
+    DBTaskResult.objects.get(pk=result_id).claim(worker_id)
+
+
+def finish_as_worker(result_id: str, return_value: Any) -> None:
+    """Record ``return_value`` on a RUNNING result, as the backend's worker does when the task returns."""
+    from django_tasks_db.models import DBTaskResult
+
+    DBTaskResult.objects.get(pk=result_id).set_successful(return_value)
+
+
+def task_result(run_id: int) -> Any:
+    """The run's latest ``execute_run`` task result, read through the public API."""
+    from designer.models import Run
+    from designer.tasks import execute_run
+
+    return execute_run.get_result(Run.objects.get(pk=run_id).task_result_id)
+
+
 def worker_environment(base: dict[str, str]) -> dict[str, str]:
     return {**base, "TRELLIS_RUN_LEASE_SECONDS": TEST_LEASE_SECONDS}
 

@@ -6,11 +6,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from django.tasks import TaskResultStatus
 from django.urls import reverse
-from django_tasks_db.models import DBTaskResult
 
 from designer.models import Run
 from designer.services import workflows as workflow_services
+from designer.tasks import execute_run
 
 pytestmark = pytest.mark.django_db
 
@@ -29,8 +30,8 @@ def test_starting_a_run_records_it_and_enqueues_its_task(api: Any, cast: Any, wo
     assert body["created_by"] == "eddie"
     run = Run.objects.get(pk=body["id"])
     assert run.document == workflow.document  # the draft was snapshotted
-    task = DBTaskResult.objects.get()
-    assert task.task_path == "designer.tasks.execute_run" and task.args_kwargs["args"] == [run.pk]
+    task = execute_run.get_result(run.task_result_id)
+    assert task.status == TaskResultStatus.READY and task.args == [run.pk]
 
 
 def test_the_snapshot_does_not_follow_later_edits_of_the_draft(api: Any, cast: Any, workflow: Any) -> None:
@@ -52,7 +53,8 @@ def test_a_published_version_runs_pinned(api: Any, cast: Any, workflow: Any) -> 
     assert missing.status_code == 404 and missing.json()["code"] == "not_found"
 
 
-def test_a_draft_with_errors_is_refused_with_its_diagnostics(api: Any, cast: Any, workflow: Any) -> None:
+def test_a_draft_with_errors_is_refused_with_its_diagnostics(api: Any, cast: Any, workflow: Any,
+                                                              enqueued: list[Any]) -> None:
     broken = {**workflow.document, "routes": [*workflow.document["routes"],
                                               {"source": "assess", "label": "nope", "target": "record"}]}
     workflow_services.save_document(actor=cast.owner, workflow=workflow, revision=workflow.revision, document=broken)
@@ -61,7 +63,7 @@ def test_a_draft_with_errors_is_refused_with_its_diagnostics(api: Any, cast: Any
     assert response.status_code == 400
     assert response.json()["code"] == "workflow.invalid"
     assert any(d["code"] == "route.unknown_label" for d in response.json()["diagnostics"])
-    assert not Run.objects.exists() and not DBTaskResult.objects.exists()
+    assert not Run.objects.exists() and enqueued == []
 
 
 @pytest.mark.parametrize("body", [{"input": [1, 2]}, {"version": "two"}])

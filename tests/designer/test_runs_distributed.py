@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from django.urls import reverse
 
 from designer.models import ForeachBatch, ForeachBatchItem, Run
 from designer.services import workflows as workflow_services
@@ -126,6 +127,10 @@ def test_a_worker_killed_mid_batch_loses_nothing_and_reruns_no_committed_item(ap
     killed = ForeachBatch.objects.get(run_id=run["id"], number=0)
     assert killed.status == "running" and killed.lease_owner  # orphaned with its lease
     assert Run.objects.get(pk=run["id"]).status == "waiting"  # the run itself holds no worker
+    # The run page shows the committed items of the distributed foreach, and keeps polling while it waits.
+    page = client.get(reverse("run-detail", args=[run["id"]])).content.decode()
+    assert f'data-node="each" data-done="{len(committed_before)}" data-total="{len(xs)}"' in page
+    assert 'data-status="waiting"' in page and "hx-trigger=\"every" in page
 
     survivor = start_worker(batch_env)
     try:
@@ -141,3 +146,31 @@ def test_a_worker_killed_mid_batch_loses_nothing_and_reruns_no_committed_item(ap
     assert set(runs) == set(range(len(xs)))
     assert all(runs[index] == 1 for index in committed_before)  # committed items never ran again
     assert sum(runs.values()) <= len(xs) + 1  # at most the item in flight at the kill ran twice
+
+
+def test_cancelling_a_waiting_run_cancels_it_at_once_and_its_batches_stop(api: Any, cast: Any,
+                                                                          batch_env: dict[str, str]) -> None:
+    from designer.runs import batches
+    from designer.services import runs as run_services
+
+    workflow = workflow_services.create_workflow(actor=cast.owner, team=cast.team, name="Spread",
+                                                 document=document(batch_size=2, in_flight=1))
+    client = api(cast.editor)
+    run = start_run(client, workflow, {"xs": [1, 2, 3, 4]})
+    run_batch(batch_env, "--max-tasks", "1")  # the run itself: it plans its batches and waits
+    assert Run.objects.get(pk=run["id"]).status == "waiting"
+    planned = list(ForeachBatch.objects.filter(run_id=run["id"]).order_by("number").values_list("status", flat=True))
+    assert planned == ["queued", "pending"]  # one batch in flight at a time
+
+    cancelled = run_services.cancel_run(actor=cast.editor, run=Run.objects.get(pk=run["id"]))
+    assert cancelled.status == "cancelled"  # no worker holds a waiting run: nothing to wait for
+
+    first = ForeachBatch.objects.get(run_id=run["id"], number=0)
+    assert batches.execute_batch(first.pk) == "cancelled"
+    assert not ForeachBatchItem.objects.filter(run_id=run["id"]).exists()
+    assert ForeachBatch.objects.get(pk=first.pk).status == "cancelled"
+    # Closing it enqueued the next one, which stops the same way; the run stays cancelled.
+    second = ForeachBatch.objects.get(run_id=run["id"], number=1)
+    assert second.status == "queued"
+    assert batches.execute_batch(second.pk) == "cancelled"
+    assert Run.objects.get(pk=run["id"]).status == "cancelled" and not tallies(batch_env)

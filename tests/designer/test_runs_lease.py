@@ -6,12 +6,14 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from django.tasks import TaskResultStatus
 from django.utils import timezone
-from django_tasks_db.models import DBTaskResult
 
 from designer.models import Run
 from designer.runs import lease
 from designer.runs.recovery import enqueue_execution, requeue_stale_runs
+from designer.tasks import execute_run
+from tests.designer.runs_support import finish_as_worker, take_as_dead_worker, task_result
 
 pytestmark = pytest.mark.django_db
 
@@ -20,11 +22,8 @@ def make_run(workflow: Any, **fields: Any) -> Run:
     return Run.objects.create(team=workflow.team, workflow=workflow, document=workflow.document, **fields)
 
 
-def ready_tasks_for(run: Run) -> int:
-    return sum(
-        1 for args_kwargs in DBTaskResult.objects.ready().values_list("args_kwargs", flat=True)
-        if args_kwargs["args"] == [run.pk]
-    )
+def expire(run: Run) -> None:
+    Run.objects.filter(pk=run.pk).update(lease_expires_at=timezone.now() - timedelta(seconds=1))
 
 
 def test_claim_is_exclusive_until_the_lease_expires(workflow: Any) -> None:
@@ -60,21 +59,35 @@ def test_runs_that_need_no_worker_cannot_be_claimed(workflow: Any, status: str) 
     assert lease.claim(run.pk, "worker-a") is None
 
 
+def test_enqueueing_records_the_tasks_result_id_on_the_run(workflow: Any, enqueued: list[Any]) -> None:
+    run = make_run(workflow)
+    enqueue_execution(run.pk)
+
+    [execution] = [result for result in enqueued if result.task.name == "execute_run"]
+    assert Run.objects.get(pk=run.pk).task_result_id == str(execution.id)
+    recorded = task_result(run.pk)
+    assert recorded.status == TaskResultStatus.READY and recorded.args == [run.pk]
+
+
 def test_recovery_requeues_a_run_whose_worker_stopped_renewing(workflow: Any) -> None:
     run = make_run(workflow)
     enqueue_execution(run.pk)
-    DBTaskResult.objects.update(status="RUNNING", worker_ids=["dead-worker"])  # taken by a worker ...
+    first = Run.objects.get(pk=run.pk).task_result_id
+    take_as_dead_worker(first)  # taken by a worker ...
     assert lease.claim(run.pk, "dead-worker")  # ... that claimed the run and then died
     assert requeue_stale_runs() == []  # the lease is still live
 
-    Run.objects.filter(pk=run.pk).update(lease_expires_at=timezone.now() - timedelta(seconds=1))
+    expire(run)
     assert requeue_stale_runs() == [run.pk]
-    assert ready_tasks_for(run) == 1
-    orphan = DBTaskResult.objects.get(worker_ids=["dead-worker"])
-    assert orphan.status == "FAILED" and orphan.exception_class_path.endswith("WorkerLost")
+    second = Run.objects.get(pk=run.pk).task_result_id
+    assert second != first
+    assert task_result(run.pk).status == TaskResultStatus.READY
+    orphan = execute_run.get_result(first)
+    assert orphan.status == TaskResultStatus.FAILED
+    assert orphan.errors[-1].exception_class_path.endswith("recovery.WorkerLost")
     # Re-stamped with a queue deadline: checking again does not pile up duplicates.
     assert requeue_stale_runs() == []
-    assert ready_tasks_for(run) == 1
+    assert Run.objects.get(pk=run.pk).task_result_id == second
     # The dead worker, should it wake up, can no longer write.
     with pytest.raises(lease.LeaseLost):
         lease.renew(run.pk, "dead-worker")
@@ -83,16 +96,32 @@ def test_recovery_requeues_a_run_whose_worker_stopped_renewing(workflow: Any) ->
 def test_recovery_skips_a_run_whose_task_still_waits_in_the_queue(workflow: Any) -> None:
     run = make_run(workflow)
     enqueue_execution(run.pk)
-    Run.objects.filter(pk=run.pk).update(lease_expires_at=timezone.now() - timedelta(seconds=1))
+    waiting = Run.objects.get(pk=run.pk).task_result_id
+    expire(run)  # a backlog longer than the queue deadline
 
     assert requeue_stale_runs() == []
-    assert ready_tasks_for(run) == 1
+    assert Run.objects.get(pk=run.pk).task_result_id == waiting
 
 
-def test_recovery_requeues_a_queued_run_whose_task_was_lost(workflow: Any) -> None:
-    run = make_run(workflow, lease_expires_at=timezone.now() - timedelta(seconds=1))
+@pytest.mark.parametrize("task_result_id", ["", "00000000-0000-0000-0000-000000000000", "not-an-id"])
+def test_recovery_requeues_a_queued_run_whose_task_was_lost(workflow: Any, task_result_id: str) -> None:
+    # Never enqueued, or its result pruned since, or an id the backend cannot read: the lease decides alone.
+    run = make_run(workflow, lease_expires_at=timezone.now() - timedelta(seconds=1), task_result_id=task_result_id)
     assert requeue_stale_runs() == [run.pk]
-    assert ready_tasks_for(run) == 1
+    assert task_result(run.pk).status == TaskResultStatus.READY
+
+
+def test_recovery_requeues_a_run_whose_last_task_finished_without_finishing_it(workflow: Any) -> None:
+    # E.g. the task returned "skipped" while a now-dead worker still held the lease.
+    run = make_run(workflow)
+    enqueue_execution(run.pk)
+    first = Run.objects.get(pk=run.pk).task_result_id
+    take_as_dead_worker(first)
+    finish_as_worker(first, "skipped")
+    expire(run)
+    assert requeue_stale_runs() == [run.pk]
+    assert execute_run.get_result(first).status == TaskResultStatus.SUCCESSFUL  # left as it was
+    assert task_result(run.pk).status == TaskResultStatus.READY
 
 
 def test_a_run_that_keeps_killing_its_workers_is_failed_after_the_attempt_limit(workflow: Any, settings: Any) -> None:

@@ -16,13 +16,14 @@ from typing import Any
 
 import pytest
 from django.db import connection
+from django.tasks import TaskResultStatus
 from django.utils import timezone
-from django_tasks_db.models import DBTaskResult
 
 from designer.models import Run
 from designer.runs import lease
 from designer.runs.recovery import enqueue_execution
 from designer.services import workflows as workflow_services
+from designer.tasks import execute_run
 from tests.designer.runs_support import (
     all_events,
     counting_document,
@@ -31,6 +32,7 @@ from tests.designer.runs_support import (
     start_run,
     start_worker,
     stop_worker,
+    take_as_dead_worker,
     wait_for,
 )
 
@@ -94,7 +96,7 @@ def test_a_worker_starting_up_recovers_runs_orphaned_while_no_worker_ran(api: An
     client = api(cast.editor)
     run = start_run(client, workflow, {"x": 1})
     # As a worker leaves things when it dies right after taking the task and claiming the run.
-    DBTaskResult.objects.update(status="RUNNING", worker_ids=["dead-worker"])
+    take_as_dead_worker(Run.objects.get(pk=run["id"]).task_result_id)
     assert lease.claim(run["id"], "dead-worker")
     Run.objects.filter(pk=run["id"]).update(lease_expires_at=timezone.now() - timedelta(seconds=1))
 
@@ -110,24 +112,29 @@ def test_two_workers_never_execute_the_same_run_twice(api: Any, cast: Any, env: 
                                                  document=counting_document())
     client = api(cast.editor)
     runs = [start_run(client, workflow, {"x": n, "pause": 0.2})["id"] for n in range(6)]
+    tasks = {run_id: [Run.objects.get(pk=run_id).task_result_id] for run_id in runs}
     for run_id in runs:  # a second task for every run: both workers get to try each one
         enqueue_execution(run_id)
-    assert DBTaskResult.objects.count() == 2 * len(runs)
+        tasks[run_id].append(Run.objects.get(pk=run_id).task_result_id)
+    assert all(len(set(ids)) == 2 for ids in tasks.values())
+
+    def results() -> list[Any]:
+        return [execute_run.get_result(result_id) for ids in tasks.values() for result_id in ids]
 
     workers = [start_worker(env), start_worker(env)]
     try:
-        wait_for(lambda: not DBTaskResult.objects.exclude(status__in=("SUCCESSFUL", "FAILED")).exists(),
-                 message="every task to finish", worker=workers[0])
+        wait_for(lambda: all(result.is_finished for result in results()), message="every task to finish",
+                 worker=workers[0])
     finally:
         for worker in workers:
             stop_worker(worker)
 
     outcomes: dict[int, list[str]] = {run_id: [] for run_id in runs}
     worker_ids: set[str] = set()
-    for task in DBTaskResult.objects.all():
-        assert task.status == "SUCCESSFUL", task.traceback
-        outcomes[task.args_kwargs["args"][0]].append(task.return_value)
-        worker_ids.update(task.worker_ids)
+    for result in results():
+        assert result.status == TaskResultStatus.SUCCESSFUL, result.errors
+        outcomes[result.args[0]].append(result.return_value)
+        worker_ids.update(result.worker_ids)
     assert len(worker_ids) == 2  # both workers took tasks
     for n, run_id in enumerate(runs):
         assert sorted(outcomes[run_id]) == ["completed", "skipped"]

@@ -146,7 +146,7 @@ def test_history_filters_by_status_version_who_and_date(cast: Any, workflow: Any
     assert run_ids(client.get(url, {"status": "failed"}).content.decode()) == [old.pk]
     assert run_ids(client.get(url, {"version": "draft"}).content.decode()) == [draft.pk, old.pk]
     assert run_ids(client.get(url, {"version": str(version.number)}).content.decode()) == [pinned.pk]
-    assert run_ids(client.get(url, {"who": str(cast.owner.pk)}).content.decode()) == [pinned.pk]
+    assert run_ids(client.get(url, {"created_by": str(cast.owner.pk)}).content.decode()) == [pinned.pk]
     since = (timezone.localdate() - timedelta(days=1)).isoformat()
     assert old.pk not in run_ids(client.get(url, {"since": since}).content.decode())
 

@@ -1,0 +1,291 @@
+"""The list filters, one django-filter ``FilterSet`` per list, shared by the pages and the API.
+
+Both read the same query parameters with the same rules; they differ only in what a value that cannot mean
+anything does (``apply_filters``): a page drops it, shows the list without it and says so in a notice; the API
+answers 400 naming the parameter. Each filter also carries its OpenAPI schema (``openapi_parameters``), so the
+API documents exactly what the FilterSet accepts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Final
+
+import django_filters
+from django import forms
+from django.db.models import Q, QuerySet
+from drf_spectacular.utils import OpenApiParameter
+
+from designer.errors import BadRequest
+from designer.models import Run, Team, Workflow, WorkflowGrant
+from designer.untrusted import MAX_ID, parse_id
+
+ID_SCHEMA: Final[dict[str, Any]] = {"type": "integer", "minimum": 1, "maximum": MAX_ID}
+_STATUS = "(" + "|".join(Run.Status.values) + ")"
+#: Longest username Django's user model stores; a longer ``created_by`` cannot name anyone.
+MAX_USERNAME = 150
+MAX_SEARCH = 200
+#: A day, or nothing (an empty value is no filter, as for every parameter here).
+DAY_SCHEMA: Final[dict[str, Any]] = {"anyOf": [{"type": "string", "format": "date"},
+                                               {"type": "string", "maxLength": 0}]}
+
+
+# --- form fields: each says what is wrong with a value, in words an API client and a page can show ---------------
+
+
+class IdField(forms.Field):
+    def to_python(self, value: Any) -> int | None:
+        if value in self.empty_values:
+            return None
+        number = parse_id(value)
+        if number is None:
+            raise forms.ValidationError(f"must be an id (a positive integer up to {MAX_ID}), got {str(value)[:40]!r}")
+        return number
+
+
+class StatusesField(forms.Field):
+    """One run status, or several separated by commas."""
+
+    def to_python(self, value: Any) -> list[str] | None:
+        if value in self.empty_values:
+            return None
+        wanted = [part.strip() for part in str(value).split(",") if part.strip()]
+        unknown = sorted(set(wanted) - set(Run.Status.values))
+        if unknown or not wanted:
+            raise forms.ValidationError(
+                f"unknown run status {', '.join(u[:40] for u in unknown[:5]) or repr(value)}; "
+                f"give one or more of {', '.join(Run.Status.values)}, separated by commas")
+        return wanted
+
+
+class VersionField(forms.Field):
+    """A published version number, or ``draft`` (also ``null``) for runs of the draft."""
+
+    def to_python(self, value: Any) -> int | str | None:
+        if value in self.empty_values:
+            return None
+        text = str(value).strip()
+        if text in ("draft", "null"):
+            return "draft"
+        number = parse_id(text)
+        if number is None:
+            raise forms.ValidationError(f"must be a published version number (1 or more) or draft, got {text[:40]!r}")
+        return number
+
+
+class UserRefField(forms.Field):
+    """A user id or a username."""
+
+    def to_python(self, value: Any) -> int | str | None:
+        if value in self.empty_values:
+            return None
+        text = str(value).strip()
+        if len(text) > MAX_USERNAME or "\x00" in text:
+            raise forms.ValidationError(f"must be a user id or a username (at most {MAX_USERNAME} characters)")
+        return parse_id(text) or text
+
+
+class SearchField(forms.CharField):
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(max_length=MAX_SEARCH, strip=True, **kwargs)
+
+    def to_python(self, value: Any) -> str:
+        text = super().to_python(value)
+        if "\x00" in text:
+            raise forms.ValidationError("may not contain NUL characters")
+        return text
+
+
+class YesNoField(forms.Field):
+    def to_python(self, value: Any) -> bool | None:
+        if value in self.empty_values:
+            return None
+        text = str(value).strip().lower()
+        if text in ("true", "1", "yes"):
+            return True
+        if text in ("false", "0", "no"):
+            return False
+        raise forms.ValidationError(f"must be true or false, got {text[:40]!r}")
+
+
+# --- filters: a form field, a lookup, and the OpenAPI schema of the parameter --------------------------------
+
+
+class _Documented(django_filters.Filter):
+    def __init__(self, *args: Any, schema: dict[str, Any], help: str, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.schema, self.help = schema, help
+
+
+class IdFilter(_Documented):
+    field_class = IdField
+
+
+class StatusFilter(_Documented):
+    field_class = StatusesField
+
+    def filter(self, qs: QuerySet[Any], value: list[str] | None) -> QuerySet[Any]:
+        return qs.filter(status__in=value) if value else qs
+
+
+class VersionFilter(_Documented):
+    field_class = VersionField
+
+    def filter(self, qs: QuerySet[Any], value: int | str | None) -> QuerySet[Any]:
+        if value is None:
+            return qs
+        if value == "draft":
+            return qs.filter(workflow_version__isnull=True)
+        return qs.filter(workflow_version__number=value)
+
+
+class UserRefFilter(_Documented):
+    field_class = UserRefField
+
+    def filter(self, qs: QuerySet[Any], value: int | str | None) -> QuerySet[Any]:
+        if value is None:
+            return qs
+        return qs.filter(created_by_id=value) if isinstance(value, int) else qs.filter(created_by__username=value)
+
+
+class DayFilter(_Documented):
+    """A calendar day (YYYY-MM-DD, in the site's time zone), compared with a datetime column's day."""
+
+    field_class = forms.DateField
+
+
+class SearchFilter(_Documented):
+    field_class = SearchField
+
+    def filter(self, qs: QuerySet[Any], value: str | None) -> QuerySet[Any]:
+        if not value:
+            return qs
+        return qs.filter(Q(name__icontains=value) | Q(slug__icontains=value) | Q(description__icontains=value))
+
+
+class YesNoFilter(_Documented):
+    """A yes/no the FilterSet itself applies (``WorkflowFilter.filter_queryset``: it needs the caller's teams)."""
+
+    field_class = YesNoField
+
+    def filter(self, qs: QuerySet[Any], value: bool | None) -> QuerySet[Any]:
+        return qs
+
+
+class TeamListFilter(_Documented):
+    """A team's workflows: those it holds and those shared with it."""
+
+    field_class = IdField
+
+    def filter(self, qs: QuerySet[Any], value: int | None) -> QuerySet[Any]:
+        if value is None:
+            return qs
+        granted = WorkflowGrant.objects.filter(team_id=value).values("workflow_id")
+        return qs.filter(Q(team_id=value) | Q(pk__in=granted))
+
+
+# --- the FilterSets ----------------------------------------------------------------------------------------------
+
+
+class RunFilter(django_filters.FilterSet):
+    """Run history (the pages) and ``GET /api/runs/``."""
+
+    workflow = IdFilter(field_name="workflow_id", schema=ID_SCHEMA, help="only this workflow's runs")
+    team = IdFilter(field_name="team_id", schema=ID_SCHEMA, help="only this team's runs")
+    status = StatusFilter(schema={"type": "string", "pattern": rf"^(|{_STATUS}(,{_STATUS})*)$"},
+                          help="one status, or several separated by commas")
+    version = VersionFilter(schema={"type": "string", "pattern": r"^(|draft|null|[1-9][0-9]{0,8})$"},
+                            help="a published version number, or `draft` (also `null`) for runs of the draft")
+    created_by = UserRefFilter(schema={"type": "string", "maxLength": MAX_USERNAME, "pattern": r"^[^\x00]*$"},
+                               help="who started the run: a user id or a username")
+    since = DayFilter(field_name="created_at", lookup_expr="date__gte", schema=DAY_SCHEMA,
+                      help="created on or after this day (YYYY-MM-DD)")
+    until = DayFilter(field_name="created_at", lookup_expr="date__lte", schema=DAY_SCHEMA,
+                      help="created on or before this day (YYYY-MM-DD)")
+
+    class Meta:
+        model = Run
+        fields: list[str] = []
+
+
+class WorkflowFilter(django_filters.FilterSet):
+    """The workflow list (the home page) and ``GET /api/workflows/``."""
+
+    team = TeamListFilter(schema=ID_SCHEMA, help="only this team's list: the workflows it holds and those other "
+                                                 "teams share with it")
+    q = SearchFilter(schema={"type": "string", "maxLength": MAX_SEARCH, "pattern": r"^[^\x00]*$"},
+                     help="search in name, slug and description")
+    shared = YesNoFilter(schema={"type": "boolean"},
+                         help="true: only workflows other teams share with yours; false: only your teams' own")
+
+    class Meta:
+        model = Workflow
+        fields: list[str] = []
+
+    def filter_queryset(self, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        queryset = super().filter_queryset(queryset)
+        shared = self.form.cleaned_data.get("shared")
+        if shared is not None:
+            user = getattr(self.request, "user", None)
+            mine = Team.objects.for_user(user).values("pk")
+            queryset = queryset.exclude(team_id__in=mine) if shared else queryset.filter(team_id__in=mine)
+        return queryset
+
+
+# --- applying them -----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Filtered:
+    """A filtered list: the rows, the values that were applied (as typed), and those that were dropped."""
+
+    queryset: QuerySet[Any]
+    values: dict[str, str]
+    dropped: dict[str, str]
+
+    @property
+    def notice(self) -> str:
+        """What a page says about the values it dropped (empty when none was)."""
+        if not self.dropped:
+            return ""
+        parts = "; ".join(f"{name}: {message}" for name, message in self.dropped.items())
+        return f"Some filters were ignored because they cannot match anything ({parts}). Showing the list without them."
+
+
+def _messages(filterset: django_filters.FilterSet) -> dict[str, str]:
+    return {name: " ".join(str(m) for m in errors) for name, errors in filterset.errors.items()}
+
+
+def apply_filters(filterset_class: type[django_filters.FilterSet], params: Any, queryset: QuerySet[Any], *,
+                  request: Any, strict: bool) -> Filtered:
+    """Filter ``queryset`` by the query parameters the FilterSet knows (others are not its business).
+
+    ``strict`` (the API): a bad value is a ``BadRequest`` naming the parameter, with every bad one listed.
+    Otherwise (the pages): bad values are dropped and reported in ``dropped``; the rest still apply.
+    """
+    names = list(filterset_class.base_filters)
+    data = {name: str(params.get(name, "")).strip() for name in names if params.get(name) not in (None, "")}
+    filterset = filterset_class(data, queryset=queryset, request=request)
+    dropped: dict[str, str] = {}
+    if not filterset.is_valid():
+        dropped = _messages(filterset)
+        if strict:
+            first = next(iter(dropped))
+            raise BadRequest(
+                "; ".join(f"{name} {message}" for name, message in dropped.items()),
+                field=first, errors=[{"loc": name, "msg": message} for name, message in dropped.items()],
+            )
+        data = {name: value for name, value in data.items() if name not in dropped}
+        filterset = filterset_class(data, queryset=queryset, request=request)
+        filterset.is_valid()
+    return Filtered(queryset=filterset.qs, values=data, dropped=dropped)
+
+
+def openapi_parameters(filterset_class: type[django_filters.FilterSet]) -> list[OpenApiParameter]:
+    """The query parameters of a FilterSet for ``extend_schema``, each with the schema its filter declares."""
+    return [
+        OpenApiParameter(name, flt.schema, description=f"{flt.help}. A value that cannot mean anything is a 400 "
+                                                       "naming this parameter.")
+        for name, flt in filterset_class.base_filters.items()
+        if isinstance(flt, _Documented)
+    ]

@@ -1,0 +1,108 @@
+""""Try this node" in the inspector: run one task node on sample data and see its result and route.
+
+The form (loaded into the inspector of a task node) takes the sample as JSON, or names a past run
+whose values for the node are used. Starting a trial queues it (``services.trials``); the answer
+polls until the worker has run it. Nothing is saved and no run is started.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.contrib.auth.decorators import login_required
+from django.http import HttpResponse
+from django.template.response import TemplateResponse
+from django.views.decorators.http import require_GET, require_POST
+
+from designer import selectors
+from designer.errors import DesignerError
+from designer.models import Run
+from designer.models import Workflow as WorkflowModel
+from designer.permissions import has_role, require_workflow_role
+from designer.selectors.runs import runs_for
+from designer.services import trials
+from designer.untrusted import JSONInputError, loads_json
+from designer.views.htmx import HtmxHttpRequest
+from designer.views.pages import designer_errors, error_message
+from runtime import WorkflowError
+
+TEMPLATE = "editor/_try_node.html"
+RECENT_RUNS = 10
+
+
+def _workflow(request: HtmxHttpRequest, workflow_id: int) -> tuple[WorkflowModel, str]:
+    workflow = selectors.get_workflow(user=request.user, workflow_id=workflow_id)
+    return workflow, require_workflow_role(request.user, workflow, "viewer")
+
+
+def _form_context(request: HtmxHttpRequest, workflow: WorkflowModel, role: str, node_id: str,
+                  **extra: Any) -> dict[str, Any]:
+    node: dict[str, Any] = next((n for n in workflow.document.get("nodes", []) if n.get("id") == node_id), {})
+    literals = {b["target"]: b["value"] for b in node.get("input", []) or [] if "value" in b and "target" in b}
+    runs = list(runs_for(user=request.user).filter(workflow=workflow.pk, events__node_id=node_id)
+                .distinct().order_by("-created_at", "-pk")[:RECENT_RUNS])
+    return {"workflow": workflow, "node_id": node_id, "can_try": has_role(role, "runner"), "runs": runs,
+            "sample": json.dumps(literals, indent=2, ensure_ascii=False), **extra}
+
+
+@login_required
+@require_GET
+@designer_errors
+def form(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
+    workflow, role = _workflow(request, workflow_id)
+    node_id = request.GET.get("node", "")
+    return TemplateResponse(request, f"{TEMPLATE}#try-form", _form_context(request, workflow, role, node_id))
+
+
+def _sample(request: HtmxHttpRequest, workflow: WorkflowModel, node_id: str) -> object:
+    run_id = request.POST.get("run")
+    if run_id:
+        run: Run = selectors.get_run(user=request.user, run_id=run_id)
+        return trials.sample_from_run(workflow=workflow, run=run, node_id=node_id,
+                                      frame_id=request.POST.get("frame") or None)
+    text = request.POST.get("sample", "").strip() or "{}"
+    try:
+        return loads_json(text)
+    except (json.JSONDecodeError, JSONInputError) as exc:
+        from designer.errors import BadRequest
+
+        raise BadRequest(f"the sample input is not valid JSON: {exc}", field="sample") from None
+
+
+@login_required
+@require_POST
+@designer_errors
+def start(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
+    workflow, role = _workflow(request, workflow_id)
+    node_id = request.POST.get("node", "")
+    require_workflow_role(request.user, workflow, "runner")
+    try:
+        sample = _sample(request, workflow, node_id)
+        result = trials.start_trial(actor=request.user, workflow=workflow, node_id=node_id, sample=sample)
+    except (DesignerError, WorkflowError) as exc:
+        if getattr(exc, "status", 400) in (403, 404):
+            raise
+        return TemplateResponse(request, f"{TEMPLATE}#try-outcome", {"error": error_message(exc), "node_id": node_id})
+    return TemplateResponse(request, f"{TEMPLATE}#try-outcome",
+                            {"workflow": workflow, "node_id": node_id, "result_id": result.id, "pending": True,
+                             "sample": json.dumps(sample, ensure_ascii=False, default=str)})
+
+
+@login_required
+@require_GET
+@designer_errors
+def outcome(request: HtmxHttpRequest, workflow_id: int, result_id: str) -> HttpResponse:
+    workflow, _ = _workflow(request, workflow_id)
+    result = trials.trial_result(actor=request.user, workflow=workflow, result_id=result_id)
+    context: dict[str, Any] = {"workflow": workflow, "node_id": result.args[1], "result_id": result.id}
+    if result.status == "SUCCESSFUL":
+        answer = result.return_value
+        context["answer"] = answer
+        context["pretty"] = json.dumps(answer.get("result"), indent=2, ensure_ascii=False, default=str)
+    elif result.status == "FAILED":
+        context["error"] = "the worker could not run the trial: " + (
+            result.errors[-1].exception_class_path if result.errors else "unknown error")
+    else:
+        context["pending"] = True
+    return TemplateResponse(request, f"{TEMPLATE}#try-outcome", context)
