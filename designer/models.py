@@ -243,6 +243,15 @@ class Run(models.Model):
     # {child workflow slug: version number}: what each unversioned subgraph reference ("latest published")
     # meant when the run started. The run keeps using those versions, however long it is interrupted.
     subgraph_versions = ExactJSONField(default=dict, blank=True)
+    # A redrive a worker has yet to start: set with the run queued again, cleared by the redrive's first checkpoint
+    # (like resume_request), so a worker that dies before it leaves the request for the one that recovers the run.
+    redrive_requested = models.BooleanField(default=False)
+    # A run forked from another's checkpoint: which run, and after which of its supersteps.
+    parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="forks")
+    forked_from_step = models.PositiveIntegerField(null=True, blank=True)
+    # A fork a worker has yet to start ({step, state, answer}, checked by the service); its first checkpoint
+    # clears it. The parent's kept checkpoint after ``step`` is where the new run goes on from.
+    fork_request = ExactJSONField(null=True, blank=True)
     lease_owner = models.CharField(max_length=200, blank=True, default="")
     lease_expires_at = models.DateTimeField(null=True, blank=True)
     # The django.tasks result id of the latest execute_run task enqueued for this run. Recovery asks the task
@@ -325,6 +334,37 @@ class RunEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.run_id}#{self.seq} {self.kind}"
+
+
+class RunCheckpoint(models.Model):
+    """A past checkpoint of a run, kept so a new run can be forked from it (``TRELLIS_CHECKPOINT_HISTORY``).
+
+    ``state`` is the checkpoint without its write-once parts, like ``Run.run_state``; the parts stay shared in
+    ``RunStatePart`` (``part_keys`` says which ones this checkpoint needs), so history never copies a foreach's
+    items. ``Run.run_state`` stays the latest checkpoint alone.
+    """
+
+    team_lookup: ClassVar[str] = "run__team"
+    workflow_lookup: ClassVar[str] = "run__workflow"
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="checkpoints")
+    step = models.PositiveIntegerField()
+    status = models.CharField(max_length=12)
+    attempt = models.PositiveIntegerField(default=1)
+    trace_seq = models.PositiveIntegerField()
+    state = ExactJSONField()
+    part_keys = ExactJSONField(default=list, blank=True)
+
+    objects = TeamScopedQuerySet.as_manager()
+
+    class Meta:
+        ordering = ("run_id", "step")
+        constraints = [
+            models.UniqueConstraint(fields=("run", "step"), name="runcheckpoint_unique_step"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.run_id} after superstep {self.step}"
 
 
 class RunStatePart(models.Model):
@@ -437,7 +477,8 @@ from designer.models_triggers import Schedule, TriggerFire, Webhook  # noqa: E40
 
 __all__ = [
     "ApiToken", "ForeachBatch", "ForeachBatchItem", "Invitation", "LoginAttemptWindow", "Membership",
-    "Run", "RunEvent", "RunStatePart", "Schedule", "Team", "TeamScopedQuerySet", "TriggerFire", "Webhook",
+    "Run", "RunCheckpoint", "RunEvent", "RunStatePart", "Schedule", "Team", "TeamScopedQuerySet", "TriggerFire",
+    "Webhook",
     "Workflow", "WorkflowGrant", "WorkflowVersion",
 ]
 

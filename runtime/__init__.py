@@ -7,10 +7,11 @@ modules is internal and may change.
 from __future__ import annotations
 
 from runtime._analysis import Analysis, PathOption, analyze
+from runtime._analysis._schemas import json_type
 from runtime._analysis._schemas import type_label as schema_type_label
 from runtime._batches import BatchResult, DistributedForeach, ItemOutcome, distributed_foreach
 from runtime._builder import WorkflowBuilder
-from runtime._checkpoint import Checkpointer, FileCheckpointer, InMemoryCheckpointer
+from runtime._checkpoint import Checkpointer, CheckpointInfo, FileCheckpointer, HistoryPolicy, InMemoryCheckpointer
 from runtime._context import ForeachContext, RuntimeContext
 from runtime._diagnostics import Diagnostic
 from runtime._document import (
@@ -34,9 +35,11 @@ from runtime._errors import (
     CheckpointNotFoundError,
     CorruptRunStateError,
     ForeachItemsFailedError,
+    ForkError,
     InputValidationError,
     NodeFailedError,
     PathSyntaxError,
+    RedriveError,
     ResumeError,
     StepCancelledError,
     StepLimitError,
@@ -56,7 +59,16 @@ from runtime._errors import (
     WorkflowValidationError,
 )
 from runtime._ids import IdFactory, RandomIds, SequentialIds
-from runtime._inspect import ActivationProgress, activation_progress, check_resume, check_run_input, frame_context
+from runtime._inspect import (
+    ActivationProgress,
+    ForkEdits,
+    activation_progress,
+    check_fork,
+    check_redrive,
+    check_resume,
+    check_run_input,
+    frame_context,
+)
 from runtime._parts import CheckpointDelta, PartLedger
 from runtime._paths import (
     GraphSourcePath,
@@ -95,6 +107,7 @@ __all__ = [
     "BranchNode",
     "CheckpointNotFoundError",
     "CheckpointDelta",
+    "CheckpointInfo",
     "Checkpointer",
     "CorruptRunStateError",
     "Diagnostic",
@@ -102,11 +115,14 @@ __all__ = [
     "Engine",
     "ExecutionFrame",
     "FileCheckpointer",
+    "ForkEdits",
+    "ForkError",
     "ForeachActivation",
     "ForeachContext",
     "ForeachItemsFailedError",
     "ForeachNode",
     "GraphSourcePath",
+    "HistoryPolicy",
     "IdFactory",
     "InMemoryCheckpointer",
     "InputBinding",
@@ -123,6 +139,7 @@ __all__ = [
     "PathOption",
     "PathSyntaxError",
     "RandomIds",
+    "RedriveError",
     "ResumeError",
     "RetryPolicy",
     "Route",
@@ -165,6 +182,8 @@ __all__ = [
     "activation_progress",
     "analyze",
     "builtin_registry",
+    "check_fork",
+    "check_redrive",
     "check_resume",
     "check_run_input",
     "context_path",
@@ -173,6 +192,7 @@ __all__ = [
     "frame_context",
     "input_path",
     "is_item_index",
+    "json_type",
     "parse_local_path",
     "parse_source_path",
     "parse_state_path",

@@ -9,13 +9,14 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from runtime._algo import mint
+from runtime._algo import fork_state, forkable, mint
 from runtime._analysis import analyze
 from runtime._batches import BatchResult, ItemOutcome, batch_state
 from runtime._compiled import CompiledWorkflow, compile_workflow
 from runtime._document import ForeachNode, Workflow, WorkflowRef
 from runtime._errors import CorruptRunStateError, NodeFailedError, ResumeError, WorkflowError
 from runtime._ids import IdFactory, RandomIds
+from runtime._inspect import check_fork
 from runtime._loop import LoopConfig, RunLoop
 from runtime._parts import adopt as adopt_lists
 from runtime._registry import TaskRegistry, default_registry
@@ -329,6 +330,53 @@ class Engine:
         loop.drive()
         return self._result(loop)
 
+    def redrive(self, run_state: RunState | Mapping[str, Any] | str | bytes, *,
+                workflow: Workflow | Mapping[str, Any] | None = None) -> RunResult:
+        """Run a failed run again from its last checkpoint: only the steps that failed (and the foreach items
+        they were part of) run again; completed items keep their results.
+
+        The run keeps its id and counts a new ``attempt``; its trace goes on with a ``run_redriven`` event
+        that opens the attempt's section. ``workflow`` is the root document the run ran (pass the pinned one);
+        ``RedriveError`` when the run did not fail or nothing in it can run again.
+        """
+        loop = self._reopen(run_state, workflow)
+        loop.apply_redrive()
+        loop.checkpoint(loop.settle())
+        loop.drive()
+        return self._result(loop)
+
+    def _fork(self, run_state: RunState | Mapping[str, Any] | str | bytes, run_id: str | None,
+              state: Mapping[str, Any] | None, answer: Mapping[str, Any] | None,
+              workflow: Workflow | Mapping[str, Any] | None) -> RunLoop:
+        origin = run_state if isinstance(run_state, RunState) else RunState.from_json(run_state)
+        forkable(origin)
+        plan = self.compile(self._root_workflow(origin, workflow))
+        edits = check_fork(plan.workflow, origin, state=None if state is None else dict(state), answer=answer)
+        forked = fork_state(origin, run_id or self.ids.run_id(), state=edits.state)
+        adopt_lists(forked)
+        loop = RunLoop(self._config(), forked, plan)
+        loop.mark_fork(origin.run_id, origin.step, edits.edited)
+        if edits.answer is not None:
+            loop.apply_resume(edits.answer["interrupt_id"], edits.answer["value"], edits.answer["label"])
+        return loop
+
+    def fork(self, run_state: RunState | Mapping[str, Any] | str | bytes, *, run_id: str | None = None,
+             state: Mapping[str, Any] | None = None, answer: Mapping[str, Any] | None = None,
+             workflow: Workflow | Mapping[str, Any] | None = None) -> RunResult:
+        """Start a new run from a past checkpoint of another (``run_state``, e.g. ``checkpointer.load_at``).
+
+        With nothing edited, the new run does what the original did from that superstep on. ``state``
+        replaces the root scope's state (checked against the state schema: ``InputValidationError`` with
+        per-field ``errors``); ``answer`` (``interrupt_id``, ``value``, optional ``label``) answers an
+        interrupt open at that checkpoint, checked against its resume schema (``ResumeError``). The new run's
+        trace opens with a ``run_forked`` event naming the origin run and superstep. ``ForkError`` when the
+        checkpoint is finished (completed, failed or cancelled) or the answer names no open interrupt.
+        """
+        loop = self._fork(run_state, run_id, state, answer, workflow)
+        loop.checkpoint(loop.settle())
+        loop.drive()
+        return self._result(loop)
+
     # -- asynchronous API ---------------------------------------------------------------
 
     async def arun(self, workflow: Workflow | Mapping[str, Any], input: Any = None, *, run_id: str | None = None
@@ -344,6 +392,22 @@ class Engine:
         loop = self._reopen(run_state, workflow)
         self._check_resumable(loop)
         loop.apply_resume(interrupt_id, value, label)
+        await loop.acheckpoint(loop.settle())
+        await loop.adrive()
+        return self._result(loop)
+
+    async def aredrive(self, run_state: RunState | Mapping[str, Any] | str | bytes, *,
+                       workflow: Workflow | Mapping[str, Any] | None = None) -> RunResult:
+        loop = self._reopen(run_state, workflow)
+        loop.apply_redrive()
+        await loop.acheckpoint(loop.settle())
+        await loop.adrive()
+        return self._result(loop)
+
+    async def afork(self, run_state: RunState | Mapping[str, Any] | str | bytes, *, run_id: str | None = None,
+                    state: Mapping[str, Any] | None = None, answer: Mapping[str, Any] | None = None,
+                    workflow: Workflow | Mapping[str, Any] | None = None) -> RunResult:
+        loop = self._fork(run_state, run_id, state, answer, workflow)
         await loop.acheckpoint(loop.settle())
         await loop.adrive()
         return self._result(loop)

@@ -23,7 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from runtime._algo import Recorder, Scheduler, choose_branch
+from runtime._algo import Recorder, Scheduler, choose_branch, reset_failed
 from runtime._bindings import MISSING, ScopeReader, build_payload
 from runtime._compiled import CompiledWorkflow
 from runtime._context import RuntimeContext
@@ -564,6 +564,27 @@ class RunLoop:
                                                                      "value": summarize(checked)})
         self.recorder.emit("node_completed", frame, label=chosen, summary=summarize(checked))
         self.scheduler.commit_result(frame, node, chosen, checked)
+
+    def apply_redrive(self) -> None:
+        """Reset the failed frames of a failed run (``_algo.reset_failed``) and mark where the new attempt
+        begins in the trace: a ``run_redriven`` event naming what runs again."""
+        rs = self.rs
+        frames = reset_failed(rs)
+        rs.step += 1
+        again = []
+        for frame in frames:
+            meta = self.scheduler.item_metadata(frame)
+            entry: dict[str, Any] = {"frame_id": frame.frame_id, "node_id": frame.node_id}
+            if meta is not None:
+                entry |= {"foreach": meta.node_id, "index": meta.index}
+            again.append(entry)
+        self.recorder.emit("run_redriven", summary={"attempt": rs.attempt, "frames": again})
+
+    def mark_fork(self, parent_run_id: str, parent_step: int, edited: list[str]) -> None:
+        """The first event of a forked run: which run and superstep it came from, and what was changed."""
+        self.rs.step += 1
+        self.recorder.emit("run_forked", summary={"parent_run_id": parent_run_id, "parent_step": parent_step,
+                                                  "edited": edited})
 
     # -- drivers ------------------------------------------------------------------
 

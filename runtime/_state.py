@@ -166,6 +166,8 @@ class RunState(_StateModel):
     id_seq: int = 0
     #: The sequence number of the next trace event.
     trace_seq: int = 0
+    #: 1 for the first attempt; each redrive (``Engine.redrive``) starts the next one.
+    attempt: int = 1
     scopes: dict[str, RuntimeScope] = Field(default_factory=dict)
     frames: dict[str, ExecutionFrame] = Field(default_factory=dict)
     lineages: dict[str, Lineage] = Field(default_factory=dict)

@@ -40,6 +40,8 @@ EVENT_KINDS = (
     "scope_closed",
     "interrupted",
     "resumed",
+    "run_redriven",
+    "run_forked",
 )
 
 _SUMMARY_DEPTH = 3

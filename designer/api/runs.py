@@ -22,12 +22,14 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from designer.api.parsers import LimitedJSONParser
+from designer.api.run_history import urlpatterns as run_history_urls
 from designer.api.schema import JSONObjectField, RequestSerializer, StrictCharField, StrictIntegerField
 from designer.api.serializers import HAS_TEXT
 from designer.errors import BadRequest, NotFound
 from designer.filters import RunFilter, apply_filters, openapi_parameters
 from designer.models import Run, RunEvent
 from designer.runs import inspect
+from designer.selectors.run_history import lineage_of
 from designer.selectors.runs import events_after, get_run, runs_for
 from designer.selectors.workflows import get_workflow
 from designer.services import runs as run_services
@@ -79,6 +81,8 @@ def run_detail(run: Run) -> dict[str, Any]:
             "run_state": checkpoint.data if checkpoint is not None else None,
             "interrupts": run.interrupts or [],
             "resume_pending": bool(run.resume_request),
+            **lineage_of(run),
+            "attempt": checkpoint.state.attempt if checkpoint is not None else 1,
             "subgraph_versions": run.subgraph_versions or {},
             "attempts": run.attempts,
             "last_seq": inspect.last_seq(run),
@@ -353,4 +357,5 @@ urlpatterns = [
          name="run-frame-context"),
     path("runs/<int:run_id>/resume/", RunResumeView.as_view(), name="run-resume"),
     path("runs/<int:run_id>/cancel/", RunCancelView.as_view(), name="run-cancel"),
+    *run_history_urls,
 ]

@@ -11,6 +11,7 @@ everywhere and accepts everything, without a warning.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any, Final
 
 from runtime._paths import is_item_index
@@ -140,7 +141,9 @@ def opaque(atom: Schema) -> bool:
     return "not" in atom and "type" not in atom and not is_any(atom)
 
 
-def _json_type(value: object) -> str:
+def json_type(value: object) -> str:
+    """The JSON Schema type name of one JSON value (``"integer"`` for whole numbers, as a schema says it);
+    ``TypeError`` for a Python value that JSON does not have."""
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -153,7 +156,9 @@ def _json_type(value: object) -> str:
         return "string"
     if isinstance(value, list):
         return "array"
-    return "object"
+    if isinstance(value, Mapping):
+        return "object"
+    raise TypeError(f"not a JSON value: {type(value).__name__}")
 
 
 def atoms(schema: Schema) -> list[Schema]:
@@ -173,11 +178,11 @@ def atoms(schema: Schema) -> list[Schema]:
             return []  # "not anything": no value at all
         return [schema]  # described only by what it is not: an opaque atom (see ``opaque``)
     if "const" in schema:
-        return [{**schema, "type": _json_type(schema["const"])}] if schema["const"] is not None else [NULL]
+        return [{**schema, "type": json_type(schema["const"])}] if schema["const"] is not None else [NULL]
     if isinstance(schema.get("enum"), list):
         by_type: dict[str, list[Any]] = {}
         for value in schema["enum"]:
-            by_type.setdefault(_json_type(value), []).append(value)
+            by_type.setdefault(json_type(value), []).append(value)
         if "integer" in by_type and "number" in by_type:
             by_type["number"] += by_type.pop("integer")
         return [NULL if kind == "null" else {**schema, "type": kind, "enum": values}
@@ -231,7 +236,7 @@ def array_of(items: Schema) -> Schema:
 
 def schema_of_value(value: object) -> Schema:
     """A schema describing one literal JSON value (for literal input bindings)."""
-    kind = _json_type(value)
+    kind = json_type(value)
     if kind == "array":
         return {"type": "array", "items": union([schema_of_value(v) for v in value]) if value else ANY}  # type: ignore[attr-defined]
     if kind == "object":
