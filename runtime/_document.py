@@ -196,6 +196,10 @@ class RetryPolicy(_Model):
             return 0.0
         return min(self.backoff_seconds * self.backoff_multiplier ** (attempt - 2), self.max_backoff_seconds)
 
+    def total_delay(self) -> float:
+        """Seconds of backoff before all attempts together: the longest a node can spend waiting to retry."""
+        return sum(self.delay_before(attempt) for attempt in range(2, self.max_attempts + 1))
+
 
 class _NodeBase(_Model):
     id: NodeId

@@ -45,6 +45,7 @@ urlpatterns += [
     path("workflows/<int:workflow_id>/runs/start/", runs.run_start, name="run-start"),
     path("runs/<int:run_id>/", runs.run_detail, name="run-detail"),
     path("runs/<int:run_id>/events/", runs.run_events, name="run-events"),
+    path("runs/<int:run_id>/live/", runs.run_live, name="run-live"),
     path("runs/<int:run_id>/frames/<str:frame_id>/", runs.run_frame, name="run-frame"),
     path("runs/<int:run_id>/resume/", runs.run_resume, name="run-resume"),
     path("runs/<int:run_id>/cancel/", runs.run_cancel, name="run-cancel"),
