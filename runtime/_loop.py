@@ -330,19 +330,22 @@ class RunLoop:
                 work.woken = self._woken.pop(frame_id, None)
             if not self.config.sleep_in_process:
                 work.clock = self.config.clock
+            summary: dict[str, Any] | None = None
             if "foreach" in frame.metadata:
                 # Finished frames are pruned from RunState; the event keeps their context for inspection.
                 work.context = self.scheduler.context(frame, plan.id)
                 work.mapping = work.context.to_mapping()
-                self.recorder.emit("node_started", frame, summary={"context": _context_summary(work.mapping)})
-            else:
-                self.recorder.emit("node_started", frame)
+                summary = {"context": _context_summary(work.mapping)}
             try:
                 self._prepare(work)
             except CorruptRunStateError:
                 raise
             except WorkflowError as exc:
                 work.error = exc
+            if work.call is not None:
+                # What the task is called with, as its bindings built it (bounded like every trace payload).
+                summary = {**(summary or {}), "input": summarize(work.payload)}
+            self.recorder.emit("node_started", frame, summary=summary)
             works.append(work)
         return works
 

@@ -190,7 +190,7 @@ class Analysis:
             target = parse_local_path(field[len("input."):])
         except PathSyntaxError:
             return None
-        found, _ = S.descend(facts.input_schema, target.parts, for_target=True)
+        found, _ = S.descend(facts.input_schema, target.parts, for_target=True, indexes=True)
         return copy.deepcopy(found) if found is not None else None
 
     def result_schema(self, node_id: str) -> Schema:

@@ -110,6 +110,7 @@ PUBLIC_NAMES = frozenset({
     "default_registry",
     "frame_context",
     "input_path",
+    "is_item_index",
     "parse_local_path",
     "parse_source_path",
     "retry_delay_diagnostics",
