@@ -206,7 +206,8 @@ class Run(models.Model):
         QUEUED = "queued", "Queued"
         RUNNING = "running", "Running"
         INTERRUPTED = "interrupted", "Interrupted"
-        #: Holds no worker: waits for its distributed foreach batches (``ForeachBatch``) to finish.
+        #: Holds no worker: waits for its distributed foreach batches (``ForeachBatch``) to finish, or until
+        #: ``wake_at`` (a retry's backoff, a wait step), when its task is enqueued to run.
         WAITING = "waiting", "Waiting"
         COMPLETED = "completed", "Completed"
         FAILED = "failed", "Failed"
@@ -243,6 +244,24 @@ class Run(models.Model):
     # {child workflow slug: version number}: what each unversioned subgraph reference ("latest published")
     # meant when the run started. The run keeps using those versions, however long it is interrupted.
     subgraph_versions = ExactJSONField(default=dict, blank=True)
+    # When a waiting run's next attempt (or the end of its wait step) is due: its task is enqueued for then.
+    wake_at = models.DateTimeField(null=True, blank=True)
+    # Counters the checkpointer writes with every save, so the live run page reads a few small columns per
+    # poll whatever the run's size (``designer.runs.checkpointer.progress_of``): {step, next_seq, frames,
+    # foreach: [{activation_id, node_id, done, total, running, parent_activation_id, parent_index}]} of the
+    # live activations; and, summed over the run's trace, items completed and steps failed.
+    progress = ExactJSONField(null=True, blank=True)
+    items_done = models.PositiveBigIntegerField(default=0)
+    failures = models.PositiveIntegerField(default=0)
+    # A redrive a worker has yet to start: set with the run queued again, cleared by the redrive's first checkpoint
+    # (like resume_request), so a worker that dies before it leaves the request for the one that recovers the run.
+    redrive_requested = models.BooleanField(default=False)
+    # A run forked from another's checkpoint: which run, and after which of its supersteps.
+    parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="forks")
+    forked_from_step = models.PositiveIntegerField(null=True, blank=True)
+    # A fork a worker has yet to start ({step, state, answer}, checked by the service); its first checkpoint
+    # clears it. The parent's kept checkpoint after ``step`` is where the new run goes on from.
+    fork_request = ExactJSONField(null=True, blank=True)
     lease_owner = models.CharField(max_length=200, blank=True, default="")
     lease_expires_at = models.DateTimeField(null=True, blank=True)
     # The django.tasks result id of the latest execute_run task enqueued for this run. Recovery asks the task
@@ -264,12 +283,12 @@ class Run(models.Model):
         indexes = [
             models.Index(fields=("team", "-created_at"), name="run_team_created"),
             models.Index(fields=("workflow", "-created_at"), name="run_workflow_created"),
-            # Runs that want a worker (recovery's scan). Not on lease_expires_at: every checkpoint and heartbeat
-            # rewrites it, and an indexed column that changes makes PostgreSQL rewrite every index of the row
-            # (no heap-only update): measured on 270 checkpoint updates, 0% heap-only with the lease column
-            # indexed, 71% without (the rest change status or find the page full).
-            models.Index(fields=("status",), condition=models.Q(status__in=("queued", "running")),
-                         name="run_runnable"),
+            # Runs that want a worker now or at their wake-up time (recovery's scan). Not on lease_expires_at:
+            # every checkpoint and heartbeat rewrites it, and an indexed column that changes makes PostgreSQL
+            # rewrite every index of the row (no heap-only update): measured on 270 checkpoint updates, 0%
+            # heap-only with the lease column indexed, 71% without (the rest change status or find the page full).
+            models.Index(fields=("status",), condition=models.Q(status__in=("queued", "running", "waiting")),
+                         name="run_wants_worker"),
         ]
         constraints = [
             models.CheckConstraint(
@@ -325,6 +344,37 @@ class RunEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.run_id}#{self.seq} {self.kind}"
+
+
+class RunCheckpoint(models.Model):
+    """A past checkpoint of a run, kept so a new run can be forked from it (``TRELLIS_CHECKPOINT_HISTORY``).
+
+    ``state`` is the checkpoint without its write-once parts, like ``Run.run_state``; the parts stay shared in
+    ``RunStatePart`` (``part_keys`` says which ones this checkpoint needs), so history never copies a foreach's
+    items. ``Run.run_state`` stays the latest checkpoint alone.
+    """
+
+    team_lookup: ClassVar[str] = "run__team"
+    workflow_lookup: ClassVar[str] = "run__workflow"
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="checkpoints")
+    step = models.PositiveIntegerField()
+    status = models.CharField(max_length=12)
+    attempt = models.PositiveIntegerField(default=1)
+    trace_seq = models.PositiveIntegerField()
+    state = ExactJSONField()
+    part_keys = ExactJSONField(default=list, blank=True)
+
+    objects = TeamScopedQuerySet.as_manager()
+
+    class Meta:
+        ordering = ("run_id", "step")
+        constraints = [
+            models.UniqueConstraint(fields=("run", "step"), name="runcheckpoint_unique_step"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.run_id} after superstep {self.step}"
 
 
 class RunStatePart(models.Model):
@@ -437,7 +487,8 @@ from designer.models_triggers import Schedule, TriggerFire, Webhook  # noqa: E40
 
 __all__ = [
     "ApiToken", "ForeachBatch", "ForeachBatchItem", "Invitation", "LoginAttemptWindow", "Membership",
-    "Run", "RunEvent", "RunStatePart", "Schedule", "Team", "TeamScopedQuerySet", "TriggerFire", "Webhook",
+    "Run", "RunCheckpoint", "RunEvent", "RunStatePart", "Schedule", "Team", "TeamScopedQuerySet", "TriggerFire",
+    "Webhook",
     "Workflow", "WorkflowGrant", "WorkflowVersion",
 ]
 

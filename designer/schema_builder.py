@@ -24,7 +24,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from runtime import InputValidationError, WorkflowError, check_run_input
+from runtime import InputValidationError, WorkflowError, check_run_input, json_type
 
 #: Types the builder offers; ``any`` writes no ``type`` keyword at all.
 TYPES = ("string", "integer", "number", "boolean", "object", "array", "any")
@@ -77,24 +77,6 @@ class Field:
 # --- inference ---------------------------------------------------------------------
 
 
-def _kind(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, dict):
-        return "object"
-    raise TypeError(f"not a JSON value: {type(value).__name__}")
-
-
 def infer_schema(sample: Any) -> dict[str, Any]:
     """A JSON Schema that accepts ``sample``: objects require the keys they have, lists merge their
     items (keys missing from some items become optional), an integer next to a fraction is a number,
@@ -105,7 +87,7 @@ def infer_schema(sample: Any) -> dict[str, Any]:
 def _merge(values: list[Any]) -> dict[str, Any]:
     by_kind: dict[str, list[Any]] = {}
     for value in values:
-        by_kind.setdefault(_kind(value), []).append(value)
+        by_kind.setdefault(json_type(value), []).append(value)
     if "integer" in by_kind and "number" in by_kind:
         by_kind["number"] += by_kind.pop("integer")
     nullable = by_kind.pop("null", None) is not None

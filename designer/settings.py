@@ -312,6 +312,9 @@ TRELLIS_RUN_MAX_ATTEMPTS = int(os.environ.get("TRELLIS_RUN_MAX_ATTEMPTS", "5"))
 # Supersteps one run may take before it fails with run.step_limit (a route cycle that never ends).
 TRELLIS_RUN_MAX_STEPS = int(os.environ.get("TRELLIS_RUN_MAX_STEPS", "100000"))
 
+# Past checkpoints kept per run, to fork new runs from (runtime.HistoryPolicy.parse): "all" (default), a number N
+# (the last N), either with "-until-end" (dropped when the run completes or is cancelled), or "none".
+TRELLIS_CHECKPOINT_HISTORY = os.environ.get("TRELLIS_CHECKPOINT_HISTORY", "all")
 # Distributed foreach (designer/runs/batches.py): a foreach whose node sets batch_size runs its items as
 # batches, each its own task on any worker, when it has more items than this (0: whenever it has a batch size).
 TRELLIS_FOREACH_DISTRIBUTE_ABOVE = int(os.environ.get("TRELLIS_FOREACH_DISTRIBUTE_ABOVE", "1000"))

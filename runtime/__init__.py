@@ -7,10 +7,11 @@ modules is internal and may change.
 from __future__ import annotations
 
 from runtime._analysis import Analysis, PathOption, analyze
+from runtime._analysis._schemas import json_type
 from runtime._analysis._schemas import type_label as schema_type_label
 from runtime._batches import BatchResult, DistributedForeach, ItemOutcome, distributed_foreach
 from runtime._builder import WorkflowBuilder
-from runtime._checkpoint import Checkpointer, FileCheckpointer, InMemoryCheckpointer
+from runtime._checkpoint import Checkpointer, CheckpointInfo, FileCheckpointer, HistoryPolicy, InMemoryCheckpointer
 from runtime._context import ForeachContext, RuntimeContext
 from runtime._diagnostics import Diagnostic
 from runtime._document import (
@@ -29,15 +30,17 @@ from runtime._document import (
     WorkflowRoute,
     document_json_schema,
 )
-from runtime._engine import Engine, RunResult
+from runtime._engine import Engine, RunResult, retry_delay_diagnostics
 from runtime._errors import (
     BindingError,
     CheckpointNotFoundError,
     CorruptRunStateError,
     ForeachItemsFailedError,
+    ForkError,
     InputValidationError,
     NodeFailedError,
     PathSyntaxError,
+    RedriveError,
     ResumeError,
     StepCancelledError,
     StepLimitError,
@@ -57,7 +60,16 @@ from runtime._errors import (
     WorkflowValidationError,
 )
 from runtime._ids import IdFactory, RandomIds, SequentialIds
-from runtime._inspect import ActivationProgress, activation_progress, check_resume, check_run_input, frame_context
+from runtime._inspect import (
+    ActivationProgress,
+    ForkEdits,
+    activation_progress,
+    check_fork,
+    check_redrive,
+    check_resume,
+    check_run_input,
+    frame_context,
+)
 from runtime._parts import CheckpointDelta, PartLedger
 from runtime._paths import (
     GraphSourcePath,
@@ -65,6 +77,7 @@ from runtime._paths import (
     StatePath,
     context_path,
     input_path,
+    is_item_index,
     parse_local_path,
     parse_source_path,
     parse_state_path,
@@ -81,6 +94,7 @@ from runtime._state import (
     Lineage,
     RunState,
     RuntimeScope,
+    Wakeup,
 )
 from runtime._steps import StepCall, StepExecutor
 from runtime._trace import TraceEvent
@@ -95,6 +109,7 @@ __all__ = [
     "BranchNode",
     "CheckpointNotFoundError",
     "CheckpointDelta",
+    "CheckpointInfo",
     "Checkpointer",
     "CorruptRunStateError",
     "Diagnostic",
@@ -102,11 +117,14 @@ __all__ = [
     "Engine",
     "ExecutionFrame",
     "FileCheckpointer",
+    "ForkEdits",
+    "ForkError",
     "ForeachActivation",
     "ForeachContext",
     "ForeachItemsFailedError",
     "ForeachNode",
     "GraphSourcePath",
+    "HistoryPolicy",
     "IdFactory",
     "InMemoryCheckpointer",
     "InputBinding",
@@ -123,6 +141,7 @@ __all__ = [
     "PathOption",
     "PathSyntaxError",
     "RandomIds",
+    "RedriveError",
     "ResumeError",
     "RetryPolicy",
     "Route",
@@ -153,6 +172,7 @@ __all__ = [
     "UnknownNodeError",
     "UnknownTaskError",
     "UnreachableNodeError",
+    "Wakeup",
     "Workflow",
     "WorkflowBuildError",
     "WorkflowBuilder",
@@ -165,6 +185,8 @@ __all__ = [
     "activation_progress",
     "analyze",
     "builtin_registry",
+    "check_fork",
+    "check_redrive",
     "check_resume",
     "check_run_input",
     "context_path",
@@ -173,9 +195,12 @@ __all__ = [
     "document_json_schema",
     "frame_context",
     "input_path",
+    "is_item_index",
+    "json_type",
     "parse_local_path",
     "parse_source_path",
     "parse_state_path",
+    "retry_delay_diagnostics",
     "schema_type_label",
     "state_path",
     "task",

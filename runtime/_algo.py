@@ -14,6 +14,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from pydantic_core import to_jsonable_python
@@ -26,7 +27,9 @@ from runtime._errors import (
     BindingError,
     CorruptRunStateError,
     ForeachItemsFailedError,
+    ForkError,
     NodeFailedError,
+    RedriveError,
     WorkflowError,
 )
 from runtime._ids import IdFactory
@@ -43,13 +46,20 @@ from runtime._state import (
     LineageKind,
     RunState,
     RuntimeScope,
+    Wakeup,
     foreach_item_metadata,
+    frame_of,
     runtime_context,
     trusted,
 )
 from runtime._trace import TraceEvent, new_event, summarize
 
 _COLLECTIONS = {"frame": "frames", "lineage": "lineages", "act": "activations", "scope": "scopes", "int": "interrupts"}
+
+
+def wake_time(at: float) -> str:
+    """A wake-up time as ISO 8601 in UTC (milliseconds), as trace summaries and results show it."""
+    return datetime.fromtimestamp(at, UTC).isoformat(timespec="milliseconds")
 
 
 def mint(run_state: RunState, ids: IdFactory, kind: str) -> str:
@@ -473,6 +483,8 @@ class Scheduler:
             rs.barriers.pop(key, None)
         for key in [k for k, i in rs.interrupts.items() if i.scope_id in doomed]:
             del rs.interrupts[key]
+        for key in [k for k in rs.wakeups if k not in rs.frames]:
+            del rs.wakeups[key]
         rs.ready = [fid for fid in rs.ready if fid in rs.frames]
         for key in doomed:
             rs.scopes.pop(key, None)
@@ -748,6 +760,33 @@ class Scheduler:
                                                           "payload": summarize(record.payload)})
         return record
 
+    # -- suspension ------------------------------------------------------------------
+
+    def suspend(self, frame: ExecutionFrame, node: Node, *, at: float, reason: str, attempt: int = 1,
+                result: Any = None) -> Wakeup:
+        """Put ``frame`` to sleep until ``at`` (Unix time): a retry's backoff or a ``wait`` step.
+
+        The frame leaves the ready queue; ``wake_due`` brings it back once ``at`` has passed.
+        """
+        wakeup = Wakeup(frame_id=frame.frame_id, at=at, reason=reason, attempt=attempt,  # type: ignore[arg-type]
+                        result=result)
+        self.rs.wakeups[frame.frame_id] = wakeup
+        frame.status = "suspended"
+        frame.waiting_for = None
+        self.recorder.emit("node_waiting", frame, node_id=node.id, attempt=attempt if reason == "retry" else None,
+                           summary={"reason": reason, "wake_at": wake_time(at)})
+        return wakeup
+
+    def wake_due(self, now: float) -> dict[str, Wakeup]:
+        """Queue every suspended frame whose time has come (``at <= now``), in the order they went to sleep;
+        returns their wake-ups (the loop needs them to know what each frame does now)."""
+        rs = self.rs
+        due = {fid: w for fid, w in rs.wakeups.items() if w.at <= now}
+        for frame_id in due:
+            del rs.wakeups[frame_id]
+            self.enqueue(frame_of(rs, frame_id))
+        return due
+
     # -- failures ------------------------------------------------------------------
 
     def fail(self, frame: ExecutionFrame, node: Node, cause: BaseException, *, attempts: int,
@@ -808,3 +847,60 @@ class Scheduler:
         self.recorder.emit("scope_closed", caller, summary={"failed": True})
         self.discard_scope(scope.scope_id)
         self.fail_caller(next_caller, self.node_of(next_caller), inner, failure)
+
+
+# ---------------------------------------------------------------------------
+# Redrive and fork: a stopped RunState made runnable again
+
+
+def reset_failed(run_state: RunState) -> list[ExecutionFrame]:
+    """Make a failed run runnable again; returns the frames that will run again, in queue order.
+
+    Only what failed runs again: each frame that failed for good goes back to
+    ``ready`` at the node it failed at (a frame that failed inside a subgraph
+    call failed its caller, whose child scope is gone, so the caller's
+    subgraph node runs again as a whole). They are queued ahead of the frames
+    that were waiting their turn when the run stopped, in frame order. Every
+    other frame, every foreach activation with the results its completed
+    items delivered, and the state stay exactly as the failed checkpoint has
+    them. The error is cleared and ``attempt`` counts one more.
+    """
+    if run_state.status != "failed":
+        raise RedriveError(f"run {run_state.run_id!r} is {run_state.status}; only a failed run can be redriven",
+                           run_id=run_state.run_id, status=run_state.status)
+    failed = [frame for frame in run_state.frames.values() if frame.status == "failed"]
+    if not failed:
+        code = (run_state.error or {}).get("code")
+        raise RedriveError(
+            f"run {run_state.run_id!r} has no failed step to run again (it stopped with {code or 'an error'}); "
+            "start a new run instead", run_id=run_state.run_id, error_code=code)
+    for frame in failed:
+        frame.status = "ready"
+        frame.waiting_for = None
+    run_state.ready[:0] = [frame.frame_id for frame in failed]
+    run_state.status = "running"
+    run_state.error = None
+    run_state.output = None
+    run_state.attempt += 1
+    return failed
+
+
+def forkable(run_state: RunState) -> None:
+    """``ForkError`` unless a run can go on from ``run_state`` (a checkpoint taken while it ran or waited)."""
+    if run_state.status not in ("running", "interrupted"):
+        raise ForkError(
+            f"the checkpoint at superstep {run_state.step} of run {run_state.run_id!r} is {run_state.status}: "
+            "nothing is left to run from it; pick an earlier superstep",
+            run_id=run_state.run_id, step=run_state.step, status=run_state.status)
+
+
+def fork_state(run_state: RunState, run_id: str, *, state: dict[str, Any] | None = None) -> RunState:
+    """A new run's state: ``run_state`` (a past checkpoint) under ``run_id``, its root state replaced by
+    ``state`` when given (already checked against the schema). The origin itself is not changed."""
+    forkable(run_state)
+    data = run_state.model_dump(mode="json")
+    data["run_id"] = run_id
+    data["attempt"] = 1
+    if state is not None:
+        data["scopes"][ROOT_SCOPE_ID]["state"] = state
+    return RunState.from_json(data)

@@ -6,6 +6,19 @@ both as one unit where it can (the designer's ORM checkpointer writes them in
 one transaction) and must keep a snapshot, never a reference: the engine goes
 on mutating the RunState it passed.
 
+Checkpoint history (for forking a run from a past superstep): with a
+``HistoryPolicy`` an implementation also keeps earlier checkpoints, apart
+from the latest one, so the live state never grows with them. ``history``
+lists what is kept, ``load_at`` loads one. Retention:
+
+* ``HistoryPolicy()``: every checkpoint, for as long as the run is stored;
+* ``HistoryPolicy(keep_last=N)``: the last N checkpoints of each run;
+* ``until_end=True`` (with either): the history is dropped when the run
+  completes or is cancelled (a failed run keeps it: it may be redriven).
+
+Without a policy (``history=None``, the default of the runtime's own
+checkpointers) nothing but the latest checkpoint is kept.
+
 ``runtime.testing.checkpointer_conformance`` holds the tests every
 implementation must pass.
 """
@@ -15,6 +28,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -29,6 +43,67 @@ from runtime._state import RunState, RunStateSnapshot
 from runtime._trace import TraceEvent
 
 _SAFE_RUN_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,199}")
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryPolicy:
+    """Which past checkpoints a checkpointer keeps (see the module docstring)."""
+
+    keep_last: int | None = None
+    until_end: bool = False
+
+    def __post_init__(self) -> None:
+        if self.keep_last is not None and (isinstance(self.keep_last, bool) or not isinstance(self.keep_last, int)
+                                           or self.keep_last < 1):
+            raise ValueError(f"keep_last is a positive number of checkpoints, or None for all of them, "
+                             f"not {self.keep_last!r}")
+
+    def ends(self, run_state: RunState) -> bool:
+        """True when this save ends the run's history (``until_end`` and the run completed or was cancelled)."""
+        return self.until_end and run_state.status in ("completed", "cancelled")
+
+    def keep(self, steps: Sequence[int]) -> set[int]:
+        """Of the steps of a run's kept checkpoints, those to keep."""
+        ordered = sorted(steps)
+        return set(ordered if self.keep_last is None else ordered[-self.keep_last:])
+
+    @classmethod
+    def parse(cls, value: object) -> HistoryPolicy | None:
+        """A policy from a setting: ``"all"``, ``"all-until-end"``, a number N (the last N), ``"N-until-end"``,
+        or ``0`` / ``"none"`` for no history."""
+        text = str(value).strip().lower()
+        until_end = text.endswith("-until-end")
+        text = text.removesuffix("-until-end")
+        if text in ("none", "0", "off") and not until_end:
+            return None
+        if text == "all":
+            return cls(None, until_end)
+        if text.isdigit() and int(text) > 0:
+            return cls(int(text), until_end)
+        raise ValueError(f"checkpoint history {value!r}: use 'all', a positive number of checkpoints to keep, "
+                         "either with '-until-end' (e.g. 'all-until-end', '20-until-end'), or 'none'")
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointInfo:
+    """One kept checkpoint: after which superstep, the run's status and attempt then, and its trace position."""
+
+    step: int
+    status: str
+    attempt: int
+    trace_seq: int
+
+    @classmethod
+    def of(cls, run_state: RunState) -> CheckpointInfo:
+        return cls(run_state.step, run_state.status, run_state.attempt, run_state.trace_seq)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"step": self.step, "status": self.status, "attempt": self.attempt, "trace_seq": self.trace_seq}
+
+
+def _no_history(run_id: str, step: int) -> CheckpointNotFoundError:
+    return CheckpointNotFoundError(f"run {run_id!r} has no kept checkpoint at superstep {step}", run_id=run_id,
+                                   step=step)
 
 
 @runtime_checkable
@@ -46,7 +121,16 @@ class Checkpointer(Protocol):
         ...
 
     def delete(self, run_id: str) -> None:
-        """Forget the run; deleting an unknown run does nothing."""
+        """Forget the run (its history included); deleting an unknown run does nothing."""
+        ...
+
+    def history(self, run_id: str) -> list[CheckpointInfo]:
+        """The kept checkpoints of the run, oldest first (empty without a history policy or for an unknown run).
+        A superstep saved twice (re-run after a crash) is kept once, as last saved."""
+        ...
+
+    def load_at(self, run_id: str, step: int) -> RunState:
+        """The kept checkpoint after superstep ``step``; ``CheckpointNotFoundError`` when it is not kept."""
         ...
 
 
@@ -64,19 +148,43 @@ class InMemoryCheckpointer:
     an independent object and proves the checkpoint round-trips.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, history: HistoryPolicy | None = None) -> None:
+        self.history_policy = history
         self._states: dict[str, RunStateSnapshot] = {}
         self._events: dict[str, list[TraceEvent]] = {}
+        self._history: dict[str, dict[int, tuple[CheckpointInfo, RunStateSnapshot]]] = {}
         self._lock = threading.Lock()
         self.saves = 0
 
     def save(self, run_state: RunState, events: Sequence[TraceEvent] = ()) -> None:
         snapshot = run_state.snapshot()
+        policy = self.history_policy
         with self._lock:
-            self._states[run_state.run_id] = snapshot
+            run_id = run_state.run_id
+            self._states[run_id] = snapshot
             if events:
-                self._events.setdefault(run_state.run_id, []).extend(events)
+                self._events.setdefault(run_id, []).extend(events)
+            if policy is not None:
+                if policy.ends(run_state):
+                    self._history.pop(run_id, None)
+                else:
+                    kept = self._history.setdefault(run_id, {})
+                    kept[run_state.step] = (CheckpointInfo.of(run_state), snapshot)
+                    for step in set(kept) - policy.keep(list(kept)):
+                        del kept[step]
             self.saves += 1
+
+    def history(self, run_id: str) -> list[CheckpointInfo]:
+        with self._lock:
+            kept = self._history.get(run_id, {})
+            return [kept[step][0] for step in sorted(kept)]
+
+    def load_at(self, run_id: str, step: int) -> RunState:
+        with self._lock:
+            found = self._history.get(run_id, {}).get(step)
+        if found is None:
+            raise _no_history(run_id, step)
+        return found[1].restore()
 
     def load(self, run_id: str) -> RunState:
         with self._lock:
@@ -93,6 +201,7 @@ class InMemoryCheckpointer:
         with self._lock:
             self._states.pop(run_id, None)
             self._events.pop(run_id, None)
+            self._history.pop(run_id, None)
 
     def run_ids(self) -> list[str]:
         with self._lock:
@@ -123,10 +232,17 @@ class FileCheckpointer:
     one wrote (it cannot know which stored parts are still live).
 
     One process writes a run's log at a time.
+
+    With a ``HistoryPolicy``, each save also writes the whole state (items
+    included) to ``<run_id>.history/<step>-<attempt>-<trace_seq>-<status>.json``:
+    simple, but each kept checkpoint costs the full state; ``SqliteCheckpointer``
+    shares the write-once parts between them.
     """
 
     def __init__(self, directory: str | os.PathLike[str], *, durable: bool = False,
-                 compact_factor: float = 2.0, compact_min_bytes: int = 1 << 20) -> None:
+                 compact_factor: float = 2.0, compact_min_bytes: int = 1 << 20,
+                 history: HistoryPolicy | None = None) -> None:
+        self.history_policy = history
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
         self.durable = durable
@@ -143,6 +259,55 @@ class FileCheckpointer:
         if not isinstance(run_id, str) or not _SAFE_RUN_ID.fullmatch(run_id) or ".." in run_id:
             raise ValueError(f"run id {run_id!r} cannot name a checkpoint file")
         return self.directory / f"{run_id}.log"
+
+    def history_path(self, run_id: str) -> Path:
+        return self.log_path(run_id).with_suffix(".history")
+
+    def _kept(self, run_id: str) -> dict[int, tuple[CheckpointInfo, Path]]:
+        found: dict[int, tuple[CheckpointInfo, Path]] = {}
+        folder = self.history_path(run_id)
+        try:
+            names = os.listdir(folder)
+        except FileNotFoundError:
+            return found
+        for name in names:
+            fields = name.removesuffix(".json").split("-", 3)
+            if not name.endswith(".json") or len(fields) != 4 or not all(f.isdigit() for f in fields[:3]):
+                continue  # a temporary file of an interrupted write
+            step, attempt, trace_seq = (int(f) for f in fields[:3])
+            found[step] = (CheckpointInfo(step, fields[3], attempt, trace_seq), folder / name)
+        return found
+
+    def _save_history(self, run_state: RunState, policy: HistoryPolicy) -> None:
+        run_id = run_state.run_id
+        folder = self.history_path(run_id)
+        if policy.ends(run_state):
+            shutil.rmtree(folder, ignore_errors=True)
+            return
+        folder.mkdir(exist_ok=True)
+        kept = self._kept(run_id)
+        info = CheckpointInfo.of(run_state)
+        name = f"{info.step}-{info.attempt}-{info.trace_seq}-{info.status}.json"
+        self._replace(folder / name, run_state.to_json().encode("utf-8"))
+        previous = kept.get(info.step)
+        if previous is not None and previous[1].name != name:
+            previous[1].unlink(missing_ok=True)
+        kept[info.step] = (info, folder / name)
+        for step in set(kept) - policy.keep(list(kept)):
+            kept[step][1].unlink(missing_ok=True)
+
+    def history(self, run_id: str) -> list[CheckpointInfo]:
+        kept = self._kept(run_id)
+        return [kept[step][0] for step in sorted(kept)]
+
+    def load_at(self, run_id: str, step: int) -> RunState:
+        found = self._kept(run_id).get(step)
+        if found is None:
+            raise _no_history(run_id, step)
+        try:
+            return RunState.from_json(found[1].read_bytes())
+        except FileNotFoundError:
+            raise _no_history(run_id, step) from None
 
     @staticmethod
     def _sync_directory(directory: Path) -> None:
@@ -179,6 +344,8 @@ class FileCheckpointer:
                     self._compact(run_id, path)
             ledger.apply(delta)
             self._ledgers[run_id] = ledger
+            if self.history_policy is not None:
+                self._save_history(run_state, self.history_policy)
             self.saves += 1
 
     def _append(self, path: Path, line: bytes, size: int) -> int:
@@ -269,6 +436,7 @@ class FileCheckpointer:
         path = self.log_path(run_id)
         with self._lock:
             path.unlink(missing_ok=True)
+            shutil.rmtree(self.history_path(run_id), ignore_errors=True)
             self._ledgers.pop(run_id, None)
             self._sizes.pop(run_id, None)
 

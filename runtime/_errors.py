@@ -161,6 +161,18 @@ class TaskError(WorkflowError):
     code = "task.failed"
 
 
+class RedriveError(WorkflowError):
+    """A redrive request does not fit the run: it did not fail, or nothing in it failed that can run again."""
+
+    code = "redrive.invalid"
+
+
+class ForkError(WorkflowError):
+    """A fork request does not fit the checkpoint: it is finished, or an edit names something it lacks."""
+
+    code = "fork.invalid"
+
+
 class StepLimitError(WorkflowError):
     """A run went past its engine's superstep limit: most often a route cycle that never ends."""
 

@@ -11,10 +11,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from runtime._algo import forkable, reset_failed
 from runtime._compiled import check_payload, schema_validator
 from runtime._context import RuntimeContext
 from runtime._document import Workflow
-from runtime._errors import InputValidationError, ResumeError
+from runtime._errors import ForkError, InputValidationError, ResumeError
 from runtime._state import RunState, foreach_item_metadata, frame_of, runtime_context
 
 
@@ -106,3 +107,62 @@ def check_resume(run_state: RunState | Mapping[str, Any] | str | bytes, interrup
                           open=sorted(rs.interrupts))
     return check_resume_value(record.resume_schema, record.labels, value, label, interrupt_id=interrupt_id,
                               node_id=record.node_id)
+
+
+def check_redrive(run_state: RunState | Mapping[str, Any] | str | bytes) -> list[dict[str, Any]]:
+    """What ``Engine.redrive`` would run again: ``{frame_id, node_id}`` (plus ``foreach`` and ``index`` for an
+    item) per failed frame, in queue order; ``RedriveError`` when the run cannot be redriven."""
+    rs = _state(run_state).model_copy(deep=True)
+    again = []
+    for frame in reset_failed(rs):
+        entry: dict[str, Any] = {"frame_id": frame.frame_id, "node_id": frame.node_id}
+        meta = foreach_item_metadata(rs, frame)
+        if meta is not None:
+            entry |= {"foreach": meta.node_id, "index": meta.index}
+        again.append(entry)
+    return again
+
+
+@dataclass(frozen=True, slots=True)
+class ForkEdits:
+    """A fork's edits as the engine accepts them: the new root state (None: unchanged) and the answer
+    (``interrupt_id``, ``value``, ``label``; None: no interrupt answered)."""
+
+    state: dict[str, Any] | None
+    answer: dict[str, Any] | None
+
+    @property
+    def edited(self) -> list[str]:
+        names = ["state"] if self.state is not None else []
+        if self.answer is not None:
+            names.append(f"answer:{self.answer['interrupt_id']}")
+        return names
+
+
+def check_fork(workflow: Workflow | Mapping[str, Any], run_state: RunState | Mapping[str, Any] | str | bytes, *,
+               state: Any = None, answer: Mapping[str, Any] | None = None) -> ForkEdits:
+    """The edits ``Engine.fork`` would apply to a new run from ``run_state`` (a past checkpoint of a run of
+    ``workflow``), checked the same way: ``ForkError`` when the checkpoint is finished or the answer names no
+    interrupt open there; ``InputValidationError`` (``field="state"``, per-field ``errors``) for a state that
+    breaks the state schema; ``ResumeError`` (per-field ``errors``) for an answer its resume schema refuses."""
+    rs = _state(run_state)
+    forkable(rs)
+    document = workflow if isinstance(workflow, Workflow) else Workflow.model_validate(workflow)
+    checked_state = None
+    if state is not None:
+        schema = document.state_schema
+        checked_state = check_payload(schema, schema_validator(schema), state, what="the forked run's state",
+                                      field="state")
+    checked_answer = None
+    if answer is not None:
+        interrupt_id = answer.get("interrupt_id")
+        record = rs.interrupts.get(interrupt_id) if isinstance(interrupt_id, str) else None
+        if record is None:
+            raise ForkError(f"the checkpoint at superstep {rs.step} has no open interrupt {interrupt_id!r} to "
+                            "answer", interrupt_id=interrupt_id, open=sorted(rs.interrupts),
+                            field="answer.interrupt_id")
+        label, value = check_resume_value(record.resume_schema, record.labels, answer.get("value"),
+                                          answer.get("label"), interrupt_id=record.interrupt_id,
+                                          node_id=record.node_id)
+        checked_answer = {"interrupt_id": record.interrupt_id, "value": value, "label": label}
+    return ForkEdits(checked_state, checked_answer)

@@ -10,6 +10,11 @@ The database runs in WAL mode. ``durable=True`` (the default) sets
 ``synchronous=FULL``: each commit, that is each superstep, is one fsync of
 the log and survives power loss. ``durable=False`` (``synchronous=NORMAL``)
 survives a killed process but not a power cut, and skips the fsync.
+
+With a ``HistoryPolicy`` each save also writes a ``history`` row for its
+superstep: the state data without its parts, which stay shared in ``parts``
+(a part is dropped only when neither the latest state nor a kept history
+row refers to it). The ``runs`` row stays the latest state alone.
 """
 
 from __future__ import annotations
@@ -24,8 +29,9 @@ from typing import Any
 
 import pydantic_core
 
+from runtime._checkpoint import CheckpointInfo, HistoryPolicy
 from runtime._errors import CheckpointNotFoundError, CorruptRunStateError
-from runtime._parts import PartLedger
+from runtime._parts import CheckpointDelta, PartLedger
 from runtime._state import RunState
 from runtime._trace import TraceEvent
 
@@ -35,6 +41,9 @@ _SCHEMA = (
     "PRIMARY KEY (run_id, key)) WITHOUT ROWID",
     "CREATE TABLE IF NOT EXISTS events (run_id TEXT NOT NULL, seq INTEGER NOT NULL, event BLOB NOT NULL, "
     "PRIMARY KEY (run_id, seq)) WITHOUT ROWID",
+    "CREATE TABLE IF NOT EXISTS history (run_id TEXT NOT NULL, step INTEGER NOT NULL, status TEXT NOT NULL, "
+    "attempt INTEGER NOT NULL, trace_seq INTEGER NOT NULL, state BLOB NOT NULL, part_keys BLOB NOT NULL, "
+    "PRIMARY KEY (run_id, step)) WITHOUT ROWID",
 )
 
 
@@ -46,7 +55,9 @@ class SqliteCheckpointer:
     ``close()`` (or ``with``) releases the connection.
     """
 
-    def __init__(self, path: str | os.PathLike[str], *, durable: bool = True) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, durable: bool = True,
+                 history: HistoryPolicy | None = None) -> None:
+        self.history_policy = history
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.durable = durable
@@ -83,15 +94,18 @@ class SqliteCheckpointer:
             db.execute("BEGIN IMMEDIATE")
             try:
                 db.execute("INSERT OR REPLACE INTO runs (run_id, state) VALUES (?, ?)", (run_id, state))
-                if delta.fresh:
-                    # Another process may have stored parts of this run that no state refers to now.
-                    live = delta.live_keys()
-                    stale = [(run_id, key) for (key,) in db.execute("SELECT key FROM parts WHERE run_id = ?",
-                                                                     (run_id,)) if key not in live]
-                    db.executemany("DELETE FROM parts WHERE run_id = ? AND key = ?", stale)
-                if delta.gone:
-                    db.executemany("DELETE FROM parts WHERE run_id = ? AND key = ?",
-                                   [(run_id, key) for key in delta.gone])
+                if self.history_policy is None:
+                    if delta.fresh:
+                        # Another process may have stored parts of this run that no state refers to now.
+                        live = delta.live_keys()
+                        stale = [(run_id, key) for (key,) in db.execute("SELECT key FROM parts WHERE run_id = ?",
+                                                                         (run_id,)) if key not in live]
+                        db.executemany("DELETE FROM parts WHERE run_id = ? AND key = ?", stale)
+                    if delta.gone:
+                        db.executemany("DELETE FROM parts WHERE run_id = ? AND key = ?",
+                                       [(run_id, key) for key in delta.gone])
+                else:
+                    self._save_history(db, run_state, delta, state, self.history_policy)
                 if parts:
                     db.executemany("INSERT OR REPLACE INTO parts (run_id, key, value) VALUES (?, ?, ?)", parts)
                 if rows:
@@ -104,12 +118,47 @@ class SqliteCheckpointer:
             self._ledgers[run_id] = ledger
             self.saves += 1
 
+    @staticmethod
+    def _save_history(db: sqlite3.Connection, run_state: RunState, delta: CheckpointDelta, state: bytes,
+                      policy: HistoryPolicy) -> None:
+        """Keep this checkpoint as history, prune what the policy lets go, and drop the parts nothing needs."""
+        run_id = run_state.run_id
+        candidates = set(delta.gone)
+        if policy.ends(run_state):
+            db.execute("DELETE FROM history WHERE run_id = ?", (run_id,))
+            candidates.update(key for (key,) in db.execute("SELECT key FROM parts WHERE run_id = ?", (run_id,)))
+        else:
+            keys = json.dumps(RunState.parts_left_out(delta.data))
+            db.execute("INSERT OR REPLACE INTO history (run_id, step, status, attempt, trace_seq, state, part_keys) "
+                       "VALUES (?, ?, ?, ?, ?, ?, ?)", (run_id, run_state.step, run_state.status,
+                                                        run_state.attempt, run_state.trace_seq, state, keys))
+            steps = [step for (step,) in db.execute("SELECT step FROM history WHERE run_id = ?", (run_id,))]
+            dropped = sorted(set(steps) - policy.keep(steps))
+            for step in dropped:
+                (old,) = db.execute("SELECT part_keys FROM history WHERE run_id = ? AND step = ?",
+                                    (run_id, step)).fetchone()
+                candidates.update(json.loads(old))
+                db.execute("DELETE FROM history WHERE run_id = ? AND step = ?", (run_id, step))
+            if delta.fresh:
+                # Another process may have stored parts that neither this state nor the history refers to.
+                candidates.update(key for (key,) in db.execute("SELECT key FROM parts WHERE run_id = ?", (run_id,)))
+            elif policy.keep_last is None:
+                # Every part that was ever live is in a kept checkpoint: nothing can be dropped.
+                return
+        if not candidates:
+            return
+        referenced = delta.live_keys()
+        for (kept,) in db.execute("SELECT part_keys FROM history WHERE run_id = ?", (run_id,)):
+            referenced.update(json.loads(kept))
+        db.executemany("DELETE FROM parts WHERE run_id = ? AND key = ?",
+                       [(run_id, key) for key in sorted(candidates - referenced)])
+
     def delete(self, run_id: str) -> None:
         with self._lock:
             db = self._db
             db.execute("BEGIN IMMEDIATE")
             try:
-                for table in ("runs", "parts", "events"):
+                for table in ("runs", "parts", "events", "history"):
                     db.execute(f"DELETE FROM {table} WHERE run_id = ?", (run_id,))  # noqa: S608 - fixed names
                 db.execute("COMMIT")
             except BaseException:
@@ -137,6 +186,32 @@ class SqliteCheckpointer:
             raise CorruptRunStateError(f"run {run_id!r}: the stored checkpoint is not JSON: {exc}",
                                        run_id=run_id) from None
         return RunState.join_parts(data, parts)
+
+    def history(self, run_id: str) -> list[CheckpointInfo]:
+        with self._lock:
+            rows = self._db.execute("SELECT step, status, attempt, trace_seq FROM history WHERE run_id = ? "
+                                    "ORDER BY step", (run_id,)).fetchall()
+        return [CheckpointInfo(*row) for row in rows]
+
+    def load_at(self, run_id: str, step: int) -> RunState:
+        with self._lock:
+            db = self._db
+            db.execute("BEGIN")
+            try:
+                row = db.execute("SELECT state, part_keys FROM history WHERE run_id = ? AND step = ?",
+                                 (run_id, step)).fetchone()
+                stored = []
+                if row is not None:
+                    wanted = json.loads(row[1])
+                    stored = db.execute(
+                        f"SELECT key, value FROM parts WHERE run_id = ? AND key IN ({','.join('?' * len(wanted))})",
+                        (run_id, *wanted)).fetchall() if wanted else []  # noqa: S608 - placeholders only
+            finally:
+                db.execute("COMMIT")
+        if row is None:
+            raise CheckpointNotFoundError(f"run {run_id!r} has no kept checkpoint at superstep {step}",
+                                          run_id=run_id, step=step)
+        return RunState.join_parts(json.loads(row[0]), {key: json.loads(value) for key, value in stored})
 
     def load_events(self, run_id: str) -> list[TraceEvent]:
         with self._lock:

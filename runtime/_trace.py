@@ -24,11 +24,13 @@ EVENT_KINDS = (
     "run_completed",
     "run_failed",
     "run_interrupted",
+    "run_waiting",
     "run_cancelled",
     "run_waiting",
     "node_started",
     "node_completed",
     "node_retrying",
+    "node_waiting",
     "node_failed",
     "foreach_started",
     "item_started",
@@ -40,6 +42,8 @@ EVENT_KINDS = (
     "scope_closed",
     "interrupted",
     "resumed",
+    "run_redriven",
+    "run_forked",
 )
 
 _SUMMARY_DEPTH = 3

@@ -20,9 +20,12 @@ from rest_framework.views import set_rollback
 from designer.errors import DesignerError
 from designer.uploads import TOO_MUCH, too_much_message
 from runtime import (
+    CheckpointNotFoundError,
     CorruptRunStateError,
+    ForkError,
     InputValidationError,
     NodeFailedError,
+    RedriveError,
     ResumeError,
     SubgraphResolutionError,
     UnknownTaskError,
@@ -40,6 +43,9 @@ RUNTIME_STATUS: dict[type[WorkflowError], int] = {
     UnknownTaskError: 400,
     SubgraphResolutionError: 400,
     ResumeError: 409,
+    RedriveError: 409,
+    ForkError: 409,
+    CheckpointNotFoundError: 404,
     NodeFailedError: 422,
     # A damaged checkpoint conflicts with what the run claims to be; the run itself can still be cancelled or
     # deleted, so this is not a server fault.

@@ -22,12 +22,14 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from designer.api.parsers import LimitedJSONParser
+from designer.api.run_history import urlpatterns as run_history_urls
 from designer.api.schema import JSONObjectField, RequestSerializer, StrictCharField, StrictIntegerField
 from designer.api.serializers import HAS_TEXT
 from designer.errors import BadRequest, NotFound
 from designer.filters import RunFilter, apply_filters, openapi_parameters
 from designer.models import Run, RunEvent
 from designer.runs import inspect
+from designer.selectors.run_history import lineage_of
 from designer.selectors.runs import events_after, get_run, runs_for
 from designer.selectors.workflows import get_workflow
 from designer.services import runs as run_services
@@ -60,6 +62,7 @@ def run_summary(run: Run, damage: str = "") -> dict[str, Any]:
         "created_at": _iso(run.created_at),
         "started_at": _iso(run.started_at),
         "finished_at": _iso(run.finished_at),
+        "wake_at": _iso(run.wake_at) if run.status == Run.Status.WAITING else None,
         "duration_ms": run.duration_ms,
         "error_code": (run.error or {}).get("code") if isinstance(run.error, dict) else None,
         "damage": damage or None,
@@ -79,6 +82,8 @@ def run_detail(run: Run) -> dict[str, Any]:
             "run_state": checkpoint.data if checkpoint is not None else None,
             "interrupts": run.interrupts or [],
             "resume_pending": bool(run.resume_request),
+            **lineage_of(run),
+            "attempt": checkpoint.state.attempt if checkpoint is not None else 1,
             "subgraph_versions": run.subgraph_versions or {},
             "attempts": run.attempts,
             "last_seq": inspect.last_seq(run),
@@ -121,6 +126,9 @@ class RunSummarySerializer(serializers.Serializer):
     created_at = serializers.DateTimeField()
     started_at = serializers.DateTimeField(allow_null=True)
     finished_at = serializers.DateTimeField(allow_null=True)
+    wake_at = serializers.DateTimeField(
+        allow_null=True, help_text="a waiting run's next attempt (a retry's backoff or a wait step ends then); "
+                                   "null unless the status is waiting")
     duration_ms = serializers.IntegerField(allow_null=True)
     error_code = serializers.CharField(allow_null=True)
     damage = serializers.CharField(allow_null=True, help_text="why the run's checkpoint cannot be read; null if it can")
@@ -353,4 +361,5 @@ urlpatterns = [
          name="run-frame-context"),
     path("runs/<int:run_id>/resume/", RunResumeView.as_view(), name="run-resume"),
     path("runs/<int:run_id>/cancel/", RunCancelView.as_view(), name="run-cancel"),
+    *run_history_urls,
 ]

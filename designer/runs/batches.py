@@ -196,6 +196,10 @@ class Committer:
                                      result=None if outcome.error is not None
                                      else pydantic_core.to_jsonable_python(outcome.result))
                     for outcome in rows])
+                # The run page's counters (Run.items_done/failures), in the transaction that commits the items.
+                failed = sum(1 for outcome in rows if outcome.error is not None)
+                Run.objects.filter(pk=batch.run_id).update(items_done=F("items_done") + len(rows) - failed,
+                                                           failures=F("failures") + failed)
         self.committed += len(rows)
         self.buffer = []
         self.last = time.monotonic()

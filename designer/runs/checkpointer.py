@@ -17,6 +17,12 @@ save costs what the live structure costs and what changed, not what the
 collections hold. Read a complete state with ``run_state_of(run)`` (or
 ``load``), never from the column.
 
+Checkpoint history (forking a run from a past superstep): each save also
+writes a ``RunCheckpoint`` row (the state data without its parts, which
+stay shared in ``RunStatePart``), kept as ``TRELLIS_CHECKPOINT_HISTORY``
+says (``runtime.HistoryPolicy.parse``: ``all`` by default). A part is
+dropped only when neither the latest state nor a kept checkpoint needs it.
+
 A checkpointer serves one team: rows are found by ``(team, Run.runtime_id)``.
 The designer mints runtime ids as ``run_<pk, 13 digits>`` (``run_id_for``).
 """
@@ -28,14 +34,18 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pydantic_core
+from django.conf import settings
 from django.db import transaction
+from django.db.models import F
 
-from designer.models import Run, RunEvent, RunStatePart, Team
+from designer.models import Run, RunCheckpoint, RunEvent, RunStatePart, Team
 from designer.runs.lease import LeaseLost, expiry_in, lease_seconds
 from runtime import (
     CheckpointDelta,
+    CheckpointInfo,
     CheckpointNotFoundError,
     CorruptRunStateError,
+    HistoryPolicy,
     PartLedger,
     RunState,
     TraceEvent,
@@ -44,6 +54,22 @@ from runtime import (
 
 RUN_ID_PREFIX = "run_"
 _DIGITS = 13
+
+_SETTING = object()
+
+
+def history_policy() -> HistoryPolicy | None:
+    """``TRELLIS_CHECKPOINT_HISTORY`` as a policy (None: keep no past checkpoints)."""
+    return HistoryPolicy.parse(getattr(settings, "TRELLIS_CHECKPOINT_HISTORY", "all"))
+
+
+def checkpoint_state_of(row: RunCheckpoint) -> dict[str, Any]:
+    """A kept checkpoint as complete RunState JSON (its parts put back); not checked further."""
+    if not isinstance(row.state, dict):
+        raise CorruptRunStateError(f"run {row.run_id}: the checkpoint after superstep {row.step} is not a JSON "
+                                   "object", step=row.step)
+    return _joined(row.run_id, row.state)
+
 
 class UnknownRunError(WorkflowError):
     """A checkpoint for a runtime run id that has no ``Run`` row in the checkpointer's team."""
@@ -124,6 +150,28 @@ def run_state_of(run: Run) -> dict[str, Any] | None:
     return _joined(run.pk, run.run_state)
 
 
+#: Live activations recorded per checkpoint for the run page (a few at once in practice: nesting times
+#: concurrency); more are counted but not listed.
+PROGRESS_ACTIVATIONS = 50
+
+
+def progress_of(run_state: RunState) -> dict[str, Any]:
+    """The counters the live run page shows, from the live structure only: O(live activations), never O(items)."""
+    # Read straight off the engine's own state at save time (``activation_progress`` would re-check the whole
+    # state's integrity at every checkpoint; the state being saved is the engine's, not one from outside).
+    rows = []
+    for activation in list(run_state.activations.values())[:PROGRESS_ACTIVATIONS]:
+        waiting = run_state.frames.get(activation.frame_id)
+        meta = waiting.metadata.get("foreach") if waiting is not None else None
+        parent = meta if isinstance(meta, dict) else {}
+        rows.append({"activation_id": activation.activation_id, "node_id": activation.node_id,
+                     "done": activation.completed, "total": len(activation.items),
+                     "running": len(activation.running), "parent_activation_id": parent.get("activation_id"),
+                     "parent_index": parent.get("index")})
+    return {"step": run_state.step, "next_seq": run_state.trace_seq, "frames": len(run_state.frames),
+            "activations": len(run_state.activations), "foreach": rows}
+
+
 def _json_kind(value: Any) -> str:
     return {str: "string", list: "array", bool: "boolean", int: "number", float: "number"}.get(type(value), "value")
 
@@ -147,7 +195,9 @@ class OrmCheckpointer:
         owner: str | None = None,
         extra_fields: Callable[[RunState], dict[str, Any]] | None = None,
         create_run: Callable[[RunState], Run] | None = None,
+        history: Any = _SETTING,
     ) -> None:
+        self.history_policy: HistoryPolicy | None = history_policy() if history is _SETTING else history
         self.team_id = team.pk if isinstance(team, Team) else int(team)
         self.owner = owner
         self.extra_fields = extra_fields
@@ -171,15 +221,16 @@ class OrmCheckpointer:
                 pk = self.create_run(run_state).pk
         return pk
 
-    @staticmethod
-    def _store_parts(pk: int, delta: CheckpointDelta) -> None:
+    def _store_parts(self, pk: int, delta: CheckpointDelta, run_state: RunState) -> None:
         """Write the parts that are new, drop those nothing refers to any more."""
         if delta.new:
             rows = [RunStatePart(run_id=pk, key=key, value=pydantic_core.to_jsonable_python(value))
                     for key, value in sorted(delta.new.items())]
             # ignore_conflicts: a new checkpointer (another worker) meets parts stored before it started.
             RunStatePart.objects.bulk_create(rows, ignore_conflicts=True)
-        if delta.fresh:
+        if self.history_policy is not None:
+            self._store_history(pk, delta, run_state, self.history_policy)
+        elif delta.fresh:
             # The first save of this checkpointer: parts an earlier process left may be dead.
             live = delta.live_keys()
             stale = [key for key in RunStatePart.objects.filter(run_id=pk).values_list("key", flat=True)
@@ -189,11 +240,51 @@ class OrmCheckpointer:
         elif delta.gone:
             RunStatePart.objects.filter(run_id=pk, key__in=delta.gone).delete()
 
+    @staticmethod
+    def _store_history(pk: int, delta: CheckpointDelta, run_state: RunState, policy: HistoryPolicy) -> None:
+        """Keep this checkpoint, prune what the policy lets go, drop the parts neither it nor the latest needs."""
+        candidates = set(delta.gone)
+        kept = RunCheckpoint.objects.filter(run_id=pk)
+        if policy.ends(run_state):
+            kept.delete()
+            candidates.update(RunStatePart.objects.filter(run_id=pk).values_list("key", flat=True))
+        else:
+            RunCheckpoint.objects.update_or_create(run_id=pk, step=run_state.step, defaults={
+                "status": run_state.status, "attempt": run_state.attempt, "trace_seq": run_state.trace_seq,
+                "state": delta.data, "part_keys": RunState.parts_left_out(delta.data)})
+            steps = list(kept.values_list("step", flat=True))
+            dropped = set(steps) - policy.keep(steps)
+            if dropped:
+                for keys in kept.filter(step__in=dropped).values_list("part_keys", flat=True):
+                    candidates.update(keys or [])
+                kept.filter(step__in=dropped).delete()
+            if delta.fresh:
+                # Parts an earlier process stored may be needed by nothing kept now.
+                candidates.update(RunStatePart.objects.filter(run_id=pk).values_list("key", flat=True))
+            elif policy.keep_last is None:
+                return  # every part that was ever live is needed by a kept checkpoint
+        if not candidates:
+            return
+        referenced = delta.live_keys()
+        for keys in kept.values_list("part_keys", flat=True):
+            referenced.update(keys or [])
+        unneeded = candidates - referenced
+        if unneeded:
+            RunStatePart.objects.filter(run_id=pk, key__in=sorted(unneeded)).delete()
+
     def save(self, run_state: RunState, events: Sequence[TraceEvent] = ()) -> None:
         pk_known = self._pks.get(run_state.run_id)
         ledger = self._ledgers.get(pk_known) if pk_known is not None else None
         delta = run_state.checkpoint_delta(ledger or PartLedger())
-        fields: dict[str, Any] = {"run_state": delta.data}
+        fields: dict[str, Any] = {"run_state": delta.data, "progress": progress_of(run_state)}
+        # Summed in the database, in the transaction that stores these events: a superstep rolled back by a
+        # crash is counted when it is redone, never twice.
+        items = sum(1 for event in events if event.kind == "item_completed")
+        failed = sum(1 for event in events if event.kind == "node_failed")
+        if items:
+            fields["items_done"] = F("items_done") + items
+        if failed:
+            fields["failures"] = F("failures") + failed
         if self.extra_fields is not None:
             fields.update(self.extra_fields(run_state))
         with transaction.atomic():
@@ -204,7 +295,7 @@ class OrmCheckpointer:
                 fields["lease_expires_at"] = expiry_in(lease_seconds())
             if rows.update(**fields) != 1:
                 raise LeaseLost(f"run {pk}: lease no longer held by {self.owner}; checkpoint discarded")
-            self._store_parts(pk, delta)
+            self._store_parts(pk, delta, run_state)
             if events:
                 RunEvent.objects.bulk_create([event_row(pk, event) for event in events])
             self.cancel_requested = bool(Run.objects.filter(pk=pk).values_list("cancel_requested", flat=True).get())
@@ -224,6 +315,18 @@ class OrmCheckpointer:
             raise CorruptRunStateError(f"run {run_id!r}: the stored run_state is not a JSON object", run_id=run_id)
         return RunState.from_json(_joined(pk, data))
 
+    def history(self, run_id: str) -> list[CheckpointInfo]:
+        rows = RunCheckpoint.objects.filter(run__team_id=self.team_id, run__runtime_id=run_id).order_by("step")
+        return [CheckpointInfo(step, status, attempt, trace_seq)
+                for step, status, attempt, trace_seq in rows.values_list("step", "status", "attempt", "trace_seq")]
+
+    def load_at(self, run_id: str, step: int) -> RunState:
+        row = RunCheckpoint.objects.filter(run__team_id=self.team_id, run__runtime_id=run_id, step=step).first()
+        if row is None:
+            raise CheckpointNotFoundError(f"run {run_id!r} has no kept checkpoint at superstep {step}",
+                                          run_id=run_id, step=step)
+        return RunState.from_json(checkpoint_state_of(row))
+
     def load_events(self, run_id: str) -> list[TraceEvent]:
         rows = RunEvent.objects.filter(run__team_id=self.team_id, run__runtime_id=run_id).order_by("seq")
         return [trace_event(run_id, row) for row in rows]
@@ -233,6 +336,7 @@ class OrmCheckpointer:
         with transaction.atomic():
             pks = list(self._rows(run_id).values_list("pk", flat=True))
             RunEvent.objects.filter(run_id__in=pks).delete()
+            RunCheckpoint.objects.filter(run_id__in=pks).delete()
             RunStatePart.objects.filter(run_id__in=pks).delete()
             Run.objects.filter(pk__in=pks).update(run_state=None)
         for pk in pks:

@@ -6,6 +6,10 @@ after another one died does the right thing without being told:
 * no checkpoint yet        -> ``engine.run`` (the first save happens before any task runs);
 * a pending ``resume_request`` -> ``engine.resume`` on the interrupted checkpoint; the first save of the
   resumed run clears the request in the same transaction, so it is applied exactly once;
+* no checkpoint and a ``fork_request`` -> ``engine.fork`` from the parent run's kept checkpoint; its first
+  save clears the request;
+* ``redrive_requested`` on a failed checkpoint -> ``engine.redrive`` (only the failed steps run again); its
+  first save clears the flag in the same transaction;
 * otherwise                -> ``engine.continue_run``, which re-runs the superstep whose commit was lost.
 
 Every save goes through ``OrmCheckpointer`` with this worker as lease owner:
@@ -26,13 +30,13 @@ from django.db import transaction
 from django.utils import timezone
 
 from designer import catalog
-from designer.models import Run
+from designer.models import Run, RunCheckpoint
 from designer.resolvers import TeamVersionResolver
-from designer.runs import batches, steps
-from designer.runs.checkpointer import OrmCheckpointer, run_id_for, run_state_of
+from designer.runs import batches, steps, waiting
+from designer.runs.checkpointer import OrmCheckpointer, checkpoint_state_of, run_id_for, run_state_of
 from designer.runs.lease import Heartbeat, LeaseLost, claim, new_owner_id, release
 from designer.runs.pinning import PinnedResolver
-from runtime import Engine, RunResult, RunState, WorkflowError, distributed_foreach
+from runtime import CheckpointNotFoundError, Engine, RunResult, RunState, WorkflowError, distributed_foreach
 
 logger = logging.getLogger("designer.runs")
 
@@ -71,10 +75,19 @@ class Execution:
         self.run = run
         self.owner = owner
         self.resume = run.resume_request if isinstance(run.resume_request, dict) else None
+        self.redrive = bool(run.redrive_requested)
+        self.fork = run.fork_request if isinstance(run.fork_request, dict) else None
         self.checkpointer = OrmCheckpointer(run.team_id, owner=owner, extra_fields=self._extra_fields)
         self.checkpointer.cancel_requested = run.cancel_requested
 
     def _extra_fields(self, run_state: RunState) -> dict[str, Any]:
+        if self.fork is not None:
+            self.fork = None
+            return {"fork_request": None}
+        if self.redrive:
+            # The redrive's first save holds its effect (failed frames ready again): drop the request with it.
+            self.redrive = False
+            return {"redrive_requested": False, "status": Run.Status.RUNNING, "error": None}
         if self.resume is None:
             return {}
         # The first save after engine.resume records the answer's effect: drop the request with it.
@@ -98,21 +111,41 @@ class Execution:
             max_steps=max_steps(),
             keep_trace=0,  # the checkpointer stores every event; holding them too would grow with the run
             distribute=batches.distribute,
+            # A backoff or a wait step suspends the run (designer.runs.waiting): no worker sleeps for it.
+            sleep_in_process=False,
+            max_retry_delay=waiting.max_retry_delay(),
             **steps.engine_options(),
         )
         with engine, steps.CancelWatch(run.pk, self._cancel_seen):
             checkpoint = run_state_of(run)
+            if checkpoint is None and self.fork is not None:
+                return self._start_fork(engine)
             if checkpoint is None:
                 return engine.run(run.document, run.input, run_id=run.runtime_id or run_id_for(run.pk))
+            if self.redrive and checkpoint.get("status") == "failed":
+                return engine.redrive(checkpoint, workflow=run.document)
             if self.resume is not None:
                 return engine.resume(checkpoint, self.resume["interrupt_id"], self.resume.get("value"),
                                      self.resume.get("label"), workflow=run.document)
-            if checkpoint.get("status") == "waiting" and not batches.unfinished(run.pk):
-                # Every batch of its distributed foreach nodes is over: join them and carry on.
-                waiting = [key for key, activation in (checkpoint.get("activations") or {}).items()
+            distributed = [key for key, activation in (checkpoint.get("activations") or {}).items()
                            if isinstance(activation, dict) and activation.get("batch_size")]
-                return engine.join_foreach(checkpoint, batches.outcomes(run.pk, waiting), workflow=run.document)
+            if checkpoint.get("status") == "waiting" and distributed and not batches.unfinished(run.pk):
+                # Every batch of its distributed foreach nodes is over: join them and carry on.
+                return engine.join_foreach(checkpoint, batches.outcomes(run.pk, distributed),
+                                           workflow=run.document)
+            # A run waiting for a wake-up time continues here too: the engine wakes the frames that are due.
             return engine.continue_run(checkpoint, workflow=run.document)
+
+    def _start_fork(self, engine: Engine) -> RunResult:
+        """The first drive of a forked run: from its parent's kept checkpoint, with the checked edits."""
+        run, request = self.run, self.fork
+        assert request is not None
+        row = RunCheckpoint.objects.filter(run_id=run.parent_id, step=request.get("step")).first()
+        if row is None:
+            raise CheckpointNotFoundError(f"run {run.parent_id} no longer keeps its checkpoint after superstep "
+                                          f"{request.get('step')} to fork from", step=request.get("step"))
+        return engine.fork(checkpoint_state_of(row), run_id=run.runtime_id or run_id_for(run.pk),
+                           state=request.get("state"), answer=request.get("answer"), workflow=run.document)
 
     def finish(self, result: RunResult) -> str:
         status: str = result.status
@@ -131,9 +164,12 @@ class Execution:
             fields["attempts"] = 0
         if status == "waiting":
             # Its distributed foreach batches go to the queue with the release, in one transaction: the run holds
-            # no worker until the last batch wakes it (batches.wake).
+            # no worker until the last batch wakes it (batches.wake), or (suspended frames) until its wake_at.
             with transaction.atomic():
                 left = batches.plan_batches(self.run.pk, distributed_foreach(result.run_state))
+                if result.wake_at is not None:
+                    del fields["status"]
+                    return waiting.suspend(self.run.pk, self.owner, result.wake_at, **fields)
                 if not release(self.run.pk, self.owner, **fields):
                     raise LeaseLost(f"run {self.run.pk}: lease lost before its batches were planned")
                 if not left:

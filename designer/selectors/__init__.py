@@ -3,7 +3,7 @@ so team scoping lives in the models' one queryset method and nowhere else."""
 
 from __future__ import annotations
 
-from designer.selectors.runs import get_run, runs_for
+from designer.selectors.runs import events_since, get_live_run, get_run, runs_for
 from designer.selectors.teams import (
     get_invitation_for,
     get_team,
@@ -25,7 +25,9 @@ from designer.selectors.workflows import (
 )
 
 __all__ = [
+    "events_since",
     "get_invitation_for",
+    "get_live_run",
     "get_run",
     "get_team",
     "get_version",

@@ -24,6 +24,29 @@ def get_run(*, user: Any, run_id: object) -> Run:
         raise NotFound("this run does not exist or is not shared with you", run=run_id) from None
 
 
+#: What a poll of the live run page reads of the run row: small columns only (not its input, document or state).
+LIVE_FIELDS = ("id", "team_id", "workflow_id", "status", "progress", "items_done", "failures", "created_at",
+               "started_at", "finished_at", "cancel_requested")
+
+
+def get_live_run(*, user: Any, run_id: object) -> Run:
+    """The run for a live poll, scoped like ``get_run``, with only ``LIVE_FIELDS`` loaded."""
+    try:
+        return Run.objects.for_user(user).only(*LIVE_FIELDS).get(pk=parse_id(run_id))
+    except Run.DoesNotExist:
+        raise NotFound("this run does not exist or is not shared with you", run=run_id) from None
+
+
+def events_since(*, run: Run, since: int, limit: int) -> tuple[list[RunEvent], int]:
+    """The newest ``limit`` events with ``seq >= since``, oldest first, and how many newer than ``since`` were
+    passed over to keep it at ``limit`` (one indexed range read, however long the trace)."""
+    rows = list(RunEvent.objects.filter(run_id=run.pk, seq__gte=since).order_by("-seq")
+                .only("id", "run_id", "seq", "kind", "node_id", "frame_id", "index", "data", "duration_ms")[:limit])
+    rows.reverse()
+    skipped = rows[0].seq - since if rows else 0
+    return rows, skipped
+
+
 def _int(value: object, field: str) -> int:
     try:
         number = int(value)  # type: ignore[call-overload]

@@ -118,10 +118,10 @@ def progress_rows(state: RunState | None, events: Iterable[RunEvent],
                 entry.done, entry.running = batches[live.activation_id]
             entry.parent_activation_id = live.parent_activation_id or entry.parent_activation_id
             entry.parent_index = live.parent_index if live.parent_index is not None else entry.parent_index
-    return _nest(rows)
+    return nest_progress(rows)
 
 
-def _nest(rows: dict[str, Progress]) -> list[Progress]:
+def nest_progress(rows: dict[str, Progress]) -> list[Progress]:
     """Depth-first order: an activation is followed by the activations started inside its items."""
     top: list[Progress] = []
     for row in rows.values():

@@ -36,7 +36,7 @@ from designer.untrusted import parse_id
 from designer.views.htmx import HtmxHttpRequest
 from designer.views.pages import designer_errors, error_message
 from designer.views.run_display import MAX_EVENTS, InFlight, build_timeline, event_data, event_filters, short_id
-from designer.views.run_inspect import context_of, load_state, progress_rows, recorded_context
+from designer.views.run_inspect import Progress, context_of, load_state, nest_progress, progress_rows, recorded_context
 from designer.views.schema_form import JSON_FIELD, MODE_FIELD, SchemaForm, build_form, parse_form, with_error
 from runtime import WorkflowError
 
@@ -45,7 +45,12 @@ EVENTS_PAGE_SIZE = 100
 RECENT_RUNS = 5
 #: Seconds between polls while a run is queued or running.
 POLL_SECONDS = 1
+#: Most events one live poll appends (the newest ones; the page says how many it passed over).
+LIVE_EVENTS = 50
 ACTIVE = (Run.Status.QUEUED, Run.Status.RUNNING, Run.Status.WAITING)
+#: Statuses whose run page polls: also a run waiting for its distributed foreach batches (it holds no worker,
+#: but its batches commit items, counted on the row).
+LIVE = ACTIVE
 
 
 def _ok_status(request: HtmxHttpRequest, ok: bool) -> int:
@@ -287,6 +292,39 @@ def _live_frames(state: Any) -> list[dict[str, Any]]:
     ]
 
 
+def _counters(run: Run) -> dict[str, Any]:
+    """What a live run's page shows from the counters its checkpointer keeps on the row (``Run.progress``):
+    a few small columns, whatever the size of the run."""
+    progress = run.progress if isinstance(run.progress, dict) else {}
+    rows = []
+    for entry in progress.get("foreach") or ():
+        if not isinstance(entry, dict):
+            continue
+        total, done, running = entry.get("total"), entry.get("done"), entry.get("running")
+        rows.append(Progress(
+            activation_id=str(entry.get("activation_id") or ""), node_id=str(entry.get("node_id") or ""),
+            done=done if isinstance(done, int) else 0, total=total if isinstance(total, int) else None,
+            running=running if isinstance(running, int) else 0,
+            parent_activation_id=entry.get("parent_activation_id") or None,
+            parent_index=entry.get("parent_index") if isinstance(entry.get("parent_index"), int) else None))
+    if run.status == Run.Status.WAITING:
+        # A distributed foreach's items are committed by its batches, not by the run's checkpoints.
+        # (A COUNT over the activation's committed items: indexed, but not constant like the rest.)
+        batches = batch_progress(run.pk)
+        for row in rows:
+            if row.activation_id in batches:
+                row.done, row.running = batches[row.activation_id]
+    next_seq = progress.get("next_seq")
+    return {
+        "step": progress.get("step") if isinstance(progress.get("step"), int) else 0,
+        "events": next_seq if isinstance(next_seq, int) else 0,
+        "items_done": run.items_done,
+        "failures": run.failures,
+        "activations": progress.get("activations") if isinstance(progress.get("activations"), int) else len(rows),
+        "rows": nest_progress({row.activation_id: row for row in rows}),
+    }
+
+
 def _detail_context(request: HtmxHttpRequest, run: Run, **extra: Any) -> dict[str, Any]:
     role = workflow_role(request.user, run.workflow)
     inspection = load_state(run)
@@ -308,17 +346,21 @@ def _detail_context(request: HtmxHttpRequest, run: Run, **extra: Any) -> dict[st
         "can_run": has_role(role, "runner"),
         "can_delete": has_role(role_of(request.user, run.team_id), "editor"),  # as delete_run requires
         # A damaged run is not polled: nothing a worker does will make its checkpoint readable again.
-        "active": run.status in ACTIVE and not damage,
+        "active": run.status in LIVE and not damage,
         "poll_seconds": POLL_SECONDS,
         # No answer form for a damaged run: its open questions belong to a state that cannot be read.
         "interrupts": [] if damage else _interrupts(run, extra.pop("forms", None)),
         "answers": _answers(run),
         "progress": progress_rows(inspection.state, events,
                                   batch_progress(run.pk) if run.status == Run.Status.WAITING else None),
+        "counters": _counters(run),
+        # The live poll asks for events from here on; the events table below already has the ones before.
+        "cursor": events[-1].seq + 1 if events else 0,
         "timeline": timeline,
         "frames": _live_frames(inspection.state),
         "damage": damage,
         "final_state": scope_state,
+        "attempt": inspection.state.attempt if inspection.state is not None else 1,
         "event_count": len(events),
         "elapsed_ms": int((now - run.started_at).total_seconds() * 1000) if run.started_at else None,
         "admin_url": _admin_runs_url(request, id__exact=run.pk),
@@ -339,6 +381,35 @@ def run_detail(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
         return _live_response(request, context)
     context.update(_events_context(request, run))
     return TemplateResponse(request, "runs/detail.html", context)
+
+
+@login_required
+@require_GET
+@designer_errors
+def run_live(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
+    """One poll of a live run: its counters and the events since ``?since=`` (at most ``LIVE_EVENTS``).
+
+    It reads the run row's small columns and one bounded range of events, so a poll of a 100k-item run costs
+    what a poll of a 10-item run costs. Once the run waits or ends the page reloads (``HX-Refresh``) to show
+    its timeline, state and output, which are read once, not per poll.
+    """
+    run = selectors.get_live_run(user=request.user, run_id=run_id)
+    if run.status not in LIVE:
+        response = HttpResponse()
+        response["HX-Refresh"] = "true"
+        return response
+    since = max(0, parse_id(request.GET.get("since")) or 0)
+    new_events, skipped = selectors.events_since(run=run, since=since, limit=LIVE_EVENTS)
+    context = {
+        "run": run,
+        "counters": _counters(run),
+        "cursor": new_events[-1].seq + 1 if new_events else since,
+        "new_events": new_events,
+        "skipped": skipped,
+        "poll_seconds": POLL_SECONDS,
+        "oob": True,
+    }
+    return TemplateResponse(request, "runs/detail.html#poll", context)
 
 
 def _damaged(request: HtmxHttpRequest, run: Run, context: dict[str, Any] | None = None) -> HttpResponse:
@@ -384,7 +455,7 @@ def _events_context(request: HtmxHttpRequest, run: Run) -> dict[str, Any]:
     query = urlencode({key: value for key, value in (("kind", kind), ("node", node), ("lineage", lineage)) if value})
     return {"events_page": page, "event_rows": rows, "event_kinds": kinds, "event_nodes": nodes,
             "event_filter": {"kind": kind, "node": node, "lineage": lineage}, "events_query": query,
-            "run": run, "active": run.status in ACTIVE}
+            "run": run, "active": run.status in LIVE}
 
 
 @login_required

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.urls import URLPattern, URLResolver, path
 
-from designer.views import runs, teams
+from designer.views import run_history, runs, teams
 
 urlpatterns: list[URLPattern | URLResolver] = []
 
@@ -45,10 +45,15 @@ urlpatterns += [
     path("workflows/<int:workflow_id>/runs/start/", runs.run_start, name="run-start"),
     path("runs/<int:run_id>/", runs.run_detail, name="run-detail"),
     path("runs/<int:run_id>/events/", runs.run_events, name="run-events"),
+    path("runs/<int:run_id>/live/", runs.run_live, name="run-live"),
     path("runs/<int:run_id>/frames/<str:frame_id>/", runs.run_frame, name="run-frame"),
     path("runs/<int:run_id>/resume/", runs.run_resume, name="run-resume"),
     path("runs/<int:run_id>/cancel/", runs.run_cancel, name="run-cancel"),
     path("runs/<int:run_id>/delete/", runs.run_delete, name="run-delete"),
+    path("runs/<int:run_id>/redrive/", run_history.run_redrive, name="run-redrive"),
+    path("runs/<int:run_id>/rerun/", run_history.run_rerun, name="run-rerun"),
+    path("runs/<int:run_id>/checkpoints/<int:step>/", run_history.run_checkpoint, name="run-checkpoint"),
+    path("runs/<int:run_id>/checkpoints/<int:step>/fork/", run_history.run_fork, name="run-fork"),
 ]
 
 # --- workflow editor (designer/views/editor.py) ---

@@ -27,6 +27,7 @@ from runtime import (
     Engine,
     ExecutionFrame,
     ForeachActivation,
+    HistoryPolicy,
     Interrupt,
     Lineage,
     RunState,
@@ -315,3 +316,74 @@ class CheckpointerConformance:
         assert sorted(result.output["log"]) == result.output["doubled"]
         assert len(steps) > len(xs) // 4
         assert _dump(self.reopen(cp).load(result.run_id)) == _dump(result.run_state)
+
+    # -- history -------------------------------------------------------------------
+
+    def make_history_checkpointer(self, policy: HistoryPolicy) -> Checkpointer:
+        raise NotImplementedError("return a fresh, empty checkpointer that keeps history by ``policy``")
+
+    def _run_recorded(self, cp: Checkpointer, xs: list[int], run_id: str | None = None
+                      ) -> tuple[Any, dict[int, dict[str, Any]]]:
+        seen: dict[int, dict[str, Any]] = {}
+
+        def record(run_state: RunState, _events: Any) -> None:
+            seen[run_state.step] = _dump(run_state)
+
+        engine = Engine(registry=_registry(), checkpointer=cp, ids=SequentialIds(), on_superstep=record)
+        return engine.run(collecting_workflow(), {"xs": xs}, run_id=run_id), seen
+
+    def test_history_keeps_every_checkpoint_and_each_loads_as_it_was(self) -> None:
+        cp = self.make_history_checkpointer(HistoryPolicy())
+        result, seen = self._run_recorded(cp, list(range(300)))
+        assert result.status == "completed"
+        assert [info.step for info in cp.history(result.run_id)] == sorted(seen)
+        assert cp.history(result.run_id)[-1].status == "completed"
+        again = self.reopen(cp)
+        for step, expected in seen.items():
+            assert _dump(again.load_at(result.run_id, step)) == expected, f"superstep {step}"
+        assert _dump(again.load(result.run_id)) == _dump(result.run_state)
+
+    def test_history_keeps_the_last_n_and_forgets_the_rest(self) -> None:
+        cp = self.make_history_checkpointer(HistoryPolicy(keep_last=3))
+        result, seen = self._run_recorded(cp, list(range(300)))
+        last = sorted(seen)[-3:]
+        assert [info.step for info in cp.history(result.run_id)] == last
+        for step in last:
+            assert _dump(cp.load_at(result.run_id, step)) == seen[step]
+        with pytest.raises(CheckpointNotFoundError) as caught:
+            cp.load_at(result.run_id, sorted(seen)[0])
+        assert caught.value.details["step"] == sorted(seen)[0]
+        assert _dump(self.reopen(cp).load(result.run_id)) == _dump(result.run_state)
+
+    def test_history_until_end_is_dropped_when_the_run_completes(self) -> None:
+        cp = self.make_history_checkpointer(HistoryPolicy(until_end=True))
+        interrupted = self._engine(cp).run(greeting_workflow(), {"names": ["Ada", "Grace", "Edsger"]})
+        assert interrupted.status == "interrupted"
+        assert [i.status for i in cp.history(interrupted.run_id)][-1] == "interrupted"
+        result, _seen = self._run_recorded(cp, list(range(40)), run_id="run_0000000000002")
+        assert result.status == "completed"
+        assert cp.history(result.run_id) == []
+        assert _dump(cp.load(result.run_id)) == _dump(result.run_state)
+        assert len(cp.history(interrupted.run_id)) >= 2  # another run's history is its own
+
+    def test_history_keeps_a_superstep_saved_twice_once_as_last_saved(self) -> None:
+        cp = self.make_history_checkpointer(HistoryPolicy())
+        cp.save(sample_run_state(step=1))
+        redone = sample_run_state(step=1)
+        redone.trace_seq = 40
+        cp.save(redone)
+        cp.save(sample_run_state(step=2))
+        assert [(i.step, i.trace_seq) for i in cp.history("run_0000000000001")] == [(1, 40), (2, 11)]
+        assert cp.load_at("run_0000000000001", 1).trace_seq == 40
+
+    def test_history_is_deleted_with_the_run_and_empty_for_an_unknown_one(self) -> None:
+        cp = self.make_history_checkpointer(HistoryPolicy())
+        rs = sample_run_state()
+        cp.save(rs)
+        assert [i.to_dict() for i in cp.history(rs.run_id)] == [
+            {"step": 3, "status": "interrupted", "attempt": 1, "trace_seq": 11}]
+        cp.delete(rs.run_id)
+        assert cp.history(rs.run_id) == []
+        assert cp.history("run_0000000007777") == []
+        with pytest.raises(CheckpointNotFoundError):
+            cp.load_at(rs.run_id, 3)

@@ -63,4 +63,13 @@
     const held = elt.querySelector(selector);
     if (held && held.contains(document.activeElement)) event.preventDefault();
   });
+
+  // The run page's live feed gets new events appended by every poll: keep the newest few hundred, so a
+  // page left open on a long run stays as light as on a short one (the events table has them all).
+  const LIVE_FEED_MAX = 300;
+  document.addEventListener("htmx:afterSettle", function () {
+    const feed = document.getElementById("live-feed");
+    if (!feed) return;
+    while (feed.childElementCount > LIVE_FEED_MAX) feed.firstElementChild.remove();
+  });
 })();

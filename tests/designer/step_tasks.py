@@ -39,3 +39,25 @@ def hog_first_attempt(megabytes: int, ctx: RuntimeContext) -> int:
     if ctx.attempt == 1:
         return len(bytearray(megabytes * 1024 * 1024))
     return ctx.attempt
+
+
+@registry.task
+def flaky(fail: int, ctx: RuntimeContext) -> int:
+    """Fails its first ``fail`` attempts; returns the attempt that succeeded."""
+    if ctx.attempt <= fail:
+        raise RuntimeError(f"attempt {ctx.attempt} failed on purpose")
+    return ctx.attempt
+
+
+@registry.task
+def flaky_once(key: str, folder: str) -> str:
+    """Count each call in ``folder/<key>.calls``; a key starting with ``bad`` fails on its first call only,
+    like a flaky service (files, because every attempt may run in another worker process)."""
+    calls = os.path.join(folder, f"{key}.calls")
+    with open(calls, "a", encoding="utf-8") as handle:
+        handle.write("call\n")
+    with open(calls, encoding="utf-8") as handle:
+        count = len(handle.readlines())
+    if key.startswith("bad") and count == 1:
+        raise ConnectionError(f"{key}: service unavailable")
+    return key.upper()

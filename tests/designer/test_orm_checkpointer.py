@@ -14,7 +14,7 @@ from django.test.utils import CaptureQueriesContext
 from designer.models import Run, RunEvent, RunStatePart, Team, Workflow
 from designer.runs import lease
 from designer.runs.checkpointer import OrmCheckpointer, UnknownRunError, run_state_of
-from runtime import CorruptRunStateError, RunState, WorkflowBuilder, input_path
+from runtime import CorruptRunStateError, HistoryPolicy, RunState, WorkflowBuilder, input_path
 from runtime.testing.checkpointer_conformance import CheckpointerConformance, sample_events, sample_run_state
 from tests.runtime.engine_helpers import engine
 
@@ -41,8 +41,11 @@ class TestOrmCheckpointer(CheckpointerConformance):
     def make_checkpointer(self) -> OrmCheckpointer:
         return checkpointer_for(*fresh_team())
 
+    def make_history_checkpointer(self, policy: HistoryPolicy) -> OrmCheckpointer:
+        return checkpointer_for(*fresh_team(), history=policy)
+
     def reopen(self, checkpointer: Any) -> OrmCheckpointer:
-        return OrmCheckpointer(checkpointer.team_id)
+        return OrmCheckpointer(checkpointer.team_id, history=checkpointer.history_policy)
 
 
 def test_state_and_events_commit_together_or_not_at_all() -> None:
@@ -101,7 +104,7 @@ def test_runs_of_another_team_are_invisible() -> None:
 
 def test_write_once_parts_are_stored_once_not_in_every_checkpoint() -> None:
     team, workflow = fresh_team()
-    cp = checkpointer_for(team, workflow)
+    cp = checkpointer_for(team, workflow, history=None)  # the live parts alone
     rs = sample_run_state(item={"big": "x" * 1000})
     cp.save(rs)
     run = Run.objects.get(runtime_id=rs.run_id)
@@ -151,7 +154,8 @@ def test_a_foreach_over_a_thousand_items_writes_them_once() -> None:
     items_bytes = len(json.dumps(items))
 
     with CaptureQueriesContext(connection) as queries:
-        result = engine(checkpointer=Watching(team, create_run=create_run)).run(g.build(), {"orders": items})
+        result = engine(checkpointer=Watching(team, create_run=create_run, history=None)).run(g.build(),
+                                                                                    {"orders": items})
     assert result.status == "completed"
     assert len(columns) > len(items)  # a checkpoint per superstep
 

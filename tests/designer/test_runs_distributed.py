@@ -99,6 +99,8 @@ def test_failed_items_are_reported_per_item_and_tolerated_up_to_the_node_setting
     errors = dict(ForeachBatchItem.objects.filter(run_id=passed["id"]).exclude(error__isnull=True)
                   .values_list("index", "error"))
     assert sorted(errors) == [1, 3] and "cannot take -1" in errors[1]["message"]
+    # The run page's counters were summed as the batches committed their items.
+    assert Run.objects.values_list("items_done", "failures").get(pk=passed["id"]) == (3, 2)
 
     bad = run_detail(client, failed["id"])
     assert bad["status"] == "failed"

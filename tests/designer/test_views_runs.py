@@ -209,10 +209,17 @@ def live_div(body: str) -> str:
     return match.group(0)
 
 
+def poller(body: str) -> str:
+    """The element that polls a live run (``run-live``); empty when the page does not poll."""
+    match = re.search(r'<div id="run-poll"[^>]*>', body)
+    return match.group(0) if match else ""
+
+
 def test_a_queued_run_polls_every_second(cast: Any, workflow: Any) -> None:
     run = start(cast, workflow)
     body = client_for(cast.viewer).get(reverse("run-detail", args=[run.pk])).content.decode()
-    assert 'hx-trigger="every 1s"' in live_div(body)
+    assert 'hx-trigger="every 1s"' in poller(body)
+    assert f'hx-get="{reverse("run-live", args=[run.pk])}?since=0"' in poller(body)
     partial = client_for(cast.viewer).get(reverse("run-detail", args=[run.pk]), **htmx("run-live")).content.decode()
     assert partial.lstrip().startswith('<div id="run-live"') and "<html" not in partial
 
@@ -222,7 +229,7 @@ def test_polling_stops_once_the_run_waits_or_ends(cast: Any, workflow: Any, stat
     run = start(cast, workflow)
     Run.objects.filter(pk=run.pk).update(status=status)
     body = client_for(cast.viewer).get(reverse("run-detail", args=[run.pk])).content.decode()
-    assert "hx-trigger" not in live_div(body)
+    assert "hx-trigger" not in live_div(body) and poller(body) == ""
 
 
 def test_viewer_has_no_cancel_button_editor_does(cast: Any, workflow: Any) -> None:
@@ -347,7 +354,7 @@ def test_answering_an_interrupt_in_the_page_resumes_the_run(demo: dict[str, Any]
     response = editor.post(reverse("run-resume", args=[run.pk]),
                            {"interrupt_id": interrupt["id"], "field.approved": "on", "field.comment": "ok by me"},
                            **htmx("run-live"))
-    assert 'hx-trigger="every 1s"' in live_div(response.content.decode())  # queued again: polling resumes
+    assert 'hx-trigger="every 1s"' in poller(response.content.decode())  # queued again: polling resumes
     execute(run.pk)
     run.refresh_from_db()
     assert run.status == "completed"

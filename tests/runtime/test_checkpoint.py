@@ -8,13 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from runtime import CorruptRunStateError, FileCheckpointer, InMemoryCheckpointer, SqliteCheckpointer
+from runtime import CorruptRunStateError, FileCheckpointer, HistoryPolicy, InMemoryCheckpointer, SqliteCheckpointer
 from runtime.testing.checkpointer_conformance import CheckpointerConformance, sample_events, sample_run_state
 
 
 class TestInMemoryCheckpointer(CheckpointerConformance):
     def make_checkpointer(self) -> InMemoryCheckpointer:
         return InMemoryCheckpointer()
+
+    def make_history_checkpointer(self, policy: HistoryPolicy) -> InMemoryCheckpointer:
+        return InMemoryCheckpointer(history=policy)
 
 
 class TestFileCheckpointer(CheckpointerConformance):
@@ -25,8 +28,11 @@ class TestFileCheckpointer(CheckpointerConformance):
     def make_checkpointer(self) -> FileCheckpointer:
         return FileCheckpointer(self.directory)
 
+    def make_history_checkpointer(self, policy: HistoryPolicy) -> FileCheckpointer:
+        return FileCheckpointer(self.directory, history=policy)
+
     def reopen(self, checkpointer: object) -> FileCheckpointer:
-        return FileCheckpointer(self.directory)
+        return FileCheckpointer(self.directory, history=getattr(checkpointer, "history_policy", None))
 
 
 class TestDurableFileCheckpointer(TestFileCheckpointer):
@@ -45,9 +51,14 @@ class TestSqliteCheckpointer(CheckpointerConformance):
         self.opened.append(checkpointer)
         return checkpointer
 
+    def make_history_checkpointer(self, policy: HistoryPolicy) -> SqliteCheckpointer:
+        checkpointer = SqliteCheckpointer(self.directory / f"history{len(self.opened)}.sqlite3", history=policy)
+        self.opened.append(checkpointer)
+        return checkpointer
+
     def reopen(self, checkpointer: object) -> SqliteCheckpointer:
         assert isinstance(checkpointer, SqliteCheckpointer)
-        again = SqliteCheckpointer(checkpointer.path)
+        again = SqliteCheckpointer(checkpointer.path, history=checkpointer.history_policy)
         self.opened.append(again)
         return again
 

@@ -34,7 +34,7 @@ def test_run_state_json_is_the_checkpoint_format_and_round_trips() -> None:
     text = rs.model_dump_json()
     data = json.loads(text)
     assert data["version"] == 1
-    assert set(data) == {"version", "run_id", "workflow", "status", "step", "id_seq", "trace_seq", "scopes",
+    assert set(data) == {"version", "run_id", "workflow", "status", "step", "id_seq", "trace_seq", "attempt", "scopes",
                          "frames", "lineages", "ready", "barriers", "activations", "interrupts", "output", "error"}
     assert data["frames"]["frame_4"]["metadata"]["foreach"]["alias"] == "person"
     assert RunState.from_json(text) == rs

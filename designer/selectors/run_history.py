@@ -1,0 +1,53 @@
+"""Reading a run's kept checkpoints (its history, for forking) and how a run relates to others."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from designer.models import Run, RunCheckpoint
+from designer.runs.checkpointer import checkpoint_state_of
+from runtime import RunState, frame_context
+
+
+def checkpoints_of(run: Run) -> list[dict[str, Any]]:
+    """``{step, status, attempt, trace_seq}`` of every kept checkpoint, oldest first."""
+    rows = RunCheckpoint.objects.filter(run=run).order_by("step")
+    return [{"step": step, "status": status, "attempt": attempt, "trace_seq": trace_seq}
+            for step, status, attempt, trace_seq in rows.values_list("step", "status", "attempt", "trace_seq")]
+
+
+def checkpoint_detail(row: RunCheckpoint) -> dict[str, Any]:
+    """A kept checkpoint as the run page and the API show it: the root state, open interrupts, and every live
+    frame with the structured context a path in it reads, exactly as the engine derives it; ``forkable``
+    says whether a run can go on from it. ``CorruptRunStateError`` when the stored checkpoint is damaged."""
+    state = RunState.from_json(checkpoint_state_of(row))
+    frames = []
+    for frame in state.frames.values():
+        context = frame_context(state, frame.frame_id)
+        meta = frame.metadata.get("foreach")
+        frames.append({
+            "frame_id": frame.frame_id, "parent_frame_id": frame.parent_frame_id, "scope_id": frame.scope_id,
+            "node_id": frame.node_id, "status": frame.status,
+            "foreach": {"node_id": meta["node_id"], "index": meta["index"]} if isinstance(meta, dict) else None,
+            "context": dict(context.to_mapping()),
+        })
+    root = state.scopes.get("root")
+    return {
+        "step": row.step, "status": row.status, "attempt": row.attempt, "trace_seq": row.trace_seq,
+        "forkable": state.status in ("running", "interrupted"),
+        "state": root.state if root is not None else None,
+        "interrupts": [{"interrupt_id": i.interrupt_id, "node_id": i.node_id, "frame_id": i.frame_id,
+                        "prompt": i.prompt, "payload": i.payload, "resume_schema": i.resume_schema,
+                        "labels": i.labels} for i in state.interrupts.values()],
+        "frames": frames,
+    }
+
+
+def lineage_of(run: Run) -> dict[str, Any]:
+    """Where the run came from (a fork's parent and superstep, a re-run's origin) and its redrive attempt."""
+    return {
+        "parent": run.parent_id,
+        "forked_from_step": run.forked_from_step,
+        "redrive_pending": bool(run.redrive_requested),
+        "fork_pending": bool(run.fork_request),
+    }
