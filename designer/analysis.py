@@ -20,7 +20,8 @@ from designer import catalog
 from designer.errors import DocumentInvalid, DocumentTooLarge, NotFound
 from designer.models import Team, WorkflowVersion
 from designer.resolvers import TeamVersionResolver
-from runtime import Workflow, analyze
+from designer.runs.waiting import max_retry_delay
+from runtime import Workflow, analyze, retry_delay_diagnostics
 
 DEFAULT_MAX_NODES = 2000
 
@@ -67,8 +68,11 @@ def dump_document(workflow: Workflow) -> dict[str, Any]:
 
 
 def analyze_document(workflow: Workflow, *, team: Team | int) -> Any:
-    """``runtime.analyze`` with the site's catalogue and this team's published versions."""
-    return analyze(workflow, registry=catalog.registry(), workflows=TeamVersionResolver(team))
+    """``runtime.analyze`` with the site's catalogue and this team's published versions, plus this site's
+    limits on the document (``retry.delay_too_long`` over ``TRELLIS_RUN_MAX_RETRY_DELAY_SECONDS``)."""
+    analysis = analyze(workflow, registry=catalog.registry(), workflows=TeamVersionResolver(team))
+    limit = max_retry_delay()
+    return analysis.extended(retry_delay_diagnostics(workflow, limit)) if limit is not None else analysis
 
 
 # --- one analysis per saved revision ------------------------------------------------------

@@ -26,7 +26,15 @@ from typing import Any
 
 from designer.errors import BadRequest
 from designer.untrusted import JSONInputError, loads_json
-from runtime import GraphSourcePath, LocalPath, PathSyntaxError, parse_local_path, parse_source_path, parse_state_path
+from runtime import (
+    GraphSourcePath,
+    LocalPath,
+    PathSyntaxError,
+    is_item_index,
+    parse_local_path,
+    parse_source_path,
+    parse_state_path,
+)
 
 Document = dict[str, Any]
 Form = Mapping[str, Any]
@@ -148,18 +156,44 @@ def bind_literal(document: Document, node_id: str, field: str, value: Any) -> Do
 
 def unbind(document: Document, node_id: str, field: str) -> Document:
     doc = copy.deepcopy(document)
-    _set_binding(find_node(doc, node_id), input_target(field), None)
+    node = find_node(doc, node_id)
+    target = input_target(field)
+    _set_binding(node, target, None)
+    _close_gap(node, target.parts)
     return doc
 
 
 def unbind_tree(document: Document, node_id: str, field: str) -> Document:
     """Remove a composed field: its own binding and every binding to a key below it (``values.name``
-    under ``values``), as the mapping editor's "Remove" on a row of keys means."""
+    under ``values``), as the mapping editor's "Remove" on a row of keys means. Removing an array
+    item moves the items after it up one, so the items stay numbered 0, 1, ... as a document must."""
     doc = copy.deepcopy(document)
     node = find_node(doc, node_id)
     prefix = input_target(field).parts
     node["input"] = [b for b in node.get("input", []) if not _under(b.get("target"), prefix)]
+    _close_gap(node, prefix)
     return doc
+
+
+def _item(segment: str) -> bool:
+    # a saved document numbers items 0..n-1, so a longer number is never an item of it
+    return is_item_index(segment) and len(segment) <= 9
+
+
+def _close_gap(node: dict[str, Any], removed: tuple[str, ...]) -> None:
+    """After item ``removed`` (``tags.1``) lost its last binding, renumber the items after it down by one."""
+    if not removed or not _item(removed[-1]) or any(_under(b.get("target"), removed)
+                                                               for b in node.get("input", [])):
+        return
+    parent, gone = removed[:-1], int(removed[-1])
+    depth = len(parent)
+    for binding in node.get("input", []):
+        try:
+            parts = parse_local_path(str(binding.get("target"))).parts
+        except PathSyntaxError:
+            continue
+        if len(parts) > depth and parts[:depth] == parent and _item(parts[depth]) and int(parts[depth]) > gone:
+            binding["target"] = str(LocalPath((*parent, str(int(parts[depth]) - 1), *parts[depth + 1:])))
 
 
 def _under(text: object, prefix: tuple[str, ...]) -> bool:

@@ -206,7 +206,8 @@ class Run(models.Model):
         QUEUED = "queued", "Queued"
         RUNNING = "running", "Running"
         INTERRUPTED = "interrupted", "Interrupted"
-        #: Holds no worker: waits for its distributed foreach batches (``ForeachBatch``) to finish.
+        #: Holds no worker: waits for its distributed foreach batches (``ForeachBatch``) to finish, or until
+        #: ``wake_at`` (a retry's backoff, a wait step), when its task is enqueued to run.
         WAITING = "waiting", "Waiting"
         COMPLETED = "completed", "Completed"
         FAILED = "failed", "Failed"
@@ -243,6 +244,8 @@ class Run(models.Model):
     # {child workflow slug: version number}: what each unversioned subgraph reference ("latest published")
     # meant when the run started. The run keeps using those versions, however long it is interrupted.
     subgraph_versions = ExactJSONField(default=dict, blank=True)
+    # When a waiting run's next attempt (or the end of its wait step) is due: its task is enqueued for then.
+    wake_at = models.DateTimeField(null=True, blank=True)
     # Counters the checkpointer writes with every save, so the live run page reads a few small columns per
     # poll whatever the run's size (``designer.runs.checkpointer.progress_of``): {step, next_seq, frames,
     # foreach: [{activation_id, node_id, done, total, running, parent_activation_id, parent_index}]} of the
@@ -280,12 +283,12 @@ class Run(models.Model):
         indexes = [
             models.Index(fields=("team", "-created_at"), name="run_team_created"),
             models.Index(fields=("workflow", "-created_at"), name="run_workflow_created"),
-            # Runs that want a worker (recovery's scan). Not on lease_expires_at: every checkpoint and heartbeat
-            # rewrites it, and an indexed column that changes makes PostgreSQL rewrite every index of the row
-            # (no heap-only update): measured on 270 checkpoint updates, 0% heap-only with the lease column
-            # indexed, 71% without (the rest change status or find the page full).
-            models.Index(fields=("status",), condition=models.Q(status__in=("queued", "running")),
-                         name="run_runnable"),
+            # Runs that want a worker now or at their wake-up time (recovery's scan). Not on lease_expires_at:
+            # every checkpoint and heartbeat rewrites it, and an indexed column that changes makes PostgreSQL
+            # rewrite every index of the row (no heap-only update): measured on 270 checkpoint updates, 0%
+            # heap-only with the lease column indexed, 71% without (the rest change status or find the page full).
+            models.Index(fields=("status",), condition=models.Q(status__in=("queued", "running", "waiting")),
+                         name="run_wants_worker"),
         ]
         constraints = [
             models.CheckConstraint(

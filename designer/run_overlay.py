@@ -186,7 +186,8 @@ def node_detail(run: Run, events: Sequence[RunEvent], node: Mapping[str, Any], f
     seen = visits(events, str(node.get("id")))
     chosen = next((v for v in seen if v.frame_id == frame_id), seen[-1] if seen else None)
     detail: dict[str, Any] = {"visits": list(reversed(seen)), "chosen": chosen, "context": None, "output": None,
-                              "error": None, "label": None, "bindings": [], "status": "idle"}
+                              "error": None, "label": None, "bindings": [], "status": "idle", "input": None,
+                              "input_recorded": False}
     if chosen is None:
         return detail
     inspection = load_state(run)
@@ -198,7 +199,12 @@ def node_detail(run: Run, events: Sequence[RunEvent], node: Mapping[str, Any], f
         context = recorded if isinstance(recorded, dict) else {}
     status = "running"
     for event in frame_events:
-        if event.kind == "node_completed":
+        if event.kind == "node_started":
+            # The engine records the task's input as its bindings built it (bounded); the latest visit wins.
+            recorded = summary_of(event)
+            if "input" in recorded:
+                detail["input"], detail["input_recorded"] = recorded["input"], True
+        elif event.kind == "node_completed":
             data = event_data(event)
             detail["output"], detail["label"], status = data.get("summary"), data.get("label"), "done"
         elif event.kind == "node_failed":

@@ -29,7 +29,7 @@ from runtime._document import (
     WorkflowRef,
     WorkflowRoute,
 )
-from runtime._engine import Engine, RunResult
+from runtime._engine import Engine, RunResult, retry_delay_diagnostics
 from runtime._errors import (
     BindingError,
     CheckpointNotFoundError,
@@ -76,6 +76,7 @@ from runtime._paths import (
     StatePath,
     context_path,
     input_path,
+    is_item_index,
     parse_local_path,
     parse_source_path,
     parse_state_path,
@@ -92,6 +93,7 @@ from runtime._state import (
     Lineage,
     RunState,
     RuntimeScope,
+    Wakeup,
 )
 from runtime._steps import StepCall, StepExecutor
 from runtime._trace import TraceEvent
@@ -169,6 +171,7 @@ __all__ = [
     "UnknownNodeError",
     "UnknownTaskError",
     "UnreachableNodeError",
+    "Wakeup",
     "Workflow",
     "WorkflowBuildError",
     "WorkflowBuilder",
@@ -190,10 +193,12 @@ __all__ = [
     "default_registry",
     "frame_context",
     "input_path",
+    "is_item_index",
     "json_type",
     "parse_local_path",
     "parse_source_path",
     "parse_state_path",
+    "retry_delay_diagnostics",
     "schema_type_label",
     "state_path",
     "task",

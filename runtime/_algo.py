@@ -14,6 +14,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from pydantic_core import to_jsonable_python
@@ -45,13 +46,20 @@ from runtime._state import (
     LineageKind,
     RunState,
     RuntimeScope,
+    Wakeup,
     foreach_item_metadata,
+    frame_of,
     runtime_context,
     trusted,
 )
 from runtime._trace import TraceEvent, new_event, summarize
 
 _COLLECTIONS = {"frame": "frames", "lineage": "lineages", "act": "activations", "scope": "scopes", "int": "interrupts"}
+
+
+def wake_time(at: float) -> str:
+    """A wake-up time as ISO 8601 in UTC (milliseconds), as trace summaries and results show it."""
+    return datetime.fromtimestamp(at, UTC).isoformat(timespec="milliseconds")
 
 
 def mint(run_state: RunState, ids: IdFactory, kind: str) -> str:
@@ -475,6 +483,8 @@ class Scheduler:
             rs.barriers.pop(key, None)
         for key in [k for k, i in rs.interrupts.items() if i.scope_id in doomed]:
             del rs.interrupts[key]
+        for key in [k for k in rs.wakeups if k not in rs.frames]:
+            del rs.wakeups[key]
         rs.ready = [fid for fid in rs.ready if fid in rs.frames]
         for key in doomed:
             rs.scopes.pop(key, None)
@@ -749,6 +759,33 @@ class Scheduler:
         self.recorder.emit("interrupted", frame, summary={"interrupt_id": interrupt_id,
                                                           "payload": summarize(record.payload)})
         return record
+
+    # -- suspension ------------------------------------------------------------------
+
+    def suspend(self, frame: ExecutionFrame, node: Node, *, at: float, reason: str, attempt: int = 1,
+                result: Any = None) -> Wakeup:
+        """Put ``frame`` to sleep until ``at`` (Unix time): a retry's backoff or a ``wait`` step.
+
+        The frame leaves the ready queue; ``wake_due`` brings it back once ``at`` has passed.
+        """
+        wakeup = Wakeup(frame_id=frame.frame_id, at=at, reason=reason, attempt=attempt,  # type: ignore[arg-type]
+                        result=result)
+        self.rs.wakeups[frame.frame_id] = wakeup
+        frame.status = "suspended"
+        frame.waiting_for = None
+        self.recorder.emit("node_waiting", frame, node_id=node.id, attempt=attempt if reason == "retry" else None,
+                           summary={"reason": reason, "wake_at": wake_time(at)})
+        return wakeup
+
+    def wake_due(self, now: float) -> dict[str, Wakeup]:
+        """Queue every suspended frame whose time has come (``at <= now``), in the order they went to sleep;
+        returns their wake-ups (the loop needs them to know what each frame does now)."""
+        rs = self.rs
+        due = {fid: w for fid, w in rs.wakeups.items() if w.at <= now}
+        for frame_id in due:
+            del rs.wakeups[frame_id]
+            self.enqueue(frame_of(rs, frame_id))
+        return due
 
     # -- failures ------------------------------------------------------------------
 

@@ -19,7 +19,7 @@ from typing import Any, Final
 
 from runtime._document import InputBinding, OutputBinding
 from runtime._errors import BindingError
-from runtime._paths import GraphSourcePath, LocalPath, StatePath
+from runtime._paths import GraphSourcePath, LocalPath, StatePath, is_item_index
 
 
 class _Missing:
@@ -69,6 +69,28 @@ def set_in(container: Any, parts: Sequence[str], value: Any) -> Any:
     return base
 
 
+def put_in(container: Any, parts: Sequence[str], value: Any) -> Any:
+    """Like ``set_in`` for a payload target: an item index segment (``tags.0``) builds a list.
+
+    The list is padded with ``None`` up to the index; the document's structure
+    check (``runtime._document.target_problems``) makes every list's indexes
+    run 0, 1, ... without gaps, so padding never grows a list past the bindings.
+    """
+    if not parts:
+        return value
+    head, rest = parts[0], parts[1:]
+    if is_item_index(head):
+        items = list(container) if isinstance(container, list) else []
+        position = int(head)
+        if position >= len(items):
+            items.extend([None] * (position + 1 - len(items)))
+        items[position] = put_in(items[position], rest, value) if rest else value
+        return items
+    base = dict(container) if isinstance(container, Mapping) else {}
+    base[head] = put_in(base.get(head), rest, value) if rest else value
+    return base
+
+
 class ScopeReader:
     """Reads ``input``, ``state`` and ``context`` paths of one frame.
 
@@ -106,14 +128,22 @@ class ScopeReader:
 
 
 def build_payload(bindings: Sequence[InputBinding], reader: ScopeReader) -> Any:
-    """The payload described by ``bindings``: a whole-payload binding first, then fields over it."""
+    """The payload described by ``bindings``: shallower targets first, so a field's keys and items are
+    written over a binding of the field itself (``tags`` from a path, then ``tags.0`` replaces one item).
+
+    A field whose path does not resolve is left out, but an array item cannot
+    be: it is ``None``, so each item binding keeps its position.
+    """
     payload: Any = {}
-    ordered = sorted(bindings, key=lambda b: bool(b.target.parts)) if len(bindings) > 1 else bindings
+    ordered = sorted(bindings, key=lambda b: len(b.target.parts)) if len(bindings) > 1 else bindings
     for binding in ordered:
+        parts = binding.target.parts
         value = binding.value if binding.path is None else reader.read(binding.path)
         if value is MISSING:
-            continue
-        payload = set_in(payload, binding.target.parts, value) if binding.target.parts else value
+            if not parts or not is_item_index(parts[-1]):
+                continue
+            value = None
+        payload = put_in(payload, parts, value) if parts else value
     return payload
 
 
@@ -197,10 +227,12 @@ def write_state(state: dict[str, Any], target: StatePath, value: Any, mode: str,
 def project(targets: Sequence[tuple[LocalPath, GraphSourcePath]], reader: ScopeReader) -> dict[str, Any] | Any:
     """A workflow's output payload: each ``(target, path)`` read in the scope, missing ones left out."""
     payload: Any = {}
-    ordered = sorted(targets, key=lambda t: bool(t[0].parts)) if len(targets) > 1 else targets
+    ordered = sorted(targets, key=lambda t: len(t[0].parts)) if len(targets) > 1 else targets
     for target, path in ordered:
         value = reader.read(path)
         if value is MISSING:
-            continue
-        payload = set_in(payload, target.parts, value) if target.parts else value
+            if not target.parts or not is_item_index(target.parts[-1]):
+                continue
+            value = None
+        payload = put_in(payload, target.parts, value) if target.parts else value
     return payload

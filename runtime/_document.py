@@ -34,6 +34,8 @@ from runtime._paths import (
     LocalPath,
     StatePath,
     context_path,
+    format_key,
+    is_item_index,
     parse_local_path,
     parse_source_path,
     parse_state_path,
@@ -193,6 +195,10 @@ class RetryPolicy(_Model):
         if attempt <= 1:
             return 0.0
         return min(self.backoff_seconds * self.backoff_multiplier ** (attempt - 2), self.max_backoff_seconds)
+
+    def total_delay(self) -> float:
+        """Seconds of backoff before all attempts together: the longest a node can spend waiting to retry."""
+        return sum(self.delay_before(attempt) for attempt in range(2, self.max_attempts + 1))
 
 
 class _NodeBase(_Model):
@@ -440,6 +446,8 @@ def structural_problems(workflow: Workflow) -> list[str]:
         targets = [str(b.target) for b in getattr(node, "input", [])]
         for target in sorted({t for t in targets if targets.count(t) > 1}):
             problems.append(f"node {node.id!r} binds input field {target!r} more than once")
+        problems.extend(f"node {node.id!r}: {problem}"
+                        for problem in target_problems([b.target for b in getattr(node, "input", [])]))
         if isinstance(node, BranchNode):
             labels = [case.label for case in node.cases]
             for label in sorted({x for x in labels if labels.count(x) > 1}):
@@ -450,4 +458,34 @@ def structural_problems(workflow: Workflow) -> list[str]:
     outputs = [str(output.target) for output in workflow.outputs]
     for target in sorted({t for t in outputs if outputs.count(t) > 1}):
         problems.append(f"workflow output field {target!r} is projected more than once")
+    problems.extend(f"workflow outputs: {problem}" for problem in target_problems([o.target for o in workflow.outputs]))
+    return problems
+
+
+def target_problems(targets: list[LocalPath]) -> list[str]:
+    """Array items bound by index (``tags.0``, ``tags.1``) must be numbered 0, 1, ... without gaps, and a
+    field is filled either by items or by keys, not both. That keeps a built list exactly as long as its
+    bindings, whatever index a document names."""
+    below: dict[tuple[str, ...], dict[str, None]] = {}
+    for target in targets:
+        parts = target.parts
+        for depth in range(len(parts)):
+            below.setdefault(parts[:depth], {})[parts[depth]] = None
+    problems: list[str] = []
+    for prefix, children in below.items():
+        where = repr(format_key(prefix)) if prefix else "the payload"
+        indexes = [c for c in children if is_item_index(c)]
+        keys = [c for c in children if not is_item_index(c)]
+        if indexes and keys:
+            problems.append(
+                f"{where} is filled both as an array (item {indexes[0]}) and as an object (key {keys[0]!r}); "
+                f"bind its items 0, 1, ... or its keys, not both")
+            continue
+        # More digits than bindings can only be a gap; int() never sees a huge number.
+        numbers = sorted(int(c) for c in indexes if len(c) <= 9)
+        if len(numbers) < len(indexes) or numbers != list(range(len(numbers))):
+            shown = ", ".join(sorted(indexes, key=lambda c: (len(c), c))[:5])
+            problems.append(
+                f"the items of {where} are bound at {shown}: number them 0, 1, 2, ... without gaps "
+                f"(an item is an index into the array being built)")
     return problems

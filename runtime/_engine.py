@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -13,8 +14,9 @@ from runtime._algo import fork_state, forkable, mint
 from runtime._analysis import analyze
 from runtime._batches import BatchResult, ItemOutcome, batch_state
 from runtime._compiled import CompiledWorkflow, compile_workflow
-from runtime._document import ForeachNode, Workflow, WorkflowRef
-from runtime._errors import CorruptRunStateError, NodeFailedError, ResumeError, WorkflowError
+from runtime._diagnostics import Diagnostic
+from runtime._document import ForeachNode, TaskNode, Workflow, WorkflowRef
+from runtime._errors import CorruptRunStateError, NodeFailedError, ResumeError, WorkflowError, WorkflowValidationError
 from runtime._ids import IdFactory, RandomIds
 from runtime._inspect import check_fork
 from runtime._loop import LoopConfig, RunLoop
@@ -30,6 +32,24 @@ RunStatus = Literal["completed", "interrupted", "waiting", "failed", "cancelled"
 _CACHE_LIMIT = 256
 
 
+def retry_delay_diagnostics(workflow: Workflow, limit: float) -> list[Diagnostic]:
+    """A ``retry.delay_too_long`` error for each task node of ``workflow`` whose retry policy waits longer than
+    ``limit`` seconds in total (the backoffs before all of its attempts, as ``RetryPolicy.total_delay``)."""
+    found: list[Diagnostic] = []
+    for node in workflow.nodes:
+        if not isinstance(node, TaskNode) or node.retry is None:
+            continue
+        total = node.retry.total_delay()
+        if total > limit:
+            found.append(Diagnostic(
+                "retry.delay_too_long", "error", node.id, "retry",
+                f"node {node.id!r}: its retry policy waits {total:g} s in total between its "
+                f"{node.retry.max_attempts} attempts; the limit is {limit:g} s",
+                hint="lower max_attempts, backoff_seconds, backoff_multiplier or max_backoff_seconds",
+                data={"total_seconds": total, "limit_seconds": limit}))
+    return found
+
+
 @dataclass(frozen=True, slots=True)
 class RunResult:
     """What one engine call ended with.
@@ -38,6 +58,12 @@ class RunResult:
     ``keep_trace`` when the engine bounds it); a checkpointer or a
     ``trace_sink`` keeps the whole history. ``run_state`` is the engine's state object after the call:
     pass it (or its JSON) to ``resume``, which never modifies it.
+
+    ``waiting`` (only from an engine with ``sleep_in_process=False``): frames
+    are suspended until ``wake_at`` (Unix time, the earliest of them) for a
+    retry's backoff or a ``wait`` step, and nothing else can run now. Call
+    ``continue_run`` with ``run_state`` at or after ``wake_at``; before it,
+    the call changes nothing.
     """
 
     status: RunStatus
@@ -47,6 +73,7 @@ class RunResult:
     trace: tuple[TraceEvent, ...]
     interrupts: tuple[Interrupt, ...]
     error: WorkflowError | None
+    wake_at: float | None = None
 
     @property
     def run_id(self) -> str:
@@ -62,6 +89,8 @@ class RunResult:
             "interrupts": [i.to_dict() for i in self.interrupts],
             "error": self.error.to_dict() if self.error is not None else None,
         }
+        if self.wake_at is not None:
+            data["wake_at"] = self.wake_at
         if trace:
             data["trace"] = [event.to_dict() for event in self.trace]
         return data
@@ -111,6 +140,20 @@ class Engine:
     whose node sets ``batch_size`` as distributed batches (``runtime._batches``):
     such a run ends a call ``waiting``; each batch runs with ``run_batch`` and
     ``join_foreach`` meets the barrier and continues the run.
+
+    Waiting (a retry's backoff, the ``wait`` built-in, a ``continue_run``
+    before a frame's wake-up time): with ``sleep_in_process=True`` (the
+    default) the engine sleeps in its own process. With ``False`` it never
+    does: a retry with a backoff, or a ``wait`` step, *suspends* its frame
+    (``RunState.wakeups``, checkpointed), the rest of the run goes on, and
+    once nothing else is ready the call returns ``waiting`` with ``wake_at``,
+    so a queue can run the run again at that time (``continue_run``).
+
+    ``max_retry_delay`` caps, in seconds, the total backoff a node's retry
+    policy may ask for (the sum of the waits before all its attempts); a
+    document over it is refused before anything runs with a
+    ``WorkflowValidationError`` whose diagnostic (``retry.delay_too_long``)
+    names the node (``retry_delay_diagnostics``).
     """
 
     def __init__(
@@ -130,6 +173,9 @@ class Engine:
         step_timeout: float | None = None,
         max_result_bytes: int | None = None,
         step_executor: StepExecutor | None = None,
+        sleep_in_process: bool = True,
+        max_retry_delay: float | None = None,
+        clock: Callable[[], float] | None = None,
         distribute: Callable[[ForeachNode, int], bool] | None = None,
     ) -> None:
         self.registry = registry if registry is not None else default_registry
@@ -156,6 +202,12 @@ class Engine:
         self.step_timeout = step_timeout
         self.max_result_bytes = max_result_bytes
         self.step_executor = step_executor
+        if max_retry_delay is not None and (isinstance(max_retry_delay, bool) or not max_retry_delay >= 0):
+            raise ValueError(f"max_retry_delay must be a number of seconds (0 or more) or None, not "
+                             f"{max_retry_delay!r}")
+        self.sleep_in_process = sleep_in_process
+        self.max_retry_delay = max_retry_delay
+        self.clock = clock if clock is not None else time.time
         self.distribute = distribute
         self._compiled: dict[int, tuple[Workflow, CompiledWorkflow]] = {}
         self._known: dict[str, Workflow] = {}
@@ -193,6 +245,12 @@ class Engine:
         if hit is not None and hit[0] is workflow:
             return hit[1]
         analyze(workflow, registry=self.registry, workflows=self.resolver).raise_for_errors()
+        if self.max_retry_delay is not None:
+            too_long = retry_delay_diagnostics(workflow, self.max_retry_delay)
+            if too_long:
+                raise WorkflowValidationError(
+                    f"workflow {workflow.id!r} is invalid: " + "; ".join(d.message for d in too_long),
+                    diagnostics=too_long)
         plan = compile_workflow(workflow, self.registry)
         with self._lock:
             if len(self._compiled) >= _CACHE_LIMIT:
@@ -207,6 +265,7 @@ class Engine:
             max_depth=self.max_depth, max_steps=self.max_steps, keep_trace=self.keep_trace,
             trace_sink=self.trace_sink, step_timeout=self.step_timeout,
             max_result_bytes=self.max_result_bytes, step_executor=self.step_executor, distribute=self.distribute,
+            sleep_in_process=self.sleep_in_process, clock=self.clock,
         )
 
     @staticmethod
@@ -265,7 +324,8 @@ class Engine:
 
     @staticmethod
     def _check_resumable(loop: RunLoop) -> None:
-        if loop.rs.status != "interrupted":
+        # A waiting run may have open interrupts too (another frame sleeps until a time).
+        if loop.rs.status not in ("interrupted", "waiting"):
             raise ResumeError(f"run {loop.rs.run_id!r} is {loop.rs.status}, not interrupted; nothing to resume",
                               run_id=loop.rs.run_id, status=loop.rs.status)
 
@@ -293,6 +353,7 @@ class Engine:
             trace=tuple(loop.recorder.events),
             interrupts=tuple(rs.interrupts.values()),
             error=error,
+            wake_at=rs.wake_at if rs.status == "waiting" else None,
         )
 
     # -- synchronous API --------------------------------------------------------------
@@ -459,6 +520,7 @@ class Engine:
         config = self._config()
         config.checkpointer, config.on_superstep, config.keep_trace, config.trace_sink = None, flush, 0, None
         config.distribute = None  # a batch runs its items itself, nested foreach nodes included
+        config.sleep_in_process = True  # a batch cannot wait without its worker: its backoffs sleep in it
         loop = RunLoop(config, state, plan)
         loop.scheduler.on_batch_item = lambda index, result, failed: pending.append(
             ItemOutcome(index, result, None if failed is None else failed["error"]))

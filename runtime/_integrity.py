@@ -37,7 +37,8 @@ _ITEM_KEYS = frozenset({"node_id", "activation_id", "index", "item", "alias"})
 
 def _bad(what: str, entry_id: str, field: str, problem: str, **details: Any) -> CorruptRunStateError:
     id_name = {"frame": "frame_id", "lineage": "lineage_id", "activation": "activation_id", "scope": "scope_id",
-               "interrupt": "interrupt_id", "barrier": "activation_id"}.get(what, "entry")
+               "interrupt": "interrupt_id", "barrier": "activation_id", "wakeup": "frame_id",
+               "run": "run_id"}.get(what, "entry")
     return CorruptRunStateError(f"{what} {entry_id!r}: {field}: {problem}", field=field, **{id_name: entry_id},
                                 **details)
 
@@ -69,6 +70,7 @@ def check_run_state(rs: RunState) -> None:
                        f"names frame {lineage.frame_id!r}, which is not a live frame of this lineage")
     _check_ancestry(rs)
     _check_interrupts(rs)
+    _check_wakeups(rs)
     seen: set[str] = set()
     for frame_id in rs.ready:
         queued = rs.frames.get(frame_id)
@@ -80,7 +82,7 @@ def check_run_state(rs: RunState) -> None:
 def _check_keys(rs: RunState) -> None:
     for collection, id_name in (("scopes", "scope_id"), ("frames", "frame_id"), ("lineages", "lineage_id"),
                                 ("activations", "activation_id"), ("barriers", "activation_id"),
-                                ("interrupts", "interrupt_id")):
+                                ("interrupts", "interrupt_id"), ("wakeups", "frame_id")):
         for key, model in getattr(rs, collection).items():
             if getattr(model, id_name) != key:
                 raise CorruptRunStateError(
@@ -245,6 +247,8 @@ def _check_frame(rs: RunState, frame: ExecutionFrame, running_in: dict[str, tupl
                 or (child is not None and child.caller_frame_id == fid)):
             raise _bad("frame", fid, "waiting_for",
                        f"waits for {frame.waiting_for!r}, which is no foreach activation or scope it entered")
+    if frame.status == "suspended" and (frame.waiting_for is not None or fid not in rs.wakeups):
+        raise _bad("frame", fid, "status", "is suspended but has no wake-up (or waits for something else)")
     if frame.status == "interrupted":
         record = rs.interrupts.get(frame.waiting_for or "")
         if record is None or record.frame_id != fid:
@@ -346,6 +350,16 @@ def _check_ancestry(rs: RunState) -> None:
                            f"foreach {activation.node_id!r} is active twice in scope {activation.scope_id!r}")
             known = known | {activation.node_id}
             chains[activation.activation_id] = known
+
+
+def _check_wakeups(rs: RunState) -> None:
+    for wakeup in rs.wakeups.values():
+        frame = rs.frames.get(wakeup.frame_id)
+        if frame is None or frame.status != "suspended":
+            raise _bad("wakeup", wakeup.frame_id, "frame_id", "is not a live, suspended frame")
+    if rs.status == "waiting" and not rs.wakeups and not any(a.distributed for a in rs.activations.values()):
+        raise _bad("run", rs.run_id, "status", "is waiting, but no frame is suspended until a time and no foreach "
+                                               "runs as distributed batches")
 
 
 def _check_interrupts(rs: RunState) -> None:

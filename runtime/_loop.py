@@ -23,7 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from runtime._algo import Recorder, Scheduler, choose_branch, reset_failed
+from runtime._algo import Recorder, Scheduler, choose_branch, reset_failed, wake_time
 from runtime._bindings import MISSING, ScopeReader, build_payload
 from runtime._compiled import CompiledWorkflow
 from runtime._context import RuntimeContext
@@ -41,9 +41,9 @@ from runtime._errors import (
 )
 from runtime._ids import IdFactory
 from runtime._inspect import check_resume_value
-from runtime._registry import TaskSpec
+from runtime._registry import TIMER_ATTRIBUTE, TaskSpec
 from runtime._resolver import WorkflowResolver
-from runtime._state import ROOT_SCOPE_ID, ExecutionFrame, RunState, RuntimeScope, frame_of
+from runtime._state import ROOT_SCOPE_ID, ExecutionFrame, RunState, RuntimeScope, Wakeup, frame_of
 from runtime._steps import StepCall, StepExecutor, check_result_size, step_timeout, timeout_error
 from runtime._trace import TraceEvent, summarize
 
@@ -71,6 +71,14 @@ class LoopConfig:
     step_executor: StepExecutor | None = None
     #: Whether a root-scope foreach with a batch size runs as distributed batches (node, number of items).
     distribute: Callable[[ForeachNode, int], bool] | None = None
+    #: False: a retry's backoff or a ``wait`` step suspends its frame (``RunState.wakeups``) and a run with
+    #: nothing else to do stops as ``waiting``; True: the engine sleeps in its own process instead.
+    sleep_in_process: bool = True
+    clock: Callable[[], float] = time.time
+
+
+#: The longest an in-process wait for a wake-up sleeps before looking at the cancel hook again.
+_SLEEP_SLICE = 0.5
 
 
 @dataclass(slots=True, eq=False)
@@ -95,6 +103,21 @@ class Work:
     payload: Any = None  # a task's input payload as its bindings built it (what a step executor receives)
     timeout: float | None = None  # a task step's start-to-close limit (runtime._steps.step_timeout)
     max_result_bytes: int | None = None
+    woken: Wakeup | None = None  # the wake-up that brought this frame back (its retry attempt, a wait's result)
+    first_attempt: int = 1
+    #: Set to suspend instead of sleeping before the next attempt (the clock); None: sleep in this thread.
+    clock: Callable[[], float] | None = None
+    #: The frame suspends: (wake-up time, reason, next attempt, result when it wakes).
+    wake: tuple[float, str, int, Any] | None = None
+
+
+def _suspends(work: Work, attempt: int, delay: float) -> bool:
+    """Before attempt ``attempt`` (after ``delay`` seconds of backoff): True when the frame suspends rather
+    than sleeping here, which it does for any real backoff when the engine does not sleep in-process."""
+    if work.clock is None or delay <= 0:
+        return False
+    work.wake = (work.clock() + delay, "retry", attempt, None)
+    return True
 
 
 def _context_summary(mapping: Mapping[str, Any]) -> dict[str, Any]:
@@ -143,9 +166,12 @@ def _run_sync_task(work: Work) -> None:
     policy = getattr(work.node, "retry", None)
     attempts = policy.max_attempts if policy is not None else 1
     started = time.perf_counter()
-    for attempt in range(1, attempts + 1):
-        if attempt > 1:
-            time.sleep(policy.delay_before(attempt))  # type: ignore[union-attr]
+    for attempt in range(work.first_attempt, attempts + 1):
+        if attempt > work.first_attempt:
+            delay = policy.delay_before(attempt)  # type: ignore[union-attr]
+            if _suspends(work, attempt, delay):
+                break
+            time.sleep(delay)
         ctx.attempt = attempt
         work.attempts = attempt
         try:
@@ -176,9 +202,12 @@ async def _run_async_task(work: Work) -> None:
     policy = getattr(work.node, "retry", None)
     attempts = policy.max_attempts if policy is not None else 1
     started = time.perf_counter()
-    for attempt in range(1, attempts + 1):
-        if attempt > 1:
-            await asyncio.sleep(policy.delay_before(attempt))  # type: ignore[union-attr]
+    for attempt in range(work.first_attempt, attempts + 1):
+        if attempt > work.first_attempt:
+            delay = policy.delay_before(attempt)  # type: ignore[union-attr]
+            if _suspends(work, attempt, delay):
+                break
+            await asyncio.sleep(delay)
         ctx.attempt = attempt
         work.attempts = attempt
         try:
@@ -216,9 +245,12 @@ def _run_executed_task(work: Work, executor: StepExecutor, cancelled: Callable[[
     policy = getattr(work.node, "retry", None)
     attempts = policy.max_attempts if policy is not None else 1
     started = time.perf_counter()
-    for attempt in range(1, attempts + 1):
-        if attempt > 1:
-            time.sleep(policy.delay_before(attempt))  # type: ignore[union-attr]
+    for attempt in range(work.first_attempt, attempts + 1):
+        if attempt > work.first_attempt:
+            delay = policy.delay_before(attempt)  # type: ignore[union-attr]
+            if _suspends(work, attempt, delay):
+                break
+            time.sleep(delay)
         ctx.attempt = attempt
         work.attempts = attempt
         call = StepCall.of(spec.name, work.payload, ctx, timeout=work.timeout,
@@ -249,6 +281,7 @@ class RunLoop:
         self.scheduler = Scheduler(run_state, config.ids, self.recorder, self.plan_for, config.distribute)
         self._event_loop: asyncio.AbstractEventLoop | None = None
         self.stop_error: StepLimitError | None = None
+        self._woken: dict[str, Wakeup] = {}
 
     # -- workflows per scope ------------------------------------------------------
 
@@ -263,8 +296,21 @@ class RunLoop:
 
     # -- prepare ------------------------------------------------------------------
 
+    def wake(self) -> bool:
+        """Queue the suspended frames whose time has come; True when the run has anything to do now."""
+        rs = self.rs
+        if rs.wakeups:
+            due = self.scheduler.wake_due(self.config.clock())
+            if due:
+                self._woken.update(due)
+                if rs.status == "waiting":
+                    rs.status = "running"
+        return rs.status == "running"
+
     def prepare(self) -> list[Work]:
         rs = self.rs
+        if rs.wakeups:
+            self.wake()
         rs.step += 1
         ready = rs.ready.copy()
         rs.ready.clear()  # in place: a model attribute write costs more than the copy
@@ -280,19 +326,26 @@ class RunLoop:
             if node is None:
                 node = self.scheduler.node_of(frame)  # raises: the frame is at a node its workflow lacks
             work = Work(frame, node, scope, plan)
+            if self._woken:
+                work.woken = self._woken.pop(frame_id, None)
+            if not self.config.sleep_in_process:
+                work.clock = self.config.clock
+            summary: dict[str, Any] | None = None
             if "foreach" in frame.metadata:
                 # Finished frames are pruned from RunState; the event keeps their context for inspection.
                 work.context = self.scheduler.context(frame, plan.id)
                 work.mapping = work.context.to_mapping()
-                self.recorder.emit("node_started", frame, summary={"context": _context_summary(work.mapping)})
-            else:
-                self.recorder.emit("node_started", frame)
+                summary = {"context": _context_summary(work.mapping)}
             try:
                 self._prepare(work)
             except CorruptRunStateError:
                 raise
             except WorkflowError as exc:
                 work.error = exc
+            if work.call is not None:
+                # What the task is called with, as its bindings built it (bounded like every trace payload).
+                summary = {**(summary or {}), "input": summarize(work.payload)}
+            self.recorder.emit("node_started", frame, summary=summary)
             works.append(work)
         return works
 
@@ -310,9 +363,20 @@ class RunLoop:
         node = work.node
         if isinstance(node, TaskNode):
             spec = work.plan.specs[node.id]
+            woken = work.woken
+            if woken is not None and woken.reason == "wait":  # the wait is over: that was the whole step
+                work.spec, work.label, work.result = spec, spec.default_label, woken.result
+                return
             ctx = work.context or self.scheduler.context(work.frame, work.plan.id)
             payload = build_payload(node.input, self._reader(work, ctx))
             work.spec, work.context, work.payload = spec, ctx, payload
+            if woken is not None:
+                work.first_attempt = max(1, min(woken.attempt, node.retry.max_attempts if node.retry else 1))
+                work.attempts = work.first_attempt
+            timer = getattr(spec.fn, TIMER_ATTRIBUTE, None)
+            if timer is not None and work.clock is not None:
+                self._prepare_timer(work, spec, ctx, timer)
+                return
             work.timeout = step_timeout(node, spec, work.plan.workflow, self.config.step_timeout)
             work.max_result_bytes = self.config.max_result_bytes
             work.call = spec.bind(payload, ctx)
@@ -340,6 +404,19 @@ class RunLoop:
             work.value = (child, child.check_input(payload, what=f"input of subgraph {node.id!r}", node_id=node.id))
         elif isinstance(node, InterruptNode):
             work.value = build_payload(node.input, self._reader(work)) if node.input else None
+
+    @staticmethod
+    def _prepare_timer(work: Work, spec: TaskSpec, ctx: RuntimeContext, field_name: str) -> None:
+        """A task that only waits (the ``wait`` built-in) never runs as a step when the engine suspends: its
+        frame sleeps until the time is up and then completes with the task's result (the seconds waited)."""
+        attr = next((a for param, a, _ in spec._fields if param == field_name), field_name)
+        seconds = getattr(spec.validate_input(work.payload, ctx), attr)
+        label, result = spec.finish(seconds, ctx)
+        if seconds > 0:
+            assert work.clock is not None
+            work.wake = (work.clock() + seconds, "wait", 1, result)
+        else:
+            work.label, work.result = label, result
 
     # -- execute ------------------------------------------------------------------
 
@@ -465,7 +542,10 @@ class RunLoop:
             node = work.node
             for attempt, message in work.retries:
                 emit("node_retrying", frame, attempt=attempt, summary=message)
-            if work.error is not None:
+            if work.wake is not None:
+                at, reason, attempt, result = work.wake
+                sched.suspend(frame, node, at=at, reason=reason, attempt=attempt, result=result)
+            elif work.error is not None:
                 sched.fail(frame, node, work.error, attempts=work.attempts)
             elif isinstance(node, TaskNode):
                 emit("node_completed", frame, label=work.label, attempt=work.attempts, duration=work.duration,
@@ -495,14 +575,19 @@ class RunLoop:
             self.recorder.emit("run_completed", summary=summarize(rs.output))
         elif sched.batch_done:
             rs.status = "completed"  # one batch's own state (runtime._batches): its items are all over
-        elif not rs.ready:
+        elif rs.status == "running" and not rs.ready:
             distributed = [key for key, activation in rs.activations.items() if activation.distributed]
-            if distributed:
-                # Nothing left to run here: the run waits, holding no worker, until its batches are joined.
+            if distributed or rs.wakeups:
+                # Nothing left to run here: the run waits, holding no worker, until its batches are joined or
+                # its suspended frames' time comes (answering an open interrupt meanwhile is possible too).
                 rs.status = "waiting"
-                self.recorder.emit("run_waiting", summary={"activations": distributed})
+                summary: dict[str, Any] = {"activations": distributed}
+                if rs.wakeups:
+                    summary.update(wake_at=wake_time(rs.wake_at or 0.0), frames=list(rs.wakeups),
+                                   interrupts=list(rs.interrupts))
+                self.recorder.emit("run_waiting", summary=summary)
             elif not rs.interrupts:
-                raise CorruptRunStateError("the run cannot progress: nothing is ready and nothing is interrupted",
+                raise CorruptRunStateError("the run cannot progress: nothing is ready, suspended or interrupted",
                                            run_id=rs.run_id)
             else:
                 rs.status = "interrupted"
@@ -605,10 +690,36 @@ class RunLoop:
             if inspect.isawaitable(outcome):
                 await outcome
 
+    def _wait_for_wakeup(self) -> bool:
+        """A waiting run: True once it has work again. The engine sleeps in-process until the earliest wake-up
+        when it is configured to (looking at the cancel hook meanwhile), else it leaves the run waiting."""
+        if self.wake():
+            return True
+        if self.config.sleep_in_process:
+            while (remaining := (self.rs.wake_at or 0.0) - self.config.clock()) > 0:
+                if self.config.should_cancel is not None and self.cancelled():
+                    self.checkpoint(self.settle())
+                    return False
+                time.sleep(min(remaining, _SLEEP_SLICE))
+            return self.wake()
+        return False
+
+    async def _await_wakeup(self) -> bool:
+        if self.wake():
+            return True
+        if self.config.sleep_in_process:
+            while (remaining := (self.rs.wake_at or 0.0) - self.config.clock()) > 0:
+                if self.config.should_cancel is not None and self.cancelled():
+                    await self.acheckpoint(self.settle())
+                    return False
+                await asyncio.sleep(min(remaining, _SLEEP_SLICE))
+            return self.wake()
+        return False
+
     def drive(self) -> None:
         try:
             check = self.config.should_cancel
-            while self.rs.status == "running":
+            while self.rs.status == "running" or (self.rs.status == "waiting" and self._wait_for_wakeup()):
                 if (check is not None and self.cancelled()) or self.over_step_limit():
                     self.checkpoint(self.settle())
                     return
@@ -623,7 +734,7 @@ class RunLoop:
             self.close()
 
     async def adrive(self) -> None:
-        while self.rs.status == "running":
+        while self.rs.status == "running" or (self.rs.status == "waiting" and await self._await_wakeup()):
             if self.cancelled() or self.over_step_limit():
                 await self.acheckpoint(self.settle())
                 return

@@ -46,6 +46,21 @@ def format_segment(segment: str) -> str:
     return "".join(out)
 
 
+_INDEX = re.compile(r"0|[1-9][0-9]*")
+
+
+def is_item_index(segment: str) -> bool:
+    """Whether a segment of a payload target (``LocalPath``) addresses an array item.
+
+    A canonical decimal number (``0``, ``1``, ``12``; no sign, no leading zero)
+    builds an array at that point of an input binding's or workflow output's
+    target: ``tags.0`` and ``tags.1`` make ``tags`` a two-item list. Reads take
+    list elements by index anyway. State paths never build arrays: a digit
+    segment there is an object key.
+    """
+    return _INDEX.fullmatch(segment) is not None and segment.isascii()
+
+
 def format_key(parts: Iterable[str]) -> str:
     return ".".join(format_segment(part) for part in parts)
 

@@ -40,7 +40,7 @@ RUN_STATE_VERSION: Literal[1] = 1
 ROOT_SCOPE_ID = "root"
 
 RunStatus = Literal["running", "waiting", "interrupted", "completed", "failed", "cancelled"]
-FrameStatus = Literal["ready", "waiting", "interrupted", "failed"]
+FrameStatus = Literal["ready", "waiting", "suspended", "interrupted", "failed"]
 LineageKind = Literal["root", "item", "subgraph"]
 
 
@@ -65,7 +65,8 @@ class ExecutionFrame(_StateModel):
     """One position of control: the node a line of work is at, in which scope and lineage.
 
     ``waiting_for`` names the foreach activation or child scope a ``waiting``
-    frame is blocked on.
+    frame is blocked on. A ``suspended`` frame sleeps until its entry in
+    ``RunState.wakeups``.
     """
 
     frame_id: str
@@ -156,6 +157,23 @@ class Interrupt(_StateModel):
         return self.model_dump(mode="json")
 
 
+class Wakeup(_StateModel):
+    """A frame suspended until a time: a retry's backoff or a ``wait`` step.
+
+    Nothing holds a worker meanwhile: the run is ``waiting`` (when no other
+    frame is ready) and whoever continues it after ``at`` wakes the frame; a
+    continuation before ``at`` leaves it asleep.
+    """
+
+    frame_id: str
+    #: When the frame may run again, Unix time in seconds.
+    at: float
+    #: ``retry``: the node runs again as attempt ``attempt``; ``wait``: the node completes with ``result``.
+    reason: Literal["retry", "wait"]
+    attempt: int = Field(default=1, ge=1)
+    result: Any = None
+
+
 class RunState(_StateModel):
     version: Literal[1] = RUN_STATE_VERSION
     run_id: str
@@ -175,6 +193,9 @@ class RunState(_StateModel):
     barriers: dict[str, Barrier] = Field(default_factory=dict)
     activations: dict[str, ForeachActivation] = Field(default_factory=dict)
     interrupts: dict[str, Interrupt] = Field(default_factory=dict)
+    #: Suspended frames by frame id. Left out of the JSON form when empty, so checkpoints of runs that never
+    #: sleep keep their exact form.
+    wakeups: dict[str, Wakeup] = Field(default_factory=dict, exclude_if=lambda value: not value)
     output: Any = None
     error: dict[str, Any] | None = None
 
@@ -184,6 +205,11 @@ class RunState(_StateModel):
             return self.scopes[ROOT_SCOPE_ID]
         except KeyError:
             raise CorruptRunStateError("run state has no root scope", run_id=self.run_id) from None
+
+    @property
+    def wake_at(self) -> float | None:
+        """The earliest wake-up of a suspended frame (Unix time), None when no frame sleeps."""
+        return min((w.at for w in self.wakeups.values()), default=None)
 
     def to_json(self) -> str:
         return self.model_dump_json()
@@ -332,7 +358,7 @@ class RunState(_StateModel):
         return RunStateSnapshot(data, lists, results)
 
 
-_SNAPSHOT_MAPS = ("scopes", "frames", "lineages", "barriers", "interrupts")
+_SNAPSHOT_MAPS = ("scopes", "frames", "lineages", "barriers", "interrupts", "wakeups")
 
 #: The write-once parts of a RunState, by kind: (RunState map, field of its entries, name of an entry's id).
 #: Stable storage format: a part is stored under ``part_key(kind, entry id)`` = ``"<kind>:<entry id>"``.

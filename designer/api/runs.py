@@ -62,6 +62,7 @@ def run_summary(run: Run, damage: str = "") -> dict[str, Any]:
         "created_at": _iso(run.created_at),
         "started_at": _iso(run.started_at),
         "finished_at": _iso(run.finished_at),
+        "wake_at": _iso(run.wake_at) if run.status == Run.Status.WAITING else None,
         "duration_ms": run.duration_ms,
         "error_code": (run.error or {}).get("code") if isinstance(run.error, dict) else None,
         "damage": damage or None,
@@ -125,6 +126,9 @@ class RunSummarySerializer(serializers.Serializer):
     created_at = serializers.DateTimeField()
     started_at = serializers.DateTimeField(allow_null=True)
     finished_at = serializers.DateTimeField(allow_null=True)
+    wake_at = serializers.DateTimeField(
+        allow_null=True, help_text="a waiting run's next attempt (a retry's backoff or a wait step ends then); "
+                                   "null unless the status is waiting")
     duration_ms = serializers.IntegerField(allow_null=True)
     error_code = serializers.CharField(allow_null=True)
     damage = serializers.CharField(allow_null=True, help_text="why the run's checkpoint cannot be read; null if it can")

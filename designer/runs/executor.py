@@ -32,7 +32,7 @@ from django.utils import timezone
 from designer import catalog
 from designer.models import Run, RunCheckpoint
 from designer.resolvers import TeamVersionResolver
-from designer.runs import batches, steps
+from designer.runs import batches, steps, waiting
 from designer.runs.checkpointer import OrmCheckpointer, checkpoint_state_of, run_id_for, run_state_of
 from designer.runs.lease import Heartbeat, LeaseLost, claim, new_owner_id, release
 from designer.runs.pinning import PinnedResolver
@@ -111,6 +111,9 @@ class Execution:
             max_steps=max_steps(),
             keep_trace=0,  # the checkpointer stores every event; holding them too would grow with the run
             distribute=batches.distribute,
+            # A backoff or a wait step suspends the run (designer.runs.waiting): no worker sleeps for it.
+            sleep_in_process=False,
+            max_retry_delay=waiting.max_retry_delay(),
             **steps.engine_options(),
         )
         with engine, steps.CancelWatch(run.pk, self._cancel_seen):
@@ -124,11 +127,13 @@ class Execution:
             if self.resume is not None:
                 return engine.resume(checkpoint, self.resume["interrupt_id"], self.resume.get("value"),
                                      self.resume.get("label"), workflow=run.document)
-            if checkpoint.get("status") == "waiting" and not batches.unfinished(run.pk):
-                # Every batch of its distributed foreach nodes is over: join them and carry on.
-                waiting = [key for key, activation in (checkpoint.get("activations") or {}).items()
+            distributed = [key for key, activation in (checkpoint.get("activations") or {}).items()
                            if isinstance(activation, dict) and activation.get("batch_size")]
-                return engine.join_foreach(checkpoint, batches.outcomes(run.pk, waiting), workflow=run.document)
+            if checkpoint.get("status") == "waiting" and distributed and not batches.unfinished(run.pk):
+                # Every batch of its distributed foreach nodes is over: join them and carry on.
+                return engine.join_foreach(checkpoint, batches.outcomes(run.pk, distributed),
+                                           workflow=run.document)
+            # A run waiting for a wake-up time continues here too: the engine wakes the frames that are due.
             return engine.continue_run(checkpoint, workflow=run.document)
 
     def _start_fork(self, engine: Engine) -> RunResult:
@@ -159,9 +164,12 @@ class Execution:
             fields["attempts"] = 0
         if status == "waiting":
             # Its distributed foreach batches go to the queue with the release, in one transaction: the run holds
-            # no worker until the last batch wakes it (batches.wake).
+            # no worker until the last batch wakes it (batches.wake), or (suspended frames) until its wake_at.
             with transaction.atomic():
                 left = batches.plan_batches(self.run.pk, distributed_foreach(result.run_state))
+                if result.wake_at is not None:
+                    del fields["status"]
+                    return waiting.suspend(self.run.pk, self.owner, result.wake_at, **fields)
                 if not release(self.run.pk, self.owner, **fields):
                     raise LeaseLost(f"run {self.run.pk}: lease lost before its batches were planned")
                 if not left:

@@ -39,6 +39,8 @@ DEFAULT_LEASE_SECONDS = 30.0
 
 #: Statuses in which a run wants a worker.
 RUNNABLE = (Run.Status.QUEUED, Run.Status.RUNNING)
+#: ... now, or (a waiting run) at its ``wake_at``: what recovery watches.
+WANTS_WORKER = (*RUNNABLE, Run.Status.WAITING)
 
 logger = logging.getLogger("designer.runs")
 
@@ -99,14 +101,23 @@ def bounded_lock_wait() -> None:
             cursor.execute(f"SET LOCAL lock_timeout = {int(LOCK_TIMEOUT_MS)}")
 
 
+def claimable() -> Q:
+    """Runs a worker may take: runnable ones, and waiting ones whose wake-up time has come (give or take the
+    clock slack between the worker that picked the task and the database)."""
+    from designer.runs.waiting import CLOCK_SLACK_SECONDS
+
+    return Q(status__in=RUNNABLE) | Q(status=Run.Status.WAITING, wake_at__lte=expiry_in(CLOCK_SLACK_SECONDS))
+
+
 def claim(run_id: int, owner: str) -> Run | None:
-    """Take the lease of a runnable run; the claimed row, or None when it is held, finished, waiting, or its row
-    is locked by a transaction that has not ended (a frozen worker: recovery gets to it once it is released)."""
+    """Take the lease of a runnable run (or a waiting one whose time has come); the claimed row, or None when
+    it is held, finished, interrupted, waiting for later, or its row is locked by a transaction that has not
+    ended (a frozen worker: recovery gets to it once it is released)."""
     with transaction.atomic():
         bounded_lock_wait()
         free = (
             Run.objects.select_for_update(skip_locked=True)
-            .filter(pk=run_id, status__in=RUNNABLE)
+            .filter(claimable(), pk=run_id)
             .filter(lease_is_free())
             .values_list("pk", flat=True)
         )
@@ -116,6 +127,7 @@ def claim(run_id: int, owner: str) -> Run | None:
             lease_owner=owner,
             lease_expires_at=_expiry(),
             status=Run.Status.RUNNING,
+            wake_at=None,
             attempts=F("attempts") + 1,
             started_at=Coalesce(F("started_at"), lease_now()),
         )

@@ -17,7 +17,7 @@ once at start-up.
 from __future__ import annotations
 
 import logging
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import DatabaseError, transaction
@@ -26,7 +26,7 @@ from django.tasks import TaskResultStatus
 
 from designer.models import Run
 from designer.runs import queue, task_backend
-from designer.runs.lease import RUNNABLE, bounded_lock_wait, expiry_in, lease_now, lease_seconds
+from designer.runs.lease import RUNNABLE, WANTS_WORKER, bounded_lock_wait, expiry_in, lease_now, lease_seconds
 
 logger = logging.getLogger(__name__)
 
@@ -40,10 +40,14 @@ def _execute_task() -> Any:
 def enqueue_execution(run_id: int, *, run_after: datetime | None = None) -> None:
     """Enqueue ``execute_run(run_id)``, stamp the queue deadline and record the task's result id. Call inside
     the transaction that made the run runnable: with the database backend the task commits (or rolls back)
-    together with it. Also makes sure the recovery chain is alive (``sweep.ensure_chain``)."""
+    together with it. Also makes sure the recovery chain is alive (``sweep.ensure_chain``).
+
+    ``run_after`` (a waiting run's ``wake_at``): the task is enqueued to run then and the queue's deadline is a
+    lease after it, so recovery does not take the waiting run for an orphan before its time."""
     from designer.runs import sweep  # sweep's task module imports this one
 
-    Run.objects.filter(pk=run_id).update(lease_owner="", lease_expires_at=expiry_in(lease_seconds()))
+    deadline = expiry_in(lease_seconds()) if run_after is None else run_after + timedelta(seconds=lease_seconds())
+    Run.objects.filter(pk=run_id).update(lease_owner="", lease_expires_at=deadline)
     queue.enqueue(_execute_task(), run_id, run_after=run_after,
                   record=lambda result_id: Run.objects.filter(pk=run_id).update(task_result_id=result_id))
     sweep.ensure_chain()
@@ -54,8 +58,11 @@ class WorkerLost(Exception):
 
 
 def stale_runs() -> Any:
-    """Runnable runs whose lease (or queue deadline) has expired."""
-    return Run.objects.filter(status__in=RUNNABLE).filter(
+    """Runs that want a worker whose lease (or queue deadline, for a waiting run its ``wake_at`` plus a lease)
+    has expired."""
+    # A run waiting for its distributed foreach batches (no wake_at) is woken by its last batch, not by this.
+    wanted = Q(status__in=RUNNABLE) | Q(status=Run.Status.WAITING, wake_at__isnull=False)
+    return Run.objects.filter(wanted).filter(
         Q(lease_expires_at__lt=lease_now()) | Q(lease_expires_at__isnull=True)
     )
 
@@ -80,9 +87,10 @@ def requeue_stale_runs() -> list[int]:
             with transaction.atomic():
                 bounded_lock_wait()
                 # Still exactly as we saw it? Then nobody claimed or re-stamped it in between.
-                still_stale = Run.objects.filter(pk=run_id, status__in=RUNNABLE, lease_expires_at=expired_at)
+                still_stale = Run.objects.filter(pk=run_id, status__in=WANTS_WORKER, lease_expires_at=expired_at)
                 if expired_at is None:
-                    still_stale = Run.objects.filter(pk=run_id, status__in=RUNNABLE, lease_expires_at__isnull=True)
+                    still_stale = Run.objects.filter(pk=run_id, status__in=WANTS_WORKER,
+                                                     lease_expires_at__isnull=True)
                 if not still_stale.select_for_update(skip_locked=True).values_list("pk", flat=True):
                     continue
                 still_stale.update(lease_owner="")

@@ -114,9 +114,10 @@ def resume_run(*, actor: Any, run: Run, interrupt_id: object, value: object = No
     # A damaged checkpoint is refused before anything else (CorruptRunStateError, runstate.corrupt): its
     # interrupts column cannot be trusted to describe a state that cannot be read.
     checkpoint = checkpoint_of(locked)
-    if locked.status != Run.Status.INTERRUPTED or locked.resume_request:
+    # A waiting run may have open questions too (another frame of it sleeps until a time).
+    if locked.status not in (Run.Status.INTERRUPTED, Run.Status.WAITING) or locked.resume_request:
         raise RunConflict(
-            f"run {run.pk} is {locked.status}; only an interrupted run waiting for an answer can be resumed",
+            f"run {run.pk} is {locked.status}; only a run waiting for an answer can be resumed",
             status=locked.status,
         )
     if interrupt_id not in _open_interrupt_ids(locked):
@@ -146,7 +147,7 @@ def resume_run(*, actor: Any, run: Run, interrupt_id: object, value: object = No
 
 @transaction.atomic
 def cancel_run(*, actor: Any, run: Run) -> Run:
-    """Cancel a run. A run no worker holds (queued, interrupted, or orphaned by a dead worker) is cancelled
+    """Cancel a run. A run no worker holds (queued, waiting, interrupted, or orphaned by a dead worker) is cancelled
     at once; a running one is flagged and its worker stops at the next superstep."""
     require_workflow_role(actor, run.workflow, "runner", what="this run")
     return cancel(run_id=run.pk)

@@ -72,7 +72,7 @@ def _version(workflow: Workflow, version: object) -> WorkflowVersion | None:
     number = parse_id(version)
     found = workflow.versions.filter(number=number).first() if number is not None else None
     if found is None:
-        raise BadRequest(f"workflow {workflow.slug!r} has no version {version!r}", field="version")
+        raise NotFound(f"workflow {workflow.slug!r} has no version {version!r}", field="version")
     return found
 
 
@@ -180,7 +180,7 @@ def _cron(expression: object, zone: ZoneInfo) -> str:
                          "minute hour day-of-month month day-of-week", field="cron")
     try:
         next(CronSim(expression, timezone.now().astimezone(zone)))
-    except CronSimError as exc:
+    except (CronSimError, ValueError, IndexError, KeyError, OverflowError) as exc:
         raise BadRequest(f"{expression!r} is not a cron expression: {exc}", field="cron") from None
     except StopIteration:
         raise BadRequest(f"{expression!r} never fires", field="cron") from None

@@ -176,12 +176,14 @@ def schema_builder_context(loaded: Loaded, key: str, node_id: str | None, *, tre
                            error: str = "", error_fid: str = "", sample: str = "") -> dict[str, Any]:
     """One schema builder: the tree (the stored schema unless an unsaved one is given), its raw JSON,
     and each default its own field refuses, named next to where it is typed."""
+    if node_id:
+        node = _node(loaded.document, node_id) or {}
+        stored = node.get("resume_schema") or {"type": "object", "properties": {}}
+    else:
+        stored = loaded.document.get(key) or {"type": "object", "properties": {}}
+    # Unsaved: the builder holds a schema the document does not (the page keeps it through canvas saves).
+    dirty = tree is not None and sb.schema_of(tree) != sb.schema_of(sb.fields_of(stored))
     if tree is None:
-        if node_id:
-            node = _node(loaded.document, node_id) or {}
-            stored = node.get("resume_schema") or {"type": "object", "properties": {}}
-        else:
-            stored = loaded.document.get(key) or {"type": "object", "properties": {}}
         tree = sb.fields_of(stored)
     rows = sb.to_form(tree)
     problems: dict[str, str] = {}
@@ -200,6 +202,7 @@ def schema_builder_context(loaded: Loaded, key: str, node_id: str | None, *, tre
         "rows": rows, "json": json.dumps(sb.schema_of(tree), indent=2, ensure_ascii=False),
         "error": error if not error_fid else "", "types": sb.TYPES, "sample": sample,
         "dom_id": f"builder-{key}" + (f"-{node_id}" if node_id else ""), "has_problems": bool(problems),
+        "dirty": dirty,
     }
 
 

@@ -17,7 +17,7 @@ from designer import catalog
 from designer.errors import BadRequest
 from designer.models import Workflow as WorkflowModel
 from designer.views.editor_edits import BRANCH_OPS, OUTPUT_MODES, input_target, same_target
-from runtime import LocalPath, PathSyntaxError, UnknownTaskError, WorkflowError, parse_local_path
+from runtime import LocalPath, PathSyntaxError, UnknownTaskError, WorkflowError, is_item_index, parse_local_path
 from runtime import schema_type_label as type_label  # the analyzer's type text, so rows and pickers agree
 
 CONTROL_NODES: tuple[dict[str, Any], ...] = (
@@ -128,13 +128,43 @@ class FieldRow:
     composable: bool = False  # an object (declared or free-form) that can be filled key by key
     suggestions: list[str] = field(default_factory=list)  # declared keys not yet shown below this row
     new: bool = False  # being added: no binding until a source is chosen
+    itemizable: bool = False  # an array that can be filled item by item
+    next_item: int = 0  # the index "+ item" adds
+    item: bool = False  # this row is an item of an array (its name is its index)
+    item_rows: bool = False  # the rows below this one are items, not keys
+
+    @property
+    def label(self) -> str:
+        return f"item {self.name}" if self.item else self.name
 
     @property
     def literal_text(self) -> str:
+        """A literal as the author typed it: text as plain text; other types, and text that would read
+        back as another type (``3``, ``true``, ``"x"``), as JSON, so the value box round-trips."""
         if self.binding is None or "value" not in self.binding:
             return ""
         value = self.binding["value"]
-        return value if isinstance(value, str) and self.schema.get("type") == "string" else json.dumps(value)
+        if not isinstance(value, str):
+            return json.dumps(value, ensure_ascii=False)
+        if self.schema.get("type") == "string":
+            return value
+        try:
+            json.loads(value)
+        except ValueError:
+            return value
+        return json.dumps(value, ensure_ascii=False)
+
+    @property
+    def literal_shown(self) -> str:
+        """The literal in the row: text plain, every other type as JSON."""
+        if self.binding is None or "value" not in self.binding:
+            return ""
+        value = self.binding["value"]
+        return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+    @property
+    def literal_is_text(self) -> bool:
+        return self.binding is not None and isinstance(self.binding.get("value"), str)
 
 
 def _bindings(node: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
@@ -167,6 +197,17 @@ def _accepts_keys(schema: Mapping[str, Any] | None) -> bool:
                       and not schema.get("enum") and "const" not in schema):
         return True
     return bool(_object_atoms(schema))
+
+
+def _accepts_items(schema: Mapping[str, Any] | None) -> bool:
+    """Whether a field is an array (or may be one): it can be filled item by item."""
+    if not isinstance(schema, Mapping):
+        return False
+    members = schema.get("anyOf") or schema.get("oneOf")
+    if isinstance(members, list):
+        return any(_accepts_items(member) for member in members if isinstance(member, Mapping))
+    kind = schema.get("type")
+    return kind == "array" or (isinstance(kind, list) and "array" in kind)
 
 
 def _declared_props(schema: Mapping[str, Any] | None) -> tuple[dict[str, Any], set[str]]:
@@ -224,8 +265,8 @@ def field_rows(node: Mapping[str, Any], schema: Mapping[str, Any] | None, diagno
         binding = bound.get(parts)
         below = list(dict.fromkeys(p[len(parts)] for p in known if len(p) > len(parts) and p[:len(parts)] == parts))
         composed = sum(1 for p in bound if len(p) > len(parts) and p[:len(parts)] == parts)
-        sub_props, sub_required = _declared_props(declared_schema)
         want = declared_schema if declared_schema is not None else wanted(parts)
+        sub_props, sub_required = _declared_props(want)
         declared = declared_schema is not None or want is not None
         if declared_schema is not None:
             type_text = type_label(dict(declared_schema))
@@ -234,9 +275,15 @@ def field_rows(node: Mapping[str, Any], schema: Mapping[str, Any] | None, diagno
         else:
             type_text = "extra key" if analysis is not None and node_id in getattr(analysis, "reachable", ()) \
                 else "not declared"
-        composable = not binding and not inherited and _accepts_keys(want if want is not None else None)
-        show_declared = bool(below)
-        children = ([k for k in sub_props] if show_declared else []) + [k for k in below if k not in sub_props]
+        items = [k for k in below if is_item_index(k)]
+        item_rows = bool(items) and len(items) == len(below)
+        itemizable = not binding and not inherited and _accepts_items(want) and (item_rows or not below)
+        composable = not binding and not inherited and not item_rows and _accepts_keys(want)
+        show_declared = bool(below) and not item_rows
+        if item_rows:
+            children = sorted(items, key=lambda k: (len(k), k))
+        else:
+            children = ([k for k in sub_props] if show_declared else []) + [k for k in below if k not in sub_props]
         rows.append(FieldRow(
             name=parts[-1], key=key, type=type_text,
             description=str(declared_schema.get("description", "")) if isinstance(declared_schema, Mapping) else "",
@@ -245,11 +292,14 @@ def field_rows(node: Mapping[str, Any], schema: Mapping[str, Any] | None, diagno
             composed=composed, inherited=inherited, composable=composable,
             suggestions=[k for k in sub_props if k not in children],
             new=parts == add_parts and binding is None,
+            itemizable=itemizable, next_item=len(items) if item_rows else 0,
+            item=len(parts) > 1 and is_item_index(parts[-1]), item_rows=item_rows,
         ))
         for child in children:
-            child_schema = sub_props.get(child)
+            # an item's type comes from the analyzer (items, or prefixItems by position)
+            child_schema = None if item_rows else sub_props.get(child)
             emit((*parts, child), child_schema if isinstance(child_schema, Mapping) else None,
-                 child in sub_required, inherited or (key if binding else ""))
+                 not item_rows and child in sub_required, inherited or (key if binding else ""))
 
     tops = list(props) + [p[0] for p in known if p and p[0] not in props]
     for name in dict.fromkeys(tops):

@@ -104,7 +104,7 @@ def node(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
     context: dict[str, Any] = {
         "workflow": workflow, "run": run, "node": found, "detail": detail,
         "pretty": {key: json.dumps(detail[key], indent=2, ensure_ascii=False, default=str)
-                   for key in ("context", "output", "error") if detail[key] is not None},
+                   for key in ("context", "output", "error", "input") if detail[key] is not None},
         "bindings": [{**row, "text": json.dumps(row["value"], ensure_ascii=False, default=str)}
                      for row in detail["bindings"]],
     }

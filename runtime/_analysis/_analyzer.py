@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 import difflib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -90,6 +90,19 @@ class Analysis:
     @property
     def ok(self) -> bool:
         return not self.errors
+
+    def extended(self, diagnostics: Sequence[Diagnostic]) -> Analysis:
+        """A copy that also reports ``diagnostics`` (checks a caller adds, e.g. ``retry_delay_diagnostics``
+        under a deployment's limit); the same analysis when there are none."""
+        if not diagnostics:
+            return self
+        copied = copy.copy(self)
+        merged = sorted((*self.diagnostics, *diagnostics),
+                        key=lambda d: -1 if d.node_id is None else self._order.get(d.node_id, -1))
+        copied.diagnostics = tuple(merged)
+        copied.errors = tuple(d for d in merged if d.is_error)
+        copied.warnings = tuple(d for d in merged if not d.is_error)
+        return copied
 
     @property
     def input_schema(self) -> Schema:
@@ -177,7 +190,7 @@ class Analysis:
             target = parse_local_path(field[len("input."):])
         except PathSyntaxError:
             return None
-        found, _ = S.descend(facts.input_schema, target.parts, for_target=True)
+        found, _ = S.descend(facts.input_schema, target.parts, for_target=True, indexes=True)
         return copy.deepcopy(found) if found is not None else None
 
     def result_schema(self, node_id: str) -> Schema:

@@ -13,7 +13,7 @@ from runtime._analysis._schemas import Schema
 from runtime._analysis._scope import Scope, Stack
 from runtime._diagnostics import Diagnostic
 from runtime._document import BranchNode, ForeachNode, InputBinding, OutputBinding, Workflow
-from runtime._paths import format_key
+from runtime._paths import format_key, is_item_index
 
 _SEVERITY = {S.NONE: "error", S.OPTIONAL: "warning"}
 
@@ -23,7 +23,7 @@ def _why(source: Schema, target: Schema) -> str:
 
 
 def _declared_hint(target: Schema, parent: tuple[str, ...]) -> str:
-    holder, _ = S.descend(target, parent, for_target=True)
+    holder, _ = S.descend(target, parent, for_target=True, indexes=True)
     names = [n for a in S.object_atoms(holder or {}) for n in (a.get("properties") or {})]
     shown = ", ".join(repr(n) for n in dict.fromkeys(names))
     return f"bind one of its declared input fields: {shown}" if shown else "bind one of its declared input fields"
@@ -222,10 +222,19 @@ class Checker:
                 continue
             want, bad = self._target(target, binding.target.parts)
             if want is None:
+                parts = binding.target.parts
+                holder, _ = self._target(target, parts[:bad])
+                if is_item_index(parts[bad]) and holder is not None and not S.is_array(holder):
+                    # the runtime builds a list here, which the field cannot take
+                    self.add("binding.type_mismatch", "error", node_id, field,
+                             f"{field!r} binds item {parts[bad]} of {format_key(parts[:bad]) or 'the payload'!r}, "
+                             f"but {what} expects {S.kind_text(holder)} there, not an array",
+                             "bind a named key of the object instead of a numbered item")
+                    continue
                 closed = any(a.get("additionalProperties") is False for a in S.object_atoms(target))
                 self.add("path.unknown_field", "error" if closed else "warning", node_id, field,
-                         f"{what} has no input field {'.'.join(binding.target.parts[: bad + 1])!r}",
-                         _declared_hint(target, binding.target.parts[:bad]))
+                         f"{what} has no input field {'.'.join(parts[: bad + 1])!r}",
+                         _declared_hint(target, parts[:bad]))
                 continue
             if source is None:
                 continue
@@ -262,7 +271,7 @@ class Checker:
         key = (id(target), parts)
         found = self._targets.get(key)
         if found is None:
-            found = (target, S.descend(target, parts, for_target=True))
+            found = (target, S.descend(target, parts, for_target=True, indexes=True))
             self._targets[key] = found
         return found[1]
 

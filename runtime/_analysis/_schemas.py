@@ -14,6 +14,7 @@ import json
 from collections.abc import Mapping
 from typing import Any, Final
 
+from runtime._paths import is_item_index
 from runtime._schema_check import MAX_SCHEMA_SUBSCHEMAS
 
 Schema = dict[str, Any]
@@ -254,17 +255,38 @@ def object_atoms(schema: Schema) -> list[Schema]:
     return [atom for atom in atoms(schema) if atom.get("type") == "object" or is_any(atom)]
 
 
+def _item_schema(atom: Schema, position: int) -> tuple[Schema | None, bool]:
+    """Item ``position`` of an array atom: (its schema or None when there is none, whether it may be absent)."""
+    prefix = atom.get("prefixItems")
+    if isinstance(prefix, list) and position < len(prefix):
+        item = prefix[position]
+    else:
+        item = atom.get("items", True)
+    maximum = atom.get("maxItems")
+    if item is False or (isinstance(maximum, int) and not isinstance(maximum, bool) and position >= maximum):
+        return None, True
+    minimum = atom.get("minItems")
+    sure = isinstance(minimum, int) and not isinstance(minimum, bool) and position < minimum
+    return (item if isinstance(item, dict) else ANY), not sure
+
+
 def property_schema(schema: Schema, name: str, *, absent_is_null: bool = True,
-                    for_target: bool = False) -> Schema | None:
+                    for_target: bool = False, indexes: bool = False) -> Schema | None:
     """The schema of ``schema[name]``, or None when no object form of ``schema`` has that field.
 
     A field reached through a nullable object, or one that is neither
     required nor defaulted, may be missing at run time: its schema is made
     nullable so that binding it into a required field warns. ``for_target``
     asks what a field *accepts* instead: then absence never adds ``null``.
+
+    An item index (``0``, ``12``) also reads an array's item. ``indexes``
+    marks a payload target, where an index builds an array item and is never
+    an object key; a state target (``for_target`` alone) only ever has keys.
     """
     found: list[Schema] = []
     maybe_missing = False
+    index = is_item_index(name)
+    array_item = index and (indexes or not for_target)
     candidates = atoms(schema)
     for atom in candidates:
         kind = atom.get("type")
@@ -278,7 +300,13 @@ def property_schema(schema: Schema, name: str, *, absent_is_null: bool = True,
             found.append(ANY)
             maybe_missing = True
             continue
-        if kind != "object":
+        if kind == "array" and array_item:
+            item, absent = _item_schema(atom, int(name)) if len(name) <= 9 else (None, True)
+            if item is not None:
+                found.append(item)
+            maybe_missing = maybe_missing or absent
+            continue
+        if kind != "object" or (index and indexes):
             maybe_missing = True
             continue
         props = atom.get("properties")
@@ -302,7 +330,7 @@ def property_schema(schema: Schema, name: str, *, absent_is_null: bool = True,
 
 
 def descend(schema: Schema, parts: tuple[str, ...], *, absent_is_null: bool = True,
-            for_target: bool = False) -> tuple[Schema | None, int]:
+            for_target: bool = False, indexes: bool = False) -> tuple[Schema | None, int]:
     """Walk ``parts`` into ``schema``; returns (schema, -1) or (None, index of the first unknown part).
 
     ``absent_is_null`` applies to the first part only (state fields are not
@@ -311,7 +339,8 @@ def descend(schema: Schema, parts: tuple[str, ...], *, absent_is_null: bool = Tr
     """
     current = schema
     for index, part in enumerate(parts):
-        found = property_schema(current, part, absent_is_null=absent_is_null or index > 0, for_target=for_target)
+        found = property_schema(current, part, absent_is_null=absent_is_null or index > 0, for_target=for_target,
+                                indexes=indexes)
         if found is None:
             return None, index
         current = found

@@ -15,6 +15,7 @@ import httpx
 from pydantic import Field
 
 from runtime._errors import TaskError
+from runtime._registry import TIMER_ATTRIBUTE
 
 #: Upper bounds a document cannot raise: a workflow step must not hold a worker indefinitely.
 MAX_TIMEOUT_SECONDS = 60.0
@@ -238,6 +239,12 @@ async def http_request(
 
 
 async def wait(seconds: Annotated[float, Field(ge=0, le=MAX_WAIT_SECONDS)]) -> float:
-    """Pause this step for ``seconds`` (at most 300) without blocking other work; returns the seconds waited."""
+    """Pause this step for ``seconds`` (at most 300) without blocking other work; returns the seconds waited.
+
+    An engine that suspends runs never calls this: the run waits in its saved state, holding no worker."""
     await asyncio.sleep(seconds)
     return seconds
+
+
+# An engine that suspends runs never calls ``wait``: the frame sleeps in the run's state, no step holds a worker.
+setattr(wait, TIMER_ATTRIBUTE, "seconds")

@@ -92,10 +92,14 @@ def workflow(cast: Cast, document: dict[str, Any]) -> Any:
 
 
 @pytest.fixture
-def env(worker_env: dict[str, str]) -> dict[str, str]:
-    """Environment for a real worker subprocess on this test's database (tests/designer/runs_support.py)."""
-    from tests.designer.runs_support import worker_environment
+def env(worker_env: dict[str, str], settings: Any) -> dict[str, str]:
+    """Environment for a real worker subprocess on this test's database (tests/designer/runs_support.py).
 
+    The worker and this process both know the test tasks (``tests/designer/step_tasks.py``), so a test may
+    start runs of documents that use them."""
+    from tests.designer.runs_support import STEP_TASKS, worker_environment
+
+    settings.TRELLIS_TASK_MODULES = [STEP_TASKS]
     return worker_environment(worker_env)
 
 

@@ -48,8 +48,12 @@ def task_result(run_id: int) -> Any:
     return execute_run.get_result(Run.objects.get(pk=run_id).task_result_id)
 
 
+#: Test tasks (a step that blocks, a flaky one...) that workers started by these tests know.
+STEP_TASKS = "tests.designer.step_tasks"
+
+
 def worker_environment(base: dict[str, str]) -> dict[str, str]:
-    return {**base, "TRELLIS_RUN_LEASE_SECONDS": TEST_LEASE_SECONDS}
+    return {**base, "TRELLIS_RUN_LEASE_SECONDS": TEST_LEASE_SECONDS, "TRELLIS_TASK_MODULES": STEP_TASKS}
 
 
 def run_batch(env: dict[str, str], *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
@@ -117,10 +121,13 @@ def all_events(client: Any, run_id: int) -> list[dict[str, Any]]:
         after = page["next_after"]
 
 
-def counting_document(workflow_id: str = "counting", *, pause: bool = True) -> dict[str, Any]:
+def counting_document(workflow_id: str = "counting", *, pause: bool = True, blocking: bool = False
+                      ) -> dict[str, Any]:
     """``first`` (x + 1) -> ``pause`` (wait input.pause seconds) -> ``second`` (first * 2), each a superstep.
 
-    Its output tells whether every step's write survived: {"first": x + 1, "second": 2 * (x + 1)}.
+    Its output tells whether every step's write survived: {"first": x + 1, "second": 2 * (x + 1)}. The pause
+    is the ``wait`` built-in, which suspends the run without holding a worker; ``blocking``: ``snooze``
+    (``STEP_TASKS``), a step that holds its worker for the whole pause, for tests that act while a step runs.
     """
     graph = WorkflowBuilder(
         workflow_id, "Counting",
@@ -136,7 +143,8 @@ def counting_document(workflow_id: str = "counting", *, pause: bool = True) -> d
                                                    {"target": "a", "path": "state.first"}, {"target": "b", "value": 2}],
                        output=[{"source": ".", "target": "second"}])
     if pause:
-        wait = graph.use("wait", id="pause", input=[{"target": "seconds", "path": "input.pause"}])
+        wait = graph.use("snooze" if blocking else "wait", id="pause",
+                         input=[{"target": "seconds", "path": "input.pause"}])
         graph.set_route(first, "ok", wait)
         graph.set_route(wait, "ok", second)
     else:

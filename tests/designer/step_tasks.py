@@ -42,6 +42,14 @@ def hog_first_attempt(megabytes: int, ctx: RuntimeContext) -> int:
 
 
 @registry.task
+def flaky(fail: int, ctx: RuntimeContext) -> int:
+    """Fails its first ``fail`` attempts; returns the attempt that succeeded."""
+    if ctx.attempt <= fail:
+        raise RuntimeError(f"attempt {ctx.attempt} failed on purpose")
+    return ctx.attempt
+
+
+@registry.task
 def flaky_once(key: str, folder: str) -> str:
     """Count each call in ``folder/<key>.calls``; a key starting with ``bad`` fails on its first call only,
     like a flaky service (files, because every attempt may run in another worker process)."""

@@ -68,11 +68,14 @@ class OwnerToken:
 
 #: Operations whose body carries a workflow document. Its JSON Schema (designer.api.schema.DOCUMENT_SCHEMA) cannot
 #: state the document's cross-field rules (the start node exists, routes name real nodes, ...), so a generated
-#: document that fits the schema is still refused with 400 document.invalid: for these four, and only for
+#: document that fits the schema is still refused with 400 document.invalid: for these, and only for
 #: "schema-valid data is accepted", that refusal is the documented answer. Every other check runs on them too.
 DOCUMENT_BODIES = {("POST", "/api/workflows/"), ("POST", "/api/workflows/import/"),
                    ("PUT", "/api/workflows/{workflow_id}/document/"),
-                   ("POST", "/api/workflows/{workflow_id}/validate/")}
+                   ("POST", "/api/workflows/{workflow_id}/validate/"),
+                   # Likewise a cron expression's grammar and the fit of a schedule's input to the version's own
+                   # input schema: a string or object that fits the schema may still be refused with 400.
+                   ("POST", "/api/workflows/{workflow_id}/schedules/")}
 
 
 @schema.parametrize()

@@ -242,6 +242,25 @@ def test_every_panel_operation_undoes_exactly(doc: dict[str, Any], op: dict[str,
     roundtrip(doc, op)
 
 
+def test_removing_an_array_item_moves_the_items_after_it_up_and_undo_puts_them_back(doc: dict[str, Any]) -> None:
+    items = [{"target": "value.0", "path": "input.orders"}, {"target": "value.1.sku", "value": "b"},
+             {"target": "value.1.qty", "value": 2}, {"target": "value.2", "value": "c"},
+             {"target": "value.2x", "value": "a key, not an item"}]
+    node(doc, "after")["input"] = items[:4]
+    removed = roundtrip(doc, {"op": "unbind_tree", "node": "after", "field": "input.value.1"})
+    assert node(removed.document, "after")["input"] == [{"target": "value.0", "path": "input.orders"},
+                                                        {"target": "value.1", "value": "c"}]
+    first = roundtrip(doc, {"op": "unbind", "node": "after", "field": "input.value.0"})
+    assert [b["target"] for b in node(first.document, "after")["input"]] == ["value.0.sku", "value.0.qty", "value.1"]
+    # one key of an item going leaves the item (its other key still fills it): nothing moves
+    key = roundtrip(doc, {"op": "unbind", "node": "after", "field": "input.value.1.sku"})
+    assert [b["target"] for b in node(key.document, "after")["input"]] == ["value.0", "value.1.qty", "value.2"]
+    # keys that only look like numbers are never renumbered
+    node(doc, "after")["input"] = [items[0], items[4]]
+    other = ops.apply(doc, {"op": "unbind", "node": "after", "field": "input.value.0"}, CONTEXT)
+    assert node(other.document, "after")["input"] == [items[4]]
+
+
 def test_typed_literal_text_follows_the_field_schema(doc: dict[str, Any]) -> None:
     applied = ops.apply(doc, {"op": "bind_literal", "node": "after", "field": "input.qty", "text": "3"}, CONTEXT)
     assert {"target": "qty", "value": 3} in node(applied.document, "after")["input"]

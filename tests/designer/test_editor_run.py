@@ -82,9 +82,17 @@ def test_a_node_shows_its_latest_item_and_any_chosen_one(cast: Any, finished: tu
     frame = options[1][0]
     chosen = client.get(f"/workflows/{workflow.pk}/edit/run-node/?run={run.pk}&node=measure&frame={frame}")
     text = chosen.content.decode()
-    assert re.search(r'data-testid="bound-value">&quot;abcd&quot;<', text)
+    # the input the engine recorded for that step, as the task received it
+    assert re.search(r'data-testid="run-node-input">\{\s*&quot;value&quot;: &quot;abcd&quot;\s*\}<', text)
     assert re.search(r'data-testid="run-node-output">4<', text)
-    assert "context.foreach.each.item" in text
+    assert "context.foreach.each.item" in text and "bound-value" not in text
+    # a run recorded before inputs were kept: the values are read again from the bindings, and it says so
+    started = run.events.get(kind="node_started", node_id="measure", frame_id=frame)
+    started.data = {**started.data, "summary": {k: v for k, v in started.data["summary"].items() if k != "input"}}
+    started.save()
+    text = client.get(f"/workflows/{workflow.pk}/edit/run-node/?run={run.pk}&node=measure&frame={frame}"
+                      ).content.decode()
+    assert "did not record the task" in text and re.search(r'data-testid="bound-value">&quot;abcd&quot;<', text)
     missing = client.get(f"/workflows/{workflow.pk}/edit/run-node/?run={run.pk}&node=ghost")
     assert missing.status_code == 404
 

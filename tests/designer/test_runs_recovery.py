@@ -46,7 +46,7 @@ def node_runs(events: list[dict[str, Any]], node_id: str) -> int:
 def test_a_run_whose_worker_was_killed_completes_from_its_last_checkpoint(api: Any, cast: Any,
                                                                           env: dict[str, str]) -> None:
     workflow = workflow_services.create_workflow(actor=cast.owner, team=cast.team, name="Counting",
-                                                 document=counting_document())
+                                                 document=counting_document(blocking=True))
     client = api(cast.editor)
     run = start_run(client, workflow, {"x": 20, "pause": 2})
 
@@ -109,7 +109,7 @@ def test_a_worker_starting_up_recovers_runs_orphaned_while_no_worker_ran(api: An
 
 def test_two_workers_never_execute_the_same_run_twice(api: Any, cast: Any, env: dict[str, str]) -> None:
     workflow = workflow_services.create_workflow(actor=cast.owner, team=cast.team, name="Counting",
-                                                 document=counting_document())
+                                                 document=counting_document(blocking=True))
     client = api(cast.editor)
     runs = [start_run(client, workflow, {"x": n, "pause": 0.2})["id"] for n in range(6)]
     tasks = {run_id: [Run.objects.get(pk=run_id).task_result_id] for run_id in runs}

@@ -118,7 +118,7 @@ def test_a_subgraph_runs_the_published_child_version(api: Any, cast: Any, env: d
 
 
 def test_cancelling_a_running_run_stops_it_at_the_next_superstep(api: Any, cast: Any, env: dict[str, str]) -> None:
-    workflow = make_workflow(cast, counting_document(pause=True), "Counting")
+    workflow = make_workflow(cast, counting_document(pause=True, blocking=True), "Counting")
     client = api(cast.editor)
     run = start_run(client, workflow, {"x": 1, "pause": 1.5})
     worker = start_worker(env)
@@ -145,7 +145,7 @@ def test_cancelling_a_running_run_stops_it_at_the_next_superstep(api: Any, cast:
 def test_a_step_longer_than_the_lease_keeps_its_worker(api: Any, cast: Any, env: dict[str, str]) -> None:
     # The step waits for 2.5 leases. Without the heartbeat, the worker's own stale-run check would see the lease
     # expire, re-enqueue the run and make the running attempt lose it (a second attempt, a second run_started).
-    workflow = make_workflow(cast, counting_document(pause=True), "Counting")
+    workflow = make_workflow(cast, counting_document(pause=True, blocking=True), "Counting")
     client = api(cast.editor)
     run = start_run(client, workflow, {"x": 1, "pause": 2.5 * float(env["TRELLIS_RUN_LEASE_SECONDS"])})
     worker = start_worker(env)

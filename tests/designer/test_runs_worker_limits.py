@@ -78,7 +78,7 @@ def test_the_jmespath_bomb_fails_with_step_timeout_and_the_worker_runs_the_next_
 
 def test_cancel_ends_a_step_sleeping_300_seconds_within_10_seconds(api: Any, cast: Any, env: dict[str, str]) -> None:
     client = api(cast.editor)
-    workflow = make_workflow(cast, counting_document(pause=True), "Counting")
+    workflow = make_workflow(cast, counting_document(pause=True, blocking=True), "Counting")
     run = start_run(client, workflow, {"x": 1, "pause": 300})
     worker = start_worker({**env, "TRELLIS_STEP_TIMEOUT_SECONDS": "600", "TRELLIS_STEP_PROCESSES": "1"})
     try:

@@ -254,3 +254,46 @@ def test_a_lost_tick_task_is_queued_again_and_then_fires_once(cast: Any, publish
     assert triggers.fire_tick(schedule.pk, tick.isoformat()) == "caught-up"
     assert triggers.requeue_lost_ticks() == []
     assert Run.objects.count() == 1
+
+
+# --- API ----------------------------------------------------------------------------------------
+
+
+def test_the_api_lists_triggers_to_viewers_and_lets_only_editors_manage_them(api: Any, client: Any, cast: Any,
+                                                                           published: Any) -> None:
+    hooks = reverse("api:workflow-webhooks", args=[published.pk])
+    schedules = reverse("api:workflow-schedules", args=[published.pk])
+    editor = api(cast.editor)
+    created = editor.post(hooks, {"name": "crm", "version": 1, "rate_limit": 5}, format="json")
+    assert created.status_code == 201, created.json()
+    assert created.json()["version"] == 1 and created.json()["url"].startswith("http")
+    secret = created.json()["url"].rstrip("/").rsplit("/", 1)[-1]
+    assert _call(client, secret, {"amount": 2}).status_code == 202
+    made = editor.post(schedules, {"name": "hourly", "cron": "0 * * * *", "timezone": "Asia/Tokyo",
+                                   "input": {"amount": 1}, "missed": "skip"}, format="json")
+    assert made.status_code == 201, made.json()
+    assert len(made.json()["upcoming"]) == 3 and made.json()["upcoming"][0].endswith("+09:00")
+
+    viewer = api(cast.viewer)
+    listed = viewer.get(hooks).json()
+    assert [(h["name"], h["prefix"], len(h["recent_runs"])) for h in listed] == [("crm", secret[:12], 1)]
+    assert "url" not in listed[0] and secret not in json.dumps(listed)
+    assert viewer.get(schedules).json()[0]["name"] == "hourly"
+    schedule_url = reverse("api:workflow-schedule", args=[published.pk, made.json()["id"]])
+    revoke_url = reverse("api:workflow-webhook-revoke", args=[published.pk, created.json()["id"]])
+    refused = [
+        viewer.post(hooks, {"name": "mine"}, format="json"),
+        viewer.post(schedules, {"name": "x", "cron": "* * * * *"}, format="json"),
+        viewer.post(revoke_url),
+        viewer.patch(schedule_url, {"enabled": False}, format="json"),
+        viewer.delete(schedule_url),
+    ]
+    assert [r.status_code for r in refused] == [403] * 5
+    assert api(cast.stranger).get(hooks).status_code == 404
+
+    assert editor.patch(schedule_url, {"enabled": False}, format="json").json()["enabled"] is False
+    assert editor.post(revoke_url).json()["revoked_at"] is not None
+    assert _call(client, secret, {"amount": 2}).status_code == 404
+    assert editor.delete(schedule_url).status_code == 204
+    bad = editor.post(schedules, {"name": "x", "cron": "0 * * *"}, format="json")
+    assert bad.status_code == 400 and "five" in bad.json()["message"]

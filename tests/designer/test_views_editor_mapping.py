@@ -90,7 +90,8 @@ def test_imported_sub_field_bindings_show_under_their_field_typed_never_as_not_d
     assert "composed of 2 keys below" in _row(html, "input.values.order")
     total = _row(html, "input.values.order.total")
     assert 'data-depth="2"' in total and "context.foreach.orders.item.total" in total
-    assert "= &quot;EUR&quot;" in _row(html, "input.values.order.currency")  # a free-form key shows JSON
+    currency = _row(html, "input.values.order.currency")  # free-form text shows as text
+    assert "= EUR<" in currency and "literal-chip--text" in currency and "&quot;EUR" not in currency
     # a key the task does not declare is shown, marked, with the analyzer's diagnostic
     colour = _row(html, "input.colour")
     assert "extra key" in colour and "path.unknown_field" in colour
@@ -134,9 +135,18 @@ def test_literals_in_keys_are_typed_by_the_analyzer_and_a_composed_key_is_remove
     bound = {b["target"]: b for b in _line(loops)["input"]}
     assert bound["values.count"]["value"] == 3  # free-form key: JSON
     assert bound["template"]["value"] == "3"  # a string field keeps text
+    # free-form text that would read back as another type is offered for editing as JSON, so it round-trips
+    _post(client, loops, action="literal", node="line", field="input.values.code", value='"3"')
+    _post(client, loops, action="literal", node="line", field="input.values.word", value="three")
+    bound = {b["target"]: b for b in _line(loops)["input"]}
+    assert bound["values.code"]["value"] == "3" and bound["values.word"]["value"] == "three"
+    html = _inspector(client, loops, node="line")
+    assert 'value="&quot;3&quot;" aria-label="Literal value for values.code"' in _row(html, "input.values.code")
+    assert 'value="three" aria-label="Literal value for values.word"' in _row(html, "input.values.word")
+    assert 'value="3" aria-label="Literal value for values.count"' in _row(html, "input.values.count")
     _post(client, loops, action="unbind-tree", node="line", field="input.values.order")
     targets = [b["target"] for b in _line(loops)["input"]]
-    assert targets == ["values.name", "colour", "values.count", "template"]
+    assert targets == ["values.name", "colour", "values.count", "template", "values.code", "values.word"]
 
 
 def test_data_panel_lists_every_readable_path_to_drag_and_each_row_a_drop_form(cast: Any, loops: Any) -> None:
@@ -258,3 +268,70 @@ def test_the_raw_json_view_saves_a_resume_schema_and_the_builder_shows_it(cast: 
     workflow.refresh_from_db()
     assert workflow.document["nodes"][0]["resume_schema"] == schema
     assert 'data-name="note"' in html
+
+
+ARRAYS: dict[str, Any] = {
+    "id": "arrays",
+    "input_schema": {"type": "object", "required": ["first", "second", "n"], "properties": {
+        "first": {"type": "string"}, "second": {"type": "string"}, "n": {"type": "integer"}}},
+    "nodes": [{"id": "gather", "kind": "task", "task": "collect", "input": []},
+              {"id": "sum", "kind": "task", "task": "sum_totals", "input": [
+                  {"target": "priced.0.order_id", "path": "input.first"},
+                  {"target": "priced.0.total", "path": "input.n"}]}],
+    "routes": [{"source": "gather", "label": "ok", "target": "sum"}],
+}
+
+
+def test_array_fields_take_items_from_paths_literals_and_keys_in_the_documents_binding_form(cast: Any) -> None:
+    workflow = workflow_services.create_workflow(actor=cast.owner, team=cast.team, name="Arrays", document=ARRAYS)
+    client = _client(cast.editor)
+
+    def gather() -> list[dict[str, Any]]:
+        workflow.refresh_from_db()
+        return next(n for n in workflow.document["nodes"] if n["id"] == "gather")["input"]
+
+    items = _row(_inspector(client, workflow, node="gather"), "input.items")
+    assert "+ item" in items and 'name="key" value="0"' in items and "+ key" not in items
+    # "+ item" opens item 0 with its picker, typed as the array's items; nothing is saved yet
+    row = _row(_inspector(client, workflow, node="gather", parent="input.items", key="0"), "input.items.0")
+    assert "item 0" in row and "is-focused" in row and 'class="picker"' in row and "input.first" in row
+    assert gather() == []
+    assert _post(client, workflow, action="bind", node="gather", field="input.items.0",
+                 path="input.first").status_code == 200
+    assert _post(client, workflow, action="literal", node="gather", field="input.items.1",
+                 value="plain text").status_code == 200
+    assert _post(client, workflow, action="literal", node="gather", field="input.items.2", value="3").status_code == 200
+    assert gather() == [{"target": "items.0", "path": "input.first"}, {"target": "items.1", "value": "plain text"},
+                        {"target": "items.2", "value": 3}]
+    html = _inspector(client, workflow, node="gather")
+    assert "composed of 3 items below" in _row(html, "input.items")
+    assert 'name="key" value="3"' in _row(html, "input.items")  # the next item
+    assert "= plain text<" in _row(html, "input.items.1")  # text shown as text, not as JSON
+    assert "= 3<" in _row(html, "input.items.2")
+    # removing the first item moves the others up: items stay numbered 0, 1, ...
+    _post(client, workflow, action="unbind", node="gather", field="input.items.0")
+    assert gather() == [{"target": "items.0", "value": "plain text"}, {"target": "items.1", "value": 3}]
+
+    # an array of objects: each item takes keys, typed by the item schema, with its declared keys offered
+    html = _inspector(client, workflow, node="sum")
+    item = _row(html, "input.priced.0")
+    assert "composed of 2 keys below" in item and "+ item" not in item
+    customer = _row(html, "input.priced.0.customer_name")  # its declared keys are rows, required ones marked
+    assert 'title="required"' in customer and "not bound" in customer
+    assert 'data-testid="field-type">number<' in _row(html, "input.priced.0.total")
+    # the analyzer checks each key against the item's schema
+    assert "binding.type_mismatch" not in _row(html, "input.priced.0.order_id")
+    _post(client, workflow, action="bind", node="sum", field="input.priced.1.order_id", path="input.n")
+    row = _row(_inspector(client, workflow, node="sum"), "input.priced.1.order_id")
+    assert "binding.type_mismatch" in row and "item 1" in _row(_inspector(client, workflow, node="sum"),
+                                                                "input.priced.1")
+
+
+def test_a_gap_in_array_items_is_refused_and_the_document_kept(cast: Any) -> None:
+    workflow = workflow_services.create_workflow(actor=cast.owner, team=cast.team, name="Arrays", document=ARRAYS)
+    before = workflow.revision
+    response = _post(_client(cast.editor), workflow, action="bind", node="gather", field="input.items.1",
+                     path="input.first")
+    assert "number them 0, 1, 2" in response.content.decode()
+    workflow.refresh_from_db()
+    assert workflow.revision == before

@@ -29,6 +29,7 @@ from runtime import (
     WorkflowRoute,
     context_path,
     input_path,
+    is_item_index,
     state_path,
 )
 
@@ -289,12 +290,14 @@ json_values = st.recursive(
 parts = st.lists(texts, max_size=3).map(tuple)
 source_paths = st.builds(GraphSourcePath, st.sampled_from(["input", "state", "context"]), parts)
 local_paths = st.builds(LocalPath, parts)
+# Payload targets name keys here: item indexes must run 0, 1, ... (tests/runtime/test_array_targets.py)
+target_paths = st.builds(LocalPath, st.lists(texts.filter(lambda s: not is_item_index(s)), max_size=3).map(tuple))
 state_paths = st.builds(StatePath, st.lists(texts, min_size=1, max_size=3).map(tuple))
 
 
 @st.composite
 def bindings(draw: st.DrawFn) -> list[InputBinding]:
-    targets = draw(st.lists(local_paths, max_size=3, unique_by=str))
+    targets = draw(st.lists(target_paths, max_size=3, unique_by=str))
     out = []
     for target in targets:
         if draw(st.booleans()):
@@ -345,7 +348,7 @@ def workflows(draw: st.DrawFn) -> Workflow:
     if ids:
         for _ in range(draw(st.integers(0, 6))):
             routes[(draw(st.sampled_from(ids)), draw(labels))] = draw(st.sampled_from(ids))
-    output_targets = draw(st.lists(local_paths, max_size=3, unique_by=str))
+    output_targets = draw(st.lists(target_paths, max_size=3, unique_by=str))
     return Workflow(
         id=draw(st.text(min_size=1, max_size=10)),
         name=draw(texts),

@@ -67,15 +67,22 @@ function shownNode() {
   return rendered ? rendered.dataset.node : panel?.dataset.node;
 }
 
+// Busy: the person is typing in it, has a picker open, or a schema builder holds unsaved changes
+// (a refresh would re-render the builder from the saved schema and drop them).
 function inspectorBusy() {
   const panel = inspector();
   if (!panel) return true;
-  return panel.contains(document.activeElement) || Boolean(panel.querySelector(".picker"));
+  return (
+    panel.contains(document.activeElement) ||
+    Boolean(panel.querySelector(".picker, .schema-builder[data-dirty]"))
+  );
 }
 
 function isEditRequest(detail) {
   const url = editUrl();
   if (!url || !detail || String(detail.verb).toLowerCase() !== "post") return false;
+  // A schema builder's save edits the document through its own endpoint: it waits its turn too.
+  if (detail.elt instanceof Element && detail.elt.hasAttribute("data-queued-edit")) return true;
   return new URL(detail.path, window.location.href).pathname === new URL(url, window.location.href).pathname;
 }
 
@@ -172,8 +179,17 @@ function onePicker() {
 export function installGlue() {
   queuePanelEdits();
   onePicker();
+  // Typing in a schema builder makes it unsaved before the server has seen the change.
+  document.addEventListener("input", (event) => {
+    const builder = event.target instanceof Element && event.target.closest(".schema-builder");
+    if (builder) builder.dataset.dirty = "true";
+  });
   document.addEventListener(EVENTS.select, (event) => {
     const { nodeId, field } = event.detail || {};
+    // Selecting (or dragging) the node already shown keeps its panel when a schema builder in it has
+    // unsaved changes: reloading would re-render the builder from the saved schema.
+    const same = (nodeId || "") === (shownNode() || "");
+    if (same && !field && inspector()?.querySelector(".schema-builder[data-dirty]")) return;
     loadInspector(nodeId, field);
   });
   document.addEventListener(EVENTS.notice, (event) => showNotice(event.detail.message, event.detail.kind || "info"));

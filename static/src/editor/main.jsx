@@ -6,10 +6,12 @@ import { createRoot } from "react-dom/client";
 
 import { Editor } from "./Editor.jsx";
 import { installGlue } from "./glue.js";
+import { installSplit } from "./split.js";
 
 const element = document.querySelector("[data-editor-canvas]");
 if (element) {
   installGlue();
+  installSplit();
   createRoot(element).render(
     <StrictMode>
       <Editor

@@ -15,7 +15,11 @@ export function currentRevision() {
 }
 
 export function setRevision(value) {
-  if (value != null) revision = Number(value);
+  if (value == null) return;
+  revision = Number(value);
+  // Panels not refreshed since (a schema builder with unsaved changes) send the page's revision field.
+  const field = document.getElementById("editor-revision");
+  if (field) field.value = String(revision);
 }
 
 // A conflict or a reload: whatever is still queued was decided on a stale document.

@@ -1,0 +1,61 @@
+"""Runs that wait for a time without a worker: a retry's backoff or a ``wait`` step.
+
+The worker's engine runs with ``sleep_in_process=False``: instead of sleeping
+through a backoff (while its heartbeat keeps the lease), it checkpoints the
+frame's wake-up time and returns ``waiting``. The worker then stores the run
+as ``waiting`` with ``wake_at``, drops the lease and enqueues the run's task
+again with ``run_after=wake_at`` (django.tasks' ``Task.using``), all in one
+transaction, and goes on with other work. Whichever worker takes the task at
+that time claims the run and continues it from the checkpoint.
+
+Recovery (``designer.runs.recovery``) treats a waiting run like a queued one
+whose queue deadline is ``wake_at`` plus a lease: not orphaned before then.
+
+``TRELLIS_RUN_MAX_RETRY_DELAY_SECONDS`` caps the total backoff of one node's
+retry policy (``runtime.Engine(max_retry_delay=)``): a document over it gets
+the ``retry.delay_too_long`` diagnostic in the editor and is refused when a
+run starts.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+
+from designer.models import Run
+from designer.runs.lease import LeaseLost, release
+
+#: One day of backoff per node at most, by default (a policy may ask for up to 100 attempts a day apart).
+DEFAULT_MAX_RETRY_DELAY_SECONDS = 86_400.0
+
+#: How far before its ``wake_at`` a waiting run may be claimed: the task's ``run_after`` is judged by the
+#: worker's clock and the claim by the database's, which may be a little behind. A run claimed before its
+#: time just waits again (the engine wakes nothing early) and is enqueued for the same time.
+CLOCK_SLACK_SECONDS = 5.0
+
+
+def max_retry_delay() -> float | None:
+    """Seconds of backoff one node's retry policy may add up to; ``0`` (or less) turns the cap off."""
+    value = float(getattr(settings, "TRELLIS_RUN_MAX_RETRY_DELAY_SECONDS", DEFAULT_MAX_RETRY_DELAY_SECONDS))
+    return value if value > 0 else None
+
+
+def as_datetime(wake_at: float) -> datetime:
+    """The engine's wake-up time (Unix seconds) as an aware datetime."""
+    return datetime.fromtimestamp(wake_at, UTC)
+
+
+def suspend(run_id: int, owner: str, wake_at: float, **fields: Any) -> str:
+    """Store a run the engine left ``waiting`` (with ``fields``), drop the lease and enqueue its task for
+    ``wake_at``; ``LeaseLost`` (and nothing written) when this worker no longer holds the run."""
+    from designer.runs.recovery import enqueue_execution  # recovery imports the executor's task
+
+    when = as_datetime(wake_at)
+    with transaction.atomic():
+        if not release(run_id, owner, status=Run.Status.WAITING, wake_at=when, **fields):
+            raise LeaseLost(f"run {run_id}: lease lost before the run could wait")
+        enqueue_execution(run_id, run_after=when)
+    return "waiting"
