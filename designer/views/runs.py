@@ -360,6 +360,7 @@ def _detail_context(request: HtmxHttpRequest, run: Run, **extra: Any) -> dict[st
         "frames": _live_frames(inspection.state),
         "damage": damage,
         "final_state": scope_state,
+        "attempt": inspection.state.attempt if inspection.state is not None else 1,
         "event_count": len(events),
         "elapsed_ms": int((now - run.started_at).total_seconds() * 1000) if run.started_at else None,
         "admin_url": _admin_runs_url(request, id__exact=run.pk),

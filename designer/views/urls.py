@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.urls import URLPattern, URLResolver, path
 
-from designer.views import runs, teams
+from designer.views import run_history, runs, teams
 
 urlpatterns: list[URLPattern | URLResolver] = []
 
@@ -50,6 +50,10 @@ urlpatterns += [
     path("runs/<int:run_id>/resume/", runs.run_resume, name="run-resume"),
     path("runs/<int:run_id>/cancel/", runs.run_cancel, name="run-cancel"),
     path("runs/<int:run_id>/delete/", runs.run_delete, name="run-delete"),
+    path("runs/<int:run_id>/redrive/", run_history.run_redrive, name="run-redrive"),
+    path("runs/<int:run_id>/rerun/", run_history.run_rerun, name="run-rerun"),
+    path("runs/<int:run_id>/checkpoints/<int:step>/", run_history.run_checkpoint, name="run-checkpoint"),
+    path("runs/<int:run_id>/checkpoints/<int:step>/fork/", run_history.run_fork, name="run-fork"),
 ]
 
 # --- workflow editor (designer/views/editor.py) ---

@@ -1,0 +1,121 @@
+"""Run page actions on a run's history: redrive, re-run, pick a past checkpoint from the trace, fork from it.
+
+The checkpoint panel opens in the run page's drawer (``#frame-panel``) from a
+step number in the events table, so the trace is the picker. Everything is
+checked by the run services (and through them by the runtime); a refused
+edit re-renders the panel with the error next to the field, 400.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.contrib.auth.decorators import login_required
+from django.http import HttpResponse
+from django.shortcuts import redirect
+from django.template.response import TemplateResponse
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+
+from designer import selectors
+from designer.errors import DesignerError, PermissionDenied
+from designer.permissions import has_role, workflow_role
+from designer.selectors.run_history import checkpoint_detail
+from designer.services import run_history
+from designer.views.htmx import HtmxHttpRequest
+from designer.views.pages import designer_errors, error_message
+from runtime import WorkflowError
+
+
+def _go(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
+    url = reverse("run-detail", args=[run_id])
+    if request.htmx:
+        response = HttpResponse(status=204)
+        response["HX-Redirect"] = url
+        return response
+    return redirect(url)
+
+
+def _json(text: str, field: str) -> tuple[Any, str]:
+    """``(value, "")``, or ``(None, message)`` naming the field and where the JSON breaks."""
+    try:
+        return json.loads(text), ""
+    except ValueError as exc:
+        return None, f"{field} is not valid JSON: {exc}"
+
+
+def _field_errors(exc: DesignerError | WorkflowError) -> list[str]:
+    errors = exc.details.get("errors") if isinstance(exc.details, dict) else None
+    return [f"{e.get('field') or '(root)'}: {e.get('message')}" for e in errors or [] if isinstance(e, dict)]
+
+
+@login_required
+@require_POST
+@designer_errors
+def run_redrive(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
+    run = selectors.get_run(user=request.user, run_id=run_id)
+    run_history.redrive_run(actor=request.user, run=run)
+    return _go(request, run.pk)
+
+
+@login_required
+@require_POST
+@designer_errors
+def run_rerun(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
+    run = selectors.get_run(user=request.user, run_id=run_id)
+    text = request.POST.get("input", "").strip()
+    run_input, problem = _json(text, "input") if text else (None, "")
+    if problem:
+        return HttpResponse(problem, status=400, content_type="text/plain")
+    new = run_history.rerun(actor=request.user, run=run, input=run_input,
+                            version=request.POST.get("version", "same"))
+    return _go(request, new.pk)
+
+
+def _panel(request: HtmxHttpRequest, run: Any, step: int, *, status: int = 200, **extra: Any) -> HttpResponse:
+    if request.htmx and status == 400:
+        status = 200  # htmx swaps no 4xx response; the panel with the error next to the form is the answer
+    row = run_history.kept_checkpoint(run, step)
+    detail = checkpoint_detail(row)
+    context = {
+        "run": run, "cp": detail, "can_run": has_role(workflow_role(request.user, run.workflow), "runner"),
+        "state_text": extra.pop("state_text", None) or json.dumps(detail["state"], indent=2, ensure_ascii=False),
+        **extra,
+    }
+    return TemplateResponse(request, "runs/checkpoint.html", context, status=status)
+
+
+@login_required
+@require_GET
+@designer_errors
+def run_checkpoint(request: HtmxHttpRequest, run_id: int, step: int) -> HttpResponse:
+    """The kept checkpoint after superstep ``step``: state, each live frame's context, and the fork form."""
+    run = selectors.get_run(user=request.user, run_id=run_id)
+    return _panel(request, run, step)
+
+
+@login_required
+@require_POST
+@designer_errors
+def run_fork(request: HtmxHttpRequest, run_id: int, step: int) -> HttpResponse:
+    run = selectors.get_run(user=request.user, run_id=run_id)
+    state_text = request.POST.get("state", "")
+    original = checkpoint_detail(run_history.kept_checkpoint(run, step))["state"]
+    state, problem = _json(state_text, "state") if state_text.strip() else (None, "")
+    answer = None
+    interrupt_id = request.POST.get("interrupt_id", "")
+    if not problem and interrupt_id:
+        value, problem = _json(request.POST.get("answer", "") or "null", "answer")
+        answer = {"interrupt_id": interrupt_id, "value": value, "label": request.POST.get("label") or None}
+    if problem:
+        return _panel(request, run, step, status=400, state_text=state_text, error=problem)
+    try:
+        new = run_history.fork_run(actor=request.user, run=run, step=step,
+                                   state=None if state == original else state, answer=answer)
+    except PermissionDenied:
+        raise
+    except (DesignerError, WorkflowError) as exc:
+        return _panel(request, run, step, status=400, state_text=state_text, error=error_message(exc),
+                      field_errors=_field_errors(exc), interrupt_id=interrupt_id)
+    return _go(request, new.pk)
