@@ -18,6 +18,7 @@ does not slow the next. Timings are printed, never asserted.
 
     python -m bench scale                       # everything (1M takes a minute or two)
     TRELLIS_BENCH_MAX_ITEMS=100000 python -m bench scale   # stop at 100k items
+    TRELLIS_BENCH_SCALE=durable python -m bench scale      # only section 3 (per_item, durable, no_fsync)
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from typing import Any
 
 from bench import _workloads as w
 from bench.bench_engine import Timing, table, timed
-from runtime import Engine, InMemoryCheckpointer, SqliteCheckpointer, Workflow, WorkflowBuilder
+from runtime import Engine, FileCheckpointer, InMemoryCheckpointer, SqliteCheckpointer, Workflow, WorkflowBuilder
 
 SIZES = (1_000, 10_000, 100_000, 1_000_000)
 MEMORY_SIZES = (100_000, 1_000_000)
@@ -186,6 +187,28 @@ def trellis_durable(workflow: Workflow, inputs: list[Any], directory: Path, *, d
     return timed(run, prepare)
 
 
+def file_durable(workflow: Workflow, inputs: list[Any], directory: Path) -> tuple[Timing, Any]:
+    """The same with ``FileCheckpointer(durable=True)``: an append-only log, one write and one fsync per superstep."""
+    registry = w.registry()
+    counter = [0]
+
+    def prepare() -> Engine:
+        counter[0] += 1
+        engine = Engine(registry=registry, checkpointer=FileCheckpointer(directory / f"log{counter[0]}", durable=True))
+        engine.compile(workflow)
+        return engine
+
+    def run(engine: Engine) -> Any:
+        result = None
+        for value in inputs:
+            result = engine.run(workflow, value)
+            if result.status != "completed":
+                raise RuntimeError(f"file log {workflow.id}: {result.status} {result.error}")
+        return result.output if result is not None else None
+
+    return timed(run, prepare)
+
+
 def langgraph_durable(graph: Any, inputs: list[Any], recursion_limit: int, directory: Path, durability: str,
                       *, fsync: bool = True) -> tuple[Timing, Any]:
     import sqlite3
@@ -242,19 +265,21 @@ def section_durable() -> None:
         directory = Path(tmp)
         for label, steps, workflow, inputs, graph, lg_inputs, limit in cases:
             trellis, _ = trellis_durable(workflow, inputs, directory)
+            log, _ = file_durable(workflow, inputs, directory)
             langgraph, _ = langgraph_durable(graph, lg_inputs, limit, directory, "sync")
             lazy, _ = langgraph_durable(graph, lg_inputs, limit, directory, "async")
             ratio = langgraph.wall / trellis.wall
             goal = ("yes" if ratio >= DURABLE_GOAL else "NO") if not label.startswith("(") else "-"
             rows.append([label, f"{steps:,}", f"{trellis.wall / steps * 1e6:,.1f}",
-                         f"{langgraph.wall / steps * 1e6:,.1f}", f"{ratio:,.1f}x", goal,
-                         f"{langgraph.cpu / trellis.cpu:,.1f}x", f"{lazy.wall / steps * 1e6:,.1f}",
+                         f"{log.wall / steps * 1e6:,.1f}",
+                         f"{langgraph.wall / steps * 1e6:,.1f}", f"{ratio:,.1f}x", f"{langgraph.wall / log.wall:,.1f}x",
+                         goal, f"{langgraph.cpu / trellis.cpu:,.1f}x", f"{lazy.wall / steps * 1e6:,.1f}",
                          f"{lazy.wall / trellis.wall:,.1f}x"])
             print(f"  measured {label}", flush=True)
     table("3. Durable checkpointers: Trellis SqliteCheckpointer vs LangGraph SqliteSaver (SQLite WAL, fsync per "
           "commit on both)",
-          ["workload", "steps", "trellis us/step", "langgraph sync us/step", "ratio", "goal met?", "CPU ratio",
-           "langgraph async us/step", "async ratio"], rows,
+          ["workload", "steps", "trellis us/step", "file log us/step", "langgraph sync us/step", "ratio",
+           "ratio vs log", "goal met?", "CPU ratio", "langgraph async us/step", "async ratio"], rows,
           "us/step = wall-clock time / node steps, median of up to 9 runs; ratio = LangGraph / Trellis; goal: "
           f"ratio >= {DURABLE_GOAL:g} against LangGraph durability='sync', the same guarantee as Trellis's durable "
           "mode (a superstep is on disk before the next starts). LangGraph's default, durability='async', writes "
@@ -284,10 +309,15 @@ def section_no_fsync() -> None:
 
 
 def main() -> int:
-    measured = section_per_item()
-    section_memory(measured)
-    section_durable()
-    section_no_fsync()
+    # TRELLIS_BENCH_SCALE=durable,no_fsync runs only those sections (per_item includes memory).
+    wanted = set(os.environ.get("TRELLIS_BENCH_SCALE", "per_item,durable,no_fsync").split(","))
+    if "per_item" in wanted:
+        measured = section_per_item()
+        section_memory(measured)
+    if "durable" in wanted:
+        section_durable()
+    if "no_fsync" in wanted:
+        section_no_fsync()
     return 0
 
 

@@ -297,7 +297,9 @@ def test_a_run_on_the_graph_statuses_loop_counts_and_a_nodes_item(
     expect(drawer.get_by_test_id("run-node-output")).to_contain_text("Bob: 1 x B-1")
     item.select_option(label="customers[0] 'Ada' › orders[1] 'A-2'")
     expect(drawer.get_by_test_id("run-node-output")).to_contain_text("Ada: 1 x A-2")
-    expect(drawer.get_by_test_id("bound-value").first).to_have_text('"Ada"')
+    # the input the engine recorded for that step, as the task received it
+    expect(drawer.get_by_test_id("run-node-input")).to_have_text(re.compile(
+        r'\{\s*"customer": "Ada",\s*"sku": "A-2"\s*\}'))
     editor.page.screenshot(path=artifacts_dir / "editor-run-overlay.png")
     # Esc closes the drawer; "No run shown" takes the overlay away.
     editor.page.keyboard.press("Escape")
