@@ -57,7 +57,9 @@ def test_runs_and_events_are_typed_in_the_schema(cast: Any, api: Any) -> None:
 
 def test_the_schemas_example_document_validates_and_saves(cast: Any, api: Any, workflow: Any) -> None:
     schema = schema_of(api, cast.owner)
-    example = schema["components"]["schemas"]["ValidateRequest"]["properties"]["document"]["example"]
+    document = schema["components"]["schemas"]["ValidateRequest"]["properties"]["document"]
+    assert "#/components/schemas/WorkflowDocument" in str(document)  # the runtime's document schema, by reference
+    example = schema["components"]["schemas"]["WorkflowDocument"]["example"]
     client = api(cast.owner)
     checked = client.post(reverse("api:workflow-validate", args=[workflow.pk]), {"document": example},
                           format="json")
