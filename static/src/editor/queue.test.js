@@ -1,3 +1,4 @@
+// @vitest-environment happy-dom
 import { describe, expect, it } from "vitest";
 
 import { currentRevision, discardQueued, enqueue, setRevision } from "./queue.js";
@@ -33,9 +34,11 @@ describe("the tab's edit queue", () => {
     await expect(fresh).resolves.toBe("fresh");
   });
 
-  it("keeps the revision numeric and ignores a missing one", () => {
+  it("keeps the revision numeric, ignores a missing one and writes it to the page's revision field", () => {
+    document.body.innerHTML = '<input type="hidden" id="editor-revision" value="1">';
     setRevision("7");
     setRevision(null);
     expect(currentRevision()).toBe(7);
+    expect(document.getElementById("editor-revision").value).toBe("7");
   });
 });
