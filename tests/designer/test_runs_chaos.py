@@ -21,6 +21,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -75,12 +76,27 @@ def in_run_transaction(name: str) -> bool:
     return bool(count)
 
 
+def stopped(worker: subprocess.Popen[str]) -> bool:
+    """Whether every thread of ``worker`` is stopped by a signal (state T in /proc)."""
+    states = []
+    for stat in Path(f"/proc/{worker.pid}/task").glob("*/stat"):
+        try:
+            states.append(stat.read_text().rsplit(")", 1)[1].split()[0])
+        except (OSError, IndexError):
+            continue
+    return bool(states) and all(state in {"T", "t", "Z", "X"} for state in states)
+
+
 def freeze_worker(worker: subprocess.Popen[str], name: str, *, in_transaction: bool, attempts: int = 2000) -> int:
     """SIGSTOP ``worker`` at a moment it holds a run (and, with ``in_transaction``, is inside that run's save
     transaction): stop it, look, and let it go on when it is not there yet. The run it stays frozen with."""
     wait_for(lambda: held_run(worker), message=f"{name} to hold a run", worker=worker)  # it has started up
     for _ in range(attempts):
         os.kill(worker.pid, signal.SIGSTOP)
+        # kill() returns before the process has stopped: on another core it can still commit its run's end.
+        # Look only once every thread of it is stopped (and a COMMIT it had already sent has landed).
+        wait_for(lambda: stopped(worker), message=f"{name} to stop", worker=worker)
+        time.sleep(0.05)
         run_id = held_run(worker)
         if run_id is not None and (not in_transaction or in_run_transaction(name)):
             return run_id
@@ -103,7 +119,9 @@ def outcome(client: Any, run_id: int) -> tuple[Any, list[tuple[Any, ...]]]:
 def test_runs_finish_exactly_once_while_workers_are_killed_and_frozen(api: Any, cast: Any, env: dict[str, str],
                                                                        freeze: bool) -> None:
     workflow = workflow_services.create_workflow(actor=cast.owner, team=cast.team, name="Counting",
-                                                 document=counting_document())
+                                                 document=counting_document(blocking=True))
+    # The pause is a step that holds its worker (not the ``wait`` timer): a run must be caught inside a worker,
+    # and a suspension would reset the attempt count this test reads.
     client = api(cast.editor)
     environment = chaos_env(env)
     workers = {f"worker-{n}": start_db_worker(environment, f"worker-{n}") for n in range(4)}
