@@ -22,7 +22,7 @@ from designer.models import Run, RunCheckpoint, WorkflowVersion
 from designer.permissions import require_workflow_role
 from designer.resolvers import TeamVersionResolver
 from designer.runs.checkpointer import checkpoint_state_of, run_id_for
-from designer.runs.inspect import checkpoint_of
+from designer.runs.checkpoints import checkpoint_of
 from designer.runs.pinning import pin_subgraph_versions
 from designer.runs.recovery import enqueue_execution
 from runtime import ForkEdits, ResumeError, RunState, check_fork, check_redrive, check_run_input

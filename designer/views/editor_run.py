@@ -23,7 +23,7 @@ from designer.errors import NotFound
 from designer.models import Run
 from designer.models import Workflow as WorkflowModel
 from designer.permissions import require_workflow_role
-from designer.runs.inspect import damage_of, damages_of
+from designer.runs.checkpoints import damage_of, damages_of
 from designer.selectors.runs import runs_for
 from designer.views.htmx import HtmxHttpRequest
 from designer.views.pages import designer_errors
