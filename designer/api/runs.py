@@ -25,7 +25,7 @@ from designer.api.parsers import LimitedJSONParser
 from designer.api.run_history import urlpatterns as run_history_urls
 from designer.api.schema import JSONObjectField, RequestSerializer, StrictCharField, StrictIntegerField
 from designer.api.serializers import HAS_TEXT
-from designer.errors import BadRequest, NotFound
+from designer.errors import BadRequest, ObjectNotFound
 from designer.filters import RunFilter, apply_filters, openapi_parameters
 from designer.models import Run, RunEvent
 from designer.runs import checkpoints
@@ -225,8 +225,8 @@ class RunPagination(PageNumberPagination):
         try:
             return super().paginate_queryset(queryset, request, view)
         except drf_exceptions.NotFound:
-            raise NotFound("no such page of runs; `pages` in any page says how many there are",
-                           field="page") from None
+            raise ObjectNotFound("no such page of runs; `pages` in any page says how many there are",
+                                 field="page") from None
 
     def get_page_size(self, request: Request) -> int:
         raw = request.query_params.get(self.page_size_query_param or "page_size")
