@@ -21,7 +21,7 @@ from designer.errors import BadRequest, ObjectNotFound, ResumeInvalid, RunConfli
 from designer.models import Run, RunCheckpoint, WorkflowVersion
 from designer.permissions import require_workflow_role
 from designer.resolvers import TeamVersionResolver
-from designer.runs.checkpointer import checkpoint_state_of, run_id_for
+from designer.runs.checkpointer import checkpoint_state_of
 from designer.runs.checkpoints import checkpoint_of
 from designer.runs.pinning import pin_subgraph_versions
 from designer.runs.recovery import enqueue_execution
@@ -62,7 +62,7 @@ def _new_run(*, actor: Any, origin: Run, document: dict[str, Any], version: Work
         input=input, subgraph_versions=pins, status=Run.Status.QUEUED, parent=origin,
         created_by=actor if getattr(actor, "is_authenticated", False) else None, **fields,
     )
-    run.runtime_id = run_id_for(run.pk)
+    run.runtime_id = Run.runtime_id_for(run.pk)
     run.save(update_fields=["runtime_id"])
     enqueue_execution(run.pk)
     run.refresh_from_db()

@@ -20,7 +20,6 @@ from designer.errors import BadRequest, ResumeInvalid, RunConflict
 from designer.models import Run, Workflow
 from designer.permissions import require_own_team_role, require_workflow_role
 from designer.resolvers import TeamVersionResolver
-from designer.runs.checkpointer import run_id_for
 from designer.runs.checkpoints import checkpoint_of
 from designer.runs.lease import lease_is_free
 from designer.runs.pinning import pin_subgraph_versions
@@ -83,7 +82,7 @@ def begin_run(*, workflow: Workflow, input: object, version: object, created_by:
         status=Run.Status.QUEUED,
         created_by=created_by,
     )
-    run.runtime_id = run_id_for(run.pk)
+    run.runtime_id = Run.runtime_id_for(run.pk)
     run.save(update_fields=["runtime_id"])
     enqueue_execution(run.pk)
     run.refresh_from_db()
