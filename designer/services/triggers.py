@@ -27,7 +27,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Max
 from django.utils import timezone
 
-from designer.errors import BadRequest, DesignerError, NotFound, RateLimited
+from designer.errors import BadRequest, DesignerError, ObjectNotFound, RateLimited
 from designer.models import Run, Schedule, TriggerFire, Webhook, Workflow, WorkflowVersion
 from designer.models_access import hash_secret
 from designer.permissions import require_workflow_role
@@ -72,7 +72,7 @@ def _version(workflow: Workflow, version: object) -> WorkflowVersion | None:
     number = parse_id(version)
     found = workflow.versions.filter(number=number).first() if number is not None else None
     if found is None:
-        raise NotFound(f"workflow {workflow.slug!r} has no version {version!r}", field="version")
+        raise ObjectNotFound(f"workflow {workflow.slug!r} has no version {version!r}", field="version")
     return found
 
 
@@ -133,16 +133,16 @@ def revoke_webhook(*, actor: Any, webhook: Webhook) -> Webhook:
 
 
 def call_webhook(*, secret: str, body: object) -> Run:
-    """Start a run from a webhook call. ``NotFound`` for an unknown or revoked secret, ``RateLimited`` past the
+    """Start a run from a webhook call. ``ObjectNotFound`` for an unknown or revoked secret, ``RateLimited`` past the
     webhook's limit, ``BadRequest`` / ``runtime.InputValidationError`` for a body the input schema refuses;
     in every refused case nothing is recorded."""
     if not isinstance(secret, str) or not secret.startswith(PREFIX) or len(secret) > 200:
-        raise NotFound("no such webhook (the URL is wrong, or the webhook was revoked)")
+        raise ObjectNotFound("no such webhook (the URL is wrong, or the webhook was revoked)")
     with transaction.atomic():
         webhook = (Webhook.objects.select_for_update().select_related("workflow")
                    .filter(token_hash=hash_secret(secret), revoked_at__isnull=True).first())
         if webhook is None:
-            raise NotFound("no such webhook (the URL is wrong, or the webhook was revoked)")
+            raise ObjectNotFound("no such webhook (the URL is wrong, or the webhook was revoked)")
         now = timezone.now()
         # The row lock above serialises the calls of one webhook, so counting then inserting cannot overshoot.
         recent = webhook.fires.filter(at__gt=now - RATE_WINDOW).order_by("at").values_list("at", flat=True)
