@@ -25,7 +25,7 @@ from designer.api.schema import (
     StrictIntegerField,
 )
 from designer.api.serializers import HAS_TEXT, ErrorSerializer
-from designer.errors import NotFound
+from designer.errors import ObjectNotFound
 from designer.models import Schedule, Webhook
 from designer.permissions import require_workflow_role
 from designer.services import triggers as trigger_services
@@ -129,7 +129,7 @@ class _Base(APIView):
         found = model.objects.for_user(request.user).filter(workflow=workflow, pk=pk).select_related(
             "workflow", "version").first()
         if found is None:
-            raise NotFound("no such trigger on this workflow", trigger=pk)
+            raise ObjectNotFound("no such trigger on this workflow", trigger=pk)
         return found
 
 

@@ -30,7 +30,7 @@ from django.db.models import Max
 from django.utils import timezone
 
 from designer import webhook_signature as signature
-from designer.errors import BadRequest, DesignerError, NotFound, RateLimited
+from designer.errors import BadRequest, DesignerError, ObjectNotFound, RateLimited
 from designer.models import Run, Schedule, TriggerFire, Webhook, Workflow, WorkflowVersion
 from designer.models_access import hash_secret
 from designer.permissions import require_workflow_role
@@ -75,7 +75,7 @@ def _version(workflow: Workflow, version: object) -> WorkflowVersion | None:
     number = parse_id(version)
     found = workflow.versions.filter(number=number).first() if number is not None else None
     if found is None:
-        raise NotFound(f"workflow {workflow.slug!r} has no version {version!r}", field="version")
+        raise ObjectNotFound(f"workflow {workflow.slug!r} has no version {version!r}", field="version")
     return found
 
 
@@ -162,18 +162,18 @@ def _body(raw: bytes) -> dict[str, Any]:
 
 def call_webhook(*, secret: str, body: bytes, signature_header: str | None = None,
                  now: float | None = None) -> Run:
-    """Start a run from a webhook call whose raw body is ``body``. ``NotFound`` for an unknown or revoked
+    """Start a run from a webhook call whose raw body is ``body``. ``ObjectNotFound`` for an unknown or revoked
     secret, ``webhook_signature.SignatureRefused`` (and subclasses) for a signed webhook's call whose
     signature is missing, wrong or older than the replay window, ``RateLimited`` past the webhook's limit,
     ``BadRequest`` / ``runtime.InputValidationError`` for a body the input schema refuses; in every refused
     case nothing is recorded. ``now`` (Unix seconds) is the clock the signature's timestamp is checked against."""
     if not isinstance(secret, str) or not secret.startswith(PREFIX) or len(secret) > 200:
-        raise NotFound("no such webhook (the URL is wrong, or the webhook was revoked)")
+        raise ObjectNotFound("no such webhook (the URL is wrong, or the webhook was revoked)")
     with transaction.atomic():
         webhook = (Webhook.objects.select_for_update().select_related("workflow")
                    .filter(token_hash=hash_secret(secret), revoked_at__isnull=True).first())
         if webhook is None:
-            raise NotFound("no such webhook (the URL is wrong, or the webhook was revoked)")
+            raise ObjectNotFound("no such webhook (the URL is wrong, or the webhook was revoked)")
         if webhook.mode == Webhook.Mode.SIGNED:
             # Before the rate limit: unsigned calls must not use up the signed callers' budget.
             signature.verify(salt=webhook.signing_salt, header=signature_header, body=body,

@@ -23,7 +23,7 @@ from django.views.decorators.http import require_GET, require_POST
 from designer import selectors
 from designer import webhook_signature as signature
 from designer.document_diff import diff, node_marks, route_target
-from designer.errors import DesignerError, NotFound, RateLimited, RevisionConflict
+from designer.errors import DesignerError, ObjectNotFound, RateLimited, RevisionConflict
 from designer.models import Schedule, TriggerFire, Webhook
 from designer.models import Workflow as WorkflowModel
 from designer.permissions import has_role, require_workflow_role, role_of
@@ -242,7 +242,7 @@ def webhook_create(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
 def _trigger(model: type[Any], request: HtmxHttpRequest, workflow: WorkflowModel, pk: int) -> Any:
     found = model.objects.for_user(request.user).filter(workflow=workflow, pk=pk).first()
     if found is None:
-        raise NotFound("no such trigger on this workflow")
+        raise ObjectNotFound("no such trigger on this workflow")
     return found
 
 
