@@ -1,4 +1,4 @@
-"""Runs API (contract: API.md, "Runs"): start, list, detail, events, frame context, resume, cancel, delete.
+"""Runs API (contract: the OpenAPI schema): start, list, detail, events, frame context, resume, cancel, delete.
 
 Views only parse, call a selector or service, and render. Everything derived
 from a RunState (progress per foreach activation, live frames, a frame's
