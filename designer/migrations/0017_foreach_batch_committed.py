@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('designer', '0015_run_wake_at'),
+        ('designer', '0016_webhook_signed_mode'),
     ]
 
     operations = [
