@@ -71,7 +71,7 @@ def run_rerun(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
     if not problem:
         try:
             new = run_history.rerun(actor=request.user, run=run, input=run_input, version=version)
-        except PermissionDenied:
+        except ActionForbidden:
             raise
         except (DesignerError, WorkflowError) as exc:
             problem, field_errors = error_message(exc), _field_errors(exc)
