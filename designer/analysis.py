@@ -17,7 +17,7 @@ from pydantic import ValidationError
 
 from designer import catalog
 from designer.conf import trellis
-from designer.errors import DocumentInvalid, DocumentTooLarge, NotFound
+from designer.errors import DocumentInvalid, DocumentTooLarge, ObjectNotFound
 from designer.models import Team, WorkflowVersion
 from designer.resolvers import TeamVersionResolver
 from designer.runs.waiting import max_retry_delay
@@ -165,7 +165,7 @@ def node_report(analysis: Any, node_id: str, *, field: str | None = None, want: 
     ``show_all``; then every option is listed and incompatible ones say so.
     """
     if node_id not in {node.id for node in analysis.workflow.nodes}:
-        raise NotFound(f"the workflow has no node {node_id!r}", node_id=node_id)
+        raise ObjectNotFound(f"the workflow has no node {node_id!r}", node_id=node_id)
     report: dict[str, Any] = {
         "node_id": node_id,
         "reachable": node_id in analysis.reachable,

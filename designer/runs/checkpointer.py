@@ -141,7 +141,7 @@ def run_state_of(run: Run) -> dict[str, Any] | None:
     """The run's latest checkpoint as complete RunState JSON (items included), or None before the first one.
     ``CorruptRunStateError`` when the stored value is not a JSON object or a part it needs is not stored
     (a damaged checkpoint is never taken for "no checkpoint yet", which would start the run over).
-    Not checked further: ``designer.runs.inspect.checkpoint_of`` is the checked read."""
+    Not checked further: ``designer.runs.checkpoints.checkpoint_of`` is the checked read."""
     if run.run_state is None:
         return None
     if not isinstance(run.run_state, dict):

@@ -24,7 +24,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from designer.conf import trellis
-from designer.errors import BadRequest, InvitationClosed, NotFound
+from designer.errors import BadRequest, InvitationClosed, ObjectNotFound
 from designer.models import Invitation, Membership, Team
 from designer.models_access import hash_secret, new_secret
 from designer.permissions import require_role
@@ -115,7 +115,7 @@ def _locked(invitation: Invitation) -> Invitation:
 
 def _check_answerable(invitation: Invitation, actor: Any) -> None:
     if invitation.user_id is not None and invitation.user_id != getattr(actor, "pk", None):
-        raise NotFound("this invitation does not exist or is not for you", invitation=invitation.pk)
+        raise ObjectNotFound("this invitation does not exist or is not for you", invitation=invitation.pk)
     if invitation.status != Invitation.Status.PENDING:
         raise InvitationClosed(f"this invitation was already {invitation.status}", status=invitation.status)
     if invitation.expires_at <= timezone.now():
@@ -162,7 +162,7 @@ def revoke_invitation(*, actor: Any, team: Team, invitation_id: object) -> Invit
     try:
         locked = Invitation.objects.select_for_update().get(team=team, pk=parse_id(invitation_id))
     except Invitation.DoesNotExist:
-        raise NotFound("this team has no such invitation", invitation=invitation_id) from None
+        raise ObjectNotFound("this team has no such invitation", invitation=invitation_id) from None
     if locked.status != Invitation.Status.PENDING:
         raise InvitationClosed(f"this invitation was already {locked.status}", status=locked.status)
     locked.status, locked.responded_at = Invitation.Status.REVOKED, timezone.now()
