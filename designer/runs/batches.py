@@ -34,12 +34,12 @@ from datetime import timedelta
 from typing import Any
 
 import pydantic_core
-from django.conf import settings
 from django.db import transaction
 from django.db.models import Count, F, Q, Sum
 from django.utils import timezone
 
 from designer import catalog
+from designer.conf import trellis
 from designer.models import ForeachBatch, ForeachBatchItem, Run
 from designer.resolvers import TeamVersionResolver
 from designer.runs import queue, steps
@@ -59,21 +59,12 @@ from runtime import DistributedForeach, Engine, ForeachNode, ItemOutcome
 
 logger = logging.getLogger("designer.runs")
 
-DEFAULT_DISTRIBUTE_ABOVE = 1000
 LIVE = (ForeachBatch.Status.QUEUED, ForeachBatch.Status.RUNNING)
-
-
-def distribute_above() -> int:
-    return int(getattr(settings, "TRELLIS_FOREACH_DISTRIBUTE_ABOVE", DEFAULT_DISTRIBUTE_ABOVE))
 
 
 def distribute(node: ForeachNode, items: int) -> bool:
     """The engine's ``distribute`` policy: above the server's threshold (the node must set a batch size)."""
-    return items > distribute_above()
-
-
-def commit_seconds() -> float:
-    return float(getattr(settings, "TRELLIS_BATCH_COMMIT_SECONDS", 0.5))
+    return items > trellis.FOREACH_DISTRIBUTE_ABOVE
 
 
 def plan_batches(run_id: int, waiting: Iterable[DistributedForeach]) -> int:
@@ -167,7 +158,7 @@ class Committer:
 
     def add(self, ended: tuple[ItemOutcome, ...]) -> None:
         self.buffer.extend(ended)
-        if time.monotonic() - self.last >= commit_seconds():
+        if time.monotonic() - self.last >= trellis.BATCH_COMMIT_SECONDS:
             self.flush()
 
     def flush(self) -> None:
@@ -235,7 +226,6 @@ def _fail_uncommitted(batch: ForeachBatch, error: dict[str, Any]) -> None:
 
 def execute_batch(batch_id: int) -> str:
     """Run one batch if no other worker holds it; ``done``, ``cancelled``, ``skipped`` or ``lease-lost``."""
-    from designer.runs.executor import max_attempts, max_steps
 
     owner = new_owner_id()
     batch = claim(batch_id, owner)
@@ -246,7 +236,7 @@ def execute_batch(batch_id: int) -> str:
         if run.status != Run.Status.WAITING or run.cancel_requested:
             _finish(batch, owner, "cancelled")
             return "cancelled"
-        if batch.attempts > max_attempts():
+        if batch.attempts > trellis.RUN_MAX_ATTEMPTS:
             logger.error("foreach batch %s of run %s: giving up after %d attempts", batch.pk, run.pk,
                          batch.attempts - 1)
             with transaction.atomic():
@@ -266,7 +256,7 @@ def execute_batch(batch_id: int) -> str:
                     registry=catalog.registry(),
                     workflows=PinnedResolver(TeamVersionResolver(run.team_id), run.subgraph_versions),
                     should_cancel=CancelCheck(run.pk),
-                    max_steps=max_steps(), keep_trace=0, **steps.engine_options())
+                    max_steps=trellis.RUN_MAX_STEPS, keep_trace=0, **steps.engine_options())
                 with engine:
                     result = engine.run_batch(checkpoint or {}, batch.activation_id, left, workflow=run.document,
                                               on_items=committer.add)

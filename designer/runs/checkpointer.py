@@ -34,10 +34,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pydantic_core
-from django.conf import settings
 from django.db import transaction
 from django.db.models import F
 
+from designer.conf import trellis
 from designer.models import Run, RunCheckpoint, RunEvent, RunStatePart, Team
 from designer.runs.lease import LeaseLost, expiry_in, lease_seconds
 from runtime import (
@@ -57,7 +57,7 @@ _SETTING = object()
 
 def history_policy() -> HistoryPolicy | None:
     """``TRELLIS_CHECKPOINT_HISTORY`` as a policy (None: keep no past checkpoints)."""
-    return HistoryPolicy.parse(getattr(settings, "TRELLIS_CHECKPOINT_HISTORY", "all"))
+    return trellis.CHECKPOINT_HISTORY
 
 
 def checkpoint_state_of(row: RunCheckpoint) -> dict[str, Any]:
