@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.core.mail import send_mail
@@ -24,6 +23,7 @@ from django.db.models import Q
 from django.urls import reverse
 from django.utils import timezone
 
+from designer.conf import trellis
 from designer.errors import BadRequest, InvitationClosed, ObjectNotFound
 from designer.models import Invitation, Membership, Team
 from designer.models_access import hash_secret, new_secret
@@ -41,7 +41,7 @@ class SentInvitation:
 
 
 def invitation_days() -> int:
-    return int(getattr(settings, "TRELLIS_INVITATION_DAYS", 14))
+    return trellis.INVITATION_DAYS
 
 
 def _clean_invitee(text: object) -> str:

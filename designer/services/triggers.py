@@ -24,12 +24,12 @@ from typing import Any, Final
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
 from cronsim import CronSim, CronSimError
-from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import Max
 from django.utils import timezone
 
 from designer import webhook_signature as signature
+from designer.conf import trellis
 from designer.errors import BadRequest, DesignerError, ObjectNotFound, RateLimited
 from designer.models import Run, Schedule, TriggerFire, Webhook, Workflow, WorkflowVersion
 from designer.models_access import hash_secret
@@ -51,7 +51,7 @@ MAX_CATCH_UP: Final[int] = 100
 
 def grace() -> timedelta:
     """How late a tick may fire and still count as on time (a busy queue); later, the missed policy decides."""
-    return timedelta(seconds=float(getattr(settings, "TRELLIS_SCHEDULE_GRACE_SECONDS", 60)))
+    return timedelta(seconds=trellis.SCHEDULE_GRACE_SECONDS)
 
 
 # --- shared checks ---------------------------------------------------------------------------
