@@ -25,37 +25,23 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
 from designer import catalog
+from designer.conf import trellis
 from designer.models import Run, RunCheckpoint
 from designer.resolvers import TeamVersionResolver
 from designer.runs import batches, steps, waiting
-from designer.runs.checkpointer import OrmCheckpointer, checkpoint_state_of, run_id_for, run_state_of
+from designer.runs.checkpointer import OrmCheckpointer, checkpoint_state_of, run_state_of
 from designer.runs.lease import Heartbeat, LeaseLost, claim, new_owner_id, release
 from designer.runs.pinning import PinnedResolver
 from runtime import CheckpointNotFoundError, Engine, RunResult, RunState, WorkflowError, distributed_foreach
 
 logger = logging.getLogger("designer.runs")
 
-DEFAULT_MAX_ATTEMPTS = 5
-DEFAULT_MAX_STEPS = 100_000
-
 #: Engine outcomes; each is also the name of the Run status it ends in.
 OUTCOMES = frozenset({"completed", "failed", "interrupted", "cancelled", "waiting"})
-
-
-def max_attempts() -> int:
-    """How many workers may start a run before it is failed: a run that kills every worker that touches it
-    (a task that exhausts memory, say) must not be recovered forever."""
-    return int(getattr(settings, "TRELLIS_RUN_MAX_ATTEMPTS", DEFAULT_MAX_ATTEMPTS))
-
-
-def max_steps() -> int:
-    """Supersteps one run may take: a document whose routes cycle forever fails instead of holding a worker."""
-    return int(getattr(settings, "TRELLIS_RUN_MAX_STEPS", DEFAULT_MAX_STEPS))
 
 
 def interrupt_records(result: RunResult) -> list[dict[str, Any]]:
@@ -108,7 +94,7 @@ class Execution:
             workflows=PinnedResolver(TeamVersionResolver(run.team_id), run.subgraph_versions),
             checkpointer=self.checkpointer,
             should_cancel=self._should_cancel,
-            max_steps=max_steps(),
+            max_steps=trellis.RUN_MAX_STEPS,
             keep_trace=0,  # the checkpointer stores every event; holding them too would grow with the run
             distribute=batches.distribute,
             # A backoff or a wait step suspends the run (designer.runs.waiting): no worker sleeps for it.
@@ -121,7 +107,7 @@ class Execution:
             if checkpoint is None and self.fork is not None:
                 return self._start_fork(engine)
             if checkpoint is None:
-                return engine.run(run.document, run.input, run_id=run.runtime_id or run_id_for(run.pk))
+                return engine.run(run.document, run.input, run_id=run.runtime_id or Run.runtime_id_for(run.pk))
             if self.redrive and checkpoint.get("status") == "failed":
                 return engine.redrive(checkpoint, workflow=run.document)
             if self.resume is not None:
@@ -144,7 +130,7 @@ class Execution:
         if row is None:
             raise CheckpointNotFoundError(f"run {run.parent_id} no longer keeps its checkpoint after superstep "
                                           f"{request.get('step')} to fork from", step=request.get("step"))
-        return engine.fork(checkpoint_state_of(row), run_id=run.runtime_id or run_id_for(run.pk),
+        return engine.fork(checkpoint_state_of(row), run_id=run.runtime_id or Run.runtime_id_for(run.pk),
                            state=request.get("state"), answer=request.get("answer"), workflow=run.document)
 
     def finish(self, result: RunResult) -> str:
@@ -198,15 +184,17 @@ def execute(run_id: int) -> str:
     if run is None:
         return "skipped"
     execution = Execution(run, owner)
-    if run.attempts > max_attempts():
+    # A run that kills every worker that touches it (a task that exhausts memory, say) must not be
+    # recovered forever.
+    if run.attempts > trellis.RUN_MAX_ATTEMPTS:
         logger.error("run %s: giving up after %d attempts", run_id, run.attempts - 1)
         release(run.pk, owner, status="failed", finished_at=timezone.now(),
                 error={"code": "run.attempts_exhausted",
                        "message": f"{run.attempts - 1} workers stopped while executing this run; giving up"})
         return "failed"
     if run.runtime_id is None:
-        Run.objects.filter(pk=run.pk).update(runtime_id=run_id_for(run.pk))
-        run.runtime_id = run_id_for(run.pk)
+        Run.objects.filter(pk=run.pk).update(runtime_id=Run.runtime_id_for(run.pk))
+        run.runtime_id = Run.runtime_id_for(run.pk)
     try:
         with Heartbeat(run.pk, owner):
             result = execution.drive()
