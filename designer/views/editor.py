@@ -18,6 +18,7 @@ from django.http import HttpResponse
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
+from django_htmx.http import reswap, retarget, trigger_client_event
 
 from designer import analysis as doc_analysis
 from designer import schema_builder as sb
@@ -238,9 +239,9 @@ def _children(workflow: WorkflowModel) -> list[dict[str, Any]]:
 
 
 def _triggers(response: HttpResponse, **events: dict[str, Any]) -> HttpResponse:
-    if events:
-        response["HX-Trigger"] = json.dumps({f"trellis:{name.replace('_', '-')}": detail
-                                             for name, detail in events.items()})
+    """Raise ``trellis:<name>`` (underscores as dashes) in the browser for each event, with its detail."""
+    for name, detail in events.items():
+        trigger_client_event(response, f"trellis:{name.replace('_', '-')}", detail)
     return response
 
 
@@ -415,8 +416,7 @@ def _save_schema(request: HtmxHttpRequest, loaded: Loaded, key: str, node_id: st
     saved = committed.saved
     fresh = _load(request, loaded.workflow.pk, workflow=saved.workflow, analysis=saved.analysis)
     response = TemplateResponse(request, f"{TEMPLATE}#inspector", _inspector_context(fresh, node_id))
-    response["HX-Retarget"] = "#inspector"
-    response["HX-Reswap"] = "innerHTML"
+    response = reswap(retarget(response, "#inspector"), "innerHTML")
     return _triggers(response, document_changed={"revision": saved.workflow.revision, "node": node_id,
                                                   "undo": committed.applied.undo})
 

@@ -17,6 +17,7 @@ from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
+from django_htmx.http import HttpResponseClientRedirect
 
 from designer import selectors
 from designer.errors import ActionForbidden, BadRequest, DesignerError
@@ -31,11 +32,7 @@ from runtime import WorkflowError
 
 def _go(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
     url = reverse("run-detail", args=[run_id])
-    if request.htmx:
-        response = HttpResponse(status=204)
-        response["HX-Redirect"] = url
-        return response
-    return redirect(url)
+    return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
 
 
 def _json(text: str, field: str) -> tuple[Any, str]:
