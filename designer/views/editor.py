@@ -24,6 +24,7 @@ from designer import analysis as doc_analysis
 from designer import schema_builder as sb
 from designer import selectors
 from designer.errors import BadRequest, DesignerError, RevisionConflict
+from designer.json_text import pretty_json
 from designer.models import Workflow as WorkflowModel
 from designer.permissions import has_role, require_workflow_role, role_of
 from designer.services import workflows as workflow_services
@@ -200,7 +201,7 @@ def schema_builder_context(loaded: Loaded, key: str, node_id: str | None, *, tre
         row["error"] = error if error_fid == row["id"] else names.get(row["id"], "")
     return {
         "key": key, "node": node_id or "", "title": SCHEMA_TITLES[key], "hint": SCHEMA_HINTS[key],
-        "rows": rows, "json": json.dumps(sb.schema_of(tree), indent=2, ensure_ascii=False),
+        "rows": rows, "json": pretty_json(sb.schema_of(tree)),
         "error": error if not error_fid else "", "types": sb.TYPES, "sample": sample,
         "dom_id": f"builder-{key}" + (f"-{node_id}" if node_id else ""), "has_problems": bool(problems),
         "dirty": dirty,
