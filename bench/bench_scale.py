@@ -24,6 +24,7 @@ does not slow the next. Timings are printed, never asserted.
 from __future__ import annotations
 
 import gc
+import itertools
 import json
 import os
 import resource
@@ -164,48 +165,19 @@ def section_memory(measured: dict[tuple[str, int], dict[str, Any]]) -> None:
 
 def trellis_durable(workflow: Workflow, inputs: list[Any], directory: Path, *, durable: bool = True
                     ) -> tuple[Timing, Any]:
-    registry = w.registry()
-    counter = [0]
-
-    def prepare() -> Engine:
-        counter[0] += 1
-        engine = Engine(registry=registry,
-                        checkpointer=SqliteCheckpointer(directory / f"trellis{counter[0]}.sqlite3",
-                                                        durable=durable))
-        engine.compile(workflow)
-        return engine
-
-    def run(engine: Engine) -> Any:
-        result = None
-        for value in inputs:
-            result = engine.run(workflow, value)
-            if result.status != "completed":
-                raise RuntimeError(f"trellis {workflow.id}: {result.status} {result.error}")
-        engine.checkpointer.close()
-        return result.output if result is not None else None
-
+    databases = itertools.count(1)
+    prepare, run = w.trellis_runs(
+        workflow, inputs,
+        lambda: SqliteCheckpointer(directory / f"trellis{next(databases)}.sqlite3", durable=durable),
+        close=SqliteCheckpointer.close)
     return timed(run, prepare)
 
 
 def file_durable(workflow: Workflow, inputs: list[Any], directory: Path) -> tuple[Timing, Any]:
     """The same with ``FileCheckpointer(durable=True)``: an append-only log, one write and one fsync per superstep."""
-    registry = w.registry()
-    counter = [0]
-
-    def prepare() -> Engine:
-        counter[0] += 1
-        engine = Engine(registry=registry, checkpointer=FileCheckpointer(directory / f"log{counter[0]}", durable=True))
-        engine.compile(workflow)
-        return engine
-
-    def run(engine: Engine) -> Any:
-        result = None
-        for value in inputs:
-            result = engine.run(workflow, value)
-            if result.status != "completed":
-                raise RuntimeError(f"file log {workflow.id}: {result.status} {result.error}")
-        return result.output if result is not None else None
-
+    logs = itertools.count(1)
+    prepare, run = w.trellis_runs(workflow, inputs, lambda: FileCheckpointer(directory / f"log{next(logs)}",
+                                                                             durable=True), who="file log")
     return timed(run, prepare)
 
 
