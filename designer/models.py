@@ -435,6 +435,9 @@ class ForeachBatch(models.Model):
     lease_owner = models.CharField(max_length=200, blank=True, default="")
     lease_expires_at = models.DateTimeField(null=True, blank=True)
     attempts = models.PositiveIntegerField(default=0)
+    #: How many of its items have a ``ForeachBatchItem`` (result or error), written in the transaction that
+    #: commits them: the run page's progress reads this, never a COUNT over the items.
+    committed = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 

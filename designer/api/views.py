@@ -1,4 +1,4 @@
-"""REST endpoints (contract: API.md). Each view parses with a serializer, calls a
+"""REST endpoints (contract: the OpenAPI schema at /api/schema/). Each view parses with a serializer, calls a
 selector or a service, and renders; rules live in services, scoping in selectors."""
 
 from __future__ import annotations

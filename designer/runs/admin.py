@@ -16,7 +16,7 @@ from django.utils.html import format_html
 
 from designer.errors import DesignerError
 from designer.models import Run, RunEvent
-from designer.runs.inspect import checkpoint_of, damage_of, damages_of
+from designer.runs.checkpoints import checkpoint_of, damage_of, damages_of
 from runtime import CorruptRunStateError
 
 

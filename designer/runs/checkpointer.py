@@ -34,10 +34,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pydantic_core
-from django.conf import settings
 from django.db import transaction
 from django.db.models import F
 
+from designer.conf import trellis
 from designer.models import Run, RunCheckpoint, RunEvent, RunStatePart, Team
 from designer.runs.lease import LeaseLost, expiry_in, lease_seconds
 from runtime import (
@@ -60,7 +60,7 @@ _SETTING = object()
 
 def history_policy() -> HistoryPolicy | None:
     """``TRELLIS_CHECKPOINT_HISTORY`` as a policy (None: keep no past checkpoints)."""
-    return HistoryPolicy.parse(getattr(settings, "TRELLIS_CHECKPOINT_HISTORY", "all"))
+    return trellis.CHECKPOINT_HISTORY
 
 
 def checkpoint_state_of(row: RunCheckpoint) -> dict[str, Any]:
@@ -141,7 +141,7 @@ def run_state_of(run: Run) -> dict[str, Any] | None:
     """The run's latest checkpoint as complete RunState JSON (items included), or None before the first one.
     ``CorruptRunStateError`` when the stored value is not a JSON object or a part it needs is not stored
     (a damaged checkpoint is never taken for "no checkpoint yet", which would start the run over).
-    Not checked further: ``designer.runs.inspect.checkpoint_of`` is the checked read."""
+    Not checked further: ``designer.runs.checkpoints.checkpoint_of`` is the checked read."""
     if run.run_state is None:
         return None
     if not isinstance(run.run_state, dict):

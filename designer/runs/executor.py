@@ -25,11 +25,11 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
 from designer import catalog
+from designer.conf import trellis
 from designer.models import Run, RunCheckpoint
 from designer.resolvers import TeamVersionResolver
 from designer.runs import batches, steps, waiting
@@ -40,22 +40,8 @@ from runtime import CheckpointNotFoundError, Engine, RunResult, RunState, Workfl
 
 logger = logging.getLogger("designer.runs")
 
-DEFAULT_MAX_ATTEMPTS = 5
-DEFAULT_MAX_STEPS = 100_000
-
 #: Engine outcomes; each is also the name of the Run status it ends in.
 OUTCOMES = frozenset({"completed", "failed", "interrupted", "cancelled", "waiting"})
-
-
-def max_attempts() -> int:
-    """How many workers may start a run before it is failed: a run that kills every worker that touches it
-    (a task that exhausts memory, say) must not be recovered forever."""
-    return int(getattr(settings, "TRELLIS_RUN_MAX_ATTEMPTS", DEFAULT_MAX_ATTEMPTS))
-
-
-def max_steps() -> int:
-    """Supersteps one run may take: a document whose routes cycle forever fails instead of holding a worker."""
-    return int(getattr(settings, "TRELLIS_RUN_MAX_STEPS", DEFAULT_MAX_STEPS))
 
 
 def interrupt_records(result: RunResult) -> list[dict[str, Any]]:
@@ -108,7 +94,7 @@ class Execution:
             workflows=PinnedResolver(TeamVersionResolver(run.team_id), run.subgraph_versions),
             checkpointer=self.checkpointer,
             should_cancel=self._should_cancel,
-            max_steps=max_steps(),
+            max_steps=trellis.RUN_MAX_STEPS,
             keep_trace=0,  # the checkpointer stores every event; holding them too would grow with the run
             distribute=batches.distribute,
             # A backoff or a wait step suspends the run (designer.runs.waiting): no worker sleeps for it.
@@ -198,7 +184,9 @@ def execute(run_id: int) -> str:
     if run is None:
         return "skipped"
     execution = Execution(run, owner)
-    if run.attempts > max_attempts():
+    # A run that kills every worker that touches it (a task that exhausts memory, say) must not be
+    # recovered forever.
+    if run.attempts > trellis.RUN_MAX_ATTEMPTS:
         logger.error("run %s: giving up after %d attempts", run_id, run.attempts - 1)
         release(run.pk, owner, status="failed", finished_at=timezone.now(),
                 error={"code": "run.attempts_exhausted",

@@ -17,12 +17,12 @@ from typing import Any
 from django.db import transaction
 
 from designer.analysis import analyze_document, dump_document, parse_document
-from designer.errors import BadRequest, NotFound, ResumeInvalid, RunConflict
+from designer.errors import BadRequest, ObjectNotFound, ResumeInvalid, RunConflict
 from designer.models import Run, RunCheckpoint, WorkflowVersion
 from designer.permissions import require_workflow_role
 from designer.resolvers import TeamVersionResolver
 from designer.runs.checkpointer import checkpoint_state_of, run_id_for
-from designer.runs.inspect import checkpoint_of
+from designer.runs.checkpoints import checkpoint_of
 from designer.runs.pinning import pin_subgraph_versions
 from designer.runs.recovery import enqueue_execution
 from runtime import ForkEdits, ResumeError, RunState, check_fork, check_redrive, check_run_input
@@ -99,15 +99,15 @@ def rerun(*, actor: Any, run: Run, input: object = None, version: object = "same
 
 
 def kept_checkpoint(run: Run, step: object) -> RunCheckpoint:
-    """The kept checkpoint of ``run`` after superstep ``step``; ``NotFound`` naming the steps that are kept."""
+    """The kept checkpoint of ``run`` after superstep ``step``; ``ObjectNotFound`` naming the steps that are kept."""
     if isinstance(step, bool) or not isinstance(step, int) or step < 0:
         raise BadRequest("step is the number of a superstep of the run (0 or more)", field="step")
     row = RunCheckpoint.objects.filter(run=run, step=step).first()
     if row is None:
         kept = list(RunCheckpoint.objects.filter(run=run).values_list("step", flat=True))
         shown = f"{kept[0]}..{kept[-1]}" if kept else "none"
-        raise NotFound(f"run {run.pk} keeps no checkpoint after superstep {step} (kept: {shown}; "
-                       "TRELLIS_CHECKPOINT_HISTORY sets how many are kept)", step=step, field="step")
+        raise ObjectNotFound(f"run {run.pk} keeps no checkpoint after superstep {step} (kept: {shown}; "
+                             "TRELLIS_CHECKPOINT_HISTORY sets how many are kept)", step=step, field="step")
     return row
 
 

@@ -21,7 +21,7 @@ from designer.models import Run, Workflow
 from designer.permissions import require_own_team_role, require_workflow_role
 from designer.resolvers import TeamVersionResolver
 from designer.runs.checkpointer import run_id_for
-from designer.runs.inspect import checkpoint_of
+from designer.runs.checkpoints import checkpoint_of
 from designer.runs.lease import lease_is_free
 from designer.runs.pinning import pin_subgraph_versions
 from designer.runs.recovery import enqueue_execution

@@ -19,7 +19,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from designer import selectors
-from designer.errors import DesignerError, PermissionDenied
+from designer.errors import ActionForbidden, DesignerError
 from designer.permissions import has_role, workflow_role
 from designer.selectors.run_history import checkpoint_detail
 from designer.services import run_history
@@ -113,7 +113,7 @@ def run_fork(request: HtmxHttpRequest, run_id: int, step: int) -> HttpResponse:
     try:
         new = run_history.fork_run(actor=request.user, run=run, step=step,
                                    state=None if state == original else state, answer=answer)
-    except PermissionDenied:
+    except ActionForbidden:
         raise
     except (DesignerError, WorkflowError) as exc:
         return _panel(request, run, step, status=400, state_text=state_text, error=error_message(exc),

@@ -24,13 +24,13 @@ from django.utils.dateparse import parse_datetime
 from django.views.decorators.http import require_GET, require_POST
 
 from designer import selectors
-from designer.errors import DesignerError, NotFound, PermissionDenied
+from designer.errors import ActionForbidden, DesignerError, ObjectNotFound
 from designer.filters import RunFilter, apply_filters
 from designer.models import Run, RunEvent, Team, Workflow
 from designer.permissions import has_role, require_workflow_role, role_of, workflow_role
 from designer.run_overlay import item_label
 from designer.runs.batches import batch_progress
-from designer.runs.inspect import damage_of, damages_of
+from designer.runs.checkpoints import damage_of, damages_of
 from designer.services import runs as run_services
 from designer.untrusted import parse_id
 from designer.views.htmx import HtmxHttpRequest
@@ -240,7 +240,7 @@ def run_start(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
     if not form.has_errors:
         try:
             run = run_services.start_run(actor=request.user, workflow=workflow, input=value, version=version)
-        except PermissionDenied:
+        except ActionForbidden:
             raise
         except (DesignerError, WorkflowError) as exc:
             message, fields, diagnostics = _error_details(exc)
@@ -309,7 +309,7 @@ def _counters(run: Run) -> dict[str, Any]:
             parent_index=entry.get("parent_index") if isinstance(entry.get("parent_index"), int) else None))
     if run.status == Run.Status.WAITING:
         # A distributed foreach's items are committed by its batches, not by the run's checkpoints.
-        # (A COUNT over the activation's committed items: indexed, but not constant like the rest.)
+        # (One aggregate over the batch rows' counters: the same query whatever the number of items.)
         batches = batch_progress(run.pk)
         for row in rows:
             if row.activation_id in batches:
@@ -500,7 +500,7 @@ def run_frame(request: HtmxHttpRequest, run_id: int, frame_id: str) -> HttpRespo
         return _damaged(request, run)
     events = list(run.events.filter(frame_id=frame_id).order_by("seq")[:200])
     if not events and (inspection.state is None or frame_id not in inspection.state.frames):
-        raise NotFound(f"run {run.pk} has no frame {frame_id!r}")
+        raise ObjectNotFound(f"run {run.pk} has no frame {frame_id!r}")
     live = context_of(inspection.state, frame_id)
     frame = inspection.state.frames.get(frame_id) if inspection.state else None
     first = events[0] if events else None
@@ -551,7 +551,7 @@ def run_resume(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
         try:
             run = run_services.resume_run(actor=request.user, run=run, interrupt_id=interrupt_id, value=value,
                                           label=label)
-        except PermissionDenied:
+        except ActionForbidden:
             raise
         except (DesignerError, WorkflowError) as exc:
             message, fields, _ = _error_details(exc)
@@ -579,7 +579,7 @@ def run_cancel(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
     run = selectors.get_run(user=request.user, run_id=run_id)
     try:
         run = run_services.cancel_run(actor=request.user, run=run)
-    except PermissionDenied:
+    except ActionForbidden:
         raise
     except DesignerError as exc:
         return _after_action(request, run, notice=error_message(exc))
@@ -594,7 +594,7 @@ def run_delete(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
     run = selectors.get_run(user=request.user, run_id=run_id)
     try:
         run_services.delete_run(actor=request.user, run=run)
-    except PermissionDenied:
+    except ActionForbidden:
         raise
     except DesignerError as exc:
         return _after_action(request, run, notice=error_message(exc))
