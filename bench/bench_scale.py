@@ -26,6 +26,7 @@ does not slow the next. Timings are printed, never asserted.
 from __future__ import annotations
 
 import gc
+import itertools
 import json
 import os
 import resource
@@ -169,31 +170,22 @@ def trellis_durable(workflow: Workflow, inputs: list[Any], directory: Path, *, d
                     batches: list[tuple[int, int]] | None = None) -> tuple[Timing, Any]:
     """Trellis with ``SqliteCheckpointer`` (``store="sqlite"``) or ``FileCheckpointer`` (``"file"``) in the given
     durability mode; ``batches`` collects (commits, saves) of each run's background writer (``"batched"``)."""
-    registry = w.registry()
-    counter = [0]
+    numbers = itertools.count(1)
+    mode: Any = durability or ("sync" if durable else "off")
 
-    def prepare() -> Engine:
-        counter[0] += 1
-        mode: Any = durability or ("sync" if durable else "off")
-        checkpointer: Any = (
-            SqliteCheckpointer(directory / f"trellis{counter[0]}.sqlite3", durability=mode) if store == "sqlite"
-            else FileCheckpointer(directory / f"log{counter[0]}", durability=mode))
-        engine = Engine(registry=registry, checkpointer=checkpointer)
-        engine.compile(workflow)
-        return engine
+    def checkpointer() -> Any:
+        if store == "sqlite":
+            return SqliteCheckpointer(directory / f"trellis{next(numbers)}.sqlite3", durability=mode)
+        return FileCheckpointer(directory / f"log{next(numbers)}", durability=mode)
 
-    def run(engine: Engine) -> Any:
-        result = None
-        for value in inputs:
-            result = engine.run(workflow, value)
-            if result.status != "completed":
-                raise RuntimeError(f"trellis {store} {workflow.id}: {result.status} {result.error}")
-        writer = engine.checkpointer._writer
+    def close(used: Any) -> None:
+        writer = used._writer
         if writer is not None and batches is not None:
+            used.flush()
             batches.append((writer.batches, writer.records))
-        engine.checkpointer.close()
-        return result.output if result is not None else None
+        used.close()
 
+    prepare, run = w.trellis_runs(workflow, inputs, checkpointer, who=f"trellis {store}", close=close)
     return timed(run, prepare)
 
 

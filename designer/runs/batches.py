@@ -42,7 +42,7 @@ from designer import catalog
 from designer.conf import trellis
 from designer.models import ForeachBatch, ForeachBatchItem, Run
 from designer.resolvers import TeamVersionResolver
-from designer.runs import steps
+from designer.runs import queue, steps
 from designer.runs.checkpointer import run_state_of
 from designer.runs.lease import (
     Heartbeat,
@@ -67,22 +67,6 @@ def distribute(node: ForeachNode, items: int) -> bool:
     return items > trellis.FOREACH_DISTRIBUTE_ABOVE
 
 
-def _task() -> Any:
-    from designer.tasks import execute_batch
-
-    return execute_batch
-
-
-def _enqueue(batch_pk: int) -> None:
-    """Enqueue ``execute_batch`` inside the caller's transaction and stamp the queue deadline (see
-    ``recovery.enqueue_execution``: a queued batch nobody takes within a lease is enqueued again)."""
-    from designer.runs import queue
-
-    ForeachBatch.objects.filter(pk=batch_pk).update(status=ForeachBatch.Status.QUEUED, lease_owner="",
-                                                    lease_expires_at=expiry_in(lease_seconds()))
-    queue.enqueue(_task(), batch_pk)
-
-
 def plan_batches(run_id: int, waiting: Iterable[DistributedForeach]) -> int:
     """Create the batch rows of each waiting activation that has none yet and enqueue the first ones. Call in
     the transaction that leaves the run ``waiting``. Returns how many batches are still to finish."""
@@ -95,7 +79,7 @@ def plan_batches(run_id: int, waiting: Iterable[DistributedForeach]) -> int:
             for number, (start, stop) in enumerate(activation.batches())
         ])
         for row in rows[:activation.in_flight]:
-            _enqueue(row.pk)
+            queue.enqueue_batch(row.pk)
     return unfinished(run_id)
 
 
@@ -127,13 +111,11 @@ def batch_progress(run_id: int) -> dict[str, tuple[int, int]]:
 
 def wake(run_id: int) -> bool:
     """Enqueue a waiting run whose batches are all over; True when it did. Safe to call from every batch."""
-    from designer.runs.recovery import enqueue_execution
-
     if unfinished(run_id):
         return False
     woken = Run.objects.filter(pk=run_id, status=Run.Status.WAITING).update(status=Run.Status.QUEUED)
     if woken:
-        enqueue_execution(run_id)
+        queue.enqueue_run(run_id)
     return bool(woken)
 
 
@@ -228,7 +210,7 @@ def _finish(batch: ForeachBatch, owner: str, status: str = "done") -> None:
                                                  status=ForeachBatch.Status.PENDING)
                      .order_by("number").values_list("pk", flat=True).first())
         if following is not None:
-            _enqueue(following)
+            queue.enqueue_batch(following)
         wake(batch.run_id)
 
 
@@ -310,7 +292,7 @@ def requeue_stale_batches() -> list[int]:
                 rows.filter(lease_expires_at=expired_at)
             if not rows.update(lease_owner="", lease_expires_at=timezone.now() + timedelta(seconds=1)):
                 continue
-            _enqueue(batch_id)
+            queue.enqueue_batch(batch_id)
         requeued.append(batch_id)
     if requeued:
         logger.warning("re-enqueued %d foreach batch(es) whose worker stopped: %s", len(requeued), requeued)

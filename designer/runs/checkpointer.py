@@ -24,7 +24,7 @@ says (``runtime.HistoryPolicy.parse``: ``all`` by default). A part is
 dropped only when neither the latest state nor a kept checkpoint needs it.
 
 A checkpointer serves one team: rows are found by ``(team, Run.runtime_id)``.
-The designer mints runtime ids as ``run_<pk, 13 digits>`` (``run_id_for``).
+The designer mints runtime ids as ``run_<pk, 13 digits>`` (``Run.runtime_id_for``).
 """
 
 from __future__ import annotations
@@ -52,9 +52,6 @@ from runtime import (
     WorkflowError,
 )
 
-RUN_ID_PREFIX = "run_"
-_DIGITS = 13
-
 _SETTING = object()
 
 
@@ -75,11 +72,6 @@ class UnknownRunError(WorkflowError):
     """A checkpoint for a runtime run id that has no ``Run`` row in the checkpointer's team."""
 
     code = "run.unknown"
-
-
-def run_id_for(pk: int) -> str:
-    """The runtime run id of ``Run(pk)``, in the runtime's id shape (prefix and thirteen digits)."""
-    return f"{RUN_ID_PREFIX}{pk:0{_DIGITS}d}"
 
 
 def event_row(run_pk: int, event: TraceEvent) -> RunEvent:

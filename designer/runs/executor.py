@@ -33,7 +33,7 @@ from designer.conf import trellis
 from designer.models import Run, RunCheckpoint
 from designer.resolvers import TeamVersionResolver
 from designer.runs import batches, steps, waiting
-from designer.runs.checkpointer import OrmCheckpointer, checkpoint_state_of, run_id_for, run_state_of
+from designer.runs.checkpointer import OrmCheckpointer, checkpoint_state_of, run_state_of
 from designer.runs.lease import Heartbeat, LeaseLost, claim, new_owner_id, release
 from designer.runs.pinning import PinnedResolver
 from runtime import CheckpointNotFoundError, Engine, RunResult, RunState, WorkflowError, distributed_foreach
@@ -107,7 +107,7 @@ class Execution:
             if checkpoint is None and self.fork is not None:
                 return self._start_fork(engine)
             if checkpoint is None:
-                return engine.run(run.document, run.input, run_id=run.runtime_id or run_id_for(run.pk))
+                return engine.run(run.document, run.input, run_id=run.runtime_id or Run.runtime_id_for(run.pk))
             if self.redrive and checkpoint.get("status") == "failed":
                 return engine.redrive(checkpoint, workflow=run.document)
             if self.resume is not None:
@@ -130,7 +130,7 @@ class Execution:
         if row is None:
             raise CheckpointNotFoundError(f"run {run.parent_id} no longer keeps its checkpoint after superstep "
                                           f"{request.get('step')} to fork from", step=request.get("step"))
-        return engine.fork(checkpoint_state_of(row), run_id=run.runtime_id or run_id_for(run.pk),
+        return engine.fork(checkpoint_state_of(row), run_id=run.runtime_id or Run.runtime_id_for(run.pk),
                            state=request.get("state"), answer=request.get("answer"), workflow=run.document)
 
     def finish(self, result: RunResult) -> str:
@@ -193,8 +193,8 @@ def execute(run_id: int) -> str:
                        "message": f"{run.attempts - 1} workers stopped while executing this run; giving up"})
         return "failed"
     if run.runtime_id is None:
-        Run.objects.filter(pk=run.pk).update(runtime_id=run_id_for(run.pk))
-        run.runtime_id = run_id_for(run.pk)
+        Run.objects.filter(pk=run.pk).update(runtime_id=Run.runtime_id_for(run.pk))
+        run.runtime_id = Run.runtime_id_for(run.pk)
     try:
         with Heartbeat(run.pk, owner):
             result = execution.drive()

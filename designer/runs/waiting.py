@@ -26,6 +26,7 @@ from django.db import transaction
 
 from designer.conf import trellis
 from designer.models import Run
+from designer.runs import queue
 from designer.runs.lease import LeaseLost, release
 
 #: How far before its ``wake_at`` a waiting run may be claimed: the task's ``run_after`` is judged by the
@@ -47,11 +48,9 @@ def as_datetime(wake_at: float) -> datetime:
 def suspend(run_id: int, owner: str, wake_at: float, **fields: Any) -> str:
     """Store a run the engine left ``waiting`` (with ``fields``), drop the lease and enqueue its task for
     ``wake_at``; ``LeaseLost`` (and nothing written) when this worker no longer holds the run."""
-    from designer.runs.recovery import enqueue_execution  # recovery imports the executor's task
-
     when = as_datetime(wake_at)
     with transaction.atomic():
         if not release(run_id, owner, status=Run.Status.WAITING, wake_at=when, **fields):
             raise LeaseLost(f"run {run_id}: lease lost before the run could wait")
-        enqueue_execution(run_id, run_after=when)
+        queue.enqueue_run(run_id, run_after=when)
     return "waiting"

@@ -21,10 +21,10 @@ from designer.errors import BadRequest, ObjectNotFound, ResumeInvalid, RunConfli
 from designer.models import Run, RunCheckpoint, WorkflowVersion
 from designer.permissions import require_workflow_role
 from designer.resolvers import TeamVersionResolver
-from designer.runs.checkpointer import checkpoint_state_of, run_id_for
+from designer.runs import queue
+from designer.runs.checkpointer import checkpoint_state_of
 from designer.runs.checkpoints import checkpoint_of
 from designer.runs.pinning import pin_subgraph_versions
-from designer.runs.recovery import enqueue_execution
 from runtime import ForkEdits, ResumeError, RunState, check_fork, check_redrive, check_run_input
 
 RERUN_VERSIONS = ("same", "current")
@@ -50,7 +50,7 @@ def redrive_run(*, actor: Any, run: Run) -> Run:
     locked.finished_at = None
     locked.attempts = 0  # counts workers lost within one stretch of running, as after a resume
     locked.save(update_fields=["redrive_requested", "status", "error", "finished_at", "attempts"])
-    enqueue_execution(locked.pk)
+    queue.enqueue_run(locked.pk)
     locked.refresh_from_db()
     return locked
 
@@ -62,9 +62,9 @@ def _new_run(*, actor: Any, origin: Run, document: dict[str, Any], version: Work
         input=input, subgraph_versions=pins, status=Run.Status.QUEUED, parent=origin,
         created_by=actor if getattr(actor, "is_authenticated", False) else None, **fields,
     )
-    run.runtime_id = run_id_for(run.pk)
+    run.runtime_id = Run.runtime_id_for(run.pk)
     run.save(update_fields=["runtime_id"])
-    enqueue_execution(run.pk)
+    queue.enqueue_run(run.pk)
     run.refresh_from_db()
     return run
 

@@ -64,18 +64,28 @@ def run_redrive(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
 @designer_errors
 def run_rerun(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
     run = selectors.get_run(user=request.user, run_id=run_id)
-    text = request.POST.get("input", "").strip()
+    raw = request.POST.get("input", "")
+    text, version = raw.strip(), request.POST.get("version", "same")
     run_input, problem = _json(text, "input") if text else (None, "")
-    if problem:
-        return HttpResponse(problem, status=400, content_type="text/plain")
-    new = run_history.rerun(actor=request.user, run=run, input=run_input,
-                            version=request.POST.get("version", "same"))
-    return _go(request, new.pk)
+    field_errors: list[str] = []
+    if not problem:
+        try:
+            new = run_history.rerun(actor=request.user, run=run, input=run_input, version=version)
+        except ActionForbidden:
+            raise
+        except (DesignerError, WorkflowError) as exc:
+            problem, field_errors = error_message(exc), _field_errors(exc)
+        else:
+            return _go(request, new.pk)
+    # The re-run form again, with what was typed and the error in place (400; htmx swaps it, see base.html).
+    context = {"run": run, "can_run": True, "rerun_error": problem, "rerun_text": raw,
+               "rerun_field_errors": field_errors, "rerun_version": version}
+    if request.htmx:
+        return TemplateResponse(request, "runs/detail.html#rerun_form", context, status=400)
+    return HttpResponse(problem, status=400, content_type="text/plain")
 
 
 def _panel(request: HtmxHttpRequest, run: Any, step: int, *, status: int = 200, **extra: Any) -> HttpResponse:
-    if request.htmx and status == 400:
-        status = 200  # htmx swaps no 4xx response; the panel with the error next to the form is the answer
     row = run_history.kept_checkpoint(run, step)
     detail = checkpoint_detail(row)
     context = {

@@ -53,11 +53,6 @@ ACTIVE = (Run.Status.QUEUED, Run.Status.RUNNING, Run.Status.WAITING)
 LIVE = ACTIVE
 
 
-def _ok_status(request: HtmxHttpRequest, ok: bool) -> int:
-    # htmx does not swap 4xx responses, so a form with errors comes back as 200 to htmx.
-    return 200 if ok or request.htmx else 400
-
-
 def _admin_runs_url(request: HtmxHttpRequest, **params: Any) -> str:
     if not request.user.is_staff:
         return ""
@@ -253,7 +248,8 @@ def run_start(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
             return TemplateResponse(request, "runs/panel.html#panel", context)
     context = _panel_context(request, workflow, version=version, form=form, **error_context)
     template = "runs/panel.html#panel" if request.htmx else "runs/panel_page.html"
-    return TemplateResponse(request, template, context, status=_ok_status(request, False))
+    # 400 to htmx too: base.html's htmx config swaps a 400/422 answer (the form with its errors in place).
+    return TemplateResponse(request, template, context, status=400)
 
 
 # --- run detail ----------------------------------------------------------------------------------------------
@@ -562,7 +558,7 @@ def run_resume(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
         context = _detail_context(request, run, forms={interrupt_id: form})
         item = next(i for i in context["interrupts"] if i["id"] == interrupt_id)
         response = TemplateResponse(request, "runs/detail.html#interrupt",
-                                    {**context, "interrupt": item, "preserve": False})
+                                    {**context, "interrupt": item, "preserve": False}, status=400)
         # Only this form changes: the rest of the page (and other open questions) stay as they are.
         response["HX-Retarget"] = f"#interrupt-{interrupt_id}"
         response["HX-Reswap"] = "outerHTML"

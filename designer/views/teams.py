@@ -116,8 +116,10 @@ def _members_response(request: HtmxHttpRequest, team_id: int, **extra: Any) -> H
             return response
         return redirect("team-list")
     if request.htmx:
-        # htmx swaps only 2xx responses, and the error belongs in the swapped partial.
-        return TemplateResponse(request, "teams/detail.html#members", _team_context(request, team, **extra))
+        # A refused change is 400 with the error in the swapped partial (base.html's htmx config swaps it).
+        refused = bool(extra.get("member_error") or extra.get("invite", {}).get("error"))
+        return TemplateResponse(request, "teams/detail.html#members", _team_context(request, team, **extra),
+                                status=400 if refused else 200)
     if extra.get("member_error") or extra.get("invite", {}).get("error"):
         messages.error(request, extra.get("member_error") or extra["invite"]["error"])
     elif extra.get("notice"):

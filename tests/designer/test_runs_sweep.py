@@ -17,8 +17,7 @@ from django.tasks import TaskResultStatus
 from django.utils import timezone
 
 from designer.models import RecoveryChain, Run
-from designer.runs import lease, sweep
-from designer.runs.recovery import enqueue_execution
+from designer.runs import lease, queue, sweep
 from designer.tasks import recover_runs
 
 pytestmark = pytest.mark.django_db
@@ -35,8 +34,8 @@ def chain() -> RecoveryChain:
 def test_the_first_enqueue_of_a_run_starts_one_chain(workflow: Any, enqueued: list[Any]) -> None:
     first = Run.objects.create(team=workflow.team, workflow=workflow, document=workflow.document)
     second = Run.objects.create(team=workflow.team, workflow=workflow, document=workflow.document)
-    enqueue_execution(first.pk)
-    enqueue_execution(second.pk)
+    queue.enqueue_run(first.pk)
+    queue.enqueue_run(second.pk)
 
     [started] = sweeps(enqueued)
     assert started.status == TaskResultStatus.READY and started.args == [chain().token]

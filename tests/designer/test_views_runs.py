@@ -102,7 +102,7 @@ def test_a_published_version_can_be_chosen(cast: Any, workflow: Any) -> None:
 def test_form_errors_are_shown_and_nothing_starts(cast: Any, workflow: Any) -> None:
     response = client_for(cast.editor).post(reverse("run-start", args=[workflow.pk]),
                                             {"field.amount": "lots"}, **htmx("run-panel"))
-    assert response.status_code == 200 and "Enter a number." in response.content.decode()
+    assert response.status_code == 400 and "Enter a number." in response.content.decode()
     assert not Run.objects.exists()
 
 
