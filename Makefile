@@ -96,6 +96,8 @@ setup: $(VENV)/.stamp-install $(VITE_MANIFEST)
 migrate: setup
 	$(PY) manage.py migrate --noinput
 
+# Development settings: production's plus the demo app (its tasks, `load_demo`); see designer/settings_dev.py.
+run: export DJANGO_SETTINGS_MODULE := designer.settings_dev
 run: migrate
 	$(PY) manage.py load_demo
 	@echo "Serving http://$(HOST):$(PORT)/ with a task worker; Ctrl-C stops both."
