@@ -294,7 +294,7 @@ class Scheduler:
         self.ids = ids
         self.recorder = recorder
         self.plan_for = plan_for
-        #: Asked on entering a root-scope foreach that has a batch size: run it as distributed batches?
+        #: Asked on entering a foreach that has a batch size (in any scope): run it as distributed batches?
         self.distribute = distribute
         self.completed = False
         self.failure: Failure | None = None
@@ -536,8 +536,7 @@ class Scheduler:
                                              expected=len(items))
         frame.status = "waiting"
         frame.waiting_for = activation_id
-        if node.batch_size is not None and frame.scope_id == ROOT_SCOPE_ID and self.distribute is not None \
-                and self.distribute(node, len(items)):
+        if node.batch_size is not None and self.distribute is not None and self.distribute(node, len(items)):
             # The items run as batches elsewhere (runtime._batches); Engine.join_foreach meets the barrier.
             activation.batch_size = node.batch_size
             activation.batches_in_flight = node.max_batches_in_flight or DEFAULT_BATCHES_IN_FLIGHT
