@@ -38,6 +38,7 @@ from designer.permissions import has_role, require_workflow_role, role_of, workf
 from designer.run_overlay import item_label
 from designer.runs.batches import batch_progress
 from designer.runs.checkpoints import damage_of, damages_of
+from designer.selectors.run_history import tolerated_failures
 from designer.services import runs as run_services
 from designer.untrusted import parse_id
 from designer.views.htmx import HtmxHttpRequest
@@ -364,6 +365,8 @@ def _detail_context(request: HtmxHttpRequest, run: Run, **extra: Any) -> dict[st
         "damage": damage,
         "final_state": scope_state,
         "attempt": inspection.state.attempt if inspection.state is not None else 1,
+        # A completed run whose distributed foreach tolerated failed items can be redriven (those items only).
+        "tolerated": tolerated_failures(run) if run.status == Run.Status.COMPLETED and not damage else None,
         "event_count": len(events),
         "elapsed_ms": int((now - run.started_at).total_seconds() * 1000) if run.started_at else None,
         "admin_url": _admin_runs_url(request, id__exact=run.pk),
