@@ -12,22 +12,20 @@ import threading
 from collections import OrderedDict
 from typing import Any
 
-from django.conf import settings
 from django.db.models import Max
 from pydantic import ValidationError
 
 from designer import catalog
-from designer.errors import DocumentInvalid, DocumentTooLarge, NotFound
+from designer.conf import trellis
+from designer.errors import DocumentInvalid, DocumentTooLarge, ObjectNotFound
 from designer.models import Team, WorkflowVersion
 from designer.resolvers import TeamVersionResolver
 from designer.runs.waiting import max_retry_delay
 from runtime import Workflow, analyze, retry_delay_diagnostics
 
-DEFAULT_MAX_NODES = 2000
-
 
 def max_nodes() -> int:
-    return int(getattr(settings, "TRELLIS_MAX_DOCUMENT_NODES", DEFAULT_MAX_NODES))
+    return trellis.MAX_DOCUMENT_NODES
 
 
 def _loc(loc: tuple[Any, ...]) -> str:
@@ -167,7 +165,7 @@ def node_report(analysis: Any, node_id: str, *, field: str | None = None, want: 
     ``show_all``; then every option is listed and incompatible ones say so.
     """
     if node_id not in {node.id for node in analysis.workflow.nodes}:
-        raise NotFound(f"the workflow has no node {node_id!r}", node_id=node_id)
+        raise ObjectNotFound(f"the workflow has no node {node_id!r}", node_id=node_id)
     report: dict[str, Any] = {
         "node_id": node_id,
         "reachable": node_id in analysis.reachable,

@@ -25,14 +25,14 @@ class DesignerError(Exception):
         return payload
 
 
-class NotFound(DesignerError):
+class ObjectNotFound(DesignerError):
     """Missing, or outside the caller's teams: the two are indistinguishable on purpose."""
 
     code = "not_found"
     status = 404
 
 
-class PermissionDenied(DesignerError):
+class ActionForbidden(DesignerError):
     """Visible to the caller, but their role is too low for the action."""
 
     code = "permission.denied"

@@ -304,6 +304,11 @@ class Run(models.Model):
         # Names the workflow (not its id): this is the run's title in the admin and in messages.
         return f"Run {self.pk} of {self.workflow.name} ({self.get_status_display().lower()})"
 
+    @staticmethod
+    def runtime_id_for(pk: int) -> str:
+        """The runtime run id of ``Run(pk)``, in the runtime's id shape (prefix and thirteen digits)."""
+        return f"run_{pk:013d}"
+
     @property
     def is_finished(self) -> bool:
         return self.status in self.FINISHED
@@ -435,6 +440,9 @@ class ForeachBatch(models.Model):
     lease_owner = models.CharField(max_length=200, blank=True, default="")
     lease_expires_at = models.DateTimeField(null=True, blank=True)
     attempts = models.PositiveIntegerField(default=0)
+    #: How many of its items have a ``ForeachBatchItem`` (result or error), written in the transaction that
+    #: commits them: the run page's progress reads this, never a COUNT over the items.
+    committed = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 

@@ -18,7 +18,14 @@ from designer.models import Run, TeamScopedQuerySet, Workflow, WorkflowVersion
 
 class Webhook(models.Model):
     """``POST /hooks/<secret>/`` with a JSON body starts a run of ``version`` (None: the latest published
-    version when the call arrives) with that body as its input."""
+    version when the call arrives) with that body as its input.
+
+    In ``signed`` mode the call must also carry a ``Trellis-Signature`` header (``designer.webhook_signature``):
+    the signing secret is derived from ``signing_salt`` and the server's key, never stored."""
+
+    class Mode(models.TextChoices):
+        URL = "url", "Secret URL"
+        SIGNED = "signed", "Signed requests (HMAC-SHA256)"
 
     team_lookup: ClassVar[str] = "workflow__team"
     workflow_lookup: ClassVar[str] = "workflow"
@@ -31,6 +38,10 @@ class Webhook(models.Model):
     token_hash = models.CharField(max_length=64, unique=True, help_text="SHA-256 of the URL's secret")
     prefix = models.CharField(max_length=12, help_text="the secret's first characters, to tell hooks apart")
     rate_limit = models.PositiveIntegerField(default=60, help_text="calls accepted per minute; more get 429")
+    mode = models.CharField(max_length=8, choices=Mode.choices, default=Mode.URL,
+                            help_text="url: the secret URL is enough; signed: calls must also be signed")
+    signing_salt = models.CharField(max_length=64, blank=True, default="",
+                                    help_text="signed mode: with the server's key, derives the signing secret")
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
                                    related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
@@ -40,6 +51,11 @@ class Webhook(models.Model):
 
     class Meta:
         ordering = ("workflow_id", "-created_at", "-pk")
+        constraints = [
+            models.CheckConstraint(condition=models.Q(mode="url", signing_salt="")
+                                   | (models.Q(mode="signed") & ~models.Q(signing_salt="")),
+                                   name="webhook_mode_salt"),
+        ]
 
     def __str__(self) -> str:
         return f"webhook {self.name} of {self.workflow}"

@@ -2,14 +2,14 @@
 
 Roles are ordered: a viewer reads, an editor also edits, publishes and runs,
 an owner also manages members. Not being a member at all looks exactly like
-the object not existing (``NotFound``), so nobody learns what other teams hold.
+the object not existing (``ObjectNotFound``), so nobody learns what other teams hold.
 """
 
 from __future__ import annotations
 
 from typing import Any, Final, Literal
 
-from designer.errors import NotFound, PermissionDenied
+from designer.errors import ActionForbidden, ObjectNotFound
 from designer.models import Membership, Team, Workflow, WorkflowGrant
 from designer.models_access import token_limits
 from designer.untrusted import parse_id
@@ -58,12 +58,12 @@ def has_role(role: str | None, minimum: Role) -> bool:
 
 
 def require_role(user: Any, team: Team | int, minimum: Role, *, what: str = "this") -> str:
-    """Return the user's role, or raise: ``NotFound`` for non-members, ``PermissionDenied`` when too low."""
+    """Return the user's role, or raise: ``ObjectNotFound`` for non-members, ``ActionForbidden`` when too low."""
     role = role_of(user, team)
     if role is None:
-        raise NotFound(f"{what} does not exist or is not shared with you")
+        raise ObjectNotFound(f"{what} does not exist or is not shared with you")
     if not has_role(role, minimum):
-        raise PermissionDenied(
+        raise ActionForbidden(
             f"your role in this team is {role}; you need to be {minimum} or above to "
             f"{ACTIONS[minimum]}",
             role=role,
@@ -79,13 +79,13 @@ def require_duplicate(user: Any, *, source_team_id: int, target_team_id: int) ->
     role = require_role(user, source_team_id, "viewer", what="this workflow")
     if target_team_id == source_team_id:
         if not has_role(role, "editor"):
-            raise PermissionDenied(
+            raise ActionForbidden(
                 f"your role in this team is {role}; duplicating a workflow needs editor or above",
                 role=role, required="editor",
             )
         return
     if not has_role(role, "owner"):
-        raise PermissionDenied(
+        raise ActionForbidden(
             f"your role in this workflow's team is {role}; only its owners may copy it into another team",
             role=role, required="owner",
         )
@@ -120,13 +120,13 @@ def workflow_role(user: Any, workflow: Workflow) -> str | None:
 
 
 def require_workflow_role(user: Any, workflow: Workflow, minimum: Role, *, what: str = "this workflow") -> str:
-    """Like ``require_role`` for one workflow (team membership or a grant): ``NotFound`` without any access,
-    ``PermissionDenied`` when too low."""
+    """Like ``require_role`` for one workflow (team membership or a grant): ``ObjectNotFound`` without any access,
+    ``ActionForbidden`` when too low."""
     role = workflow_role(user, workflow)
     if role is None:
-        raise NotFound(f"{what} does not exist or is not shared with you")
+        raise ObjectNotFound(f"{what} does not exist or is not shared with you")
     if not has_role(role, minimum):
-        raise PermissionDenied(
+        raise ActionForbidden(
             f"your role on this workflow is {role}; you need to be {minimum} or above to {ACTIONS[minimum]}",
             role=role,
             required=minimum,
@@ -150,7 +150,7 @@ def require_own_team_role(user: Any, workflow: Workflow, minimum: Role, *, actio
     """For what only the workflow's own team may do (delete it, copy it out, manage its grants): a caller who
     sees it through a grant is told so (403), anyone else finds nothing (404)."""
     if role_of(user, workflow.team_id) is None and grant_role_of(user, workflow.pk) is not None:
-        raise PermissionDenied(
+        raise ActionForbidden(
             f"this workflow is shared with your team; only members of its own team may {action}",
             required=minimum,
         )

@@ -14,7 +14,7 @@ Severity = Literal["error", "warning"]
 class Diagnostic:
     """One problem in a document.
 
-    ``code`` is stable (see runtime.md section 7); ``node_id`` and ``field``
+    ``code`` is stable (see docs/design/runtime.md, section 7); ``node_id`` and ``field``
     locate it (``field`` is a dotted location inside the node such as
     ``input.order`` or ``over``); ``message`` says what is wrong and ``hint``
     how to fix it. ``data`` carries what a tool needs to act on it (e.g.

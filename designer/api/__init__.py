@@ -1,3 +1,3 @@
-"""The REST API under /api/ (contract: API.md). Views parse, call services/selectors, render."""
+"""The REST API under /api/ (contract: the OpenAPI schema at /api/schema/). Views parse, call, render."""
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
-"""Runs API (contract: API.md, "Runs"): start, list, detail, events, frame context, resume, cancel, delete.
+"""Runs API (contract: the OpenAPI schema): start, list, detail, events, frame context, resume, cancel, delete.
 
 Views only parse, call a selector or service, and render. Everything derived
 from a RunState (progress per foreach activation, live frames, a frame's
-structured context) comes from the runtime via ``designer.runs.inspect``.
+structured context) comes from the runtime via ``designer.runs.checkpoints``.
 A run whose checkpoint is damaged answers 409 ``runstate.corrupt`` with the
 reason on every view but cancel and delete, which always work; lists mark it
 with ``damage``.
@@ -25,10 +25,10 @@ from designer.api.parsers import LimitedJSONParser
 from designer.api.run_history import urlpatterns as run_history_urls
 from designer.api.schema import JSONObjectField, RequestSerializer, StrictCharField, StrictIntegerField
 from designer.api.serializers import HAS_TEXT
-from designer.errors import BadRequest, NotFound
+from designer.errors import BadRequest, ObjectNotFound
 from designer.filters import RunFilter, apply_filters, openapi_parameters
 from designer.models import Run, RunEvent
-from designer.runs import inspect
+from designer.runs import checkpoints
 from designer.selectors.run_history import lineage_of
 from designer.selectors.runs import events_after, get_run, runs_for
 from designer.selectors.workflows import get_workflow
@@ -71,14 +71,14 @@ def run_summary(run: Run, damage: str = "") -> dict[str, Any]:
 
 def run_detail(run: Run) -> dict[str, Any]:
     """Everything about a run; ``CorruptRunStateError`` when its checkpoint is damaged."""
-    checkpoint = inspect.checkpoint_of(run)
+    checkpoint = checkpoints.checkpoint_of(run)
     detail = run_summary(run)
     detail.update(
         {
             "input": run.input,
             "output": run.output,
             "error": run.error,
-            "state": inspect.root_state(checkpoint),
+            "state": checkpoints.root_state(checkpoint),
             "run_state": checkpoint.data if checkpoint is not None else None,
             "interrupts": run.interrupts or [],
             "resume_pending": bool(run.resume_request),
@@ -86,9 +86,9 @@ def run_detail(run: Run) -> dict[str, Any]:
             "attempt": checkpoint.state.attempt if checkpoint is not None else 1,
             "subgraph_versions": run.subgraph_versions or {},
             "attempts": run.attempts,
-            "last_seq": inspect.last_seq(run),
-            "progress": inspect.progress(checkpoint),
-            "frames": inspect.frames(checkpoint),
+            "last_seq": checkpoints.last_seq(run),
+            "progress": checkpoints.progress(checkpoint),
+            "frames": checkpoints.frames(checkpoint),
         }
     )
     return detail
@@ -225,8 +225,8 @@ class RunPagination(PageNumberPagination):
         try:
             return super().paginate_queryset(queryset, request, view)
         except drf_exceptions.NotFound:
-            raise NotFound("no such page of runs; `pages` in any page says how many there are",
-                           field="page") from None
+            raise ObjectNotFound("no such page of runs; `pages` in any page says how many there are",
+                                 field="page") from None
 
     def get_page_size(self, request: Request) -> int:
         raw = request.query_params.get(self.page_size_query_param or "page_size")
@@ -288,7 +288,7 @@ class RunListView(_RunsView):
                              strict=True).queryset
         paginator = RunPagination()
         page = paginator.paginate_queryset(runs, request, view=self) or []
-        damages = inspect.damages_of(page)
+        damages = checkpoints.damages_of(page)
         return paginator.get_paginated_response([run_summary(run, damages.get(run.pk, "")) for run in page])
 
 
@@ -313,7 +313,7 @@ class RunEventsView(_RunsView):
     )
     def get(self, request: Request, run_id: int) -> Response:
         run = get_run(user=request.user, run_id=run_id)
-        inspect.checkpoint_of(run)  # a damaged run is refused here too, never shown as a plain trace
+        checkpoints.checkpoint_of(run)  # a damaged run is refused here too, never shown as a plain trace
         events, next_after = events_after(run, after=request.query_params.get("after"),
                                           limit=request.query_params.get("limit"))
         return Response({"events": [event_json(e) for e in events], "next_after": next_after,
@@ -324,7 +324,7 @@ class RunFrameContextView(_RunsView):
     @extend_schema(responses={200: FrameContextSerializer}, operation_id="runs_frame_context")
     def get(self, request: Request, run_id: int, frame_id: str) -> Response:
         run = get_run(user=request.user, run_id=run_id)
-        return Response(inspect.frame_context(run, frame_id))
+        return Response(checkpoints.frame_context(run, frame_id))
 
 
 class RunResumeView(_RunsView):
@@ -347,7 +347,7 @@ class RunCancelView(_RunsView):
         # 200: cancelled now; 202: flagged, its worker stops at the next superstep.
         done = run.status == Run.Status.CANCELLED
         code = status.HTTP_200_OK if done else status.HTTP_202_ACCEPTED
-        damage = inspect.damage_of(run)
+        damage = checkpoints.damage_of(run)
         # Cancelling a damaged run works and says so; its detail would only be the 409.
         return Response(run_summary(run, damage) if damage else run_detail(run), status=code)
 

@@ -13,7 +13,7 @@ from rest_framework.request import Request
 from rest_framework.views import APIView
 
 from designer.analysis import max_nodes
-from designer.errors import NotFound
+from designer.errors import ObjectNotFound
 from runtime import WorkflowBuilder, document_json_schema
 
 #: Errors the one exception handler (designer.api.errors) can answer on any operation, all as {code, message}.
@@ -220,7 +220,7 @@ class UnknownAPIPath(APIView):
     authentication_classes: list[Any] = []
 
     def _missing(self, request: Request, *args: Any, **kwargs: Any) -> Any:
-        raise NotFound(f"no API endpoint at {request.path}; see /api/docs/ for the endpoints")
+        raise ObjectNotFound(f"no API endpoint at {request.path}; see /api/docs/ for the endpoints")
 
     get = post = put = patch = delete = head = options = _missing
 

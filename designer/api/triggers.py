@@ -27,7 +27,7 @@ from designer.api.schema import (
     StrictIntegerField,
 )
 from designer.api.serializers import HAS_TEXT, ErrorSerializer
-from designer.errors import NotFound
+from designer.errors import ObjectNotFound
 from designer.models import Schedule, Webhook
 from designer.permissions import require_workflow_role
 from designer.services import triggers as trigger_services
@@ -50,8 +50,8 @@ class WebhookSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Webhook
-        fields: tuple[str, ...] = ("id", "name", "version", "prefix", "rate_limit", "created_by", "created_at",
-                                   "revoked_at", "recent_runs")
+        fields: tuple[str, ...] = ("id", "name", "version", "prefix", "mode", "rate_limit", "created_by",
+                                   "created_at", "revoked_at", "recent_runs")
 
     def get_recent_runs(self, webhook: Webhook) -> list[int]:
         return _recent_runs(webhook)
@@ -59,9 +59,12 @@ class WebhookSerializer(serializers.ModelSerializer):
 
 class NewWebhookSerializer(WebhookSerializer):
     url = serializers.CharField(read_only=True, help_text="POST the run's input as JSON here; shown once")
+    signing_secret = serializers.CharField(
+        read_only=True, allow_null=True,
+        help_text="signed mode: the HMAC-SHA256 key for the Trellis-Signature header; shown once. null in url mode")
 
     class Meta(WebhookSerializer.Meta):
-        fields = (*WebhookSerializer.Meta.fields, "url")
+        fields = (*WebhookSerializer.Meta.fields, "url", "signing_secret")
 
 
 class WebhookCreateSerializer(RequestSerializer):
@@ -69,6 +72,9 @@ class WebhookCreateSerializer(RequestSerializer):
     version = StrictIntegerField(required=False, allow_null=True, min_value=1, max_value=MAX_ID, default=None)
     rate_limit = StrictIntegerField(required=False, min_value=1, max_value=trigger_services.MAX_RATE_LIMIT,
                                     default=trigger_services.DEFAULT_RATE_LIMIT)
+    mode = serializers.ChoiceField(choices=Webhook.Mode.choices, required=False, default="url",
+                                   help_text="url: the secret URL is enough; signed: every call carries a "
+                                             "Trellis-Signature header made with the signing secret")
 
 
 class ScheduleSerializer(serializers.ModelSerializer):
@@ -161,7 +167,7 @@ class _Base(APIView):
         found = model.objects.for_user(request.user).filter(workflow=workflow, pk=pk).select_related(
             "workflow", "version").first()
         if found is None:
-            raise NotFound("no such trigger on this workflow", trigger=pk)
+            raise ObjectNotFound("no such trigger on this workflow", trigger=pk)
         return found
 
 
@@ -173,13 +179,15 @@ class WebhookListView(_Base):
         return Response(WebhookSerializer(hooks, many=True).data)
 
     @extend_schema(request=WebhookCreateSerializer, responses={201: NewWebhookSerializer, **ERRORS},
-                   description="Create a webhook (editor or owner). The answer's url holds the secret, shown once.")
+                   description="Create a webhook (editor or owner). The answer's url holds the secret, shown once; "
+                               "a signed webhook's signing_secret is shown once too.")
     def post(self, request: Request, workflow_id: int) -> Response:
         workflow = self.workflow(request, workflow_id)
         data = _parse(WebhookCreateSerializer, request.data)
         created = trigger_services.create_webhook(actor=request.user, workflow=workflow, **data)
         payload = dict(NewWebhookSerializer(created.webhook).data)
         payload["url"] = request.build_absolute_uri(reverse("webhook-call", args=[created.secret]))
+        payload["signing_secret"] = created.signing_secret
         return Response(payload, status=status.HTTP_201_CREATED)
 
 

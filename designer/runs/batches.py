@@ -34,15 +34,15 @@ from datetime import timedelta
 from typing import Any
 
 import pydantic_core
-from django.conf import settings
 from django.db import transaction
-from django.db.models import F, Q
+from django.db.models import Count, F, Q, Sum
 from django.utils import timezone
 
 from designer import catalog
+from designer.conf import trellis
 from designer.models import ForeachBatch, ForeachBatchItem, Run
 from designer.resolvers import TeamVersionResolver
-from designer.runs import steps
+from designer.runs import queue, steps
 from designer.runs.checkpointer import run_state_of
 from designer.runs.lease import (
     Heartbeat,
@@ -59,53 +59,51 @@ from runtime import DistributedForeach, Engine, ForeachNode, ItemOutcome
 
 logger = logging.getLogger("designer.runs")
 
-DEFAULT_DISTRIBUTE_ABOVE = 1000
 LIVE = (ForeachBatch.Status.QUEUED, ForeachBatch.Status.RUNNING)
-
-
-def distribute_above() -> int:
-    return int(getattr(settings, "TRELLIS_FOREACH_DISTRIBUTE_ABOVE", DEFAULT_DISTRIBUTE_ABOVE))
 
 
 def distribute(node: ForeachNode, items: int) -> bool:
     """The engine's ``distribute`` policy: above the server's threshold (the node must set a batch size)."""
-    return items > distribute_above()
-
-
-def commit_seconds() -> float:
-    return float(getattr(settings, "TRELLIS_BATCH_COMMIT_SECONDS", 0.5))
-
-
-def _task() -> Any:
-    from designer.tasks import execute_batch
-
-    return execute_batch
-
-
-def _enqueue(batch_pk: int) -> None:
-    """Enqueue ``execute_batch`` inside the caller's transaction and stamp the queue deadline (see
-    ``recovery.enqueue_execution``: a queued batch nobody takes within a lease is enqueued again)."""
-    from designer.runs import queue
-
-    ForeachBatch.objects.filter(pk=batch_pk).update(status=ForeachBatch.Status.QUEUED, lease_owner="",
-                                                    lease_expires_at=expiry_in(lease_seconds()))
-    queue.enqueue(_task(), batch_pk)
+    return items > trellis.FOREACH_DISTRIBUTE_ABOVE
 
 
 def plan_batches(run_id: int, waiting: Iterable[DistributedForeach]) -> int:
     """Create the batch rows of each waiting activation that has none yet and enqueue the first ones. Call in
     the transaction that leaves the run ``waiting``. Returns how many batches are still to finish."""
     for activation in waiting:
-        if ForeachBatch.objects.filter(run_id=run_id, activation_id=activation.activation_id).exists():
-            continue  # planned by an earlier attempt of this run
+        planned = ForeachBatch.objects.filter(run_id=run_id, activation_id=activation.activation_id)
+        if planned.exists():
+            # Planned by an earlier attempt of this run. Batches re-opened by a redrive (``reopen_items``) are
+            # pending with none of the activation's running: start them as the first plan would.
+            if not planned.filter(status__in=LIVE).exists():
+                for pk in planned.filter(status=ForeachBatch.Status.PENDING).order_by("number").values_list(
+                        "pk", flat=True)[:activation.in_flight]:
+                    queue.enqueue_batch(pk)
+            continue
         rows = ForeachBatch.objects.bulk_create([
             ForeachBatch(run_id=run_id, activation_id=activation.activation_id, node_id=activation.node_id,
                          number=number, start=start, stop=stop)
             for number, (start, stop) in enumerate(activation.batches())
         ])
         for row in rows[:activation.in_flight]:
-            _enqueue(row.pk)
+            queue.enqueue_batch(row.pk)
     return unfinished(run_id)
+
+
+def reopen_items(run_id: int, activation_id: str, indices: Iterable[int]) -> int:
+    """Forget the committed outcomes of ``indices`` (a redrive runs those items again) and put the batches that
+    held them back to pending, so ``execute_batch`` runs just those items of them. Call in the transaction that
+    saves the re-opened checkpoint; ``plan_batches`` enqueues the batches. Returns how many items were reopened."""
+    doomed = ForeachBatchItem.objects.filter(run_id=run_id, activation_id=activation_id, index__in=list(indices))
+    per_batch: dict[int, int] = {}
+    for batch_id in doomed.values_list("batch_id", flat=True):
+        per_batch[batch_id] = per_batch.get(batch_id, 0) + 1
+    doomed.delete()
+    for batch_id, count in per_batch.items():
+        ForeachBatch.objects.filter(pk=batch_id).update(
+            status=ForeachBatch.Status.PENDING, committed=F("committed") - count, attempts=0, lease_owner="",
+            lease_expires_at=None, finished_at=None)
+    return sum(per_batch.values())
 
 
 def unfinished(run_id: int) -> int:
@@ -124,25 +122,23 @@ def outcomes(run_id: int, activation_ids: Iterable[str]) -> dict[str, list[ItemO
 
 
 def batch_progress(run_id: int) -> dict[str, tuple[int, int]]:
-    """Per distributed activation of the run: (committed items, batches running now), for the run page."""
-    progress: dict[str, tuple[int, int]] = {}
-    for activation_id in ForeachBatch.objects.filter(run_id=run_id).values_list("activation_id", flat=True).distinct():
-        committed = ForeachBatchItem.objects.filter(run_id=run_id, activation_id=activation_id).count()
-        running = ForeachBatch.objects.filter(run_id=run_id, activation_id=activation_id,
-                                              status=ForeachBatch.Status.RUNNING).count()
-        progress[activation_id] = (committed, running)
-    return progress
+    """Per distributed activation of the run: (committed items, batches running now), for the run page.
+
+    One aggregate over the run's batch rows, summing the counter each commit keeps (``ForeachBatch.committed``):
+    the same query however many items have been committed."""
+    rows = (ForeachBatch.objects.filter(run_id=run_id).order_by().values("activation_id")
+            .annotate(done=Sum("committed"), running=Count("pk", filter=Q(status=ForeachBatch.Status.RUNNING)))
+            .values_list("activation_id", "done", "running"))
+    return {activation_id: (done or 0, running) for activation_id, done, running in rows}
 
 
 def wake(run_id: int) -> bool:
     """Enqueue a waiting run whose batches are all over; True when it did. Safe to call from every batch."""
-    from designer.runs.recovery import enqueue_execution
-
     if unfinished(run_id):
         return False
     woken = Run.objects.filter(pk=run_id, status=Run.Status.WAITING).update(status=Run.Status.QUEUED)
     if woken:
-        enqueue_execution(run_id)
+        queue.enqueue_run(run_id)
     return bool(woken)
 
 
@@ -163,9 +159,12 @@ def claim(batch_id: int, owner: str) -> ForeachBatch | None:
     return ForeachBatch.objects.select_related("run").get(pk=batch_id)
 
 
-def renew(batch_id: int, owner: str) -> None:
-    if not ForeachBatch.objects.filter(pk=batch_id, lease_owner=owner).update(
-            lease_expires_at=expiry_in(lease_seconds())):
+def renew(batch_id: int, owner: str, committed: int = 0) -> None:
+    """Extend the batch's lease (and count ``committed`` more items on it) while ``owner`` holds it."""
+    fields: dict[str, Any] = {"lease_expires_at": expiry_in(lease_seconds())}
+    if committed:
+        fields["committed"] = F("committed") + committed
+    if not ForeachBatch.objects.filter(pk=batch_id, lease_owner=owner).update(**fields):
         raise LeaseLost(f"foreach batch {batch_id}: lease no longer held by {owner}")
 
 
@@ -182,13 +181,13 @@ class Committer:
 
     def add(self, ended: tuple[ItemOutcome, ...]) -> None:
         self.buffer.extend(ended)
-        if time.monotonic() - self.last >= commit_seconds():
+        if time.monotonic() - self.last >= trellis.BATCH_COMMIT_SECONDS:
             self.flush()
 
     def flush(self) -> None:
         batch, rows = self.batch, self.buffer
         with transaction.atomic():
-            renew(batch.pk, self.owner)
+            renew(batch.pk, self.owner, committed=len(rows))
             if rows:
                 ForeachBatchItem.objects.bulk_create([
                     ForeachBatchItem(run_id=batch.run_id, batch=batch, activation_id=batch.activation_id,
@@ -234,21 +233,22 @@ def _finish(batch: ForeachBatch, owner: str, status: str = "done") -> None:
                                                  status=ForeachBatch.Status.PENDING)
                      .order_by("number").values_list("pk", flat=True).first())
         if following is not None:
-            _enqueue(following)
+            queue.enqueue_batch(following)
         wake(batch.run_id)
 
 
 def _fail_uncommitted(batch: ForeachBatch, error: dict[str, Any]) -> None:
     done = set(ForeachBatchItem.objects.filter(batch=batch).values_list("index", flat=True))
-    ForeachBatchItem.objects.bulk_create([
+    failed = ForeachBatchItem.objects.bulk_create([
         ForeachBatchItem(run_id=batch.run_id, batch=batch, activation_id=batch.activation_id, index=index,
                          error={**error, "index": index})
         for index in range(batch.start, batch.stop) if index not in done])
+    ForeachBatch.objects.filter(pk=batch.pk).update(committed=F("committed") + len(failed))
+    Run.objects.filter(pk=batch.run_id).update(failures=F("failures") + len(failed))
 
 
 def execute_batch(batch_id: int) -> str:
     """Run one batch if no other worker holds it; ``done``, ``cancelled``, ``skipped`` or ``lease-lost``."""
-    from designer.runs.executor import max_attempts, max_steps
 
     owner = new_owner_id()
     batch = claim(batch_id, owner)
@@ -259,7 +259,7 @@ def execute_batch(batch_id: int) -> str:
         if run.status != Run.Status.WAITING or run.cancel_requested:
             _finish(batch, owner, "cancelled")
             return "cancelled"
-        if batch.attempts > max_attempts():
+        if batch.attempts > trellis.RUN_MAX_ATTEMPTS:
             logger.error("foreach batch %s of run %s: giving up after %d attempts", batch.pk, run.pk,
                          batch.attempts - 1)
             with transaction.atomic():
@@ -279,7 +279,7 @@ def execute_batch(batch_id: int) -> str:
                     registry=catalog.registry(),
                     workflows=PinnedResolver(TeamVersionResolver(run.team_id), run.subgraph_versions),
                     should_cancel=CancelCheck(run.pk),
-                    max_steps=max_steps(), keep_trace=0, **steps.engine_options())
+                    max_steps=trellis.RUN_MAX_STEPS, keep_trace=0, **steps.engine_options())
                 with engine:
                     result = engine.run_batch(checkpoint or {}, batch.activation_id, left, workflow=run.document,
                                               on_items=committer.add)
@@ -315,7 +315,7 @@ def requeue_stale_batches() -> list[int]:
                 rows.filter(lease_expires_at=expired_at)
             if not rows.update(lease_owner="", lease_expires_at=timezone.now() + timedelta(seconds=1)):
                 continue
-            _enqueue(batch_id)
+            queue.enqueue_batch(batch_id)
         requeued.append(batch_id)
     if requeued:
         logger.warning("re-enqueued %d foreach batch(es) whose worker stopped: %s", len(requeued), requeued)

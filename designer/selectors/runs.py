@@ -4,7 +4,7 @@ from typing import Any
 
 from django.db.models import QuerySet
 
-from designer.errors import BadRequest, NotFound
+from designer.errors import BadRequest, ObjectNotFound
 from designer.models import Run, RunEvent
 from designer.untrusted import MAX_ID, parse_id
 
@@ -21,7 +21,7 @@ def get_run(*, user: Any, run_id: object) -> Run:
     try:
         return runs_for(user=user).get(pk=parse_id(run_id))
     except Run.DoesNotExist:
-        raise NotFound("this run does not exist or is not shared with you", run=run_id) from None
+        raise ObjectNotFound("this run does not exist or is not shared with you", run=run_id) from None
 
 
 #: What a poll of the live run page reads of the run row: small columns only (not its input, document or state).
@@ -34,7 +34,7 @@ def get_live_run(*, user: Any, run_id: object) -> Run:
     try:
         return Run.objects.for_user(user).only(*LIVE_FIELDS).get(pk=parse_id(run_id))
     except Run.DoesNotExist:
-        raise NotFound("this run does not exist or is not shared with you", run=run_id) from None
+        raise ObjectNotFound("this run does not exist or is not shared with you", run=run_id) from None
 
 
 def events_since(*, run: Run, since: int, limit: int) -> tuple[list[RunEvent], int]:

@@ -5,7 +5,7 @@ from typing import Any
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from designer.errors import NotFound
+from designer.errors import ObjectNotFound
 from designer.models import ApiToken, Invitation, Membership, Team
 from designer.models_access import hash_secret, token_limits
 from designer.untrusted import parse_id
@@ -17,11 +17,11 @@ def teams_for(*, user: Any) -> QuerySet[Team]:
 
 
 def get_team(*, user: Any, team_id: object) -> Team:
-    """One of the caller's teams (annotated with ``role``); ``NotFound`` otherwise."""
+    """One of the caller's teams (annotated with ``role``); ``ObjectNotFound`` otherwise."""
     try:
         return teams_for(user=user).get(pk=parse_id(team_id))
     except Team.DoesNotExist:
-        raise NotFound("this team does not exist or you are not a member", team=team_id) from None
+        raise ObjectNotFound("this team does not exist or you are not a member", team=team_id) from None
 
 
 def members_of(team: Team) -> QuerySet[Membership]:
@@ -57,22 +57,22 @@ def invitations_for(*, user: Any) -> QuerySet[Invitation]:
 
 
 def get_invitation_for(*, user: Any, invitation_id: object) -> Invitation:
-    """One invitation addressed to the caller (open or not, so answering twice says why); ``NotFound`` else."""
+    """One invitation addressed to the caller (open or not, so answering twice says why); ``ObjectNotFound`` else."""
     if user is None or not getattr(user, "is_authenticated", False):
-        raise NotFound("this invitation does not exist or is not for you", invitation=invitation_id)
+        raise ObjectNotFound("this invitation does not exist or is not for you", invitation=invitation_id)
     try:
         return _token_scoped(Invitation.objects.select_related("team", "invited_by"), user).get(
             user=user, pk=parse_id(invitation_id))
     except Invitation.DoesNotExist:
-        raise NotFound("this invitation does not exist or is not for you", invitation=invitation_id) from None
+        raise ObjectNotFound("this invitation does not exist or is not for you", invitation=invitation_id) from None
 
 
 def invitation_by_token(token: str) -> Invitation:
-    """The invitation an emailed link names (its token is the credential); ``NotFound`` for an unknown token."""
+    """The invitation an emailed link names (its token is the credential); ``ObjectNotFound`` for an unknown token."""
     try:
         return Invitation.objects.select_related("team", "invited_by").get(token_hash=hash_secret(token or ""))
     except Invitation.DoesNotExist:
-        raise NotFound("this invitation link is not valid") from None
+        raise ObjectNotFound("this invitation link is not valid") from None
 
 
 def tokens_of(*, user: Any) -> QuerySet[ApiToken]:

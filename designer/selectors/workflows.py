@@ -6,7 +6,7 @@ from typing import Any
 
 from django.db.models import Max, QuerySet
 
-from designer.errors import NotFound
+from designer.errors import ObjectNotFound
 from designer.models import Team, Workflow, WorkflowGrant, WorkflowVersion
 from designer.permissions import ROLE_RANK
 from designer.untrusted import parse_id
@@ -47,12 +47,12 @@ def mark_access(*, user: Any, workflows: Iterable[Workflow]) -> list[Workflow]:
 
 
 def get_workflow(*, user: Any, workflow_id: object) -> Workflow:
-    """One of the caller's workflows (annotated with ``latest_version``); ``NotFound`` otherwise."""
+    """One of the caller's workflows (annotated with ``latest_version``); ``ObjectNotFound`` otherwise."""
     try:
         return workflows_for(user=user).get(pk=parse_id(workflow_id))
     except Workflow.DoesNotExist:
-        raise NotFound("this workflow does not exist or is not shared with you",
-                       workflow=workflow_id) from None
+        raise ObjectNotFound("this workflow does not exist or is not shared with you",
+                             workflow=workflow_id) from None
 
 
 def versions_of(workflow: Workflow) -> QuerySet[WorkflowVersion]:
@@ -64,8 +64,8 @@ def get_version(*, workflow: Workflow, number: object) -> WorkflowVersion:
     try:
         return versions_of(workflow).get(number=parse_id(number))
     except WorkflowVersion.DoesNotExist:
-        raise NotFound(f"workflow {workflow.slug!r} has no version {number}",
-                       workflow=workflow.pk, version=number) from None
+        raise ObjectNotFound(f"workflow {workflow.slug!r} has no version {number}",
+                             workflow=workflow.pk, version=number) from None
 
 
 def grants_of(workflow: Workflow) -> QuerySet[WorkflowGrant]:

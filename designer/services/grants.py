@@ -11,7 +11,7 @@ from typing import Any
 
 from django.db import transaction
 
-from designer.errors import BadRequest, NotFound
+from designer.errors import BadRequest, ObjectNotFound
 from designer.models import Team, Workflow, WorkflowGrant
 from designer.permissions import require_own_team_role
 from designer.untrusted import parse_id
@@ -24,7 +24,7 @@ def _team_named(ref: object) -> Team:
     team_id = parse_id(text)
     team = Team.objects.filter(pk=team_id).first() if team_id is not None else Team.objects.filter(slug=text).first()
     if team is None:
-        raise NotFound(f"no team {text!r}; name it by its slug (shown on its team page) or id", field="team")
+        raise ObjectNotFound(f"no team {text!r}; name it by its slug (shown on its team page) or id", field="team")
     return team
 
 
@@ -52,4 +52,4 @@ def revoke_grant(*, actor: Any, workflow: Workflow, grant_id: object) -> None:
     require_own_team_role(actor, workflow, "owner", action="stop sharing it")
     deleted, _ = WorkflowGrant.objects.filter(workflow=workflow, pk=parse_id(grant_id)).delete()
     if not deleted:
-        raise NotFound("this workflow is not shared by that grant", grant=grant_id)
+        raise ObjectNotFound("this workflow is not shared by that grant", grant=grant_id)

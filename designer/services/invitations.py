@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.core.mail import send_mail
@@ -24,7 +23,8 @@ from django.db.models import Q
 from django.urls import reverse
 from django.utils import timezone
 
-from designer.errors import BadRequest, InvitationClosed, NotFound
+from designer.conf import trellis
+from designer.errors import BadRequest, InvitationClosed, ObjectNotFound
 from designer.models import Invitation, Membership, Team
 from designer.models_access import hash_secret, new_secret
 from designer.permissions import require_role
@@ -41,7 +41,7 @@ class SentInvitation:
 
 
 def invitation_days() -> int:
-    return int(getattr(settings, "TRELLIS_INVITATION_DAYS", 14))
+    return trellis.INVITATION_DAYS
 
 
 def _clean_invitee(text: object) -> str:
@@ -115,7 +115,7 @@ def _locked(invitation: Invitation) -> Invitation:
 
 def _check_answerable(invitation: Invitation, actor: Any) -> None:
     if invitation.user_id is not None and invitation.user_id != getattr(actor, "pk", None):
-        raise NotFound("this invitation does not exist or is not for you", invitation=invitation.pk)
+        raise ObjectNotFound("this invitation does not exist or is not for you", invitation=invitation.pk)
     if invitation.status != Invitation.Status.PENDING:
         raise InvitationClosed(f"this invitation was already {invitation.status}", status=invitation.status)
     if invitation.expires_at <= timezone.now():
@@ -162,7 +162,7 @@ def revoke_invitation(*, actor: Any, team: Team, invitation_id: object) -> Invit
     try:
         locked = Invitation.objects.select_for_update().get(team=team, pk=parse_id(invitation_id))
     except Invitation.DoesNotExist:
-        raise NotFound("this team has no such invitation", invitation=invitation_id) from None
+        raise ObjectNotFound("this team has no such invitation", invitation=invitation_id) from None
     if locked.status != Invitation.Status.PENDING:
         raise InvitationClosed(f"this invitation was already {locked.status}", status=locked.status)
     locked.status, locked.responded_at = Invitation.Status.REVOKED, timezone.now()

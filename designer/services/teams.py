@@ -5,7 +5,7 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.utils.text import slugify
 
-from designer.errors import BadRequest, NotFound, PermissionDenied, TeamRuleViolation
+from designer.errors import ActionForbidden, BadRequest, ObjectNotFound, TeamRuleViolation
 from designer.models import Membership, Team
 from designer.models_access import token_limits
 from designer.permissions import require_role
@@ -35,7 +35,7 @@ def unique_team_slug(name: str) -> str:
 def create_team(*, actor: Any, name: str, slug: str | None = None) -> Team:
     """A new team with ``actor`` as its owner."""
     if token_limits(actor)[0] is not None:
-        raise PermissionDenied("an API token limited to one team cannot create teams; use one without a team limit")
+        raise ActionForbidden("an API token limited to one team cannot create teams; use one without a team limit")
     name = (name or "").strip()
     if not name:
         raise BadRequest("a team needs a name", field="name")
@@ -66,7 +66,7 @@ def _membership(team: Team, user_id: object) -> Membership:
             team=team, user_id=parse_id(user_id)
         )
     except Membership.DoesNotExist:
-        raise NotFound("this user is not a member of the team", user_id=user_id) from None
+        raise ObjectNotFound("this user is not a member of the team", user_id=user_id) from None
 
 
 def _other_owners(membership: Membership) -> int:

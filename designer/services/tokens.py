@@ -10,7 +10,7 @@ from typing import Any, Final
 from django.db import transaction
 from django.utils import timezone
 
-from designer.errors import BadRequest, NotFound
+from designer.errors import BadRequest, ObjectNotFound
 from designer.models import ApiToken
 from designer.models_access import hash_secret
 from designer.permissions import require_role
@@ -48,7 +48,7 @@ def create_token(*, actor: Any, name: object, days: object = 30, team: object = 
     if team not in (None, ""):
         team_id = parse_id(team)
         if team_id is None:
-            raise NotFound("this team does not exist or you are not a member", team=team)
+            raise ObjectNotFound("this team does not exist or you are not a member", team=team)
         require_role(actor, team_id, "viewer", what="this team")
     secret = PREFIX + secrets.token_urlsafe(32)
     token = ApiToken.objects.create(
@@ -63,7 +63,7 @@ def revoke_token(*, actor: Any, token_id: object) -> ApiToken:
     """Revoke one of the actor's own tokens; it stops working at once."""
     token = ApiToken.objects.select_for_update().filter(user=actor, pk=parse_id(token_id)).first()
     if token is None:
-        raise NotFound("you have no such token", token=token_id)
+        raise ObjectNotFound("you have no such token", token=token_id)
     if token.revoked_at is None:
         token.revoked_at = timezone.now()
         token.save(update_fields=["revoked_at"])

@@ -15,7 +15,7 @@ from django.core.exceptions import ValidationError
 from django.tasks import TaskResult
 
 from designer.analysis import analyze_document, parse_document
-from designer.errors import BadRequest, NotFound
+from designer.errors import BadRequest, ObjectNotFound
 from designer.models import Run, Workflow
 from designer.permissions import require_workflow_role
 from designer.run_overlay import node_detail
@@ -24,7 +24,7 @@ from designer.run_overlay import node_detail
 def _task_node(workflow: Workflow, node_id: object) -> dict[str, Any]:
     node = next((n for n in workflow.document.get("nodes", []) if n.get("id") == node_id), None)
     if node is None:
-        raise NotFound(f"the draft has no node {node_id!r}", node=node_id)
+        raise ObjectNotFound(f"the draft has no node {node_id!r}", node=node_id)
     if node.get("kind") != "task":
         raise BadRequest(f"node {node_id!r} is a {node.get('kind')} node; only task nodes can be tried alone",
                          node=node_id)
@@ -34,7 +34,7 @@ def _task_node(workflow: Workflow, node_id: object) -> dict[str, Any]:
 def sample_from_run(*, workflow: Workflow, run: Run, node_id: str, frame_id: str | None = None) -> dict[str, Any]:
     """The values ``node_id``'s bindings read in one frame of a past run (default: its latest visit)."""
     if run.workflow_id != workflow.pk:
-        raise NotFound("this run belongs to another workflow", run=run.pk)
+        raise ObjectNotFound("this run belongs to another workflow", run=run.pk)
     graph = run.document if isinstance(run.document, dict) else {}
     ran = next((n for n in graph.get("nodes", []) if n.get("id") == node_id), None)
     node = _task_node(workflow, node_id)
@@ -83,7 +83,7 @@ def trial_result(*, actor: Any, workflow: Workflow, result_id: str) -> TaskResul
     try:
         result = try_node.get_result(result_id)
     except (TaskResultDoesNotExist, TaskResultMismatch, ValueError, ValidationError):
-        raise NotFound("no such trial", trial=result_id) from None
+        raise ObjectNotFound("no such trial", trial=result_id) from None
     if not result.args or result.args[0] != workflow.pk:
-        raise NotFound("no such trial", trial=result_id)
+        raise ObjectNotFound("no such trial", trial=result_id)
     return result

@@ -15,27 +15,30 @@ makes the database refuse a second fire of a tick even so.
 from __future__ import annotations
 
 import functools
+import json
 import logging
 import re
 import secrets
+import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Final
 from zoneinfo import ZoneInfo, available_timezones
 
 from cronsim import CronSim
-from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import Max
 from django.utils import timezone
 
 from designer import cron
-from designer.errors import BadRequest, CronNeverFires, DesignerError, NotFound, RateLimited, UnknownTimeZone
+from designer import webhook_signature as signature
+from designer.conf import trellis
+from designer.errors import BadRequest, CronNeverFires, DesignerError, ObjectNotFound, RateLimited, UnknownTimeZone
 from designer.models import Run, Schedule, TriggerFire, Webhook, Workflow, WorkflowVersion
 from designer.models_access import hash_secret
 from designer.permissions import require_workflow_role
 from designer.services.runs import begin_run
-from designer.untrusted import parse_id
+from designer.untrusted import JSONInputError, loads_json, parse_id
 from runtime import WorkflowError, check_run_input
 
 logger = logging.getLogger("designer.triggers")
@@ -51,7 +54,7 @@ MAX_CATCH_UP: Final[int] = 100
 
 def grace() -> timedelta:
     """How late a tick may fire and still count as on time (a busy queue); later, the missed policy decides."""
-    return timedelta(seconds=float(getattr(settings, "TRELLIS_SCHEDULE_GRACE_SECONDS", 60)))
+    return timedelta(seconds=trellis.SCHEDULE_GRACE_SECONDS)
 
 
 # --- shared checks ---------------------------------------------------------------------------
@@ -75,7 +78,7 @@ def _version(workflow: Workflow, version: object) -> WorkflowVersion | None:
     number = parse_id(version)
     found = workflow.versions.filter(number=number).first() if number is not None else None
     if found is None:
-        raise NotFound(f"workflow {workflow.slug!r} has no version {version!r}", field="version")
+        raise ObjectNotFound(f"workflow {workflow.slug!r} has no version {version!r}", field="version")
     return found
 
 
@@ -99,7 +102,8 @@ def _document_of(workflow: Workflow, version: WorkflowVersion | None) -> Any:
 @dataclass(frozen=True, slots=True)
 class NewWebhook:
     webhook: Webhook
-    secret: str  # shown once, never stored
+    secret: str  # the URL's secret: shown once, never stored
+    signing_secret: str | None = None  # signed mode: shown once, never stored (derived again to verify)
 
 
 def _rate_limit(value: object) -> int:
@@ -112,17 +116,31 @@ def _rate_limit(value: object) -> int:
     return number
 
 
+def _mode(value: object) -> str:
+    if value in (None, ""):
+        return str(Webhook.Mode.URL)
+    if value not in Webhook.Mode.values:
+        raise BadRequest(f"a webhook's mode is 'url' (the secret URL is enough) or 'signed' (calls carry a "
+                         f"{signature.HEADER} header); got {value!r}", field="mode")
+    return str(value)
+
+
 @transaction.atomic
 def create_webhook(*, actor: Any, workflow: Workflow, name: object, version: object = None,
-                   rate_limit: object = None) -> NewWebhook:
-    """A webhook for ``version`` (a number; None: the latest published when called). Editors and owners."""
+                   rate_limit: object = None, mode: object = None) -> NewWebhook:
+    """A webhook for ``version`` (a number; None: the latest published when called). Editors and owners.
+    ``mode`` ``signed`` also gives it a signing secret that every call must sign with."""
     require_workflow_role(actor, workflow, "editor")
     secret = PREFIX + secrets.token_urlsafe(32)
+    checked_mode = _mode(mode)
+    salt = signature.new_salt() if checked_mode == Webhook.Mode.SIGNED else ""
     webhook = Webhook.objects.create(
         workflow=workflow, version=_version(workflow, version), name=_name(name), token_hash=hash_secret(secret),
-        prefix=secret[:12], rate_limit=_rate_limit(rate_limit), created_by=actor,
+        prefix=secret[:12], rate_limit=_rate_limit(rate_limit), mode=checked_mode, signing_salt=salt,
+        created_by=actor,
     )
-    return NewWebhook(webhook=webhook, secret=secret)
+    return NewWebhook(webhook=webhook, secret=secret,
+                      signing_secret=signature.signing_secret(salt) if salt else None)
 
 
 @transaction.atomic
@@ -135,27 +153,42 @@ def revoke_webhook(*, actor: Any, webhook: Webhook) -> Webhook:
     return webhook
 
 
-def call_webhook(*, secret: str, body: object) -> Run:
-    """Start a run from a webhook call. ``NotFound`` for an unknown or revoked secret, ``RateLimited`` past the
-    webhook's limit, ``BadRequest`` / ``runtime.InputValidationError`` for a body the input schema refuses;
-    in every refused case nothing is recorded."""
+def _body(raw: bytes) -> dict[str, Any]:
+    try:
+        body = loads_json(raw.decode("utf-8")) if raw else {}
+    except (UnicodeDecodeError, json.JSONDecodeError, JSONInputError) as exc:
+        raise BadRequest(f"the body is not valid JSON: {exc}") from None
+    if not isinstance(body, dict):
+        raise BadRequest(f"the body is the run's input, a JSON object; got {type(body).__name__}")
+    return body
+
+
+def call_webhook(*, secret: str, body: bytes, signature_header: str | None = None,
+                 now: float | None = None) -> Run:
+    """Start a run from a webhook call whose raw body is ``body``. ``ObjectNotFound`` for an unknown or revoked
+    secret, ``webhook_signature.SignatureRefused`` (and subclasses) for a signed webhook's call whose
+    signature is missing, wrong or older than the replay window, ``RateLimited`` past the webhook's limit,
+    ``BadRequest`` / ``runtime.InputValidationError`` for a body the input schema refuses; in every refused
+    case nothing is recorded. ``now`` (Unix seconds) is the clock the signature's timestamp is checked against."""
     if not isinstance(secret, str) or not secret.startswith(PREFIX) or len(secret) > 200:
-        raise NotFound("no such webhook (the URL is wrong, or the webhook was revoked)")
+        raise ObjectNotFound("no such webhook (the URL is wrong, or the webhook was revoked)")
     with transaction.atomic():
         webhook = (Webhook.objects.select_for_update().select_related("workflow")
                    .filter(token_hash=hash_secret(secret), revoked_at__isnull=True).first())
         if webhook is None:
-            raise NotFound("no such webhook (the URL is wrong, or the webhook was revoked)")
-        now = timezone.now()
+            raise ObjectNotFound("no such webhook (the URL is wrong, or the webhook was revoked)")
+        if webhook.mode == Webhook.Mode.SIGNED:
+            # Before the rate limit: unsigned calls must not use up the signed callers' budget.
+            signature.verify(salt=webhook.signing_salt, header=signature_header, body=body,
+                             now=time.time() if now is None else now)
+        at = timezone.now()
         # The row lock above serialises the calls of one webhook, so counting then inserting cannot overshoot.
-        recent = webhook.fires.filter(at__gt=now - RATE_WINDOW).order_by("at").values_list("at", flat=True)
+        recent = webhook.fires.filter(at__gt=at - RATE_WINDOW).order_by("at").values_list("at", flat=True)
         if len(recent) >= webhook.rate_limit:
-            wait = max(1, int((recent[0] + RATE_WINDOW - now).total_seconds()) + 1)
+            wait = max(1, int((recent[0] + RATE_WINDOW - at).total_seconds()) + 1)
             raise RateLimited(f"webhook {webhook.name!r} accepts {webhook.rate_limit} calls per minute; "
                               f"try again in {wait} s", retry_after=wait)
-        if not isinstance(body, dict):
-            raise BadRequest(f"the body is the run's input, a JSON object; got {type(body).__name__}")
-        run = begin_run(workflow=webhook.workflow, input=body,
+        run = begin_run(workflow=webhook.workflow, input=_body(body),
                         version=_version_number(webhook.workflow, webhook.version))
         TriggerFire.objects.create(workflow=webhook.workflow, webhook=webhook, run=run)
         return run

@@ -9,7 +9,7 @@ from django.utils import timezone
 from django.utils.text import slugify
 
 from designer.analysis import analyze_document, dump_document, parse_document, remember_analysis
-from designer.errors import BadRequest, NotFound, RevisionConflict
+from designer.errors import BadRequest, ObjectNotFound, RevisionConflict
 from designer.models import Team, Workflow, WorkflowVersion
 from designer.permissions import require_duplicate, require_own_team_role, require_role, require_workflow_role
 from designer.untrusted import parse_id
@@ -34,7 +34,7 @@ class SavedDocument:
 def _team_id(team: Team | int) -> int:
     team_id = team.pk if isinstance(team, Team) else parse_id(team)
     if team_id is None:
-        raise NotFound("this team does not exist or you are not a member", team=team)
+        raise ObjectNotFound("this team does not exist or you are not a member", team=team)
     return team_id
 
 
@@ -174,7 +174,7 @@ def save_document(*, actor: Any, workflow: Workflow, revision: object, document:
         if not updated:
             current = Workflow.objects.filter(pk=workflow.pk).values("revision", "document").first()
             if current is None:
-                raise NotFound("the workflow was deleted meanwhile", workflow=workflow.pk)
+                raise ObjectNotFound("the workflow was deleted meanwhile", workflow=workflow.pk)
             raise RevisionConflict(
                 f"the workflow was saved by someone else (revision {current['revision']}) after "
                 f"revision {revision} that you edited; reload and apply your change again",

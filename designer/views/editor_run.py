@@ -19,11 +19,12 @@ from django.utils.timesince import timesince
 from django.views.decorators.http import require_GET
 
 from designer import run_overlay, selectors
-from designer.errors import NotFound
+from designer.errors import ObjectNotFound
+from designer.json_text import pretty_json
 from designer.models import Run
 from designer.models import Workflow as WorkflowModel
 from designer.permissions import require_workflow_role
-from designer.runs.inspect import damage_of, damages_of
+from designer.runs.checkpoints import damage_of, damages_of
 from designer.selectors.runs import runs_for
 from designer.views.htmx import HtmxHttpRequest
 from designer.views.pages import designer_errors
@@ -41,7 +42,7 @@ def _workflow(request: HtmxHttpRequest, workflow_id: int) -> WorkflowModel:
 def _run_of(request: HtmxHttpRequest, workflow: WorkflowModel, run_id: object) -> Run:
     run = selectors.get_run(user=request.user, run_id=run_id)
     if run.workflow_id != workflow.pk:
-        raise NotFound("this run belongs to another workflow", run=run_id)
+        raise ObjectNotFound("this run belongs to another workflow", run=run_id)
     return run
 
 
@@ -98,12 +99,12 @@ def node(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
     graph = run.document if isinstance(run.document, dict) else {}
     found = next((n for n in graph.get("nodes", []) if n.get("id") == node_id), None)
     if found is None:
-        raise NotFound(f"node {node_id!r} was not part of run #{run.pk}", node=node_id)
+        raise ObjectNotFound(f"node {node_id!r} was not part of run #{run.pk}", node=node_id)
     events = list(run.events.filter(node_id=node_id).order_by("seq"))
     detail = run_overlay.node_detail(run, events, found, request.GET.get("frame") or None)
     context: dict[str, Any] = {
         "workflow": workflow, "run": run, "node": found, "detail": detail,
-        "pretty": {key: json.dumps(detail[key], indent=2, ensure_ascii=False, default=str)
+        "pretty": {key: pretty_json(detail[key])
                    for key in ("context", "output", "error", "input") if detail[key] is not None},
         "bindings": [{**row, "text": json.dumps(row["value"], ensure_ascii=False, default=str)}
                      for row in detail["bindings"]],

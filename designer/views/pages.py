@@ -12,23 +12,23 @@ from collections.abc import Callable
 from functools import wraps
 from typing import Any
 
-from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpResponse
 
-from designer.errors import NotFound, PermissionDenied
+from designer.errors import ActionForbidden, ObjectNotFound
 
 
 def designer_errors[F: Callable[..., HttpResponse]](view: F) -> F:
-    """Turn ``NotFound`` into Django's 404 and ``PermissionDenied`` into its 403."""
+    """Turn ``ObjectNotFound`` into Django's 404 and ``ActionForbidden`` into its 403."""
 
     @wraps(view)
     def wrapped(*args: Any, **kwargs: Any) -> HttpResponse:
         try:
             return view(*args, **kwargs)
-        except NotFound as exc:
+        except ObjectNotFound as exc:
             raise Http404(exc.message) from exc
-        except PermissionDenied as exc:
-            raise DjangoPermissionDenied(exc.message) from exc
+        except ActionForbidden as exc:
+            raise PermissionDenied(exc.message) from exc
 
     return wrapped  # type: ignore[return-value]
 

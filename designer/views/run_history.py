@@ -8,7 +8,6 @@ edit re-renders the panel with the error next to the field, 400.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
@@ -17,12 +16,15 @@ from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
+from django_htmx.http import HttpResponseClientRedirect
 
 from designer import selectors
-from designer.errors import DesignerError, PermissionDenied
+from designer.errors import ActionForbidden, BadRequest, DesignerError
+from designer.json_text import pretty_json
 from designer.permissions import has_role, workflow_role
 from designer.selectors.run_history import checkpoint_detail
 from designer.services import run_history
+from designer.untrusted import form_json
 from designer.views.htmx import HtmxHttpRequest
 from designer.views.pages import designer_errors, error_message
 from runtime import WorkflowError
@@ -30,19 +32,15 @@ from runtime import WorkflowError
 
 def _go(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
     url = reverse("run-detail", args=[run_id])
-    if request.htmx:
-        response = HttpResponse(status=204)
-        response["HX-Redirect"] = url
-        return response
-    return redirect(url)
+    return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
 
 
 def _json(text: str, field: str) -> tuple[Any, str]:
     """``(value, "")``, or ``(None, message)`` naming the field and where the JSON breaks."""
     try:
-        return json.loads(text), ""
-    except ValueError as exc:
-        return None, f"{field} is not valid JSON: {exc}"
+        return form_json(text, field=field, what=field), ""
+    except BadRequest as exc:
+        return None, exc.message
 
 
 def _field_errors(exc: DesignerError | WorkflowError) -> list[str]:
@@ -64,23 +62,33 @@ def run_redrive(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
 @designer_errors
 def run_rerun(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
     run = selectors.get_run(user=request.user, run_id=run_id)
-    text = request.POST.get("input", "").strip()
+    raw = request.POST.get("input", "")
+    text, version = raw.strip(), request.POST.get("version", "same")
     run_input, problem = _json(text, "input") if text else (None, "")
-    if problem:
-        return HttpResponse(problem, status=400, content_type="text/plain")
-    new = run_history.rerun(actor=request.user, run=run, input=run_input,
-                            version=request.POST.get("version", "same"))
-    return _go(request, new.pk)
+    field_errors: list[str] = []
+    if not problem:
+        try:
+            new = run_history.rerun(actor=request.user, run=run, input=run_input, version=version)
+        except ActionForbidden:
+            raise
+        except (DesignerError, WorkflowError) as exc:
+            problem, field_errors = error_message(exc), _field_errors(exc)
+        else:
+            return _go(request, new.pk)
+    # The re-run form again, with what was typed and the error in place (400; htmx swaps it, see base.html).
+    context = {"run": run, "can_run": True, "rerun_error": problem, "rerun_text": raw,
+               "rerun_field_errors": field_errors, "rerun_version": version}
+    if request.htmx:
+        return TemplateResponse(request, "runs/detail.html#rerun_form", context, status=400)
+    return HttpResponse(problem, status=400, content_type="text/plain")
 
 
 def _panel(request: HtmxHttpRequest, run: Any, step: int, *, status: int = 200, **extra: Any) -> HttpResponse:
-    if request.htmx and status == 400:
-        status = 200  # htmx swaps no 4xx response; the panel with the error next to the form is the answer
     row = run_history.kept_checkpoint(run, step)
     detail = checkpoint_detail(row)
     context = {
         "run": run, "cp": detail, "can_run": has_role(workflow_role(request.user, run.workflow), "runner"),
-        "state_text": extra.pop("state_text", None) or json.dumps(detail["state"], indent=2, ensure_ascii=False),
+        "state_text": extra.pop("state_text", None) or pretty_json(detail["state"]),
         **extra,
     }
     return TemplateResponse(request, "runs/checkpoint.html", context, status=status)
@@ -113,7 +121,7 @@ def run_fork(request: HtmxHttpRequest, run_id: int, step: int) -> HttpResponse:
     try:
         new = run_history.fork_run(actor=request.user, run=run, step=step,
                                    state=None if state == original else state, answer=answer)
-    except PermissionDenied:
+    except ActionForbidden:
         raise
     except (DesignerError, WorkflowError) as exc:
         return _panel(request, run, step, status=400, state_text=state_text, error=error_message(exc),

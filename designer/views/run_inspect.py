@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from designer.models import Run, RunEvent
-from designer.runs.inspect import checkpoint_of
+from designer.runs.checkpoints import checkpoint_of
 from designer.views.run_display import summary_of
 from runtime import CorruptRunStateError, RunState, activation_progress, frame_context
 

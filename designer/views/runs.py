@@ -22,15 +22,23 @@ from django.urls import NoReverseMatch, reverse
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 from django.views.decorators.http import require_GET, require_POST
+from django_htmx.http import (
+    HttpResponseClientRedirect,
+    HttpResponseClientRefresh,
+    reswap,
+    retarget,
+    trigger_client_event,
+)
 
 from designer import selectors
-from designer.errors import DesignerError, NotFound, PermissionDenied
+from designer.errors import ActionForbidden, DesignerError, ObjectNotFound
 from designer.filters import RunFilter, apply_filters
 from designer.models import Run, RunEvent, Team, Workflow
 from designer.permissions import has_role, require_workflow_role, role_of, workflow_role
 from designer.run_overlay import item_label
 from designer.runs.batches import batch_progress
-from designer.runs.inspect import damage_of, damages_of
+from designer.runs.checkpoints import damage_of, damages_of
+from designer.selectors.run_history import tolerated_failures
 from designer.services import runs as run_services
 from designer.untrusted import parse_id
 from designer.views.htmx import HtmxHttpRequest
@@ -51,11 +59,6 @@ ACTIVE = (Run.Status.QUEUED, Run.Status.RUNNING, Run.Status.WAITING)
 #: Statuses whose run page polls: also a run waiting for its distributed foreach batches (it holds no worker,
 #: but its batches commit items, counted on the row).
 LIVE = ACTIVE
-
-
-def _ok_status(request: HtmxHttpRequest, ok: bool) -> int:
-    # htmx does not swap 4xx responses, so a form with errors comes back as 200 to htmx.
-    return 200 if ok or request.htmx else 400
 
 
 def _admin_runs_url(request: HtmxHttpRequest, **params: Any) -> str:
@@ -240,7 +243,7 @@ def run_start(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
     if not form.has_errors:
         try:
             run = run_services.start_run(actor=request.user, workflow=workflow, input=value, version=version)
-        except PermissionDenied:
+        except ActionForbidden:
             raise
         except (DesignerError, WorkflowError) as exc:
             message, fields, diagnostics = _error_details(exc)
@@ -253,7 +256,8 @@ def run_start(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
             return TemplateResponse(request, "runs/panel.html#panel", context)
     context = _panel_context(request, workflow, version=version, form=form, **error_context)
     template = "runs/panel.html#panel" if request.htmx else "runs/panel_page.html"
-    return TemplateResponse(request, template, context, status=_ok_status(request, False))
+    # 400 to htmx too: base.html's htmx config swaps a 400/422 answer (the form with its errors in place).
+    return TemplateResponse(request, template, context, status=400)
 
 
 # --- run detail ----------------------------------------------------------------------------------------------
@@ -309,7 +313,7 @@ def _counters(run: Run) -> dict[str, Any]:
             parent_index=entry.get("parent_index") if isinstance(entry.get("parent_index"), int) else None))
     if run.status == Run.Status.WAITING:
         # A distributed foreach's items are committed by its batches, not by the run's checkpoints.
-        # (A COUNT over the activation's committed items: indexed, but not constant like the rest.)
+        # (One aggregate over the batch rows' counters: the same query whatever the number of items.)
         batches = batch_progress(run.pk)
         for row in rows:
             if row.activation_id in batches:
@@ -361,6 +365,8 @@ def _detail_context(request: HtmxHttpRequest, run: Run, **extra: Any) -> dict[st
         "damage": damage,
         "final_state": scope_state,
         "attempt": inspection.state.attempt if inspection.state is not None else 1,
+        # A completed run whose distributed foreach tolerated failed items can be redriven (those items only).
+        "tolerated": tolerated_failures(run) if run.status == Run.Status.COMPLETED and not damage else None,
         "event_count": len(events),
         "elapsed_ms": int((now - run.started_at).total_seconds() * 1000) if run.started_at else None,
         "admin_url": _admin_runs_url(request, id__exact=run.pk),
@@ -395,9 +401,7 @@ def run_live(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
     """
     run = selectors.get_live_run(user=request.user, run_id=run_id)
     if run.status not in LIVE:
-        response = HttpResponse()
-        response["HX-Refresh"] = "true"
-        return response
+        return HttpResponseClientRefresh()
     since = max(0, parse_id(request.GET.get("since")) or 0)
     new_events, skipped = selectors.events_since(run=run, since=since, limit=LIVE_EVENTS)
     context = {
@@ -429,10 +433,8 @@ def _damaged(request: HtmxHttpRequest, run: Run, context: dict[str, Any] | None 
 
 
 def _live_response(request: HtmxHttpRequest, context: dict[str, Any]) -> TemplateResponse:
-    response = TemplateResponse(request, "runs/detail.html#live", context)
     # The events table refreshes with the live region, so both show the same moment of the run.
-    response["HX-Trigger"] = "run-progress"
-    return response
+    return trigger_client_event(TemplateResponse(request, "runs/detail.html#live", context), "run-progress")
 
 
 def _events_context(request: HtmxHttpRequest, run: Run) -> dict[str, Any]:
@@ -500,7 +502,7 @@ def run_frame(request: HtmxHttpRequest, run_id: int, frame_id: str) -> HttpRespo
         return _damaged(request, run)
     events = list(run.events.filter(frame_id=frame_id).order_by("seq")[:200])
     if not events and (inspection.state is None or frame_id not in inspection.state.frames):
-        raise NotFound(f"run {run.pk} has no frame {frame_id!r}")
+        raise ObjectNotFound(f"run {run.pk} has no frame {frame_id!r}")
     live = context_of(inspection.state, frame_id)
     frame = inspection.state.frames.get(frame_id) if inspection.state else None
     first = events[0] if events else None
@@ -551,7 +553,7 @@ def run_resume(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
         try:
             run = run_services.resume_run(actor=request.user, run=run, interrupt_id=interrupt_id, value=value,
                                           label=label)
-        except PermissionDenied:
+        except ActionForbidden:
             raise
         except (DesignerError, WorkflowError) as exc:
             message, fields, _ = _error_details(exc)
@@ -562,11 +564,9 @@ def run_resume(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
         context = _detail_context(request, run, forms={interrupt_id: form})
         item = next(i for i in context["interrupts"] if i["id"] == interrupt_id)
         response = TemplateResponse(request, "runs/detail.html#interrupt",
-                                    {**context, "interrupt": item, "preserve": False})
+                                    {**context, "interrupt": item, "preserve": False}, status=400)
         # Only this form changes: the rest of the page (and other open questions) stay as they are.
-        response["HX-Retarget"] = f"#interrupt-{interrupt_id}"
-        response["HX-Reswap"] = "outerHTML"
-        return response
+        return reswap(retarget(response, f"#interrupt-{interrupt_id}"), "outerHTML")
     return TemplateResponse(request, "runs/detail.html",
                             {**_detail_context(request, run, forms={interrupt_id: form}),
                              **_events_context(request, run)}, status=400)
@@ -579,7 +579,7 @@ def run_cancel(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
     run = selectors.get_run(user=request.user, run_id=run_id)
     try:
         run = run_services.cancel_run(actor=request.user, run=run)
-    except PermissionDenied:
+    except ActionForbidden:
         raise
     except DesignerError as exc:
         return _after_action(request, run, notice=error_message(exc))
@@ -594,16 +594,12 @@ def run_delete(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
     run = selectors.get_run(user=request.user, run_id=run_id)
     try:
         run_services.delete_run(actor=request.user, run=run)
-    except PermissionDenied:
+    except ActionForbidden:
         raise
     except DesignerError as exc:
         return _after_action(request, run, notice=error_message(exc))
     url = reverse("workflow-runs", args=[run.workflow_id])
-    if request.htmx:
-        response = HttpResponse(status=204)
-        response["HX-Redirect"] = url
-        return response
-    return redirect(url)
+    return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
 
 
 def _after_action(request: HtmxHttpRequest, run: Run, notice: str = "") -> HttpResponse:

@@ -21,9 +21,10 @@ from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
+from django_htmx.http import HttpResponseClientRedirect
 
 from designer import selectors
-from designer.errors import DesignerError, NotFound, PermissionDenied
+from designer.errors import ActionForbidden, DesignerError, ObjectNotFound
 from designer.models import Membership, Run, Team, Workflow, WorkflowGrant
 from designer.permissions import (
     ACTIONS,
@@ -108,16 +109,16 @@ def _members_response(request: HtmxHttpRequest, team_id: int, **extra: Any) -> H
     """After a member change: the members partial for htmx, else back to the page."""
     try:
         team = selectors.get_team(user=request.user, team_id=team_id)
-    except NotFound:
+    except ObjectNotFound:
         # The caller just left the team (or removed themselves): nothing to show here any more.
         if request.htmx:
-            response = HttpResponse(status=200)
-            response["HX-Redirect"] = reverse("team-list")
-            return response
+            return HttpResponseClientRedirect(reverse("team-list"))
         return redirect("team-list")
     if request.htmx:
-        # htmx swaps only 2xx responses, and the error belongs in the swapped partial.
-        return TemplateResponse(request, "teams/detail.html#members", _team_context(request, team, **extra))
+        # A refused change is 400 with the error in the swapped partial (base.html's htmx config swaps it).
+        refused = bool(extra.get("member_error") or extra.get("invite", {}).get("error"))
+        return TemplateResponse(request, "teams/detail.html#members", _team_context(request, team, **extra),
+                                status=400 if refused else 200)
     if extra.get("member_error") or extra.get("invite", {}).get("error"):
         messages.error(request, extra.get("member_error") or extra["invite"]["error"])
     elif extra.get("notice"):
@@ -135,7 +136,7 @@ def member_invite(request: HtmxHttpRequest, team_id: int) -> HttpResponse:
     try:
         sent = invitation_services.invite(actor=request.user, team=team, user=user_ref, role=role,
                                           site_url=request.build_absolute_uri("/"))
-    except PermissionDenied:
+    except ActionForbidden:
         raise
     except DesignerError as exc:
         invite = {"user": user_ref, "role": role, "error": error_message(exc)}
@@ -155,7 +156,7 @@ def invitation_revoke(request: HtmxHttpRequest, team_id: int, invitation_id: int
     team = selectors.get_team(user=request.user, team_id=team_id)
     try:
         revoked = invitation_services.revoke_invitation(actor=request.user, team=team, invitation_id=invitation_id)
-    except PermissionDenied:
+    except ActionForbidden:
         raise
     except DesignerError as exc:
         return _members_response(request, team_id, member_error=error_message(exc))
@@ -191,7 +192,7 @@ def invitation_link(request: HtmxHttpRequest, token: str) -> HttpResponse:
     invitation = selectors.invitation_by_token(token)
     signed_in = request.user.is_authenticated
     if signed_in and invitation.user_id not in (None, request.user.pk):
-        raise NotFound("this invitation does not exist or is not for you")
+        raise ObjectNotFound("this invitation does not exist or is not for you")
     form = SignUpForm(initial={"email": invitation.email})
     if request.method == "POST":
         action = request.POST.get("action", "")
@@ -235,7 +236,7 @@ def member_update(request: HtmxHttpRequest, team_id: int, user_id: int) -> HttpR
         membership = team_services.change_member_role(
             actor=request.user, team=team, user_id=user_id, role=request.POST.get("role", "")
         )
-    except PermissionDenied:
+    except ActionForbidden:
         raise
     except DesignerError as exc:
         return _members_response(request, team_id, member_error=error_message(exc))
@@ -252,7 +253,7 @@ def member_remove(request: HtmxHttpRequest, team_id: int, user_id: int) -> HttpR
     team = selectors.get_team(user=request.user, team_id=team_id)
     try:
         team_services.remove_member(actor=request.user, team=team, user_id=user_id)
-    except PermissionDenied:
+    except ActionForbidden:
         raise
     except DesignerError as exc:
         return _members_response(request, team_id, member_error=error_message(exc))
@@ -287,7 +288,7 @@ def workflow_sharing(request: HtmxHttpRequest, workflow_id: int, *, grant_form: 
                 copy = workflow_services.duplicate_workflow(
                     actor=request.user, workflow=workflow, team=target, name=form["name"] or None
                 )
-            except PermissionDenied:
+            except ActionForbidden:
                 raise
             except DesignerError as exc:
                 error = error_message(exc)
@@ -321,7 +322,7 @@ def workflow_grant(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
     try:
         grant = grant_services.grant_workflow(actor=request.user, workflow=workflow, team=form["team"],
                                               role=form["role"])
-    except PermissionDenied:
+    except ActionForbidden:
         raise
     except DesignerError as exc:
         request.method = "GET"  # render the page (not a duplicate attempt) with the error next to the form

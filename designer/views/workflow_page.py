@@ -8,7 +8,6 @@ and renders.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from django.contrib import messages
@@ -21,14 +20,15 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_POST
 
 from designer import selectors
+from designer import webhook_signature as signature
 from designer.document_diff import diff, node_marks, route_target
-from designer.errors import DesignerError, NotFound, RateLimited, RevisionConflict
+from designer.errors import DesignerError, ObjectNotFound, RateLimited, RevisionConflict
 from designer.models import Schedule, TriggerFire, Webhook
 from designer.models import Workflow as WorkflowModel
 from designer.permissions import has_role, require_workflow_role, role_of
 from designer.services import triggers as trigger_services
 from designer.services import versions as version_services
-from designer.untrusted import JSONInputError, loads_json
+from designer.untrusted import form_json
 from designer.views.htmx import HtmxHttpRequest
 from designer.views.pages import designer_errors, error_message
 from runtime import WorkflowError
@@ -72,6 +72,8 @@ def _context(request: HtmxHttpRequest, workflow: WorkflowModel, role: str, **ext
         # SHARING_RULE: the Sharing page is for the workflow's own team.
         "in_own_team": role_of(request.user, workflow.team_id) is not None,
         "webhooks": webhooks, "schedules": schedules, "missed_choices": Schedule.Missed.choices,
+        "webhook_modes": Webhook.Mode.choices, "signature_header": signature.HEADER,
+        "replay_minutes": signature.REPLAY_WINDOW // 60,
         "undo": undo if isinstance(undo, dict) and undo.get("revision") == workflow.revision else None,
         "compare_a": versions[0].number if versions else None,
         **extra,
@@ -224,21 +226,22 @@ def webhook_create(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
     try:
         created = trigger_services.create_webhook(
             actor=request.user, workflow=workflow, name=request.POST.get("name"),
-            version=request.POST.get("version"), rate_limit=request.POST.get("rate_limit"))
+            version=request.POST.get("version"), rate_limit=request.POST.get("rate_limit"),
+            mode=request.POST.get("mode"))
     except (DesignerError, WorkflowError) as exc:
         if getattr(exc, "status", 400) in (403, 404):
             raise
         return _form_error(request, workflow, role, "webhook_error", exc)
-    # The secret is shown on this answer only; it is stored hashed.
+    # The secrets are shown on this answer only: the URL's is stored hashed, the signing one derived.
     return TemplateResponse(request, "workflows/page.html", _context(
-        request, workflow, role, new_webhook=created.webhook,
+        request, workflow, role, new_webhook=created.webhook, new_webhook_signing_secret=created.signing_secret,
         new_webhook_url=request.build_absolute_uri(reverse("webhook-call", args=[created.secret]))))
 
 
 def _trigger(model: type[Any], request: HtmxHttpRequest, workflow: WorkflowModel, pk: int) -> Any:
     found = model.objects.for_user(request.user).filter(workflow=workflow, pk=pk).first()
     if found is None:
-        raise NotFound("no such trigger on this workflow")
+        raise ObjectNotFound("no such trigger on this workflow")
     return found
 
 
@@ -253,17 +256,6 @@ def webhook_revoke(request: HtmxHttpRequest, workflow_id: int, webhook_id: int) 
     return redirect("workflow-page", workflow.pk)
 
 
-def _json_field(text: str) -> object:
-    if not text.strip():
-        return {}
-    try:
-        return loads_json(text)
-    except (json.JSONDecodeError, JSONInputError) as exc:
-        from designer.errors import BadRequest
-
-        raise BadRequest(f"the input is not valid JSON: {exc}", field="input") from None
-
-
 @login_required
 @require_POST
 @designer_errors
@@ -271,9 +263,10 @@ def schedule_create(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
     workflow, role = _workflow(request, workflow_id)
     try:
         require_workflow_role(request.user, workflow, "editor")
+        run_input = form_json(request.POST.get("input", ""), field="input", what="the input", empty={})
         schedule = trigger_services.create_schedule(
             actor=request.user, workflow=workflow, name=request.POST.get("name"), cron=request.POST.get("cron"),
-            timezone_name=request.POST.get("timezone") or "UTC", input=_json_field(request.POST.get("input", "")),
+            timezone_name=request.POST.get("timezone") or "UTC", input=run_input,
             version=request.POST.get("version"), missed=request.POST.get("missed"))
     except (DesignerError, WorkflowError) as exc:
         if getattr(exc, "status", 400) in (403, 404):
@@ -309,15 +302,11 @@ def schedule_update(request: HtmxHttpRequest, workflow_id: int, schedule_id: int
 @csrf_exempt  # called by other systems; the secret in the URL is the credential
 @require_POST
 def webhook_call(request: HtmxHttpRequest, secret: str) -> HttpResponse:
-    """``POST /hooks/<secret>/`` with the run's input as a JSON object: 202 ``{run_id, status, url}``."""
+    """``POST /hooks/<secret>/`` with the run's input as a JSON object: 202 ``{run_id, status, url}``; a signed
+    webhook's call also carries a ``Trellis-Signature`` header (401 without a good one)."""
     try:
-        try:
-            body = loads_json(request.body.decode("utf-8")) if request.body else {}
-        except (UnicodeDecodeError, json.JSONDecodeError, JSONInputError) as exc:
-            from designer.errors import BadRequest
-
-            raise BadRequest(f"the body is not valid JSON: {exc}") from None
-        run = trigger_services.call_webhook(secret=secret, body=body)
+        run = trigger_services.call_webhook(secret=secret, body=request.body,
+                                            signature_header=request.headers.get(signature.HEADER))
     except RateLimited as exc:
         response = JsonResponse(exc.to_dict(), status=exc.status)
         response["Retry-After"] = str(exc.details.get("retry_after", 60))

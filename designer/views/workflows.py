@@ -149,4 +149,4 @@ def workflow_import(request: HttpRequest) -> HttpResponse:
 
 
 def _team_id(value: object) -> int:
-    return parse_id(value) or 0  # 0 is no team: the service answers NotFound
+    return parse_id(value) or 0  # 0 is no team: the service answers ObjectNotFound

@@ -10,7 +10,7 @@ case values), ``_options`` (path options), ``_document_schemas`` (the
 document's own schemas), ``_codes`` (the code table), ``_analyzer``
 (``analyze``).
 
-Decisions worth knowing (runtime.md section 7 leaves them open):
+Decisions worth knowing (docs/design/runtime.md section 7 leaves them open):
 
 * ``node.unreachable`` is an **error**, as the seed says ("unreachable nodes
   remain validation errors"). The designer stores drafts with errors anyway;

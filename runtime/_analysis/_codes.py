@@ -1,6 +1,6 @@
 """The analyzer's diagnostic codes: one table, so docs, tests and the designer agree.
 
-Codes from runtime.md section 7 are stable; the ones marked ``addition`` are
+Codes from docs/design/runtime.md section 7 are stable; the ones marked ``addition`` are
 the analyzer's own extensions (documented in the same table). ``severity`` is
 the usual severity; ``binding.type_mismatch`` and ``path.unknown_field`` are
 also emitted as warnings when a value only *may* not fit (a nullable source

@@ -18,8 +18,8 @@ from django.urls import reverse
 from django.utils.html import escape as html_escape
 
 from designer.models import Run, RunEvent, RunStatePart
+from designer.runs.checkpoints import damage_of
 from designer.runs.executor import execute
-from designer.runs.inspect import damage_of
 from designer.services import runs as run_services
 from designer.services import workflows as workflow_services
 from tests.designer.runs_support import counting_document, greeting_document

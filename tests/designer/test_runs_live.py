@@ -13,7 +13,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from designer.models import Run, RunEvent
+from designer.models import ForeachBatch, ForeachBatchItem, Run, RunEvent
 from designer.runs.checkpointer import OrmCheckpointer
 from designer.views.runs import LIVE_EVENTS
 from runtime import Engine, RunState, SequentialIds, TaskRegistry, Workflow, WorkflowBuilder
@@ -165,3 +165,69 @@ def test_a_run_waiting_for_its_batches_is_polled(cast: Any, workflow: Any) -> No
     assert '<div id="run-poll"' in page
     poll = client_for(cast.viewer).get(reverse("run-live", args=[run.pk]), **htmx())
     assert "HX-Refresh" not in poll and 'id="run-status" hx-swap-oob="true">waiting<' in poll.content.decode()
+
+
+def waiting_distributed_run(cast: Any, workflow: Any, size: int, committed: int) -> Run:
+    """A real run of a distributed foreach over ``size`` items (batches of 100), left waiting for its batches
+    with the first ``committed`` items committed through the batches' own commit path (``Committer``)."""
+    from designer.runs import batches
+    from designer.runs.lease import expiry_in
+    from runtime import ItemOutcome, distributed_foreach
+
+    registry = TaskRegistry()
+
+    @registry.task
+    def double(x: int) -> int:
+        return 2 * x
+
+    g = WorkflowBuilder("spread", input_schema={"type": "object", "properties": {
+        "xs": {"type": "array", "items": {"type": "integer"}}}})
+    each = g.foreach("each", "input.xs", results="doubled", batch_size=100, max_batches_in_flight=2)
+    double_node = g.use("double", "double", input=[{"target": "x", "path": each.item}])
+    g.set_route(each, "loop", double_node)
+    g.set_route(double_node, "ok", each)
+
+    def create_run(run_state: RunState) -> Run:
+        return Run.objects.create(team=cast.team, workflow=workflow, document={}, runtime_id=run_state.run_id,
+                                  created_by=cast.editor, input={"size": size})
+
+    engine = Engine(registry=registry, checkpointer=OrmCheckpointer(cast.team, create_run=create_run),
+                    ids=SequentialIds(), keep_trace=0, distribute=lambda node, items: True)
+    result = engine.run(g.build(), {"xs": list(range(size))}, run_id=f"run_spread_{size}")
+    assert result.status == "waiting"
+    run = Run.objects.get(team=cast.team, runtime_id=result.run_id)
+    Run.objects.filter(pk=run.pk).update(status=Run.Status.WAITING)
+    batches.plan_batches(run.pk, distributed_foreach(result.run_state))
+    for row in run.foreach_batches.order_by("number"):
+        if row.start >= committed:
+            break
+        # As a worker's claim leaves it (queued rows wait with a queue deadline that claim() honours).
+        ForeachBatch.objects.filter(pk=row.pk).update(status=ForeachBatch.Status.RUNNING, lease_owner="owner",
+                                                      lease_expires_at=expiry_in(60))
+        committer = batches.Committer(row, "owner")
+        committer.add(tuple(ItemOutcome(index, 2 * index) for index in range(row.start, min(row.stop, committed))))
+        committer.flush()
+    run.refresh_from_db()
+    return run
+
+
+def test_a_poll_of_a_large_distributed_run_costs_what_a_poll_of_a_small_one_costs(cast: Any, workflow: Any
+                                                                                  ) -> None:
+    small, large = waiting_distributed_run(cast, workflow, 10, 5), waiting_distributed_run(cast, workflow, 3000, 2050)
+    assert ForeachBatchItem.objects.filter(run=large).count() == 2050
+    client = client_for(cast.viewer)
+    polls = {}
+    for run in (small, large):
+        polls[run.pk] = response, *_ = measured_poll(client, run, run.progress["next_seq"])
+        assert response.status_code == 200
+    (small_poll, *small_cost), (large_poll, *large_cost) = polls.values()
+    assert large_cost == small_cost
+    # Same queries is not enough (a COUNT returns one row whatever it scans): no poll reads the items table.
+    with CaptureQueriesContext(connection) as queries:
+        client.get(reverse("run-live", args=[large.pk]), {"since": 0}, **htmx())
+    assert queries.captured_queries and not [q for q in queries.captured_queries if "foreachbatchitem" in q["sql"]]
+    # The progress the poll shows comes from the batch rows' counters: committed items, batches running now.
+    body = large_poll.content.decode()
+    assert 'data-node="each" data-done="2050" data-total="3000"' in body
+    assert "21 running" in body  # batches 0..20 were claimed (the last one part-committed) and not finished
+    assert 'data-node="each" data-done="5" data-total="10"' in small_poll.content.decode()

@@ -1,4 +1,4 @@
-"""The designer uses the runtime's public surface only (designer.md: no workflow semantics in designer)."""
+"""The designer uses the runtime's public surface only (docs/design/designer.md: no workflow semantics in designer)."""
 
 from __future__ import annotations
 

@@ -5,11 +5,11 @@ import copy
 import pytest
 
 from designer.errors import (
+    ActionForbidden,
     BadRequest,
     DocumentInvalid,
     DocumentTooLarge,
-    NotFound,
-    PermissionDenied,
+    ObjectNotFound,
     RevisionConflict,
     TeamRuleViolation,
 )
@@ -53,11 +53,11 @@ def test_invite_refuses_members_and_bad_roles(cast):
 
 
 def test_only_owners_manage_members_and_strangers_learn_nothing(cast):
-    with pytest.raises(PermissionDenied):
+    with pytest.raises(ActionForbidden):
         invitation_services.invite(actor=cast.editor, team=cast.team, user="stan", role="viewer", site_url="")
-    with pytest.raises(PermissionDenied):
+    with pytest.raises(ActionForbidden):
         team_services.change_member_role(actor=cast.viewer, team=cast.team, user_id=cast.editor.pk, role="viewer")
-    with pytest.raises(NotFound):
+    with pytest.raises(ObjectNotFound):
         team_services.remove_member(actor=cast.stranger, team=cast.team, user_id=cast.viewer.pk)
 
 
@@ -88,9 +88,9 @@ def test_create_workflow_defaults_to_an_empty_document_named_by_slug(cast):
 
 
 def test_viewers_and_strangers_cannot_create(cast):
-    with pytest.raises(PermissionDenied):
+    with pytest.raises(ActionForbidden):
         workflow_services.create_workflow(actor=cast.viewer, team=cast.team, name="x")
-    with pytest.raises(NotFound):
+    with pytest.raises(ObjectNotFound):
         workflow_services.create_workflow(actor=cast.stranger, team=cast.team, name="x")
 
 
@@ -164,17 +164,17 @@ def test_publish_refuses_a_document_with_errors(cast):
 
 
 def test_viewer_cannot_publish(cast, workflow):
-    with pytest.raises(PermissionDenied):
+    with pytest.raises(ActionForbidden):
         workflow_services.publish_workflow(actor=cast.viewer, workflow=workflow)
 
 
 def test_duplicate_into_another_team_needs_owner_here_and_editor_there(cast, workflow):
     Membership.objects.create(team=cast.other_team, user=cast.owner, role="viewer")
-    with pytest.raises(PermissionDenied, match="target team|editor"):
+    with pytest.raises(ActionForbidden, match="target team|editor"):
         workflow_services.duplicate_workflow(actor=cast.owner, workflow=workflow, team=cast.other_team)
     # An editor of the source team may not take the workflow out, even into a team they own.
     Membership.objects.create(team=cast.other_team, user=cast.editor, role="owner")
-    with pytest.raises(PermissionDenied, match="only its owners"):
+    with pytest.raises(ActionForbidden, match="only its owners"):
         workflow_services.duplicate_workflow(actor=cast.editor, workflow=workflow, team=cast.other_team)
     Membership.objects.filter(team=cast.other_team, user=cast.owner).update(role="editor")
     duplicate = workflow_services.duplicate_workflow(actor=cast.owner, workflow=workflow, team=cast.other_team,
@@ -184,7 +184,7 @@ def test_duplicate_into_another_team_needs_owner_here_and_editor_there(cast, wor
 
 
 def test_duplicate_in_the_same_team_needs_editor(cast, workflow):
-    with pytest.raises(PermissionDenied, match="needs editor"):
+    with pytest.raises(ActionForbidden, match="needs editor"):
         workflow_services.duplicate_workflow(actor=cast.viewer, workflow=workflow)
     duplicate = workflow_services.duplicate_workflow(actor=cast.editor, workflow=workflow)
     assert duplicate.team == cast.team and duplicate.name == "Copy of Simple flow"
@@ -208,12 +208,12 @@ def test_update_keeps_the_slug(cast, workflow):
     updated = workflow_services.update_workflow(actor=cast.editor, workflow=workflow, name="Renamed",
                                                 description="new")
     assert (updated.name, updated.slug, updated.description) == ("Renamed", "simple-flow", "new")
-    with pytest.raises(PermissionDenied):
+    with pytest.raises(ActionForbidden):
         workflow_services.update_workflow(actor=cast.viewer, workflow=workflow, name="No")
 
 
 def test_delete_needs_editor(cast, workflow):
-    with pytest.raises(PermissionDenied):
+    with pytest.raises(ActionForbidden):
         workflow_services.delete_workflow(actor=cast.viewer, workflow=workflow)
     workflow_services.delete_workflow(actor=cast.editor, workflow=workflow)
     assert not Workflow.objects.filter(pk=workflow.pk).exists()

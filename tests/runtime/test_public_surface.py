@@ -22,6 +22,7 @@ PUBLIC_NAMES = frozenset({
     "BranchCase",
     "BranchNode",
     "CheckpointNotFoundError",
+    "CheckpointWriteError",
     "CheckpointDelta",
     "CheckpointInfo",
     "Checkpointer",
@@ -120,7 +121,7 @@ PUBLIC_NAMES = frozenset({
     "task",
 })
 
-#: The names runtime.md section 9 promises.
+#: The names docs/design/runtime.md section 9 promises.
 SPEC_NAMES = frozenset({
     "WorkflowBuilder", "Workflow", "TaskNode", "ForeachNode", "SubgraphNode", "BranchNode", "InterruptNode",
     "GraphSourcePath", "StatePath", "LocalPath", "input_path", "state_path", "context_path", "parse_source_path",

@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from designer.errors import NotFound
+from designer.errors import ObjectNotFound
 from designer.models import Run, RunEvent, RunStatePart
 from designer.runs.checkpointer import run_state_of
 from runtime import CorruptRunStateError, RunState, activation_progress
@@ -122,12 +122,12 @@ def frames(checkpoint: Checkpoint | None) -> list[dict[str, Any]]:
 def frame_context(run: Run, frame_id: str) -> dict[str, Any]:
     """``{run_id, frame_id, node_id, scope_id, lineage_id, workflow_id, context}`` where ``context`` is the
     structured ``context`` root a path in that frame reads (``foreach``, ``loop_item``, ``loop_index``, aliases).
-    ``NotFound`` for a frame that is not live in the latest checkpoint; ``CorruptRunStateError`` for a damaged
+    ``ObjectNotFound`` for a frame that is not live in the latest checkpoint; ``CorruptRunStateError`` for a damaged
     checkpoint."""
     checkpoint = checkpoint_of(run)
     if checkpoint is None or frame_id not in checkpoint.state.frames:
-        raise NotFound(f"run {run.pk} has no live frame {frame_id!r}; finished frames are pruned from the "
-                       "run state (their context is in the trace)", frame_id=frame_id)
+        raise ObjectNotFound(f"run {run.pk} has no live frame {frame_id!r}; finished frames are pruned from the "
+                             "run state (their context is in the trace)", frame_id=frame_id)
     context = runtime_frame_context(checkpoint.state, frame_id)
     return {
         "run_id": context.run_id,
