@@ -78,7 +78,7 @@ class LoopConfig:
     step_timeout: float | None = None
     max_result_bytes: int | None = None
     step_executor: StepExecutor | None = None
-    #: Whether a root-scope foreach with a batch size runs as distributed batches (node, number of items).
+    #: Whether a foreach with a batch size (in any scope) runs as distributed batches (node, number of items).
     distribute: Callable[[ForeachNode, int], bool] | None = None
     #: False: a retry's backoff or a ``wait`` step suspends its frame (``RunState.wakeups``) and a run with
     #: nothing else to do stops as ``waiting``; True: the engine sleeps in its own process instead.
