@@ -28,6 +28,7 @@ processes (``designer.runs.steps``), which enforces the step limits.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from typing import Any
 
 from django.db import transaction
@@ -45,6 +46,7 @@ from designer.selectors.run_history import TolerantRedrive, tolerated_failures
 from runtime import (
     CheckpointNotFoundError,
     Engine,
+    Interrupt,
     RedriveError,
     RunResult,
     RunState,
@@ -58,8 +60,9 @@ logger = logging.getLogger("designer.runs")
 OUTCOMES = frozenset({"completed", "failed", "interrupted", "cancelled", "waiting"})
 
 
-def interrupt_records(result: RunResult) -> list[dict[str, Any]]:
-    return [{"id": record.interrupt_id, **record.to_dict()} for record in result.interrupts]
+def interrupt_records(interrupts: Iterable[Interrupt]) -> list[dict[str, Any]]:
+    """Open interrupts as ``Run.interrupts`` stores them: the runtime's record plus ``id`` for the pages."""
+    return [{"id": record.interrupt_id, **record.to_dict()} for record in interrupts]
 
 
 def _error(exc: BaseException) -> dict[str, Any]:
@@ -97,8 +100,8 @@ class Execution:
             return {}
         # The first save after engine.resume records the answer's effect: drop the request with it.
         self.resume = None
-        remaining = [{"id": record.interrupt_id, **record.to_dict()} for record in run_state.interrupts.values()]
-        return {"resume_request": None, "status": Run.Status.RUNNING, "interrupts": remaining, "error": None}
+        return {"resume_request": None, "status": Run.Status.RUNNING,
+                "interrupts": interrupt_records(run_state.interrupts.values()), "error": None}
 
     def _should_cancel(self, run_id: str) -> bool:
         return self.checkpointer.cancel_requested
@@ -175,7 +178,7 @@ class Execution:
             "status": status,
             "output": result.output,
             "error": result.error.to_dict() if result.error is not None else None,
-            "interrupts": interrupt_records(result),
+            "interrupts": interrupt_records(result.interrupts),
             "finished_at": timezone.now() if finished else None,
         }
         if not finished:

@@ -18,11 +18,13 @@ from django.http import HttpResponse
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
+from django_htmx.http import reswap, retarget, trigger_client_event
 
 from designer import analysis as doc_analysis
 from designer import schema_builder as sb
 from designer import selectors
 from designer.errors import BadRequest, DesignerError, RevisionConflict
+from designer.json_text import pretty_json
 from designer.models import Workflow as WorkflowModel
 from designer.permissions import has_role, require_workflow_role, role_of
 from designer.services import workflows as workflow_services
@@ -199,7 +201,7 @@ def schema_builder_context(loaded: Loaded, key: str, node_id: str | None, *, tre
         row["error"] = error if error_fid == row["id"] else names.get(row["id"], "")
     return {
         "key": key, "node": node_id or "", "title": SCHEMA_TITLES[key], "hint": SCHEMA_HINTS[key],
-        "rows": rows, "json": json.dumps(sb.schema_of(tree), indent=2, ensure_ascii=False),
+        "rows": rows, "json": pretty_json(sb.schema_of(tree)),
         "error": error if not error_fid else "", "types": sb.TYPES, "sample": sample,
         "dom_id": f"builder-{key}" + (f"-{node_id}" if node_id else ""), "has_problems": bool(problems),
         "dirty": dirty,
@@ -238,9 +240,9 @@ def _children(workflow: WorkflowModel) -> list[dict[str, Any]]:
 
 
 def _triggers(response: HttpResponse, **events: dict[str, Any]) -> HttpResponse:
-    if events:
-        response["HX-Trigger"] = json.dumps({f"trellis:{name.replace('_', '-')}": detail
-                                             for name, detail in events.items()})
+    """Raise ``trellis:<name>`` (underscores as dashes) in the browser for each event, with its detail."""
+    for name, detail in events.items():
+        trigger_client_event(response, f"trellis:{name.replace('_', '-')}", detail)
     return response
 
 
@@ -415,8 +417,7 @@ def _save_schema(request: HtmxHttpRequest, loaded: Loaded, key: str, node_id: st
     saved = committed.saved
     fresh = _load(request, loaded.workflow.pk, workflow=saved.workflow, analysis=saved.analysis)
     response = TemplateResponse(request, f"{TEMPLATE}#inspector", _inspector_context(fresh, node_id))
-    response["HX-Retarget"] = "#inspector"
-    response["HX-Reswap"] = "innerHTML"
+    response = reswap(retarget(response, "#inspector"), "innerHTML")
     return _triggers(response, document_changed={"revision": saved.workflow.revision, "node": node_id,
                                                   "undo": committed.applied.undo})
 

@@ -8,7 +8,6 @@ edit re-renders the panel with the error next to the field, 400.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
@@ -17,9 +16,11 @@ from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
+from django_htmx.http import HttpResponseClientRedirect
 
 from designer import selectors
 from designer.errors import ActionForbidden, BadRequest, DesignerError
+from designer.json_text import pretty_json
 from designer.permissions import has_role, workflow_role
 from designer.selectors.run_history import checkpoint_detail
 from designer.services import run_history
@@ -33,11 +34,7 @@ from runtime import WorkflowError
 
 def _go(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
     url = reverse("run-detail", args=[run_id])
-    if request.htmx:
-        response = HttpResponse(status=204)
-        response["HX-Redirect"] = url
-        return response
-    return redirect(url)
+    return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
 
 
 def _json(text: str, field: str) -> tuple[Any, str]:
@@ -108,7 +105,7 @@ def _panel(request: HtmxHttpRequest, run: Any, step: int, *, status: int = 200,
                for item in detail["interrupts"]]
     context = {
         "run": run, "cp": detail, "can_run": has_role(workflow_role(request.user, run.workflow), "runner"),
-        "state_text": extra.pop("state_text", None) or json.dumps(detail["state"], indent=2, ensure_ascii=False),
+        "state_text": extra.pop("state_text", None) or pretty_json(detail["state"]),
         "answers": answers,
         **extra,
     }

@@ -22,6 +22,13 @@ from django.urls import NoReverseMatch, reverse
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 from django.views.decorators.http import require_GET, require_POST
+from django_htmx.http import (
+    HttpResponseClientRedirect,
+    HttpResponseClientRefresh,
+    reswap,
+    retarget,
+    trigger_client_event,
+)
 
 from designer import selectors
 from designer.errors import ActionForbidden, DesignerError, ObjectNotFound
@@ -394,9 +401,7 @@ def run_live(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
     """
     run = selectors.get_live_run(user=request.user, run_id=run_id)
     if run.status not in LIVE:
-        response = HttpResponse()
-        response["HX-Refresh"] = "true"
-        return response
+        return HttpResponseClientRefresh()
     since = max(0, parse_id(request.GET.get("since")) or 0)
     new_events, skipped = selectors.events_since(run=run, since=since, limit=LIVE_EVENTS)
     context = {
@@ -428,10 +433,8 @@ def _damaged(request: HtmxHttpRequest, run: Run, context: dict[str, Any] | None 
 
 
 def _live_response(request: HtmxHttpRequest, context: dict[str, Any]) -> TemplateResponse:
-    response = TemplateResponse(request, "runs/detail.html#live", context)
     # The events table refreshes with the live region, so both show the same moment of the run.
-    response["HX-Trigger"] = "run-progress"
-    return response
+    return trigger_client_event(TemplateResponse(request, "runs/detail.html#live", context), "run-progress")
 
 
 def _events_context(request: HtmxHttpRequest, run: Run) -> dict[str, Any]:
@@ -563,9 +566,7 @@ def run_resume(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
         response = TemplateResponse(request, "runs/detail.html#interrupt",
                                     {**context, "interrupt": item, "preserve": False}, status=400)
         # Only this form changes: the rest of the page (and other open questions) stay as they are.
-        response["HX-Retarget"] = f"#interrupt-{interrupt_id}"
-        response["HX-Reswap"] = "outerHTML"
-        return response
+        return reswap(retarget(response, f"#interrupt-{interrupt_id}"), "outerHTML")
     return TemplateResponse(request, "runs/detail.html",
                             {**_detail_context(request, run, forms={interrupt_id: form}),
                              **_events_context(request, run)}, status=400)
@@ -598,11 +599,7 @@ def run_delete(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
     except DesignerError as exc:
         return _after_action(request, run, notice=error_message(exc))
     url = reverse("workflow-runs", args=[run.workflow_id])
-    if request.htmx:
-        response = HttpResponse(status=204)
-        response["HX-Redirect"] = url
-        return response
-    return redirect(url)
+    return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
 
 
 def _after_action(request: HtmxHttpRequest, run: Run, notice: str = "") -> HttpResponse:
