@@ -309,7 +309,9 @@ TRELLIS_TASK_MODULES = _env_list("TRELLIS_TASK_MODULES", [])
 # Workers that may die on one run before it is failed rather than recovered again (designer/runs/executor.py).
 TRELLIS_RUN_MAX_ATTEMPTS = int(os.environ.get("TRELLIS_RUN_MAX_ATTEMPTS", "5"))
 
-# Supersteps one run may take before it fails with run.step_limit (a route cycle that never ends).
+# Node steps one frame (the run's root, one foreach item, one subgraph) may take before the run fails with
+# run.step_limit (a route cycle that never ends); not a cap on the run's size: a foreach's items are frames of
+# their own.
 TRELLIS_RUN_MAX_STEPS = int(os.environ.get("TRELLIS_RUN_MAX_STEPS", "100000"))
 
 # Past checkpoints kept per run, to fork new runs from (runtime.HistoryPolicy.parse): "all" (default), a number N

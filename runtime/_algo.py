@@ -322,7 +322,7 @@ class Scheduler:
         frame = trusted(ExecutionFrame, {
             "frame_id": frame_id, "parent_frame_id": parent.frame_id if parent else None, "scope_id": scope_id,
             "lineage_id": lineage_id, "node_id": node_id, "status": "ready", "waiting_for": None,
-            "metadata": metadata or {},
+            "metadata": metadata or {}, "steps": 0,
         })
         rs.frames[frame_id] = frame
         rs.lineages[lineage_id] = trusted(Lineage, {

@@ -325,6 +325,7 @@ class RunLoop:
             node = plan.nodes.get(frame.node_id)
             if node is None:
                 node = self.scheduler.node_of(frame)  # raises: the frame is at a node its workflow lacks
+            frame.steps += 1
             work = Work(frame, node, scope, plan)
             if self._woken:
                 work.woken = self._woken.pop(frame_id, None)
@@ -604,22 +605,47 @@ class RunLoop:
         return True
 
     def over_step_limit(self) -> bool:
-        """Fail the run, keeping its state and trace, once it has used up its supersteps.
+        """Fail the run, keeping its state and trace, once a frame about to step has used up its steps.
 
         A document can route in a cycle that never ends; without a limit such a
-        run would hold a worker until someone cancels it.
+        run would hold a worker until someone cancels it. Such a cycle is one
+        frame (one line of work) stepping forever, so the limit is on the steps
+        of each frame, not on the run's supersteps: a foreach's items are
+        frames of their own, so a foreach of a million items takes a few steps
+        per frame however long it runs, and a cycle is stopped after ``max_steps``
+        turns wherever it is (in the run, inside an item, inside a subgraph).
         """
         limit = self.config.max_steps
-        if limit is None or self.rs.step < limit:
+        if limit is None:
             return False
+        frames = self.rs.frames
+        spinning = None
+        for frame_id in self.rs.ready:
+            frame = frames.get(frame_id)
+            if frame is not None and frame.steps >= limit:
+                spinning = frame
+                break
+        if spinning is None:
+            return False
+        where = ""
+        path: list[dict[str, Any]] = []
+        if "foreach" in spinning.metadata:
+            entries = self.scheduler.context(spinning).foreach
+            path = [{"node_id": entry.node_id, "index": entry.index} for entry in entries.values()]
+            where = " in " + " > ".join(f"item {entry['index']} of foreach {entry['node_id']!r}" for entry in path)
+        if spinning.scope_id != ROOT_SCOPE_ID:
+            where += f" (subgraph scope {spinning.scope_id!r})"
         self.stop_error = StepLimitError(
-            f"run {self.rs.run_id!r} stopped after {self.rs.step} supersteps without finishing (the limit is "
-            f"{limit}); look for a route cycle that never reaches an end, or raise the engine's max_steps",
-            run_id=self.rs.run_id, max_steps=limit,
+            f"run {self.rs.run_id!r} stopped: frame {spinning.frame_id!r} at node {spinning.node_id!r}{where} took "
+            f"{spinning.steps} steps without finishing (the limit is {limit} steps per frame; "
+            f"{self.rs.step} supersteps in all); look for a route cycle through {spinning.node_id!r} that never "
+            "reaches an end, or raise the engine's max_steps",
+            run_id=self.rs.run_id, max_steps=limit, node_id=spinning.node_id, frame_id=spinning.frame_id,
+            scope_id=spinning.scope_id, steps=spinning.steps, foreach=path,
         )
         self.rs.status = "failed"
         self.rs.error = self.stop_error.to_dict()
-        self.recorder.emit("run_failed", summary=summarize(self.rs.error))
+        self.recorder.emit("run_failed", spinning, summary=summarize(self.rs.error))
         return True
 
     # -- resume -------------------------------------------------------------------

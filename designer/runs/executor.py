@@ -54,7 +54,8 @@ def max_attempts() -> int:
 
 
 def max_steps() -> int:
-    """Supersteps one run may take: a document whose routes cycle forever fails instead of holding a worker."""
+    """Node steps one frame of a run may take (``Engine(max_steps=)``): a document whose routes cycle forever
+    fails instead of holding a worker, while a foreach of any size passes (its items are frames of their own)."""
     return int(getattr(settings, "TRELLIS_RUN_MAX_STEPS", DEFAULT_MAX_STEPS))
 
 
