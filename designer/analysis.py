@@ -12,22 +12,20 @@ import threading
 from collections import OrderedDict
 from typing import Any
 
-from django.conf import settings
 from django.db.models import Max
 from pydantic import ValidationError
 
 from designer import catalog
+from designer.conf import trellis
 from designer.errors import DocumentInvalid, DocumentTooLarge, ObjectNotFound
 from designer.models import Team, WorkflowVersion
 from designer.resolvers import TeamVersionResolver
 from designer.runs.waiting import max_retry_delay
 from runtime import Workflow, analyze, retry_delay_diagnostics
 
-DEFAULT_MAX_NODES = 2000
-
 
 def max_nodes() -> int:
-    return int(getattr(settings, "TRELLIS_MAX_DOCUMENT_NODES", DEFAULT_MAX_NODES))
+    return trellis.MAX_DOCUMENT_NODES
 
 
 def _loc(loc: tuple[Any, ...]) -> str:

@@ -9,8 +9,10 @@ class DesignerConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        # Every TRELLIS_* setting is checked now, so a bad value stops start-up naming the setting.
         # Like admin.py: import every installed app's workflow_tasks.py now, so a
         # broken task module fails at start-up, not on the first request.
-        from designer import catalog
+        from designer import catalog, conf
 
+        conf.check_all()
         catalog.autodiscover()

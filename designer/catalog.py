@@ -32,10 +32,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from django.apps import apps
-from django.conf import settings
 from django.core.signals import setting_changed
 from django.utils.module_loading import module_has_submodule
 
+from designer.conf import trellis
 from runtime import TaskRegistrationError, TaskRegistry, builtin_registry
 
 MODULE_NAME = "workflow_tasks"
@@ -53,11 +53,7 @@ def task_modules() -> list[str]:
         for app_config in apps.get_app_configs()
         if module_has_submodule(app_config.module, MODULE_NAME)
     ]
-    extra = getattr(settings, SETTING, ())
-    if isinstance(extra, str):  # a lone string would otherwise be read letter by letter
-        raise TaskRegistrationError(f"settings.{SETTING} is a list of dotted module paths, not a string",
-                                    setting=SETTING)
-    found.extend(str(path) for path in extra if str(path) not in found)
+    found.extend(path for path in trellis.TASK_MODULES if path not in found)
     return found
 
 

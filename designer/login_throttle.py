@@ -31,18 +31,11 @@ from django.forms.forms import NON_FIELD_ERRORS
 from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 
+from designer.conf import trellis
 from designer.models import LoginAttemptWindow
 
 THROTTLED = "throttled"
 _PREFIX = "trellis:login-failures:"
-
-
-def max_failures() -> int:
-    return int(getattr(settings, "TRELLIS_LOGIN_MAX_FAILURES", 5))
-
-
-def lockout_seconds() -> int:
-    return int(getattr(settings, "TRELLIS_LOGIN_LOCKOUT_SECONDS", 900))
 
 
 def client_address(request: HttpRequest | None) -> str:
@@ -80,14 +73,14 @@ def locked_for(username: str, address: str) -> int:
     """Seconds until attempts for this username and address are allowed again (0: allowed now)."""
     now = timezone.now()
     rows = LoginAttemptWindow.objects.filter(key__in=_keys(username, address), window_ends__gt=now,
-                                             count__gte=max_failures())
+                                             count__gte=trellis.LOGIN_MAX_FAILURES)
     return max((_seconds_left(row.window_ends, now) for row in rows), default=0)
 
 
 def _count(key: str) -> LoginAttemptWindow:
     """Add one attempt to ``key``'s counter in one UPDATE (a new window when the old one ended); the row after it."""
     now = timezone.now()
-    fresh_end = now + timedelta(seconds=lockout_seconds())
+    fresh_end = now + timedelta(seconds=trellis.LOGIN_LOCKOUT_SECONDS)
     expired = When(window_ends__lte=now, then=Value(1))
     for _ in range(3):
         with transaction.atomic():
@@ -112,7 +105,7 @@ def count_attempt(username: str, address: str) -> int:
     wait = 0
     for key in _keys(username, address):
         row = _count(key)
-        if row.count > max_failures():
+        if row.count > trellis.LOGIN_MAX_FAILURES:
             wait = max(wait, _seconds_left(row.window_ends, now), 1)
     return wait
 

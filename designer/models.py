@@ -304,6 +304,11 @@ class Run(models.Model):
         # Names the workflow (not its id): this is the run's title in the admin and in messages.
         return f"Run {self.pk} of {self.workflow.name} ({self.get_status_display().lower()})"
 
+    @staticmethod
+    def runtime_id_for(pk: int) -> str:
+        """The runtime run id of ``Run(pk)``, in the runtime's id shape (prefix and thirteen digits)."""
+        return f"run_{pk:013d}"
+
     @property
     def is_finished(self) -> bool:
         return self.status in self.FINISHED

@@ -13,6 +13,8 @@ from pathlib import Path
 import dj_database_url
 from django.utils.csp import CSP
 
+from designer import conf
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 
@@ -146,7 +148,7 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     # A session that stops inside a transaction (a frozen or partitioned worker holding a run's row lock) is
     # ended by the server after this long, which releases its locks; claims and recovery pass such a row by
     # meanwhile (designer/runs/lease.py). No code path of ours idles inside a transaction.
-    _idle_ms = int(float(os.environ.get("TRELLIS_DB_IDLE_IN_TRANSACTION_SECONDS", "60")) * 1000)
+    _idle_ms = int(conf.environ_value(conf.TrellisSettings.DB_IDLE_IN_TRANSACTION_SECONDS, os.environ) * 1000)
     DATABASES["default"].setdefault("OPTIONS", {})
     DATABASES["default"]["OPTIONS"]["options"] = " ".join(
         filter(None, [DATABASES["default"]["OPTIONS"].get("options"),
@@ -166,7 +168,7 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # A file (not :memory:) so tests can share the database with a real worker
     # subprocess; per-process name so concurrent test runs never collide.
     DATABASES["default"]["TEST"] = {
-        "NAME": os.environ.get("TRELLIS_TEST_DB")
+        "NAME": conf.environ_value(conf.TrellisSettings.TEST_DB, os.environ)
         or str(Path(tempfile.gettempdir()) / f"trellis-test-{os.getpid()}.sqlite3"),
     }
 
@@ -182,15 +184,6 @@ AUTH_PASSWORD_VALIDATORS = [
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
-
-# Sign-in attempts (designer/login_throttle.py): after this many for one username or from one address within
-# the lockout window (a success gives its slot back), further attempts are refused (HTTP 429) unjudged until the
-# window ends. Counted atomically in database rows, so all web processes and threads share one count.
-TRELLIS_LOGIN_MAX_FAILURES = int(os.environ.get("TRELLIS_LOGIN_MAX_FAILURES", "5"))
-TRELLIS_LOGIN_LOCKOUT_SECONDS = int(os.environ.get("TRELLIS_LOGIN_LOCKOUT_SECONDS", "900"))
-
-# Team invitations (designer/services/invitations.py) stay open this many days.
-TRELLIS_INVITATION_DAYS = int(os.environ.get("TRELLIS_INVITATION_DAYS", "14"))
 
 # --- Email (invitation links) ----------------------------------------------------
 # Development prints each email to the console of `make run`; a deployment sets DJANGO_EMAIL_BACKEND
@@ -299,37 +292,10 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_REQUEST": True,
 }
 
-# Documents with more nodes than this are refused (400 document.too_large).
-TRELLIS_MAX_DOCUMENT_NODES = int(os.environ.get("TRELLIS_MAX_DOCUMENT_NODES", "2000"))
-
-# Task modules outside installed apps (dotted paths, each defining `registry = runtime.TaskRegistry()`), merged
-# into the task catalogue after the apps' workflow_tasks modules (designer/catalog.py). Env: comma separated.
-TRELLIS_TASK_MODULES = _env_list("TRELLIS_TASK_MODULES", [])
-
-# Workers that may die on one run before it is failed rather than recovered again (designer/runs/executor.py).
-TRELLIS_RUN_MAX_ATTEMPTS = int(os.environ.get("TRELLIS_RUN_MAX_ATTEMPTS", "5"))
-
-# Node steps one frame (the run's root, one foreach item, one subgraph) may take before the run fails with
-# run.step_limit (a route cycle that never ends); not a cap on the run's size: a foreach's items are frames of
-# their own.
-TRELLIS_RUN_MAX_STEPS = int(os.environ.get("TRELLIS_RUN_MAX_STEPS", "100000"))
-
-# Past checkpoints kept per run, to fork new runs from (runtime.HistoryPolicy.parse): "all" (default), a number N
-# (the last N), either with "-until-end" (dropped when the run completes or is cancelled), or "none".
-TRELLIS_CHECKPOINT_HISTORY = os.environ.get("TRELLIS_CHECKPOINT_HISTORY", "all")
-# Distributed foreach (designer/runs/batches.py): a foreach whose node sets batch_size runs its items as
-# batches, each its own task on any worker, when it has more items than this (0: whenever it has a batch size).
-TRELLIS_FOREACH_DISTRIBUTE_ABOVE = int(os.environ.get("TRELLIS_FOREACH_DISTRIBUTE_ABOVE", "1000"))
-# How often a running batch commits the items that have ended (seconds); a crash re-runs only uncommitted ones.
-TRELLIS_BATCH_COMMIT_SECONDS = float(os.environ.get("TRELLIS_BATCH_COMMIT_SECONDS", "0.5"))
-
-# Step limits (designer/runs/steps.py). Task steps run in a pool of child processes per worker, which the worker
-# kills when a step overruns. The timeout caps every step's own start-to-close timeout (node, task or workflow
-# setting); memory is what one step may add to its idle process; the result size is measured as JSON.
-TRELLIS_STEP_TIMEOUT_SECONDS = float(os.environ.get("TRELLIS_STEP_TIMEOUT_SECONDS", "60"))
-TRELLIS_STEP_MAX_MEMORY_MB = int(os.environ.get("TRELLIS_STEP_MAX_MEMORY_MB", "512"))
-TRELLIS_STEP_MAX_RESULT_BYTES = int(os.environ.get("TRELLIS_STEP_MAX_RESULT_BYTES", str(2 * 1024 * 1024)))
-TRELLIS_STEP_PROCESSES = int(os.environ.get("TRELLIS_STEP_PROCESSES", "4"))
+# --- Trellis (TRELLIS_*) --------------------------------------------------------
+# Every TRELLIS_* setting, its default and meaning is declared in designer/conf.py (and listed in the README);
+# those the environment sets are defined here, checked now: a bad value stops start-up naming the variable.
+globals().update(conf.from_environ(os.environ))
 
 # --- Content-Security-Policy (every response, DEBUG or not) -------------------
 # Everything the pages load comes from this origin: our static files, the Vite build, htmx from

@@ -21,13 +21,15 @@ from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.views import defaults
 
+from designer.conf import trellis
+
 TOO_MUCH = (RequestDataTooBig, TooManyFieldsSent, TooManyFilesSent)
 
 
 def max_upload_bytes() -> int:
-    configured = getattr(settings, "TRELLIS_MAX_UPLOAD_BYTES", None)
+    configured = trellis.MAX_UPLOAD_BYTES
     if configured is not None:
-        return int(configured)
+        return configured
     return 2 * int(settings.DATA_UPLOAD_MAX_MEMORY_SIZE or 2 * 1024 * 1024)
 
 

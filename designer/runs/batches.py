@@ -39,19 +39,19 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterable
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 import pydantic_core
-from django.conf import settings
 from django.db import transaction
 from django.db.models import Count, F, Q, Sum
 from django.utils import timezone
 
 from designer import catalog
+from designer.conf import trellis
 from designer.models import ForeachBatch, ForeachBatchItem, Run, RunStatePart
 from designer.resolvers import TeamVersionResolver
-from designer.runs import steps, waiting
+from designer.runs import queue, steps, waiting
 from designer.runs.checkpointer import run_state_of
 from designer.runs.lease import (
     Heartbeat,
@@ -68,55 +68,51 @@ from runtime import BatchResult, DistributedForeach, Engine, ForeachNode, ItemOu
 
 logger = logging.getLogger("designer.runs")
 
-DEFAULT_DISTRIBUTE_ABOVE = 1000
 LIVE = (ForeachBatch.Status.QUEUED, ForeachBatch.Status.RUNNING)
-
-
-def distribute_above() -> int:
-    return int(getattr(settings, "TRELLIS_FOREACH_DISTRIBUTE_ABOVE", DEFAULT_DISTRIBUTE_ABOVE))
 
 
 def distribute(node: ForeachNode, items: int) -> bool:
     """The engine's ``distribute`` policy: above the server's threshold (the node must set a batch size)."""
-    return items > distribute_above()
-
-
-def commit_seconds() -> float:
-    return float(getattr(settings, "TRELLIS_BATCH_COMMIT_SECONDS", 0.5))
-
-
-def _task() -> Any:
-    from designer.tasks import execute_batch
-
-    return execute_batch
-
-
-def _enqueue(batch_pk: int, run_after: datetime | None = None) -> None:
-    """Enqueue ``execute_batch`` inside the caller's transaction and stamp the queue deadline (see
-    ``recovery.enqueue_execution``: a queued batch nobody takes within a lease is enqueued again; one that
-    waits for ``run_after`` not before a lease after it)."""
-    from designer.runs import queue
-
-    deadline = expiry_in(lease_seconds()) if run_after is None else run_after + timedelta(seconds=lease_seconds())
-    ForeachBatch.objects.filter(pk=batch_pk).update(status=ForeachBatch.Status.QUEUED, lease_owner="",
-                                                    lease_expires_at=deadline)
-    queue.enqueue(_task(), batch_pk, run_after=run_after)
+    return items > trellis.FOREACH_DISTRIBUTE_ABOVE
 
 
 def plan_batches(run_id: int, waiting: Iterable[DistributedForeach]) -> int:
     """Create the batch rows of each waiting activation that has none yet and enqueue the first ones. Call in
     the transaction that leaves the run ``waiting``. Returns how many batches are still to finish."""
     for activation in waiting:
-        if ForeachBatch.objects.filter(run_id=run_id, activation_id=activation.activation_id).exists():
-            continue  # planned by an earlier attempt of this run
+        planned = ForeachBatch.objects.filter(run_id=run_id, activation_id=activation.activation_id)
+        if planned.exists():
+            # Planned by an earlier attempt of this run. Batches re-opened by a redrive (``reopen_items``) are
+            # pending with none of the activation's running: start them as the first plan would.
+            if not planned.filter(status__in=LIVE).exists():
+                for pk in planned.filter(status=ForeachBatch.Status.PENDING).order_by("number").values_list(
+                        "pk", flat=True)[:activation.in_flight]:
+                    queue.enqueue_batch(pk)
+            continue
         rows = ForeachBatch.objects.bulk_create([
             ForeachBatch(run_id=run_id, activation_id=activation.activation_id, node_id=activation.node_id,
                          number=number, start=start, stop=stop)
             for number, (start, stop) in enumerate(activation.batches())
         ])
         for row in rows[:activation.in_flight]:
-            _enqueue(row.pk)
+            queue.enqueue_batch(row.pk)
     return unfinished(run_id)
+
+
+def reopen_items(run_id: int, activation_id: str, indices: Iterable[int]) -> int:
+    """Forget the committed outcomes of ``indices`` (a redrive runs those items again) and put the batches that
+    held them back to pending, so ``execute_batch`` runs just those items of them. Call in the transaction that
+    saves the re-opened checkpoint; ``plan_batches`` enqueues the batches. Returns how many items were reopened."""
+    doomed = ForeachBatchItem.objects.filter(run_id=run_id, activation_id=activation_id, index__in=list(indices))
+    per_batch: dict[int, int] = {}
+    for batch_id in doomed.values_list("batch_id", flat=True):
+        per_batch[batch_id] = per_batch.get(batch_id, 0) + 1
+    doomed.delete()
+    for batch_id, count in per_batch.items():
+        ForeachBatch.objects.filter(pk=batch_id).update(
+            status=ForeachBatch.Status.PENDING, committed=F("committed") - count, attempts=0, lease_owner="",
+            lease_expires_at=None, finished_at=None)
+    return sum(per_batch.values())
 
 
 def unfinished(run_id: int) -> int:
@@ -147,13 +143,11 @@ def batch_progress(run_id: int) -> dict[str, tuple[int, int]]:
 
 def wake(run_id: int) -> bool:
     """Enqueue a waiting run whose batches are all over; True when it did. Safe to call from every batch."""
-    from designer.runs.recovery import enqueue_execution
-
     if unfinished(run_id):
         return False
     woken = Run.objects.filter(pk=run_id, status=Run.Status.WAITING).update(status=Run.Status.QUEUED)
     if woken:
-        enqueue_execution(run_id)
+        queue.enqueue_run(run_id)
     return bool(woken)
 
 
@@ -196,7 +190,7 @@ class Committer:
 
     def add(self, ended: tuple[ItemOutcome, ...]) -> None:
         self.buffer.extend(ended)
-        if time.monotonic() - self.last >= commit_seconds():
+        if time.monotonic() - self.last >= trellis.BATCH_COMMIT_SECONDS:
             self.flush()
 
     def flush(self) -> None:
@@ -248,7 +242,7 @@ def _finish(batch: ForeachBatch, owner: str, status: str = "done") -> None:
                                                  status=ForeachBatch.Status.PENDING)
                      .order_by("number").values_list("pk", flat=True).first())
         if following is not None:
-            _enqueue(following)
+            queue.enqueue_batch(following)
         wake(batch.run_id)
 
 
@@ -285,14 +279,13 @@ def _wait(batch: ForeachBatch, owner: str, result: BatchResult, committer: Commi
         if not ForeachBatch.objects.filter(pk=batch.pk, lease_owner=owner).update(
                 state=pydantic_core.to_jsonable_python({"data": data, "parts": own}), wake_at=when):
             raise LeaseLost(f"foreach batch {batch.pk}: lease lost before it could wait")
-        _enqueue(batch.pk, run_after=when)
+        queue.enqueue_batch(batch.pk, run_after=when)
     return "waiting"
 
 
 def execute_batch(batch_id: int) -> str:
     """Run one batch if no other worker holds it; ``done``, ``waiting`` (every running item sleeps until a time:
     the batch is queued for then), ``cancelled``, ``skipped`` or ``lease-lost``."""
-    from designer.runs.executor import max_attempts, max_steps
 
     owner = new_owner_id()
     batch = claim(batch_id, owner)
@@ -303,7 +296,7 @@ def execute_batch(batch_id: int) -> str:
         if run.status != Run.Status.WAITING or run.cancel_requested:
             _finish(batch, owner, "cancelled")
             return "cancelled"
-        if batch.attempts > max_attempts():
+        if batch.attempts > trellis.RUN_MAX_ATTEMPTS:
             logger.error("foreach batch %s of run %s: giving up after %d attempts", batch.pk, run.pk,
                          batch.attempts - 1)
             with transaction.atomic():
@@ -327,7 +320,7 @@ def execute_batch(batch_id: int) -> str:
                     registry=catalog.registry(),
                     workflows=PinnedResolver(TeamVersionResolver(run.team_id), run.subgraph_versions),
                     should_cancel=CancelCheck(run.pk),
-                    max_steps=max_steps(), keep_trace=0,
+                    max_steps=trellis.RUN_MAX_STEPS, keep_trace=0,
                     # A backoff or a wait step of its items frees the worker (the batch waits, as a run does).
                     sleep_in_process=False, max_retry_delay=waiting.max_retry_delay(),
                     **steps.engine_options())
@@ -372,7 +365,7 @@ def requeue_stale_batches() -> list[int]:
                 rows.filter(lease_expires_at=expired_at)
             if not rows.update(lease_owner="", lease_expires_at=timezone.now() + timedelta(seconds=1)):
                 continue
-            _enqueue(batch_id)
+            queue.enqueue_batch(batch_id)
         requeued.append(batch_id)
     if requeued:
         logger.warning("re-enqueued %d foreach batch(es) whose worker stopped: %s", len(requeued), requeued)

@@ -24,7 +24,7 @@ says (``runtime.HistoryPolicy.parse``: ``all`` by default). A part is
 dropped only when neither the latest state nor a kept checkpoint needs it.
 
 A checkpointer serves one team: rows are found by ``(team, Run.runtime_id)``.
-The designer mints runtime ids as ``run_<pk, 13 digits>`` (``run_id_for``).
+The designer mints runtime ids as ``run_<pk, 13 digits>`` (``Run.runtime_id_for``).
 """
 
 from __future__ import annotations
@@ -34,10 +34,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pydantic_core
-from django.conf import settings
 from django.db import transaction
 from django.db.models import F
 
+from designer.conf import trellis
 from designer.models import Run, RunCheckpoint, RunEvent, RunStatePart, Team
 from designer.runs.lease import LeaseLost, expiry_in, lease_seconds
 from runtime import (
@@ -52,15 +52,12 @@ from runtime import (
     WorkflowError,
 )
 
-RUN_ID_PREFIX = "run_"
-_DIGITS = 13
-
 _SETTING = object()
 
 
 def history_policy() -> HistoryPolicy | None:
     """``TRELLIS_CHECKPOINT_HISTORY`` as a policy (None: keep no past checkpoints)."""
-    return HistoryPolicy.parse(getattr(settings, "TRELLIS_CHECKPOINT_HISTORY", "all"))
+    return trellis.CHECKPOINT_HISTORY
 
 
 def checkpoint_state_of(row: RunCheckpoint) -> dict[str, Any]:
@@ -75,11 +72,6 @@ class UnknownRunError(WorkflowError):
     """A checkpoint for a runtime run id that has no ``Run`` row in the checkpointer's team."""
 
     code = "run.unknown"
-
-
-def run_id_for(pk: int) -> str:
-    """The runtime run id of ``Run(pk)``, in the runtime's id shape (prefix and thirteen digits)."""
-    return f"{RUN_ID_PREFIX}{pk:0{_DIGITS}d}"
 
 
 def event_row(run_pk: int, event: TraceEvent) -> RunEvent:
@@ -182,7 +174,8 @@ class OrmCheckpointer:
     ``team``: whose runs this checkpointer reads and writes.
     ``owner``: the lease holder it writes for (None: no lease check, for tools and tests).
     ``extra_fields(run_state)``: more ``Run`` fields to write with a save (the executor clears an applied
-    ``resume_request`` in the very transaction that records the resume's effect).
+    ``resume_request`` in the very transaction that records the resume's effect); called inside the save's
+    transaction, so other rows it writes commit with the save.
     ``create_run(run_state)``: makes the row for a run id the team does not have yet (tests); without it such a
     save raises ``UnknownRunError``, since the designer creates every row before its first checkpoint.
     After each save ``cancel_requested`` holds the run's flag as read inside that transaction.
@@ -285,9 +278,10 @@ class OrmCheckpointer:
             fields["items_done"] = F("items_done") + items
         if failed:
             fields["failures"] = F("failures") + failed
-        if self.extra_fields is not None:
-            fields.update(self.extra_fields(run_state))
         with transaction.atomic():
+            if self.extra_fields is not None:
+                # Inside the transaction: what the hook writes besides its fields commits with this save or not at all.
+                fields.update(self.extra_fields(run_state))
             pk = self._pk(run_state)
             rows = Run.objects.filter(pk=pk)
             if self.owner is not None:

@@ -10,6 +10,11 @@ after another one died does the right thing without being told:
   save clears the request;
 * ``redrive_requested`` on a failed checkpoint -> ``engine.redrive`` (only the failed steps run again); its
   first save clears the flag in the same transaction;
+* ``redrive_requested`` on a completed checkpoint (a distributed foreach tolerated failed items) ->
+  ``engine.redrive_foreach`` from the kept checkpoint that waited for that foreach's batches: its first save
+  clears the flag and, in the same transaction, forgets the failed items' outcomes and puts their batches back
+  to pending (``batches.reopen_items``), so only those items run again and the join that follows, with the
+  completed items' kept outcomes, feeds every node after the foreach again;
 * otherwise                -> ``engine.continue_run``, which re-runs the superstep whose commit was lost.
 
 Every save goes through ``OrmCheckpointer`` with this worker as lease owner:
@@ -23,44 +28,41 @@ processes (``designer.runs.steps``), which enforces the step limits.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from typing import Any
 
-from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
 from designer import catalog
+from designer.conf import trellis
 from designer.models import Run, RunCheckpoint
 from designer.resolvers import TeamVersionResolver
 from designer.runs import batches, steps, waiting
-from designer.runs.checkpointer import OrmCheckpointer, checkpoint_state_of, run_id_for, run_state_of
+from designer.runs.checkpointer import OrmCheckpointer, checkpoint_state_of, run_state_of
 from designer.runs.lease import Heartbeat, LeaseLost, claim, new_owner_id, release
 from designer.runs.pinning import PinnedResolver
-from runtime import CheckpointNotFoundError, Engine, RunResult, RunState, WorkflowError, distributed_foreach
+from designer.selectors.run_history import TolerantRedrive, tolerated_failures
+from runtime import (
+    CheckpointNotFoundError,
+    Engine,
+    Interrupt,
+    RedriveError,
+    RunResult,
+    RunState,
+    WorkflowError,
+    distributed_foreach,
+)
 
 logger = logging.getLogger("designer.runs")
-
-DEFAULT_MAX_ATTEMPTS = 5
-DEFAULT_MAX_STEPS = 100_000
 
 #: Engine outcomes; each is also the name of the Run status it ends in.
 OUTCOMES = frozenset({"completed", "failed", "interrupted", "cancelled", "waiting"})
 
 
-def max_attempts() -> int:
-    """How many workers may start a run before it is failed: a run that kills every worker that touches it
-    (a task that exhausts memory, say) must not be recovered forever."""
-    return int(getattr(settings, "TRELLIS_RUN_MAX_ATTEMPTS", DEFAULT_MAX_ATTEMPTS))
-
-
-def max_steps() -> int:
-    """Node steps one frame of a run may take (``Engine(max_steps=)``): a document whose routes cycle forever
-    fails instead of holding a worker, while a foreach of any size passes (its items are frames of their own)."""
-    return int(getattr(settings, "TRELLIS_RUN_MAX_STEPS", DEFAULT_MAX_STEPS))
-
-
-def interrupt_records(result: RunResult) -> list[dict[str, Any]]:
-    return [{"id": record.interrupt_id, **record.to_dict()} for record in result.interrupts]
+def interrupt_records(interrupts: Iterable[Interrupt]) -> list[dict[str, Any]]:
+    """Open interrupts as ``Run.interrupts`` stores them: the runtime's record plus ``id`` for the pages."""
+    return [{"id": record.interrupt_id, **record.to_dict()} for record in interrupts]
 
 
 def _error(exc: BaseException) -> dict[str, Any]:
@@ -77,6 +79,8 @@ class Execution:
         self.owner = owner
         self.resume = run.resume_request if isinstance(run.resume_request, dict) else None
         self.redrive = bool(run.redrive_requested)
+        #: A completed run's redrive of tolerated foreach items, until its first save has re-opened them.
+        self.reopen: TolerantRedrive | None = None
         self.fork = run.fork_request if isinstance(run.fork_request, dict) else None
         self.checkpointer = OrmCheckpointer(run.team_id, owner=owner, extra_fields=self._extra_fields)
         self.checkpointer.cancel_requested = run.cancel_requested
@@ -88,13 +92,16 @@ class Execution:
         if self.redrive:
             # The redrive's first save holds its effect (failed frames ready again): drop the request with it.
             self.redrive = False
-            return {"redrive_requested": False, "status": Run.Status.RUNNING, "error": None}
+            if self.reopen is not None:
+                batches.reopen_items(self.run.pk, self.reopen.activation_id, self.reopen.indices)
+                self.reopen = None
+            return {"redrive_requested": False, "status": Run.Status.RUNNING, "error": None, "finished_at": None}
         if self.resume is None:
             return {}
         # The first save after engine.resume records the answer's effect: drop the request with it.
         self.resume = None
-        remaining = [{"id": record.interrupt_id, **record.to_dict()} for record in run_state.interrupts.values()]
-        return {"resume_request": None, "status": Run.Status.RUNNING, "interrupts": remaining, "error": None}
+        return {"resume_request": None, "status": Run.Status.RUNNING,
+                "interrupts": interrupt_records(run_state.interrupts.values()), "error": None}
 
     def _should_cancel(self, run_id: str) -> bool:
         return self.checkpointer.cancel_requested
@@ -109,7 +116,7 @@ class Execution:
             workflows=PinnedResolver(TeamVersionResolver(run.team_id), run.subgraph_versions),
             checkpointer=self.checkpointer,
             should_cancel=self._should_cancel,
-            max_steps=max_steps(),
+            max_steps=trellis.RUN_MAX_STEPS,
             keep_trace=0,  # the checkpointer stores every event; holding them too would grow with the run
             distribute=batches.distribute,
             # A backoff or a wait step suspends the run (designer.runs.waiting): no worker sleeps for it.
@@ -122,9 +129,11 @@ class Execution:
             if checkpoint is None and self.fork is not None:
                 return self._start_fork(engine)
             if checkpoint is None:
-                return engine.run(run.document, run.input, run_id=run.runtime_id or run_id_for(run.pk))
+                return engine.run(run.document, run.input, run_id=run.runtime_id or Run.runtime_id_for(run.pk))
             if self.redrive and checkpoint.get("status") == "failed":
                 return engine.redrive(checkpoint, workflow=run.document)
+            if self.redrive and checkpoint.get("status") == "completed":
+                return self._redrive_foreach(engine, checkpoint)
             if self.resume is not None:
                 return engine.resume(checkpoint, self.resume["interrupt_id"], self.resume.get("value"),
                                      self.resume.get("label"), workflow=run.document)
@@ -137,6 +146,18 @@ class Execution:
             # A run waiting for a wake-up time continues here too: the engine wakes the frames that are due.
             return engine.continue_run(checkpoint, workflow=run.document)
 
+    def _redrive_foreach(self, engine: Engine, checkpoint: dict[str, Any]) -> RunResult:
+        """A completed run's redrive: the tolerated failed items of its first distributed foreach that had any."""
+        run = self.run
+        plan = tolerated_failures(run)
+        row = None if plan is None else RunCheckpoint.objects.filter(run=run, step=plan.step).first()
+        if plan is None or row is None:
+            raise RedriveError(f"run {run.pk} has no tolerated failed foreach items whose checkpoint is kept to "
+                               "run again", run_id=run.runtime_id)
+        self.reopen = plan
+        return engine.redrive_foreach(checkpoint_state_of(row), checkpoint, activation_id=plan.activation_id,
+                                      indices=plan.indices, workflow=run.document)
+
     def _start_fork(self, engine: Engine) -> RunResult:
         """The first drive of a forked run: from its parent's kept checkpoint, with the checked edits."""
         run, request = self.run, self.fork
@@ -145,7 +166,7 @@ class Execution:
         if row is None:
             raise CheckpointNotFoundError(f"run {run.parent_id} no longer keeps its checkpoint after superstep "
                                           f"{request.get('step')} to fork from", step=request.get("step"))
-        return engine.fork(checkpoint_state_of(row), run_id=run.runtime_id or run_id_for(run.pk),
+        return engine.fork(checkpoint_state_of(row), run_id=run.runtime_id or Run.runtime_id_for(run.pk),
                            state=request.get("state"), answer=request.get("answer"), workflow=run.document)
 
     def finish(self, result: RunResult) -> str:
@@ -157,7 +178,7 @@ class Execution:
             "status": status,
             "output": result.output,
             "error": result.error.to_dict() if result.error is not None else None,
-            "interrupts": interrupt_records(result),
+            "interrupts": interrupt_records(result.interrupts),
             "finished_at": timezone.now() if finished else None,
         }
         if not finished:
@@ -199,15 +220,17 @@ def execute(run_id: int) -> str:
     if run is None:
         return "skipped"
     execution = Execution(run, owner)
-    if run.attempts > max_attempts():
+    # A run that kills every worker that touches it (a task that exhausts memory, say) must not be
+    # recovered forever.
+    if run.attempts > trellis.RUN_MAX_ATTEMPTS:
         logger.error("run %s: giving up after %d attempts", run_id, run.attempts - 1)
         release(run.pk, owner, status="failed", finished_at=timezone.now(),
                 error={"code": "run.attempts_exhausted",
                        "message": f"{run.attempts - 1} workers stopped while executing this run; giving up"})
         return "failed"
     if run.runtime_id is None:
-        Run.objects.filter(pk=run.pk).update(runtime_id=run_id_for(run.pk))
-        run.runtime_id = run_id_for(run.pk)
+        Run.objects.filter(pk=run.pk).update(runtime_id=Run.runtime_id_for(run.pk))
+        run.runtime_id = Run.runtime_id_for(run.pk)
     try:
         with Heartbeat(run.pk, owner):
             result = execution.drive()

@@ -27,15 +27,13 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
-from django.conf import settings
 from django.db import close_old_connections, connection, transaction
 from django.db.models import DateTimeField, ExpressionWrapper, F, Q
 from django.db.models.functions import Coalesce, Now
 from django.utils import timezone
 
+from designer.conf import trellis
 from designer.models import Run
-
-DEFAULT_LEASE_SECONDS = 30.0
 
 #: Statuses in which a run wants a worker.
 RUNNABLE = (Run.Status.QUEUED, Run.Status.RUNNING)
@@ -51,12 +49,8 @@ class LeaseLost(Exception):
 
 
 def lease_seconds() -> float:
-    """Lease length: ``settings.TRELLIS_RUN_LEASE_SECONDS``, else env ``TRELLIS_RUN_LEASE_SECONDS``, else 30.
-
-    The environment variable lets a test give a worker subprocess a short lease without another settings module.
-    """
-    value = getattr(settings, "TRELLIS_RUN_LEASE_SECONDS", None) or os.environ.get("TRELLIS_RUN_LEASE_SECONDS")
-    return float(value) if value else DEFAULT_LEASE_SECONDS
+    """Lease length (``TRELLIS_RUN_LEASE_SECONDS``)."""
+    return trellis.RUN_LEASE_SECONDS
 
 
 def new_owner_id() -> str:

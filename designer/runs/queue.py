@@ -1,6 +1,8 @@
-"""The boundary between runs and the task queue, on ``django.tasks``' public API only.
+"""Handing runs and batches to the task queue, on ``django.tasks``' public API only.
 
-A run's execution is the ``execute_run`` task; the id of the latest one enqueued is stored on the run
+``enqueue_run`` and ``enqueue_batch`` are how anything starts (or continues) a run or a distributed foreach
+batch: each stamps the queue's deadline on the row, so recovery (``designer.runs.recovery``) knows when a task
+was lost. A run's execution is the ``execute_run`` task; the id of the latest one enqueued is stored on the run
 (``Run.task_result_id``) and read back with ``task.get_result(id)``, whose ``status`` says whether the task
 still waits in the queue (READY), was taken by a worker (RUNNING) or ended. Any backend that implements
 ``get_result`` works the same; one that does not (or a result it has pruned) answers "unknown", and recovery
@@ -13,14 +15,17 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import transaction
 from django.tasks import TaskResultStatus
 from django.tasks.exceptions import TaskResultDoesNotExist, TaskResultMismatch
 
+from designer.models import ForeachBatch, Run
 from designer.runs import task_backend
+from designer.runs.lease import expiry_in, lease_seconds
+from designer.tasks import execute_batch, execute_run
 
 logger = logging.getLogger("designer.runs")
 
@@ -56,3 +61,45 @@ def status_of(task: Any, result_id: str) -> TaskResultStatus | None:
         return TaskResultStatus(task.get_result(result_id).status)
     except (TaskResultDoesNotExist, TaskResultMismatch):
         return None
+
+
+def enqueue_run(run_id: int, *, run_after: datetime | None = None) -> None:
+    """Enqueue ``execute_run(run_id)``, stamp the queue deadline and record the task's result id. Call inside
+    the transaction that made the run runnable: with the database backend the task commits (or rolls back)
+    together with it. Also makes sure the recovery chain is alive (``sweep.ensure_chain``).
+
+    ``run_after`` (a waiting run's ``wake_at``): the task is enqueued to run then and the queue's deadline is a
+    lease after it, so recovery does not take the waiting run for an orphan before its time. When the run's
+    recorded task still waits in the queue for that time (a duplicate task claimed the run a little early and
+    the engine waited again), no other is enqueued: a waiting run has one future task, not one more per early
+    duplicate."""
+    from designer.runs import sweep  # sweep enqueues its own successor through this module
+
+    deadline = expiry_in(lease_seconds()) if run_after is None else run_after + timedelta(seconds=lease_seconds())
+    Run.objects.filter(pk=run_id).update(lease_owner="", lease_expires_at=deadline)
+    if run_after is None or not _already_queued_for(run_id, run_after):
+        enqueue(execute_run, run_id, run_after=run_after,
+                record=lambda result_id: Run.objects.filter(pk=run_id).update(task_result_id=result_id))
+    sweep.ensure_chain()
+
+
+def _already_queued_for(run_id: int, run_after: datetime) -> bool:
+    """Whether the run's recorded task still waits in the queue to run at ``run_after``: not later (the run
+    would wake late) and not earlier than the claim's clock slack (it would find the run not due and skip)."""
+    from designer.runs.waiting import CLOCK_SLACK_SECONDS  # waiting enqueues through this module
+
+    result_id = Run.objects.filter(pk=run_id).values_list("task_result_id", flat=True).first()
+    if status_of(execute_run, result_id or "") != TaskResultStatus.READY:
+        return False
+    planned = execute_run.get_result(result_id).task.run_after
+    return planned is not None and run_after - timedelta(seconds=CLOCK_SLACK_SECONDS) <= planned <= run_after
+
+
+def enqueue_batch(batch_pk: int, *, run_after: datetime | None = None) -> None:
+    """Enqueue ``execute_batch`` inside the caller's transaction and stamp the queue deadline, as ``enqueue_run``
+    does: a queued batch nobody takes within a lease is enqueued again (one that waits for ``run_after``, its
+    items' wake-up time, not before a lease after it)."""
+    deadline = expiry_in(lease_seconds()) if run_after is None else run_after + timedelta(seconds=lease_seconds())
+    ForeachBatch.objects.filter(pk=batch_pk).update(status=ForeachBatch.Status.QUEUED, lease_owner="",
+                                                    lease_expires_at=deadline)
+    enqueue(execute_batch, batch_pk, run_after=run_after)

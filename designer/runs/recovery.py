@@ -1,6 +1,6 @@
 """Finding runs that nobody is executing and handing them to a worker again.
 
-Every enqueue of a run's task also stamps ``lease_expires_at`` (with no owner):
+Every enqueue of a run's task (``queue.enqueue_run``) also stamps ``lease_expires_at`` (with no owner):
 "the queue has this long to hand the run to a worker", and records the task's
 result id on the run. A runnable run whose lease has expired is therefore
 orphaned by a dead worker or lost by the queue, and is enqueued again, unless
@@ -17,7 +17,6 @@ once at start-up.
 from __future__ import annotations
 
 import logging
-from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import DatabaseError, transaction
@@ -26,31 +25,11 @@ from django.tasks import TaskResultStatus
 
 from designer.models import Run
 from designer.runs import queue, task_backend
-from designer.runs.lease import RUNNABLE, WANTS_WORKER, bounded_lock_wait, expiry_in, lease_now, lease_seconds
+from designer.runs.batches import requeue_stale_batches
+from designer.runs.lease import RUNNABLE, WANTS_WORKER, bounded_lock_wait, lease_now
+from designer.tasks import execute_run
 
 logger = logging.getLogger(__name__)
-
-
-def _execute_task() -> Any:
-    from designer.tasks import execute_run  # the task module imports the executor, which imports this one
-
-    return execute_run
-
-
-def enqueue_execution(run_id: int, *, run_after: datetime | None = None) -> None:
-    """Enqueue ``execute_run(run_id)``, stamp the queue deadline and record the task's result id. Call inside
-    the transaction that made the run runnable: with the database backend the task commits (or rolls back)
-    together with it. Also makes sure the recovery chain is alive (``sweep.ensure_chain``).
-
-    ``run_after`` (a waiting run's ``wake_at``): the task is enqueued to run then and the queue's deadline is a
-    lease after it, so recovery does not take the waiting run for an orphan before its time."""
-    from designer.runs import sweep  # sweep's task module imports this one
-
-    deadline = expiry_in(lease_seconds()) if run_after is None else run_after + timedelta(seconds=lease_seconds())
-    Run.objects.filter(pk=run_id).update(lease_owner="", lease_expires_at=deadline)
-    queue.enqueue(_execute_task(), run_id, run_after=run_after,
-                  record=lambda result_id: Run.objects.filter(pk=run_id).update(task_result_id=result_id))
-    sweep.ensure_chain()
 
 
 class WorkerLost(Exception):
@@ -71,16 +50,13 @@ def requeue_stale_runs() -> list[int]:
     """Enqueue every stale run once; returns their ids. Safe to call from several workers at once: the
     conditional UPDATE lets exactly one of them re-stamp (and so enqueue) each run. Never waits on a locked
     row: a run whose row another transaction holds (a worker frozen mid-checkpoint) is passed by this time."""
-    from designer.runs.batches import requeue_stale_batches  # batches import this module
-
     requeue_stale_batches()  # the batches of distributed foreach nodes are leased the same way
     candidates = list(stale_runs().values_list("pk", "lease_expires_at", "task_result_id"))
     if not candidates:
         return []
-    task = _execute_task()
     requeued: list[int] = []
     for run_id, expired_at, result_id in candidates:
-        status = queue.status_of(task, result_id)
+        status = queue.status_of(execute_run, result_id)
         if status == TaskResultStatus.READY:  # still waiting in the queue (a backlog longer than the deadline)
             continue
         try:
@@ -96,8 +72,9 @@ def requeue_stale_runs() -> list[int]:
                 still_stale.update(lease_owner="")
                 if status == TaskResultStatus.RUNNING:  # taken by a worker that stopped renewing the lease
                     task_backend.close_abandoned(
-                        task, result_id, WorkerLost(f"the worker executing run {run_id} stopped renewing its lease"))
-                enqueue_execution(run_id)
+                        execute_run, result_id,
+                        WorkerLost(f"the worker executing run {run_id} stopped renewing its lease"))
+                queue.enqueue_run(run_id)
         except DatabaseError:  # a lock wait that timed out (a task row held by a frozen worker): next time
             logger.warning("run %s: recovery passed it by (a row it needs is locked); retrying later", run_id,
                            exc_info=True)

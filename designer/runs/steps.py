@@ -43,46 +43,19 @@ from multiprocessing import reduction
 from multiprocessing.connection import Connection
 from typing import Any
 
-from django.conf import settings
 from django.db import close_old_connections, connection
 from pydantic_core import from_json
 
+from designer.conf import trellis
 from designer.runs.step_process import REPLY_OVERHEAD_BYTES, zygote
 from runtime import StepCall, StepCancelledError, TaskError
 
 logger = logging.getLogger("designer.runs")
 
-DEFAULT_STEP_TIMEOUT_SECONDS = 60.0
-DEFAULT_STEP_MAX_RESULT_BYTES = 2 * 1024 * 1024
-DEFAULT_STEP_MAX_MEMORY_MB = 512
-DEFAULT_STEP_PROCESSES = 4
-
 #: How often a waiting step looks at the cancel flag and its deadline.
 POLL_SECONDS = 0.05
 #: How often a running run's cancel flag is read from the database while a step runs.
 CANCEL_POLL_SECONDS = 1.0
-
-
-# Each limit setting: 0 (or less) turns that limit off.
-
-
-def step_timeout() -> float | None:
-    value = float(getattr(settings, "TRELLIS_STEP_TIMEOUT_SECONDS", DEFAULT_STEP_TIMEOUT_SECONDS))
-    return value if value > 0 else None
-
-
-def max_result_bytes() -> int | None:
-    value = int(getattr(settings, "TRELLIS_STEP_MAX_RESULT_BYTES", DEFAULT_STEP_MAX_RESULT_BYTES))
-    return value if value > 0 else None
-
-
-def max_memory_mb() -> int | None:
-    value = int(getattr(settings, "TRELLIS_STEP_MAX_MEMORY_MB", DEFAULT_STEP_MAX_MEMORY_MB))
-    return value if value > 0 else None
-
-
-def step_processes() -> int:
-    return max(1, int(getattr(settings, "TRELLIS_STEP_PROCESSES", DEFAULT_STEP_PROCESSES)))
 
 
 class _Zygote:
@@ -248,8 +221,8 @@ class StepProcessPool:
 
 def engine_options() -> dict[str, Any]:
     """The ``runtime.Engine`` options that put a worker's steps in the shared pool, under the step limits."""
-    return {"step_executor": shared_pool(), "max_workers": step_processes(), "step_timeout": step_timeout(),
-            "max_result_bytes": max_result_bytes()}
+    return {"step_executor": shared_pool(), "max_workers": trellis.STEP_PROCESSES,
+            "step_timeout": trellis.STEP_TIMEOUT_SECONDS, "max_result_bytes": trellis.STEP_MAX_RESULT_BYTES}
 
 
 _shared: StepProcessPool | None = None
@@ -261,7 +234,7 @@ def shared_pool() -> StepProcessPool:
     from designer import catalog
 
     global _shared
-    wanted = (step_processes(), tuple(catalog.task_modules()), max_memory_mb())
+    wanted = (trellis.STEP_PROCESSES, tuple(catalog.task_modules()), trellis.STEP_MAX_MEMORY_MB)
     with _shared_lock:
         pool = _shared
         if pool is None or (pool.processes, pool.task_modules, pool.max_memory_mb) != wanted:

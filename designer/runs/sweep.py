@@ -15,16 +15,16 @@ busy; but then no worker would be free to run a recovered run either.
 from __future__ import annotations
 
 import logging
-import os
 import uuid
 from datetime import timedelta
 from typing import Any
 
-from django.conf import settings
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
+from django_tasks_db.models import DBTaskResult
 
+from designer.conf import trellis
 from designer.models import RecoveryChain
 from designer.runs import queue
 from designer.runs.lease import expiry_in, lease_seconds
@@ -34,14 +34,15 @@ from designer.services.triggers import requeue_lost_ticks
 logger = logging.getLogger("designer.runs")
 
 CHAIN = 1  # RecoveryChain's one row
+#: Finished sweep rows one sweep deletes at most: bounded work per link, far above the one row a link adds.
+PRUNE_BATCH = 1000
 
 
 def interval() -> float:
-    """Seconds between sweeps: ``settings.TRELLIS_RECOVERY_INTERVAL_SECONDS``, else the env variable of that
-    name, else half the run lease (a dead worker's run waits at most a lease and a half)."""
-    value = getattr(settings, "TRELLIS_RECOVERY_INTERVAL_SECONDS", None) or os.environ.get(
-        "TRELLIS_RECOVERY_INTERVAL_SECONDS")
-    return float(value) if value else max(lease_seconds() / 2, 0.5)
+    """Seconds between sweeps: ``TRELLIS_RECOVERY_INTERVAL_SECONDS``, else half the run lease (a dead worker's
+    run waits at most a lease and a half)."""
+    value = trellis.RECOVERY_INTERVAL_SECONDS
+    return value if value is not None else max(lease_seconds() / 2, 0.5)
 
 
 def _grace() -> float:
@@ -100,5 +101,22 @@ def sweep(token: str) -> str:
         _enqueue_sweep(token, delay=every)
     requeued = requeue_stale_runs()
     requeue_lost_ticks()  # a schedule whose queued tick was lost gets it back (designer.services.triggers)
+    prune_finished_sweeps()
     return f"re-enqueued {len(requeued)}"
+
+
+def prune_finished_sweeps() -> int:
+    """Delete finished sweep task rows older than ``TRELLIS_SWEEP_RETENTION_SECONDS``; how many.
+
+    A chain adds a row every interval (thousands a day) that nobody reads once it has ended; the queue's
+    other rows (runs, batches, ticks, trials) are left to the deployment's own pruning."""
+    cutoff = timezone.now() - timedelta(seconds=trellis.SWEEP_RETENTION_SECONDS)
+    old = (DBTaskResult.objects.finished().filter(task_path=_recover_task().module_path, finished_at__lte=cutoff)
+           .order_by())
+    pks = list(old.values_list("pk", flat=True)[:PRUNE_BATCH])
+    if not pks:
+        return 0
+    deleted, _ = DBTaskResult.objects.filter(pk__in=pks).delete()
+    logger.debug("pruned %d finished recovery sweeps", deleted)
+    return deleted
 

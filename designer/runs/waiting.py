@@ -22,14 +22,12 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from django.conf import settings
 from django.db import transaction
 
+from designer.conf import trellis
 from designer.models import Run
+from designer.runs import queue
 from designer.runs.lease import LeaseLost, release
-
-#: One day of backoff per node at most, by default (a policy may ask for up to 100 attempts a day apart).
-DEFAULT_MAX_RETRY_DELAY_SECONDS = 86_400.0
 
 #: How far before its ``wake_at`` a waiting run may be claimed: the task's ``run_after`` is judged by the
 #: worker's clock and the claim by the database's, which may be a little behind. A run claimed before its
@@ -39,8 +37,7 @@ CLOCK_SLACK_SECONDS = 5.0
 
 def max_retry_delay() -> float | None:
     """Seconds of backoff one node's retry policy may add up to; ``0`` (or less) turns the cap off."""
-    value = float(getattr(settings, "TRELLIS_RUN_MAX_RETRY_DELAY_SECONDS", DEFAULT_MAX_RETRY_DELAY_SECONDS))
-    return value if value > 0 else None
+    return trellis.RUN_MAX_RETRY_DELAY_SECONDS
 
 
 def as_datetime(wake_at: float) -> datetime:
@@ -51,11 +48,9 @@ def as_datetime(wake_at: float) -> datetime:
 def suspend(run_id: int, owner: str, wake_at: float, **fields: Any) -> str:
     """Store a run the engine left ``waiting`` (with ``fields``), drop the lease and enqueue its task for
     ``wake_at``; ``LeaseLost`` (and nothing written) when this worker no longer holds the run."""
-    from designer.runs.recovery import enqueue_execution  # recovery imports the executor's task
-
     when = as_datetime(wake_at)
     with transaction.atomic():
         if not release(run_id, owner, status=Run.Status.WAITING, wake_at=when, **fields):
             raise LeaseLost(f"run {run_id}: lease lost before the run could wait")
-        enqueue_execution(run_id, run_after=when)
+        queue.enqueue_run(run_id, run_after=when)
     return "waiting"

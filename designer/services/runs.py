@@ -20,11 +20,10 @@ from designer.errors import BadRequest, ResumeInvalid, RunConflict
 from designer.models import Run, Workflow
 from designer.permissions import require_own_team_role, require_workflow_role
 from designer.resolvers import TeamVersionResolver
-from designer.runs.checkpointer import run_id_for
+from designer.runs import queue
 from designer.runs.checkpoints import checkpoint_of
 from designer.runs.lease import lease_is_free
 from designer.runs.pinning import pin_subgraph_versions
-from designer.runs.recovery import enqueue_execution
 from designer.selectors.workflows import get_version
 from runtime import ResumeError, check_resume, check_run_input
 
@@ -83,9 +82,9 @@ def begin_run(*, workflow: Workflow, input: object, version: object, created_by:
         status=Run.Status.QUEUED,
         created_by=created_by,
     )
-    run.runtime_id = run_id_for(run.pk)
+    run.runtime_id = Run.runtime_id_for(run.pk)
     run.save(update_fields=["runtime_id"])
-    enqueue_execution(run.pk)
+    queue.enqueue_run(run.pk)
     run.refresh_from_db()
     return run
 
@@ -140,7 +139,7 @@ def resume_run(*, actor: Any, run: Run, interrupt_id: object, value: object = No
     }]
     locked.status = Run.Status.QUEUED
     locked.save(update_fields=["resume_request", "answers", "status"])
-    enqueue_execution(locked.pk)
+    queue.enqueue_run(locked.pk)
     locked.refresh_from_db()
     return locked
 

@@ -21,6 +21,7 @@ from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
+from django_htmx.http import HttpResponseClientRedirect
 
 from designer import selectors
 from designer.errors import ActionForbidden, DesignerError, ObjectNotFound
@@ -111,13 +112,13 @@ def _members_response(request: HtmxHttpRequest, team_id: int, **extra: Any) -> H
     except ObjectNotFound:
         # The caller just left the team (or removed themselves): nothing to show here any more.
         if request.htmx:
-            response = HttpResponse(status=200)
-            response["HX-Redirect"] = reverse("team-list")
-            return response
+            return HttpResponseClientRedirect(reverse("team-list"))
         return redirect("team-list")
     if request.htmx:
-        # htmx swaps only 2xx responses, and the error belongs in the swapped partial.
-        return TemplateResponse(request, "teams/detail.html#members", _team_context(request, team, **extra))
+        # A refused change is 400 with the error in the swapped partial (base.html's htmx config swaps it).
+        refused = bool(extra.get("member_error") or extra.get("invite", {}).get("error"))
+        return TemplateResponse(request, "teams/detail.html#members", _team_context(request, team, **extra),
+                                status=400 if refused else 200)
     if extra.get("member_error") or extra.get("invite", {}).get("error"):
         messages.error(request, extra.get("member_error") or extra["invite"]["error"])
     elif extra.get("notice"):

@@ -94,3 +94,70 @@ def test_try_a_node_from_the_inspector(logged_in_page: Page, live_server: Any, v
     expect(answer.locator("[data-try-label]")).to_have_text("review")
     expect(answer.locator("[data-try-result]")).to_contain_text('"limit": 1000.0')
     assert Workflow.objects.get(pk=versioned.pk).revision == versioned.revision  # nothing saved
+
+
+# --- two routes between one pair of nodes are drawn apart ------------------------------------------
+
+#: In the page: sample a path every 4 px and count the samples within 2 px of the other path.
+_SHARED = """([a, b]) => {
+  const near = (p, path) => {
+    const total = path.getTotalLength();
+    for (let s = 0; s <= total; s += 1) {
+      const q = path.getPointAtLength(s);
+      if (Math.hypot(p.x - q.x, p.y - q.y) < 2) return true;
+    }
+    return false;
+  };
+  const shared = (one, other) => {
+    const total = one.getTotalLength();
+    let hits = 0, samples = 0;
+    for (let s = 0; s <= total; s += 4) { samples += 1; if (near(one.getPointAtLength(s), other)) hits += 1; }
+    return hits / samples;
+  };
+  return [shared(a, b), shared(b, a)];
+}"""
+
+
+def _apart(page: Page, first: Any, second: Any) -> list[float]:
+    """The share of each path that runs on top of the other one."""
+    paths = [locator.element_handle() for locator in (first, second)]
+    return page.evaluate(_SHARED, paths)
+
+
+def _overlap(one: dict[str, float] | None, other: dict[str, float] | None) -> bool:
+    assert one and other
+    return not (one["x"] + one["width"] <= other["x"] or other["x"] + other["width"] <= one["x"]
+                or one["y"] + one["height"] <= other["y"] or other["y"] + other["height"] <= one["y"])
+
+
+def test_two_routes_between_the_same_nodes_are_drawn_apart(
+    logged_in_page: Page, live_server: Any, versioned: Workflow, artifacts_dir: Path
+) -> None:
+    """simple_document routes both ``auto`` and ``review`` of ``assess`` to ``record``: on the comparison canvas
+    each is its own labelled curve, and the editor draws them in their own channels."""
+    page, base = logged_in_page, live_server.url
+    page.set_viewport_size({"width": 1400, "height": 900})
+    page.goto(f"{base}/workflows/{versioned.pk}/versions/compare/?a=1&b=draft")
+    canvas = page.locator("[data-diff-canvas]")
+    labels = {name: canvas.locator(f"[data-testid='diff-edge-label'][data-route='assess --{name}']")
+              for name in ("auto", "review")}
+    for name, label in labels.items():
+        expect(label).to_have_text(name)
+    assert not _overlap(labels["auto"].bounding_box(), labels["review"].bounding_box())
+    paths = [canvas.locator(f".react-flow__edge[data-id='assess --{name}'] path.react-flow__edge-path")
+             for name in ("auto", "review")]
+    assert paths[0].get_attribute("d") != paths[1].get_attribute("d")
+    shared = _apart(page, *paths)
+    assert max(shared) < 0.25, shared  # they meet only at the two handles
+    page.screenshot(path=artifacts_dir / "versions-compare-parallel-routes.png", full_page=True)
+
+    from tests.browser.editor_page import EditorPage
+
+    editor = EditorPage(page, base, versioned).open()
+    edges = [editor.edge("assess", name).locator("path.react-flow__edge-path").first for name in ("auto", "review")]
+    assert edges[0].get_attribute("d") != edges[1].get_attribute("d")
+    shared = _apart(page, *edges)
+    # Each leaves its own label's handle and turns in its own channel; they join only on the last stretch
+    # into the one input handle.
+    assert max(shared) < 0.5, shared
+    page.screenshot(path=artifacts_dir / "editor-parallel-routes.png")

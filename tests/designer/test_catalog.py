@@ -4,6 +4,7 @@ import textwrap
 
 import pytest
 from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
 from django.test import override_settings
 
 from designer import catalog
@@ -128,5 +129,5 @@ def test_task_modules_setting_clash_and_shape_errors_name_the_setting_or_module(
         with pytest.raises(TaskRegistrationError, match=r"^clashing_tasks: "):
             catalog.build_registry()
     with override_settings(TRELLIS_TASK_MODULES="clashing_tasks"):
-        with pytest.raises(TaskRegistrationError, match="TRELLIS_TASK_MODULES is a list"):
+        with pytest.raises(ImproperlyConfigured, match="TRELLIS_TASK_MODULES .*must be a list"):
             catalog.build_registry()

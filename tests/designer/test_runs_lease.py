@@ -10,8 +10,8 @@ from django.tasks import TaskResultStatus
 from django.utils import timezone
 
 from designer.models import Run
-from designer.runs import lease
-from designer.runs.recovery import enqueue_execution, requeue_stale_runs
+from designer.runs import lease, queue
+from designer.runs.recovery import requeue_stale_runs
 from designer.tasks import execute_run
 from tests.designer.runs_support import finish_as_worker, take_as_dead_worker, task_result
 
@@ -61,7 +61,7 @@ def test_runs_that_need_no_worker_cannot_be_claimed(workflow: Any, status: str) 
 
 def test_enqueueing_records_the_tasks_result_id_on_the_run(workflow: Any, enqueued: list[Any]) -> None:
     run = make_run(workflow)
-    enqueue_execution(run.pk)
+    queue.enqueue_run(run.pk)
 
     [execution] = [result for result in enqueued if result.task.name == "execute_run"]
     assert Run.objects.get(pk=run.pk).task_result_id == str(execution.id)
@@ -71,7 +71,7 @@ def test_enqueueing_records_the_tasks_result_id_on_the_run(workflow: Any, enqueu
 
 def test_recovery_requeues_a_run_whose_worker_stopped_renewing(workflow: Any) -> None:
     run = make_run(workflow)
-    enqueue_execution(run.pk)
+    queue.enqueue_run(run.pk)
     first = Run.objects.get(pk=run.pk).task_result_id
     take_as_dead_worker(first)  # taken by a worker ...
     assert lease.claim(run.pk, "dead-worker")  # ... that claimed the run and then died
@@ -95,7 +95,7 @@ def test_recovery_requeues_a_run_whose_worker_stopped_renewing(workflow: Any) ->
 
 def test_recovery_skips_a_run_whose_task_still_waits_in_the_queue(workflow: Any) -> None:
     run = make_run(workflow)
-    enqueue_execution(run.pk)
+    queue.enqueue_run(run.pk)
     waiting = Run.objects.get(pk=run.pk).task_result_id
     expire(run)  # a backlog longer than the queue deadline
 
@@ -114,7 +114,7 @@ def test_recovery_requeues_a_queued_run_whose_task_was_lost(workflow: Any, task_
 def test_recovery_requeues_a_run_whose_last_task_finished_without_finishing_it(workflow: Any) -> None:
     # E.g. the task returned "skipped" while a now-dead worker still held the lease.
     run = make_run(workflow)
-    enqueue_execution(run.pk)
+    queue.enqueue_run(run.pk)
     first = Run.objects.get(pk=run.pk).task_result_id
     take_as_dead_worker(first)
     finish_as_worker(first, "skipped")

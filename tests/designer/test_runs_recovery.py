@@ -20,8 +20,7 @@ from django.tasks import TaskResultStatus
 from django.utils import timezone
 
 from designer.models import Run
-from designer.runs import lease
-from designer.runs.recovery import enqueue_execution
+from designer.runs import lease, queue
 from designer.services import workflows as workflow_services
 from designer.tasks import execute_run
 from tests.designer.runs_support import (
@@ -114,7 +113,7 @@ def test_two_workers_never_execute_the_same_run_twice(api: Any, cast: Any, env: 
     runs = [start_run(client, workflow, {"x": n, "pause": 0.2})["id"] for n in range(6)]
     tasks = {run_id: [Run.objects.get(pk=run_id).task_result_id] for run_id in runs}
     for run_id in runs:  # a second task for every run: both workers get to try each one
-        enqueue_execution(run_id)
+        queue.enqueue_run(run_id)
         tasks[run_id].append(Run.objects.get(pk=run_id).task_result_id)
     assert all(len(set(ids)) == 2 for ids in tasks.values())
 

@@ -17,8 +17,7 @@ from django.tasks import TaskResultStatus
 from django.utils import timezone
 
 from designer.models import RecoveryChain, Run
-from designer.runs import lease, sweep
-from designer.runs.recovery import enqueue_execution
+from designer.runs import lease, queue, sweep
 from designer.tasks import recover_runs
 
 pytestmark = pytest.mark.django_db
@@ -35,8 +34,8 @@ def chain() -> RecoveryChain:
 def test_the_first_enqueue_of_a_run_starts_one_chain(workflow: Any, enqueued: list[Any]) -> None:
     first = Run.objects.create(team=workflow.team, workflow=workflow, document=workflow.document)
     second = Run.objects.create(team=workflow.team, workflow=workflow, document=workflow.document)
-    enqueue_execution(first.pk)
-    enqueue_execution(second.pk)
+    queue.enqueue_run(first.pk)
+    queue.enqueue_run(second.pk)
 
     [started] = sweeps(enqueued)
     assert started.status == TaskResultStatus.READY and started.args == [chain().token]
@@ -115,3 +114,35 @@ def test_a_worker_taking_a_run_keeps_the_chain_alive(workflow: Any, enqueued: li
 
     assert execute_run.call(run.pk) == "skipped"
     assert chain().token != "dead" and sweeps(enqueued)[-1].args == [chain().token]
+
+
+def test_a_sweep_prunes_finished_sweep_rows_past_the_retention_only(settings: Any, workflow: Any) -> None:
+    from django_tasks_db.models import DBTaskResult
+
+    from designer.tasks import execute_run
+
+    settings.TRELLIS_SWEEP_RETENTION_SECONDS = 3600
+    now = timezone.now()
+
+    def finished(task: Any, arg: Any, *, age: timedelta, status: str = TaskResultStatus.SUCCESSFUL) -> str:
+        result_id = str(task.enqueue(arg).id)
+        DBTaskResult.objects.filter(pk=result_id).update(status=status, finished_at=now - age)
+        return result_id
+
+    old = [finished(recover_runs, "old-chain", age=timedelta(hours=2)),
+           finished(recover_runs, "old-chain", age=timedelta(days=3), status=TaskResultStatus.FAILED)]
+    recent = finished(recover_runs, "old-chain", age=timedelta(minutes=5))
+    old_run_task = finished(execute_run, 1, age=timedelta(days=3))  # not a sweep: left alone
+    waiting = str(recover_runs.enqueue("old-chain").id)  # not finished: left alone
+    token = sweep.ensure_chain()
+    assert token is not None
+
+    sweep.sweep(token)
+
+    left = set(DBTaskResult.objects.values_list("pk", flat=True).order_by())
+    assert {str(pk) for pk in left} >= {recent, old_run_task, waiting, chain().task_result_id}
+    assert not {str(pk) for pk in left} & set(old)
+
+    settings.TRELLIS_SWEEP_RETENTION_SECONDS = 0  # every finished sweep
+    assert sweep.prune_finished_sweeps() == 1
+    assert not DBTaskResult.objects.filter(pk=recent).exists() and DBTaskResult.objects.filter(pk=waiting).exists()

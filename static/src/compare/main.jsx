@@ -2,11 +2,22 @@
 // routes together, each coloured by what the comparison found (added, removed, changed, same).
 // Everything it draws comes from the page's JSON (#diff-graph); the diff itself is the server's.
 import "@xyflow/react/dist/style.css";
-import { Background, Controls, Handle, MarkerType, Position, ReactFlow, ReactFlowProvider } from "@xyflow/react";
-import { StrictMode, useMemo } from "react";
+import {
+  BaseEdge,
+  Background,
+  Controls,
+  EdgeLabelRenderer,
+  Handle,
+  MarkerType,
+  Position,
+  ReactFlow,
+  ReactFlowProvider,
+} from "@xyflow/react";
+import { memo, StrictMode, useMemo } from "react";
 import { createRoot } from "react-dom/client";
 
 import { autoLayout } from "../editor/layout.js";
+import { offsetCurve, parallelOffsets } from "./geometry.js";
 
 const COLORS = { added: "#2e7d32", removed: "#c62828", changed: "#ef6c00", same: "#90a4ae" };
 
@@ -27,8 +38,30 @@ function DiffNode({ data }) {
 
 const nodeTypes = { diff: DiffNode };
 
+// A route bent to its own side when others join the same two nodes (geometry.js), labelled on its curve.
+function DiffEdge({ id, sourceX, sourceY, targetX, targetY, style, markerEnd, label, data }) {
+  const { path, labelX, labelY } = offsetCurve({ sourceX, sourceY, targetX, targetY, offset: data.offset,
+                                                 flip: data.flip });
+  return (
+    <>
+      <BaseEdge id={id} path={path} style={style} markerEnd={markerEnd} />
+      {label && (
+        <EdgeLabelRenderer>
+          <div className={`diff-edge-label is-${data.mark}`} data-testid="diff-edge-label" data-route={id}
+               style={{ transform: `translate(-50%, -50%) translate(${labelX}px, ${labelY}px)` }}>
+            {label}
+          </div>
+        </EdgeLabelRenderer>
+      )}
+    </>
+  );
+}
+
+const edgeTypes = { diff: memo(DiffEdge) };
+
 function Canvas({ graph }) {
   const { nodes, edges } = useMemo(() => {
+    const offsets = parallelOffsets(graph.edges);
     const missing = graph.nodes.filter((node) => !node.position);
     const laidOut = missing.length
       ? autoLayout(graph.nodes.map((node) => ({ id: node.id, labels: [{ name: "ok" }] })), graph.edges, {})
@@ -47,8 +80,9 @@ function Canvas({ graph }) {
         source: edge.source,
         target: edge.target,
         label: edge.label,
+        type: "diff",
         className: `diff-edge is-${edge.mark}`,
-        data: { mark: edge.mark },
+        data: { mark: edge.mark, ...(offsets.get(edge.id) || { offset: 0, flip: 1 }) },
         style: { stroke: COLORS[edge.mark], strokeWidth: edge.mark === "same" ? 1.5 : 2.5,
                  strokeDasharray: edge.mark === "removed" ? "6 4" : undefined },
         markerEnd: { type: MarkerType.ArrowClosed, color: COLORS[edge.mark] },
@@ -56,7 +90,7 @@ function Canvas({ graph }) {
     };
   }, [graph]);
   return (
-    <ReactFlow nodes={nodes} edges={edges} nodeTypes={nodeTypes} fitView nodesDraggable={false}
+    <ReactFlow nodes={nodes} edges={edges} nodeTypes={nodeTypes} edgeTypes={edgeTypes} fitView nodesDraggable={false}
                nodesConnectable={false} elementsSelectable={false} proOptions={{ hideAttribution: true }}>
       <Background />
       <Controls showInteractive={false} />

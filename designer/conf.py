@@ -1,0 +1,337 @@
+"""Every ``TRELLIS_*`` setting in one place: its name, type, default and one line of documentation.
+
+Code reads a setting as an attribute of ``trellis`` (``trellis.STEP_PROCESSES``), never with
+``getattr(settings, ...)`` or ``os.environ``: the value comes from the Django settings when they define it
+(a settings module, ``override_settings``, pytest-django's ``settings`` fixture), else the default below,
+and is checked on every read. ``designer/settings.py`` fills the Django settings from the environment
+(``from_environ``) and ``DesignerConfig.ready`` checks every value (``check_all``), so a bad value (a negative
+timeout, a word where a number belongs) stops the process at start-up with a message that names the setting.
+
+The README's settings table is generated from ``SETTINGS`` (``manage.py trellis_settings``) and a test keeps
+the two the same.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, overload
+
+from django.conf import settings as django_settings
+from django.core.exceptions import ImproperlyConfigured
+
+from runtime import HistoryPolicy
+
+PREFIX = "TRELLIS_"
+
+
+class _Invalid(ValueError):
+    """A value a kind cannot accept; ``Setting`` adds the setting's name."""
+
+
+@dataclass(frozen=True, slots=True)
+class Kind[T]:
+    """How one type of setting is read from text (the environment) or checked as a Python value."""
+
+    describe: str  # what a good value is, for error messages
+    clean: Callable[[object], T]
+    #: The environment's text as a settings module would give the value (a list is split at commas).
+    from_text: Callable[[str], object] = str
+
+
+def _number(value: object, *, integer: bool) -> float:
+    if isinstance(value, bool):
+        raise _Invalid("a boolean is not a number")
+    if isinstance(value, str):
+        try:
+            return int(value.strip()) if integer else float(value.strip())
+        except ValueError:
+            raise _Invalid(f"{value!r} is not a{'n integer' if integer else ' number'}") from None
+    if integer and isinstance(value, int):
+        return value
+    if not integer and isinstance(value, int | float):
+        return float(value)
+    raise _Invalid(f"{value!r} is not a{'n integer' if integer else ' number'}")
+
+
+def _at_least(minimum: float, number: float) -> None:
+    if number != number or number in (float("inf"), float("-inf")):
+        raise _Invalid(f"{number!r} is not a finite number")
+    if number < minimum:
+        raise _Invalid(f"{number!r} is below {minimum:g}")
+
+
+def count(minimum: int = 0) -> Kind[int]:
+    def clean(value: object) -> int:
+        number = int(_number(value, integer=True))
+        _at_least(minimum, number)
+        return number
+
+    return Kind(f"a whole number >= {minimum}", clean)
+
+
+def seconds(*, positive: bool = False) -> Kind[float]:
+    def clean(value: object) -> float:
+        number = _number(value, integer=False)
+        _at_least(0, number)
+        if positive and number == 0:
+            raise _Invalid("0 is not above 0")
+        return number
+
+    return Kind(f"a number of seconds {'> 0' if positive else '>= 0'}", clean)
+
+
+def limit[T](base: Kind[T]) -> Kind[T | None]:
+    """A cap where ``0`` means none: reads as None then."""
+
+    def clean(value: object) -> T | None:
+        cleaned = base.clean(value)
+        return None if cleaned == 0 else cleaned
+
+    return Kind(f"{base.describe} (0: no limit)", clean, base.from_text)
+
+
+def optional[T](base: Kind[T]) -> Kind[T | None]:
+    """Unset (None, or empty text) reads as None: the reader derives a value."""
+
+    def clean(value: object) -> T | None:
+        if value is None or (isinstance(value, str) and not value.strip()):
+            return None
+        return base.clean(value)
+
+    return Kind(f"{base.describe}, or empty", clean, base.from_text)
+
+
+def _split(text: str) -> list[str]:
+    return [item.strip() for item in text.split(",") if item.strip()]
+
+
+def names_list() -> Kind[list[str]]:
+    def clean(value: object) -> list[str]:
+        if isinstance(value, list | tuple):
+            return [str(item) for item in value]
+        raise _Invalid(f"{value!r} is not a list (in the environment: comma-separated)")
+
+    return Kind("a list of names (in the environment: comma-separated)", clean, _split)
+
+
+def _history(value: object) -> HistoryPolicy | None:
+    try:
+        return HistoryPolicy.parse(value)
+    except ValueError as exc:
+        raise _Invalid(str(exc)) from None
+
+
+def _text(value: object) -> str:
+    if not isinstance(value, str):
+        raise _Invalid(f"{value!r} is not text")
+    return value
+
+
+TEXT: Kind[str] = Kind("text", _text)
+HISTORY: Kind[HistoryPolicy | None] = Kind("'all', N, either with '-until-end', or 'none'", _history)
+
+
+class Setting[T]:
+    """One ``TRELLIS_<NAME>`` setting, declared as a class attribute of ``TrellisSettings``."""
+
+    name: str
+
+    def __init__(self, kind: Kind[T], default: object, doc: str, *, shown_default: str | None = None,
+                 read_by_runtime: bool = False) -> None:
+        self.kind = kind
+        self.default = default  # in the form a settings module gives it; cleaned on read like any value
+        self.doc = doc
+        self.shown_default = shown_default
+        # The framework-free runtime reads these from the environment itself; they are declared (documented
+        # and checked) here all the same.
+        self.read_by_runtime = read_by_runtime
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = PREFIX + name
+
+    @overload
+    def __get__(self, instance: None, owner: type) -> Setting[T]: ...
+
+    @overload
+    def __get__(self, instance: object, owner: type) -> T: ...
+
+    def __get__(self, instance: object | None, owner: type) -> Setting[T] | T:
+        if instance is None:
+            return self
+        return self.value()
+
+    def value(self) -> T:
+        """The current value: the Django setting if defined, else the default; checked."""
+        raw = getattr(django_settings, self.name, self.default)
+        return self.clean(raw, source="settings")
+
+    def clean(self, raw: object, *, source: str) -> T:
+        try:
+            return self.kind.clean(raw)
+        except _Invalid as exc:
+            raise ImproperlyConfigured(
+                f"{self.name} (from the {source}) must be {self.kind.describe}: {exc}") from None
+
+    def default_text(self) -> str:
+        if self.shown_default is not None:
+            return self.shown_default
+        if self.default in (None, "", [], ()):
+            return "empty"
+        return f"`{self.default}`"
+
+
+class TrellisSettings:
+    """The settings, read as attributes: ``trellis.RUN_MAX_ATTEMPTS``."""
+
+    # --- database ---
+    DB_IDLE_IN_TRANSACTION_SECONDS = Setting(
+        seconds(), 60,
+        "PostgreSQL ends a session of ours that stalls inside a transaction after this long, releasing its row "
+        "locks")
+    TEST_DB = Setting(
+        optional(TEXT), None,
+        "SQLite test database path (on PostgreSQL pytest-django makes `test_<name>` databases; the role needs "
+        "`CREATEDB`)", shown_default="a per-process file in the temp dir")
+    # --- runs ---
+    RUN_LEASE_SECONDS = Setting(
+        seconds(positive=True), 30,
+        "how long a worker's claim on a run lasts without renewal; a run whose worker died is re-queued after it")
+    RECOVERY_INTERVAL_SECONDS = Setting(
+        optional(seconds(positive=True)), None,
+        "seconds between recovery sweeps (re-queueing runs whose worker died, lost schedule ticks; see "
+        "\"Deployment\")", shown_default="half the lease, at least `0.5`")
+    SWEEP_RETENTION_SECONDS = Setting(
+        seconds(), 86_400,
+        "finished recovery-sweep task rows older than this are deleted by the sweep (one a sweep, thousands a "
+        "day); `0` deletes every finished one")
+    RUN_MAX_ATTEMPTS = Setting(count(1), 5, "workers that may die on one run before it is failed")
+    RUN_MAX_RETRY_DELAY_SECONDS = Setting(
+        limit(seconds()), 86_400,
+        "total backoff one node's retry policy may ask for (the waits before all of its attempts added up); a "
+        "document over it gets the `retry.delay_too_long` diagnostic on the node's `retry` in the editor and "
+        "cannot be run; `0` turns the cap off (see \"Waiting without a worker\" below)")
+    RUN_MAX_STEPS = Setting(
+        count(1), 100_000,
+        "node steps one frame (one line of work: the run's root, one foreach item, one subgraph's root) may "
+        "take before the run fails with `run.step_limit`, which names the node, the frame and the item path where "
+        "a route cycle spins. It stops cycles that never end, not big runs: each foreach item is a frame of its "
+        "own, so a foreach of 100k or 1M items passes")
+    CHECKPOINT_HISTORY = Setting(
+        HISTORY, "all",
+        "past checkpoints kept per run, to fork new runs from: `all`, `N` (the last N), either with "
+        "`-until-end` (dropped once the run completes or is cancelled; a failed run keeps them for redrive), "
+        "or `none`. Kept in `RunCheckpoint` rows that share the write-once parts; the live `Run.run_state` "
+        "never grows with them")
+    FOREACH_DISTRIBUTE_ABOVE = Setting(
+        count(0), 1000,
+        "a foreach whose node sets `batch_size` runs its items as distributed batches (see \"Distributed "
+        "foreach\") when it has more items than this; `0`: whenever it has a batch size")
+    BATCH_COMMIT_SECONDS = Setting(
+        seconds(), 0.5,
+        "how often a running batch commits the items that have ended; a worker killed mid-batch re-runs only "
+        "items it had not committed")
+    # --- steps ---
+    STEP_TIMEOUT_SECONDS = Setting(
+        limit(seconds()), 60,
+        "cap on every task step's start-to-close timeout (see \"Step limits\" below); a step still running at "
+        "its limit is killed and fails with `step.timeout`; `0` turns the cap off")
+    STEP_MAX_MEMORY_MB = Setting(
+        limit(count(0)), 512,
+        "memory (address space) one task step may add to its idle step process; beyond it the step fails with "
+        "`step.memory` and its process is replaced; `0`: no limit")
+    STEP_MAX_RESULT_BYTES = Setting(
+        limit(count(0)), 2 * 1024 * 1024,
+        "size of a task step's result as compact JSON; a larger result fails the step with "
+        "`step.result_too_large`; `0`: no limit", shown_default="`2097152` (2 MiB)")
+    STEP_PROCESSES = Setting(
+        count(1), 4,
+        "step processes per worker, i.e. how many task steps of one run execute at once")
+    # --- documents and tasks ---
+    MAX_DOCUMENT_NODES = Setting(count(1), 2000, "nodes a workflow document may have")
+    MAX_UPLOAD_BYTES = Setting(
+        optional(count(1)), None,
+        "largest multipart request body (file uploads) accepted; bigger ones are refused before they are read",
+        shown_default="twice `DATA_UPLOAD_MAX_MEMORY_SIZE` (4 MiB)")
+    TASK_MODULES = Setting(
+        names_list(), [], "comma-separated extra modules whose `registry` joins the task catalogue")
+    HTTP_ALLOWED_HOSTS = Setting(
+        names_list(), [],
+        "hosts the `http_request` task may reach although they resolve to loopback/private addresses (`*` for "
+        "all)", read_by_runtime=True)
+    # --- people ---
+    LOGIN_MAX_FAILURES = Setting(
+        count(1), 5,
+        "sign-in attempts judged for one username, or from one client address, before further attempts are "
+        "refused unjudged (HTTP 429, \"try again in N minutes\")")
+    LOGIN_LOCKOUT_SECONDS = Setting(
+        count(1), 900,
+        "the window those attempts are counted in; a locked username or address stays refused until it ends; a "
+        "successful sign-in clears the username's count")
+    INVITATION_DAYS = Setting(count(1), 14, "how long a team invitation (and its emailed link) stays open")
+    SCHEDULE_GRACE_SECONDS = Setting(
+        seconds(), 60,
+        "how late a schedule's tick may fire and still count as on time; a later one is missed (its "
+        "missed-tick policy decides)")
+
+
+trellis = TrellisSettings()
+
+#: Every setting, in declaration (and README) order.
+SETTINGS: tuple[Setting[Any], ...] = tuple(
+    value for value in vars(TrellisSettings).values() if isinstance(value, Setting))
+
+
+def from_environ(environ: Mapping[str, str]) -> dict[str, Any]:
+    """The settings the environment sets, for ``designer/settings.py`` to define: the environment's text as
+    the value a settings module would give (lists split at commas), checked now, so a bad value stops start-up
+    naming the variable. A variable set to nothing (``VAR=``) counts as not set."""
+    found: dict[str, Any] = {}
+    for setting in SETTINGS:
+        text = environ.get(setting.name)
+        if text is None or not text.strip():
+            continue
+        found[setting.name] = setting.kind.from_text(text)
+        setting.clean(found[setting.name], source="environment")
+    return found
+
+
+def environ_value[T](setting: Setting[T], environ: Mapping[str, str]) -> T:
+    """One setting as the environment gives it (else its default), for settings that shape other settings."""
+    text = environ.get(setting.name)
+    if text is None or not text.strip():
+        return setting.clean(setting.default, source="defaults")
+    return setting.clean(setting.kind.from_text(text), source="environment")
+
+
+def check_all(settings: Iterable[Setting[Any]] = SETTINGS) -> None:
+    """Read every setting once: the first bad one raises ``ImproperlyConfigured`` naming it."""
+    for setting in settings:
+        setting.value()
+
+
+def markdown_table() -> str:
+    """The README's table of ``TRELLIS_*`` settings."""
+    rows = ["| variable | default | meaning |", "| --- | --- | --- |"]
+    rows += [f"| `{setting.name}` | {setting.default_text()} | {setting.doc}"
+             f"{' (environment only: the engine reads it)' if setting.read_by_runtime else ''} |"
+             for setting in SETTINGS]
+    return "\n".join(rows) + "\n"
+
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+TABLE_START = "<!-- trellis-settings: generated by `manage.py trellis_settings --write` from designer/conf.py -->\n"
+TABLE_END = "<!-- /trellis-settings -->\n"
+
+
+def readme_table(text: str) -> str:
+    """The generated table inside the README's text (between the markers)."""
+    start = text.index(TABLE_START) + len(TABLE_START)
+    return text[start:text.index(TABLE_END, start)]
+
+
+def write_readme_table(path: Path = README) -> None:
+    text = path.read_text()
+    start = text.index(TABLE_START) + len(TABLE_START)
+    path.write_text(text[:start] + markdown_table() + text[text.index(TABLE_END, start):])
