@@ -29,7 +29,7 @@ def tally(x: int, ctx: RuntimeContext, pause: float = 0.0) -> dict[str, Any]:
 
 
 @registry.task
-def flaky(x: int, ctx: RuntimeContext) -> int:
+def backing_off(x: int, ctx: RuntimeContext) -> int:
     """Note ``<index>:<attempt>`` in ``$TRELLIS_TEST_TALLY.flaky``; an odd ``x`` fails its first attempt."""
     entry = ctx.foreach["each"]
     path = os.environ.get("TRELLIS_TEST_TALLY")
@@ -41,6 +41,8 @@ def flaky(x: int, ctx: RuntimeContext) -> int:
     return 10 * x
 
 
+@registry.task
+def flaky(x: int, ctx: RuntimeContext) -> int:
     """``2 * |x|``; a negative ``x`` fails the first time its index runs (tallied like ``tally``), like a flaky
     service, and succeeds when run again."""
     index = ctx.foreach["each"].index

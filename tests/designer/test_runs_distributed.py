@@ -184,7 +184,7 @@ def test_a_batch_whose_items_back_off_frees_its_worker_and_goes_on_from_where_th
         "type": "object", "properties": {"xs": {"type": "array", "items": {"type": "integer"}}}, "required": ["xs"]})
     each = graph.foreach("each", "input.xs", results="tens", batch_size=4, max_batches_in_flight=1,
                          max_concurrency=4)
-    work = graph.use("flaky", id="work", input=[{"target": "x", "path": each.item}],
+    work = graph.use("backing_off", id="work", input=[{"target": "x", "path": each.item}],
                      retry={"max_attempts": 2, "backoff_seconds": 15})
     graph.set_route(each, "loop", work)
     graph.set_route(work, "ok", each)
