@@ -424,9 +424,10 @@ class Engine:
         before = before.copy_for_resume()
         last = latest if isinstance(latest, RunState) else RunState.from_json(latest)
         wanted = list(indices)
+        from_step = before.step
         reopen_foreach(before, last, activation_id, wanted)
         loop = self._reopen(before, workflow)
-        loop.mark_foreach_redrive(activation_id, wanted)
+        loop.mark_foreach_redrive(activation_id, wanted, from_step)
         loop.checkpoint(loop.settle())
         return self._result(loop)
 
