@@ -13,6 +13,7 @@ from typing import Any, Literal
 from runtime._algo import fork_state, forkable, mint
 from runtime._analysis import analyze
 from runtime._batches import BatchResult, ItemOutcome, batch_state
+from runtime._checkpoint import Checkpointer
 from runtime._compiled import CompiledWorkflow, compile_workflow
 from runtime._diagnostics import Diagnostic
 from runtime._document import ForeachNode, TaskNode, Workflow, WorkflowRef
@@ -160,7 +161,7 @@ class Engine:
         self,
         registry: TaskRegistry | None = None,
         workflows: WorkflowResolver | Mapping[object, Workflow] | Callable[[WorkflowRef], Workflow] | None = None,
-        checkpointer: Any = None,
+        checkpointer: Checkpointer | None = None,
         ids: IdFactory | None = None,
         *,
         max_workers: int | None = None,
