@@ -240,7 +240,8 @@ class Engine:
     def compile(self, workflow: Workflow) -> CompiledWorkflow:
         """Validate ``workflow`` with the analyzer (once per document object) and prepare it to run.
 
-        Raises ``WorkflowValidationError`` listing every problem.
+        The plan is cached by the document's identity, which is sound because documents are frozen (a changed
+        document is a new object). Raises ``WorkflowValidationError`` listing every problem.
         """
         hit = self._compiled.get(id(workflow))
         if hit is not None and hit[0] is workflow:
