@@ -41,6 +41,7 @@ from runtime._engine import Engine, RunResult, retry_delay_diagnostics
 from runtime._errors import (
     BindingError,
     CheckpointNotFoundError,
+    CheckpointWriteError,
     CorruptRunStateError,
     ForeachItemsFailedError,
     ForkError,
@@ -70,12 +71,14 @@ from runtime._ids import IdFactory, RandomIds, SequentialIds
 from runtime._inspect import (
     ActivationProgress,
     ForkEdits,
+    FrameView,
     activation_progress,
     check_fork,
     check_redrive,
     check_resume,
     check_run_input,
     frame_context,
+    live_frames,
 )
 from runtime._parts import CheckpointDelta, PartLedger
 from runtime._paths import (
@@ -116,6 +119,7 @@ __all__ = [
     "BranchCase",
     "BranchNode",
     "CheckpointNotFoundError",
+    "CheckpointWriteError",
     "CheckpointDelta",
     "CheckpointInfo",
     "Checkpointer",
@@ -126,6 +130,7 @@ __all__ = [
     "ExecutionFrame",
     "FileCheckpointer",
     "ForkEdits",
+    "FrameView",
     "ForkError",
     "ForeachActivation",
     "ForeachContext",
@@ -202,6 +207,7 @@ __all__ = [
     "default_registry",
     "document_json_schema",
     "frame_context",
+    "live_frames",
     "input_path",
     "is_item_index",
     "json_type",

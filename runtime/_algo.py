@@ -294,7 +294,7 @@ class Scheduler:
         self.ids = ids
         self.recorder = recorder
         self.plan_for = plan_for
-        #: Asked on entering a root-scope foreach that has a batch size: run it as distributed batches?
+        #: Asked on entering a foreach that has a batch size (in any scope): run it as distributed batches?
         self.distribute = distribute
         self.completed = False
         self.failure: Failure | None = None
@@ -536,8 +536,7 @@ class Scheduler:
                                              expected=len(items))
         frame.status = "waiting"
         frame.waiting_for = activation_id
-        if node.batch_size is not None and frame.scope_id == ROOT_SCOPE_ID and self.distribute is not None \
-                and self.distribute(node, len(items)):
+        if node.batch_size is not None and self.distribute is not None and self.distribute(node, len(items)):
             # The items run as batches elsewhere (runtime._batches); Engine.join_foreach meets the barrier.
             activation.batch_size = node.batch_size
             activation.batches_in_flight = node.max_batches_in_flight or DEFAULT_BATCHES_IN_FLIGHT
@@ -690,6 +689,23 @@ class Scheduler:
     def tolerate(self, frame: ExecutionFrame, failure: Failure) -> bool:
         """If ``frame`` is (inside) an item of a foreach that tolerates failures (or of a batch), end that item
         as failed and return True; the nearest such foreach in the frame's scope takes it."""
+        found = self.tolerating(frame)
+        if found is None:
+            return False
+        item, meta = found
+        activation = self.rs.activations[meta.activation_id]
+        record = {"index": meta.index, "error": failure.error_payload()["error"]}
+        activation.failed.append(record)
+        self.recorder.emit("item_failed", item, node_id=meta.node_id, activation_id=meta.activation_id,
+                           index=meta.index, summary=summarize(record["error"]))
+        self.discard_below(item)
+        self.complete_item(item, meta, None, failed=record)
+        return True
+
+    def tolerating(self, frame: ExecutionFrame) -> tuple[ExecutionFrame, ForeachItemMetadata] | None:
+        """The item frame (with its metadata) that a failure of ``frame`` would end as a tolerated failed item:
+        ``frame`` or its nearest same-scope ancestor that is an item of a foreach tolerating failures (or of a
+        batch); None when no foreach around it in its scope tolerates one."""
         frames = self.rs.frames
         current: ExecutionFrame | None = frame
         while current is not None:
@@ -697,18 +713,24 @@ class Scheduler:
             if meta is not None:
                 activation = self.rs.activations.get(meta.activation_id)
                 if activation is not None and (activation.only is not None or self._tolerant(activation)):
-                    record = {"index": meta.index, "error": failure.error_payload()["error"]}
-                    activation.failed.append(record)
-                    self.recorder.emit("item_failed", current, node_id=meta.node_id,
-                                       activation_id=meta.activation_id, index=meta.index,
-                                       summary=summarize(record["error"]))
-                    self.discard_below(current)
-                    self.complete_item(current, meta, None, failed=record)
-                    return True
+                    return current, meta
             parent = frames.get(current.parent_frame_id or "")
             if parent is None or parent.scope_id != current.scope_id:
-                return False
+                return None
             current = parent
+        return None
+
+    def caught_above(self, scope: RuntimeScope) -> bool:
+        """Whether a failure leaving the child scope ``scope`` is caught on its way to the root scope: by a
+        caller's ``error`` route, or by a foreach around a caller that tolerates failed items."""
+        while scope.scope_id != ROOT_SCOPE_ID:
+            caller = self.rs.frames.get(scope.caller_frame_id or "")
+            if caller is None:
+                raise CorruptRunStateError(f"scope {scope.scope_id!r} has no caller frame", scope_id=scope.scope_id)
+            outer = self.scope_of(caller)
+            if self.plan_for(outer).target(caller.node_id, "error") is not None or self.tolerating(caller):
+                return True
+            scope = outer
         return False
 
     def _tolerant(self, activation: ForeachActivation) -> bool:
@@ -830,7 +852,12 @@ class Scheduler:
         if self.tolerate(frame, failure):
             return
         scope = self.scope_of(frame)
-        if scope.scope_id == ROOT_SCOPE_ID:
+        if scope.scope_id == ROOT_SCOPE_ID or not self.caught_above(scope):
+            # The run fails. Nothing is discarded, not even the subgraph scopes it fails out of: their callers
+            # stay waiting on them with every step that completed inside, so a redrive (``reset_failed``) runs
+            # this frame again and nothing else.
+            if scope.scope_id != ROOT_SCOPE_ID:
+                self.fail_through_callers(scope, failure)
             frame.status = "failed"
             if self.failure is None:
                 self.failure = failure
@@ -844,6 +871,15 @@ class Scheduler:
         inner = failure.to_error()
         # The run error keeps naming the innermost node; callers on the way are listed in ``via``.
         self.fail_caller(caller, caller_node, inner, failure)
+
+    def fail_through_callers(self, scope: RuntimeScope, failure: Failure) -> None:
+        """A failure that nothing catches leaves ``scope`` for the root: each caller on the way records it
+        (``node_failed``, and ``via`` names it) but keeps waiting on its child scope, which stays as it is."""
+        while scope.scope_id != ROOT_SCOPE_ID:
+            caller = frame_of(self.rs, scope.caller_frame_id or "")
+            self.recorder.emit("node_failed", caller, summary=summarize(failure.cause_dict()))
+            failure.via.insert(0, caller.node_id)
+            scope = self.scope_of(caller)
 
     def fail_caller(self, caller: ExecutionFrame, node: Node, inner: NodeFailedError, failure: Failure) -> None:
         plan = self.plan_for(self.scope_of(caller))
@@ -876,9 +912,11 @@ def reset_failed(run_state: RunState) -> list[ExecutionFrame]:
     """Make a failed run runnable again; returns the frames that will run again, in queue order.
 
     Only what failed runs again: each frame that failed for good goes back to
-    ``ready`` at the node it failed at (a frame that failed inside a subgraph
-    call failed its caller, whose child scope is gone, so the caller's
-    subgraph node runs again as a whole). They are queued ahead of the frames
+    ``ready`` at the node it failed at. A frame that failed inside a subgraph
+    call (at any depth) is one of them: a failure nothing catches keeps the
+    child scopes it left, their callers waiting on them, so the call's
+    completed steps and items keep their results and only the failed inner
+    steps run again. They are queued ahead of the frames
     that were waiting their turn when the run stopped, in frame order. Every
     other frame, every foreach activation with the results its completed
     items delivered, and the state stay exactly as the failed checkpoint has
@@ -902,6 +940,45 @@ def reset_failed(run_state: RunState) -> list[ExecutionFrame]:
     run_state.output = None
     run_state.attempt += 1
     return failed
+
+
+def reopen_foreach(checkpoint: RunState, latest: RunState, activation_id: str, indices: list[int]) -> None:
+    """Make ``checkpoint`` the next attempt of a completed run whose distributed foreach ``activation_id``
+    tolerated failed items, so that those items (``indices``) run again.
+
+    ``checkpoint`` is the run's kept checkpoint from while the activation waited for its batches (the last one
+    before the join); ``latest`` is the run's last checkpoint (completed). The run goes back to that point:
+    the activation waits again (the host runs batches of ``indices`` only and joins them with the outcomes of
+    the items that completed), and everything after the join runs again with the new results. Its step, id
+    and trace counters go on from ``latest``, so nothing the first attempt recorded is numbered twice;
+    ``attempt`` counts one more. ``RedriveError`` when the two do not fit.
+    """
+    run_id = latest.run_id
+    if checkpoint.run_id != run_id:
+        raise RedriveError(f"the checkpoint is of run {checkpoint.run_id!r}, not {run_id!r}", run_id=run_id)
+    if latest.status != "completed":
+        raise RedriveError(f"run {run_id!r} is {latest.status}; only a completed run's tolerated foreach items "
+                           "can be redriven this way", run_id=run_id, status=latest.status)
+    activation = checkpoint.activations.get(activation_id)
+    if checkpoint.status != "waiting" or activation is None or not activation.distributed:
+        raise RedriveError(f"the checkpoint after superstep {checkpoint.step} of run {run_id!r} does not wait for "
+                           f"the batches of distributed foreach activation {activation_id!r}",
+                           run_id=run_id, step=checkpoint.step, activation_id=activation_id)
+    if checkpoint.step >= latest.step:
+        raise RedriveError(f"the checkpoint after superstep {checkpoint.step} is not earlier than the run's last "
+                           f"({latest.step})", run_id=run_id, step=checkpoint.step)
+    total = len(activation.items)
+    if not indices or len(set(indices)) != len(indices) or not all(0 <= i < total for i in indices):
+        raise RedriveError(f"items to redrive must be distinct indices in 0..{total - 1} of foreach "
+                           f"{activation.node_id!r}, got {indices[:20]!r}", run_id=run_id,
+                           activation_id=activation_id)
+    checkpoint.step = latest.step
+    checkpoint.id_seq = max(checkpoint.id_seq, latest.id_seq)
+    checkpoint.trace_seq = latest.trace_seq
+    checkpoint.attempt = latest.attempt + 1
+    checkpoint.status = "running"
+    checkpoint.output = None
+    checkpoint.error = None
 
 
 def forkable(run_state: RunState) -> None:

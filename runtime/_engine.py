@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from runtime._algo import fork_state, forkable, mint
+from runtime._algo import fork_state, forkable, mint, reopen_foreach
 from runtime._analysis import analyze
 from runtime._batches import BatchResult, ItemOutcome, batch_state
 from runtime._checkpoint import Checkpointer
@@ -137,8 +137,9 @@ class Engine:
     step, and a step stopped by cancellation cancels the run without
     committing its superstep.
 
-    ``distribute(node, number_of_items)`` lets a host run a root-scope foreach
-    whose node sets ``batch_size`` as distributed batches (``runtime._batches``):
+    ``distribute(node, number_of_items)`` lets a host run a foreach (in the
+    root scope or inside a subgraph call) whose node sets ``batch_size`` as
+    distributed batches (``runtime._batches``):
     such a run ends a call ``waiting``; each batch runs with ``run_batch`` and
     ``join_foreach`` meets the barrier and continues the run.
 
@@ -408,6 +409,29 @@ class Engine:
         loop.drive()
         return self._result(loop)
 
+    def redrive_foreach(self, checkpoint: RunState | Mapping[str, Any] | str | bytes,
+                        latest: RunState | Mapping[str, Any] | str | bytes, *, activation_id: str,
+                        indices: Sequence[int], workflow: Workflow | Mapping[str, Any] | None = None) -> RunResult:
+        """Redrive the tolerated failed items ``indices`` of a completed run's distributed foreach.
+
+        A redrive of a completed run re-opens it as its next attempt from ``checkpoint``, the kept checkpoint
+        taken while the activation ``activation_id`` waited for its batches (e.g. ``checkpointer.load_at`` of
+        the step before the ``foreach_completed`` event); ``latest`` is the run's last checkpoint. The result is
+        ``waiting`` again, with a ``run_redriven`` event naming the items: the host runs batches of ``indices``
+        only and calls ``join_foreach`` with every item's outcome, the completed items' kept ones and the new
+        ones, so the foreach's results hold the new results in index order and every node after the foreach
+        runs again and sees them. ``RedriveError`` when the checkpoints do not fit (``_algo.reopen_foreach``).
+        """
+        before = checkpoint if isinstance(checkpoint, RunState) else RunState.from_json(checkpoint)
+        before = before.copy_for_resume()
+        last = latest if isinstance(latest, RunState) else RunState.from_json(latest)
+        wanted = list(indices)
+        reopen_foreach(before, last, activation_id, wanted)
+        loop = self._reopen(before, workflow)
+        loop.mark_foreach_redrive(activation_id, wanted)
+        loop.checkpoint(loop.settle())
+        return self._result(loop)
+
     def _fork(self, run_state: RunState | Mapping[str, Any] | str | bytes, run_id: str | None,
               state: Mapping[str, Any] | None, answer: Mapping[str, Any] | None,
               workflow: Workflow | Mapping[str, Any] | None) -> RunLoop:
@@ -501,10 +525,16 @@ class Engine:
             raise CorruptRunStateError(f"run {source.run_id!r} has no distributed foreach activation "
                                        f"{activation_id!r}", activation_id=activation_id)
         plan = self.compile(self._root_workflow(source, workflow))
-        node = plan.nodes.get(activation.node_id)
+        scope = source.scopes.get(activation.scope_id)
+        if scope is None:
+            raise CorruptRunStateError(f"distributed activation {activation_id!r} is in scope "
+                                       f"{activation.scope_id!r}, which does not exist", activation_id=activation_id)
+        # A foreach inside a subgraph call belongs to that subgraph's document (pinned by the resolver).
+        here = plan if scope.scope_id == ROOT_SCOPE_ID else self.compile(self.resolver.resolve(scope.workflow))
+        node = here.nodes.get(activation.node_id)
         if not isinstance(node, ForeachNode):
             raise CorruptRunStateError(f"activation {activation_id!r} belongs to {activation.node_id!r}, which is "
-                                       f"no foreach of workflow {plan.id!r}", activation_id=activation_id)
+                                       f"no foreach of workflow {here.id!r}", activation_id=activation_id)
         state = batch_state(source, activation_id, indices, node.max_concurrency)
         adopt_lists(state)
         wanted = list(state.activations[activation_id].only or ())

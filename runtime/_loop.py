@@ -76,7 +76,7 @@ class LoopConfig:
     step_timeout: float | None = None
     max_result_bytes: int | None = None
     step_executor: StepExecutor | None = None
-    #: Whether a root-scope foreach with a batch size runs as distributed batches (node, number of items).
+    #: Whether a foreach with a batch size (in any scope) runs as distributed batches (node, number of items).
     distribute: Callable[[ForeachNode, int], bool] | None = None
     #: False: a retry's backoff or a ``wait`` step suspends its frame (``RunState.wakeups``) and a run with
     #: nothing else to do stops as ``waiting``; True: the engine sleeps in its own process instead.
@@ -574,6 +574,16 @@ class RunLoop:
                 entry |= {"foreach": meta.node_id, "index": meta.index}
             again.append(entry)
         self.recorder.emit("run_redriven", summary={"attempt": rs.attempt, "frames": again})
+
+    def mark_foreach_redrive(self, activation_id: str, indices: list[int]) -> None:
+        """The first event of a completed run's next attempt (``_algo.reopen_foreach``): which tolerated items of
+        which foreach run again. The activation waits for its batches again; what follows its join runs again."""
+        rs = self.rs
+        rs.step += 1
+        activation = rs.activations[activation_id]
+        self.recorder.emit("run_redriven", summary={
+            "attempt": rs.attempt, "frames": [], "foreach": activation.node_id, "activation_id": activation_id,
+            "items": sorted(indices)[:1000], "count": len(indices)})
 
     def mark_fork(self, parent_run_id: str, parent_step: int, edited: list[str]) -> None:
         """The first event of a forked run: which run and superstep it came from, and what was changed."""

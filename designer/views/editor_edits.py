@@ -13,7 +13,6 @@ overwritten. Nothing else on the site edits a draft piecewise.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -49,7 +48,7 @@ from designer.errors import DesignerError, RevisionConflict
 from designer.models import Workflow as WorkflowModel
 from designer.permissions import require_workflow_role
 from designer.services import workflows as workflow_services
-from designer.untrusted import JSONInputError, loads_json
+from designer.untrusted import form_json
 from designer.views.htmx import HtmxHttpRequest
 from designer.views.pages import designer_errors, error_message
 from runtime import WorkflowError
@@ -70,6 +69,7 @@ FORM_ACTIONS = {
     "case-add": "add_case",
     "case-remove": "remove_case",
     "interrupt": "set_interrupt",
+    "limits": "set_limits",
     "unbind-tree": "unbind_tree",
     "schema-json": "set_schema",
     "workflow-start": "set_workflow_start",
@@ -82,10 +82,7 @@ _NOT_ARGS = frozenset({"action", "revision", "csrfmiddlewaretoken", "ops"})
 def form_ops(form: Any) -> list[dict[str, Any]]:
     """The operations a panel form sends: ``ops`` as JSON, or an ``action`` with its fields as arguments."""
     if form.get("ops"):
-        try:
-            sent = loads_json(form["ops"])
-        except (json.JSONDecodeError, JSONInputError) as exc:
-            raise BadRequest(f"ops is not valid JSON: {exc}", field="ops") from exc
+        sent = form_json(form["ops"], field="ops", what="ops")
         if not isinstance(sent, list):
             raise BadRequest("ops is a JSON list of edit operations", field="ops")
         return sent
@@ -163,9 +160,10 @@ def _revision(value: object) -> object:
 
 def _json_body(request: HtmxHttpRequest) -> dict[str, Any]:
     try:
-        body = loads_json(request.body.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError, JSONInputError) as exc:
+        text = request.body.decode("utf-8")
+    except UnicodeDecodeError as exc:
         raise BadRequest(f"the request body is not valid JSON: {exc}") from exc
+    body = form_json(text, field=None, what="the request body")
     if not isinstance(body, dict):
         raise BadRequest('send {"revision": <the revision you edited>, "ops": [...]}')
     return body
@@ -228,6 +226,7 @@ def edit(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
     except (DesignerError, WorkflowError) as exc:
         context = pages._inspector_context(loaded, node_id or None, request.POST.get("field") or None)
         context["error"] = error_message(exc)
+        context["error_field"] = getattr(exc, "details", {}).get("field") or ""
         return TemplateResponse(request, f"{pages.TEMPLATE}#inspector", context)
     saved = committed.saved
     show = committed.applied.select if committed.applied.select is not None else (node_id or None)

@@ -17,12 +17,13 @@ from django.views.decorators.http import require_GET, require_POST
 
 from designer import selectors
 from designer.errors import DesignerError
+from designer.json_text import pretty_json
 from designer.models import Run
 from designer.models import Workflow as WorkflowModel
 from designer.permissions import has_role, require_workflow_role
 from designer.selectors.runs import runs_for
 from designer.services import trials
-from designer.untrusted import JSONInputError, loads_json
+from designer.untrusted import form_json
 from designer.views.htmx import HtmxHttpRequest
 from designer.views.pages import designer_errors, error_message
 from runtime import WorkflowError
@@ -43,7 +44,7 @@ def _form_context(request: HtmxHttpRequest, workflow: WorkflowModel, role: str, 
     runs = list(runs_for(user=request.user).filter(workflow=workflow.pk, events__node_id=node_id)
                 .distinct().order_by("-created_at", "-pk")[:RECENT_RUNS])
     return {"workflow": workflow, "node_id": node_id, "can_try": has_role(role, "runner"), "runs": runs,
-            "sample": json.dumps(literals, indent=2, ensure_ascii=False), **extra}
+            "sample": pretty_json(literals), **extra}
 
 
 @login_required
@@ -61,13 +62,7 @@ def _sample(request: HtmxHttpRequest, workflow: WorkflowModel, node_id: str) -> 
         run: Run = selectors.get_run(user=request.user, run_id=run_id)
         return trials.sample_from_run(workflow=workflow, run=run, node_id=node_id,
                                       frame_id=request.POST.get("frame") or None)
-    text = request.POST.get("sample", "").strip() or "{}"
-    try:
-        return loads_json(text)
-    except (json.JSONDecodeError, JSONInputError) as exc:
-        from designer.errors import BadRequest
-
-        raise BadRequest(f"the sample input is not valid JSON: {exc}", field="sample") from None
+    return form_json(request.POST.get("sample", ""), field="sample", what="the sample input", empty={})
 
 
 @login_required
@@ -99,7 +94,7 @@ def outcome(request: HtmxHttpRequest, workflow_id: int, result_id: str) -> HttpR
     if result.status == "SUCCESSFUL":
         answer = result.return_value
         context["answer"] = answer
-        context["pretty"] = json.dumps(answer.get("result"), indent=2, ensure_ascii=False, default=str)
+        context["pretty"] = pretty_json(answer.get("result"))
     elif result.status == "FAILED":
         context["error"] = "the worker could not run the trial: " + (
             result.errors[-1].exception_class_path if result.errors else "unknown error")
