@@ -21,7 +21,7 @@ PYTHON  ?=
 FRONTEND_SOURCES := $(shell find static/src -type f 2>/dev/null)
 VITE_MANIFEST    := static/dist/manifest.json
 
-.PHONY: help setup run test test-postgres lint bench build migrate lock clean
+.PHONY: help setup run test test-postgres lint bench bench-history build migrate lock clean
 
 help:
 	@echo "make run    set up everything, then serve http://$(HOST):$(PORT)/ and run the task worker (Ctrl-C stops both)"
@@ -29,6 +29,7 @@ help:
 	@echo "make test-postgres  the same suite against a private, throw-away PostgreSQL cluster (.ci/postgres.sh)"
 	@echo "make lint   ruff + mypy + ESLint"
 	@echo "make bench  run the benchmarks under bench/"
+	@echo "make bench-history  what checkpoint history costs per store (time and bytes, all vs none)"
 	@echo "make lock   rewrite $(LOCK) from the current .venv"
 	@echo "make clean  remove .venv, node_modules, the Vite build and stamps"
 
@@ -95,6 +96,8 @@ setup: $(VENV)/.stamp-install $(VITE_MANIFEST)
 migrate: setup
 	$(PY) manage.py migrate --noinput
 
+# Development settings: production's plus the demo app (its tasks, `load_demo`); see designer/settings_dev.py.
+run: export DJANGO_SETTINGS_MODULE := designer.settings_dev
 run: migrate
 	$(PY) manage.py load_demo
 	@echo "Serving http://$(HOST):$(PORT)/ with a task worker; Ctrl-C stops both."
@@ -124,6 +127,9 @@ lint: $(VENV)/.stamp-install node_modules/.stamp-npm
 
 bench: $(VENV)/.stamp-install-bench
 	$(PY) -m bench
+
+bench-history: $(VENV)/.stamp-install-bench
+	$(PY) -m bench history
 
 clean:
 	rm -rf $(VENV) node_modules static/dist *.egg-info

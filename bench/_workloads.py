@@ -11,10 +11,11 @@ node), so microseconds per step = wall time / steps on both sides.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypedDict
 
-from runtime import ForeachNode, Route, TaskRegistry, Workflow, WorkflowBuilder
+from runtime import Checkpointer, Engine, ForeachNode, Route, TaskRegistry, Workflow, WorkflowBuilder
 
 COUNTER_STATE: dict[str, Any] = {"type": "object", "properties": {"x": {"type": "integer", "default": 0}}}
 
@@ -47,6 +48,34 @@ class Workload:
 
 # ---------------------------------------------------------------------------
 # Trellis documents
+
+
+def trellis_runs(workflow: Workflow, inputs: list[Any], checkpointer: Callable[[], Checkpointer | None], *,
+                 who: str = "trellis", close: Callable[[Any], None] | None = None
+                 ) -> tuple[Callable[[], Engine], Callable[[Engine], Any]]:
+    """What ``bench_engine.timed`` measures of a Trellis workload: ``prepare`` (not timed) makes an engine with a
+    fresh ``checkpointer()`` and compiles ``workflow`` (analysis + compilation, like LangGraph's
+    ``graph.compile()``); ``run`` runs each input, refusing a run that does not complete (a benchmark of a
+    broken run measures nothing), hands the checkpointer to ``close`` (one that holds a connection), and returns
+    the last output."""
+    tasks = registry()
+
+    def prepare() -> Engine:
+        engine = Engine(registry=tasks, checkpointer=checkpointer())
+        engine.compile(workflow)
+        return engine
+
+    def run(engine: Engine) -> Any:
+        result = None
+        for value in inputs:
+            result = engine.run(workflow, value)
+            if result.status != "completed":
+                raise RuntimeError(f"{who} {workflow.id}: {result.status} {result.error}")
+        if close is not None:
+            close(engine.checkpointer)
+        return result.output if result is not None else None
+
+    return prepare, run
 
 
 def trellis_chain(length: int) -> Workflow:

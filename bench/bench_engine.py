@@ -88,21 +88,7 @@ def _check(what: str, got: Any, expected: Any) -> None:
 
 def trellis_time(workflow: Workflow, inputs: list[Any], *, checkpointed: bool, gc_off: bool = False
                  ) -> tuple[Timing, Any]:
-    registry = w.registry()
-
-    def prepare() -> Engine:
-        engine = Engine(registry=registry, checkpointer=InMemoryCheckpointer() if checkpointed else None)
-        engine.compile(workflow)  # analysis + compilation, like LangGraph's graph.compile()
-        return engine
-
-    def run(engine: Engine) -> Any:
-        result = None
-        for value in inputs:
-            result = engine.run(workflow, value)
-            if result.status != "completed":
-                raise RuntimeError(f"trellis {workflow.id}: {result.status} {result.error}")
-        return result.output if result is not None else None
-
+    prepare, run = w.trellis_runs(workflow, inputs, InMemoryCheckpointer if checkpointed else lambda: None)
     return timed(run, prepare, gc_off=gc_off)
 
 

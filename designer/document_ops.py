@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from designer.errors import BadRequest
-from designer.untrusted import JSONInputError, loads_json
+from designer.untrusted import JSONInputError, form_json, loads_json
 from runtime import (
     GraphSourcePath,
     LocalPath,
@@ -91,15 +91,6 @@ def _source_path(text: str) -> str:
         return str(parse_source_path(text))
     except PathSyntaxError as exc:
         raise BadRequest(exc.message, path=text) from exc
-
-
-def _json(text: str, *, what: str) -> Any:
-    try:
-        return loads_json(text)
-    except json.JSONDecodeError as exc:
-        raise BadRequest(f"{what} is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})") from exc
-    except JSONInputError as exc:
-        raise BadRequest(f"{what}: {exc}") from exc
 
 
 def literal_value(raw: str, schema: Mapping[str, Any] | None) -> Any:
@@ -455,8 +446,8 @@ def update_interrupt(document: Document, node_id: str, form: Form) -> Document:
     node["labels"] = labels or ["ok"]
     if "resume_schema" not in form:  # the question form without the schema: the schema builder edits that
         return doc
-    schema_text = str(form.get("resume_schema", "")).strip()
-    schema = _json(schema_text, what="the resume schema") if schema_text else {"type": "object", "properties": {}}
+    schema = form_json(str(form.get("resume_schema", "")), field="resume_schema", what="the resume schema",
+                       empty={"type": "object", "properties": {}})
     if not isinstance(schema, dict):
         raise BadRequest("the resume schema is a JSON Schema object, e.g. {\"type\": \"object\"}")
     node["resume_schema"] = schema
@@ -467,13 +458,11 @@ def update_settings(document: Document, form: Form) -> Document:
     """Workflow-level settings: input and state schemas, outputs and the start node."""
     doc = copy.deepcopy(document)
     for key, what in (("input_schema", "the input schema"), ("state_schema", "the state schema")):
-        text = str(form.get(key, "")).strip()
-        value = _json(text, what=what) if text else {"type": "object", "properties": {}}
+        value = form_json(str(form.get(key, "")), field=key, what=what, empty={"type": "object", "properties": {}})
         if not isinstance(value, dict):
             raise BadRequest(f"{what} is a JSON Schema object, e.g. {{\"type\": \"object\", \"properties\": {{}}}}")
         doc[key] = value
-    outputs_text = str(form.get("outputs", "")).strip()
-    outputs = _json(outputs_text, what="the outputs") if outputs_text else []
+    outputs = form_json(str(form.get("outputs", "")), field="outputs", what="the outputs", empty=[])
     if not isinstance(outputs, list):
         raise BadRequest('the outputs are a JSON list, e.g. [{"target": "total", "path": "state.total"}]')
     doc["outputs"] = outputs
@@ -994,7 +983,7 @@ def _set_schema(document: Document, args: Args, context: Context) -> Applied:
     node_id = args.get("node") or None
     schema = args.get("schema")
     if isinstance(schema, str):
-        schema = _json(schema, what=SCHEMA_KEYS.get(str(args.get("key")), "the schema"))
+        schema = form_json(schema, field="schema", what=SCHEMA_KEYS.get(str(args.get("key")), "the schema"))
     return _diffed(document, set_schema(document, node_id, str(args.get("key", "")), schema), node_id)
 
 

@@ -13,6 +13,8 @@ from __future__ import annotations
 import json
 from typing import Any, Final
 
+from designer.errors import BadRequest
+
 #: The largest id a signed 64-bit integer column holds.
 MAX_ID: Final = 2**63 - 1
 
@@ -121,3 +123,20 @@ def json_error_message(exc: ValueError) -> str:
     if isinstance(exc, json.JSONDecodeError):
         return f"{exc.msg} (line {exc.lineno}, column {exc.colno})"
     return str(exc)
+
+
+def form_json(text: str, *, field: str | None, what: str, empty: Any = None) -> Any:
+    """A form field (or request body) read as JSON with ``loads_json``; ``BadRequest`` naming ``field`` and
+    saying where the text breaks (line and column) or why it is refused (too deep, NaN, a lone surrogate).
+
+    ``what`` names the value in the message ("the sample input"). ``empty`` is what blank text (nothing but
+    whitespace) stands for; with None, blank text is refused like any other text that is not JSON.
+    """
+    if empty is not None and not text.strip():
+        return empty
+    try:
+        return loads_json(text)
+    except json.JSONDecodeError as exc:
+        raise BadRequest(f"{what} is not valid JSON: {json_error_message(exc)}", field=field) from None
+    except JSONInputError as exc:
+        raise BadRequest(f"{what}: {exc}", field=field) from None

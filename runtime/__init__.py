@@ -34,6 +34,7 @@ from runtime._engine import Engine, RunResult, retry_delay_diagnostics
 from runtime._errors import (
     BindingError,
     CheckpointNotFoundError,
+    CheckpointWriteError,
     CorruptRunStateError,
     ForeachItemsFailedError,
     ForkError,
@@ -108,6 +109,7 @@ __all__ = [
     "BranchCase",
     "BranchNode",
     "CheckpointNotFoundError",
+    "CheckpointWriteError",
     "CheckpointDelta",
     "CheckpointInfo",
     "Checkpointer",

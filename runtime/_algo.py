@@ -5,12 +5,17 @@ task is called and nothing is written anywhere, so the loop can apply these
 in a fixed order during a superstep's commit and get the same state whatever
 the timing of the tasks was. Identifiers are minted from the run's own
 counter (``RunState.id_seq``), trace events are numbered from
-``RunState.trace_seq``.
+``RunState.trace_seq`` and stamped by an injected clock.
+
+*Prepare* (``prepare_step``) lives here too: it reads the scope of every
+ready frame (input bindings, branch values, foreach collections, subgraph
+inputs) and turns each into a ``Work`` before anything is written, so every
+frame of a superstep sees the same state. The loop (``runtime._loop``) only
+executes the ``Work`` and hands it back to ``Scheduler`` to commit.
 """
 
 from __future__ import annotations
 
-import time
 from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -19,21 +24,33 @@ from typing import Any
 
 from pydantic_core import to_jsonable_python
 
-from runtime._bindings import MISSING, ScopeReader, apply_outputs, project, set_in
+from runtime._bindings import MISSING, ScopeReader, apply_outputs, build_payload, project, set_in
 from runtime._compiled import CompiledWorkflow
 from runtime._context import RuntimeContext
-from runtime._document import DEFAULT_BATCHES_IN_FLIGHT, BranchNode, ForeachNode, InterruptNode, Node, SubgraphNode
+from runtime._document import (
+    DEFAULT_BATCHES_IN_FLIGHT,
+    BranchNode,
+    ForeachNode,
+    InterruptNode,
+    Node,
+    SubgraphNode,
+    TaskNode,
+    WorkflowRef,
+)
 from runtime._errors import (
     BindingError,
     CorruptRunStateError,
     ForeachItemsFailedError,
     ForkError,
+    InputValidationError,
     NodeFailedError,
     RedriveError,
+    SubgraphDepthError,
     WorkflowError,
 )
 from runtime._ids import IdFactory
 from runtime._parts import GrowList, lists_of, new_list_id
+from runtime._registry import TIMER_ATTRIBUTE, TaskSpec
 from runtime._state import (
     ROOT_SCOPE_ID,
     Barrier,
@@ -52,6 +69,7 @@ from runtime._state import (
     runtime_context,
     trusted,
 )
+from runtime._steps import step_timeout
 from runtime._trace import TraceEvent, new_event, summarize
 
 _COLLECTIONS = {"frame": "frames", "lineage": "lineages", "act": "activations", "scope": "scopes", "int": "interrupts"}
@@ -79,16 +97,17 @@ class Recorder:
     ``RunState.trace_seq`` by ``sync`` before the state is checkpointed.
     Each event goes to ``sink`` as it is made; the events of the current
     superstep are held until ``take_step`` (the checkpointer stores them with
-    the state); ``events`` retains, for ``RunResult.trace``, all of them
+    the state); ``clock`` (Unix seconds) stamps them; ``events`` retains, for ``RunResult.trace``, all of them
     (``keep=None``), the last ``keep``, or none (``keep=0``), so a long run's
     memory need not grow with its history.
     """
 
-    __slots__ = ("run_state", "events", "seq", "step", "sink", "keep")
+    __slots__ = ("run_state", "events", "seq", "step", "sink", "keep", "clock")
 
-    def __init__(self, run_state: RunState, *, keep: int | None = None,
+    def __init__(self, run_state: RunState, *, clock: Callable[[], float], keep: int | None = None,
                  sink: Callable[[TraceEvent], Any] | None = None) -> None:
         self.run_state = run_state
+        self.clock = clock
         self.keep = keep
         self.events: list[TraceEvent] | deque[TraceEvent] = [] if keep is None else deque(maxlen=keep)
         self.step: list[TraceEvent] = []
@@ -120,7 +139,7 @@ class Recorder:
         else:
             # Run-level events belong to the run's root scope.
             scope_id, frame_id, lineage_id = ROOT_SCOPE_ID, None, None
-        event = new_event(self.seq, kind, rs.run_id, rs.step, time.time(), scope_id, frame_id, lineage_id, node_id,
+        event = new_event(self.seq, kind, rs.run_id, rs.step, self.clock(), scope_id, frame_id, lineage_id, node_id,
                           activation_id, index, label, attempt, duration, summary)
         self.seq += 1
         self.step.append(event)
@@ -275,7 +294,7 @@ class Scheduler:
         self.ids = ids
         self.recorder = recorder
         self.plan_for = plan_for
-        #: Asked on entering a root-scope foreach that has a batch size: run it as distributed batches?
+        #: Asked on entering a foreach that has a batch size (in any scope): run it as distributed batches?
         self.distribute = distribute
         self.completed = False
         self.failure: Failure | None = None
@@ -517,8 +536,7 @@ class Scheduler:
                                              expected=len(items))
         frame.status = "waiting"
         frame.waiting_for = activation_id
-        if node.batch_size is not None and frame.scope_id == ROOT_SCOPE_ID and self.distribute is not None \
-                and self.distribute(node, len(items)):
+        if node.batch_size is not None and self.distribute is not None and self.distribute(node, len(items)):
             # The items run as batches elsewhere (runtime._batches); Engine.join_foreach meets the barrier.
             activation.batch_size = node.batch_size
             activation.batches_in_flight = node.max_batches_in_flight or DEFAULT_BATCHES_IN_FLIGHT
@@ -671,6 +689,23 @@ class Scheduler:
     def tolerate(self, frame: ExecutionFrame, failure: Failure) -> bool:
         """If ``frame`` is (inside) an item of a foreach that tolerates failures (or of a batch), end that item
         as failed and return True; the nearest such foreach in the frame's scope takes it."""
+        found = self.tolerating(frame)
+        if found is None:
+            return False
+        item, meta = found
+        activation = self.rs.activations[meta.activation_id]
+        record = {"index": meta.index, "error": failure.error_payload()["error"]}
+        activation.failed.append(record)
+        self.recorder.emit("item_failed", item, node_id=meta.node_id, activation_id=meta.activation_id,
+                           index=meta.index, summary=summarize(record["error"]))
+        self.discard_below(item)
+        self.complete_item(item, meta, None, failed=record)
+        return True
+
+    def tolerating(self, frame: ExecutionFrame) -> tuple[ExecutionFrame, ForeachItemMetadata] | None:
+        """The item frame (with its metadata) that a failure of ``frame`` would end as a tolerated failed item:
+        ``frame`` or its nearest same-scope ancestor that is an item of a foreach tolerating failures (or of a
+        batch); None when no foreach around it in its scope tolerates one."""
         frames = self.rs.frames
         current: ExecutionFrame | None = frame
         while current is not None:
@@ -678,18 +713,24 @@ class Scheduler:
             if meta is not None:
                 activation = self.rs.activations.get(meta.activation_id)
                 if activation is not None and (activation.only is not None or self._tolerant(activation)):
-                    record = {"index": meta.index, "error": failure.error_payload()["error"]}
-                    activation.failed.append(record)
-                    self.recorder.emit("item_failed", current, node_id=meta.node_id,
-                                       activation_id=meta.activation_id, index=meta.index,
-                                       summary=summarize(record["error"]))
-                    self.discard_below(current)
-                    self.complete_item(current, meta, None, failed=record)
-                    return True
+                    return current, meta
             parent = frames.get(current.parent_frame_id or "")
             if parent is None or parent.scope_id != current.scope_id:
-                return False
+                return None
             current = parent
+        return None
+
+    def caught_above(self, scope: RuntimeScope) -> bool:
+        """Whether a failure leaving the child scope ``scope`` is caught on its way to the root scope: by a
+        caller's ``error`` route, or by a foreach around a caller that tolerates failed items."""
+        while scope.scope_id != ROOT_SCOPE_ID:
+            caller = self.rs.frames.get(scope.caller_frame_id or "")
+            if caller is None:
+                raise CorruptRunStateError(f"scope {scope.scope_id!r} has no caller frame", scope_id=scope.scope_id)
+            outer = self.scope_of(caller)
+            if self.plan_for(outer).target(caller.node_id, "error") is not None or self.tolerating(caller):
+                return True
+            scope = outer
         return False
 
     def _tolerant(self, activation: ForeachActivation) -> bool:
@@ -811,7 +852,12 @@ class Scheduler:
         if self.tolerate(frame, failure):
             return
         scope = self.scope_of(frame)
-        if scope.scope_id == ROOT_SCOPE_ID:
+        if scope.scope_id == ROOT_SCOPE_ID or not self.caught_above(scope):
+            # The run fails. Nothing is discarded, not even the subgraph scopes it fails out of: their callers
+            # stay waiting on them with every step that completed inside, so a redrive (``reset_failed``) runs
+            # this frame again and nothing else.
+            if scope.scope_id != ROOT_SCOPE_ID:
+                self.fail_through_callers(scope, failure)
             frame.status = "failed"
             if self.failure is None:
                 self.failure = failure
@@ -825,6 +871,15 @@ class Scheduler:
         inner = failure.to_error()
         # The run error keeps naming the innermost node; callers on the way are listed in ``via``.
         self.fail_caller(caller, caller_node, inner, failure)
+
+    def fail_through_callers(self, scope: RuntimeScope, failure: Failure) -> None:
+        """A failure that nothing catches leaves ``scope`` for the root: each caller on the way records it
+        (``node_failed``, and ``via`` names it) but keeps waiting on its child scope, which stays as it is."""
+        while scope.scope_id != ROOT_SCOPE_ID:
+            caller = frame_of(self.rs, scope.caller_frame_id or "")
+            self.recorder.emit("node_failed", caller, summary=summarize(failure.cause_dict()))
+            failure.via.insert(0, caller.node_id)
+            scope = self.scope_of(caller)
 
     def fail_caller(self, caller: ExecutionFrame, node: Node, inner: NodeFailedError, failure: Failure) -> None:
         plan = self.plan_for(self.scope_of(caller))
@@ -857,9 +912,11 @@ def reset_failed(run_state: RunState) -> list[ExecutionFrame]:
     """Make a failed run runnable again; returns the frames that will run again, in queue order.
 
     Only what failed runs again: each frame that failed for good goes back to
-    ``ready`` at the node it failed at (a frame that failed inside a subgraph
-    call failed its caller, whose child scope is gone, so the caller's
-    subgraph node runs again as a whole). They are queued ahead of the frames
+    ``ready`` at the node it failed at. A frame that failed inside a subgraph
+    call (at any depth) is one of them: a failure nothing catches keeps the
+    child scopes it left, their callers waiting on them, so the call's
+    completed steps and items keep their results and only the failed inner
+    steps run again. They are queued ahead of the frames
     that were waiting their turn when the run stopped, in frame order. Every
     other frame, every foreach activation with the results its completed
     items delivered, and the state stay exactly as the failed checkpoint has
@@ -904,3 +961,186 @@ def fork_state(run_state: RunState, run_id: str, *, state: dict[str, Any] | None
     if state is not None:
         data["scopes"][ROOT_SCOPE_ID]["state"] = state
     return RunState.from_json(data)
+
+
+# ---------------------------------------------------------------------------
+# Prepare: what each ready frame of a superstep will do, read before anything is written
+
+
+@dataclass(slots=True, eq=False)
+class Work:
+    """One ready frame in one superstep: what prepare decided and what execute produced."""
+
+    frame: ExecutionFrame
+    node: Node
+    scope: RuntimeScope
+    plan: CompiledWorkflow
+    spec: TaskSpec | None = None
+    call: Callable[[], Any] | None = None
+    context: RuntimeContext | None = None
+    mapping: Mapping[str, Any] | None = None  # the context as paths read it, built once per step
+    value: Any = None
+    label: str | None = None
+    result: Any = None
+    error: BaseException | None = None
+    attempts: int = 1
+    retries: list[tuple[int, str]] = field(default_factory=list)
+    duration: float | None = None
+    payload: Any = None  # a task's input payload as its bindings built it (what a step executor receives)
+    timeout: float | None = None  # a task step's start-to-close limit (runtime._steps.step_timeout)
+    max_result_bytes: int | None = None
+    woken: Wakeup | None = None  # the wake-up that brought this frame back (its retry attempt, a wait's result)
+    first_attempt: int = 1
+    #: Set to suspend instead of sleeping before the next attempt (the clock); None: sleep in this thread.
+    clock: Callable[[], float] | None = None
+    #: The frame suspends: (wake-up time, reason, next attempt, result when it wakes).
+    wake: tuple[float, str, int, Any] | None = None
+
+    @property
+    def runnable(self) -> bool:
+        """A task step to call: prepared without an error and not settled already (a wait that is over)."""
+        return self.call is not None and self.error is None
+
+
+@dataclass(frozen=True, slots=True)
+class PrepareRules:
+    """What prepare needs from the engine."""
+
+    #: Compiles the workflow a subgraph node calls (resolving its reference); the loop caches it per scope.
+    subgraph_plan: Callable[[WorkflowRef], CompiledWorkflow]
+    max_depth: int
+    step_timeout: float | None
+    max_result_bytes: int | None
+    #: The clock a frame suspends by (a backoff, a ``wait``); None when the engine sleeps in-process instead.
+    suspend_clock: Callable[[], float] | None
+
+
+def _context_summary(mapping: Mapping[str, Any]) -> dict[str, Any]:
+    """The context mapping with each item bounded like any payload, identities kept whole."""
+    summary: dict[str, Any] = {
+        "foreach": {key: {**entry, "item": summarize(entry["item"])} for key, entry in mapping["foreach"].items()}
+    }
+    for key, value in mapping.items():
+        if key != "foreach":
+            summary[key] = summarize(value)
+    return summary
+
+
+def prepare_step(run_state: RunState, scheduler: Scheduler, plan_for: Callable[[RuntimeScope], CompiledWorkflow],
+                 woken: dict[str, Wakeup], rules: PrepareRules) -> list[Work]:
+    """Start a superstep: take every ready frame in queue order and read what it needs.
+
+    A frame whose reads fail carries the error in its ``Work`` (committed as that node's failure); a
+    ``node_started`` event is emitted for each. ``woken`` (the wake-ups that queued frames again) is
+    consumed for the frames it names.
+    """
+    rs = run_state
+    rs.step += 1
+    ready = rs.ready.copy()
+    rs.ready.clear()  # in place: a model attribute write costs more than the copy
+    works: list[Work] = []
+    emit = scheduler.recorder.emit
+    for frame_id in ready:
+        frame = frame_of(rs, frame_id)
+        if frame.status != "ready":
+            raise CorruptRunStateError(f"frame {frame_id!r} is queued but its status is {frame.status!r}",
+                                       frame_id=frame_id)
+        scope = scheduler.scope_of(frame)
+        plan = plan_for(scope)
+        node = plan.nodes.get(frame.node_id)
+        if node is None:
+            node = scheduler.node_of(frame)  # raises: the frame is at a node its workflow lacks
+        work = Work(frame, node, scope, plan)
+        if woken:
+            work.woken = woken.pop(frame_id, None)
+        work.clock = rules.suspend_clock
+        summary: dict[str, Any] | None = None
+        if "foreach" in frame.metadata:
+            # Finished frames are pruned from RunState; the event keeps their context for inspection.
+            work.context = scheduler.context(frame, plan.id)
+            work.mapping = work.context.to_mapping()
+            summary = {"context": _context_summary(work.mapping)}
+        try:
+            prepare_work(work, scheduler, rules)
+        except CorruptRunStateError:
+            raise
+        except WorkflowError as exc:
+            work.error = exc
+        if work.call is not None:
+            # What the task is called with, as its bindings built it (bounded like every trace payload).
+            summary = {**(summary or {}), "input": summarize(work.payload)}
+        emit("node_started", frame, summary=summary)
+        works.append(work)
+    return works
+
+
+def _reader(work: Work, scheduler: Scheduler, context: RuntimeContext | None = None) -> ScopeReader:
+    mapping = work.mapping
+    expose = scheduler.exposer(work.scope)
+    if mapping is not None:
+        return ScopeReader(work.scope.input, work.scope.state, lambda: mapping, expose)
+    context = context or work.context
+    if context is not None:
+        return ScopeReader(work.scope.input, work.scope.state, context.to_mapping, expose)
+    return scheduler.reader(work.scope, work.frame, work.plan.id)
+
+
+def prepare_work(work: Work, scheduler: Scheduler, rules: PrepareRules) -> None:
+    """Read what ``work``'s node needs from its scope: a task's payload and call, a branch's label, a
+    foreach's items, a subgraph's plan and checked input, an interrupt's payload. Raises ``WorkflowError``
+    when a read or a check fails."""
+    node = work.node
+    if isinstance(node, TaskNode):
+        spec = work.plan.specs[node.id]
+        woken = work.woken
+        if woken is not None and woken.reason == "wait":  # the wait is over: that was the whole step
+            work.spec, work.label, work.result = spec, spec.default_label, woken.result
+            return
+        ctx = work.context or scheduler.context(work.frame, work.plan.id)
+        payload = build_payload(node.input, _reader(work, scheduler, ctx))
+        work.spec, work.context, work.payload = spec, ctx, payload
+        if woken is not None:
+            work.first_attempt = max(1, min(woken.attempt, node.retry.max_attempts if node.retry else 1))
+            work.attempts = work.first_attempt
+        timer = getattr(spec.fn, TIMER_ATTRIBUTE, None)
+        if timer is not None and work.clock is not None:
+            _prepare_timer(work, spec, ctx, timer)
+            return
+        work.timeout = step_timeout(node, spec, work.plan.workflow, rules.step_timeout)
+        work.max_result_bytes = rules.max_result_bytes
+        work.call = spec.bind(payload, ctx)
+    elif isinstance(node, BranchNode):
+        work.value = choose_branch(node, _reader(work, scheduler).read(node.path))
+    elif isinstance(node, ForeachNode):
+        items = _reader(work, scheduler).read(node.over)
+        if not isinstance(items, list):
+            shown = "nothing" if items is MISSING else f"a {type(items).__name__}"
+            raise InputValidationError(
+                f"foreach {node.id!r}: {node.over} must be a list, got {shown}", node_id=node.id,
+                path=str(node.over))
+        work.value = items  # state is copy-on-write, so this reference is a stable snapshot
+    elif isinstance(node, SubgraphNode):
+        depth = work.scope.depth + 1
+        if depth > rules.max_depth:
+            raise SubgraphDepthError(
+                f"subgraph {node.id!r}: calls nest deeper than {rules.max_depth} scopes "
+                f"(is workflow {node.workflow.id!r} calling itself?)",
+                node_id=node.id, workflow=node.workflow.id, depth=depth, limit=rules.max_depth)
+        child = rules.subgraph_plan(node.workflow)
+        payload = build_payload(node.input, _reader(work, scheduler))
+        work.value = (child, child.check_input(payload, what=f"input of subgraph {node.id!r}", node_id=node.id))
+    elif isinstance(node, InterruptNode):
+        work.value = build_payload(node.input, _reader(work, scheduler)) if node.input else None
+
+
+def _prepare_timer(work: Work, spec: TaskSpec, ctx: RuntimeContext, field_name: str) -> None:
+    """A task that only waits (the ``wait`` built-in) never runs as a step when the engine suspends: its
+    frame sleeps until the time is up and then completes with the task's result (the seconds waited)."""
+    attr = next((a for param, a, _ in spec._fields if param == field_name), field_name)
+    seconds = getattr(spec.validate_input(work.payload, ctx), attr)
+    label, result = spec.finish(seconds, ctx)
+    if seconds > 0:
+        assert work.clock is not None
+        work.wake = (work.clock() + seconds, "wait", 1, result)
+    else:
+        work.label, work.result = label, result

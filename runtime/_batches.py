@@ -1,8 +1,9 @@
 """Distributed foreach: a foreach activation's items run as batches elsewhere, then are joined back.
 
 A host that runs work on many processes (the designer's task workers) gives
-the engine a ``distribute(node, number_of_items)`` policy. When a root-scope
-foreach whose node sets ``batch_size`` starts and the policy says yes, the
+the engine a ``distribute(node, number_of_items)`` policy. When a foreach
+whose node sets ``batch_size`` starts (in the root scope or inside a
+subgraph call, at any depth) and the policy says yes, the
 activation is *distributed*: it snapshots its items as usual but starts no
 item frame. Once nothing else can run, the run ends a call with status
 ``waiting``; ``distributed_foreach(run_state)`` says which activations wait
@@ -11,8 +12,10 @@ and how they split into batches.
 Each batch is a pure computation: ``Engine.run_batch(run_state, activation_id,
 indices)`` runs those items of the activation from the run's checkpoint in a
 state of its own that holds the activation's waiting frame and its ancestry
-(so ``ctx.foreach`` and the aliases are exactly what the items see in one
-run, outer loops included) and the scope's input and state as they were. Item
+up to the run's root frame, through the calls of enclosing subgraphs (so
+``ctx.foreach`` and the aliases are exactly what the items see in one run,
+outer loops included), and every scope on the way with its input and state
+as they were. Item
 frames are children of the waiting frame, as in one run; nested loops in the
 body run inside the batch. Every item that ends (returned to the foreach, or
 failed: inside a batch every item failure is kept as that item's outcome) is
@@ -93,9 +96,10 @@ def distributed_foreach(run_state: RunState) -> list[DistributedForeach]:
 
 def batch_state(run_state: RunState, activation_id: str, indices: Sequence[int], max_concurrency: int
                 ) -> RunState:
-    """The state one batch runs in: the activation's waiting frame and its same-scope ancestry with their
-    activations, the scope, and the activation itself admitting only ``indices``. Shares the JSON values of
-    ``run_state`` (the engine never mutates those in place) but none of its models."""
+    """The state one batch runs in: the activation's waiting frame and its ancestry up to the run's root frame
+    (through the caller frames of enclosing subgraph scopes) with their activations, every scope on that path,
+    and the activation itself admitting only ``indices``. Shares the JSON values of ``run_state`` (the engine
+    never mutates those in place) but none of its models."""
     activation = run_state.activations.get(activation_id)
     if activation is None or not activation.distributed:
         raise CorruptRunStateError(f"run {run_state.run_id!r} has no distributed foreach activation "
@@ -105,19 +109,23 @@ def batch_state(run_state: RunState, activation_id: str, indices: Sequence[int],
     if ordered and not (0 <= ordered[0] and ordered[-1] < total):
         raise CorruptRunStateError(f"batch indices must lie in 0..{total - 1} for activation {activation_id!r}",
                                    activation_id=activation_id)
-    scope = run_state.scopes.get(activation.scope_id)
-    if scope is None or activation.scope_id != ROOT_SCOPE_ID:
-        raise CorruptRunStateError(f"distributed activation {activation_id!r} is not in the root scope",
-                                   activation_id=activation_id)
+    if activation.scope_id not in run_state.scopes:
+        raise CorruptRunStateError(f"distributed activation {activation_id!r} is in scope {activation.scope_id!r}, "
+                                   f"which does not exist", activation_id=activation_id)
     batch = RunState(run_id=run_state.run_id, workflow=run_state.workflow, status="running",
                      id_seq=run_state.id_seq)
-    batch.scopes[ROOT_SCOPE_ID] = scope.model_copy()
     frame_id: str | None = activation.frame_id
     while frame_id is not None:
         frame = run_state.frames.get(frame_id)
         if frame is None:
             raise CorruptRunStateError(f"frame {frame_id!r} of activation {activation_id!r}'s ancestry is missing",
                                        frame_id=frame_id)
+        if frame.scope_id not in batch.scopes:
+            scope = run_state.scopes.get(frame.scope_id)
+            if scope is None:
+                raise CorruptRunStateError(f"frame {frame_id!r} of activation {activation_id!r}'s ancestry is in "
+                                           f"scope {frame.scope_id!r}, which does not exist", frame_id=frame_id)
+            batch.scopes[frame.scope_id] = scope.model_copy()
         batch.frames[frame_id] = frame.model_copy()
         lineage = run_state.lineages.get(frame.lineage_id)
         if lineage is not None:
@@ -130,6 +138,9 @@ def batch_state(run_state: RunState, activation_id: str, indices: Sequence[int],
             if outer_id in run_state.barriers:
                 batch.barriers[outer_id] = run_state.barriers[outer_id].model_copy()
         frame_id = frame.parent_frame_id
+    if ROOT_SCOPE_ID not in batch.scopes:
+        raise CorruptRunStateError(f"activation {activation_id!r}'s ancestry does not reach the run's root scope",
+                                   activation_id=activation_id)
     batch.activations[activation_id] = activation.model_copy(update={
         "batch_size": None, "batches_in_flight": None, "only": ordered, "next_index": 0, "running": [],
         "completed": 0, "failed": [], "results_id": None, "results": [], "max_concurrency": max_concurrency,

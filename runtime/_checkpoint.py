@@ -38,6 +38,7 @@ from typing import Any, Protocol, runtime_checkable
 import pydantic_core
 
 from runtime._errors import CheckpointNotFoundError, CorruptRunStateError
+from runtime._group_commit import MAX_PENDING, Durability, GroupCommit, durability_of, sync_file
 from runtime._parts import PartLedger
 from runtime._state import RunState, RunStateSnapshot
 from runtime._trace import TraceEvent
@@ -208,6 +209,18 @@ class InMemoryCheckpointer:
             return sorted(self._states)
 
 
+@dataclass(frozen=True, slots=True)
+class _Line:
+    """One save of a run, encoded in the caller: the log record, and what the writer must do besides appending."""
+
+    run_id: str
+    line: bytes
+    #: The checkpointer's first save of the run: the log is rewritten (what is stored of the run is unknown).
+    fresh: bool
+    #: The run's history ends with this save (``HistoryPolicy.until_end``): the log is rewritten without it.
+    ends_history: bool
+
+
 class FileCheckpointer:
     """One append-only log per run, ``<run_id>.log`` in one directory: one line per save.
 
@@ -222,30 +235,40 @@ class FileCheckpointer:
     the next save cuts off before it appends. A line that cannot be read
     anywhere else is damage: ``CorruptRunStateError``.
 
-    ``durable=True`` fsyncs the log once per save (one fsync per superstep;
-    the directory too when a log is created or replaced), which survives power
-    loss, not just a kill. The log is compacted (rewritten as one line of the
-    latest state, its live parts and every event, then renamed over the old
-    one) when it has grown to ``compact_factor`` times its size after the last
-    compaction (and at least ``compact_min_bytes``), so compaction costs O(1)
-    per save amortized, and when a new checkpointer first saves a run another
-    one wrote (it cannot know which stored parts are still live).
+    ``durability`` (``runtime._group_commit``): ``"sync"`` (also
+    ``durable=True``) fdatasyncs the log once per save (the directory too when
+    a log is created or replaced), which survives power loss, not just a kill;
+    ``"batched"`` appends the saves queued behind one another with one write
+    and one fdatasync per run from a background writer; ``"off"`` (the
+    default, ``durable=False``) writes each save before returning, without a
+    sync. The log is compacted (rewritten as the latest state, its live parts
+    and every event, then renamed over the old one) when it has grown to
+    ``compact_factor`` times its size after the last compaction (and at least
+    ``compact_min_bytes``), so compaction costs O(1) per save amortized, and
+    when a new checkpointer first saves a run another one wrote (it cannot
+    know which stored parts are still live).
 
     One process writes a run's log at a time.
 
-    With a ``HistoryPolicy``, each save also writes the whole state (items
-    included) to ``<run_id>.history/<step>-<attempt>-<trace_seq>-<status>.json``:
-    simple, but each kept checkpoint costs the full state; ``SqliteCheckpointer``
-    shares the write-once parts between them.
+    History: with a ``HistoryPolicy`` every line is also a kept checkpoint
+    (marked ``"kept"``), joined with the parts the log holds (a part key is
+    never reused for other content, so a ``gone`` part is still the right one
+    for an older state). So history costs nothing per save beyond the line
+    the log writes anyway: O(change). Compaction keeps the states of the
+    checkpoints the policy keeps and the parts they refer to, and drops the
+    rest; ``until_end`` rewrites the log without its history when the run
+    completes or is cancelled.
     """
 
     def __init__(self, directory: str | os.PathLike[str], *, durable: bool = False,
+                 durability: Durability | None = None, max_pending: int = MAX_PENDING,
                  compact_factor: float = 2.0, compact_min_bytes: int = 1 << 20,
                  history: HistoryPolicy | None = None) -> None:
         self.history_policy = history
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
-        self.durable = durable
+        self.durability: Durability = durability_of(durability, durable)
+        self.durable = self.durability != "off"
         self.compact_factor = compact_factor
         self.compact_min_bytes = compact_min_bytes
         self._lock = threading.Lock()
@@ -254,60 +277,34 @@ class FileCheckpointer:
         self._sizes: dict[str, tuple[int, int]] = {}  # per run: (log size now, size after the last compaction)
         self.saves = 0
         self.compactions = 0
+        self._writer: GroupCommit[_Line] | None = (
+            GroupCommit(self._write, max_pending=max_pending, name="trellis-log-writer")
+            if self.durability == "batched" else None)
 
     def log_path(self, run_id: str) -> Path:
         if not isinstance(run_id, str) or not _SAFE_RUN_ID.fullmatch(run_id) or ".." in run_id:
             raise ValueError(f"run id {run_id!r} cannot name a checkpoint file")
         return self.directory / f"{run_id}.log"
 
-    def history_path(self, run_id: str) -> Path:
-        return self.log_path(run_id).with_suffix(".history")
+    def in_flight(self) -> int:
+        """Saves handed to the background writer and not yet on disk (always 0 unless ``"batched"``)."""
+        return self._writer.in_flight() if self._writer is not None else 0
 
-    def _kept(self, run_id: str) -> dict[int, tuple[CheckpointInfo, Path]]:
-        found: dict[int, tuple[CheckpointInfo, Path]] = {}
-        folder = self.history_path(run_id)
-        try:
-            names = os.listdir(folder)
-        except FileNotFoundError:
-            return found
-        for name in names:
-            fields = name.removesuffix(".json").split("-", 3)
-            if not name.endswith(".json") or len(fields) != 4 or not all(f.isdigit() for f in fields[:3]):
-                continue  # a temporary file of an interrupted write
-            step, attempt, trace_seq = (int(f) for f in fields[:3])
-            found[step] = (CheckpointInfo(step, fields[3], attempt, trace_seq), folder / name)
-        return found
+    def flush(self) -> None:
+        """Return once every save so far is on disk (a no-op unless ``durability="batched"``)."""
+        if self._writer is not None:
+            self._writer.flush()
 
-    def _save_history(self, run_state: RunState, policy: HistoryPolicy) -> None:
-        run_id = run_state.run_id
-        folder = self.history_path(run_id)
-        if policy.ends(run_state):
-            shutil.rmtree(folder, ignore_errors=True)
-            return
-        folder.mkdir(exist_ok=True)
-        kept = self._kept(run_id)
-        info = CheckpointInfo.of(run_state)
-        name = f"{info.step}-{info.attempt}-{info.trace_seq}-{info.status}.json"
-        self._replace(folder / name, run_state.to_json().encode("utf-8"))
-        previous = kept.get(info.step)
-        if previous is not None and previous[1].name != name:
-            previous[1].unlink(missing_ok=True)
-        kept[info.step] = (info, folder / name)
-        for step in set(kept) - policy.keep(list(kept)):
-            kept[step][1].unlink(missing_ok=True)
+    def close(self) -> None:
+        """Flush and stop the background writer (a no-op unless ``durability="batched"``)."""
+        if self._writer is not None:
+            self._writer.close()
 
-    def history(self, run_id: str) -> list[CheckpointInfo]:
-        kept = self._kept(run_id)
-        return [kept[step][0] for step in sorted(kept)]
+    def __enter__(self) -> FileCheckpointer:
+        return self
 
-    def load_at(self, run_id: str, step: int) -> RunState:
-        found = self._kept(run_id).get(step)
-        if found is None:
-            raise _no_history(run_id, step)
-        try:
-            return RunState.from_json(found[1].read_bytes())
-        except FileNotFoundError:
-            raise _no_history(run_id, step) from None
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     @staticmethod
     def _sync_directory(directory: Path) -> None:
@@ -318,51 +315,79 @@ class FileCheckpointer:
             os.close(fd)
 
     @staticmethod
-    def _record(data: Any, new: Mapping[str, Any], gone: Sequence[str], events: Sequence[dict[str, Any]]) -> bytes:
-        return pydantic_core.to_json({"state": data, "new": new, "gone": list(gone), "events": list(events)}) + b"\n"
+    def _record(data: Any, new: Mapping[str, Any], gone: Sequence[str], events: Sequence[dict[str, Any]],
+                *, kept: bool) -> bytes:
+        record = {"state": data, "new": new, "gone": list(gone), "events": list(events)}
+        if kept:
+            record["kept"] = True
+        return pydantic_core.to_json(record) + b"\n"
 
     # -- writing ---------------------------------------------------------------------
 
     def save(self, run_state: RunState, events: Sequence[TraceEvent] = ()) -> None:
         run_id = run_state.run_id
-        path = self.log_path(run_id)
-        with self._lock:
-            ledger = self._ledgers.get(run_id) or PartLedger()
-            delta = run_state.checkpoint_delta(ledger)
-            line = self._record(delta.data, delta.new, delta.gone, line_events(events))
-            if delta.fresh:
-                # What an earlier checkpointer stored of this run is unknown here: start the log over from
-                # this state, keeping the trace it holds (delta.new has every live part, the ledger being empty).
-                kept = self._events_kept(run_id, path)
-                size = self._replace(path, self._record(delta.data, delta.new, (), [*kept, *line_events(events)]))
-                self._sizes[run_id] = (size, size)
-            else:
-                size, compacted = self._sizes[run_id]
-                size = self._append(path, line, size)
-                self._sizes[run_id] = (size, compacted)
-                if size >= max(self.compact_min_bytes, self.compact_factor * compacted):
-                    self._compact(run_id, path)
+        self.log_path(run_id)  # refuse a run id that cannot name a file before anything is queued
+        ledger = self._ledgers.get(run_id) or PartLedger()
+        delta = run_state.checkpoint_delta(ledger)
+        policy = self.history_policy
+        ends = policy is not None and policy.ends(run_state)
+        line = _Line(run_id, self._record(delta.data, delta.new, delta.gone, line_events(events),
+                                          kept=policy is not None and not ends), delta.fresh, ends)
+        writer = self._writer
+        if writer is None:
+            self._write([line])
             ledger.apply(delta)
-            self._ledgers[run_id] = ledger
-            if self.history_policy is not None:
-                self._save_history(run_state, self.history_policy)
-            self.saves += 1
+        else:
+            # The writer appends in order, so the next delta may count on this one: the ledger moves on now.
+            ledger.apply(delta)
+            writer.submit(line, wait=run_state.status != "running")
+        self._ledgers[run_id] = ledger
+        self.saves += 1
 
-    def _append(self, path: Path, line: bytes, size: int) -> int:
-        """Append one record at ``size`` (cutting off a torn tail a failed write left); the new size."""
+    def _write(self, lines: list[_Line]) -> None:
+        """Write ``lines`` in order: the appends of each run as one write and one sync."""
+        with self._lock:
+            pending: dict[str, list[bytes]] = {}
+
+            def drain(run_id: str) -> None:
+                chunk = pending.pop(run_id, None)
+                if chunk:
+                    path = self.log_path(run_id)
+                    size, compacted = self._sizes[run_id]
+                    size = self._append(path, b"".join(chunk), size)
+                    self._sizes[run_id] = (size, compacted)
+                    if size >= max(self.compact_min_bytes, self.compact_factor * compacted):
+                        self._rewrite(run_id, path)
+
+            for item in lines:
+                if item.fresh or item.run_id not in self._sizes:
+                    # What an earlier checkpointer stored of this run is unknown here: start the log over, keeping
+                    # the trace (and history) it holds, then this save (whose delta has every live part).
+                    drain(item.run_id)
+                    self._rewrite(item.run_id, self.log_path(item.run_id), item.line)
+                else:
+                    pending.setdefault(item.run_id, []).append(item.line)
+                if item.ends_history:
+                    drain(item.run_id)
+                    self._rewrite(item.run_id, self.log_path(item.run_id))
+            for run_id in list(pending):
+                drain(run_id)
+
+    def _append(self, path: Path, chunk: bytes, size: int) -> int:
+        """Append records at ``size`` (cutting off a torn tail a failed write left); the new size."""
         with open(path, "r+b") as handle:
             handle.seek(size)
             handle.truncate()
             try:
-                handle.write(line)
+                handle.write(chunk)
                 handle.flush()
                 if self.durable:
-                    os.fsync(handle.fileno())
+                    sync_file(handle.fileno())
             except BaseException:
                 handle.seek(size)
                 handle.truncate()
                 raise
-        return size + len(line)
+        return size + len(chunk)
 
     def _replace(self, path: Path, content: bytes) -> int:
         self._counter += 1
@@ -380,18 +405,34 @@ class FileCheckpointer:
             self._sync_directory(path.parent)
         return len(content)
 
-    def _events_kept(self, run_id: str, path: Path) -> list[dict[str, Any]]:
+    def _rewrite(self, run_id: str, path: Path, tail: bytes = b"") -> None:
+        """Compact the log: the kept history (per the policy), the latest state, the parts they need, every
+        event; then ``tail`` (a new record) when given. An absent or unreadable-from-the-start log starts over."""
         try:
-            return self._read(run_id, path).events
+            log: _Log | None = self._read(run_id, path)
         except CheckpointNotFoundError:  # no log, or only a torn first line
-            return []
-
-    def _compact(self, run_id: str, path: Path) -> None:
-        log = self._read(run_id, path)
-        assert log.state is not None  # we just appended one
-        size = self._replace(path, self._record(log.state, log.parts, (), log.events))
+            log = None
+        records: list[bytes] = []
+        if log is not None:
+            policy = self.history_policy
+            kept = log.kept_steps(policy) if policy is not None and not log.history_ended else {}
+            latest = log.state
+            states = [state for step, state in sorted(kept.items()) if state is not latest]
+            keys: set[str] = set(RunState.parts_left_out(latest))
+            for state in states:
+                keys.update(RunState.parts_left_out(state))
+            parts = {key: log.all_parts[key] for key in sorted(keys) if key in log.all_parts}
+            latest_kept = any(state is latest for state in kept.values())
+            ordered = [*states, latest]
+            for number, state in enumerate(ordered):
+                first = number == 0
+                records.append(self._record(state, parts if first else {}, (), log.events if first else [],
+                                            kept=state is not latest or latest_kept))
+        content = b"".join(records) + tail
+        size = self._replace(path, content)
         self._sizes[run_id] = (size, size)
-        self.compactions += 1
+        if log is not None:
+            self.compactions += 1
 
     # -- reading ---------------------------------------------------------------------
 
@@ -409,38 +450,77 @@ class FileCheckpointer:
                 state, new, gone, events = record["state"], record["new"], record["gone"], record["events"]
                 if not isinstance(new, dict) or not isinstance(gone, list) or not isinstance(events, list):
                     raise TypeError("a record's new, gone and events are an object and two lists")
+                step = state["step"] if isinstance(state, dict) else None
+                if not isinstance(step, int):
+                    raise TypeError("a record's state has no superstep number")
             except (ValueError, TypeError, KeyError) as exc:
                 raise CorruptRunStateError(f"run {run_id!r}: line {number} of its checkpoint log is damaged: "
                                            f"{exc}", run_id=run_id) from None
             for key in gone:
                 log.parts.pop(key, None)
             log.parts.update(new)
+            log.all_parts.update(new)
             log.state = state
             log.events.extend(events)
+            if record.get("kept") is True:
+                log.kept[step] = state  # a superstep saved twice (re-run after a crash) is kept as last saved
+                log.history_ended = False
+            else:
+                log.history_ended = True
         if log.state is None:
             raise _not_found(run_id)
         return log
 
+    def _read_logged(self, run_id: str) -> _Log:
+        self.flush()
+        with self._lock:
+            return self._read(run_id, self.log_path(run_id))
+
     def load(self, run_id: str) -> RunState:
-        log = self._read(run_id, self.log_path(run_id))
+        log = self._read_logged(run_id)
         return RunState.join_parts(log.state, log.parts)
 
     def load_events(self, run_id: str) -> list[TraceEvent]:
         try:
-            log = self._read(run_id, self.log_path(run_id))
+            log = self._read_logged(run_id)
         except CheckpointNotFoundError:
             return []
         return [TraceEvent.from_dict(event) for event in log.events]
 
+    def history(self, run_id: str) -> list[CheckpointInfo]:
+        policy = self.history_policy
+        if policy is None:
+            return []
+        try:
+            log = self._read_logged(run_id)
+        except CheckpointNotFoundError:
+            return []
+        kept = log.kept_steps(policy)
+        return [CheckpointInfo(step, kept[step]["status"], kept[step]["attempt"], kept[step]["trace_seq"])
+                for step in sorted(kept)]
+
+    def load_at(self, run_id: str, step: int) -> RunState:
+        policy = self.history_policy
+        try:
+            log = self._read_logged(run_id) if policy is not None else None
+        except CheckpointNotFoundError:
+            log = None
+        state = log.kept_steps(policy).get(step) if log is not None and policy is not None else None
+        if log is None or state is None:
+            raise _no_history(run_id, step)
+        return RunState.join_parts(state, log.all_parts)
+
     def delete(self, run_id: str) -> None:
         path = self.log_path(run_id)
+        self.flush()
         with self._lock:
             path.unlink(missing_ok=True)
-            shutil.rmtree(self.history_path(run_id), ignore_errors=True)
+            shutil.rmtree(path.with_suffix(".history"), ignore_errors=True)  # where earlier versions kept history
             self._ledgers.pop(run_id, None)
             self._sizes.pop(run_id, None)
 
     def run_ids(self) -> list[str]:
+        self.flush()
         return sorted(p.name[: -len(".log")] for p in self.directory.glob("*.log") if not p.name.startswith("."))
 
 
@@ -450,8 +530,20 @@ def line_events(events: Sequence[TraceEvent]) -> list[dict[str, Any]]:
 
 @dataclass(slots=True)
 class _Log:
-    """A run's log read back: the latest state (without parts), the live parts, every event in order."""
+    """A run's log read back: the latest state (without parts), the live parts, every event in order; and for
+    history, every part the log holds and the state of each kept checkpoint by superstep."""
 
     state: Any = None
     parts: dict[str, Any] = field(default_factory=dict)
     events: list[dict[str, Any]] = field(default_factory=list)
+    all_parts: dict[str, Any] = field(default_factory=dict)
+    kept: dict[int, Any] = field(default_factory=dict)
+    #: The last record is not a kept checkpoint (``until_end`` dropped the history, or no policy wrote it).
+    history_ended: bool = False
+
+    def kept_steps(self, policy: HistoryPolicy) -> dict[int, Any]:
+        """The kept checkpoints the policy still keeps (the log drops the others when it is compacted)."""
+        if self.history_ended:
+            return {}
+        keep = policy.keep(list(self.kept))
+        return {step: state for step, state in self.kept.items() if step in keep}

@@ -13,8 +13,12 @@ checkpoint when there is one, else the ones held (with ``trace_dropped``).
 ``--tasks`` imports a module and uses its ``registry`` (a ``TaskRegistry``), or the
 default registry its ``@task`` decorators filled; the built-in tasks are added
 unless a name clashes or ``--no-builtins`` is given. A checkpoint directory
-holds ``runs.sqlite3`` (``SqliteCheckpointer``: every superstep committed,
-and fsynced unless ``--no-durable``) and, from ``run``, the workflow
+holds ``runs.sqlite3`` (``SqliteCheckpointer``: every superstep committed
+and fsynced before the next starts, ``--durability sync``, the default;
+``--durability batched`` commits the supersteps that queue up behind one
+another with one fsync from a background writer, durable whenever the run
+stops, and replays at most the supersteps in flight after a crash;
+``--no-durable`` (``--durability off``) never fsyncs) and, from ``run``, the workflow
 document, so ``resume`` needs only the run id. ``resume`` without ``--interrupt`` continues a run
 that was killed mid-way from its last checkpoint.
 
@@ -37,6 +41,7 @@ from typing import Any
 from runtime._document import Workflow
 from runtime._engine import Engine, RunResult
 from runtime._errors import WorkflowError
+from runtime._group_commit import DURABILITY
 from runtime._ids import RandomIds, SequentialIds
 from runtime._registry import TaskRegistry, builtin_registry, default_registry
 from runtime._sqlite import SqliteCheckpointer
@@ -111,8 +116,11 @@ def _count(text: str) -> int:
     return value
 
 
-def _checkpointer(directory: str, *, durable: bool) -> SqliteCheckpointer:
-    return SqliteCheckpointer(Path(directory) / CHECKPOINT_FILE, durable=durable)
+def _checkpointer(directory: str, args: argparse.Namespace | None = None) -> SqliteCheckpointer:
+    """The run's checkpointer; ``args`` None: only reading (no fsync to pay)."""
+    if args is None:
+        return SqliteCheckpointer(Path(directory) / CHECKPOINT_FILE, durability="off")
+    return SqliteCheckpointer(Path(directory) / CHECKPOINT_FILE, durable=args.durable, durability=args.durability)
 
 
 class TraceFile:
@@ -194,7 +202,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         run_input = _read_json(args.input, "input")
     else:
         run_input = {}
-    checkpointer = _checkpointer(args.checkpoint_dir, durable=args.durable) if args.checkpoint_dir else None
+    checkpointer = _checkpointer(args.checkpoint_dir, args) if args.checkpoint_dir else None
     sink = _sink(args)
     engine = _engine(args, checkpointer, sink)
     run_id = args.run_id or engine.ids.run_id()
@@ -211,7 +219,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
-    checkpointer = _checkpointer(args.checkpoint_dir, durable=args.durable)
+    checkpointer = _checkpointer(args.checkpoint_dir, args)
     state = checkpointer.load(args.run_id)
     source = args.workflow or str(_stored_workflow(Path(args.checkpoint_dir), args.run_id))
     document = Workflow.model_validate(_read_json(source, "workflow"))
@@ -235,7 +243,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
 def cmd_show(args: argparse.Namespace) -> int:
     if not (Path(args.checkpoint_dir) / CHECKPOINT_FILE).is_file():
         raise CliError(f"no checkpoints in {args.checkpoint_dir!r} (it has no {CHECKPOINT_FILE})")
-    checkpointer = _checkpointer(args.checkpoint_dir, durable=False)
+    checkpointer = _checkpointer(args.checkpoint_dir)
     state = checkpointer.load(args.run_id)
     payload: dict[str, Any] = {
         "run_id": state.run_id,
@@ -268,6 +276,11 @@ def build_parser() -> argparse.ArgumentParser:
             sub.add_argument("--durable", action=argparse.BooleanOptionalAction, default=True,
                              help="fsync every checkpoint (the default); --no-durable survives a killed process "
                                   "but not a power cut, and is faster")
+            sub.add_argument("--durability", choices=DURABILITY, default=None,
+                             help="sync: each superstep on disk before the next starts (the default); batched: "
+                                  "supersteps queued behind a background writer share one fsync, the run is on "
+                                  "disk whenever it stops and a crash replays at most the supersteps in flight; "
+                                  "off: no fsync (overrides --durable)")
             sub.add_argument("--keep-trace", type=_count, default=KEEP_TRACE, metavar="N",
                              help=f"trace events held in memory (default {KEEP_TRACE}, 0 none); the checkpoint "
                                   "and --trace-file get every event as it happens")

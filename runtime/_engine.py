@@ -136,8 +136,9 @@ class Engine:
     step, and a step stopped by cancellation cancels the run without
     committing its superstep.
 
-    ``distribute(node, number_of_items)`` lets a host run a root-scope foreach
-    whose node sets ``batch_size`` as distributed batches (``runtime._batches``):
+    ``distribute(node, number_of_items)`` lets a host run a foreach (in the
+    root scope or inside a subgraph call) whose node sets ``batch_size`` as
+    distributed batches (``runtime._batches``):
     such a run ends a call ``waiting``; each batch runs with ``run_batch`` and
     ``join_foreach`` meets the barrier and continues the run.
 
@@ -499,10 +500,16 @@ class Engine:
             raise CorruptRunStateError(f"run {source.run_id!r} has no distributed foreach activation "
                                        f"{activation_id!r}", activation_id=activation_id)
         plan = self.compile(self._root_workflow(source, workflow))
-        node = plan.nodes.get(activation.node_id)
+        scope = source.scopes.get(activation.scope_id)
+        if scope is None:
+            raise CorruptRunStateError(f"distributed activation {activation_id!r} is in scope "
+                                       f"{activation.scope_id!r}, which does not exist", activation_id=activation_id)
+        # A foreach inside a subgraph call belongs to that subgraph's document (pinned by the resolver).
+        here = plan if scope.scope_id == ROOT_SCOPE_ID else self.compile(self.resolver.resolve(scope.workflow))
+        node = here.nodes.get(activation.node_id)
         if not isinstance(node, ForeachNode):
             raise CorruptRunStateError(f"activation {activation_id!r} belongs to {activation.node_id!r}, which is "
-                                       f"no foreach of workflow {plan.id!r}", activation_id=activation_id)
+                                       f"no foreach of workflow {here.id!r}", activation_id=activation_id)
         state = batch_state(source, activation_id, indices, node.max_concurrency)
         adopt_lists(state)
         wanted = list(state.activations[activation_id].only or ())

@@ -148,6 +148,12 @@ class CheckpointNotFoundError(WorkflowError):
     code = "checkpoint.not_found"
 
 
+class CheckpointWriteError(WorkflowError):
+    """A checkpoint written in the background (``durability="batched"``) failed; the checkpointer stops there."""
+
+    code = "checkpoint.write_failed"
+
+
 class WorkflowBuildError(WorkflowError, ValueError):
     """``WorkflowBuilder`` was asked for something that cannot become a valid document."""
 

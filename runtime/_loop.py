@@ -1,15 +1,19 @@
 """The run loop: supersteps of prepare, execute, commit, checkpoint.
 
-A superstep takes every ready frame in queue order. *Prepare* reads the
-scope for each of them (input bindings, branch values, foreach collections,
-subgraph inputs) before anything is written, so every frame of a superstep
-sees the same state. *Execute* calls the tasks: sync tasks in a bounded
-thread pool, async ones concurrently on an event loop, and a lone sync task
-directly, since a thread hop would cost more than most tasks do. *Commit*
-applies the outcomes in queue order through the ``Scheduler``; new frames
-join the queue in that order (item frames by index), so the resulting state
-and trace order do not depend on timing. Then the checkpointer receives the
-state and the superstep's events.
+A superstep takes every ready frame in queue order. *Prepare*
+(``runtime._algo.prepare_step``) reads the scope for each of them before
+anything is written, so every frame of a superstep sees the same state.
+*Execute* calls the tasks: sync tasks in a bounded thread pool, async ones
+concurrently on an event loop, and a lone sync task directly, since a thread
+hop would cost more than most tasks do. *Commit* applies the outcomes in
+queue order through the ``Scheduler``; new frames join the queue in that
+order (item frames by index), so the resulting state and trace order do not
+depend on timing. Then the checkpointer receives the state and the
+superstep's events.
+
+The sync and async drivers share one superstep sequence (``RunLoop._steps``,
+a generator of the effects that differ: execute, checkpoint, sleep); each
+driver only performs those effects its own way.
 """
 
 from __future__ import annotations
@@ -18,33 +22,38 @@ import asyncio
 import inspect
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Generator, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from runtime._algo import Recorder, Scheduler, choose_branch, reset_failed, wake_time
-from runtime._bindings import MISSING, ScopeReader, build_payload
+from runtime._algo import (
+    PrepareRules,
+    Recorder,
+    Scheduler,
+    Work,
+    prepare_step,
+    reset_failed,
+    wake_time,
+)
 from runtime._compiled import CompiledWorkflow
 from runtime._context import RuntimeContext
-from runtime._document import BranchNode, ForeachNode, InterruptNode, Node, SubgraphNode, TaskNode, Workflow
+from runtime._document import BranchNode, ForeachNode, InterruptNode, SubgraphNode, TaskNode, Workflow, WorkflowRef
 from runtime._errors import (
     CorruptRunStateError,
-    InputValidationError,
     ResumeError,
     StepCancelledError,
     StepLimitError,
     StepResultTooLargeError,
-    SubgraphDepthError,
     TaskResultError,
     WorkflowError,
 )
 from runtime._ids import IdFactory
 from runtime._inspect import check_resume_value
-from runtime._registry import TIMER_ATTRIBUTE, TaskSpec
+from runtime._registry import TaskSpec
 from runtime._resolver import WorkflowResolver
-from runtime._state import ROOT_SCOPE_ID, ExecutionFrame, RunState, RuntimeScope, Wakeup, frame_of
-from runtime._steps import StepCall, StepExecutor, check_result_size, step_timeout, timeout_error
+from runtime._state import ROOT_SCOPE_ID, RunState, RuntimeScope, Wakeup, frame_of
+from runtime._steps import StepCall, StepExecutor, check_result_size, timeout_error
 from runtime._trace import TraceEvent, summarize
 
 if TYPE_CHECKING:
@@ -69,7 +78,7 @@ class LoopConfig:
     step_timeout: float | None = None
     max_result_bytes: int | None = None
     step_executor: StepExecutor | None = None
-    #: Whether a root-scope foreach with a batch size runs as distributed batches (node, number of items).
+    #: Whether a foreach with a batch size (in any scope) runs as distributed batches (node, number of items).
     distribute: Callable[[ForeachNode, int], bool] | None = None
     #: False: a retry's backoff or a ``wait`` step suspends its frame (``RunState.wakeups``) and a run with
     #: nothing else to do stops as ``waiting``; True: the engine sleeps in its own process instead.
@@ -81,34 +90,8 @@ class LoopConfig:
 _SLEEP_SLICE = 0.5
 
 
-@dataclass(slots=True, eq=False)
-class Work:
-    """One ready frame in one superstep: what prepare decided and what execute produced."""
-
-    frame: ExecutionFrame
-    node: Node
-    scope: RuntimeScope
-    plan: CompiledWorkflow
-    spec: TaskSpec | None = None
-    call: Callable[[], Any] | None = None
-    context: RuntimeContext | None = None
-    mapping: Mapping[str, Any] | None = None  # the context as paths read it, built once per step
-    value: Any = None
-    label: str | None = None
-    result: Any = None
-    error: BaseException | None = None
-    attempts: int = 1
-    retries: list[tuple[int, str]] = field(default_factory=list)
-    duration: float | None = None
-    payload: Any = None  # a task's input payload as its bindings built it (what a step executor receives)
-    timeout: float | None = None  # a task step's start-to-close limit (runtime._steps.step_timeout)
-    max_result_bytes: int | None = None
-    woken: Wakeup | None = None  # the wake-up that brought this frame back (its retry attempt, a wait's result)
-    first_attempt: int = 1
-    #: Set to suspend instead of sleeping before the next attempt (the clock); None: sleep in this thread.
-    clock: Callable[[], float] | None = None
-    #: The frame suspends: (wake-up time, reason, next attempt, result when it wakes).
-    wake: tuple[float, str, int, Any] | None = None
+# ---------------------------------------------------------------------------
+# Execute: one task step's attempts
 
 
 def _suspends(work: Work, attempt: int, delay: float) -> bool:
@@ -120,15 +103,27 @@ def _suspends(work: Work, attempt: int, delay: float) -> bool:
     return True
 
 
-def _context_summary(mapping: Mapping[str, Any]) -> dict[str, Any]:
-    """The context mapping with each item bounded like any payload, identities kept whole."""
-    summary: dict[str, Any] = {
-        "foreach": {key: {**entry, "item": summarize(entry["item"])} for key, entry in mapping["foreach"].items()}
-    }
-    for key, value in mapping.items():
-        if key != "foreach":
-            summary[key] = summarize(value)
-    return summary
+def _attempts(work: Work, sleep: Callable[[float], None] | None) -> Iterator[tuple[int, int, float]]:
+    """The attempts the node's retry policy allows from ``work.first_attempt`` on: (attempt, last attempt,
+    seconds of backoff still to wait before it). ``sleep`` waits the backoff here (the delay yielded is
+    then 0); without it the caller waits. Ends early once the frame suspends for a backoff instead; the
+    caller stops iterating when an attempt settles the step."""
+    policy = getattr(work.node, "retry", None)
+    last = policy.max_attempts if policy is not None else 1
+    ctx = work.context
+    assert ctx is not None
+    for attempt in range(work.first_attempt, last + 1):
+        delay = 0.0
+        if attempt > work.first_attempt:
+            delay = policy.delay_before(attempt)  # type: ignore[union-attr]
+            if _suspends(work, attempt, delay):
+                return
+            if sleep is not None:
+                sleep(delay)
+                delay = 0.0
+        ctx.attempt = attempt
+        work.attempts = attempt
+        yield attempt, last, delay
 
 
 _PLAIN = frozenset({dict, list, str, int, float, bool, type(None)})  # never awaitable; skips an ABC check
@@ -143,9 +138,14 @@ def _failed_attempt(work: Work, attempt: int, attempts: int, exc: Exception) -> 
     return False
 
 
-def _take_result(work: Work, spec: TaskSpec, raw: Any, ctx: RuntimeContext, attempt: int, attempts: int) -> bool:
-    """Check a returned value against the task's result type (a mismatch fails the node without a retry)
-    and size; True when a result over the size limit may be retried."""
+def _settle(work: Work, attempt: int, attempts: int, raw: Any, error: Exception | None) -> bool:
+    """Take one attempt's outcome (what the task returned, or what it raised); True when the retry policy
+    allows another attempt. A returned value is checked against the task's result type (a mismatch fails
+    the node without a retry) and size (a result over the limit may be retried)."""
+    if error is not None:
+        return _failed_attempt(work, attempt, attempts, error)
+    spec, ctx = work.spec, work.context
+    assert spec is not None and ctx is not None
     work.error = None
     try:
         work.label, work.result = spec.finish(raw, ctx)
@@ -160,35 +160,33 @@ def _take_result(work: Work, spec: TaskSpec, raw: Any, ctx: RuntimeContext, atte
     return False
 
 
-def _run_sync_task(work: Work) -> None:
+def _task(work: Work) -> tuple[TaskSpec, RuntimeContext, Callable[[], Any]]:
     spec, ctx, call = work.spec, work.context, work.call
     assert spec is not None and ctx is not None and call is not None
-    policy = getattr(work.node, "retry", None)
-    attempts = policy.max_attempts if policy is not None else 1
+    return spec, ctx, call
+
+
+def _call_sync(work: Work) -> tuple[Any, Exception | None]:
+    """One attempt of a sync task: (what it returned, None) or (None, what it raised)."""
+    spec, ctx, call = _task(work)
+    try:
+        begun = time.perf_counter()
+        raw = call()
+        if type(raw) not in _PLAIN and inspect.isawaitable(raw):  # a sync callable that hands back a coroutine
+            raw = asyncio.run(_await(raw))
+        # A thread cannot be stopped from outside: an over-long sync step is only caught once it returns.
+        if work.timeout is not None and time.perf_counter() - begun > work.timeout:
+            raise timeout_error(spec.name, ctx, work.timeout)
+    except Exception as exc:
+        return None, exc
+    return raw, None
+
+
+def _run_sync_task(work: Work) -> None:
     started = time.perf_counter()
-    for attempt in range(work.first_attempt, attempts + 1):
-        if attempt > work.first_attempt:
-            delay = policy.delay_before(attempt)  # type: ignore[union-attr]
-            if _suspends(work, attempt, delay):
-                break
-            time.sleep(delay)
-        ctx.attempt = attempt
-        work.attempts = attempt
-        try:
-            begun = time.perf_counter()
-            raw = call()
-            if type(raw) not in _PLAIN and inspect.isawaitable(raw):  # a sync callable that hands back a coroutine
-                raw = asyncio.run(_await(raw))
-            # A thread cannot be stopped from outside: an over-long sync step is only caught once it returns.
-            if work.timeout is not None and time.perf_counter() - begun > work.timeout:
-                raise timeout_error(spec.name, ctx, work.timeout)
-        except Exception as exc:
-            if _failed_attempt(work, attempt, attempts, exc):
-                continue
+    for attempt, last, _ in _attempts(work, time.sleep):
+        if not _settle(work, attempt, last, *_call_sync(work)):
             break
-        if _take_result(work, spec, raw, ctx, attempt, attempts):
-            continue
-        break
     work.duration = time.perf_counter() - started
 
 
@@ -196,32 +194,25 @@ async def _await(awaitable: Any) -> Any:
     return await awaitable
 
 
+async def _call_async(work: Work) -> tuple[Any, Exception | None]:
+    """One attempt of an async task, within its step timeout: (what it returned, None) or (None, what it
+    raised)."""
+    spec, ctx, call = _task(work)
+    try:
+        if work.timeout is None:
+            return await call(), None
+        return await _within(call, work.timeout, spec.name, ctx), None
+    except Exception as exc:
+        return None, exc
+
+
 async def _run_async_task(work: Work) -> None:
-    spec, ctx, call = work.spec, work.context, work.call
-    assert spec is not None and ctx is not None and call is not None
-    policy = getattr(work.node, "retry", None)
-    attempts = policy.max_attempts if policy is not None else 1
     started = time.perf_counter()
-    for attempt in range(work.first_attempt, attempts + 1):
-        if attempt > work.first_attempt:
-            delay = policy.delay_before(attempt)  # type: ignore[union-attr]
-            if _suspends(work, attempt, delay):
-                break
+    for attempt, last, delay in _attempts(work, None):
+        if delay:
             await asyncio.sleep(delay)
-        ctx.attempt = attempt
-        work.attempts = attempt
-        try:
-            if work.timeout is None:
-                raw = await call()
-            else:
-                raw = await _within(call, work.timeout, spec.name, ctx)
-        except Exception as exc:
-            if _failed_attempt(work, attempt, attempts, exc):
-                continue
+        if not _settle(work, attempt, last, *await _call_async(work)):
             break
-        if _take_result(work, spec, raw, ctx, attempt, attempts):
-            continue
-        break
     work.duration = time.perf_counter() - started
 
 
@@ -242,17 +233,8 @@ def _run_executed_task(work: Work, executor: StepExecutor, cancelled: Callable[[
     """A task step through a ``StepExecutor``: each attempt is one ``run_step`` call."""
     spec, ctx = work.spec, work.context
     assert spec is not None and ctx is not None
-    policy = getattr(work.node, "retry", None)
-    attempts = policy.max_attempts if policy is not None else 1
     started = time.perf_counter()
-    for attempt in range(work.first_attempt, attempts + 1):
-        if attempt > work.first_attempt:
-            delay = policy.delay_before(attempt)  # type: ignore[union-attr]
-            if _suspends(work, attempt, delay):
-                break
-            time.sleep(delay)
-        ctx.attempt = attempt
-        work.attempts = attempt
+    for attempt, last, _ in _attempts(work, time.sleep):
         call = StepCall.of(spec.name, work.payload, ctx, timeout=work.timeout,
                            max_result_bytes=work.max_result_bytes)
         try:
@@ -261,12 +243,42 @@ def _run_executed_task(work: Work, executor: StepExecutor, cancelled: Callable[[
             work.error = exc
             break
         except Exception as exc:
-            if _failed_attempt(work, attempt, attempts, exc):
+            if _failed_attempt(work, attempt, last, exc):
                 continue
             break
         work.error = None
         break
     work.duration = time.perf_counter() - started
+
+
+def _fan_out(pool: ThreadPoolExecutor, run: Callable[[Work], None], tasks: list[Work]) -> None:
+    """``run`` each task, the first in this thread and the others on the pool; returns once all are done."""
+    futures = [pool.submit(run, w) for w in tasks[1:]]
+    run(tasks[0])
+    for future in futures:
+        future.result()
+
+
+# ---------------------------------------------------------------------------
+# The effects the sync and async drivers perform differently
+
+
+@dataclass(frozen=True, slots=True)
+class _Execute:
+    works: list[Work]
+
+
+@dataclass(frozen=True, slots=True)
+class _Checkpoint:
+    events: list[TraceEvent]
+
+
+@dataclass(frozen=True, slots=True)
+class _Sleep:
+    seconds: float
+
+
+_Effect = _Execute | _Checkpoint | _Sleep
 
 
 class RunLoop:
@@ -276,12 +288,16 @@ class RunLoop:
         self.config = config
         self.rs = run_state
         self.root_plan = root_plan
-        self.recorder = Recorder(run_state, keep=config.keep_trace, sink=config.trace_sink)
+        self.recorder = Recorder(run_state, clock=config.clock, keep=config.keep_trace, sink=config.trace_sink)
         self._plans: dict[tuple[str, int | None], CompiledWorkflow] = {}
         self.scheduler = Scheduler(run_state, config.ids, self.recorder, self.plan_for, config.distribute)
         self._event_loop: asyncio.AbstractEventLoop | None = None
         self.stop_error: StepLimitError | None = None
         self._woken: dict[str, Wakeup] = {}
+        self._rules = PrepareRules(
+            subgraph_plan=self._subgraph_plan, max_depth=config.max_depth, step_timeout=config.step_timeout,
+            max_result_bytes=config.max_result_bytes,
+            suspend_clock=None if config.sleep_in_process else config.clock)
 
     # -- workflows per scope ------------------------------------------------------
 
@@ -308,115 +324,15 @@ class RunLoop:
         return rs.status == "running"
 
     def prepare(self) -> list[Work]:
-        rs = self.rs
-        if rs.wakeups:
+        if self.rs.wakeups:
             self.wake()
-        rs.step += 1
-        ready = rs.ready.copy()
-        rs.ready.clear()  # in place: a model attribute write costs more than the copy
-        works: list[Work] = []
-        for frame_id in ready:
-            frame = frame_of(rs, frame_id)
-            if frame.status != "ready":
-                raise CorruptRunStateError(f"frame {frame_id!r} is queued but its status is {frame.status!r}",
-                                           frame_id=frame_id)
-            scope = self.scheduler.scope_of(frame)
-            plan = self.plan_for(scope)
-            node = plan.nodes.get(frame.node_id)
-            if node is None:
-                node = self.scheduler.node_of(frame)  # raises: the frame is at a node its workflow lacks
-            work = Work(frame, node, scope, plan)
-            if self._woken:
-                work.woken = self._woken.pop(frame_id, None)
-            if not self.config.sleep_in_process:
-                work.clock = self.config.clock
-            summary: dict[str, Any] | None = None
-            if "foreach" in frame.metadata:
-                # Finished frames are pruned from RunState; the event keeps their context for inspection.
-                work.context = self.scheduler.context(frame, plan.id)
-                work.mapping = work.context.to_mapping()
-                summary = {"context": _context_summary(work.mapping)}
-            try:
-                self._prepare(work)
-            except CorruptRunStateError:
-                raise
-            except WorkflowError as exc:
-                work.error = exc
-            if work.call is not None:
-                # What the task is called with, as its bindings built it (bounded like every trace payload).
-                summary = {**(summary or {}), "input": summarize(work.payload)}
-            self.recorder.emit("node_started", frame, summary=summary)
-            works.append(work)
-        return works
+        return prepare_step(self.rs, self.scheduler, self.plan_for, self._woken, self._rules)
 
-    def _reader(self, work: Work, context: RuntimeContext | None = None) -> ScopeReader:
-        mapping = work.mapping
-        expose = self.scheduler.exposer(work.scope)
-        if mapping is not None:
-            return ScopeReader(work.scope.input, work.scope.state, lambda: mapping, expose)
-        context = context or work.context
-        if context is not None:
-            return ScopeReader(work.scope.input, work.scope.state, context.to_mapping, expose)
-        return self.scheduler.reader(work.scope, work.frame, work.plan.id)
-
-    def _prepare(self, work: Work) -> None:
-        node = work.node
-        if isinstance(node, TaskNode):
-            spec = work.plan.specs[node.id]
-            woken = work.woken
-            if woken is not None and woken.reason == "wait":  # the wait is over: that was the whole step
-                work.spec, work.label, work.result = spec, spec.default_label, woken.result
-                return
-            ctx = work.context or self.scheduler.context(work.frame, work.plan.id)
-            payload = build_payload(node.input, self._reader(work, ctx))
-            work.spec, work.context, work.payload = spec, ctx, payload
-            if woken is not None:
-                work.first_attempt = max(1, min(woken.attempt, node.retry.max_attempts if node.retry else 1))
-                work.attempts = work.first_attempt
-            timer = getattr(spec.fn, TIMER_ATTRIBUTE, None)
-            if timer is not None and work.clock is not None:
-                self._prepare_timer(work, spec, ctx, timer)
-                return
-            work.timeout = step_timeout(node, spec, work.plan.workflow, self.config.step_timeout)
-            work.max_result_bytes = self.config.max_result_bytes
-            work.call = spec.bind(payload, ctx)
-        elif isinstance(node, BranchNode):
-            reader = self._reader(work)
-            work.value = choose_branch(node, reader.read(node.path))
-        elif isinstance(node, ForeachNode):
-            items = self._reader(work).read(node.over)
-            if not isinstance(items, list):
-                shown = "nothing" if items is MISSING else f"a {type(items).__name__}"
-                raise InputValidationError(
-                    f"foreach {node.id!r}: {node.over} must be a list, got {shown}", node_id=node.id,
-                    path=str(node.over))
-            work.value = items  # state is copy-on-write, so this reference is a stable snapshot
-        elif isinstance(node, SubgraphNode):
-            depth = work.scope.depth + 1
-            if depth > self.config.max_depth:
-                raise SubgraphDepthError(
-                    f"subgraph {node.id!r}: calls nest deeper than {self.config.max_depth} scopes "
-                    f"(is workflow {node.workflow.id!r} calling itself?)",
-                    node_id=node.id, workflow=node.workflow.id, depth=depth, limit=self.config.max_depth)
-            child = self.config.compile(self.config.resolver.resolve(node.workflow))
-            self._plans[(node.workflow.id, node.workflow.version)] = child
-            payload = build_payload(node.input, self._reader(work))
-            work.value = (child, child.check_input(payload, what=f"input of subgraph {node.id!r}", node_id=node.id))
-        elif isinstance(node, InterruptNode):
-            work.value = build_payload(node.input, self._reader(work)) if node.input else None
-
-    @staticmethod
-    def _prepare_timer(work: Work, spec: TaskSpec, ctx: RuntimeContext, field_name: str) -> None:
-        """A task that only waits (the ``wait`` built-in) never runs as a step when the engine suspends: its
-        frame sleeps until the time is up and then completes with the task's result (the seconds waited)."""
-        attr = next((a for param, a, _ in spec._fields if param == field_name), field_name)
-        seconds = getattr(spec.validate_input(work.payload, ctx), attr)
-        label, result = spec.finish(seconds, ctx)
-        if seconds > 0:
-            assert work.clock is not None
-            work.wake = (work.clock() + seconds, "wait", 1, result)
-        else:
-            work.label, work.result = label, result
+    def _subgraph_plan(self, ref: WorkflowRef) -> CompiledWorkflow:
+        # Resolved again on every call (a reference without a version follows the latest document); the
+        # child scope it opens then runs that plan.
+        child = self._plans[(ref.id, ref.version)] = self.config.compile(self.config.resolver.resolve(ref))
+        return child
 
     # -- execute ------------------------------------------------------------------
 
@@ -428,28 +344,24 @@ class RunLoop:
             return
         if len(works) == 1:  # the common superstep: one frame
             work = works[0]
-            if work.call is None or work.error is not None:
+            if not work.runnable:
                 return
             if not work.spec.is_async:  # type: ignore[union-attr]
                 _run_sync_task(work)
                 return
-        tasks = [w for w in works if w.call is not None and w.error is None]
+        tasks = [w for w in works if w.runnable]
         if not tasks:
             return
         if all(not w.spec.is_async for w in tasks):  # type: ignore[union-attr]
             if len(tasks) == 1:
                 _run_sync_task(tasks[0])
-                return
-            pool = self.config.pool()
-            futures = [pool.submit(_run_sync_task, w) for w in tasks[1:]]
-            _run_sync_task(tasks[0])
-            for future in futures:
-                future.result()
+            else:
+                _fan_out(self.config.pool(), _run_sync_task, tasks)
             return
         self._run_coroutine(self._gather(tasks))
 
     async def aexecute(self, works: list[Work]) -> None:
-        tasks = [w for w in works if w.call is not None and w.error is None]
+        tasks = [w for w in works if w.runnable]
         if not tasks:
             return
         executor = self.config.step_executor
@@ -468,18 +380,18 @@ class RunLoop:
 
     def _execute_elsewhere(self, works: list[Work], executor: StepExecutor) -> None:
         """Every task step (sync or async) through the step executor, concurrent steps on the thread pool."""
-        tasks = [w for w in works if w.call is not None and w.error is None]
+        tasks = [w for w in works if w.runnable]
         if not tasks:
             return
         cancelled = self._cancel_probe()
+
+        def run(work: Work) -> None:
+            _run_executed_task(work, executor, cancelled)
+
         if len(tasks) == 1:
-            _run_executed_task(tasks[0], executor, cancelled)
-            return
-        pool = self.config.pool()
-        futures = [pool.submit(_run_executed_task, w, executor, cancelled) for w in tasks[1:]]
-        _run_executed_task(tasks[0], executor, cancelled)
-        for future in futures:
-            future.result()
+            run(tasks[0])
+        else:
+            _fan_out(self.config.pool(), run, tasks)
 
     def cancelled_mid_step(self, works: list[Work]) -> bool:
         """True (and the run cancelled) when a step executor stopped a step because the run was cancelled.
@@ -690,58 +602,51 @@ class RunLoop:
             if inspect.isawaitable(outcome):
                 await outcome
 
-    def _wait_for_wakeup(self) -> bool:
+    def _steps(self) -> Generator[_Effect, None, None]:
+        """The supersteps of one engine call, as the effects a driver performs (execute, checkpoint, sleep)."""
+        while self.rs.status == "running" or (self.rs.status == "waiting" and (yield from self._wakeup())):
+            if self.cancelled() or self.over_step_limit():
+                yield _Checkpoint(self.settle())
+                return
+            works = self.prepare()
+            yield _Execute(works)
+            if self.cancelled_mid_step(works):
+                yield _Checkpoint(self.settle())
+                return
+            self.commit(works)
+            yield _Checkpoint(self.settle())
+
+    def _wakeup(self) -> Generator[_Effect, None, bool]:
         """A waiting run: True once it has work again. The engine sleeps in-process until the earliest wake-up
         when it is configured to (looking at the cancel hook meanwhile), else it leaves the run waiting."""
         if self.wake():
             return True
         if self.config.sleep_in_process:
             while (remaining := (self.rs.wake_at or 0.0) - self.config.clock()) > 0:
-                if self.config.should_cancel is not None and self.cancelled():
-                    self.checkpoint(self.settle())
+                if self.cancelled():
+                    yield _Checkpoint(self.settle())
                     return False
-                time.sleep(min(remaining, _SLEEP_SLICE))
-            return self.wake()
-        return False
-
-    async def _await_wakeup(self) -> bool:
-        if self.wake():
-            return True
-        if self.config.sleep_in_process:
-            while (remaining := (self.rs.wake_at or 0.0) - self.config.clock()) > 0:
-                if self.config.should_cancel is not None and self.cancelled():
-                    await self.acheckpoint(self.settle())
-                    return False
-                await asyncio.sleep(min(remaining, _SLEEP_SLICE))
+                yield _Sleep(min(remaining, _SLEEP_SLICE))
             return self.wake()
         return False
 
     def drive(self) -> None:
         try:
-            check = self.config.should_cancel
-            while self.rs.status == "running" or (self.rs.status == "waiting" and self._wait_for_wakeup()):
-                if (check is not None and self.cancelled()) or self.over_step_limit():
-                    self.checkpoint(self.settle())
-                    return
-                works = self.prepare()
-                self.execute(works)
-                if self.cancelled_mid_step(works):
-                    self.checkpoint(self.settle())
-                    return
-                self.commit(works)
-                self.checkpoint(self.settle())
+            for effect in self._steps():
+                if isinstance(effect, _Execute):
+                    self.execute(effect.works)
+                elif isinstance(effect, _Checkpoint):
+                    self.checkpoint(effect.events)
+                else:
+                    time.sleep(effect.seconds)
         finally:
             self.close()
 
     async def adrive(self) -> None:
-        while self.rs.status == "running" or (self.rs.status == "waiting" and await self._await_wakeup()):
-            if self.cancelled() or self.over_step_limit():
-                await self.acheckpoint(self.settle())
-                return
-            works = self.prepare()
-            await self.aexecute(works)
-            if self.cancelled_mid_step(works):
-                await self.acheckpoint(self.settle())
-                return
-            self.commit(works)
-            await self.acheckpoint(self.settle())
+        for effect in self._steps():
+            if isinstance(effect, _Execute):
+                await self.aexecute(effect.works)
+            elif isinstance(effect, _Checkpoint):
+                await self.acheckpoint(effect.events)
+            else:
+                await asyncio.sleep(effect.seconds)

@@ -6,10 +6,16 @@ the removal of parts nothing refers to any more, and the superstep's trace
 events. So a save costs what changed, not what the run's lists hold, and a
 process killed at any point leaves the last committed superstep whole.
 
-The database runs in WAL mode. ``durable=True`` (the default) sets
-``synchronous=FULL``: each commit, that is each superstep, is one fsync of
-the log and survives power loss. ``durable=False`` (``synchronous=NORMAL``)
-survives a killed process but not a power cut, and skips the fsync.
+The database runs in WAL mode (one append to the log per commit, no
+rollback journal to write and delete) with ``synchronous=FULL``, so a commit
+is one fsync of the log and survives power loss. ``durability``
+(``runtime._group_commit``): ``"sync"`` (the default, also ``durable=True``)
+commits each save before it returns; ``"batched"`` commits the saves queued
+behind one another in one transaction and one fsync from a background
+writer (at most ``max_pending`` in flight, and synchronous when the run
+stops: completed, failed, interrupted, waiting, cancelled); ``"off"`` (also
+``durable=False``) commits each save with ``synchronous=NORMAL``: it survives
+a killed process but not a power cut, and skips the fsync.
 
 With a ``HistoryPolicy`` each save also writes a ``history`` row for its
 superstep: the state data without its parts, which stay shared in ``parts``
@@ -24,6 +30,7 @@ import os
 import sqlite3
 import threading
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +38,7 @@ import pydantic_core
 
 from runtime._checkpoint import CheckpointInfo, HistoryPolicy
 from runtime._errors import CheckpointNotFoundError, CorruptRunStateError
+from runtime._group_commit import MAX_PENDING, Durability, GroupCommit, durability_of
 from runtime._parts import CheckpointDelta, PartLedger
 from runtime._state import RunState
 from runtime._trace import TraceEvent
@@ -47,32 +55,66 @@ _SCHEMA = (
 )
 
 
+@dataclass(frozen=True, slots=True)
+class _Save:
+    """One save, encoded in the caller (a snapshot): what the writer puts in the database."""
+
+    run_id: str
+    step: int
+    status: str
+    attempt: int
+    trace_seq: int
+    ends_history: bool
+    state: bytes
+    part_keys: bytes  # JSON list of the part keys the state leaves out (for a history row)
+    parts: list[tuple[str, str, bytes]]
+    events: list[tuple[str, int, bytes]]
+    delta: CheckpointDelta
+
+
 class SqliteCheckpointer:
     """Saves RunStates, their write-once parts and trace events in one SQLite database file.
 
     Safe to share between threads (one connection behind a lock); several
     processes may open the same file (SQLite locks it per transaction).
-    ``close()`` (or ``with``) releases the connection.
+    ``close()`` (or ``with``) releases the connection, after ``flush()``.
     """
 
-    def __init__(self, path: str | os.PathLike[str], *, durable: bool = True,
-                 history: HistoryPolicy | None = None) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, durable: bool = True, durability: Durability | None = None,
+                 max_pending: int = MAX_PENDING, history: HistoryPolicy | None = None) -> None:
         self.history_policy = history
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.durable = durable
+        self.durability: Durability = durability_of(durability, durable)
+        self.durable = self.durability != "off"
         self._lock = threading.Lock()
         self._ledgers: dict[str, PartLedger] = {}
         self.saves = 0
         self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=30.0)
         self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute(f"PRAGMA synchronous={'FULL' if durable else 'NORMAL'}")
+        self._db.execute(f"PRAGMA synchronous={'FULL' if self.durable else 'NORMAL'}")
         for statement in _SCHEMA:
             self._db.execute(statement)
+        self._writer: GroupCommit[_Save] | None = (
+            GroupCommit(self._write, max_pending=max_pending, name=f"trellis-sqlite-writer:{self.path.name}")
+            if self.durability == "batched" else None)
+
+    def in_flight(self) -> int:
+        """Saves handed to the background writer and not yet on disk (always 0 unless ``"batched"``)."""
+        return self._writer.in_flight() if self._writer is not None else 0
+
+    def flush(self) -> None:
+        """Return once every save so far is committed (a no-op unless ``durability="batched"``)."""
+        if self._writer is not None:
+            self._writer.flush()
 
     def close(self) -> None:
-        with self._lock:
-            self._db.close()
+        try:
+            if self._writer is not None:
+                self._writer.close()
+        finally:
+            with self._lock:
+                self._db.close()
 
     def __enter__(self) -> SqliteCheckpointer:
         return self
@@ -86,52 +128,71 @@ class SqliteCheckpointer:
         run_id = run_state.run_id
         ledger = self._ledgers.get(run_id) or PartLedger()
         delta = run_state.checkpoint_delta(ledger)
-        state = pydantic_core.to_json(delta.data)
-        parts = [(run_id, key, pydantic_core.to_json(value)) for key, value in delta.new.items()]
-        rows = [(run_id, event.seq, pydantic_core.to_json(event.to_dict())) for event in events]
+        policy = self.history_policy
+        record = _Save(
+            run_id, run_state.step, run_state.status, run_state.attempt, run_state.trace_seq,
+            policy is not None and policy.ends(run_state), pydantic_core.to_json(delta.data),
+            json.dumps(RunState.parts_left_out(delta.data)).encode() if policy is not None else b"",
+            [(run_id, key, pydantic_core.to_json(value)) for key, value in delta.new.items()],
+            [(run_id, event.seq, pydantic_core.to_json(event.to_dict())) for event in events], delta)
+        writer = self._writer
+        if writer is None:
+            self._write([record])
+            ledger.apply(delta)
+        else:
+            # The writer commits in order, so the next delta may count on this one: the ledger moves on now.
+            ledger.apply(delta)
+            writer.submit(record, wait=run_state.status != "running")
+        self._ledgers[run_id] = ledger
+        self.saves += 1
+
+    def _write(self, records: list[_Save]) -> None:
+        """Commit ``records`` in order in one transaction (one fsync when durable)."""
+        last = {record.run_id: record for record in records}
         with self._lock:
             db = self._db
             db.execute("BEGIN IMMEDIATE")
             try:
-                db.execute("INSERT OR REPLACE INTO runs (run_id, state) VALUES (?, ?)", (run_id, state))
-                if self.history_policy is None:
-                    if delta.fresh:
-                        # Another process may have stored parts of this run that no state refers to now.
-                        live = delta.live_keys()
-                        stale = [(run_id, key) for (key,) in db.execute("SELECT key FROM parts WHERE run_id = ?",
-                                                                         (run_id,)) if key not in live]
-                        db.executemany("DELETE FROM parts WHERE run_id = ? AND key = ?", stale)
-                    if delta.gone:
-                        db.executemany("DELETE FROM parts WHERE run_id = ? AND key = ?",
-                                       [(run_id, key) for key in delta.gone])
-                else:
-                    self._save_history(db, run_state, delta, state, self.history_policy)
-                if parts:
-                    db.executemany("INSERT OR REPLACE INTO parts (run_id, key, value) VALUES (?, ?, ?)", parts)
-                if rows:
-                    db.executemany("INSERT OR REPLACE INTO events (run_id, seq, event) VALUES (?, ?, ?)", rows)
+                for record in records:
+                    self._write_one(db, record, latest=last[record.run_id] is record)
                 db.execute("COMMIT")
             except BaseException:
                 db.execute("ROLLBACK")
                 raise
-            ledger.apply(delta)
-            self._ledgers[run_id] = ledger
-            self.saves += 1
+
+    def _write_one(self, db: sqlite3.Connection, record: _Save, *, latest: bool) -> None:
+        run_id, delta = record.run_id, record.delta
+        if latest:  # an earlier save of the run in the same transaction would be overwritten at once
+            db.execute("INSERT OR REPLACE INTO runs (run_id, state) VALUES (?, ?)", (run_id, record.state))
+        if self.history_policy is None:
+            if delta.fresh:
+                # Another process may have stored parts of this run that no state refers to now.
+                live = delta.live_keys()
+                stale = [(run_id, key) for (key,) in db.execute("SELECT key FROM parts WHERE run_id = ?",
+                                                                 (run_id,)) if key not in live]
+                db.executemany("DELETE FROM parts WHERE run_id = ? AND key = ?", stale)
+            if delta.gone:
+                db.executemany("DELETE FROM parts WHERE run_id = ? AND key = ?",
+                               [(run_id, key) for key in delta.gone])
+        else:
+            self._save_history(db, record, self.history_policy)
+        if record.parts:
+            db.executemany("INSERT OR REPLACE INTO parts (run_id, key, value) VALUES (?, ?, ?)", record.parts)
+        if record.events:
+            db.executemany("INSERT OR REPLACE INTO events (run_id, seq, event) VALUES (?, ?, ?)", record.events)
 
     @staticmethod
-    def _save_history(db: sqlite3.Connection, run_state: RunState, delta: CheckpointDelta, state: bytes,
-                      policy: HistoryPolicy) -> None:
+    def _save_history(db: sqlite3.Connection, record: _Save, policy: HistoryPolicy) -> None:
         """Keep this checkpoint as history, prune what the policy lets go, and drop the parts nothing needs."""
-        run_id = run_state.run_id
+        run_id, delta = record.run_id, record.delta
         candidates = set(delta.gone)
-        if policy.ends(run_state):
+        if record.ends_history:
             db.execute("DELETE FROM history WHERE run_id = ?", (run_id,))
             candidates.update(key for (key,) in db.execute("SELECT key FROM parts WHERE run_id = ?", (run_id,)))
         else:
-            keys = json.dumps(RunState.parts_left_out(delta.data))
             db.execute("INSERT OR REPLACE INTO history (run_id, step, status, attempt, trace_seq, state, part_keys) "
-                       "VALUES (?, ?, ?, ?, ?, ?, ?)", (run_id, run_state.step, run_state.status,
-                                                        run_state.attempt, run_state.trace_seq, state, keys))
+                       "VALUES (?, ?, ?, ?, ?, ?, ?)", (run_id, record.step, record.status, record.attempt,
+                                                        record.trace_seq, record.state, record.part_keys))
             steps = [step for (step,) in db.execute("SELECT step FROM history WHERE run_id = ?", (run_id,))]
             dropped = sorted(set(steps) - policy.keep(steps))
             for step in dropped:
@@ -154,6 +215,7 @@ class SqliteCheckpointer:
                        [(run_id, key) for key in sorted(candidates - referenced)])
 
     def delete(self, run_id: str) -> None:
+        self.flush()
         with self._lock:
             db = self._db
             db.execute("BEGIN IMMEDIATE")
@@ -169,6 +231,7 @@ class SqliteCheckpointer:
     # -- reading ---------------------------------------------------------------------
 
     def load(self, run_id: str) -> RunState:
+        self.flush()
         with self._lock:
             db = self._db
             db.execute("BEGIN")  # one snapshot for the state and its parts
@@ -188,12 +251,14 @@ class SqliteCheckpointer:
         return RunState.join_parts(data, parts)
 
     def history(self, run_id: str) -> list[CheckpointInfo]:
+        self.flush()
         with self._lock:
             rows = self._db.execute("SELECT step, status, attempt, trace_seq FROM history WHERE run_id = ? "
                                     "ORDER BY step", (run_id,)).fetchall()
         return [CheckpointInfo(*row) for row in rows]
 
     def load_at(self, run_id: str, step: int) -> RunState:
+        self.flush()
         with self._lock:
             db = self._db
             db.execute("BEGIN")
@@ -214,10 +279,12 @@ class SqliteCheckpointer:
         return RunState.join_parts(json.loads(row[0]), {key: json.loads(value) for key, value in stored})
 
     def load_events(self, run_id: str) -> list[TraceEvent]:
+        self.flush()
         with self._lock:
             rows = self._db.execute("SELECT event FROM events WHERE run_id = ? ORDER BY seq", (run_id,)).fetchall()
         return [TraceEvent.from_dict(json.loads(event)) for (event,) in rows]
 
     def run_ids(self) -> list[str]:
+        self.flush()
         with self._lock:
             return [run_id for (run_id,) in self._db.execute("SELECT run_id FROM runs ORDER BY run_id")]

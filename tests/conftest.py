@@ -128,7 +128,8 @@ def worker_env(transactional_db: None) -> dict[str, str]:
 
     env = dict(os.environ)
     env["DATABASE_URL"] = _database_url(connection.settings_dict, connection.vendor)
-    env["DJANGO_SETTINGS_MODULE"] = "designer.settings"
+    # The test settings (pytest-django put them in the environment): the demo app too.
+    env["DJANGO_SETTINGS_MODULE"] = os.environ.get("DJANGO_SETTINGS_MODULE") or "tests.settings"
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH")]))
     return env
 

@@ -1,5 +1,6 @@
 """Admin for run history: filter by status, team, workflow and date; the trace inline and read-only;
-payloads and the RunState shown as indented JSON; an action to cancel runs.
+payloads and the RunState shown as indented JSON; an action to cancel runs. Each run links to its queue task
+(``task_result_id``), and the recovery chain's one row (``RecoveryChain``) is shown read-only.
 
 A run whose checkpoint is damaged is marked in the list, and its page answers 409 with the reason, showing the
 stored value as it is (never a partly read state); cancel and delete work on it like on any run."""
@@ -12,10 +13,12 @@ from typing import Any
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
+from django.urls import reverse
 from django.utils.html import format_html
+from django_tasks_db.models import DBTaskResult
 
 from designer.errors import DesignerError
-from designer.models import Run, RunEvent
+from designer.models import RecoveryChain, Run, RunEvent
 from designer.runs.checkpoints import checkpoint_of, damage_of, damages_of
 from runtime import CorruptRunStateError
 
@@ -25,6 +28,16 @@ def pretty_json(value: Any) -> str:
         return "—"
     return format_html('<pre style="white-space: pre-wrap; margin: 0">{}</pre>',
                        json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False, default=str))
+
+
+def task_result_link(result_id: str) -> str:
+    """A queue task's id, linked to its row in the admin while the queue still has it."""
+    if not result_id:
+        return "—"
+    if not DBTaskResult.objects.filter(pk=result_id).exists():
+        return f"{result_id} (no longer in the queue)"
+    url = reverse(f"admin:{DBTaskResult._meta.app_label}_{DBTaskResult._meta.model_name}_change", args=[result_id])
+    return format_html('<a href="{}">{}</a>', url, result_id)
 
 
 class RunEventInline(admin.TabularInline):
@@ -65,14 +78,15 @@ class RunAdmin(admin.ModelAdmin):
         ("Timing", {"fields": ("created_at", "started_at", "finished_at", "duration", "attempts")}),
         ("Payloads", {"fields": ("input_json", "output_json", "error_json", "interrupts_json",
                                  "resume_request_json")}),
-        ("Execution", {"fields": ("damage", "lease_owner", "lease_expires_at", "run_state_json", "document_json"),
+        ("Execution", {"fields": ("damage", "task_result", "lease_owner", "lease_expires_at", "run_state_json",
+                                  "document_json"),
                        "classes": ("collapse",)}),
     )
     readonly_fields = (
         "team", "workflow", "workflow_version", "status", "created_by", "cancel_requested", "created_at",
         "started_at", "finished_at", "duration", "attempts", "input_json", "output_json", "error_json",
-        "interrupts_json", "resume_request_json", "damage", "lease_owner", "lease_expires_at", "run_state_json",
-        "document_json",
+        "interrupts_json", "resume_request_json", "damage", "task_result", "lease_owner", "lease_expires_at",
+        "run_state_json", "document_json",
     )
 
     def get_changelist_instance(self, request: HttpRequest) -> Any:
@@ -142,6 +156,10 @@ class RunAdmin(admin.ModelAdmin):
     def document_json(self, run: Run) -> str:
         return pretty_json(run.document)
 
+    @admin.display(description="queue task")
+    def task_result(self, run: Run) -> str:
+        return task_result_link(run.task_result_id)
+
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False  # runs start through the API, which snapshots and enqueues them
 
@@ -158,3 +176,25 @@ class RunAdmin(admin.ModelAdmin):
             else:
                 done += 1
         self.message_user(request, f"cancelled or flagged {done} run(s)", messages.SUCCESS)
+
+
+@admin.register(RecoveryChain)
+class RecoveryChainAdmin(admin.ModelAdmin):
+    """The recovery chain's one row, to see at a glance whether recovery is alive; only sweeps write it."""
+
+    list_display = ("token", "due_at", "sweep_task")
+    fields = ("token", "due_at", "sweep_task")
+    readonly_fields = fields
+
+    @admin.display(description="next sweep task")
+    def sweep_task(self, chain: RecoveryChain) -> str:
+        return task_result_link(chain.task_result_id)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False

@@ -26,7 +26,7 @@ from designer.errors import BadRequest, DesignerError, RevisionConflict
 from designer.models import Workflow as WorkflowModel
 from designer.permissions import has_role, require_workflow_role, role_of
 from designer.services import workflows as workflow_services
-from designer.untrusted import JSONInputError, loads_json
+from designer.untrusted import form_json
 from designer.views import editor_edits as edits
 from designer.views import editor_panels as panels
 from designer.views.htmx import HtmxHttpRequest
@@ -335,15 +335,6 @@ def diagnostics(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
 # --- the schema builders (changes re-render; "Save" is one set_schema edit) ---------------------
 
 
-def _json_text(text: str, *, what: str) -> Any:
-    try:
-        return loads_json(text)
-    except json.JSONDecodeError as exc:
-        raise BadRequest(f"{what} is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})") from exc
-    except JSONInputError as exc:
-        raise BadRequest(f"{what}: {exc}") from exc
-
-
 BUILDER_TEMPLATE = f"{TEMPLATE}#schema-builder"
 
 
@@ -371,14 +362,14 @@ def schema_builder(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
 
     try:
         if op == "from-json":
-            schema = _json_text(request.POST.get("schema", ""), what="the JSON")
+            schema = form_json(request.POST.get("schema", ""), field="schema", what="the JSON")
             if not isinstance(schema, dict):
                 raise BadRequest('a schema is a JSON object, e.g. {"type": "object", "properties": {}}')
             return render(sb.fields_of(schema))
         if op == "infer":
             if not sample.strip():
                 raise BadRequest("paste a sample JSON value first, e.g. {\"customers\": [{\"name\": \"Ada\"}]}")
-            return render(sb.fields_of(sb.infer_schema(_json_text(sample, what="the sample"))))
+            return render(sb.fields_of(sb.infer_schema(form_json(sample, field="sample", what="the sample"))))
         tree = sb.from_form(request.POST)
         if op == "add":
             tree = sb.update(tree, at, sb.add_child)

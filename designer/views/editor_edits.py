@@ -13,7 +13,6 @@ overwritten. Nothing else on the site edits a draft piecewise.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -49,7 +48,7 @@ from designer.errors import DesignerError, RevisionConflict
 from designer.models import Workflow as WorkflowModel
 from designer.permissions import require_workflow_role
 from designer.services import workflows as workflow_services
-from designer.untrusted import JSONInputError, loads_json
+from designer.untrusted import form_json
 from designer.views.htmx import HtmxHttpRequest
 from designer.views.pages import designer_errors, error_message
 from runtime import WorkflowError
@@ -82,10 +81,7 @@ _NOT_ARGS = frozenset({"action", "revision", "csrfmiddlewaretoken", "ops"})
 def form_ops(form: Any) -> list[dict[str, Any]]:
     """The operations a panel form sends: ``ops`` as JSON, or an ``action`` with its fields as arguments."""
     if form.get("ops"):
-        try:
-            sent = loads_json(form["ops"])
-        except (json.JSONDecodeError, JSONInputError) as exc:
-            raise BadRequest(f"ops is not valid JSON: {exc}", field="ops") from exc
+        sent = form_json(form["ops"], field="ops", what="ops")
         if not isinstance(sent, list):
             raise BadRequest("ops is a JSON list of edit operations", field="ops")
         return sent
@@ -163,9 +159,10 @@ def _revision(value: object) -> object:
 
 def _json_body(request: HtmxHttpRequest) -> dict[str, Any]:
     try:
-        body = loads_json(request.body.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError, JSONInputError) as exc:
+        text = request.body.decode("utf-8")
+    except UnicodeDecodeError as exc:
         raise BadRequest(f"the request body is not valid JSON: {exc}") from exc
+    body = form_json(text, field=None, what="the request body")
     if not isinstance(body, dict):
         raise BadRequest('send {"revision": <the revision you edited>, "ops": [...]}')
     return body

@@ -22,7 +22,7 @@ from designer.models import Workflow as WorkflowModel
 from designer.permissions import has_role, require_workflow_role
 from designer.selectors.runs import runs_for
 from designer.services import trials
-from designer.untrusted import JSONInputError, loads_json
+from designer.untrusted import form_json
 from designer.views.htmx import HtmxHttpRequest
 from designer.views.pages import designer_errors, error_message
 from runtime import WorkflowError
@@ -61,13 +61,7 @@ def _sample(request: HtmxHttpRequest, workflow: WorkflowModel, node_id: str) -> 
         run: Run = selectors.get_run(user=request.user, run_id=run_id)
         return trials.sample_from_run(workflow=workflow, run=run, node_id=node_id,
                                       frame_id=request.POST.get("frame") or None)
-    text = request.POST.get("sample", "").strip() or "{}"
-    try:
-        return loads_json(text)
-    except (json.JSONDecodeError, JSONInputError) as exc:
-        from designer.errors import BadRequest
-
-        raise BadRequest(f"the sample input is not valid JSON: {exc}", field="sample") from None
+    return form_json(request.POST.get("sample", ""), field="sample", what="the sample input", empty={})
 
 
 @login_required

@@ -19,10 +19,11 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from designer import selectors
-from designer.errors import ActionForbidden, DesignerError
+from designer.errors import ActionForbidden, BadRequest, DesignerError
 from designer.permissions import has_role, workflow_role
 from designer.selectors.run_history import checkpoint_detail
 from designer.services import run_history
+from designer.untrusted import form_json
 from designer.views.htmx import HtmxHttpRequest
 from designer.views.pages import designer_errors, error_message
 from runtime import WorkflowError
@@ -40,9 +41,9 @@ def _go(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
 def _json(text: str, field: str) -> tuple[Any, str]:
     """``(value, "")``, or ``(None, message)`` naming the field and where the JSON breaks."""
     try:
-        return json.loads(text), ""
-    except ValueError as exc:
-        return None, f"{field} is not valid JSON: {exc}"
+        return form_json(text, field=field, what=field), ""
+    except BadRequest as exc:
+        return None, exc.message
 
 
 def _field_errors(exc: DesignerError | WorkflowError) -> list[str]:

@@ -8,7 +8,6 @@ and renders.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from django.contrib import messages
@@ -29,7 +28,7 @@ from designer.models import Workflow as WorkflowModel
 from designer.permissions import has_role, require_workflow_role, role_of
 from designer.services import triggers as trigger_services
 from designer.services import versions as version_services
-from designer.untrusted import JSONInputError, loads_json
+from designer.untrusted import form_json
 from designer.views.htmx import HtmxHttpRequest
 from designer.views.pages import designer_errors, error_message
 from runtime import WorkflowError
@@ -257,17 +256,6 @@ def webhook_revoke(request: HtmxHttpRequest, workflow_id: int, webhook_id: int) 
     return redirect("workflow-page", workflow.pk)
 
 
-def _json_field(text: str) -> object:
-    if not text.strip():
-        return {}
-    try:
-        return loads_json(text)
-    except (json.JSONDecodeError, JSONInputError) as exc:
-        from designer.errors import BadRequest
-
-        raise BadRequest(f"the input is not valid JSON: {exc}", field="input") from None
-
-
 @login_required
 @require_POST
 @designer_errors
@@ -275,9 +263,10 @@ def schedule_create(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
     workflow, role = _workflow(request, workflow_id)
     try:
         require_workflow_role(request.user, workflow, "editor")
+        run_input = form_json(request.POST.get("input", ""), field="input", what="the input", empty={})
         schedule = trigger_services.create_schedule(
             actor=request.user, workflow=workflow, name=request.POST.get("name"), cron=request.POST.get("cron"),
-            timezone_name=request.POST.get("timezone") or "UTC", input=_json_field(request.POST.get("input", "")),
+            timezone_name=request.POST.get("timezone") or "UTC", input=run_input,
             version=request.POST.get("version"), missed=request.POST.get("missed"))
     except (DesignerError, WorkflowError) as exc:
         if getattr(exc, "status", 400) in (403, 404):

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import Page, expect
 
-from designer.demo import TEAM_SLUG, load_demo
+from demo.data import TEAM_SLUG, load_demo
 from designer.models import Membership, Team, Workflow
 from designer.services import teams as team_services
 from designer.services import workflows as workflow_services

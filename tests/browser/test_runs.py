@@ -25,7 +25,7 @@ FINISH_MS = 60_000
 
 @pytest.fixture
 def demo(transactional_db: None) -> dict[str, Workflow]:
-    from designer.demo import load_demo
+    from demo.data import load_demo
 
     load_demo()
     return {w.slug: w for w in Workflow.objects.filter(team__slug="demo")}

@@ -21,7 +21,7 @@ def test_a_damaged_run_page_reloads_as_damaged_and_can_be_cancelled_and_deleted(
 ) -> None:
     from django.contrib.auth import get_user_model
 
-    from designer.demo import load_demo
+    from demo.data import load_demo
 
     load_demo()
     workflow = Workflow.objects.get(team__slug="demo", slug="spending-approval")

@@ -41,7 +41,7 @@ def test_the_live_page_keeps_appending_events_until_the_run_ends(
 ) -> None:
     from django.contrib.auth import get_user_model
 
-    from designer.demo import load_demo
+    from demo.data import load_demo
 
     load_demo()
     user = get_user_model().objects.get(username="demo")

@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 from django.contrib.auth import authenticate
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
-from designer import catalog, demo
+from demo import data as demo
+from designer import catalog
 from designer.models import Membership, Team, Workflow, WorkflowVersion
 from designer.resolvers import TeamVersionResolver
 from runtime import Engine, RuntimeContext
@@ -112,3 +119,37 @@ def test_approval_waits_for_a_person_above_the_limit(loaded):
                          workflow=document)
     assert done.status == "completed", done.error
     assert done.output["decision"] == {"approved": False, "comment": "too much", "decided_by": "reviewer"}
+
+
+DEMO_TASKS = {"fetch_orders", "price_order", "ship_order", "sum_totals", "assess_request", "record_decision"}
+READ_CATALOGUE = """
+import json
+import django
+django.setup()
+from django.apps import apps
+from django.core.management import get_commands
+from designer import catalog
+print(json.dumps({"tasks": sorted(catalog.registry().names()), "demo_app": apps.is_installed("demo"),
+                  "load_demo": "load_demo" in get_commands()}))
+"""
+
+
+def _catalogue(settings_module: str) -> dict[str, object]:
+    env = {key: value for key, value in os.environ.items() if not key.startswith(("DJANGO_", "TRELLIS_"))}
+    env["DJANGO_SETTINGS_MODULE"] = settings_module
+    result = subprocess.run([sys.executable, "-c", READ_CATALOGUE], cwd=Path(__file__).resolve().parents[2],
+                            env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    loaded: dict[str, object] = json.loads(result.stdout)
+    return loaded
+
+
+def test_production_settings_have_no_demo_tasks_and_development_settings_have_them():
+    production = _catalogue("designer.settings")
+    assert production["demo_app"] is False and production["load_demo"] is False
+    assert not DEMO_TASKS & set(production["tasks"])  # type: ignore[arg-type]
+    assert "http_request" in production["tasks"]  # type: ignore[operator]  # the built-ins stay
+
+    development = _catalogue("designer.settings_dev")
+    assert development["demo_app"] is True and development["load_demo"] is True
+    assert DEMO_TASKS <= set(development["tasks"])  # type: ignore[arg-type]

@@ -8,8 +8,8 @@ from typing import Any
 
 from django.utils import timezone
 
+from demo.data import customer_orders, orders_via_subgraph, process_order, spending_approval
 from designer import catalog
-from designer.demo import customer_orders, orders_via_subgraph, process_order, spending_approval
 from designer.runs.checkpointer import event_row
 from designer.views.run_display import InFlight, build_timeline, short_id
 from runtime import Engine, MappingResolver

@@ -75,3 +75,40 @@ def test_run_titles_name_the_workflow_and_help_texts_match_the_row(admin_client:
     assert "null: the run used the draft" not in html
     listing = admin_client.get(reverse("admin:designer_run_changelist"), {"q": str(run.pk)}).content.decode()
     assert "Simple flow" in listing
+
+
+def test_run_page_links_its_queue_task_while_the_queue_has_it(admin_client: Any, cast: Any, workflow: Any) -> None:
+    from django_tasks_db.models import DBTaskResult
+
+    run = Run.objects.get(pk=start_run(actor=cast.editor, workflow=workflow, input={"amount": 5}).pk)
+    assert run.task_result_id
+    task_url = reverse("admin:django_tasks_database_dbtaskresult_change", args=[run.task_result_id])
+    html = admin_client.get(reverse("admin:designer_run_change", args=[run.pk])).content.decode()
+    assert f'<a href="{task_url}">{run.task_result_id}</a>' in html
+    assert admin_client.get(task_url).status_code == 200
+
+    DBTaskResult.objects.filter(pk=run.task_result_id).delete()  # pruned from the queue
+    html = admin_client.get(reverse("admin:designer_run_change", args=[run.pk])).content.decode()
+    assert f"{run.task_result_id} (no longer in the queue)" in html and task_url not in html
+
+
+def test_the_recovery_chain_is_shown_read_only(admin_client: Any) -> None:
+    from designer.models import RecoveryChain
+    from designer.runs import sweep
+
+    token = sweep.ensure_chain()
+    assert token is not None
+    chain = RecoveryChain.objects.get()
+    listing = admin_client.get(reverse("admin:designer_recoverychain_changelist")).content.decode()
+    assert token in listing
+    assert reverse("admin:django_tasks_database_dbtaskresult_change", args=[chain.task_result_id]) in listing
+
+    url = reverse("admin:designer_recoverychain_change", args=[chain.pk])
+    page = admin_client.get(url)
+    assert page.status_code == 200 and token in page.content.decode()
+    assert 'name="token"' not in page.content.decode() and 'name="_save"' not in page.content.decode()
+    assert admin_client.post(url, {"token": "forged", "due_at": ""}).status_code == 403
+    assert admin_client.get(reverse("admin:designer_recoverychain_add")).status_code == 403
+    assert admin_client.post(reverse("admin:designer_recoverychain_delete", args=[chain.pk]),
+                             {"post": "yes"}).status_code == 403
+    assert RecoveryChain.objects.get().token == token

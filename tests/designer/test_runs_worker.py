@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from django.urls import reverse
 
-from designer.demo import orders_via_subgraph, process_order, spending_approval
+from demo.data import orders_via_subgraph, process_order, spending_approval
 from designer.models import Run
 from designer.services import workflows as workflow_services
 from tests.designer.runs_support import (

@@ -14,8 +14,11 @@ from typing import Any
 import pytest
 from django.test import Client
 from django.urls import reverse
+from hypothesis import example, given
+from hypothesis import strategies as st
 
-from designer.untrusted import MAX_JSON_DEPTH, JSONInputError, loads_json, nesting_depth, parse_id
+from designer.errors import BadRequest
+from designer.untrusted import MAX_JSON_DEPTH, JSONInputError, form_json, loads_json, nesting_depth, parse_id
 
 pytestmark = pytest.mark.django_db
 
@@ -77,6 +80,52 @@ def test_loads_json_keeps_real_unicode() -> None:
 
 
 # --- API ------------------------------------------------------------------------------------------------
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+    max_leaves=12,
+)
+
+
+@given(JSON_VALUES, st.sampled_from([None, 2]))
+def test_form_json_reads_every_json_value(value: Any, indent: int | None) -> None:
+    assert form_json(json.dumps(value, indent=indent), field="input", what="the input") == value
+
+
+@given(st.one_of(st.text(max_size=30), JSON_VALUES.map(json.dumps).flatmap(
+    lambda text: st.integers(0, max(0, len(text) - 1)).map(lambda cut: text[:cut] + "}" + text[cut:]))))
+@example("{oops")
+@example("[1, 2,\n  3,]")
+@example("NaN")
+@example("[" * (MAX_JSON_DEPTH + 1) + "]" * (MAX_JSON_DEPTH + 1))
+def test_form_json_refuses_anything_else_as_a_bad_request_naming_the_field(text: str) -> None:
+    """Any text is either read as ``loads_json`` reads it or refused with a BadRequest that names the field; a
+    decoding error says the line and column where the text breaks."""
+    try:
+        expected = loads_json(text)
+    except json.JSONDecodeError as exc:
+        with pytest.raises(BadRequest) as refused:
+            form_json(text, field="sample", what="the sample")
+        assert refused.value.details == {"field": "sample"}
+        assert refused.value.message.startswith("the sample is not valid JSON: ")
+        assert refused.value.message.endswith(f"(line {exc.lineno}, column {exc.colno})")
+    except JSONInputError as exc:
+        with pytest.raises(BadRequest) as refused:
+            form_json(text, field="sample", what="the sample")
+        assert refused.value.details == {"field": "sample"}
+        assert refused.value.message == f"the sample: {exc}"
+    else:
+        assert form_json(text, field="sample", what="the sample") == expected
+
+
+@given(st.text(alphabet=" \t\r\n", max_size=5))
+def test_form_json_blank_text_is_the_empty_value_or_refused(blank: str) -> None:
+    assert form_json(blank, field="outputs", what="the outputs", empty=[]) == []
+    with pytest.raises(BadRequest, match=r"the outputs is not valid JSON: Expecting value \(line \d+, column \d+\)"):
+        form_json(blank, field="outputs", what="the outputs")
+
 
 
 def test_api_refuses_deep_json_with_a_400(cast: Any, api: Any, workflow: Any) -> None:

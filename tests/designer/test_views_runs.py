@@ -264,7 +264,7 @@ def test_stranger_gets_404_on_every_run_page(cast: Any, workflow: Any) -> None:
 def demo(make_user: Any) -> dict[str, Any]:
     from django.contrib.auth import get_user_model
 
-    from designer.demo import load_demo
+    from demo.data import load_demo
     from designer.models import Workflow
 
     load_demo()

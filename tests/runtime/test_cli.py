@@ -6,11 +6,12 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from tempfile import TemporaryDirectory
 from typing import Any
 
 import pytest
 
-from runtime import Workflow, WorkflowBuilder, input_path, state_path
+from runtime import SqliteCheckpointer, Workflow, WorkflowBuilder, input_path, state_path
 from runtime._cli import main
 
 REPO = Path(__file__).resolve().parents[2]
@@ -211,11 +212,29 @@ def test_resume_prints_the_events_of_its_own_call_from_the_checkpoint(
 
 
 def test_the_command_line_is_durable_and_bounded_by_default() -> None:
-    from runtime._cli import KEEP_TRACE, build_parser
+    from runtime._cli import KEEP_TRACE, _checkpointer, build_parser
 
     args = build_parser().parse_args(["run", "wf.json"])
     assert args.durable is True and args.keep_trace == KEEP_TRACE == 1000
     assert build_parser().parse_args(["run", "wf.json", "--no-durable", "--keep-trace", "0"]).keep_trace == 0
+    with TemporaryDirectory() as directory:
+        batched = ["resume", "r", "--checkpoint-dir", directory, "--durability", "batched"]
+        for argv, durability in ((["run", "wf.json"], "sync"), (["run", "wf.json", "--no-durable"], "off"),
+                                 (batched, "batched")):
+            with _checkpointer(directory, build_parser().parse_args(argv)) as checkpointer:
+                assert checkpointer.durability == durability
+
+
+def test_a_batched_run_prints_what_is_on_disk(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    workflow = write(tmp_path / "wf.json", doubling_workflow().model_dump(mode="json"))
+    directory = str(tmp_path / "runs")
+    code, result, _ = _run_main(capsys, "run", workflow, "--input-json", json.dumps({"xs": list(range(20))}),
+                                "--tasks", TASKS, "--checkpoint-dir", directory, "--run-id", "r1",
+                                "--durability", "batched", "--trace")
+    assert code == 0 and result["output"]["sum"] == 380
+    with SqliteCheckpointer(Path(directory) / "runs.sqlite3") as stored:
+        assert stored.load("r1").status == "completed"
+        assert [e.to_dict() for e in stored.load_events("r1")] == result["trace"]
 
 
 def test_a_negative_keep_trace_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:

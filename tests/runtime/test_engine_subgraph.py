@@ -95,8 +95,14 @@ def test_child_failure_fails_the_subgraph_node_naming_the_inner_node() -> None:
     assert details["cause"] == {"type": "RuntimeError", "message": "inner trouble"}
     assert "inside subgraph 'call'" in result.error.message  # type: ignore[union-attr]
     rs = result.run_state
-    assert list(rs.scopes) == ["root"]  # the failed child scope is gone, the caller frame kept as failed
-    assert [f.status for f in rs.frames.values()] == ["failed"]
+    # Nothing catches it: the child scope is kept (a redrive runs only the failed inner step), its caller
+    # waiting on it, the inner frame failed.
+    child_scope = next(s for s in rs.scopes.values() if s.scope_id != "root")
+    frames = {f.node_id: f for f in rs.frames.values()}
+    assert frames["call"].status == "waiting" and frames["call"].waiting_for == child_scope.scope_id
+    assert frames["explode"].status == "failed" and frames["explode"].scope_id == child_scope.scope_id
+    assert [(e.kind, e.node_id) for e in result.trace if e.kind in ("node_failed", "scope_closed")] == [
+        ("node_failed", "explode"), ("node_failed", "call")]
 
 
 def test_child_failure_takes_the_callers_error_route() -> None:

@@ -251,3 +251,67 @@ def test_a_failure_deep_inside_a_tolerant_item_fails_that_item_and_drops_its_inn
     assert not result.run_state.activations and not result.run_state.barriers
     failed = [e for e in result.trace if e.kind == "item_failed"]
     assert [(e.node_id, e.index) for e in failed] == [("outer", 1)]
+
+
+def orders_child(batch_size: int = 2) -> Workflow:
+    """A subgraph: orders (distributable) > lines (local, inside the batch) > describe; outputs its results."""
+    graph = WorkflowBuilder("orders-child", input_schema={
+        "type": "object", "properties": {"orders": {"type": "array"}}, "required": ["orders"]})
+    orders = graph.foreach("orders", "input.orders", as_="order", max_concurrency=2, results="per_order",
+                           batch_size=batch_size, max_batches_in_flight=2)
+    lines = graph.foreach("lines", "context.foreach.orders.item.lines", as_="line_no", results="last_lines")
+    describe = graph.use("describe", id="describe", input=[{"target": "line", "path": lines.item}])
+    graph.set_route(orders, "loop", lines)
+    graph.set_route(lines, "loop", describe)
+    graph.set_route(describe, "ok", lines)
+    graph.set_route(lines, "done", orders)
+    graph.output("per_order", "state.per_order")
+    return graph.build()
+
+
+def calling_parent() -> Workflow:
+    """customers (local, 2 at once) > a call of ``orders-child`` per customer; the calls' outputs collected."""
+    graph = WorkflowBuilder("calling", input_schema={"type": "object", "properties": {"customers": {"type": "array"}},
+                                                     "required": ["customers"]})
+    customers = graph.foreach("customers", "input.customers", as_="customer", max_concurrency=2,
+                              results="per_customer")
+    call = graph.subgraph("orders-child", id="call",
+                          input=[{"target": "orders", "path": "context.foreach.customers.item.orders"}])
+    graph.set_route(customers, "loop", call)
+    graph.set_route(call, "ok", customers)
+    graph.output("per_customer", "state.per_customer")
+    return graph.build()
+
+
+def _without_scope_ids(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _without_scope_ids(v) for k, v in value.items() if k != "scope_id"}
+    if isinstance(value, list):
+        return [_without_scope_ids(v) for v in value]
+    return value
+
+
+def test_a_foreach_inside_a_subgraph_call_is_distributed_like_a_top_level_one() -> None:
+    doc, workflows = calling_parent(), {"orders-child": orders_child()}
+    local = Engine(registry=registry(), ids=SequentialIds(), workflows=workflows).run(doc, {"customers": CUSTOMERS})
+    assert local.status == "completed", local.error
+    calls: list[Any] = []
+    batches: list[Any] = []
+    spread_engine = Engine(registry=registry(calls), ids=SequentialIds(), workflows=workflows,
+                           distribute=lambda node, n: True)
+    spread = run_distributed(spread_engine, doc, {"customers": CUSTOMERS}, batches=batches)
+    assert spread.status == "completed", spread.error
+    # The child's orders ran as batches: Ada's 5 orders in batches of 2, Bob's 1 in one; Cy has none.
+    assert sorted(batches) == sorted([("orders", 0, 2), ("orders", 2, 4), ("orders", 4, 5), ("orders", 0, 1)])
+    assert sorted(calls) == [1, 2, 3, 4, 5, 6, 7, 8]  # every line described exactly once
+    # Results in index order, each item with the structured context of one run (scope ids are minted in a
+    # different order when the calls wait for batches, so they are compared apart).
+    assert _without_scope_ids(spread.output) == _without_scope_ids(local.output)
+    ada = spread.output["per_customer"][0]["per_order"]
+    assert [[line["line"] for line in order] for order in ada] == [[1, 2], [3], [], [4, 5, 6], [7]]
+    seen = ada[3][1]  # order 3, line 1, inside Ada's call
+    assert seen["order"] == ["orders", "lines"]  # a subgraph sees its own loops, not its caller's
+    assert seen["entries"]["orders"]["item"] == CUSTOMERS[0]["orders"][3] and seen["entries"]["orders"]["index"] == 3
+    assert seen["aliases"] == {"order": CUSTOMERS[0]["orders"][3], "line_no": 5}
+    scopes = {line["entries"]["orders"]["scope_id"] for order in ada for line in order}
+    assert len(scopes) == 1 and scopes != {"root"}

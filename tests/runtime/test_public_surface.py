@@ -22,6 +22,7 @@ PUBLIC_NAMES = frozenset({
     "BranchCase",
     "BranchNode",
     "CheckpointNotFoundError",
+    "CheckpointWriteError",
     "CheckpointDelta",
     "CheckpointInfo",
     "Checkpointer",

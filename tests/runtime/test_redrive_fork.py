@@ -267,3 +267,67 @@ def test_a_fork_can_answer_an_interrupt_differently() -> None:
     with pytest.raises(ForkError) as caught:
         eng.fork(at, answer={"interrupt_id": "int_missing", "value": {"a": 1}}, workflow=workflow)
     assert caught.value.details["open"] == sorted(asked.values())
+
+
+# -- redrive inside subgraph calls -------------------------------------------------------
+
+
+def calling(child_id: str, workflow_id: str) -> Workflow:
+    """A workflow whose one step calls ``child_id`` with the groups; the call's result is its output."""
+    g = WorkflowBuilder(workflow_id, input_schema={"type": "object", "properties": {"groups": {"type": "array"}},
+                                                   "required": ["groups"]},
+                        state_schema={"type": "object", "properties": {"per_group": {}}})
+    g.subgraph(child_id, id=f"call_{child_id}", input=[{"target": "groups", "path": "input.groups"}],
+               output=[{"source": "per_group", "target": "per_group"}])
+    g.output("per_group", "state.per_group")
+    return g.build()
+
+
+@pytest.mark.parametrize("depth", [1, 2])
+def test_a_failure_inside_a_subgraph_redrives_only_the_failed_inner_steps(depth: int) -> None:
+    """The nested foreach runs inside a subgraph call (``depth`` calls deep); failures at both foreach depths.
+    Each redrive runs exactly the failed inner frames again, in the child scope, and the call's completed items
+    keep their results: every failing key runs twice, every other once, and the output is a clean run's."""
+    fail = {"g1", "g2", "g0/2", "g2/5", "g4/8"}
+    workflows = {"nested-redrive": nested(), "middle": calling("nested-redrive", "middle")}
+    top = calling("middle" if depth == 2 else "nested-redrive", "top")
+    calls: Counter[str] = Counter()
+    cp = InMemoryCheckpointer()
+    eng = engine(fail, calls, checkpointer=cp, workflows=workflows)
+    result = eng.run(top, {"groups": GROUPS})
+    redrives = 0
+    while result.status == "failed":
+        assert result.error is not None and len(result.error.details["via"]) == depth
+        rs = result.run_state
+        assert len(rs.scopes) == depth + 1  # the call's scopes are kept, not discarded
+        callers = [f for f in rs.frames.values() if f.node_id.startswith("call_")]
+        assert len(callers) == depth and all(f.status == "waiting" for f in callers)
+        failed = {f.frame_id for f in rs.frames.values() if f.status == "failed"}
+        assert failed and all(rs.frames[fid].scope_id != "root" and rs.frames[fid].node_id in ("label", "cell")
+                              for fid in failed)
+        redrives += 1
+        assert redrives <= len(fail)
+        result = eng.redrive(cp.load(result.run_id), workflow=top)
+        marker = result.trace[0]
+        assert marker.kind == "run_redriven" and {e["frame_id"] for e in marker.summary["frames"]} == failed
+        # No call starts again: its scope was kept.
+        assert not [e for e in result.trace if e.kind == "scope_opened" and e.summary["workflow"] != "nested-redrive"]
+    assert result.status == "completed", result.error
+    clean = engine(set(), Counter(), workflows=workflows).run(top, {"groups": GROUPS})
+    assert result.output == clean.output == {"per_group": clean_output()["per_group"]}
+    assert calls == Counter({key: 2 if key in fail else 1 for key in every_key()})
+    assert redrives >= 2
+
+
+def test_a_subgraph_failure_caught_by_an_error_route_still_discards_the_call() -> None:
+    g = WorkflowBuilder("guarded", input_schema={"type": "object", "properties": {"groups": {"type": "array"}}},
+                        state_schema={"type": "object", "properties": {"per_group": {}, "caught": {}}})
+    call = g.subgraph("nested-redrive", id="call", input=[{"target": "groups", "path": "input.groups"}],
+                      output=[{"source": "per_group", "target": "per_group"}])
+    caught = g.use("label", id="caught", input=[{"target": "name", "value": "caught"}],
+                   output=[{"source": ".", "target": "caught"}])
+    g.set_route(call, "error", caught)
+    g.output("caught", "state.caught")
+    result = engine({"g0/1"}, Counter(), workflows={"nested-redrive": nested()}).run(g.build(), {"groups": GROUPS})
+    assert result.status == "completed" and result.output == {"caught": "CAUGHT"}
+    assert list(result.run_state.scopes) == ["root"]

@@ -1,4 +1,4 @@
-"""The designer's own tasks, used by the demo workflows (``manage.py load_demo``).
+"""The demo's tasks, used by the demo workflows (``manage.py load_demo``); the ``demo`` app ships them.
 
 They are deterministic fakes of an order system: the same customer always
 has the same orders, so demo runs and tests are reproducible without a

@@ -5,7 +5,7 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from designer.demo import ACCOUNTS, TEAM_NAME, load_demo
+from demo.data import ACCOUNTS, TEAM_NAME, load_demo
 
 
 class Command(BaseCommand):

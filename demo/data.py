@@ -1,7 +1,7 @@
 """Demo data: a team, known accounts and four workflows that show what Trellis does.
 
 The workflows are built with ``runtime.WorkflowBuilder`` from the demo tasks in
-``designer.workflow_tasks``:
+``demo.workflow_tasks``:
 
 1. ``customer-orders``: a foreach over customers with a nested foreach over
    each customer's orders; ``price`` reads both ``context.foreach.customers.item``
@@ -27,9 +27,9 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 from pydantic import BaseModel
 
+from demo.workflow_tasks import Customer, Decision, Order, PricedOrder, Shipment, Totals
 from designer.models import Membership, Team, Workflow
 from designer.services import workflows as workflow_services
-from designer.workflow_tasks import Customer, Decision, Order, PricedOrder, Shipment, Totals
 from runtime import Workflow as Document
 from runtime import WorkflowBuilder
 

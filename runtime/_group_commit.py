@@ -1,0 +1,186 @@
+"""Durability modes of the runtime's checkpointers, and the group-commit writer behind ``"batched"``.
+
+An fsync costs milliseconds on a real (or shared, virtual) disk, far more
+than a superstep of small tasks. ``"sync"`` pays one per superstep and waits
+for it; ``"batched"`` hands each superstep's checkpoint, already encoded, to
+one background writer per checkpointer, which writes every checkpoint that
+is waiting when it comes round in one transaction (one append per run for
+the file log) and syncs once: successive checkpoints coalesce into one fsync
+while the engine computes the next supersteps.
+
+The guarantees (``DURABILITY``):
+
+``"sync"``
+    a superstep's checkpoint is on disk (fsynced) before ``save`` returns,
+    so before the next superstep starts.
+``"batched"``
+    ``save`` returns once the checkpoint is encoded (a snapshot: the engine
+    may go on mutating the state). At most ``max_pending`` checkpoints are
+    not yet durable at any time (``save`` waits when the writer is that far
+    behind). A save whose state is not ``running`` (the run completed,
+    failed, was cancelled, paused at an interrupt or waits) is synchronous:
+    it returns once it and everything before it is on disk, so a finished
+    ``Engine.run``/``resume`` call has always left a durable checkpoint, and
+    so do ``flush()``, ``close()`` and every read (``load``,
+    ``load_events``, ``history``, ``load_at``). After a crash (a killed
+    process or a power cut) the run resumes from its last durable
+    checkpoint: at most the ``max_pending`` supersteps in flight run again
+    (at-least-once, as a superstep interrupted by a crash always did).
+    Nothing a finished call returned is ever lost.
+``"off"``
+    written before ``save`` returns, never fsynced: survives a killed
+    process, not a power cut.
+
+A write that fails in the background (a full disk) is raised as
+``CheckpointWriteError`` by every later ``save``, ``flush`` and read of that
+checkpointer: what was queued behind it is lost, so the checkpointer stops
+there. Open a new one to resume from what is on disk.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import threading
+import weakref
+from collections.abc import Callable
+from typing import Any, Literal, get_args
+
+from runtime._errors import CheckpointWriteError
+
+Durability = Literal["sync", "batched", "off"]
+DURABILITY: tuple[str, ...] = get_args(Durability)
+
+#: The default bound of checkpoints in flight with ``"batched"``.
+MAX_PENDING = 64
+
+#: ``fdatasync`` where the platform has it: an appended record needs its data and the file size on disk, not
+#: its modification time.
+sync_file: Callable[[int], None] = getattr(os, "fdatasync", os.fsync)
+
+def durability_of(durability: str | None, durable: bool) -> Durability:
+    """The mode a checkpointer runs in: ``durability`` when given, else ``durable`` (True: ``"sync"``)."""
+    if durability is None:
+        return "sync" if durable else "off"
+    if durability not in DURABILITY:
+        raise ValueError(f"durability {durability!r}: use one of {', '.join(map(repr, DURABILITY))}")
+    return durability  # type: ignore[return-value]  # checked against the Literal's values just above
+
+
+class GroupCommit[T]:
+    """One background thread that writes queued records in batches: ``write(batch)`` once per batch.
+
+    ``write`` must make the whole batch durable (one transaction, one
+    fsync) or raise; it runs in the writer thread only, one batch at a time,
+    in submission order.
+    """
+
+    def __init__(self, write: Callable[[list[T]], None], *, max_pending: int = MAX_PENDING,
+                 name: str = "trellis-checkpoint-writer") -> None:
+        if isinstance(max_pending, bool) or not isinstance(max_pending, int) or max_pending < 1:
+            raise ValueError(f"max_pending is a positive number of checkpoints, not {max_pending!r}")
+        self._write = write
+        self.max_pending = max_pending
+        self._name = name
+        self._cond = threading.Condition()
+        self._queue: list[T] = []
+        self._submitted = 0
+        self._durable = 0
+        self._error: BaseException | None = None
+        self._thread: threading.Thread | None = None
+        self._closing = False
+        #: Batches written and records in them: how well saves coalesced.
+        self.batches = 0
+        self.records = 0
+        _open_writers.add(self)
+
+    def submit(self, record: T, *, wait: bool = False) -> None:
+        """Queue ``record``; with ``wait``, return once it (and all before it) is durable."""
+        with self._cond:
+            self._raise_error()
+            while self._submitted - self._durable >= self.max_pending:
+                self._cond.wait()
+                self._raise_error()
+            self._queue.append(record)
+            self._submitted += 1
+            ticket = self._submitted
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name=self._name, daemon=True)
+                self._thread.start()
+            self._cond.notify_all()
+            if wait:
+                self._wait_for(ticket)
+
+    def flush(self) -> None:
+        """Return once every record submitted so far is durable (raises a background write's error)."""
+        with self._cond:
+            self._wait_for(self._submitted)
+
+    def in_flight(self) -> int:
+        """Records submitted and not yet durable."""
+        with self._cond:
+            return self._submitted - self._durable
+
+    def close(self) -> None:
+        """Flush, then stop the writer thread."""
+        try:
+            self.flush()
+        finally:
+            with self._cond:
+                self._closing = True
+                self._cond.notify_all()
+                thread = self._thread
+            if thread is not None and thread is not threading.current_thread():
+                thread.join()
+            _open_writers.discard(self)
+
+    def _wait_for(self, ticket: int) -> None:
+        while self._durable < ticket:
+            self._raise_error()
+            self._cond.wait()
+        self._raise_error()
+
+    def _raise_error(self) -> None:
+        error = self._error
+        if error is not None:
+            raise CheckpointWriteError(f"a checkpoint written in the background failed: {error}",
+                                       reason=type(error).__name__) from error
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while not self._queue and not self._closing:
+                    self._cond.wait()
+                if not self._queue:
+                    self._thread = None
+                    return
+                batch, self._queue = self._queue, []
+            try:
+                self._write(batch)
+            except BaseException as exc:  # noqa: BLE001 - handed to the next caller, never lost
+                with self._cond:
+                    self._error = exc
+                    # Callers must not wait forever for what is lost: the error (sticky) tells them.
+                    self._durable = self._submitted
+                    self._queue = []
+                    self._thread = None
+                    self._cond.notify_all()
+                return
+            with self._cond:
+                self._durable += len(batch)
+                self.batches += 1
+                self.records += len(batch)
+                self._cond.notify_all()
+
+
+_open_writers: weakref.WeakSet[GroupCommit[Any]] = weakref.WeakSet()
+
+
+@atexit.register
+def _flush_at_exit() -> None:
+    """A process that ends normally (even through an exception) leaves its queued checkpoints on disk."""
+    for writer in list(_open_writers):
+        try:
+            writer.flush()
+        except Exception:  # noqa: BLE001, S110 - nothing is left to tell at exit; the run resumes from disk
+            pass
