@@ -7,19 +7,13 @@ here it is read-only too.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from django.contrib import admin
 from django.http import HttpRequest
-from django.utils.html import format_html
 
+from designer.json_text import pretty_json_html
 from designer.models import Membership, Team, Workflow, WorkflowVersion
-
-
-def _pretty(value: Any) -> str:
-    return format_html('<pre style="white-space: pre-wrap; margin: 0">{}</pre>',
-                       json.dumps(value, indent=2, ensure_ascii=False))
 
 
 class MembershipInline(admin.TabularInline):
@@ -76,7 +70,7 @@ class WorkflowAdmin(admin.ModelAdmin):
 
     @admin.display(description="document (edit it in the editor)")
     def document_json(self, workflow: Workflow) -> str:
-        return _pretty(workflow.document)
+        return pretty_json_html(workflow.document)
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
         # Moving a workflow between teams would break its subgraph references and runs.
@@ -97,7 +91,7 @@ class WorkflowVersionAdmin(admin.ModelAdmin):
 
     @admin.display(description="document")
     def document_json(self, version: WorkflowVersion) -> str:
-        return _pretty(version.document)
+        return pretty_json_html(version.document)
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False

@@ -942,6 +942,45 @@ def reset_failed(run_state: RunState) -> list[ExecutionFrame]:
     return failed
 
 
+def reopen_foreach(checkpoint: RunState, latest: RunState, activation_id: str, indices: list[int]) -> None:
+    """Make ``checkpoint`` the next attempt of a completed run whose distributed foreach ``activation_id``
+    tolerated failed items, so that those items (``indices``) run again.
+
+    ``checkpoint`` is the run's kept checkpoint from while the activation waited for its batches (the last one
+    before the join); ``latest`` is the run's last checkpoint (completed). The run goes back to that point:
+    the activation waits again (the host runs batches of ``indices`` only and joins them with the outcomes of
+    the items that completed), and everything after the join runs again with the new results. Its step, id
+    and trace counters go on from ``latest``, so nothing the first attempt recorded is numbered twice;
+    ``attempt`` counts one more. ``RedriveError`` when the two do not fit.
+    """
+    run_id = latest.run_id
+    if checkpoint.run_id != run_id:
+        raise RedriveError(f"the checkpoint is of run {checkpoint.run_id!r}, not {run_id!r}", run_id=run_id)
+    if latest.status != "completed":
+        raise RedriveError(f"run {run_id!r} is {latest.status}; only a completed run's tolerated foreach items "
+                           "can be redriven this way", run_id=run_id, status=latest.status)
+    activation = checkpoint.activations.get(activation_id)
+    if checkpoint.status != "waiting" or activation is None or not activation.distributed:
+        raise RedriveError(f"the checkpoint after superstep {checkpoint.step} of run {run_id!r} does not wait for "
+                           f"the batches of distributed foreach activation {activation_id!r}",
+                           run_id=run_id, step=checkpoint.step, activation_id=activation_id)
+    if checkpoint.step >= latest.step:
+        raise RedriveError(f"the checkpoint after superstep {checkpoint.step} is not earlier than the run's last "
+                           f"({latest.step})", run_id=run_id, step=checkpoint.step)
+    total = len(activation.items)
+    if not indices or len(set(indices)) != len(indices) or not all(0 <= i < total for i in indices):
+        raise RedriveError(f"items to redrive must be distinct indices in 0..{total - 1} of foreach "
+                           f"{activation.node_id!r}, got {indices[:20]!r}", run_id=run_id,
+                           activation_id=activation_id)
+    checkpoint.step = latest.step
+    checkpoint.id_seq = max(checkpoint.id_seq, latest.id_seq)
+    checkpoint.trace_seq = latest.trace_seq
+    checkpoint.attempt = latest.attempt + 1
+    checkpoint.status = "running"
+    checkpoint.output = None
+    checkpoint.error = None
+
+
 def forkable(run_state: RunState) -> None:
     """``ForkError`` unless a run can go on from ``run_state`` (a checkpoint taken while it ran or waited)."""
     if run_state.status not in ("running", "interrupted"):

@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from runtime._algo import fork_state, forkable, mint
+from runtime._algo import fork_state, forkable, mint, reopen_foreach
 from runtime._analysis import analyze
 from runtime._batches import BatchResult, ItemOutcome, batch_state
 from runtime._compiled import CompiledWorkflow, compile_workflow
@@ -405,6 +405,29 @@ class Engine:
         loop.apply_redrive()
         loop.checkpoint(loop.settle())
         loop.drive()
+        return self._result(loop)
+
+    def redrive_foreach(self, checkpoint: RunState | Mapping[str, Any] | str | bytes,
+                        latest: RunState | Mapping[str, Any] | str | bytes, *, activation_id: str,
+                        indices: Sequence[int], workflow: Workflow | Mapping[str, Any] | None = None) -> RunResult:
+        """Redrive the tolerated failed items ``indices`` of a completed run's distributed foreach.
+
+        A redrive of a completed run re-opens it as its next attempt from ``checkpoint``, the kept checkpoint
+        taken while the activation ``activation_id`` waited for its batches (e.g. ``checkpointer.load_at`` of
+        the step before the ``foreach_completed`` event); ``latest`` is the run's last checkpoint. The result is
+        ``waiting`` again, with a ``run_redriven`` event naming the items: the host runs batches of ``indices``
+        only and calls ``join_foreach`` with every item's outcome, the completed items' kept ones and the new
+        ones, so the foreach's results hold the new results in index order and every node after the foreach
+        runs again and sees them. ``RedriveError`` when the checkpoints do not fit (``_algo.reopen_foreach``).
+        """
+        before = checkpoint if isinstance(checkpoint, RunState) else RunState.from_json(checkpoint)
+        before = before.copy_for_resume()
+        last = latest if isinstance(latest, RunState) else RunState.from_json(latest)
+        wanted = list(indices)
+        reopen_foreach(before, last, activation_id, wanted)
+        loop = self._reopen(before, workflow)
+        loop.mark_foreach_redrive(activation_id, wanted)
+        loop.checkpoint(loop.settle())
         return self._result(loop)
 
     def _fork(self, run_state: RunState | Mapping[str, Any] | str | bytes, run_id: str | None,

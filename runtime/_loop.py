@@ -574,6 +574,16 @@ class RunLoop:
             again.append(entry)
         self.recorder.emit("run_redriven", summary={"attempt": rs.attempt, "frames": again})
 
+    def mark_foreach_redrive(self, activation_id: str, indices: list[int]) -> None:
+        """The first event of a completed run's next attempt (``_algo.reopen_foreach``): which tolerated items of
+        which foreach run again. The activation waits for its batches again; what follows its join runs again."""
+        rs = self.rs
+        rs.step += 1
+        activation = rs.activations[activation_id]
+        self.recorder.emit("run_redriven", summary={
+            "attempt": rs.attempt, "frames": [], "foreach": activation.node_id, "activation_id": activation_id,
+            "items": sorted(indices)[:1000], "count": len(indices)})
+
     def mark_fork(self, parent_run_id: str, parent_step: int, edited: list[str]) -> None:
         """The first event of a forked run: which run and superstep it came from, and what was changed."""
         self.rs.step += 1

@@ -3,7 +3,6 @@ selector or a service, and renders; rules live in services, scoping in selectors
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from django.http import HttpResponse
@@ -19,6 +18,7 @@ from designer import catalog, selectors
 from designer.api import serializers as s
 from designer.api.parsers import LimitedJSONParser
 from designer.filters import WorkflowFilter, apply_filters, openapi_parameters
+from designer.json_text import pretty_json
 from designer.permissions import DUPLICATE_RULE, SEE_SHARING, SHARING_RULE, require_own_team_role, require_role
 from designer.services import grants as grant_services
 from designer.services import invitations as invitation_services
@@ -255,7 +255,7 @@ class WorkflowExportView(BaseAPIView):
     @extend_schema(responses={(200, "application/json"): OpenApiTypes.OBJECT, **ERRORS})
     def get(self, request: Request, workflow_id: int) -> HttpResponse:
         workflow = _workflow(request, workflow_id)
-        response = HttpResponse(json.dumps(workflow.document, indent=2, ensure_ascii=False) + "\n",
+        response = HttpResponse(pretty_json(workflow.document) + "\n",
                                 content_type="application/json; charset=utf-8")
         response["Content-Disposition"] = f'attachment; filename="{workflow.slug}.json"'
         return response

@@ -7,7 +7,6 @@ stored value as it is (never a partly read state); cancel and delete work on it 
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from django.contrib import admin, messages
@@ -18,16 +17,10 @@ from django.utils.html import format_html
 from django_tasks_db.models import DBTaskResult
 
 from designer.errors import DesignerError
+from designer.json_text import pretty_json_html
 from designer.models import RecoveryChain, Run, RunEvent
 from designer.runs.checkpoints import checkpoint_of, damage_of, damages_of
 from runtime import CorruptRunStateError
-
-
-def pretty_json(value: Any) -> str:
-    if value is None or value == "":
-        return "—"
-    return format_html('<pre style="white-space: pre-wrap; margin: 0">{}</pre>',
-                       json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False, default=str))
 
 
 def task_result_link(result_id: str) -> str:
@@ -51,7 +44,7 @@ class RunEventInline(admin.TabularInline):
 
     @admin.display(description="data")
     def data_json(self, event: RunEvent) -> str:
-        return pretty_json(event.data)
+        return pretty_json_html(event.data)
 
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
@@ -126,35 +119,35 @@ class RunAdmin(admin.ModelAdmin):
 
     @admin.display(description="input")
     def input_json(self, run: Run) -> str:
-        return pretty_json(run.input)
+        return pretty_json_html(run.input)
 
     @admin.display(description="output")
     def output_json(self, run: Run) -> str:
-        return pretty_json(run.output)
+        return pretty_json_html(run.output)
 
     @admin.display(description="error")
     def error_json(self, run: Run) -> str:
-        return pretty_json(run.error)
+        return pretty_json_html(run.error)
 
     @admin.display(description="interrupts")
     def interrupts_json(self, run: Run) -> str:
-        return pretty_json(run.interrupts)
+        return pretty_json_html(run.interrupts)
 
     @admin.display(description="pending resume")
     def resume_request_json(self, run: Run) -> str:
-        return pretty_json(run.resume_request)
+        return pretty_json_html(run.resume_request)
 
     @admin.display(description="RunState (latest checkpoint)")
     def run_state_json(self, run: Run) -> str:
         try:
             checkpoint = checkpoint_of(run)
         except CorruptRunStateError:
-            return format_html("<p>Damaged; the stored value as it is:</p>{}", pretty_json(run.run_state))
-        return pretty_json(checkpoint.data if checkpoint is not None else None)
+            return format_html("<p>Damaged; the stored value as it is:</p>{}", pretty_json_html(run.run_state))
+        return pretty_json_html(checkpoint.data if checkpoint is not None else None)
 
     @admin.display(description="document")
     def document_json(self, run: Run) -> str:
-        return pretty_json(run.document)
+        return pretty_json_html(run.document)
 
     @admin.display(description="queue task")
     def task_result(self, run: Run) -> str:

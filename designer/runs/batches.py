@@ -71,8 +71,15 @@ def plan_batches(run_id: int, waiting: Iterable[DistributedForeach]) -> int:
     """Create the batch rows of each waiting activation that has none yet and enqueue the first ones. Call in
     the transaction that leaves the run ``waiting``. Returns how many batches are still to finish."""
     for activation in waiting:
-        if ForeachBatch.objects.filter(run_id=run_id, activation_id=activation.activation_id).exists():
-            continue  # planned by an earlier attempt of this run
+        planned = ForeachBatch.objects.filter(run_id=run_id, activation_id=activation.activation_id)
+        if planned.exists():
+            # Planned by an earlier attempt of this run. Batches re-opened by a redrive (``reopen_items``) are
+            # pending with none of the activation's running: start them as the first plan would.
+            if not planned.filter(status__in=LIVE).exists():
+                for pk in planned.filter(status=ForeachBatch.Status.PENDING).order_by("number").values_list(
+                        "pk", flat=True)[:activation.in_flight]:
+                    queue.enqueue_batch(pk)
+            continue
         rows = ForeachBatch.objects.bulk_create([
             ForeachBatch(run_id=run_id, activation_id=activation.activation_id, node_id=activation.node_id,
                          number=number, start=start, stop=stop)
@@ -81,6 +88,22 @@ def plan_batches(run_id: int, waiting: Iterable[DistributedForeach]) -> int:
         for row in rows[:activation.in_flight]:
             queue.enqueue_batch(row.pk)
     return unfinished(run_id)
+
+
+def reopen_items(run_id: int, activation_id: str, indices: Iterable[int]) -> int:
+    """Forget the committed outcomes of ``indices`` (a redrive runs those items again) and put the batches that
+    held them back to pending, so ``execute_batch`` runs just those items of them. Call in the transaction that
+    saves the re-opened checkpoint; ``plan_batches`` enqueues the batches. Returns how many items were reopened."""
+    doomed = ForeachBatchItem.objects.filter(run_id=run_id, activation_id=activation_id, index__in=list(indices))
+    per_batch: dict[int, int] = {}
+    for batch_id in doomed.values_list("batch_id", flat=True):
+        per_batch[batch_id] = per_batch.get(batch_id, 0) + 1
+    doomed.delete()
+    for batch_id, count in per_batch.items():
+        ForeachBatch.objects.filter(pk=batch_id).update(
+            status=ForeachBatch.Status.PENDING, committed=F("committed") - count, attempts=0, lease_owner="",
+            lease_expires_at=None, finished_at=None)
+    return sum(per_batch.values())
 
 
 def unfinished(run_id: int) -> int:

@@ -174,7 +174,8 @@ class OrmCheckpointer:
     ``team``: whose runs this checkpointer reads and writes.
     ``owner``: the lease holder it writes for (None: no lease check, for tools and tests).
     ``extra_fields(run_state)``: more ``Run`` fields to write with a save (the executor clears an applied
-    ``resume_request`` in the very transaction that records the resume's effect).
+    ``resume_request`` in the very transaction that records the resume's effect); called inside the save's
+    transaction, so other rows it writes commit with the save.
     ``create_run(run_state)``: makes the row for a run id the team does not have yet (tests); without it such a
     save raises ``UnknownRunError``, since the designer creates every row before its first checkpoint.
     After each save ``cancel_requested`` holds the run's flag as read inside that transaction.
@@ -277,9 +278,10 @@ class OrmCheckpointer:
             fields["items_done"] = F("items_done") + items
         if failed:
             fields["failures"] = F("failures") + failed
-        if self.extra_fields is not None:
-            fields.update(self.extra_fields(run_state))
         with transaction.atomic():
+            if self.extra_fields is not None:
+                # Inside the transaction: what the hook writes besides its fields commits with this save or not at all.
+                fields.update(self.extra_fields(run_state))
             pk = self._pk(run_state)
             rows = Run.objects.filter(pk=pk)
             if self.owner is not None:

@@ -10,6 +10,11 @@ after another one died does the right thing without being told:
   save clears the request;
 * ``redrive_requested`` on a failed checkpoint -> ``engine.redrive`` (only the failed steps run again); its
   first save clears the flag in the same transaction;
+* ``redrive_requested`` on a completed checkpoint (a distributed foreach tolerated failed items) ->
+  ``engine.redrive_foreach`` from the kept checkpoint that waited for that foreach's batches: its first save
+  clears the flag and, in the same transaction, forgets the failed items' outcomes and puts their batches back
+  to pending (``batches.reopen_items``), so only those items run again and the join that follows, with the
+  completed items' kept outcomes, feeds every node after the foreach again;
 * otherwise                -> ``engine.continue_run``, which re-runs the superstep whose commit was lost.
 
 Every save goes through ``OrmCheckpointer`` with this worker as lease owner:
@@ -23,6 +28,7 @@ processes (``designer.runs.steps``), which enforces the step limits.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from typing import Any
 
 from django.db import transaction
@@ -36,7 +42,17 @@ from designer.runs import batches, steps, waiting
 from designer.runs.checkpointer import OrmCheckpointer, checkpoint_state_of, run_state_of
 from designer.runs.lease import Heartbeat, LeaseLost, claim, new_owner_id, release
 from designer.runs.pinning import PinnedResolver
-from runtime import CheckpointNotFoundError, Engine, RunResult, RunState, WorkflowError, distributed_foreach
+from designer.selectors.run_history import TolerantRedrive, tolerated_failures
+from runtime import (
+    CheckpointNotFoundError,
+    Engine,
+    Interrupt,
+    RedriveError,
+    RunResult,
+    RunState,
+    WorkflowError,
+    distributed_foreach,
+)
 
 logger = logging.getLogger("designer.runs")
 
@@ -44,8 +60,9 @@ logger = logging.getLogger("designer.runs")
 OUTCOMES = frozenset({"completed", "failed", "interrupted", "cancelled", "waiting"})
 
 
-def interrupt_records(result: RunResult) -> list[dict[str, Any]]:
-    return [{"id": record.interrupt_id, **record.to_dict()} for record in result.interrupts]
+def interrupt_records(interrupts: Iterable[Interrupt]) -> list[dict[str, Any]]:
+    """Open interrupts as ``Run.interrupts`` stores them: the runtime's record plus ``id`` for the pages."""
+    return [{"id": record.interrupt_id, **record.to_dict()} for record in interrupts]
 
 
 def _error(exc: BaseException) -> dict[str, Any]:
@@ -62,6 +79,8 @@ class Execution:
         self.owner = owner
         self.resume = run.resume_request if isinstance(run.resume_request, dict) else None
         self.redrive = bool(run.redrive_requested)
+        #: A completed run's redrive of tolerated foreach items, until its first save has re-opened them.
+        self.reopen: TolerantRedrive | None = None
         self.fork = run.fork_request if isinstance(run.fork_request, dict) else None
         self.checkpointer = OrmCheckpointer(run.team_id, owner=owner, extra_fields=self._extra_fields)
         self.checkpointer.cancel_requested = run.cancel_requested
@@ -73,13 +92,16 @@ class Execution:
         if self.redrive:
             # The redrive's first save holds its effect (failed frames ready again): drop the request with it.
             self.redrive = False
-            return {"redrive_requested": False, "status": Run.Status.RUNNING, "error": None}
+            if self.reopen is not None:
+                batches.reopen_items(self.run.pk, self.reopen.activation_id, self.reopen.indices)
+                self.reopen = None
+            return {"redrive_requested": False, "status": Run.Status.RUNNING, "error": None, "finished_at": None}
         if self.resume is None:
             return {}
         # The first save after engine.resume records the answer's effect: drop the request with it.
         self.resume = None
-        remaining = [{"id": record.interrupt_id, **record.to_dict()} for record in run_state.interrupts.values()]
-        return {"resume_request": None, "status": Run.Status.RUNNING, "interrupts": remaining, "error": None}
+        return {"resume_request": None, "status": Run.Status.RUNNING,
+                "interrupts": interrupt_records(run_state.interrupts.values()), "error": None}
 
     def _should_cancel(self, run_id: str) -> bool:
         return self.checkpointer.cancel_requested
@@ -110,6 +132,8 @@ class Execution:
                 return engine.run(run.document, run.input, run_id=run.runtime_id or Run.runtime_id_for(run.pk))
             if self.redrive and checkpoint.get("status") == "failed":
                 return engine.redrive(checkpoint, workflow=run.document)
+            if self.redrive and checkpoint.get("status") == "completed":
+                return self._redrive_foreach(engine, checkpoint)
             if self.resume is not None:
                 return engine.resume(checkpoint, self.resume["interrupt_id"], self.resume.get("value"),
                                      self.resume.get("label"), workflow=run.document)
@@ -121,6 +145,18 @@ class Execution:
                                            workflow=run.document)
             # A run waiting for a wake-up time continues here too: the engine wakes the frames that are due.
             return engine.continue_run(checkpoint, workflow=run.document)
+
+    def _redrive_foreach(self, engine: Engine, checkpoint: dict[str, Any]) -> RunResult:
+        """A completed run's redrive: the tolerated failed items of its first distributed foreach that had any."""
+        run = self.run
+        plan = tolerated_failures(run)
+        row = None if plan is None else RunCheckpoint.objects.filter(run=run, step=plan.step).first()
+        if plan is None or row is None:
+            raise RedriveError(f"run {run.pk} has no tolerated failed foreach items whose checkpoint is kept to "
+                               "run again", run_id=run.runtime_id)
+        self.reopen = plan
+        return engine.redrive_foreach(checkpoint_state_of(row), checkpoint, activation_id=plan.activation_id,
+                                      indices=plan.indices, workflow=run.document)
 
     def _start_fork(self, engine: Engine) -> RunResult:
         """The first drive of a forked run: from its parent's kept checkpoint, with the checked edits."""
@@ -142,7 +178,7 @@ class Execution:
             "status": status,
             "output": result.output,
             "error": result.error.to_dict() if result.error is not None else None,
-            "interrupts": interrupt_records(result),
+            "interrupts": interrupt_records(result.interrupts),
             "finished_at": timezone.now() if finished else None,
         }
         if not finished:

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
-from designer.models import Run, RunCheckpoint
+from designer.models import ForeachBatchItem, Run, RunCheckpoint, RunEvent
 from designer.runs.checkpointer import checkpoint_state_of
-from runtime import RunState, frame_context
+from runtime import RunState, frame_context, live_frames
 
 
 def checkpoints_of(run: Run) -> list[dict[str, Any]]:
@@ -22,13 +23,13 @@ def checkpoint_detail(row: RunCheckpoint) -> dict[str, Any]:
     says whether a run can go on from it. ``CorruptRunStateError`` when the stored checkpoint is damaged."""
     state = RunState.from_json(checkpoint_state_of(row))
     frames = []
-    for frame in state.frames.values():
+    for frame in live_frames(state):
         context = frame_context(state, frame.frame_id)
-        meta = frame.metadata.get("foreach")
+        item = frame.foreach
         frames.append({
             "frame_id": frame.frame_id, "parent_frame_id": frame.parent_frame_id, "scope_id": frame.scope_id,
             "node_id": frame.node_id, "status": frame.status,
-            "foreach": {"node_id": meta["node_id"], "index": meta["index"]} if isinstance(meta, dict) else None,
+            "foreach": {"node_id": item.node_id, "index": item.index} if item is not None else None,
             "context": dict(context.to_mapping()),
         })
     root = state.scopes.get("root")
@@ -51,3 +52,42 @@ def lineage_of(run: Run) -> dict[str, Any]:
         "redrive_pending": bool(run.redrive_requested),
         "fork_pending": bool(run.fork_request),
     }
+
+
+@dataclass(frozen=True, slots=True)
+class TolerantRedrive:
+    """What redriving a completed run runs again: the tolerated failed items ``indices`` of the distributed foreach
+    activation that joined first with failures, from the kept checkpoint after superstep ``step`` (the last one
+    that waited for its batches). ``kept`` is False when that checkpoint is no longer kept."""
+
+    activation_id: str
+    node_id: str
+    step: int
+    indices: tuple[int, ...]
+    kept: bool
+
+
+def tolerated_failures(run: Run) -> TolerantRedrive | None:
+    """The redrive of a completed run whose distributed foreach tolerated failed items, None when no committed
+    item of it failed. Every node after that foreach runs again, later foreach nodes included."""
+    failed: dict[str, list[int]] = {}
+    rows = ForeachBatchItem.objects.filter(run_id=run.pk).order_by("activation_id", "index")
+    for activation_id, index, error in rows.values_list("activation_id", "index", "error").iterator():
+        if error is not None:
+            failed.setdefault(activation_id, []).append(index)
+    if not failed:
+        return None
+    joins = (RunEvent.objects.filter(run_id=run.pk, kind="foreach_completed", activation_id__in=list(failed))
+             .order_by("seq").values_list("activation_id", "node_id", "data"))
+    last: dict[str, tuple[str, int]] = {}
+    for activation_id, node_id, data in joins:
+        step = data.get("step") if isinstance(data, dict) else None
+        if isinstance(step, int) and not isinstance(step, bool):
+            last[activation_id] = (node_id, step)  # a redriven activation joins again: its latest join counts
+    if not last:
+        return None
+    activation_id = min(last, key=lambda key: last[key][1])
+    node_id, step = last[activation_id]
+    before = step - 1
+    return TolerantRedrive(activation_id, node_id, before, tuple(failed[activation_id]),
+                           RunCheckpoint.objects.filter(run_id=run.pk, step=before).exists())

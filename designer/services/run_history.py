@@ -25,6 +25,7 @@ from designer.runs import queue
 from designer.runs.checkpointer import checkpoint_state_of
 from designer.runs.checkpoints import checkpoint_of
 from designer.runs.pinning import pin_subgraph_versions
+from designer.selectors.run_history import tolerated_failures
 from runtime import ForkEdits, ResumeError, RunState, check_fork, check_redrive, check_run_input
 
 RERUN_VERSIONS = ("same", "current")
@@ -33,17 +34,33 @@ RERUN_VERSIONS = ("same", "current")
 @transaction.atomic
 def redrive_run(*, actor: Any, run: Run) -> Run:
     """Queue a failed run to run again from its last checkpoint: only its failed steps and items run again,
-    under the same document and pinned subgraph versions; the trace goes on with a new attempt."""
+    under the same document and pinned subgraph versions; the trace goes on with a new attempt.
+
+    A completed run whose distributed foreach tolerated failed items can be redriven too: it re-opens as its
+    next attempt from the kept checkpoint that waited for that foreach's batches (the first such foreach), only
+    the failed items run again, the completed ones keep their results, and every node after the foreach runs
+    again with the new result list (``Engine.redrive_foreach``)."""
     require_workflow_role(actor, run.workflow, "runner", what="this run")
     locked = Run.objects.select_for_update().get(pk=run.pk)
     checkpoint = checkpoint_of(locked)  # a damaged checkpoint is refused (runstate.corrupt) before anything else
-    if locked.status != Run.Status.FAILED or locked.redrive_requested:
-        raise RunConflict(f"run {run.pk} is {locked.status}; only a failed run can be redriven",
-                          status=locked.status)
+    redrivable = (Run.Status.FAILED, Run.Status.COMPLETED)
+    if locked.status not in redrivable or locked.redrive_requested:
+        raise RunConflict(f"run {run.pk} is {locked.status}; only a failed run (or a completed one whose "
+                          "foreach tolerated failed items) can be redriven", status=locked.status)
     if checkpoint is None:
         raise RunConflict(f"run {run.pk} failed before its first checkpoint: nothing ran that could run again; "
                           "re-run it instead", status=locked.status)
-    check_redrive(checkpoint.state)  # RedriveError (409) when nothing in it failed that can run again
+    if locked.status == Run.Status.COMPLETED:
+        plan = tolerated_failures(locked)
+        if plan is None:
+            raise RunConflict(f"run {run.pk} completed and no foreach item of it failed: nothing to run again; "
+                              "re-run it instead", status=locked.status)
+        if not plan.kept:
+            raise RunConflict(f"run {run.pk} no longer keeps its checkpoint after superstep {plan.step}, where "
+                              f"foreach {plan.node_id!r} waited for its batches (TRELLIS_CHECKPOINT_HISTORY sets "
+                              "how many are kept); re-run it instead", status=locked.status, step=plan.step)
+    else:
+        check_redrive(checkpoint.state)  # RedriveError (409) when nothing in it failed that can run again
     locked.redrive_requested = True
     locked.status = Run.Status.QUEUED
     locked.error = None

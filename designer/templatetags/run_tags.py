@@ -7,6 +7,7 @@ from typing import Any
 
 from django import template
 
+from designer.json_text import pretty_json
 from designer.views.run_display import short_id as _short_id
 
 register = template.Library()
@@ -33,9 +34,7 @@ def duration(ms: Any) -> str:
     return f"{hours} h {minutes:02d} min"
 
 
-@register.filter
-def pretty_json(value: Any) -> str:
-    return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=False, default=str)
+register.filter("pretty_json", pretty_json)
 
 
 @register.filter

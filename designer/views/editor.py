@@ -18,11 +18,14 @@ from django.http import HttpResponse
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
+from django_htmx.http import reswap, retarget, trigger_client_event
 
 from designer import analysis as doc_analysis
+from designer import document_ops as doc_ops
 from designer import schema_builder as sb
 from designer import selectors
 from designer.errors import BadRequest, DesignerError, RevisionConflict
+from designer.json_text import pretty_json
 from designer.models import Workflow as WorkflowModel
 from designer.permissions import has_role, require_workflow_role, role_of
 from designer.services import workflows as workflow_services
@@ -31,7 +34,7 @@ from designer.views import editor_edits as edits
 from designer.views import editor_panels as panels
 from designer.views.htmx import HtmxHttpRequest
 from designer.views.pages import designer_errors, error_message
-from runtime import WorkflowError
+from runtime import RetryPolicy, WorkflowError
 
 TEMPLATE = "editor/editor.html"
 
@@ -136,6 +139,7 @@ def _inspector_context(loaded: Loaded, node_id: str | None, focus: str | None = 
         context["data_tree"] = panels.data_tree(analysis, node["id"]) if reachable else []
     if kind == "task":
         context["task_description"] = _task_description(node.get("task"))
+        context["limits"] = _limits(node, document)
     if kind == "subgraph":
         context["children"] = _children(loaded.workflow)
     if kind in ("foreach", "branch"):
@@ -199,7 +203,7 @@ def schema_builder_context(loaded: Loaded, key: str, node_id: str | None, *, tre
         row["error"] = error if error_fid == row["id"] else names.get(row["id"], "")
     return {
         "key": key, "node": node_id or "", "title": SCHEMA_TITLES[key], "hint": SCHEMA_HINTS[key],
-        "rows": rows, "json": json.dumps(sb.schema_of(tree), indent=2, ensure_ascii=False),
+        "rows": rows, "json": pretty_json(sb.schema_of(tree)),
         "error": error if not error_fid else "", "types": sb.TYPES, "sample": sample,
         "dom_id": f"builder-{key}" + (f"-{node_id}" if node_id else ""), "has_problems": bool(problems),
         "dirty": dirty,
@@ -213,6 +217,46 @@ def _bound_path(binding: dict[str, Any] | None) -> str | None:
 def _picker_for(loaded: Loaded, node_id: str, field: str, *, current: str | None = None, show_all: bool = False,
                 query: str = "") -> dict[str, Any]:
     return panels.picker(loaded.analysis, node_id, field, show_all=show_all, query=query, current=current)
+
+
+def _limits(node: dict[str, Any], document: dict[str, Any]) -> dict[str, Any]:
+    """The limits form: the node's own values (empty when it sets none), what applies when a field is empty, and
+    what the current policy means in words."""
+    from designer import catalog
+    from designer.conf import trellis
+
+    try:
+        task_default = catalog.registry().get(str(node.get("task"))).timeout_seconds
+    except WorkflowError:
+        task_default = None
+    if task_default is not None:
+        fallback = f"the task's default, {task_default:g} s"
+    elif document.get("step_timeout_seconds"):
+        fallback = f"the workflow's default, {float(document['step_timeout_seconds']):g} s"
+    else:
+        fallback = "no limit of the node's own"
+    retry: dict[str, Any] = node["retry"] if isinstance(node.get("retry"), dict) else {}
+    values = {"timeout_seconds": node.get("timeout_seconds"), **{key: retry.get(key) for key in (
+        "max_attempts", "backoff_seconds", "backoff_multiplier", "max_backoff_seconds")}}
+    try:
+        policy = RetryPolicy.model_validate(retry)
+    except ValueError:
+        policy = RetryPolicy()
+    waits = [policy.delay_before(attempt) for attempt in range(2, min(policy.max_attempts, 5) + 1)]
+    if policy.max_attempts == 1:
+        summary = "One attempt: a failure is not retried."
+    else:
+        shown = ", ".join(f"{wait:g} s" for wait in waits) + (", …" if policy.max_attempts > 5 else "")
+        summary = f"Up to {policy.max_attempts} attempts; it waits {shown} before the retries."
+    bounds = {key: doc_ops.limit_bounds(model_field) for key, _, model_field in doc_ops.LIMIT_FIELDS}
+    return {
+        "values": {key: "" if value is None else f"{value:g}" if isinstance(value, float) else value
+                   for key, value in values.items()},
+        "defaults": {key: getattr(RetryPolicy(), key) for key in values if key != "timeout_seconds"},
+        "bounds": {key: {"min": low, "max": high, "exclusive": excluded}
+                   for key, (low, excluded, high) in bounds.items()},
+        "fallback": fallback, "cap": trellis.STEP_TIMEOUT_SECONDS, "summary": summary,
+    }
 
 
 def _task_description(name: object) -> str:
@@ -238,9 +282,9 @@ def _children(workflow: WorkflowModel) -> list[dict[str, Any]]:
 
 
 def _triggers(response: HttpResponse, **events: dict[str, Any]) -> HttpResponse:
-    if events:
-        response["HX-Trigger"] = json.dumps({f"trellis:{name.replace('_', '-')}": detail
-                                             for name, detail in events.items()})
+    """Raise ``trellis:<name>`` (underscores as dashes) in the browser for each event, with its detail."""
+    for name, detail in events.items():
+        trigger_client_event(response, f"trellis:{name.replace('_', '-')}", detail)
     return response
 
 
@@ -415,8 +459,7 @@ def _save_schema(request: HtmxHttpRequest, loaded: Loaded, key: str, node_id: st
     saved = committed.saved
     fresh = _load(request, loaded.workflow.pk, workflow=saved.workflow, analysis=saved.analysis)
     response = TemplateResponse(request, f"{TEMPLATE}#inspector", _inspector_context(fresh, node_id))
-    response["HX-Retarget"] = "#inspector"
-    response["HX-Reswap"] = "innerHTML"
+    response = reswap(retarget(response, "#inspector"), "innerHTML")
     return _triggers(response, document_changed={"revision": saved.workflow.revision, "node": node_id,
                                                   "undo": committed.applied.undo})
 

@@ -20,6 +20,7 @@ from django.views.decorators.http import require_GET
 
 from designer import run_overlay, selectors
 from designer.errors import ObjectNotFound
+from designer.json_text import pretty_json
 from designer.models import Run
 from designer.models import Workflow as WorkflowModel
 from designer.permissions import require_workflow_role
@@ -103,7 +104,7 @@ def node(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
     detail = run_overlay.node_detail(run, events, found, request.GET.get("frame") or None)
     context: dict[str, Any] = {
         "workflow": workflow, "run": run, "node": found, "detail": detail,
-        "pretty": {key: json.dumps(detail[key], indent=2, ensure_ascii=False, default=str)
+        "pretty": {key: pretty_json(detail[key])
                    for key in ("context", "output", "error", "input") if detail[key] is not None},
         "bindings": [{**row, "text": json.dumps(row["value"], ensure_ascii=False, default=str)}
                      for row in detail["bindings"]],

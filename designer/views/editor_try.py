@@ -17,6 +17,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from designer import selectors
 from designer.errors import DesignerError
+from designer.json_text import pretty_json
 from designer.models import Run
 from designer.models import Workflow as WorkflowModel
 from designer.permissions import has_role, require_workflow_role
@@ -43,7 +44,7 @@ def _form_context(request: HtmxHttpRequest, workflow: WorkflowModel, role: str, 
     runs = list(runs_for(user=request.user).filter(workflow=workflow.pk, events__node_id=node_id)
                 .distinct().order_by("-created_at", "-pk")[:RECENT_RUNS])
     return {"workflow": workflow, "node_id": node_id, "can_try": has_role(role, "runner"), "runs": runs,
-            "sample": json.dumps(literals, indent=2, ensure_ascii=False), **extra}
+            "sample": pretty_json(literals), **extra}
 
 
 @login_required
@@ -93,7 +94,7 @@ def outcome(request: HtmxHttpRequest, workflow_id: int, result_id: str) -> HttpR
     if result.status == "SUCCESSFUL":
         answer = result.return_value
         context["answer"] = answer
-        context["pretty"] = json.dumps(answer.get("result"), indent=2, ensure_ascii=False, default=str)
+        context["pretty"] = pretty_json(answer.get("result"))
     elif result.status == "FAILED":
         context["error"] = "the worker could not run the trial: " + (
             result.errors[-1].exception_class_path if result.errors else "unknown error")

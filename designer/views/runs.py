@@ -22,6 +22,13 @@ from django.urls import NoReverseMatch, reverse
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 from django.views.decorators.http import require_GET, require_POST
+from django_htmx.http import (
+    HttpResponseClientRedirect,
+    HttpResponseClientRefresh,
+    reswap,
+    retarget,
+    trigger_client_event,
+)
 
 from designer import selectors
 from designer.errors import ActionForbidden, DesignerError, ObjectNotFound
@@ -30,15 +37,26 @@ from designer.models import Run, RunEvent, Team, Workflow
 from designer.permissions import has_role, require_workflow_role, role_of, workflow_role
 from designer.run_overlay import item_label
 from designer.runs.batches import batch_progress
-from designer.runs.checkpoints import damage_of, damages_of
+from designer.runs.checkpoints import context_of, damage_of, damages_of, load_state
+from designer.selectors.run_history import tolerated_failures
 from designer.services import runs as run_services
 from designer.untrusted import parse_id
 from designer.views.htmx import HtmxHttpRequest
 from designer.views.pages import designer_errors, error_message
-from designer.views.run_display import MAX_EVENTS, InFlight, build_timeline, event_data, event_filters, short_id
-from designer.views.run_inspect import Progress, context_of, load_state, nest_progress, progress_rows, recorded_context
+from designer.views.run_display import (
+    MAX_EVENTS,
+    InFlight,
+    Progress,
+    build_timeline,
+    event_data,
+    event_filters,
+    nest_progress,
+    progress_rows,
+    recorded_context,
+    short_id,
+)
 from designer.views.schema_form import JSON_FIELD, MODE_FIELD, SchemaForm, build_form, parse_form, with_error
-from runtime import WorkflowError
+from runtime import RunState, WorkflowError, live_frames
 
 PAGE_SIZE = 25
 EVENTS_PAGE_SIZE = 100
@@ -278,13 +296,13 @@ def _interrupts(run: Run, forms: dict[str, SchemaForm] | None = None) -> list[di
     return out
 
 
-def _live_frames(state: Any) -> list[dict[str, Any]]:
+def _live_frames(state: RunState | None) -> list[dict[str, Any]]:
     if state is None:
         return []
     return [
         {"id": frame.frame_id, "node_id": frame.node_id, "status": frame.status, "scope_id": frame.scope_id,
-         "lineage_id": frame.lineage_id, "is_item": "foreach" in frame.metadata}
-        for frame in state.frames.values()
+         "lineage_id": frame.lineage_id, "is_item": frame.foreach is not None}
+        for frame in live_frames(state)
     ]
 
 
@@ -357,6 +375,8 @@ def _detail_context(request: HtmxHttpRequest, run: Run, **extra: Any) -> dict[st
         "damage": damage,
         "final_state": scope_state,
         "attempt": inspection.state.attempt if inspection.state is not None else 1,
+        # A completed run whose distributed foreach tolerated failed items can be redriven (those items only).
+        "tolerated": tolerated_failures(run) if run.status == Run.Status.COMPLETED and not damage else None,
         "event_count": len(events),
         "elapsed_ms": int((now - run.started_at).total_seconds() * 1000) if run.started_at else None,
         "admin_url": _admin_runs_url(request, id__exact=run.pk),
@@ -391,9 +411,7 @@ def run_live(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
     """
     run = selectors.get_live_run(user=request.user, run_id=run_id)
     if run.status not in LIVE:
-        response = HttpResponse()
-        response["HX-Refresh"] = "true"
-        return response
+        return HttpResponseClientRefresh()
     since = max(0, parse_id(request.GET.get("since")) or 0)
     new_events, skipped = selectors.events_since(run=run, since=since, limit=LIVE_EVENTS)
     context = {
@@ -425,10 +443,8 @@ def _damaged(request: HtmxHttpRequest, run: Run, context: dict[str, Any] | None 
 
 
 def _live_response(request: HtmxHttpRequest, context: dict[str, Any]) -> TemplateResponse:
-    response = TemplateResponse(request, "runs/detail.html#live", context)
     # The events table refreshes with the live region, so both show the same moment of the run.
-    response["HX-Trigger"] = "run-progress"
-    return response
+    return trigger_client_event(TemplateResponse(request, "runs/detail.html#live", context), "run-progress")
 
 
 def _events_context(request: HtmxHttpRequest, run: Run) -> dict[str, Any]:
@@ -560,9 +576,7 @@ def run_resume(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
         response = TemplateResponse(request, "runs/detail.html#interrupt",
                                     {**context, "interrupt": item, "preserve": False}, status=400)
         # Only this form changes: the rest of the page (and other open questions) stay as they are.
-        response["HX-Retarget"] = f"#interrupt-{interrupt_id}"
-        response["HX-Reswap"] = "outerHTML"
-        return response
+        return reswap(retarget(response, f"#interrupt-{interrupt_id}"), "outerHTML")
     return TemplateResponse(request, "runs/detail.html",
                             {**_detail_context(request, run, forms={interrupt_id: form}),
                              **_events_context(request, run)}, status=400)
@@ -595,11 +609,7 @@ def run_delete(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
     except DesignerError as exc:
         return _after_action(request, run, notice=error_message(exc))
     url = reverse("workflow-runs", args=[run.workflow_id])
-    if request.htmx:
-        response = HttpResponse(status=204)
-        response["HX-Redirect"] = url
-        return response
-    return redirect(url)
+    return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
 
 
 def _after_action(request: HtmxHttpRequest, run: Run, notice: str = "") -> HttpResponse:

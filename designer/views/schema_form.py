@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from designer.json_text import pretty_json
 from designer.untrusted import json_error_message, loads_json
 
 #: Name of the submitted field that selects whole-value JSON editing.
@@ -120,7 +121,7 @@ def _text(kind: str, value: Any) -> str:
     if kind in ("integer", "number"):
         return "" if isinstance(value, bool) else str(value)
     if kind == "json":
-        return json.dumps(value, indent=2, ensure_ascii=False)
+        return pretty_json(value)
     return ""
 
 
@@ -163,7 +164,7 @@ def build_form(schema: Any, initial: Any = None) -> SchemaForm:
             fields.append(_field(name, prop, name in required, values.get(name), name in values))
     if initial is None:
         initial = {name: prop["default"] for name, prop in (props or {}).items() if "default" in prop}
-    return SchemaForm(schema=schema, fields=fields, json_text=json.dumps(initial, indent=2, ensure_ascii=False))
+    return SchemaForm(schema=schema, fields=fields, json_text=pretty_json(initial))
 
 
 def _parse_field(prop: dict[str, Any], kind: str, required: bool, nullable: bool,
@@ -238,7 +239,7 @@ def parse_form(schema: Any, data: Mapping[str, Any]) -> tuple[SchemaForm, Any]:
         if kind in ("integer", "number", "json") and error:
             shown = replace(shown, text=str(data.get(key, "")))
         fields.append(shown)
-    form = SchemaForm(schema=schema, fields=fields, json_text=json.dumps(value, indent=2, ensure_ascii=False))
+    form = SchemaForm(schema=schema, fields=fields, json_text=pretty_json(value))
     return form, value
 
 

@@ -21,6 +21,7 @@ from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
+from django_htmx.http import HttpResponseClientRedirect
 
 from designer import selectors
 from designer.errors import ActionForbidden, DesignerError, ObjectNotFound
@@ -111,9 +112,7 @@ def _members_response(request: HtmxHttpRequest, team_id: int, **extra: Any) -> H
     except ObjectNotFound:
         # The caller just left the team (or removed themselves): nothing to show here any more.
         if request.htmx:
-            response = HttpResponse(status=200)
-            response["HX-Redirect"] = reverse("team-list")
-            return response
+            return HttpResponseClientRedirect(reverse("team-list"))
         return redirect("team-list")
     if request.htmx:
         # A refused change is 400 with the error in the swapped partial (base.html's htmx config swaps it).

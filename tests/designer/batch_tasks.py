@@ -26,3 +26,26 @@ def tally(x: int, ctx: RuntimeContext, pause: float = 0.0) -> dict[str, Any]:
         raise ValueError(f"cannot take {x}")
     return {"doubled": 2 * x, "index": entry.index, "item": entry.item, "activation_id": entry.activation_id,
             "alias": ctx.to_mapping().get("number")}
+
+
+@registry.task
+def flaky(x: int, ctx: RuntimeContext) -> int:
+    """``2 * |x|``; a negative ``x`` fails the first time its index runs (tallied like ``tally``), like a flaky
+    service, and succeeds when run again."""
+    index = ctx.foreach["each"].index
+    path = os.environ["TRELLIS_TEST_TALLY"]
+    seen = 0
+    if os.path.exists(path):
+        with open(path, encoding="utf-8") as tally_file:
+            seen = tally_file.read().split().count(str(index))
+    with open(path, "a", encoding="utf-8") as tally_file:
+        tally_file.write(f"{index}\n")
+    if x < 0 and not seen:
+        raise ConnectionError(f"{x}: service unavailable")
+    return 2 * abs(x)
+
+
+@registry.task
+def summarize_results(values: list[Any]) -> dict[str, Any]:
+    """What a node after the foreach saw of its result list."""
+    return {"sum": sum(v for v in values if v is not None), "missing": sum(v is None for v in values)}

@@ -176,3 +176,95 @@ def test_cancelling_a_waiting_run_cancels_it_at_once_and_its_batches_stop(api: A
     assert second.status == "queued"
     assert batches.execute_batch(second.pk) == "cancelled"
     assert Run.objects.get(pk=run["id"]).status == "cancelled" and not tallies(batch_env)
+
+
+def test_a_foreach_inside_a_subgraph_call_runs_as_batches_like_a_top_level_one(api: Any, cast: Any,
+                                                                               batch_env: dict[str, str]) -> None:
+    child_document = document(batch_size=3)
+    child_document["id"] = "spreadchild"
+    child = workflow_services.create_workflow(actor=cast.owner, team=cast.team, name="Spreadchild",
+                                              document=child_document)
+    workflow_services.publish_workflow(actor=cast.owner, workflow=child)
+    graph = WorkflowBuilder("caller", input_schema={
+        "type": "object", "properties": {"xs": {"type": "array", "items": {"type": "integer"}}}, "required": ["xs"]})
+    graph.subgraph("spreadchild", id="call", input=[{"target": "xs", "path": "input.xs"}],
+                   output=[{"source": "doubled", "target": "doubled"}])
+    graph.output("doubled", "state.doubled")
+    caller = workflow_services.create_workflow(actor=cast.owner, team=cast.team, name="Caller",
+                                               document=graph.build().model_dump(mode="json"))
+    client = api(cast.editor)
+    xs = [5, 3, 8, 1, 9, 2, 7]
+    run = start_run(client, caller, {"xs": xs})
+
+    run_batch(batch_env)
+
+    detail = run_detail(client, run["id"])
+    assert detail["status"] == "completed", detail["error"]
+    results = detail["output"]["doubled"]
+    # In index order, each item with the context it has in one run: the child's own foreach, its index and alias.
+    assert [r["doubled"] for r in results] == [2 * x for x in xs]
+    assert [(r["index"], r["item"], r["alias"]) for r in results] == [(i, x, x) for i, x in enumerate(xs)]
+    batches = ForeachBatch.objects.filter(run_id=run["id"]).order_by("number")
+    assert [(b.node_id, b.start, b.stop, b.status) for b in batches] == [
+        ("each", 0, 3, "done"), ("each", 3, 6, "done"), ("each", 6, 7, "done")]
+    assert tallies(batch_env) == Counter(range(len(xs)))  # each item ran once, in a batch
+    kinds = [e["kind"] for e in all_events(client, run["id"])]
+    assert kinds.count("foreach_distributed") == 1 and kinds.count("scope_opened") == 1
+    assert kinds.index("scope_opened") < kinds.index("foreach_distributed") < kinds.index("scope_closed")
+    assert kinds[-1] == "run_completed"
+
+
+def flaky_then_summary() -> dict[str, Any]:
+    graph = WorkflowBuilder("flaky-spread", input_schema={
+        "type": "object", "properties": {"xs": {"type": "array", "items": {"type": "integer"}}}, "required": ["xs"]},
+        state_schema={"type": "object", "properties": {"doubled": {}, "summary": {}}})
+    each = graph.foreach("each", "input.xs", results="doubled", batch_size=2, max_batches_in_flight=2,
+                         tolerated_failure_count=3)
+    work = graph.use("flaky", id="work", input=[{"target": "x", "path": each.item}])
+    summary = graph.use("summarize_results", id="summary", input=[{"target": "values", "path": "state.doubled"}],
+                        output=[{"source": ".", "target": "summary"}])
+    graph.set_route(each, "loop", work)
+    graph.set_route(work, "ok", each)
+    graph.set_route(each, "done", summary)
+    graph.output("doubled", "state.doubled")
+    graph.output("summary", "state.summary")
+    return graph.build().model_dump(mode="json")
+
+
+def test_redriving_a_completed_run_runs_only_its_tolerated_failed_items_and_what_follows_the_foreach(
+        api: Any, cast: Any, batch_env: dict[str, str]) -> None:
+    workflow = workflow_services.create_workflow(actor=cast.owner, team=cast.team, name="Flaky spread",
+                                                 document=flaky_then_summary())
+    client, viewer = api(cast.editor), api(cast.viewer)
+    xs = [1, -2, 3, 4, -5, 6, 7]
+    run = start_run(client, workflow, {"xs": xs})
+    run_batch(batch_env)
+    first = run_detail(client, run["id"])
+    assert first["status"] == "completed", first["error"]
+    assert first["output"] == {"doubled": [2, None, 6, 8, None, 12, 14], "summary": {"sum": 42, "missing": 2}}
+
+    redrive = reverse("api:run-redrive", args=[run["id"]])
+    assert viewer.post(redrive).status_code == 403
+    answer = client.post(redrive)
+    assert answer.status_code == 202, answer.json()
+    assert answer.json()["status"] == "queued" and answer.json()["redrive_pending"] is True
+    run_batch(batch_env)
+
+    done = run_detail(client, run["id"])
+    assert done["status"] == "completed", done["error"]
+    assert done["output"] == {"doubled": [2, 4, 6, 8, 10, 12, 14], "summary": {"sum": 56, "missing": 0}}
+    assert done["attempt"] == 2 and done["redrive_pending"] is False
+    # Exactly the failed items ran again (in their old batches); the others kept their committed results.
+    assert tallies(batch_env) == Counter({0: 1, 1: 2, 2: 1, 3: 1, 4: 2, 5: 1, 6: 1})
+    assert not ForeachBatchItem.objects.filter(run_id=run["id"]).exclude(error__isnull=True).exists()
+    assert ForeachBatchItem.objects.filter(run_id=run["id"]).count() == len(xs)
+    events = all_events(client, run["id"])
+    assert [e["seq"] for e in events] == list(range(len(events)))
+    [mark] = [e for e in events if e["kind"] == "run_redriven"]
+    assert mark["data"]["summary"] | {} == {"attempt": 2, "frames": [], "foreach": "each", "count": 2,
+                                            "items": [1, 4], "activation_id": mark["data"]["summary"]["activation_id"]}
+    summaries = [e["data"]["summary"] for e in events if e["kind"] == "node_completed" and e["node_id"] == "summary"]
+    assert summaries == [{"sum": 42, "missing": 2}, {"sum": 56, "missing": 0}]  # downstream ran again
+
+    again = client.post(redrive)
+    assert again.status_code == 409 and "nothing to run again" in again.json()["message"]

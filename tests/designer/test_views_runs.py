@@ -6,6 +6,7 @@ worker runs; starting, roles and history need no execution at all.
 
 from __future__ import annotations
 
+import json
 import re
 from datetime import timedelta
 from typing import Any
@@ -220,8 +221,11 @@ def test_a_queued_run_polls_every_second(cast: Any, workflow: Any) -> None:
     body = client_for(cast.viewer).get(reverse("run-detail", args=[run.pk])).content.decode()
     assert 'hx-trigger="every 1s"' in poller(body)
     assert f'hx-get="{reverse("run-live", args=[run.pk])}?since=0"' in poller(body)
-    partial = client_for(cast.viewer).get(reverse("run-detail", args=[run.pk]), **htmx("run-live")).content.decode()
-    assert partial.lstrip().startswith('<div id="run-live"') and "<html" not in partial
+    partial = client_for(cast.viewer).get(reverse("run-detail", args=[run.pk]), **htmx("run-live"))
+    html = partial.content.decode()
+    assert html.lstrip().startswith('<div id="run-live"') and "<html" not in html
+    # The events table refreshes with the live region (it listens for run-progress on the body).
+    assert "run-progress" in json.loads(partial["HX-Trigger"])
 
 
 @pytest.mark.parametrize("status", ["completed", "failed", "cancelled", "interrupted"])
@@ -245,6 +249,13 @@ def test_cancelling_a_queued_run(cast: Any, workflow: Any) -> None:
     body = client_for(cast.editor).post(reverse("run-cancel", args=[run.pk]), **htmx("run-live")).content.decode()
     assert Run.objects.get(pk=run.pk).status == "cancelled"
     assert 'data-status="cancelled"' in body and "Run cancelled." in body
+
+
+def test_deleting_a_run_from_htmx_sends_the_browser_to_the_run_history(cast: Any, workflow: Any) -> None:
+    run = start(cast, workflow)
+    response = client_for(cast.editor).post(reverse("run-delete", args=[run.pk]), **htmx("run-live"))
+    assert response["HX-Redirect"] == reverse("workflow-runs", args=[workflow.pk]) and "Location" not in response
+    assert not Run.objects.filter(pk=run.pk).exists()
 
 
 def test_stranger_gets_404_on_every_run_page(cast: Any, workflow: Any) -> None:

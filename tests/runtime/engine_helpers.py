@@ -20,6 +20,8 @@ from runtime import (
 )
 
 ITEMS = {"type": "array", "items": {"type": "integer"}}
+#: A workflow input of one list of integers, ``xs``.
+XS_INPUT = {"type": "object", "properties": {"xs": ITEMS}, "required": ["xs"]}
 ANY_LIST: dict[str, Any] = {"type": "array", "default": []}
 
 
@@ -151,3 +153,16 @@ def answer_all(eng: Engine, result: RunResult, workflow: Workflow, *, through_js
     return result
 
 
+
+
+def asking() -> Workflow:
+    """A foreach over ``input.xs`` (two at a time) whose body asks one question per item (resume ``{a: int}``);
+    the answers are collected in ``state.answers``, in item order."""
+    g = WorkflowBuilder("asking", input_schema=XS_INPUT)
+    each = g.foreach("each", "input.xs", max_concurrency=2, results="answers")
+    ask = g.interrupt("ask", prompt="?", input=[{"target": "x", "path": each.item}],
+                      resume_schema={"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]})
+    g.set_route(each, "loop", ask)
+    g.set_route(ask, "ok", each)
+    g.output("answers", "state.answers")
+    return g.build()

@@ -6,6 +6,7 @@ nested loops included, tolerated and reported failures) is what the same foreach
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 import pytest
@@ -13,7 +14,10 @@ import pytest
 from runtime import (
     Engine,
     ForeachNode,
+    HistoryPolicy,
+    InMemoryCheckpointer,
     ItemOutcome,
+    RedriveError,
     RunResult,
     RunState,
     RuntimeContext,
@@ -315,3 +319,114 @@ def test_a_foreach_inside_a_subgraph_call_is_distributed_like_a_top_level_one() 
     assert seen["aliases"] == {"order": CUSTOMERS[0]["orders"][3], "line_no": 5}
     scopes = {line["entries"]["orders"]["scope_id"] for order in ada for line in order}
     assert len(scopes) == 1 and scopes != {"root"}
+
+
+# -- redriving the tolerated failed items of a completed run -----------------------------------------------
+
+
+def flaky_registry(calls: Counter[int], fail: set[int]) -> TaskRegistry:
+    reg = TaskRegistry()
+
+    @reg.task
+    def check(x: int) -> int:
+        calls[x] += 1
+        if x in fail and calls[x] == 1:
+            raise ConnectionError(f"{x}: service unavailable")
+        return x * 10
+
+    @reg.task
+    def total(values: list[Any]) -> dict[str, Any]:
+        return {"sum": sum(v for v in values if v is not None), "missing": sum(v is None for v in values)}
+
+    return reg
+
+
+def tolerant_then_total() -> Workflow:
+    """The tolerant distributed foreach, then a node downstream that reads its result list."""
+    graph = WorkflowBuilder("tolerant-total", input_schema={"type": "object", "properties": {"xs": {"type": "array"}}},
+                            state_schema={"type": "object", "properties": {"out": {}, "summary": {}}})
+    xs = graph.foreach("xs", "input.xs", results="out", batch_size=3, max_concurrency=2, tolerated_failure_count=3)
+    check = graph.use("check", id="check", input=[{"target": "x", "path": xs.item}])
+    summed = graph.use("total", id="total", input=[{"target": "values", "path": "state.out"}],
+                       output=[{"source": ".", "target": "summary"}])
+    graph.set_route(xs, "loop", check)
+    graph.set_route(check, "ok", xs)
+    graph.set_route(xs, "done", summed)
+    graph.output("out", "state.out")
+    graph.output("summary", "state.summary")
+    return graph.build()
+
+
+def test_a_completed_runs_tolerated_failed_items_are_redriven_and_downstream_sees_the_new_results() -> None:
+    doc = tolerant_then_total()
+    calls: Counter[int] = Counter()
+    cp = InMemoryCheckpointer(history=HistoryPolicy())
+    eng = Engine(registry=flaky_registry(calls, {1, 5, 9}), ids=SequentialIds(), checkpointer=cp,
+                 distribute=lambda node, n: True)
+    kept: dict[int, ItemOutcome] = {}  # the host's committed items (the designer's ForeachBatchItem rows)
+    trace: list[Any] = []
+
+    def drive(result: RunResult, only: list[int] | None = None) -> RunResult:
+        trace.extend(result.trace)
+        while result.status == "waiting":
+            [waiting] = distributed_foreach(result.run_state)
+            for start, stop in waiting.batches():
+                wanted = [i for i in range(start, stop) if only is None or i in only]
+                if wanted:
+                    batch = eng.run_batch(cp.load(result.run_id), waiting.activation_id, wanted, workflow=doc)
+                    kept.update((o.index, o) for o in batch.outcomes)
+            result = eng.join_foreach(cp.load(result.run_id), {waiting.activation_id: list(kept.values())},
+                                      workflow=doc)
+            trace.extend(result.trace)
+        return result
+
+    first = drive(eng.run(doc, {"xs": XS}))
+    assert first.status == "completed"
+    assert first.output == {"out": [0, None, 20, 30, 40, None, 60, 70, 80, None],
+                            "summary": {"sum": 300, "missing": 3}}
+    failed = sorted(i for i, o in kept.items() if o.failed)
+    assert failed == [1, 5, 9]
+    joined = next(e for e in first.trace if e.kind == "foreach_completed")
+    checkpoint = cp.load_at(first.run_id, joined.step - 1)  # the last one before the join: waiting for batches
+    for index in failed:
+        del kept[index]  # the host forgets the failed outcomes it will run again
+
+    reopened = eng.redrive_foreach(checkpoint, cp.load(first.run_id), activation_id=joined.activation_id or "",
+                                   indices=failed, workflow=doc)
+    assert reopened.status == "waiting" and reopened.run_state.attempt == 2
+    marker = reopened.trace[0]
+    assert marker.kind == "run_redriven" and marker.seq == trace[-1].seq + 1
+    assert marker.step == first.run_state.step + 1
+    assert marker.summary | {} == {"attempt": 2, "frames": [], "foreach": "xs", "activation_id": joined.activation_id,
+                                   "items": [1, 5, 9], "count": 3}
+    done = drive(reopened, only=failed)
+    assert done.status == "completed", done.error
+    clean = Engine(registry=flaky_registry(Counter(), set()), ids=SequentialIds(),
+                   distribute=lambda node, n: True)
+    assert done.output == run_distributed(clean, doc, {"xs": XS}).output == {
+        "out": [x * 10 for x in XS], "summary": {"sum": 450, "missing": 0}}
+    # Exactly the failed items ran again; the completed ones kept their results.
+    assert calls == Counter({x: 2 if x in (1, 5, 9) else 1 for x in XS})
+    # One trace across both attempts; the downstream node ran in each, the second time with the new results.
+    assert [e.seq for e in trace] == list(range(len(trace)))
+    assert [e.summary for e in trace if e.kind == "node_completed" and e.node_id == "total"] == [
+        {"sum": 300, "missing": 3}, {"sum": 450, "missing": 0}]
+
+
+def test_a_foreach_redrive_is_refused_when_the_checkpoints_do_not_fit() -> None:
+    doc = tolerant_then_total()
+    cp = InMemoryCheckpointer(history=HistoryPolicy())
+    eng = Engine(registry=flaky_registry(Counter(), {1}), ids=SequentialIds(), checkpointer=cp,
+                 distribute=lambda node, n: True)
+    waiting = eng.run(doc, {"xs": XS})
+    [activation] = distributed_foreach(waiting.run_state)
+    with pytest.raises(RedriveError, match="only a completed run"):
+        eng.redrive_foreach(waiting.run_state, waiting.run_state, activation_id=activation.activation_id,
+                            indices=[1], workflow=doc)
+    done = run_distributed(eng, doc, {"xs": XS})
+    for before, indices, message in ((waiting.run_state, [10], "distinct indices in 0..9"),
+                                     (waiting.run_state, [], "distinct indices"),
+                                     (done.run_state, [1], "does not wait for the batches")):
+        with pytest.raises(RedriveError, match=message):
+            eng.redrive_foreach(before, done.run_state.model_copy(update={"run_id": before.run_id}),
+                                activation_id=activation.activation_id, indices=indices, workflow=doc)

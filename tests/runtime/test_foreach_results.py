@@ -19,9 +19,7 @@ from runtime import (
     WorkflowValidationError,
     analyze,
 )
-
-XS_INPUT = {"type": "object", "properties": {"xs": {"type": "array", "items": {"type": "integer"}}},
-            "required": ["xs"]}
+from tests.runtime.engine_helpers import XS_INPUT, asking
 
 
 class Described(BaseModel):
@@ -141,17 +139,6 @@ def nested() -> Workflow:
 def test_nested_foreach_collect_per_outer_item() -> None:
     rows = [[1, 2], [3], [], [4, 5, 6]]
     assert engine().run(nested(), {"rows": rows}).output == {"sums": [6, 6, 0, 30]}
-
-
-def asking() -> Workflow:
-    g = WorkflowBuilder("asking", input_schema=XS_INPUT)
-    each = g.foreach("each", "input.xs", max_concurrency=2, results="answers")
-    ask = g.interrupt("ask", prompt="?", input=[{"target": "x", "path": each.item}],
-                      resume_schema={"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]})
-    g.set_route(each, "loop", ask)
-    g.set_route(ask, "ok", each)
-    g.output("answers", "state.answers")
-    return g.build()
 
 
 def test_results_survive_resumes_through_json_checkpoints() -> None:

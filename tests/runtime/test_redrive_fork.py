@@ -21,6 +21,7 @@ from runtime import (
     Workflow,
     WorkflowBuilder,
 )
+from tests.runtime.engine_helpers import asking
 
 GROUPS = [{"name": "g0", "xs": [1, 2]}, {"name": "g1", "xs": [3]}, {"name": "g2", "xs": [4, 5, 6]},
           {"name": "g3", "xs": []}, {"name": "g4", "xs": [7, 8]}]
@@ -228,18 +229,6 @@ def test_a_finished_checkpoint_cannot_be_forked() -> None:
     with pytest.raises(ForkError) as caught:
         eng.fork(cp.load_at(original.run_id, original.run_state.step))
     assert caught.value.code == "fork.invalid" and "pick an earlier superstep" in caught.value.message
-
-
-def asking() -> Workflow:
-    g = WorkflowBuilder("asking", input_schema={"type": "object", "properties": {
-        "xs": {"type": "array", "items": {"type": "integer"}}}, "required": ["xs"]})
-    each = g.foreach("each", "input.xs", max_concurrency=2, results="answers")
-    ask = g.interrupt("ask", prompt="?", input=[{"target": "x", "path": each.item}],
-                      resume_schema={"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]})
-    g.set_route(each, "loop", ask)
-    g.set_route(ask, "ok", each)
-    g.output("answers", "state.answers")
-    return g.build()
 
 
 def test_a_fork_can_answer_an_interrupt_differently() -> None:
