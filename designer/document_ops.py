@@ -30,6 +30,8 @@ from runtime import (
     GraphSourcePath,
     LocalPath,
     PathSyntaxError,
+    RetryPolicy,
+    TaskNode,
     is_item_index,
     parse_local_path,
     parse_source_path,
@@ -451,6 +453,76 @@ def update_interrupt(document: Document, node_id: str, form: Form) -> Document:
     if not isinstance(schema, dict):
         raise BadRequest("the resume schema is a JSON Schema object, e.g. {\"type\": \"object\"}")
     node["resume_schema"] = schema
+    return doc
+
+
+#: The limits form's fields: (document key, label, the runtime model field whose bounds apply).
+LIMIT_FIELDS: tuple[tuple[str, str, Any], ...] = (
+    ("timeout_seconds", "the timeout", TaskNode.model_fields["timeout_seconds"]),
+    ("max_attempts", "attempts", RetryPolicy.model_fields["max_attempts"]),
+    ("backoff_seconds", "the first backoff", RetryPolicy.model_fields["backoff_seconds"]),
+    ("backoff_multiplier", "the backoff multiplier", RetryPolicy.model_fields["backoff_multiplier"]),
+    ("max_backoff_seconds", "the longest backoff", RetryPolicy.model_fields["max_backoff_seconds"]),
+)
+
+
+def limit_bounds(model_field: Any) -> tuple[float | None, bool, float | None]:
+    """(lowest, lowest excluded, highest) from a runtime model field's constraints: the one source of the bounds."""
+    low: float | None = None
+    high: float | None = None
+    excluded = False
+    for rule in model_field.metadata:
+        if getattr(rule, "gt", None) is not None:
+            low, excluded = rule.gt, True
+        if getattr(rule, "ge", None) is not None:
+            low = rule.ge
+        if getattr(rule, "le", None) is not None:
+            high = rule.le
+    return low, excluded, high
+
+
+def _limit(node_id: str, key: str, label: str, model_field: Any, raw: object) -> int | float | None:
+    """A limits-form value: None when left empty, else a number within the runtime model's bounds."""
+    if raw is None or (isinstance(raw, str) and not raw.strip()):
+        return None
+    whole = model_field.annotation is int
+    low, excluded, high = limit_bounds(model_field)
+    unit = "a whole number" if whole else "a number of seconds" if key.endswith("seconds") else "a number"
+    span = (f"above {low:g}" if excluded else f"at least {low:g}") + f" and at most {high:g}"
+    wrong = BadRequest(f"node {node_id!r}: {label} is {unit} {span}, got {str(raw)[:40]!r}", node=node_id, field=key)
+    if isinstance(raw, bool):
+        raise wrong
+    try:
+        value = (int(raw) if isinstance(raw, int) else int(str(raw).strip())) if whole else float(str(raw))
+    except (TypeError, ValueError):
+        raise wrong from None
+    if not math.isfinite(value) or (low is not None and (value <= low if excluded else value < low)) \
+            or (high is not None and value > high):
+        raise wrong
+    return value
+
+
+def update_limits(document: Document, node_id: str, form: Form) -> Document:
+    """A task node's ``timeout_seconds`` and ``retry`` policy. An empty field means the default: no timeout of the
+    node's own (the task's or the workflow's applies), one attempt, and RetryPolicy's backoff defaults; a policy of
+    one attempt and nothing else set is no policy, so the node's ``retry`` goes."""
+    doc = copy.deepcopy(document)
+    node = find_node(doc, node_id)
+    if node.get("kind") != "task":
+        raise BadRequest(f"node {node_id!r} is a {node.get('kind')}: only a task node has a timeout and retries",
+                         node=node_id)
+    values = {key: _limit(node_id, key, label, model_field, form.get(key))
+              for key, label, model_field in LIMIT_FIELDS}
+    timeout = values.pop("timeout_seconds")
+    if timeout is None:
+        node.pop("timeout_seconds", None)
+    else:
+        node["timeout_seconds"] = timeout
+    policy = {key: value for key, value in values.items() if value is not None}
+    if policy.get("max_attempts", 1) == 1 and set(policy) <= {"max_attempts"}:
+        node.pop("retry", None)
+    else:
+        node["retry"] = policy
     return doc
 
 
@@ -937,6 +1009,7 @@ _panel("set_branch", update_branch)
 _panel("add_case", add_branch_case)
 _panel("remove_case", remove_branch_case)
 _panel("set_interrupt", update_interrupt)
+_panel("set_limits", update_limits)
 
 
 @operation("bind_path")

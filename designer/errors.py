@@ -64,6 +64,21 @@ class DocumentInvalid(DesignerError):
     status = 422
 
 
+class CronNeverFires(DesignerError):
+    """A cron expression that fits the published grammar (designer.cron) but can never fire: a range that runs
+    backwards, a day none of its months has. 422: the request is well formed, its schedule is not."""
+
+    code = "cron.never_fires"
+    status = 422
+
+
+class UnknownTimeZone(DesignerError):
+    """A time zone name of the right shape that the tz database does not have (422, like ``CronNeverFires``)."""
+
+    code = "timezone.unknown"
+    status = 422
+
+
 class DocumentTooLarge(DesignerError):
     code = "document.too_large"
     status = 400

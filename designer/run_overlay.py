@@ -2,7 +2,7 @@
 what one node saw for one item (its context, the values its bindings read, its result).
 
 Everything comes from the run's trace and its latest checkpoint through the runtime's own
-helpers (``designer.views.run_inspect``); this module only groups it by node.
+helpers (``designer.runs.checkpoints``); this module only groups it by node.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from designer.models import Run, RunEvent
-from designer.views.run_display import event_data, summary_of
-from designer.views.run_inspect import context_of, load_state, progress_rows
+from designer.runs.checkpoints import context_of, load_state
+from designer.views.run_display import event_data, progress_rows, summary_of
 from runtime import PathSyntaxError, parse_source_path
 
 

@@ -64,12 +64,14 @@ from runtime._ids import IdFactory, RandomIds, SequentialIds
 from runtime._inspect import (
     ActivationProgress,
     ForkEdits,
+    FrameView,
     activation_progress,
     check_fork,
     check_redrive,
     check_resume,
     check_run_input,
     frame_context,
+    live_frames,
 )
 from runtime._parts import CheckpointDelta, PartLedger
 from runtime._paths import (
@@ -120,6 +122,7 @@ __all__ = [
     "ExecutionFrame",
     "FileCheckpointer",
     "ForkEdits",
+    "FrameView",
     "ForkError",
     "ForeachActivation",
     "ForeachContext",
@@ -196,6 +199,7 @@ __all__ = [
     "default_registry",
     "document_json_schema",
     "frame_context",
+    "live_frames",
     "input_path",
     "is_item_index",
     "json_type",

@@ -86,6 +86,22 @@ def _printable_id(value: str) -> str:
 
 
 NodeId = Annotated[str, Field(min_length=1, max_length=200), AfterValidator(_printable_id)]
+
+
+def _not_a_bool(value: Any) -> Any:
+    # A Literal[1] field compares by equality, and True == 1 in Python; JSON (and the published schema) says
+    # true is not the number 1, so a boolean version is refused before the literal check sees it.
+    if isinstance(value, bool):
+        raise PydanticCustomError(
+            "version_not_bool",
+            "expected the integer 1, got the boolean {value}; write 1 (a version is a number, not true/false)",
+            {"value": "true" if value else "false"},
+        )
+    return value
+
+
+#: A format version: the integer 1 (never ``true``, which Python would compare equal to 1).
+VersionOne = Annotated[Literal[1], BeforeValidator(_not_a_bool)]
 JsonSchema = dict[str, Any]
 
 
@@ -373,7 +389,7 @@ class WorkflowOutput(_Model):
 
 
 class Workflow(_Model):
-    schema_version: Literal[1] = SCHEMA_VERSION
+    schema_version: VersionOne = SCHEMA_VERSION
     id: str = Field(min_length=1, max_length=200)
     name: str = ""
     description: str = ""

@@ -26,7 +26,11 @@ The guarantees (``DURABILITY``):
     process or a power cut) the run resumes from its last durable
     checkpoint: at most the ``max_pending`` supersteps in flight run again
     (at-least-once, as a superstep interrupted by a crash always did).
-    Nothing a finished call returned is ever lost.
+    Nothing a finished call returned is ever lost. The engine's
+    ``on_superstep`` hook and trace sink see a superstep as it is saved,
+    which in this mode may be before it is durable: a superstep replayed
+    after a crash reaches them again (as one interrupted by a crash always
+    did).
 ``"off"``
     written before ``save`` returns, never fsynced: survives a killed
     process, not a power cut.

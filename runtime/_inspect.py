@@ -16,7 +16,7 @@ from runtime._compiled import check_payload, schema_validator
 from runtime._context import RuntimeContext
 from runtime._document import Workflow
 from runtime._errors import ForkError, InputValidationError, ResumeError
-from runtime._state import RunState, foreach_item_metadata, frame_of, runtime_context
+from runtime._state import ForeachItemMetadata, RunState, foreach_item_metadata, frame_of, runtime_context
 
 
 def _state(run_state: RunState | Mapping[str, Any] | str | bytes) -> RunState:
@@ -67,6 +67,39 @@ def activation_progress(run_state: RunState | Mapping[str, Any] | str | bytes) -
             running=len(activation.running),
         ))
     return progress
+
+
+@dataclass(frozen=True, slots=True)
+class FrameView:
+    """A live frame as a page or an API shows it: where it is and, for an item frame, which foreach item it
+    runs (``foreach``: checked metadata, never the raw entry)."""
+
+    frame_id: str
+    parent_frame_id: str | None
+    scope_id: str
+    lineage_id: str
+    node_id: str
+    status: str
+    waiting_for: str | None
+    foreach: ForeachItemMetadata | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON: the fields, ``foreach`` as ``{node_id, activation_id, index, item, alias}`` or null."""
+        out = {name: getattr(self, name) for name in self.__slots__}
+        if self.foreach is not None:
+            out["foreach"] = {name: getattr(self.foreach, name) for name in self.foreach.__slots__}
+        return out
+
+
+def live_frames(run_state: RunState | Mapping[str, Any] | str | bytes) -> list[FrameView]:
+    """Every live frame of the state, in its stored order; ``CorruptRunStateError`` for a damaged state."""
+    rs = _state(run_state)
+    return [
+        FrameView(frame_id=frame.frame_id, parent_frame_id=frame.parent_frame_id, scope_id=frame.scope_id,
+                  lineage_id=frame.lineage_id, node_id=frame.node_id, status=frame.status,
+                  waiting_for=frame.waiting_for, foreach=foreach_item_metadata(rs, frame))
+        for frame in rs.frames.values()
+    ]
 
 
 def check_run_input(workflow: Workflow | Mapping[str, Any], input: Any) -> dict[str, Any]:

@@ -31,7 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from runtime import _parts
 from runtime._bindings import set_in
 from runtime._context import RESERVED_CONTEXT_FIELDS, ForeachContext, RuntimeContext
-from runtime._document import WorkflowRef
+from runtime._document import VersionOne, WorkflowRef
 from runtime._errors import CorruptRunStateError
 from runtime._integrity import check_run_state
 from runtime._parts import CHUNK, CheckpointDelta, PartLedger, chunk_key
@@ -175,7 +175,7 @@ class Wakeup(_StateModel):
 
 
 class RunState(_StateModel):
-    version: Literal[1] = RUN_STATE_VERSION
+    version: VersionOne = RUN_STATE_VERSION
     run_id: str
     workflow: WorkflowRef
     status: RunStatus = "running"

@@ -39,7 +39,8 @@ logger = logging.getLogger("designer.api")
 RUNTIME_STATUS: dict[type[WorkflowError], int] = {
     WorkflowError: 400,
     WorkflowValidationError: 400,
-    InputValidationError: 400,
+    # The request fits the API's schema; its value does not fit the workflow's own (see designer.api.schema).
+    InputValidationError: 422,
     UnknownTaskError: 400,
     SubgraphResolutionError: 400,
     ResumeError: 409,

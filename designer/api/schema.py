@@ -27,8 +27,10 @@ ERROR_STATUSES: Final[dict[str, str]] = {
     "405": "The method is not allowed on this path (method.not_allowed).",
     "406": "The Accept header asks for something other than JSON (request.not_acceptable).",
     "409": "A conflict: a stale revision, a run in the wrong state, an answered invitation.",
-    "422": "The body fits this schema but the runtime refuses it: a workflow document that breaks a rule across its "
-           "fields (document.invalid, `errors` lists each problem with its location).",
+    "422": "The body fits this schema but its content is refused: a workflow document that breaks a rule across its "
+           "fields (document.invalid, `errors` lists each problem with its location), a run input, state or answer "
+           "that does not fit the workflow's own schema (input.invalid, `errors` per field), or a cron expression "
+           "that can never fire (cron.never_fires). Only on operations whose body carries such a value.",
     "413": "The request body is larger than the limit (request.too_large).",
     "415": "The body is not JSON (request.unsupported_media_type).",
 }
@@ -66,6 +68,11 @@ DOCUMENT_PREFIX: Final[str] = "Document"
 DOCUMENT_COMPONENT: Final[str] = "WorkflowDocument"
 
 DOCUMENT_SCHEMA: Final[dict[str, Any]] = {"$ref": f"#/components/schemas/{DOCUMENT_COMPONENT}"}
+
+#: Marks a request field whose value the server checks beyond this schema (against the workflow's own schemas, or a
+#: cron expression's calendar): a value that fits the schema and fails that check is answered 422, so only operations
+#: carrying such a field (or a workflow document) declare 422. An OpenAPI extension: clients ignore it.
+CHECKED_BEYOND: Final[str] = "x-checked-beyond-schema"
 
 
 def _oas30(node: Any) -> Any:
@@ -125,7 +132,8 @@ class DocumentField(serializers.JSONField):
         return super().to_internal_value(data)
 
 
-@extend_schema_field({"type": "object", "additionalProperties": True, "example": {"amount": 3}})
+@extend_schema_field({"type": "object", "additionalProperties": True, "example": {"amount": 3},
+                     CHECKED_BEYOND: "against the workflow's input, state or answer schema (422 input.invalid)"})
 class JSONObjectField(serializers.JSONField):
     """A JSON object (a run's input, a state)."""
 
@@ -176,10 +184,11 @@ class StrictBooleanField(serializers.BooleanField):
 
 
 def _carries_runtime_data(operation: dict[str, Any], schemas: dict[str, Any]) -> bool:
-    """Operations whose body carries a workflow document: only they answer 422."""
+    """Operations whose body carries a workflow document or a field checked beyond the schema: only they answer
+    422."""
     body = json.dumps(operation.get("requestBody", {}))
     bodies = [body, *(json.dumps(schemas.get(name, {})) for name in re.findall(r"#/components/schemas/(\w+)", body))]
-    return any(DOCUMENT_COMPONENT in text for text in bodies)
+    return any(DOCUMENT_COMPONENT in text or CHECKED_BEYOND in text for text in bodies)
 
 
 def add_error_responses(result: dict[str, Any], generator: Any, request: Any, public: bool) -> dict[str, Any]:

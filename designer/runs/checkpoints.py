@@ -1,4 +1,4 @@
-"""What the run pages and the API show about a run's RunState, asked of the runtime.
+"""What a run's RunState means for the run pages and the API, asked of the runtime.
 
 The designer derives nothing itself: progress per foreach activation and a
 frame's structured context come from ``runtime.activation_progress`` and
@@ -22,7 +22,7 @@ from typing import Any
 from designer.errors import ObjectNotFound
 from designer.models import Run, RunEvent, RunStatePart
 from designer.runs.checkpointer import run_state_of
-from runtime import CorruptRunStateError, RunState, activation_progress
+from runtime import CorruptRunStateError, RunState, activation_progress, live_frames
 from runtime import frame_context as runtime_frame_context
 
 
@@ -47,13 +47,33 @@ def checkpoint_of(run: Run) -> Checkpoint | None:
     return Checkpoint(data, RunState.from_json(data))
 
 
+@dataclass(frozen=True, slots=True)
+class Inspection:
+    """The run's checked checkpoint, or why it is damaged (``error``; then ``state`` is None)."""
+
+    state: RunState | None
+    error: str = ""
+
+
+def load_state(run: Run) -> Inspection:
+    """``checkpoint_of`` for the pages: a damaged checkpoint is shown (its ``error``), not raised."""
+    try:
+        checkpoint = checkpoint_of(run)
+    except CorruptRunStateError as exc:
+        return Inspection(None, error=exc.message)
+    return Inspection(checkpoint.state if checkpoint is not None else None)
+
+
+def context_of(state: RunState | None, frame_id: str) -> dict[str, Any] | None:
+    """The structured context of a live frame (``None`` when the frame is not in the state)."""
+    if state is None or frame_id not in state.frames:
+        return None
+    return dict(runtime_frame_context(state, frame_id).to_mapping())
+
+
 def damage_of(run: Run) -> str:
     """Why the run's checkpoint is damaged; empty when it is intact (or there is none yet)."""
-    try:
-        checkpoint_of(run)
-    except CorruptRunStateError as exc:
-        return exc.message
-    return ""
+    return load_state(run).error
 
 
 def damages_of(runs: Iterable[Run]) -> dict[int, str]:
@@ -104,19 +124,7 @@ def frames(checkpoint: Checkpoint | None) -> list[dict[str, Any]]:
     """The live frames of the latest checkpoint (their context: ``frame_context``)."""
     if checkpoint is None:
         return []
-    return [
-        {
-            "frame_id": frame.frame_id,
-            "parent_frame_id": frame.parent_frame_id,
-            "scope_id": frame.scope_id,
-            "lineage_id": frame.lineage_id,
-            "node_id": frame.node_id,
-            "status": frame.status,
-            "waiting_for": frame.waiting_for,
-            "foreach": frame.metadata.get("foreach"),
-        }
-        for frame in checkpoint.state.frames.values()
-    ]
+    return [frame.to_dict() for frame in live_frames(checkpoint.state)]
 
 
 def frame_context(run: Run, frame_id: str) -> dict[str, Any]:

@@ -69,14 +69,30 @@ def enqueue_run(run_id: int, *, run_after: datetime | None = None) -> None:
     together with it. Also makes sure the recovery chain is alive (``sweep.ensure_chain``).
 
     ``run_after`` (a waiting run's ``wake_at``): the task is enqueued to run then and the queue's deadline is a
-    lease after it, so recovery does not take the waiting run for an orphan before its time."""
+    lease after it, so recovery does not take the waiting run for an orphan before its time. When the run's
+    recorded task still waits in the queue for that time (a duplicate task claimed the run a little early and
+    the engine waited again), no other is enqueued: a waiting run has one future task, not one more per early
+    duplicate."""
     from designer.runs import sweep  # sweep enqueues its own successor through this module
 
     deadline = expiry_in(lease_seconds()) if run_after is None else run_after + timedelta(seconds=lease_seconds())
     Run.objects.filter(pk=run_id).update(lease_owner="", lease_expires_at=deadline)
-    enqueue(execute_run, run_id, run_after=run_after,
-            record=lambda result_id: Run.objects.filter(pk=run_id).update(task_result_id=result_id))
+    if run_after is None or not _already_queued_for(run_id, run_after):
+        enqueue(execute_run, run_id, run_after=run_after,
+                record=lambda result_id: Run.objects.filter(pk=run_id).update(task_result_id=result_id))
     sweep.ensure_chain()
+
+
+def _already_queued_for(run_id: int, run_after: datetime) -> bool:
+    """Whether the run's recorded task still waits in the queue to run at ``run_after``: not later (the run
+    would wake late) and not earlier than the claim's clock slack (it would find the run not due and skip)."""
+    from designer.runs.waiting import CLOCK_SLACK_SECONDS  # waiting enqueues through this module
+
+    result_id = Run.objects.filter(pk=run_id).values_list("task_result_id", flat=True).first()
+    if status_of(execute_run, result_id or "") != TaskResultStatus.READY:
+        return False
+    planned = execute_run.get_result(result_id).task.run_after
+    return planned is not None and run_after - timedelta(seconds=CLOCK_SLACK_SECONDS) <= planned <= run_after
 
 
 def enqueue_batch(batch_pk: int) -> None:

@@ -5,9 +5,10 @@ A *zygote* process is forked from the worker once, when the pool is created
 registry and then only forks: each step process is a fork of the zygote, so
 starting or replacing one costs a fork of a warm, single-threaded process,
 not a new interpreter and Django set-up, and no step process is forked from
-a process with other threads running. (Both inherit the worker's open files,
-database sockets included, and never use them.) The zygote reaps its children itself
-(``SIGCHLD`` ignored); the pool kills them by pid.
+a process with other threads running. The zygote lets go of every descriptor it
+inherits from the worker (its database sockets, log files, listening sockets) before
+it loads any task (``release_inherited_fds``), so no step can reach them. The zygote
+reaps its children itself (``SIGCHLD`` ignored); the pool kills them by pid.
 
 Step messages are pickled bytes. In: a ``runtime.StepCall``. Out: ``("ok",
 label, json_bytes)``, ``("memory",)`` or ``("error", pickled_exception)``.
@@ -21,7 +22,7 @@ import os
 import pickle
 import resource
 import signal
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from multiprocessing import reduction
 from multiprocessing.connection import Connection
 from typing import Any
@@ -50,6 +51,38 @@ def limit_memory(max_memory_mb: int | None) -> None:
         return
     limit = _address_space_bytes() + max_memory_mb * 1024 * 1024
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+
+def _open_fds() -> list[int]:
+    try:
+        return [int(name) for name in os.listdir("/proc/self/fd")]
+    except OSError:  # no /proc: every number up to the limit (fstat below skips the unused ones)
+        return list(range(min(resource.getrlimit(resource.RLIMIT_NOFILE)[0], 65_536)))
+
+
+def release_inherited_fds(keep: Collection[int]) -> None:
+    """Let go of every open descriptor but stdin/stdout/stderr and ``keep``.
+
+    Each is pointed at /dev/null rather than closed: Python objects copied from the worker still hold the
+    numbers (a database connection, say), and one of them closing or writing to its descriptor later must not
+    hit a pipe that reused the number; /dev/null absorbs it. The worker's sockets and files themselves are no
+    longer held by this process, so a step cannot reach them and they close when the worker closes them."""
+    _release([fd for fd in _open_fds() if fd > 2 and fd not in keep])
+
+
+def _release(fds: Collection[int]) -> None:
+    devnull = os.open(os.devnull, os.O_RDWR)
+    try:
+        for fd in fds:
+            if fd == devnull:
+                continue
+            try:
+                os.fstat(fd)  # the directory listing's own descriptor, closed by now, is skipped
+            except OSError:
+                continue
+            os.dup2(devnull, fd)
+    finally:
+        os.close(devnull)
 
 
 def _die_with_parent() -> None:
@@ -103,6 +136,10 @@ def zygote(control: Connection, worker_end: int, task_modules: Sequence[str], ma
     ``worker_end`` is the worker's end of ``control``, inherited by the fork: closed, so that the worker
     closing its end (or dying) is seen here as the end of input."""
     os.close(worker_end)
+    # multiprocessing's pipe to the worker that tells it this process has ended: kept, so join() still works.
+    parent = multiprocessing.parent_process()
+    sentinel = parent.sentinel if parent is not None else None
+    release_inherited_fds({control.fileno(), *([sentinel] if sentinel is not None else [])})
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # step processes are reaped without waiting for them
     registry = _registry(task_modules)
     while True:
@@ -117,6 +154,8 @@ def zygote(control: Connection, worker_end: int, task_modules: Sequence[str], ma
             try:
                 control.close()
                 parent_end.close()
+                if sentinel is not None:  # the zygote's, not this process's: the worker waits on the zygote
+                    _release([sentinel])
                 signal.signal(signal.SIGCHLD, signal.SIG_DFL)
                 _die_with_parent()
                 limit_memory(max_memory_mb)

@@ -7,7 +7,7 @@ from typing import Any
 
 from designer.models import ForeachBatchItem, Run, RunCheckpoint, RunEvent
 from designer.runs.checkpointer import checkpoint_state_of
-from runtime import RunState, frame_context
+from runtime import RunState, frame_context, live_frames
 
 
 def checkpoints_of(run: Run) -> list[dict[str, Any]]:
@@ -23,13 +23,13 @@ def checkpoint_detail(row: RunCheckpoint) -> dict[str, Any]:
     says whether a run can go on from it. ``CorruptRunStateError`` when the stored checkpoint is damaged."""
     state = RunState.from_json(checkpoint_state_of(row))
     frames = []
-    for frame in state.frames.values():
+    for frame in live_frames(state):
         context = frame_context(state, frame.frame_id)
-        meta = frame.metadata.get("foreach")
+        item = frame.foreach
         frames.append({
             "frame_id": frame.frame_id, "parent_frame_id": frame.parent_frame_id, "scope_id": frame.scope_id,
             "node_id": frame.node_id, "status": frame.status,
-            "foreach": {"node_id": meta["node_id"], "index": meta["index"]} if isinstance(meta, dict) else None,
+            "foreach": {"node_id": item.node_id, "index": item.index} if item is not None else None,
             "context": dict(context.to_mapping()),
         })
     root = state.scopes.get("root")

@@ -14,23 +14,26 @@ makes the database refuse a second fire of a tick even so.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
+import re
 import secrets
 import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Final
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
+from zoneinfo import ZoneInfo, available_timezones
 
-from cronsim import CronSim, CronSimError
+from cronsim import CronSim
 from django.db import IntegrityError, transaction
 from django.db.models import Max
 from django.utils import timezone
 
+from designer import cron
 from designer import webhook_signature as signature
 from designer.conf import trellis
-from designer.errors import BadRequest, DesignerError, ObjectNotFound, RateLimited
+from designer.errors import BadRequest, CronNeverFires, DesignerError, ObjectNotFound, RateLimited, UnknownTimeZone
 from designer.models import Run, Schedule, TriggerFire, Webhook, Workflow, WorkflowVersion
 from designer.models_access import hash_secret
 from designer.permissions import require_workflow_role
@@ -194,29 +197,41 @@ def call_webhook(*, secret: str, body: bytes, signature_header: str | None = Non
 # --- schedules --------------------------------------------------------------------------------
 
 
+#: The shape of an IANA time zone name (``UTC``, ``Europe/Berlin``, ``America/Argentina/Buenos_Aires``,
+#: ``Etc/GMT+5``): the API schema's pattern for a schedule's time zone.
+TIME_ZONE_PATTERN: Final[str] = r"^[A-Za-z][A-Za-z0-9_+-]*(?:/[A-Za-z0-9_+-]+){0,2}$"
+_TIME_ZONE_RE: Final = re.compile(TIME_ZONE_PATTERN)
+
+
+def time_zone_shaped(name: str) -> bool:
+    return len(name) <= 64 and _TIME_ZONE_RE.fullmatch(name) is not None
+
+
 def _zone(name: object) -> ZoneInfo:
     if not isinstance(name, str) or not name.strip():
         raise BadRequest("name a time zone, e.g. UTC or Europe/Berlin", field="timezone")
-    try:
-        return ZoneInfo(name.strip())
-    except (ZoneInfoNotFoundError, ValueError):
-        raise BadRequest(f"{name!r} is not a time zone; use an IANA name like Europe/Berlin or UTC",
-                         field="timezone") from None
+    name = name.strip()
+    if not time_zone_shaped(name):
+        raise BadRequest(f"{name[:80]!r} is not a time zone name; use an IANA name like Europe/Berlin or UTC",
+                         field="timezone")
+    # Only the names the tz database lists, even where ZoneInfo could read some other file.
+    if name not in _time_zones():
+        raise UnknownTimeZone(f"{name!r} is not a time zone the tz database knows; use an IANA name like UTC",
+                              field="timezone")
+    return ZoneInfo(name)
 
 
 def _cron(expression: object, zone: ZoneInfo) -> str:
+    """The expression, whitespace normalised; it must fit ``designer.cron.CRON_PATTERN`` (400 otherwise, the
+    pattern the API schema publishes) and be able to fire (422 ``cron.never_fires`` otherwise)."""
     if not isinstance(expression, str) or not expression.strip():
         raise BadRequest("a schedule needs a cron expression, e.g. '0 9 * * 1-5' (09:00 on weekdays)", field="cron")
+    if not cron.fits_grammar(expression):
+        raise BadRequest(cron.grammar_problem(" ".join(expression.split())), field="cron")
     expression = " ".join(expression.split())
-    if len(expression.split()) != 5:
-        raise BadRequest(f"{expression!r} has {len(expression.split())} fields; a cron expression has five: "
-                         "minute hour day-of-month month day-of-week", field="cron")
-    try:
-        next(CronSim(expression, timezone.now().astimezone(zone)))
-    except (CronSimError, ValueError, IndexError, KeyError, OverflowError) as exc:
-        raise BadRequest(f"{expression!r} is not a cron expression: {exc}", field="cron") from None
-    except StopIteration:
-        raise BadRequest(f"{expression!r} never fires", field="cron") from None
+    problem = cron.impossibility(expression, timezone.now().astimezone(zone))
+    if problem is not None:
+        raise CronNeverFires(problem, field="cron")
     return expression
 
 
@@ -380,5 +395,11 @@ def requeue_lost_ticks() -> list[int]:
     return requeued
 
 
+@functools.cache
+def _time_zones() -> frozenset[str]:
+    return frozenset(available_timezones())
+
+
 def timezones() -> list[str]:
-    return sorted(available_timezones())
+    """The time zone names a schedule may use (the API schema's enum, the page's suggestions)."""
+    return sorted(_time_zones())

@@ -21,6 +21,7 @@ from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import reswap, retarget, trigger_client_event
 
 from designer import analysis as doc_analysis
+from designer import document_ops as doc_ops
 from designer import schema_builder as sb
 from designer import selectors
 from designer.errors import BadRequest, DesignerError, RevisionConflict
@@ -33,7 +34,7 @@ from designer.views import editor_edits as edits
 from designer.views import editor_panels as panels
 from designer.views.htmx import HtmxHttpRequest
 from designer.views.pages import designer_errors, error_message
-from runtime import WorkflowError
+from runtime import RetryPolicy, WorkflowError
 
 TEMPLATE = "editor/editor.html"
 
@@ -138,6 +139,7 @@ def _inspector_context(loaded: Loaded, node_id: str | None, focus: str | None = 
         context["data_tree"] = panels.data_tree(analysis, node["id"]) if reachable else []
     if kind == "task":
         context["task_description"] = _task_description(node.get("task"))
+        context["limits"] = _limits(node, document)
     if kind == "subgraph":
         context["children"] = _children(loaded.workflow)
     if kind in ("foreach", "branch"):
@@ -215,6 +217,46 @@ def _bound_path(binding: dict[str, Any] | None) -> str | None:
 def _picker_for(loaded: Loaded, node_id: str, field: str, *, current: str | None = None, show_all: bool = False,
                 query: str = "") -> dict[str, Any]:
     return panels.picker(loaded.analysis, node_id, field, show_all=show_all, query=query, current=current)
+
+
+def _limits(node: dict[str, Any], document: dict[str, Any]) -> dict[str, Any]:
+    """The limits form: the node's own values (empty when it sets none), what applies when a field is empty, and
+    what the current policy means in words."""
+    from designer import catalog
+    from designer.conf import trellis
+
+    try:
+        task_default = catalog.registry().get(str(node.get("task"))).timeout_seconds
+    except WorkflowError:
+        task_default = None
+    if task_default is not None:
+        fallback = f"the task's default, {task_default:g} s"
+    elif document.get("step_timeout_seconds"):
+        fallback = f"the workflow's default, {float(document['step_timeout_seconds']):g} s"
+    else:
+        fallback = "no limit of the node's own"
+    retry: dict[str, Any] = node["retry"] if isinstance(node.get("retry"), dict) else {}
+    values = {"timeout_seconds": node.get("timeout_seconds"), **{key: retry.get(key) for key in (
+        "max_attempts", "backoff_seconds", "backoff_multiplier", "max_backoff_seconds")}}
+    try:
+        policy = RetryPolicy.model_validate(retry)
+    except ValueError:
+        policy = RetryPolicy()
+    waits = [policy.delay_before(attempt) for attempt in range(2, min(policy.max_attempts, 5) + 1)]
+    if policy.max_attempts == 1:
+        summary = "One attempt: a failure is not retried."
+    else:
+        shown = ", ".join(f"{wait:g} s" for wait in waits) + (", …" if policy.max_attempts > 5 else "")
+        summary = f"Up to {policy.max_attempts} attempts; it waits {shown} before the retries."
+    bounds = {key: doc_ops.limit_bounds(model_field) for key, _, model_field in doc_ops.LIMIT_FIELDS}
+    return {
+        "values": {key: "" if value is None else f"{value:g}" if isinstance(value, float) else value
+                   for key, value in values.items()},
+        "defaults": {key: getattr(RetryPolicy(), key) for key in values if key != "timeout_seconds"},
+        "bounds": {key: {"min": low, "max": high, "exclusive": excluded}
+                   for key, (low, excluded, high) in bounds.items()},
+        "fallback": fallback, "cap": trellis.STEP_TIMEOUT_SECONDS, "summary": summary,
+    }
 
 
 def _task_description(name: object) -> str:

@@ -69,6 +69,7 @@ FORM_ACTIONS = {
     "case-add": "add_case",
     "case-remove": "remove_case",
     "interrupt": "set_interrupt",
+    "limits": "set_limits",
     "unbind-tree": "unbind_tree",
     "schema-json": "set_schema",
     "workflow-start": "set_workflow_start",
@@ -225,6 +226,7 @@ def edit(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
     except (DesignerError, WorkflowError) as exc:
         context = pages._inspector_context(loaded, node_id or None, request.POST.get("field") or None)
         context["error"] = error_message(exc)
+        context["error_field"] = getattr(exc, "details", {}).get("field") or ""
         return TemplateResponse(request, f"{pages.TEMPLATE}#inspector", context)
     saved = committed.saved
     show = committed.applied.select if committed.applied.select is not None else (node_id or None)

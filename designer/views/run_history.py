@@ -27,6 +27,8 @@ from designer.services import run_history
 from designer.untrusted import form_json
 from designer.views.htmx import HtmxHttpRequest
 from designer.views.pages import designer_errors, error_message
+from designer.views.runs import _error_details
+from designer.views.schema_form import SchemaForm, build_form, parse_form, with_error
 from runtime import WorkflowError
 
 
@@ -83,12 +85,28 @@ def run_rerun(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
     return HttpResponse(problem, status=400, content_type="text/plain")
 
 
-def _panel(request: HtmxHttpRequest, run: Any, step: int, *, status: int = 200, **extra: Any) -> HttpResponse:
+def _answer_prefix(interrupt_id: str) -> str:
+    """The field-name prefix of one open question's answer form in the fork form (several may be open)."""
+    return f"answer-{interrupt_id}."
+
+
+def _answer_data(post: Any, interrupt_id: str) -> dict[str, str]:
+    prefix = _answer_prefix(interrupt_id)
+    return {key[len(prefix):]: post.get(key) for key in post if key.startswith(prefix)}
+
+
+def _panel(request: HtmxHttpRequest, run: Any, step: int, *, status: int = 200,
+           bound: dict[str, SchemaForm] | None = None, **extra: Any) -> HttpResponse:
     row = run_history.kept_checkpoint(run, step)
     detail = checkpoint_detail(row)
+    # Each open question gets the form the run page answers it with, typed by its resume schema.
+    answers = [{"interrupt": item, "prefix": _answer_prefix(item["interrupt_id"]),
+                "form": (bound or {}).get(item["interrupt_id"]) or build_form(item["resume_schema"])}
+               for item in detail["interrupts"]]
     context = {
         "run": run, "cp": detail, "can_run": has_role(workflow_role(request.user, run.workflow), "runner"),
         "state_text": extra.pop("state_text", None) or pretty_json(detail["state"]),
+        "answers": answers,
         **extra,
     }
     return TemplateResponse(request, "runs/checkpoint.html", context, status=status)
@@ -109,21 +127,37 @@ def run_checkpoint(request: HtmxHttpRequest, run_id: int, step: int) -> HttpResp
 def run_fork(request: HtmxHttpRequest, run_id: int, step: int) -> HttpResponse:
     run = selectors.get_run(user=request.user, run_id=run_id)
     state_text = request.POST.get("state", "")
-    original = checkpoint_detail(run_history.kept_checkpoint(run, step))["state"]
+    detail = checkpoint_detail(run_history.kept_checkpoint(run, step))
+    original = detail["state"]
     state, problem = _json(state_text, "state") if state_text.strip() else (None, "")
     answer = None
     interrupt_id = request.POST.get("interrupt_id", "")
-    if not problem and interrupt_id:
-        value, problem = _json(request.POST.get("answer", "") or "null", "answer")
-        answer = {"interrupt_id": interrupt_id, "value": value, "label": request.POST.get("label") or None}
+    bound: dict[str, SchemaForm] = {}
+    if interrupt_id:
+        # The answer comes from the question's schema form (fields or whole-value JSON), as on the run page.
+        schema = next((i["resume_schema"] for i in detail["interrupts"] if i["interrupt_id"] == interrupt_id), None)
+        if schema is None:
+            problem = problem or f"no question {interrupt_id!r} is open at superstep {step}"
+        else:
+            data = _answer_data(request.POST, interrupt_id)
+            form, value = parse_form(schema, data)
+            bound[interrupt_id] = form
+            if form.has_errors:
+                problem = problem or "the answer has errors: see the question's form"
+            answer = {"interrupt_id": interrupt_id, "value": value, "label": data.get("label") or None}
     if problem:
-        return _panel(request, run, step, status=400, state_text=state_text, error=problem)
+        return _panel(request, run, step, status=400, state_text=state_text, error=problem, bound=bound,
+                      interrupt_id=interrupt_id)
     try:
         new = run_history.fork_run(actor=request.user, run=run, step=step,
                                    state=None if state == original else state, answer=answer)
     except ActionForbidden:
         raise
     except (DesignerError, WorkflowError) as exc:
+        if interrupt_id in bound and exc.details.get("field") == "answer":
+            # The resume schema refused the answer: its complaints go next to the question's fields.
+            message, fields, _ = _error_details(exc)
+            bound[interrupt_id] = with_error(bound[interrupt_id], message, fields)
         return _panel(request, run, step, status=400, state_text=state_text, error=error_message(exc),
-                      field_errors=_field_errors(exc), interrupt_id=interrupt_id)
+                      field_errors=_field_errors(exc), interrupt_id=interrupt_id, bound=bound)
     return _go(request, new.pk)

@@ -37,16 +37,26 @@ from designer.models import Run, RunEvent, Team, Workflow
 from designer.permissions import has_role, require_workflow_role, role_of, workflow_role
 from designer.run_overlay import item_label
 from designer.runs.batches import batch_progress
-from designer.runs.checkpoints import damage_of, damages_of
+from designer.runs.checkpoints import context_of, damage_of, damages_of, load_state
 from designer.selectors.run_history import tolerated_failures
 from designer.services import runs as run_services
 from designer.untrusted import parse_id
 from designer.views.htmx import HtmxHttpRequest
 from designer.views.pages import designer_errors, error_message
-from designer.views.run_display import MAX_EVENTS, InFlight, build_timeline, event_data, event_filters, short_id
-from designer.views.run_inspect import Progress, context_of, load_state, nest_progress, progress_rows, recorded_context
+from designer.views.run_display import (
+    MAX_EVENTS,
+    InFlight,
+    Progress,
+    build_timeline,
+    event_data,
+    event_filters,
+    nest_progress,
+    progress_rows,
+    recorded_context,
+    short_id,
+)
 from designer.views.schema_form import JSON_FIELD, MODE_FIELD, SchemaForm, build_form, parse_form, with_error
-from runtime import WorkflowError
+from runtime import RunState, WorkflowError, live_frames
 
 PAGE_SIZE = 25
 EVENTS_PAGE_SIZE = 100
@@ -286,13 +296,13 @@ def _interrupts(run: Run, forms: dict[str, SchemaForm] | None = None) -> list[di
     return out
 
 
-def _live_frames(state: Any) -> list[dict[str, Any]]:
+def _live_frames(state: RunState | None) -> list[dict[str, Any]]:
     if state is None:
         return []
     return [
         {"id": frame.frame_id, "node_id": frame.node_id, "status": frame.status, "scope_id": frame.scope_id,
-         "lineage_id": frame.lineage_id, "is_item": "foreach" in frame.metadata}
-        for frame in state.frames.values()
+         "lineage_id": frame.lineage_id, "is_item": frame.foreach is not None}
+        for frame in live_frames(state)
     ]
 
 

@@ -32,7 +32,8 @@
 
   document.addEventListener("change", function (event) {
     var radio = event.target;
-    if (!(radio instanceof HTMLInputElement) || radio.name !== "_mode") return;
+    // "_mode", or "<prefix>_mode" where one HTML form holds several schema forms (the fork form's answers).
+    if (!(radio instanceof HTMLInputElement) || !/(^|\.)_mode$/.test(radio.name)) return;
     var form = radio.closest("[data-schema-form]");
     if (!form) return;
     var fields = form.querySelectorAll(".sf-field[data-field]");

@@ -187,3 +187,42 @@ def test_a_completed_runs_tolerated_failed_items_are_redriven_from_the_run_page(
     assert json.loads(page.locator("#run-output").inner_text()) == {"doubled": [2, 4, 6, 8, 10],
                                                                     "summary": {"sum": 30, "missing": 0}}
     expect(page.locator("#redrive-form")).to_have_count(0)  # nothing failed any more
+
+
+def test_a_fork_answers_the_open_question_with_its_schema_form_errors_in_place(
+        page: Page, live_server: Any, make_user: Any, login: Any, run_worker: Any) -> None:
+    owner = make_user("fern")
+    team = team_services.create_team(actor=owner, name="Fork answers")
+    workflow = workflow_services.create_workflow(actor=owner, team=team, name="Asking", document=asking_document())
+    run = run_services.start_run(actor=owner, workflow=workflow, input={})
+    run_worker()
+    assert Run.objects.get(pk=run.pk).status == "interrupted"
+
+    login(page, owner)
+    page.goto(f"{live_server.url}/runs/{run.pk}/")
+    page.locator(".events-table a.step-pick").last.click()  # the checkpoint with the question open
+    panel = page.locator("#frame-panel.checkpoint-panel")
+    answer = panel.locator(".fork-answer")
+    expect(answer).to_have_count(1)
+    # The question's own form, typed by its resume schema: an integer field, not a JSON box.
+    expect(answer.get_by_label("count")).to_have_attribute("type", "number")
+    answer.get_by_label("Answer ask").check()
+    answer.get_by_label("count").fill("0")
+    with page.expect_response(lambda r: "/fork/" in r.url) as forked:
+        panel.locator("#fork-submit").click()
+    assert forked.value.status == 400
+    refused = page.locator("#frame-panel .fork-answer")
+    expect(refused.locator(".sf-field.has-error .error")).to_contain_text("1")  # the schema's minimum
+    expect(refused.get_by_label("count")).to_have_value("0")
+    expect(refused.get_by_label("Answer ask")).to_be_checked()
+    assert Run.objects.count() == 1
+
+    refused.get_by_label("count").fill("4")
+    page.locator("#fork-submit").click()
+    page.wait_for_url(lambda url: url.rstrip("/").split("/")[-1] != str(run.pk))
+    fork = Run.objects.exclude(pk=run.pk).get()
+    assert fork.parent_id == run.pk and fork.fork_request["answer"]["value"] == {"count": 4}
+    run_worker()
+    page.reload()
+    expect(page.locator("#run-status")).to_have_text("completed")
+    assert json.loads(page.locator("#run-output").inner_text()) == {"answer": {"count": 4}}

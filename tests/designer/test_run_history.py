@@ -111,7 +111,7 @@ def test_history_is_visible_to_viewers_and_forks_and_reruns_are_for_runners(
     assert Run.objects.count() == 1
 
     bad = post(editor, "run-fork", run["id"], {"step": middle, "state": {"suffix": 5}})
-    assert bad.status_code == 400 and bad.json()["code"] == "input.invalid"
+    assert bad.status_code == 422 and bad.json()["code"] == "input.invalid"
     assert [e["field"] for e in bad.json()["errors"]] == ["suffix"]
     finished = post(editor, "run-fork", run["id"], {"step": steps[-1]})
     assert finished.status_code == 409 and finished.json()["code"] == "fork.invalid"
@@ -123,7 +123,7 @@ def test_history_is_visible_to_viewers_and_forks_and_reruns_are_for_runners(
     rerun = post(editor, "run-rerun", run["id"], {"input": {"keys": ["z"], "folder": str(tmp_path)}})
     assert rerun.status_code == 201 and rerun.json()["parent"] == run["id"]
     invalid = post(editor, "run-rerun", run["id"], {"input": {"keys": "z"}})
-    assert invalid.status_code == 400 and invalid.json()["code"] == "input.invalid"
+    assert invalid.status_code == 422 and invalid.json()["code"] == "input.invalid"
     run_batch(task_env)
 
     forked = run_detail(editor, fork.json()["id"])

@@ -178,6 +178,42 @@ def test_cancelling_a_waiting_run_cancels_it_at_once_and_its_batches_stop(api: A
     assert Run.objects.get(pk=run["id"]).status == "cancelled" and not tallies(batch_env)
 
 
+def test_a_foreach_inside_a_subgraph_call_runs_as_batches_like_a_top_level_one(api: Any, cast: Any,
+                                                                               batch_env: dict[str, str]) -> None:
+    child_document = document(batch_size=3)
+    child_document["id"] = "spreadchild"
+    child = workflow_services.create_workflow(actor=cast.owner, team=cast.team, name="Spreadchild",
+                                              document=child_document)
+    workflow_services.publish_workflow(actor=cast.owner, workflow=child)
+    graph = WorkflowBuilder("caller", input_schema={
+        "type": "object", "properties": {"xs": {"type": "array", "items": {"type": "integer"}}}, "required": ["xs"]})
+    graph.subgraph("spreadchild", id="call", input=[{"target": "xs", "path": "input.xs"}],
+                   output=[{"source": "doubled", "target": "doubled"}])
+    graph.output("doubled", "state.doubled")
+    caller = workflow_services.create_workflow(actor=cast.owner, team=cast.team, name="Caller",
+                                               document=graph.build().model_dump(mode="json"))
+    client = api(cast.editor)
+    xs = [5, 3, 8, 1, 9, 2, 7]
+    run = start_run(client, caller, {"xs": xs})
+
+    run_batch(batch_env)
+
+    detail = run_detail(client, run["id"])
+    assert detail["status"] == "completed", detail["error"]
+    results = detail["output"]["doubled"]
+    # In index order, each item with the context it has in one run: the child's own foreach, its index and alias.
+    assert [r["doubled"] for r in results] == [2 * x for x in xs]
+    assert [(r["index"], r["item"], r["alias"]) for r in results] == [(i, x, x) for i, x in enumerate(xs)]
+    batches = ForeachBatch.objects.filter(run_id=run["id"]).order_by("number")
+    assert [(b.node_id, b.start, b.stop, b.status) for b in batches] == [
+        ("each", 0, 3, "done"), ("each", 3, 6, "done"), ("each", 6, 7, "done")]
+    assert tallies(batch_env) == Counter(range(len(xs)))  # each item ran once, in a batch
+    kinds = [e["kind"] for e in all_events(client, run["id"])]
+    assert kinds.count("foreach_distributed") == 1 and kinds.count("scope_opened") == 1
+    assert kinds.index("scope_opened") < kinds.index("foreach_distributed") < kinds.index("scope_closed")
+    assert kinds[-1] == "run_completed"
+
+
 def flaky_then_summary() -> dict[str, Any]:
     graph = WorkflowBuilder("flaky-spread", input_schema={
         "type": "object", "properties": {"xs": {"type": "array", "items": {"type": "integer"}}}, "required": ["xs"]},

@@ -260,3 +260,30 @@ def test_a_pool_whose_zygote_was_killed_starts_a_new_one() -> None:
         assert own._zygote.process.pid != zygote_pid
     finally:
         own.close()
+
+
+def test_step_processes_hold_none_of_the_descriptors_their_worker_had_open(tmp_path: Any) -> None:
+    import socket
+
+    # Open in the "worker" before its pool forks the zygote, so the zygote inherits them.
+    worker_file = open(tmp_path / "worker-only.log", "w")  # noqa: SIM115
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener_target = f"socket:[{os.fstat(listener.fileno()).st_ino}]"
+    step_pool = StepProcessPool(processes=1, task_modules=[STEP_TASKS], max_memory_mb=None)
+    try:
+        step_pid = step_pool.run_step(call("whoami", {}), never)[1]
+        zygote_pid = step_pool._zygote.process.pid
+        assert zygote_pid is not None
+        for pid in (zygote_pid, step_pid):
+            targets = {int(fd): os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")}
+            assert str(tmp_path / "worker-only.log") not in targets.values()
+            assert listener_target not in targets.values()
+        # The step process holds its stdio, its one socket to the worker, and /dev/null in place of the rest.
+        held = [target for fd, target in targets.items() if fd > 2]
+        assert [target for target in held if target != "/dev/null" and not target.startswith("socket:")] == []
+        assert len([target for target in held if target.startswith("socket:")]) == 1
+        assert step_pool.run_step(call("whoami", {}), never)[1] == step_pid  # and it still works
+    finally:
+        step_pool.close()
+        worker_file.close()
+        listener.close()

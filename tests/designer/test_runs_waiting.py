@@ -168,3 +168,38 @@ def test_a_retry_policy_over_the_total_delay_cap_is_refused(api: Any, cast: Any,
     settings.TRELLIS_RUN_MAX_RETRY_DELAY_SECONDS = 90
     response = client.post(reverse("api:workflow-runs", args=[workflow.pk]), {"input": {}}, format="json")
     assert response.status_code == 201
+
+
+def test_an_early_duplicate_task_leaves_a_waiting_run_one_future_task(cast: Any, db: None) -> None:
+    from django.utils import timezone
+
+    from designer.runs.executor import execute
+    from designer.services.runs import start_run as start
+
+    run = start(actor=cast.editor, workflow=make_workflow(cast, counting_document(), "Waiting"),
+                input={"x": 1, "pause": 120})
+    assert execute(run.pk) == "waiting"  # in this process, as the worker that took the start task would
+    waiting = Run.objects.get(pk=run.pk)
+    wake_at, planned = waiting.wake_at, waiting.task_result_id
+    assert wake_at is not None and execute_run.get_result(planned).task.run_after == wake_at
+
+    def future_tasks() -> list[str]:
+        return [str(r.id) for r in task_results(run.pk) if r.status == "READY" and r.task.run_after is not None]
+
+    def early_duplicate() -> str:
+        """A duplicate task claims the run within the clock slack before its time; the engine waits again."""
+        Run.objects.filter(pk=run.pk).update(wake_at=timezone.now())
+        return execute(run.pk)
+
+    for _ in range(3):
+        assert early_duplicate() == "waiting"
+        again = Run.objects.get(pk=run.pk)
+        assert (again.status, again.wake_at, again.task_result_id) == ("waiting", wake_at, planned)
+        assert future_tasks() == [planned]  # still the one task for that time, none beside it
+
+    # Once that task has been taken (it is running, not waiting in the queue), a new one is needed and made.
+    DBTaskResult.objects.filter(pk=planned).update(status="RUNNING")
+    assert early_duplicate() == "waiting"
+    [successor] = future_tasks()
+    assert successor != planned and Run.objects.get(pk=run.pk).task_result_id == successor
+    assert execute_run.get_result(successor).task.run_after == wake_at

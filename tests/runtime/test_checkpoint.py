@@ -178,3 +178,31 @@ def test_in_memory_checkpointer_counts_saves() -> None:
     cp.save(sample_run_state())
     assert cp.saves == 2
     assert cp.run_ids() == ["run_0000000000001"]
+
+
+def test_file_history_reuses_the_logs_parts_so_it_costs_what_changed(tmp_path: Path) -> None:
+    """A kept checkpoint is a line the log writes anyway: history must not store a whole state per superstep."""
+    from runtime import Engine, RunState, SequentialIds
+    from runtime.testing.checkpointer_conformance import _registry, collecting_workflow
+
+    sizes = {}
+    whole_states = 0
+
+    def measure(run_state: RunState, _events: object) -> None:
+        nonlocal whole_states
+        whole_states += len(run_state.to_json())
+
+    for name, policy in (("none", None), ("all", HistoryPolicy())):
+        directory = tmp_path / name
+        cp = FileCheckpointer(directory, history=policy)
+        result = Engine(registry=_registry(), checkpointer=cp, ids=SequentialIds(),
+                        on_superstep=measure if policy else None).run(collecting_workflow(), {"xs": list(range(1200))})
+        assert result.status == "completed"
+        sizes[name] = sum(p.stat().st_size for p in directory.rglob("*") if p.is_file())
+        if policy is not None:
+            kept = cp.history(result.run_id)
+            assert len(kept) == result.run_state.step + 1
+            middle = kept[len(kept) // 2].step
+            assert cp.load_at(result.run_id, middle).step == middle
+    # A whole state per kept checkpoint costs whole_states bytes; the log's lines cost a small share of that.
+    assert sizes["all"] - sizes["none"] < whole_states / 4

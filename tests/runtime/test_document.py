@@ -75,6 +75,17 @@ def test_schema_version_defaults_to_1_and_other_versions_are_refused() -> None:
     assert "schema_version" in message and "Input should be 1" in message
 
 
+@pytest.mark.parametrize("flag", [True, False])
+def test_a_boolean_schema_version_is_refused_though_python_compares_true_equal_to_1(flag: bool) -> None:
+    # Literal[1] alone accepts True (True == 1 in Python); JSON and the published schema say a boolean is not 1.
+    message = validation_message({"id": "w", "schema_version": flag})
+    assert "schema_version" in message
+    assert f"got the boolean {str(flag).lower()}; write 1" in message
+    with pytest.raises(ValidationError, match="got the boolean true"):
+        Workflow.model_validate_json('{"id": "w", "schema_version": true}')
+    assert Workflow.model_validate({"id": "w", "schema_version": 1}).schema_version == 1
+
+
 def test_paths_serialize_as_toml_strings_and_parse_back_structurally() -> None:
     node = TaskNode(
         id="t", task="noop",

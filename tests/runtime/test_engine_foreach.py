@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from runtime import (
@@ -13,6 +14,7 @@ from runtime import (
     WorkflowBuilder,
     activation_progress,
     input_path,
+    live_frames,
     state_path,
 )
 from tests.runtime.engine_helpers import ANY_LIST, CUSTOMERS, ITEMS, engine, nested_capture
@@ -141,6 +143,19 @@ def test_nested_activation_progress_names_the_enclosing_item() -> None:
     assert progress["orders"].parent_activation_id == progress["customers"].activation_id
     assert progress["orders"].parent_index == 0
     assert (progress["orders"].total, progress["orders"].running) == (2, 2)
+
+
+def test_live_frames_name_the_foreach_item_each_frame_runs() -> None:
+    result = engine().run(nested_capture(interrupt=True, inner_concurrency=2), {"customers": CUSTOMERS})
+    frames = live_frames(json.loads(result.run_state.to_json()))  # from JSON, checked like any outside state
+    assert [f.frame_id for f in frames] == list(result.run_state.frames)
+    items = {(f.foreach.node_id, f.foreach.index): f for f in frames if f.foreach is not None}
+    assert set(items) == {("customers", 0), ("orders", 0), ("orders", 1)}
+    assert items[("orders", 1)].foreach.item == 2 and items[("orders", 1)].foreach.alias == "order"
+    as_json = items[("orders", 0)].to_dict()
+    assert as_json["foreach"] == result.run_state.frames[as_json["frame_id"]].metadata["foreach"]
+    root = next(f for f in frames if f.parent_frame_id is None)
+    assert root.foreach is None and root.to_dict()["foreach"] is None and root.status == "waiting"
 
 
 def test_run_state_size_follows_live_work_not_history() -> None:

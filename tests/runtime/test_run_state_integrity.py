@@ -32,6 +32,7 @@ from runtime import (
     Workflow,
     activation_progress,
     frame_context,
+    live_frames,
 )
 from runtime._state import foreach_item_metadata
 from tests.runtime.engine_helpers import answer_all, nested_capture, registry
@@ -373,6 +374,8 @@ def test_every_load_path_checks_the_state(tmp_path: Any) -> None:
             frame_context(given_state, fid)
         with pytest.raises(CorruptRunStateError):
             activation_progress(given_state)
+        with pytest.raises(CorruptRunStateError):
+            live_frames(given_state)
     files = FileCheckpointer(tmp_path)
     record = {"state": state, "new": {}, "gone": [], "events": []}
     files.log_path(state["run_id"]).write_text(json.dumps(record) + "\n")

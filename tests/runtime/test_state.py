@@ -58,6 +58,17 @@ def test_state_that_does_not_match_the_format_is_corrupt(change: Any) -> None:
     assert caught.value.details["problems"]
 
 
+@pytest.mark.parametrize("version", [True, 1.5, "1"])
+def test_a_version_that_only_python_equates_with_1_is_corrupt(version: Any) -> None:
+    data = sample_run_state().model_dump(mode="json")
+    data["version"] = version
+    with pytest.raises(CorruptRunStateError, match="version") as caught:
+        RunState.from_json(json.dumps(data))
+    assert [p["location"] for p in caught.value.details["problems"]] == ["version"]
+    if version is True:
+        assert "got the boolean true" in str(caught.value)
+
+
 def test_invalid_json_text_is_corrupt() -> None:
     with pytest.raises(CorruptRunStateError):
         RunState.from_json("{not json")
