@@ -283,11 +283,11 @@ SETTINGS: tuple[Setting[Any], ...] = tuple(
 def from_environ(environ: Mapping[str, str]) -> dict[str, Any]:
     """The settings the environment sets, for ``designer/settings.py`` to define: the environment's text as
     the value a settings module would give (lists split at commas), checked now, so a bad value stops start-up
-    naming the variable."""
+    naming the variable. A variable set to nothing (``VAR=``) counts as not set."""
     found: dict[str, Any] = {}
     for setting in SETTINGS:
         text = environ.get(setting.name)
-        if text is None:
+        if text is None or not text.strip():
             continue
         found[setting.name] = setting.kind.from_text(text)
         setting.clean(found[setting.name], source="environment")
@@ -297,7 +297,7 @@ def from_environ(environ: Mapping[str, str]) -> dict[str, Any]:
 def environ_value[T](setting: Setting[T], environ: Mapping[str, str]) -> T:
     """One setting as the environment gives it (else its default), for settings that shape other settings."""
     text = environ.get(setting.name)
-    if text is None:
+    if text is None or not text.strip():
         return setting.clean(setting.default, source="defaults")
     return setting.clean(setting.kind.from_text(text), source="environment")
 

@@ -249,7 +249,7 @@ class Filtered:
         if not self.dropped:
             return ""
         parts = "; ".join(f"{name}: {message}" for name, message in self.dropped.items())
-        return f"Some filters were ignored because they cannot match anything ({parts}). Showing the list without them."
+        return f"Some filters were ignored because their values are not valid ({parts}). Showing the list without them."
 
 
 def _messages(filterset: django_filters.FilterSet) -> dict[str, str]:

@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable, Generator, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from runtime._algo import (
     PrepareRules,
@@ -36,6 +36,7 @@ from runtime._algo import (
     reset_failed,
     wake_time,
 )
+from runtime._checkpoint import AsyncCheckpointer, Checkpointer
 from runtime._compiled import CompiledWorkflow
 from runtime._context import RuntimeContext
 from runtime._document import BranchNode, ForeachNode, InterruptNode, SubgraphNode, TaskNode, Workflow, WorkflowRef
@@ -55,9 +56,6 @@ from runtime._resolver import WorkflowResolver
 from runtime._state import ROOT_SCOPE_ID, RunState, RuntimeScope, Wakeup, frame_of
 from runtime._steps import StepCall, StepExecutor, check_result_size, timeout_error
 from runtime._trace import TraceEvent, summarize
-
-if TYPE_CHECKING:
-    from runtime._checkpoint import Checkpointer
 
 
 @dataclass(slots=True)
@@ -294,6 +292,9 @@ class RunLoop:
         self._event_loop: asyncio.AbstractEventLoop | None = None
         self.stop_error: StepLimitError | None = None
         self._woken: dict[str, Wakeup] = {}
+        # Looked at once per call: a protocol isinstance check walks every method.
+        cp = config.checkpointer
+        self._async_saver = cp if isinstance(cp, AsyncCheckpointer) else None
         self._rules = PrepareRules(
             subgraph_plan=self._subgraph_plan, max_depth=config.max_depth, step_timeout=config.step_timeout,
             max_result_bytes=config.max_result_bytes,
@@ -601,13 +602,10 @@ class RunLoop:
             self.config.on_superstep(self.rs, events)
 
     async def acheckpoint(self, events: list[TraceEvent]) -> None:
-        cp = self.config.checkpointer
-        if cp is not None:
-            asave = getattr(cp, "asave", None)
-            if asave is not None:
-                await asave(self.rs, events)
-            else:
-                cp.save(self.rs, events)
+        if self._async_saver is not None:
+            await self._async_saver.asave(self.rs, events)
+        elif self.config.checkpointer is not None:
+            self.config.checkpointer.save(self.rs, events)
         hook = self.config.on_superstep
         if hook is not None:
             outcome = hook(self.rs, events)

@@ -12,75 +12,19 @@ from typing import Any
 
 from pydantic import BaseModel, TypeAdapter
 
-
-def inline_schema_refs(schema: dict[str, Any]) -> dict[str, Any]:
-    """Replace local ``$ref``s into ``$defs`` by the definitions themselves.
-
-    Consumers (the analyzer's path options, the designer's forms) walk
-    ``properties`` directly; resolving references once here spares each of
-    them a resolver. Recursive definitions cannot be inlined, so they (and
-    only they) keep their ``$defs``.
-    """
-    defs: dict[str, Any] = dict(schema.get("$defs", {}))
-    if not defs:
-        return schema
-    kept: set[str] = set()
-
-    def resolve(node: Any, stack: tuple[str, ...]) -> Any:
-        if isinstance(node, list):
-            return [resolve(item, stack) for item in node]
-        if not isinstance(node, dict):
-            return node
-        ref = node.get("$ref")
-        if isinstance(ref, str) and ref.startswith("#/$defs/"):
-            name = ref[len("#/$defs/"):]
-            if name in defs and name not in stack:
-                merged = dict(resolve(defs[name], (*stack, name)))
-                for key, value in node.items():
-                    if key != "$ref":
-                        merged[key] = resolve(value, stack)
-                return merged
-            kept.add(name)
-            return dict(node)
-        return {key: resolve(value, stack) for key, value in node.items() if key != "$defs"}
-
-    result: dict[str, Any] = resolve(schema, ())
-    if kept:
-        # A recursive definition may reference others; keep everything it can reach.
-        result["$defs"] = {name: resolve(defs[name], (name,)) for name in sorted(kept)}
-        pending = set(kept)
-        while pending:
-            pending = set()
-            for name in list(result["$defs"]):
-                for other in _refs_in(result["$defs"][name]):
-                    if other in defs and other not in result["$defs"]:
-                        result["$defs"][other] = resolve(defs[other], (other,))
-                        pending.add(other)
-    return result
-
-
-def _refs_in(node: Any) -> set[str]:
-    found: set[str] = set()
-    if isinstance(node, dict):
-        ref = node.get("$ref")
-        if isinstance(ref, str) and ref.startswith("#/$defs/"):
-            found.add(ref[len("#/$defs/"):])
-        for value in node.values():
-            found |= _refs_in(value)
-    elif isinstance(node, list):
-        for item in node:
-            found |= _refs_in(item)
-    return found
+from runtime._schema_refs import inline_refs
 
 
 def json_schema_of(annotation: Any, *, mode: typing.Literal["validation", "serialization"] = "validation"
                    ) -> dict[str, Any]:
-    """JSON Schema of a Python type (a pydantic model class included), with ``$defs`` inlined."""
+    """JSON Schema of a Python type (a pydantic model class included), with ``$defs`` inlined
+    (``runtime._schema_refs``: consumers such as the designer's forms walk ``properties`` directly; a
+    recursive model keeps its reference back, and the definition it needs, so it validates exactly)."""
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         raw = annotation.model_json_schema(mode=mode)
     else:
         raw = TypeAdapter(annotation).json_schema(mode=mode)
-    return inline_schema_refs(raw)
+    return inline_refs(raw)
 
 
 def schema_step(node: Any, step: Any) -> Any:

@@ -10,13 +10,14 @@ pending until it expires or is revoked.
 
 from __future__ import annotations
 
+import email.policy
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
-from django.core.mail import send_mail
+from django.core.mail import EmailMessage
 from django.core.validators import validate_email
 from django.db import transaction
 from django.db.models import Q
@@ -71,6 +72,15 @@ def _account_for(ref: str) -> Any:
     return matches[0] if len(matches) == 1 else None
 
 
+class _OneLineLinks(EmailMessage):
+    """An email whose lines may be up to RFC 5322's 998 characters: with the default 78 a line holding a long link
+    is quoted-printable, whose soft line breaks cut the link in two wherever the raw message is read (the
+    development console above all), so copying it gives a URL that does not work."""
+
+    def message(self, *, policy: email.policy.Policy = email.policy.default) -> Any:
+        return super().message(policy=policy.clone(max_line_length=998))
+
+
 def _send(invitation: Invitation, token: str, *, site_url: str) -> None:
     link = site_url.rstrip("/") + reverse("invitation-link", args=[token])
     inviter = invitation.invited_by.get_username() if invitation.invited_by else "A team owner"
@@ -80,7 +90,7 @@ def _send(invitation: Invitation, token: str, *, site_url: str) -> None:
         f"The link works until {invitation.expires_at:%Y-%m-%d %H:%M} UTC. If you do not know {inviter}, "
         "ignore this email: nothing happens unless you accept.\n"
     )
-    send_mail(f"Invitation to {invitation.team.name} on Trellis", body, None, [invitation.email])
+    _OneLineLinks(f"Invitation to {invitation.team.name} on Trellis", body, None, [invitation.email]).send()
 
 
 @transaction.atomic

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from runtime._paths import is_item_index
 from runtime._schema_check import MAX_SCHEMA_SUBSCHEMAS
+from runtime._schema_refs import SchemaTooLarge, inline_refs, local_definitions
 
 Schema = dict[str, Any]
 
@@ -49,31 +50,25 @@ class Prepared:
 
 
 def prepare(schema: object) -> Schema:
-    """A self-contained schema: local ``$ref``s inlined, ``allOf`` of one flattened.
+    """A self-contained schema: local ``$ref``s inlined (``runtime._schema_refs``), ``allOf`` of one flattened.
 
-    A recursive definition cannot be inlined forever: it is unrolled once, then
-    becomes *any* (titled with the definition name), which is sound for compatibility
-    (any fits) and stops path options from descending forever.
+    A recursive definition cannot be inlined forever: the inliner spells it out once and leaves the reference
+    back; read here, that reference is the definition once more, after which it becomes *any* (titled with
+    the definition name), which is sound for compatibility (any fits) and stops path options from descending
+    forever.
     """
     if not isinstance(schema, dict):
         return {} if schema is True or schema is None else {"not": {}}
-    defs: dict[str, Any] = {}
-    for key in ("$defs", "definitions"):
-        found = schema.get(key)
-        if isinstance(found, dict):
-            defs.update({f"#/{key}/{name}": value for name, value in found.items()})
-    if not defs and not _has_composition(schema):
+    if not local_definitions(schema) and not _has_composition(schema):
         return schema
+    budget = [MAX_SCHEMA_SUBSCHEMAS]
     try:
-        inlined = _inline(schema, defs, (), [MAX_SCHEMA_SUBSCHEMAS])
-    except _TooLarge:
+        inlined = inline_refs(schema, budget=MAX_SCHEMA_SUBSCHEMAS)
+        read = _read(inlined, local_definitions(inlined), frozenset(), budget)
+    except SchemaTooLarge:
         # Refused as schema.invalid ("too complex"); as *any* it fits everywhere and reports nothing more.
         return {}
-    return inlined if isinstance(inlined, dict) else {}
-
-
-class _TooLarge(Exception):
-    """The inlined schema would exceed the validation budget (it could be exponential in its text)."""
+    return read if isinstance(read, dict) else {}
 
 
 def _has_composition(node: object) -> bool:
@@ -86,27 +81,28 @@ def _has_composition(node: object) -> bool:
     return False
 
 
-def _inline(node: object, defs: dict[str, Any], stack: tuple[str, ...], budget: list[int]) -> object:
+def _read(node: object, kept: dict[str, Any], again: frozenset[str], budget: list[int]) -> object:
+    """``node`` without references: a kept (recursive) one read once more as its definition, then (and any
+    other reference) as *any*; ``allOf`` merged into its object."""
     if isinstance(node, list):
-        return [_inline(value, defs, stack, budget) for value in node]
+        return [_read(value, kept, again, budget) for value in node]
     if not isinstance(node, dict):
         return node
     budget[0] -= 1
     if budget[0] < 0:
-        raise _TooLarge
+        raise SchemaTooLarge
     ref = node.get("$ref")
     if isinstance(ref, str):
-        rest = {k: v for k, v in node.items() if k != "$ref"}
-        if stack.count(ref) >= 2 or ref not in defs or len(stack) > _MAX_DEPTH:
-            title = ref.rsplit("/", 1)[-1]
-            return {**_inline(rest, defs, stack, budget), "title": rest.get("title", title)}  # type: ignore[dict-item]
-        target = _inline(defs[ref], defs, (*stack, ref), budget)
-        return {**target, **_inline(rest, defs, stack, budget)} if rest else target  # type: ignore[dict-item]
+        rest = cast(Schema, _read({k: v for k, v in node.items() if k != "$ref"}, kept, again, budget))
+        if ref not in kept or ref in again:
+            return {**rest, "title": rest.get("title", ref.rsplit("/", 1)[-1])}
+        target = _read(kept[ref], kept, again | {ref}, budget)
+        return {**target, **rest} if isinstance(target, dict) else target
     out: Schema = {}
     for key, value in node.items():
         if key in ("$defs", "definitions"):
             continue
-        out[key] = _inline(value, defs, stack, budget)
+        out[key] = _read(value, kept, again, budget)
     all_of = out.get("allOf")
     if isinstance(all_of, list):
         del out["allOf"]

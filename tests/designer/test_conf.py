@@ -53,7 +53,8 @@ def test_defaults_environment_text_and_settings_values_read_the_same() -> None:
     assert trellis.CHECKPOINT_HISTORY == HistoryPolicy(None, False)
     from_env = conf.from_environ({"TRELLIS_TASK_MODULES": " a.b , c ,", "TRELLIS_STEP_TIMEOUT_SECONDS": "0",
                                   "TRELLIS_STEP_PROCESSES": "2", "TRELLIS_CHECKPOINT_HISTORY": "3-until-end",
-                                  "UNRELATED": "x"})
+                                  "TRELLIS_RUN_MAX_STEPS": " ", "UNRELATED": "x"})
+    # Set to nothing (VAR=) counts as not set.
     assert set(from_env) == {"TRELLIS_TASK_MODULES", "TRELLIS_STEP_TIMEOUT_SECONDS", "TRELLIS_STEP_PROCESSES",
                              "TRELLIS_CHECKPOINT_HISTORY"}
     with override_settings(**from_env):
@@ -97,3 +98,13 @@ def test_a_bad_value_stops_start_up_with_a_message_naming_it() -> None:
     assert result.returncode != 0
     assert "TRELLIS_STEP_TIMEOUT_SECONDS (from the environment) must be a number of seconds >= 0" in result.stderr
     assert "'-5'" in result.stderr or "-5.0" in result.stderr
+
+
+def test_the_command_writes_the_table_between_the_markers_only(tmp_path: Path) -> None:
+    readme = tmp_path / "README.md"
+    readme.write_text(f"# Title\n\nbefore\n{conf.TABLE_START}| stale | table |\n{conf.TABLE_END}after\n")
+    conf.write_readme_table(readme)
+    text = readme.read_text()
+    assert conf.readme_table(text) == conf.markdown_table()
+    assert text.startswith("# Title\n\nbefore\n") and text.endswith(f"{conf.TABLE_END}after\n")
+    assert "stale" not in text

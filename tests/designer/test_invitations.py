@@ -139,6 +139,10 @@ def test_invite_email_goes_to_the_account_and_the_link_accepts_when_signed_in(ca
 def test_a_new_person_signs_up_through_the_link_and_joins(cast: Any, api: Any) -> None:
     invite(api, cast, "newcomer@example.com", role="editor")
     link = link_in(mail.outbox[0])
+    # The raw message (what the development console prints) holds the link whole on one line: no
+    # quoted-printable soft line break splits it.
+    raw = mail.outbox[0].message().as_string()
+    assert "Content-Transfer-Encoding: 7bit" in raw and f"{link}\n" in raw and "=\n" not in raw
     client = Client()
     page = client.get(link).content.decode()
     assert "Create account and join" in page and 'value="newcomer@example.com"' in page

@@ -1,138 +1,94 @@
-"""Schemas in a document are user input: validating against them must never fetch anything.
+"""The one ``$ref`` inliner (``runtime._schema_refs``) that task schemas and the analyzer share.
 
-jsonschema's default resolves an unknown ``$ref`` by downloading it, which would let a document
-make the server request URLs on its own network (or read ``file://`` paths).
+The two used to differ on recursion: task schemas kept a recursive reference (exact), the analyzer
+unrolled it twice and cut it to *any*; and a dangling reference beside other definitions crashed the
+task schema's inliner. Now the inliner keeps recursion exact and the analyzer reads a kept reference.
 """
 
 from __future__ import annotations
 
-import http.server
-import threading
-from collections.abc import Iterator
+import copy
 from typing import Any
 
+import jsonschema
 import pytest
+from pydantic import BaseModel
 
-from runtime import (
-    Engine,
-    InputValidationError,
-    WorkflowBuilder,
-    WorkflowValidationError,
-    builtin_registry,
-    check_run_input,
-)
+from runtime._analysis import _schemas as S
+from runtime._schema_refs import SchemaTooLarge, inline_refs
+from runtime._task_schema import json_schema_of
+from tests.runtime.schema_support import bomb
 
 
-class _Recorder(http.server.BaseHTTPRequestHandler):
-    hits: list[str] = []
-
-    def do_GET(self) -> None:  # noqa: N802 - the stdlib's handler name
-        type(self).hits.append(self.path)
-        body = b'{"type": "integer"}'
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args: Any) -> None:
-        pass
+class Tree(BaseModel):
+    name: str
+    children: list[Tree] = []
 
 
-@pytest.fixture
-def schema_server() -> Iterator[tuple[str, list[str]]]:
-    hits: list[str] = []
-    handler = type("Handler", (_Recorder,), {"hits": hits})
-    server = http.server.HTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", hits
-    finally:
-        server.shutdown()
-        server.server_close()
+class Pair(BaseModel):
+    left: Tree
+    right: Tree | None = None
 
 
-def _document(input_schema: dict[str, Any]) -> dict[str, Any]:
-    graph = WorkflowBuilder("refs", "Refs", input_schema=input_schema)
-    graph.use("set_value", id="echo", input=[{"target": "value", "path": "input.amount"}])
-    return graph.build().model_dump(mode="json")
+def test_a_recursive_model_keeps_its_reference_back_and_validates_exactly() -> None:
+    schema = json_schema_of(Pair)
+    left = schema["properties"]["left"]
+    assert left["properties"]["name"] == {"title": "Name", "type": "string"}  # spelled out once
+    assert left["properties"]["children"]["items"] == {"$ref": "#/$defs/Tree"}  # then refers back
+    assert set(schema["$defs"]) == {"Tree"}
+    good = {"left": {"name": "a", "children": [{"name": "b", "children": [{"name": "c"}]}]}}
+    jsonschema.validate(good, schema)
+    Pair.model_validate(good)
+    bad = {"left": {"name": "a", "children": [{"name": "b", "children": [{"name": 3}]}]}}
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(bad, schema)  # three levels down: a cut-to-any schema would accept this
 
 
-def test_remote_ref_in_input_schema_is_not_fetched(schema_server: tuple[str, list[str]]) -> None:
-    base, hits = schema_server
-    document = _document({"type": "object", "properties": {"amount": {"$ref": f"{base}/schema.json"}}})
-
-    with pytest.raises(InputValidationError) as caught:
-        check_run_input(document, {"amount": 3})
-
-    assert hits == []
-    assert f"{base}/schema.json" in caught.value.message
-    assert "$ref may only point inside the schema" in caught.value.message
+def _tree_levels(schema: dict[str, Any]) -> int:
+    """How many levels of ``Tree`` are spelled out below ``schema`` before ``children`` items are *any*."""
+    levels = 0
+    while not S.is_any(schema):
+        assert schema["properties"]["name"]["type"] == "string"
+        levels += 1
+        schema = schema["properties"]["children"]["items"]
+    return levels
 
 
-def test_engine_refuses_the_document_without_fetching(schema_server: tuple[str, list[str]]) -> None:
-    base, hits = schema_server
-    document = _document({"$id": f"{base}/root.json", "type": "object",
-                          "properties": {"amount": {"$ref": "other.json"}}})
-
-    with pytest.raises(WorkflowValidationError) as caught:
-        Engine(builtin_registry()).run(document, {"amount": 3})
-
-    assert hits == []
-    assert [(d.code, d.field) for d in caught.value.diagnostics] == [("schema.invalid", "input_schema")]
+def test_the_analyzer_reads_a_kept_reference_once_more_then_as_any() -> None:
+    raw = S.prepare(Pair.model_json_schema())
+    assert "$defs" not in raw and "$ref" not in str(raw)
+    assert _tree_levels(raw["properties"]["left"]) == 2
+    # A task's schema arrives inlined already (the left tree spelled out once): read again, one more level.
+    assert _tree_levels(S.prepare(json_schema_of(Pair))["properties"]["left"]) == 3
 
 
-def test_file_refs_are_not_read(tmp_path: Any) -> None:
-    target = tmp_path / "schema.json"
-    target.write_text('{"type": "string"}')
-    document = _document({"type": "object", "properties": {"amount": {"$ref": target.as_uri()}}})
-
-    with pytest.raises(InputValidationError) as caught:
-        check_run_input(document, {"amount": 3})
-
-    assert target.as_uri() in caught.value.message
-
-
-def test_local_refs_still_resolve() -> None:
-    document = _document({
-        "type": "object",
-        "$defs": {"amount": {"type": "integer", "minimum": 0}},
-        "properties": {"amount": {"$ref": "#/$defs/amount"}},
-    })
-
-    assert check_run_input(document, {"amount": 3}) == {"amount": 3}
-    with pytest.raises(InputValidationError) as caught:
-        check_run_input(document, {"amount": -1})
-    assert caught.value.details["errors"][0]["field"] == "amount"
+def test_mutual_recursion_keeps_every_definition_it_reaches() -> None:
+    schema = {"$defs": {"a": {"type": "object", "properties": {"b": {"$ref": "#/$defs/b"}}},
+                        "b": {"type": "object", "properties": {"a": {"$ref": "#/$defs/a"}, "n": {"type": "integer"}}}},
+              "$ref": "#/$defs/a"}
+    inlined = inline_refs(schema)
+    assert inlined["properties"]["b"]["properties"]["a"] == {"$ref": "#/$defs/a"}
+    assert inlined["$defs"]["a"]["properties"]["b"]["properties"]["a"] == {"$ref": "#/$defs/a"}
+    jsonschema.validate({"b": {"a": {"b": {"n": 1}}}}, inlined)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({"b": {"a": {"b": {"n": "x"}}}}, inlined)
 
 
-def test_input_nested_deeper_than_json_can_carry_is_a_validation_error() -> None:
-    deep: Any = 1
-    for _ in range(400):
-        deep = {"a": deep}
-    document = _document({"type": "object"})
-
-    with pytest.raises(InputValidationError) as caught:
-        check_run_input(document, {"amount": deep})
-
-    assert "not usable JSON data" in caught.value.message
+def test_a_reference_to_nothing_stays_as_written() -> None:
+    schema = {"type": "object", "properties": {"n": {"$ref": "#/$defs/missing"}}, "$defs": {"y": {"type": "string"}}}
+    assert inline_refs(schema)["properties"]["n"] == {"$ref": "#/$defs/missing"}
+    assert S.prepare(schema)["properties"]["n"] == {"title": "missing"}  # any, named
 
 
-def test_a_ref_cycle_is_a_validation_error_not_a_crash() -> None:
-    document = _document({"$defs": {"loop": {"$ref": "#/$defs/loop"}}, "$ref": "#/$defs/loop"})
+def test_sibling_keywords_override_the_definition_and_the_input_is_untouched() -> None:
+    schema = {"definitions": {"y": {"type": "string", "title": "Y"}},
+              "properties": {"n": {"$ref": "#/definitions/y", "title": "N"}}}
+    before = copy.deepcopy(schema)
+    assert inline_refs(schema) == {"properties": {"n": {"type": "string", "title": "N"}}}
+    assert schema == before
 
-    with pytest.raises(InputValidationError) as caught:
-        check_run_input(document, {"amount": 3})
 
-    assert "lead back to themselves" in caught.value.message
-
-
-@pytest.mark.parametrize("ref, shown", [("#/$defs/missing", "#/$defs/missing"), ("#nowhere", "#nowhere")])
-def test_a_local_ref_to_nothing_says_so(ref: str, shown: str) -> None:
-    document = _document({"type": "object", "properties": {"amount": {"$ref": ref}}})
-
-    with pytest.raises(InputValidationError) as caught:
-        check_run_input(document, {"amount": 3})
-
-    assert f"$ref '{shown}' points at nothing inside the schema" in caught.value.message
+def test_a_defs_bomb_stops_at_the_budget() -> None:
+    with pytest.raises(SchemaTooLarge):
+        inline_refs(bomb(40), budget=10_000)
+    assert S.prepare(bomb(40)) == {}
