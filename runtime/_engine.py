@@ -13,6 +13,7 @@ from typing import Any, Literal
 from runtime._algo import fork_state, forkable, mint, reopen_foreach
 from runtime._analysis import analyze
 from runtime._batches import BatchResult, ItemOutcome, batch_state
+from runtime._checkpoint import Checkpointer
 from runtime._compiled import CompiledWorkflow, compile_workflow
 from runtime._diagnostics import Diagnostic
 from runtime._document import ForeachNode, TaskNode, Workflow, WorkflowRef
@@ -166,7 +167,7 @@ class Engine:
         self,
         registry: TaskRegistry | None = None,
         workflows: WorkflowResolver | Mapping[object, Workflow] | Callable[[WorkflowRef], Workflow] | None = None,
-        checkpointer: Any = None,
+        checkpointer: Checkpointer | None = None,
         ids: IdFactory | None = None,
         *,
         max_workers: int | None = None,
@@ -245,7 +246,8 @@ class Engine:
     def compile(self, workflow: Workflow) -> CompiledWorkflow:
         """Validate ``workflow`` with the analyzer (once per document object) and prepare it to run.
 
-        Raises ``WorkflowValidationError`` listing every problem.
+        The plan is cached by the document's identity, which is sound because documents are frozen (a changed
+        document is a new object). Raises ``WorkflowValidationError`` listing every problem.
         """
         hit = self._compiled.get(id(workflow))
         if hit is not None and hit[0] is workflow:
@@ -429,9 +431,10 @@ class Engine:
         before = before.copy_for_resume()
         last = latest if isinstance(latest, RunState) else RunState.from_json(latest)
         wanted = list(indices)
+        from_step = before.step
         reopen_foreach(before, last, activation_id, wanted)
         loop = self._reopen(before, workflow)
-        loop.mark_foreach_redrive(activation_id, wanted)
+        loop.mark_foreach_redrive(activation_id, wanted, from_step)
         loop.checkpoint(loop.settle())
         return self._result(loop)
 

@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable, Generator, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from runtime._algo import (
     PrepareRules,
@@ -36,6 +36,7 @@ from runtime._algo import (
     reset_failed,
     wake_time,
 )
+from runtime._checkpoint import AsyncCheckpointer, Checkpointer
 from runtime._compiled import CompiledWorkflow
 from runtime._context import RuntimeContext
 from runtime._document import BranchNode, ForeachNode, InterruptNode, SubgraphNode, TaskNode, Workflow, WorkflowRef
@@ -55,9 +56,6 @@ from runtime._resolver import WorkflowResolver
 from runtime._state import ROOT_SCOPE_ID, RunState, RuntimeScope, Wakeup, frame_of
 from runtime._steps import StepCall, StepExecutor, check_result_size, timeout_error
 from runtime._trace import TraceEvent, summarize
-
-if TYPE_CHECKING:
-    from runtime._checkpoint import Checkpointer
 
 
 @dataclass(slots=True)
@@ -294,6 +292,9 @@ class RunLoop:
         self._event_loop: asyncio.AbstractEventLoop | None = None
         self.stop_error: StepLimitError | None = None
         self._woken: dict[str, Wakeup] = {}
+        # Looked at once per call: a protocol isinstance check walks every method.
+        cp = config.checkpointer
+        self._async_saver = cp if isinstance(cp, AsyncCheckpointer) else None
         self._rules = PrepareRules(
             subgraph_plan=self._subgraph_plan, max_depth=config.max_depth, step_timeout=config.step_timeout,
             max_result_bytes=config.max_result_bytes,
@@ -599,15 +600,17 @@ class RunLoop:
             again.append(entry)
         self.recorder.emit("run_redriven", summary={"attempt": rs.attempt, "frames": again})
 
-    def mark_foreach_redrive(self, activation_id: str, indices: list[int]) -> None:
+    def mark_foreach_redrive(self, activation_id: str, indices: list[int], from_step: int) -> None:
         """The first event of a completed run's next attempt (``_algo.reopen_foreach``): which tolerated items of
-        which foreach run again. The activation waits for its batches again; what follows its join runs again."""
+        which foreach run again, and the superstep whose checkpoint the run went back to (``from_step``: what
+        the trace recorded after it, up to here, is undone). The activation waits for its batches again; what
+        follows its join runs again."""
         rs = self.rs
         rs.step += 1
         activation = rs.activations[activation_id]
         self.recorder.emit("run_redriven", summary={
             "attempt": rs.attempt, "frames": [], "foreach": activation.node_id, "activation_id": activation_id,
-            "items": sorted(indices)[:1000], "count": len(indices)})
+            "items": sorted(indices)[:1000], "count": len(indices), "from_step": from_step})
 
     def mark_fork(self, parent_run_id: str, parent_step: int, edited: list[str]) -> None:
         """The first event of a forked run: which run and superstep it came from, and what was changed."""
@@ -624,13 +627,10 @@ class RunLoop:
             self.config.on_superstep(self.rs, events)
 
     async def acheckpoint(self, events: list[TraceEvent]) -> None:
-        cp = self.config.checkpointer
-        if cp is not None:
-            asave = getattr(cp, "asave", None)
-            if asave is not None:
-                await asave(self.rs, events)
-            else:
-                cp.save(self.rs, events)
+        if self._async_saver is not None:
+            await self._async_saver.asave(self.rs, events)
+        elif self.config.checkpointer is not None:
+            self.config.checkpointer.save(self.rs, events)
         hook = self.config.on_superstep
         if hook is not None:
             outcome = hook(self.rs, events)

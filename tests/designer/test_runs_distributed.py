@@ -305,8 +305,11 @@ def test_redriving_a_completed_run_runs_only_its_tolerated_failed_items_and_what
     events = all_events(client, run["id"])
     assert [e["seq"] for e in events] == list(range(len(events)))
     [mark] = [e for e in events if e["kind"] == "run_redriven"]
-    assert mark["data"]["summary"] | {} == {"attempt": 2, "frames": [], "foreach": "each", "count": 2,
-                                            "items": [1, 4], "activation_id": mark["data"]["summary"]["activation_id"]}
+    summary = mark["data"]["summary"]
+    assert summary == {"attempt": 2, "frames": [], "foreach": "each", "count": 2, "items": [1, 4],
+                       "activation_id": summary["activation_id"], "from_step": summary["from_step"]}
+    joins = [e for e in events if e["kind"] == "foreach_completed"]
+    assert [e["data"]["step"] for e in joins][0] == summary["from_step"] + 1  # it went back to the join's eve
     summaries = [e["data"]["summary"] for e in events if e["kind"] == "node_completed" and e["node_id"] == "summary"]
     assert summaries == [{"sum": 42, "missing": 2}, {"sum": 56, "missing": 0}]  # downstream ran again
 

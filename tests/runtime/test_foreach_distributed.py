@@ -453,7 +453,7 @@ def test_a_completed_runs_tolerated_failed_items_are_redriven_and_downstream_see
     assert marker.kind == "run_redriven" and marker.seq == trace[-1].seq + 1
     assert marker.step == first.run_state.step + 1
     assert marker.summary | {} == {"attempt": 2, "frames": [], "foreach": "xs", "activation_id": joined.activation_id,
-                                   "items": [1, 5, 9], "count": 3}
+                                   "items": [1, 5, 9], "count": 3, "from_step": checkpoint.step}
     done = drive(reopened, only=failed)
     assert done.status == "completed", done.error
     clean = Engine(registry=flaky_registry(Counter(), set()), ids=SequentialIds(),
