@@ -28,7 +28,7 @@ help:
 	@echo "make test   set up everything, then run the whole test suite (incl. headless Chromium tests)"
 	@echo "make test-postgres  the same suite against a private, throw-away PostgreSQL cluster (.ci/postgres.sh)"
 	@echo "make lint   ruff + mypy + ESLint"
-	@echo "make bench  run the benchmarks under bench/"
+	@echo "make bench  run the benchmarks under bench/ (BENCH=\"worker_items distributed\" runs only those)"
 	@echo "make bench-history  what checkpoint history costs per store (time and bytes, all vs none)"
 	@echo "make lock   rewrite $(LOCK) from the current .venv"
 	@echo "make clean  remove .venv, node_modules, the Vite build and stamps"
@@ -126,7 +126,7 @@ lint: $(VENV)/.stamp-install node_modules/.stamp-npm
 	npm run --silent lint
 
 bench: $(VENV)/.stamp-install-bench
-	$(PY) -m bench
+	$(PY) -m bench $(BENCH)
 
 bench-history: $(VENV)/.stamp-install-bench
 	$(PY) -m bench history

@@ -214,7 +214,10 @@ class TrellisSettings:
         "cannot be run; `0` turns the cap off (see \"Waiting without a worker\" below)")
     RUN_MAX_STEPS = Setting(
         count(1), 100_000,
-        "supersteps one run may take before it fails with `run.step_limit` (a route cycle that never ends)")
+        "node steps one frame (one line of work: the run's root, one foreach item, one subgraph's root) may "
+        "take before the run fails with `run.step_limit`, which names the node, the frame and the item path where "
+        "a route cycle spins. It stops cycles that never end, not big runs: each foreach item is a frame of its "
+        "own, so a foreach of 100k or 1M items passes")
     CHECKPOINT_HISTORY = Setting(
         HISTORY, "all",
         "past checkpoints kept per run, to fork new runs from: `all`, `N` (the last N), either with "

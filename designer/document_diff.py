@@ -241,7 +241,7 @@ def apply_changes(a: Document, changes: Iterable[Change]) -> dict[str, Any]:
 
 
 def normalized(document: Document) -> dict[str, Any]:
-    """The parts of a document ``diff`` compares, in one canonical order: equal exactly when
+    """The parts of a document ``diff`` compares, in one canonical order: equal as JSON exactly when
     ``diff`` finds nothing."""
 
     def sort(items: dict[str, Any]) -> list[Any]:

@@ -443,6 +443,11 @@ class ForeachBatch(models.Model):
     #: How many of its items have a ``ForeachBatchItem`` (result or error), written in the transaction that
     #: commits them: the run page's progress reads this, never a COUNT over the items.
     committed = models.PositiveIntegerField(default=0)
+    #: While every running item of the batch sleeps in a retry's backoff or a ``wait`` step: the batch's own
+    #: state (``runtime.BatchResult.state`` without the write-once parts its run already stores, plus those it
+    #: does not) and when it wakes; the batch is queued for ``wake_at`` and holds no worker meanwhile.
+    state = ExactJSONField(null=True, blank=True)
+    wake_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 

@@ -11,7 +11,14 @@ from runtime._analysis._schemas import json_type
 from runtime._analysis._schemas import type_label as schema_type_label
 from runtime._batches import BatchResult, DistributedForeach, ItemOutcome, distributed_foreach
 from runtime._builder import WorkflowBuilder
-from runtime._checkpoint import Checkpointer, CheckpointInfo, FileCheckpointer, HistoryPolicy, InMemoryCheckpointer
+from runtime._checkpoint import (
+    AsyncCheckpointer,
+    Checkpointer,
+    CheckpointInfo,
+    FileCheckpointer,
+    HistoryPolicy,
+    InMemoryCheckpointer,
+)
 from runtime._context import ForeachContext, RuntimeContext
 from runtime._diagnostics import Diagnostic
 from runtime._document import (
@@ -105,6 +112,7 @@ from runtime._trace import TraceEvent
 __all__ = [
     "ActivationProgress",
     "Analysis",
+    "AsyncCheckpointer",
     "Barrier",
     "BatchResult",
     "BindingError",

@@ -70,7 +70,7 @@ from runtime._state import (
     trusted,
 )
 from runtime._steps import step_timeout
-from runtime._trace import TraceEvent, new_event, summarize
+from runtime._trace import TraceEvent, summarize
 
 _COLLECTIONS = {"frame": "frames", "lineage": "lineages", "act": "activations", "scope": "scopes", "int": "interrupts"}
 
@@ -139,8 +139,8 @@ class Recorder:
         else:
             # Run-level events belong to the run's root scope.
             scope_id, frame_id, lineage_id = ROOT_SCOPE_ID, None, None
-        event = new_event(self.seq, kind, rs.run_id, rs.step, self.clock(), scope_id, frame_id, lineage_id, node_id,
-                          activation_id, index, label, attempt, duration, summary)
+        event = TraceEvent(self.seq, kind, rs.run_id, rs.step, self.clock(), scope_id, frame_id, lineage_id, node_id,
+                           activation_id, index, label, attempt, duration, summary)
         self.seq += 1
         self.step.append(event)
         if self.sink is not None:
@@ -341,7 +341,7 @@ class Scheduler:
         frame = trusted(ExecutionFrame, {
             "frame_id": frame_id, "parent_frame_id": parent.frame_id if parent else None, "scope_id": scope_id,
             "lineage_id": lineage_id, "node_id": node_id, "status": "ready", "waiting_for": None,
-            "metadata": metadata or {},
+            "metadata": metadata or {}, "steps": 0,
         })
         rs.frames[frame_id] = frame
         rs.lineages[lineage_id] = trusted(Lineage, {
@@ -1089,6 +1089,7 @@ def prepare_step(run_state: RunState, scheduler: Scheduler, plan_for: Callable[[
         node = plan.nodes.get(frame.node_id)
         if node is None:
             node = scheduler.node_of(frame)  # raises: the frame is at a node its workflow lacks
+        frame.steps += 1  # what Engine(max_steps=) bounds: the steps of each line of work
         work = Work(frame, node, scope, plan)
         if woken:
             work.woken = woken.pop(frame_id, None)

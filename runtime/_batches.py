@@ -77,11 +77,16 @@ class DistributedForeach:
 @dataclass(frozen=True, slots=True)
 class BatchResult:
     """What ``Engine.run_batch`` ended with: ``completed`` (every item has an outcome), ``cancelled`` (the host
-    said stop) or ``failed`` (the batch itself could not go on, ``error``); ``outcomes`` of this call."""
+    said stop), ``failed`` (the batch itself could not go on, ``error``) or ``waiting`` (from an engine with
+    ``sleep_in_process=False``: every item still running is suspended in a retry's backoff or a ``wait`` step
+    until ``wake_at``; ``state`` is the batch's own state, to store and hand to ``Engine.continue_batch`` at or
+    after ``wake_at``, so no worker sleeps through it); ``outcomes`` of this call."""
 
-    status: Literal["completed", "cancelled", "failed"]
+    status: Literal["completed", "cancelled", "failed", "waiting"]
     outcomes: tuple[ItemOutcome, ...]
     error: WorkflowError | None = None
+    state: RunState | None = None
+    wake_at: float | None = None
 
 
 def distributed_foreach(run_state: RunState) -> list[DistributedForeach]:

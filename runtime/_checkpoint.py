@@ -135,6 +135,16 @@ class Checkpointer(Protocol):
         ...
 
 
+@runtime_checkable
+class AsyncCheckpointer(Checkpointer, Protocol):
+    """A checkpointer that can also save without blocking an event loop: ``Engine.arun`` and the other async
+    calls await ``asave`` instead of calling ``save``."""
+
+    async def asave(self, run_state: RunState, events: Sequence[TraceEvent] = ()) -> None:
+        """``save``, awaited."""
+        ...
+
+
 def _not_found(run_id: str) -> CheckpointNotFoundError:
     return CheckpointNotFoundError(f"no checkpoint for run {run_id!r}", run_id=run_id)
 

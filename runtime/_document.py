@@ -153,6 +153,9 @@ class _Model(BaseModel):
         serialize_by_alias=True,
         # As the JSON Schema says: 1 is not true, "3" is not 3 (document_json_schema is what API clients check).
         strict=True,
+        # Engine.compile caches a plan per document object: a document must not change once made (derive a
+        # changed one with model_copy(update=...)).
+        frozen=True,
     )
 
 

@@ -13,6 +13,7 @@ from typing import Any, Literal
 from runtime._algo import fork_state, forkable, mint, reopen_foreach
 from runtime._analysis import analyze
 from runtime._batches import BatchResult, ItemOutcome, batch_state
+from runtime._checkpoint import Checkpointer
 from runtime._compiled import CompiledWorkflow, compile_workflow
 from runtime._diagnostics import Diagnostic
 from runtime._document import ForeachNode, TaskNode, Workflow, WorkflowRef
@@ -104,6 +105,11 @@ class Engine:
     after every superstep. ``on_superstep(run_state, events)`` is called
     after each save; ``should_cancel(run_id)`` is consulted before each
     superstep, and a true answer stops the run with status ``cancelled``.
+    ``max_steps`` bounds the node steps of each frame (one line of work: the
+    run's root, a foreach item, a subgraph's root), not the run's supersteps:
+    a route cycle that never ends fails with ``run.step_limit`` naming the
+    node and item path where it spins, while a foreach of any size passes
+    (each item is a frame of its own).
 
     ``keep_trace`` bounds ``RunResult.trace``: ``None`` keeps every event of
     the call, ``N`` the last N, ``0`` none; the checkpointer still receives
@@ -161,7 +167,7 @@ class Engine:
         self,
         registry: TaskRegistry | None = None,
         workflows: WorkflowResolver | Mapping[object, Workflow] | Callable[[WorkflowRef], Workflow] | None = None,
-        checkpointer: Any = None,
+        checkpointer: Checkpointer | None = None,
         ids: IdFactory | None = None,
         *,
         max_workers: int | None = None,
@@ -188,7 +194,7 @@ class Engine:
         self.should_cancel = should_cancel
         self.max_depth = max_depth
         if max_steps is not None and max_steps < 1:
-            raise ValueError(f"max_steps must be a positive number of supersteps or None, not {max_steps!r}")
+            raise ValueError(f"max_steps must be a positive number of steps per frame or None, not {max_steps!r}")
         self.max_steps = max_steps
         if keep_trace is not None and (isinstance(keep_trace, bool) or not isinstance(keep_trace, int)
                                        or keep_trace < 0):
@@ -240,7 +246,8 @@ class Engine:
     def compile(self, workflow: Workflow) -> CompiledWorkflow:
         """Validate ``workflow`` with the analyzer (once per document object) and prepare it to run.
 
-        Raises ``WorkflowValidationError`` listing every problem.
+        The plan is cached by the document's identity, which is sound because documents are frozen (a changed
+        document is a new object). Raises ``WorkflowValidationError`` listing every problem.
         """
         hit = self._compiled.get(id(workflow))
         if hit is not None and hit[0] is workflow:
@@ -424,9 +431,10 @@ class Engine:
         before = before.copy_for_resume()
         last = latest if isinstance(latest, RunState) else RunState.from_json(latest)
         wanted = list(indices)
+        from_step = before.step
         reopen_foreach(before, last, activation_id, wanted)
         loop = self._reopen(before, workflow)
-        loop.mark_foreach_redrive(activation_id, wanted)
+        loop.mark_foreach_redrive(activation_id, wanted, from_step)
         loop.checkpoint(loop.settle())
         return self._result(loop)
 
@@ -535,7 +543,31 @@ class Engine:
                                        f"no foreach of workflow {here.id!r}", activation_id=activation_id)
         state = batch_state(source, activation_id, indices, node.max_concurrency)
         adopt_lists(state)
-        wanted = list(state.activations[activation_id].only or ())
+        return self._drive_batch(state, activation_id, plan, on_items, fresh=True)
+
+    def continue_batch(self, batch_state: RunState | Mapping[str, Any] | str | bytes, activation_id: str, *,
+                       workflow: Workflow | Mapping[str, Any] | None = None,
+                       on_items: Callable[[tuple[ItemOutcome, ...]], Any] | None = None) -> BatchResult:
+        """Continue a batch that ended ``waiting`` (``BatchResult.state``) once its wake-up time has come: the
+        suspended items run on from where they slept (their retry attempt, a wait's result), then the items it
+        had not started. Before the time it ends ``waiting`` again at once, having run nothing."""
+        if isinstance(batch_state, RunState):
+            state = batch_state.copy_for_resume()
+        else:
+            state = RunState.model_validate_json(batch_state) if isinstance(batch_state, str | bytes) \
+                else RunState.model_validate(batch_state)
+        activation = state.activations.get(activation_id)
+        if state.status != "waiting" or activation is None or activation.only is None:
+            raise CorruptRunStateError(f"run {state.run_id!r}: no waiting batch of foreach activation "
+                                       f"{activation_id!r} to continue", activation_id=activation_id)
+        adopt_lists(state)
+        plan = self.compile(self._root_workflow(state, workflow))
+        return self._drive_batch(state, activation_id, plan, on_items, fresh=False)
+
+    def _drive_batch(self, state: RunState, activation_id: str, plan: CompiledWorkflow,
+                     on_items: Callable[[tuple[ItemOutcome, ...]], Any] | None, *, fresh: bool) -> BatchResult:
+        activation = state.activations[activation_id]
+        wanted = activation.only or []
         done: list[ItemOutcome] = []
         pending: list[ItemOutcome] = []
 
@@ -550,25 +582,33 @@ class Engine:
         config = self._config()
         config.checkpointer, config.on_superstep, config.keep_trace, config.trace_sink = None, flush, 0, None
         config.distribute = None  # a batch runs its items itself, nested foreach nodes included
-        config.sleep_in_process = True  # a batch cannot wait without its worker: its backoffs sleep in it
+        # With sleep_in_process=False a batch whose running items all sleep ends "waiting" (BatchResult.state),
+        # so its worker is free meanwhile; otherwise its backoffs sleep in it.
         loop = RunLoop(config, state, plan)
         loop.scheduler.on_batch_item = lambda index, result, failed: pending.append(
             ItemOutcome(index, result, None if failed is None else failed["error"]))
-        if wanted:
+        if not fresh:
+            loop.drive()
+        elif wanted:
             loop.scheduler.admit(state.activations[activation_id])
             loop.drive()
         else:
             state.status = "completed"
         flush(state, [])
+        if state.status == "waiting" and state.wakeups:
+            return BatchResult("waiting", tuple(done), state=state, wake_at=state.wake_at)
         if state.status == "interrupted":
             # The analyzer refuses interrupts in a batched body; one reached anyway (inside a subgraph) has nobody
             # to answer it: its item fails.
-            ended = {outcome.index for outcome in done}
+            left = state.activations.get(activation_id)
+            unfinished = [] if left is None else [
+                state.frames[frame_id].metadata["foreach"]["index"] for frame_id in left.running
+                if frame_id in state.frames] + list((left.only or [])[left.next_index:])
             stuck = tuple(ItemOutcome(index, None, {
                 "type": "BatchInterruptError", "code": "foreach.batch_interrupt", "node_id": activation.node_id,
                 "index": index, "message": f"item {index} reached an interrupt inside a distributed batch of "
                                            f"foreach {activation.node_id!r}; a batch cannot pause for an answer",
-            }) for index in wanted if index not in ended)
+            }) for index in sorted(unfinished))
             pending.extend(stuck)
             flush(state, [])
             return BatchResult("completed", tuple(done))

@@ -180,7 +180,9 @@ class ForkError(WorkflowError):
 
 
 class StepLimitError(WorkflowError):
-    """A run went past its engine's superstep limit: most often a route cycle that never ends."""
+    """A frame (one line of work) took more steps than its engine's ``max_steps``: a route cycle that never ends.
+    Details: ``node_id``, ``frame_id``, ``scope_id``, ``steps``, ``max_steps`` and ``foreach`` (the item path,
+    outermost first: ``[{"node_id", "index"}]``) of the frame that was stopped."""
 
     code = "run.step_limit"
 

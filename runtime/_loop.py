@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable, Generator, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from runtime._algo import (
     PrepareRules,
@@ -36,6 +36,7 @@ from runtime._algo import (
     reset_failed,
     wake_time,
 )
+from runtime._checkpoint import AsyncCheckpointer, Checkpointer
 from runtime._compiled import CompiledWorkflow
 from runtime._context import RuntimeContext
 from runtime._document import BranchNode, ForeachNode, InterruptNode, SubgraphNode, TaskNode, Workflow, WorkflowRef
@@ -55,9 +56,6 @@ from runtime._resolver import WorkflowResolver
 from runtime._state import ROOT_SCOPE_ID, RunState, RuntimeScope, Wakeup, frame_of
 from runtime._steps import StepCall, StepExecutor, check_result_size, timeout_error
 from runtime._trace import TraceEvent, summarize
-
-if TYPE_CHECKING:
-    from runtime._checkpoint import Checkpointer
 
 
 @dataclass(slots=True)
@@ -294,6 +292,9 @@ class RunLoop:
         self._event_loop: asyncio.AbstractEventLoop | None = None
         self.stop_error: StepLimitError | None = None
         self._woken: dict[str, Wakeup] = {}
+        # Looked at once per call: a protocol isinstance check walks every method.
+        cp = config.checkpointer
+        self._async_saver = cp if isinstance(cp, AsyncCheckpointer) else None
         self._rules = PrepareRules(
             subgraph_plan=self._subgraph_plan, max_depth=config.max_depth, step_timeout=config.step_timeout,
             max_result_bytes=config.max_result_bytes,
@@ -516,22 +517,47 @@ class RunLoop:
         return True
 
     def over_step_limit(self) -> bool:
-        """Fail the run, keeping its state and trace, once it has used up its supersteps.
+        """Fail the run, keeping its state and trace, once a frame about to step has used up its steps.
 
         A document can route in a cycle that never ends; without a limit such a
-        run would hold a worker until someone cancels it.
+        run would hold a worker until someone cancels it. Such a cycle is one
+        frame (one line of work) stepping forever, so the limit is on the steps
+        of each frame, not on the run's supersteps: a foreach's items are
+        frames of their own, so a foreach of a million items takes a few steps
+        per frame however long it runs, and a cycle is stopped after ``max_steps``
+        turns wherever it is (in the run, inside an item, inside a subgraph).
         """
         limit = self.config.max_steps
-        if limit is None or self.rs.step < limit:
+        if limit is None:
             return False
+        frames = self.rs.frames
+        spinning = None
+        for frame_id in self.rs.ready:
+            frame = frames.get(frame_id)
+            if frame is not None and frame.steps >= limit:
+                spinning = frame
+                break
+        if spinning is None:
+            return False
+        where = ""
+        path: list[dict[str, Any]] = []
+        if "foreach" in spinning.metadata:
+            entries = self.scheduler.context(spinning).foreach
+            path = [{"node_id": entry.node_id, "index": entry.index} for entry in entries.values()]
+            where = " in " + " > ".join(f"item {entry['index']} of foreach {entry['node_id']!r}" for entry in path)
+        if spinning.scope_id != ROOT_SCOPE_ID:
+            where += f" (subgraph scope {spinning.scope_id!r})"
         self.stop_error = StepLimitError(
-            f"run {self.rs.run_id!r} stopped after {self.rs.step} supersteps without finishing (the limit is "
-            f"{limit}); look for a route cycle that never reaches an end, or raise the engine's max_steps",
-            run_id=self.rs.run_id, max_steps=limit,
+            f"run {self.rs.run_id!r} stopped: frame {spinning.frame_id!r} at node {spinning.node_id!r}{where} took "
+            f"{spinning.steps} steps without finishing (the limit is {limit} steps per frame; "
+            f"{self.rs.step} supersteps in all); look for a route cycle through {spinning.node_id!r} that never "
+            "reaches an end, or raise the engine's max_steps",
+            run_id=self.rs.run_id, max_steps=limit, node_id=spinning.node_id, frame_id=spinning.frame_id,
+            scope_id=spinning.scope_id, steps=spinning.steps, foreach=path,
         )
         self.rs.status = "failed"
         self.rs.error = self.stop_error.to_dict()
-        self.recorder.emit("run_failed", summary=summarize(self.rs.error))
+        self.recorder.emit("run_failed", spinning, summary=summarize(self.rs.error))
         return True
 
     # -- resume -------------------------------------------------------------------
@@ -574,15 +600,17 @@ class RunLoop:
             again.append(entry)
         self.recorder.emit("run_redriven", summary={"attempt": rs.attempt, "frames": again})
 
-    def mark_foreach_redrive(self, activation_id: str, indices: list[int]) -> None:
+    def mark_foreach_redrive(self, activation_id: str, indices: list[int], from_step: int) -> None:
         """The first event of a completed run's next attempt (``_algo.reopen_foreach``): which tolerated items of
-        which foreach run again. The activation waits for its batches again; what follows its join runs again."""
+        which foreach run again, and the superstep whose checkpoint the run went back to (``from_step``: what
+        the trace recorded after it, up to here, is undone). The activation waits for its batches again; what
+        follows its join runs again."""
         rs = self.rs
         rs.step += 1
         activation = rs.activations[activation_id]
         self.recorder.emit("run_redriven", summary={
             "attempt": rs.attempt, "frames": [], "foreach": activation.node_id, "activation_id": activation_id,
-            "items": sorted(indices)[:1000], "count": len(indices)})
+            "items": sorted(indices)[:1000], "count": len(indices), "from_step": from_step})
 
     def mark_fork(self, parent_run_id: str, parent_step: int, edited: list[str]) -> None:
         """The first event of a forked run: which run and superstep it came from, and what was changed."""
@@ -599,13 +627,10 @@ class RunLoop:
             self.config.on_superstep(self.rs, events)
 
     async def acheckpoint(self, events: list[TraceEvent]) -> None:
-        cp = self.config.checkpointer
-        if cp is not None:
-            asave = getattr(cp, "asave", None)
-            if asave is not None:
-                await asave(self.rs, events)
-            else:
-                cp.save(self.rs, events)
+        if self._async_saver is not None:
+            await self._async_saver.asave(self.rs, events)
+        elif self.config.checkpointer is not None:
+            self.config.checkpointer.save(self.rs, events)
         hook = self.config.on_superstep
         if hook is not None:
             outcome = hook(self.rs, events)

@@ -10,16 +10,16 @@ error would be swallowed and could turn "too slow to decide" into "valid".
 
 Compiling is guarded as well: ``regex`` unrolls a minimum repeat count when it
 compiles (``(?:x{65535}){65535}`` exhausts memory), so a pattern whose
-unrolled size is too large is refused before it reaches ``regex.compile``.
-The accepted syntax is Python's ``re`` syntax (as before); ``regex`` matches
-such patterns the way ``re`` does.
+unrolled size (``runtime._pattern_size``) is too large is refused before it
+reaches ``regex.compile``. The accepted syntax is Python's ``re`` syntax (as
+before), checked with ``re.compile``, lookbehinds excepted: ``re`` wants them
+fixed-width, ``regex`` does not; ``regex`` matches such patterns the way ``re``
+does.
 """
 
 from __future__ import annotations
 
 import re
-import re._constants as sre
-import re._parser as sre_parse  # the stdlib's own parser: exact nesting and repeat counts
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -32,14 +32,14 @@ import regex
 from jsonschema import ValidationError
 from jsonschema import validators as jsonschema_validators
 
+from runtime._pattern_size import pattern_size
+
 #: Longest a single match may run before it is called too expensive.
 MATCH_TIMEOUT = 0.1
 #: Longest all pattern matches of one validation may run together.
 VALIDATION_BUDGET = 1.0
 #: Largest pattern, in elements after repeats are unrolled, that is compiled (a few ms at most).
 MAX_UNROLLED = 20_000
-
-_REPEATS = (sre.MAX_REPEAT, sre.MIN_REPEAT, sre.POSSESSIVE_REPEAT)
 
 #: Most keyword checks one validation may make (each keyword of each subschema at each place in the
 #: value counts one). The static schema budget bounds the checks per place; this bounds the whole,
@@ -97,15 +97,27 @@ def pattern_problem(pattern: str) -> str | None:
     return None
 
 
+def _without_lookbehinds(pattern: str, lookbehinds: tuple[int, ...]) -> str:
+    """``pattern`` with each lookbehind ``(?<=`` / ``(?<!`` opened as ``(?:=`` / ``(?:!``: the same syntax to
+    check but for ``re``'s fixed-width rule, and the same length, so an error's position still fits."""
+    if not lookbehinds:
+        return pattern
+    chars = list(pattern)
+    for at in lookbehinds:
+        chars[at + 2] = ":"
+    return "".join(chars)
+
+
 @lru_cache(maxsize=512)
 def _compile(pattern: str) -> regex.Pattern[str]:
     try:
-        parsed = sre_parse.parse(pattern)
-    except re.error as exc:
+        measured = pattern_size(pattern)
+        re.compile(_without_lookbehinds(pattern, measured.lookbehinds))
+    except (re.error, OverflowError) as exc:
         raise PatternRefused(pattern, f"{pattern!r} is not a valid regular expression: {exc}") from None
     except RecursionError:
         raise PatternRefused(pattern, f"{pattern!r} nests groups too deeply") from None
-    if _unrolled_size(parsed) > MAX_UNROLLED:
+    if measured.size > MAX_UNROLLED:
         raise PatternRefused(pattern, (
             f"{pattern!r} is too large once its repeat counts are multiplied out (over {MAX_UNROLLED} "
             f"elements); use smaller counts such as {{1,64}}"))
@@ -113,32 +125,6 @@ def _compile(pattern: str) -> regex.Pattern[str]:
         return regex.compile(pattern)
     except (regex.error, OverflowError, MemoryError, RecursionError) as exc:
         raise PatternRefused(pattern, f"{pattern!r} is not a valid regular expression: {exc}") from None
-
-
-def _unrolled_size(parsed: Any) -> int:
-    """Elements of the pattern with every repeat's minimum count unrolled (what ``regex`` compiles to)."""
-    total = 0
-    stack: list[tuple[Any, int]] = [(parsed, 1)]
-    while stack:
-        items, factor = stack.pop()
-        for op, av in items:
-            total += factor
-            if total > MAX_UNROLLED:
-                return total
-            if op in _REPEATS:
-                low, _high, sub = av
-                stack.append((sub, factor * max(low, 1)))
-            elif op is sre.SUBPATTERN:
-                stack.append((av[-1], factor))
-            elif op is sre.ATOMIC_GROUP:
-                stack.append((av, factor))
-            elif op is sre.BRANCH:
-                stack.extend((branch, factor) for branch in av[1])
-            elif op in (sre.ASSERT, sre.ASSERT_NOT):
-                stack.append((av[1], factor))
-            elif op is sre.GROUPREF_EXISTS:
-                stack.extend((part, factor) for part in av[1:] if part is not None)
-    return total
 
 
 def search(pattern: str, text: str, *, is_key: bool = False) -> bool:

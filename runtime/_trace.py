@@ -14,7 +14,7 @@ runs of the same workflow with the same task results (see ``identity``).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, fields, make_dataclass
+from dataclasses import dataclass, fields
 from datetime import UTC, datetime
 from typing import Any
 
@@ -135,29 +135,3 @@ class TraceEvent:
     def from_dict(cls, data: Mapping[str, Any]) -> TraceEvent:
         names = {f.name for f in fields(cls)}
         return cls(**{key: value for key, value in data.items() if key in names})
-
-
-# The engine records several events per node step, and a frozen dataclass pays
-# for immutability at construction: its __init__ goes through object.__setattr__
-# once per field (~2.5 us for TraceEvent, most of an event's cost). Events the
-# engine makes are built as this mutable twin, which has exactly TraceEvent's
-# slots, and then become TraceEvents by a class change (~0.6 us). They are
-# frozen from then on like any other.
-_EventTwin = make_dataclass(
-    "_EventTwin", [(f.name, f.type) for f in fields(TraceEvent)], slots=True, eq=False, repr=False)
-
-
-def new_event(seq: int, kind: str, run_id: str, step: int, time: float, scope_id: str | None,
-              frame_id: str | None, lineage_id: str | None, node_id: str | None, activation_id: str | None,
-              index: int | None, label: str | None, attempt: int | None, duration: float | None,
-              summary: Any) -> TraceEvent:
-    """``TraceEvent(...)`` with every field given in declaration order, built faster."""
-    event: Any = _EventTwin(seq, kind, run_id, step, time, scope_id, frame_id, lineage_id, node_id, activation_id,
-                            index, label, attempt, duration, summary)
-    event.__class__ = TraceEvent
-    built: TraceEvent = event
-    return built
-
-
-if new_event(0, "run_started", "", 0, 0.0, *([None] * 10)) != TraceEvent(0, "run_started", "", 0, 0.0):
-    raise ImportError("runtime._trace: the fast TraceEvent constructor disagrees with TraceEvent")

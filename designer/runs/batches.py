@@ -15,6 +15,15 @@ stores and schedules them:
   killed mid-batch stops renewing; once the lease has expired, recovery
   (``requeue_stale_batches``) enqueues the batch again and the next worker runs
   only the items not committed, so no committed item runs twice.
+* An item that fails and backs off before its next attempt (or waits in a
+  ``wait`` step) does not hold the worker: once every running item of the
+  batch sleeps, ``Engine.run_batch`` ends ``waiting`` and the batch stores its
+  own state (``ForeachBatch.state``; the items' snapshot and the scope input
+  stay in the run's ``RunStatePart`` rows, shared) and is enqueued again with
+  ``run_after`` its ``wake_at``, like a waiting run. The next worker continues
+  it from that state (``Engine.continue_batch``): the retry attempts go on
+  where they were. A worker that dies in a continued batch restarts its
+  uncommitted items from the start, as for any batch.
 * When a batch is done, the next pending batch of its activation is enqueued
   in the same transaction; when none of the run's batches is left, the run is
   enqueued again (``wake``), and ``Execution.drive`` joins every activation
@@ -40,9 +49,9 @@ from django.utils import timezone
 
 from designer import catalog
 from designer.conf import trellis
-from designer.models import ForeachBatch, ForeachBatchItem, Run
+from designer.models import ForeachBatch, ForeachBatchItem, Run, RunStatePart
 from designer.resolvers import TeamVersionResolver
-from designer.runs import queue, steps
+from designer.runs import queue, steps, waiting
 from designer.runs.checkpointer import run_state_of
 from designer.runs.lease import (
     Heartbeat,
@@ -55,7 +64,7 @@ from designer.runs.lease import (
     new_owner_id,
 )
 from designer.runs.pinning import PinnedResolver
-from runtime import DistributedForeach, Engine, ForeachNode, ItemOutcome
+from runtime import BatchResult, DistributedForeach, Engine, ForeachNode, ItemOutcome, RunState
 
 logger = logging.getLogger("designer.runs")
 
@@ -247,8 +256,36 @@ def _fail_uncommitted(batch: ForeachBatch, error: dict[str, Any]) -> None:
     Run.objects.filter(pk=batch.run_id).update(failures=F("failures") + len(failed))
 
 
+def _stored_state(batch: ForeachBatch) -> dict[str, Any] | None:
+    """The state a waiting batch stored, its parts put back (the run's shared ones and its own), or None."""
+    saved = batch.state
+    if not isinstance(saved, dict) or not isinstance(saved.get("data"), dict):
+        return None
+    data, own = saved["data"], saved.get("parts") or {}
+    wanted = [key for key in RunState.parts_left_out(data) if key not in own]
+    shared = dict(RunStatePart.objects.filter(run_id=batch.run_id, key__in=wanted).values_list("key", "value"))
+    return RunState.join_parts_data(data, {**shared, **own})
+
+
+def _wait(batch: ForeachBatch, owner: str, result: BatchResult, committer: Committer) -> str:
+    """Store a batch whose running items all sleep, drop its lease and enqueue it for their wake-up time."""
+    assert result.state is not None and result.wake_at is not None
+    data, parts = result.state.split_parts()
+    shared = set(RunStatePart.objects.filter(run_id=batch.run_id, key__in=list(parts)).values_list("key", flat=True))
+    own = {key: value for key, value in parts.items() if key not in shared}
+    when = waiting.as_datetime(result.wake_at)
+    with transaction.atomic():
+        committer.flush()  # the items that ended, with the lease still held
+        if not ForeachBatch.objects.filter(pk=batch.pk, lease_owner=owner).update(
+                state=pydantic_core.to_jsonable_python({"data": data, "parts": own}), wake_at=when):
+            raise LeaseLost(f"foreach batch {batch.pk}: lease lost before it could wait")
+        queue.enqueue_batch(batch.pk, run_after=when)
+    return "waiting"
+
+
 def execute_batch(batch_id: int) -> str:
-    """Run one batch if no other worker holds it; ``done``, ``cancelled``, ``skipped`` or ``lease-lost``."""
+    """Run one batch if no other worker holds it; ``done``, ``waiting`` (every running item sleeps until a time:
+    the batch is queued for then), ``cancelled``, ``skipped`` or ``lease-lost``."""
 
     owner = new_owner_id()
     batch = claim(batch_id, owner)
@@ -269,20 +306,33 @@ def execute_batch(batch_id: int) -> str:
                                f"foreach {batch.node_id!r}; its uncommitted items are given up"})
             _finish(batch, owner)
             return "done"
+        saved = _stored_state(batch)
+        if batch.state is not None:
+            # Continued once: a worker that dies from here on restarts the uncommitted items from the start
+            # (the stored state may hold items this worker goes on to commit).
+            ForeachBatch.objects.filter(pk=batch.pk, lease_owner=owner).update(state=None, wake_at=None)
         committed = set(ForeachBatchItem.objects.filter(batch=batch).values_list("index", flat=True))
         left = [index for index in range(batch.start, batch.stop) if index not in committed]
         committer = Committer(batch, owner)
         with Heartbeat(batch.pk, owner, renewer=renew):
             if left:
-                checkpoint = run_state_of(run)
                 engine = Engine(
                     registry=catalog.registry(),
                     workflows=PinnedResolver(TeamVersionResolver(run.team_id), run.subgraph_versions),
                     should_cancel=CancelCheck(run.pk),
-                    max_steps=trellis.RUN_MAX_STEPS, keep_trace=0, **steps.engine_options())
+                    max_steps=trellis.RUN_MAX_STEPS, keep_trace=0,
+                    # A backoff or a wait step of its items frees the worker (the batch waits, as a run does).
+                    sleep_in_process=False, max_retry_delay=waiting.max_retry_delay(),
+                    **steps.engine_options())
                 with engine:
-                    result = engine.run_batch(checkpoint or {}, batch.activation_id, left, workflow=run.document,
-                                              on_items=committer.add)
+                    if saved is not None:
+                        result = engine.continue_batch(saved, batch.activation_id, workflow=run.document,
+                                                       on_items=committer.add)
+                    else:
+                        result = engine.run_batch(run_state_of(run) or {}, batch.activation_id, left,
+                                                  workflow=run.document, on_items=committer.add)
+                if result.status == "waiting":
+                    return _wait(batch, owner, result, committer)
                 committer.flush()
                 if result.status == "cancelled":
                     _finish(batch, owner, "cancelled")

@@ -21,19 +21,19 @@ from __future__ import annotations
 import logging
 import os
 import socket
-import threading
 import uuid
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
-from django.db import close_old_connections, connection, transaction
+from django.db import connection, transaction
 from django.db.models import DateTimeField, ExpressionWrapper, F, Q
 from django.db.models.functions import Coalesce, Now
 from django.utils import timezone
 
 from designer.conf import trellis
 from designer.models import Run
+from designer.runs.periodic import PeriodicThread
 
 #: Statuses in which a run wants a worker.
 RUNNABLE = (Run.Status.QUEUED, Run.Status.RUNNING)
@@ -144,39 +144,26 @@ def release(run_id: int, owner: str, **fields: Any) -> bool:
     )
 
 
-class Heartbeat:
+class Heartbeat(PeriodicThread):
     """Renews a lease from a daemon thread while one superstep runs longer than a lease.
 
     Dies with the process, which is the point: a killed worker stops renewing and its lease expires.
     A renewal that finds the lease gone just stops; the next checkpoint then fails with ``LeaseLost``.
     """
 
+    failure = "run %s: lease heartbeat failed; retrying"
+
     def __init__(self, run_id: int, owner: str, interval: float | None = None,
                  renewer: Callable[[int, str], None] | None = None) -> None:
+        super().__init__(f"lease-heartbeat-{run_id}")
         self.run_id = run_id
         self.owner = owner
         self.renewer = renewer or renew  # another leased row (a foreach batch) renews its own way
         self.interval = interval if interval is not None else max(lease_seconds() / 3, 0.05)
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name=f"lease-heartbeat-{run_id}", daemon=True)
 
-    def __enter__(self) -> Heartbeat:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
-
-    def _loop(self) -> None:
+    def tick(self) -> bool:
         try:
-            while not self._stop.wait(self.interval):
-                try:
-                    self.renewer(self.run_id, self.owner)
-                except LeaseLost:
-                    return
-                except Exception:  # a transient DB error must not kill the heartbeat, but it must be seen
-                    logger.warning("run %s: lease heartbeat failed; retrying", self.run_id, exc_info=True)
-                    close_old_connections()
-        finally:
-            connection.close()
+            self.renewer(self.run_id, self.owner)
+        except LeaseLost:
+            return True
+        return False

@@ -95,9 +95,11 @@ def _already_queued_for(run_id: int, run_after: datetime) -> bool:
     return planned is not None and run_after - timedelta(seconds=CLOCK_SLACK_SECONDS) <= planned <= run_after
 
 
-def enqueue_batch(batch_pk: int) -> None:
+def enqueue_batch(batch_pk: int, *, run_after: datetime | None = None) -> None:
     """Enqueue ``execute_batch`` inside the caller's transaction and stamp the queue deadline, as ``enqueue_run``
-    does: a queued batch nobody takes within a lease is enqueued again."""
+    does: a queued batch nobody takes within a lease is enqueued again (one that waits for ``run_after``, its
+    items' wake-up time, not before a lease after it)."""
+    deadline = expiry_in(lease_seconds()) if run_after is None else run_after + timedelta(seconds=lease_seconds())
     ForeachBatch.objects.filter(pk=batch_pk).update(status=ForeachBatch.Status.QUEUED, lease_owner="",
-                                                    lease_expires_at=expiry_in(lease_seconds()))
-    enqueue(execute_batch, batch_pk)
+                                                    lease_expires_at=deadline)
+    enqueue(execute_batch, batch_pk, run_after=run_after)

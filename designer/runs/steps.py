@@ -43,10 +43,10 @@ from multiprocessing import reduction
 from multiprocessing.connection import Connection
 from typing import Any
 
-from django.db import close_old_connections, connection
 from pydantic_core import from_json
 
 from designer.conf import trellis
+from designer.runs.periodic import PeriodicThread
 from designer.runs.step_process import REPLY_OVERHEAD_BYTES, zygote
 from runtime import StepCall, StepCancelledError, TaskError
 
@@ -250,36 +250,23 @@ def _close_shared() -> None:
         _shared.close()
 
 
-class CancelWatch:
+class CancelWatch(PeriodicThread):
     """Reads a running run's cancel flag every ``CANCEL_POLL_SECONDS`` while it executes and calls ``on_cancel``
-    once it is set, so a cancel reaches a step that is still running (checkpoints only read it between steps)."""
+    once it is set, so a cancel reaches a step that is still running (checkpoints only read it between steps).
+    A read that fails (a locked database) does not end the watch; the next checkpoint still reads the flag."""
+
+    failure = "run %s: reading the cancel flag failed; retrying"
 
     def __init__(self, run_id: int, on_cancel: Callable[[], None], interval: float = CANCEL_POLL_SECONDS) -> None:
+        super().__init__(f"cancel-watch-{run_id}")
         self.run_id = run_id
         self.on_cancel = on_cancel
         self.interval = interval
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name=f"cancel-watch-{run_id}", daemon=True)
 
-    def __enter__(self) -> CancelWatch:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
-
-    def _loop(self) -> None:
+    def tick(self) -> bool:
         from designer.models import Run
 
-        try:
-            while not self._stop.wait(self.interval):
-                try:
-                    if Run.objects.filter(pk=self.run_id, cancel_requested=True).exists():
-                        self.on_cancel()
-                        return
-                except Exception:  # a locked database must not end the watch; the next checkpoint still reads it
-                    logger.warning("run %s: reading the cancel flag failed; retrying", self.run_id, exc_info=True)
-                    close_old_connections()
-        finally:
-            connection.close()
+        if Run.objects.filter(pk=self.run_id, cancel_requested=True).exists():
+            self.on_cancel()
+            return True
+        return False

@@ -77,13 +77,24 @@ def tolerated_failures(run: Run) -> TolerantRedrive | None:
             failed.setdefault(activation_id, []).append(index)
     if not failed:
         return None
+    # A foreach redrive went back to the checkpoint after superstep ``from_step``: the joins recorded after
+    # that superstep and before the redrive belong to an undone attempt (their failed items are stale).
+    rewinds: list[tuple[int, int]] = []
+    for seq, data in RunEvent.objects.filter(run_id=run.pk, kind="run_redriven").values_list("seq", "data"):
+        back = _summary(data).get("from_step")
+        if isinstance(back, int) and not isinstance(back, bool):
+            rewinds.append((seq, back))
     joins = (RunEvent.objects.filter(run_id=run.pk, kind="foreach_completed", activation_id__in=list(failed))
-             .order_by("seq").values_list("activation_id", "node_id", "data"))
+             .order_by("seq").values_list("activation_id", "node_id", "seq", "data"))
     last: dict[str, tuple[str, int]] = {}
-    for activation_id, node_id, data in joins:
+    for activation_id, node_id, seq, data in joins:
         step = data.get("step") if isinstance(data, dict) else None
-        if isinstance(step, int) and not isinstance(step, bool):
-            last[activation_id] = (node_id, step)  # a redriven activation joins again: its latest join counts
+        if not isinstance(step, int) or isinstance(step, bool):
+            continue
+        if any(seq < mark and step > back for mark, back in rewinds):
+            last.pop(activation_id, None)
+            continue
+        last[activation_id] = (node_id, step)  # a redriven activation joins again: its latest join counts
     if not last:
         return None
     activation_id = min(last, key=lambda key: last[key][1])
@@ -91,3 +102,8 @@ def tolerated_failures(run: Run) -> TolerantRedrive | None:
     before = step - 1
     return TolerantRedrive(activation_id, node_id, before, tuple(failed[activation_id]),
                            RunCheckpoint.objects.filter(run_id=run.pk, step=before).exists())
+
+
+def _summary(data: Any) -> dict[str, Any]:
+    summary = data.get("summary") if isinstance(data, dict) else None
+    return summary if isinstance(summary, dict) else {}

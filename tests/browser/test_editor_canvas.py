@@ -307,3 +307,25 @@ def test_a_run_on_the_graph_statuses_loop_counts_and_a_nodes_item(
     chooser.select_option("")
     expect(editor.page.get_by_test_id("run-status")).to_have_count(0)
     assert editor.errors == []
+
+
+def test_node_kind_icons_are_drawn_from_the_one_set_of_symbols(
+    logged_in_page: Page, live_server: Any, user: Any, team: Any, site_tasks: None
+) -> None:
+    """The palette and the canvas nodes both ``<use>`` the page's kind symbols (editor.html), and each icon draws."""
+    editor = EditorPage(logged_in_page, live_server.url, _workflow(user, team, nested_document())).open()
+    page = editor.page
+    symbols = page.locator("svg[data-kind-icons] symbol").evaluate_all("els => els.map(e => e.id)")
+    assert sorted(symbols) == sorted(f"wf-kind-{k}" for k in ("task", "foreach", "subgraph", "branch", "interrupt"))
+    # Every icon on the page is a <use> of one of them, and draws something (a broken reference has no box).
+    icons = page.locator(".wf-node__kind svg, .palette-item__icon svg")
+    assert icons.count() >= 4
+    drawn = icons.evaluate_all("""els => els.map(svg => {
+        const use = svg.querySelector('use');
+        const box = use ? use.getBBox() : {width: 0, height: 0};
+        return [use ? use.getAttribute('href') : null, box.width > 0 && box.height > 0];
+    })""")
+    assert all(href and href[1:] in symbols and ok for href, ok in drawn), drawn
+    kinds = editor.page.locator(".react-flow__node .wf-node").evaluate_all(
+        "els => els.map(e => [e.dataset.kind, e.querySelector('.wf-node__kind use').getAttribute('href')])")
+    assert kinds and all(href == f"#wf-kind-{kind}" for kind, href in kinds), kinds

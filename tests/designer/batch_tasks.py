@@ -29,6 +29,19 @@ def tally(x: int, ctx: RuntimeContext, pause: float = 0.0) -> dict[str, Any]:
 
 
 @registry.task
+def backing_off(x: int, ctx: RuntimeContext) -> int:
+    """Note ``<index>:<attempt>`` in ``$TRELLIS_TEST_TALLY.flaky``; an odd ``x`` fails its first attempt."""
+    entry = ctx.foreach["each"]
+    path = os.environ.get("TRELLIS_TEST_TALLY")
+    if path:
+        with open(f"{path}.flaky", "a", encoding="utf-8") as tally_file:
+            tally_file.write(f"{entry.index}:{ctx.attempt}\n")
+    if x % 2 and ctx.attempt < 2:
+        raise RuntimeError(f"item {entry.index}: attempt {ctx.attempt} fails")
+    return 10 * x
+
+
+@registry.task
 def flaky(x: int, ctx: RuntimeContext) -> int:
     """``2 * |x|``; a negative ``x`` fails the first time its index runs (tallied like ``tally``), like a flaky
     service, and succeeds when run again."""

@@ -178,6 +178,50 @@ def test_cancelling_a_waiting_run_cancels_it_at_once_and_its_batches_stop(api: A
     assert Run.objects.get(pk=run["id"]).status == "cancelled" and not tallies(batch_env)
 
 
+def test_a_batch_whose_items_back_off_frees_its_worker_and_goes_on_from_where_they_slept(
+        api: Any, cast: Any, batch_env: dict[str, str]) -> None:
+    graph = WorkflowBuilder("flaky", input_schema={
+        "type": "object", "properties": {"xs": {"type": "array", "items": {"type": "integer"}}}, "required": ["xs"]})
+    each = graph.foreach("each", "input.xs", results="tens", batch_size=4, max_batches_in_flight=1,
+                         max_concurrency=4)
+    work = graph.use("backing_off", id="work", input=[{"target": "x", "path": each.item}],
+                     retry={"max_attempts": 2, "backoff_seconds": 15})
+    graph.set_route(each, "loop", work)
+    graph.set_route(work, "ok", each)
+    graph.output("tens", "state.tens")
+    flaky = workflow_services.create_workflow(actor=cast.owner, team=cast.team, name="Flaky",
+                                              document=graph.build().model_dump(mode="json"))
+    other = workflow_services.create_workflow(actor=cast.owner, team=cast.team, name="Spread",
+                                              document=document(batch_size=3))
+    client = api(cast.editor)
+    run = start_run(client, flaky, {"xs": [1, 2, 3, 4]})
+    worker = start_worker(batch_env)  # one worker process: whatever else runs meanwhile, it runs it
+    try:
+        # Items 0 and 2 (odd x) failed their first attempt and back off: the batch stored its state, dropped its lease
+        # and is queued for their wake-up time; no worker holds it.
+        waiting = wait_for(lambda: ForeachBatch.objects.filter(run_id=run["id"], state__isnull=False).first(),
+                           message="the batch to wait", worker=worker)
+        assert (waiting.status, waiting.lease_owner) == ("queued", "") and waiting.wake_at is not None
+        assert waiting.committed == 2  # items 1 and 3 (x = 2 and 4) ended at once and were committed
+        # Meanwhile the same single worker runs another run to its end, before the batch's items wake up.
+        second = start_run(client, other, {"xs": [5, 6]})
+        wait_for(lambda: Run.objects.get(pk=second["id"]).status == "completed", message="the other run",
+                 worker=worker)
+        assert Run.objects.get(pk=second["id"]).finished_at < waiting.wake_at
+        wait_for(lambda: Run.objects.get(pk=run["id"]).is_finished, message="the flaky run", worker=worker)
+    finally:
+        stop_worker(worker)
+    detail = run_detail(client, run["id"])
+    assert detail["status"] == "completed", detail["error"]
+    assert detail["output"]["tens"] == [10, 20, 30, 40]
+    # Each attempt ran once: items 0 and 2 (odd x) ran attempt 2 after the wait (their attempt count was kept,
+    # not restarted at 1 by a fresh batch), items 1 and 3 ran once.
+    attempts = Counter(Path(batch_env["TRELLIS_TEST_TALLY"] + ".flaky").read_text().split())
+    assert attempts == Counter({"0:1": 1, "0:2": 1, "1:1": 1, "2:1": 1, "2:2": 1, "3:1": 1})
+    row = ForeachBatch.objects.get(run_id=run["id"])
+    assert (row.status, row.committed, row.state) == ("done", 4, None)
+
+
 def test_a_foreach_inside_a_subgraph_call_runs_as_batches_like_a_top_level_one(api: Any, cast: Any,
                                                                                batch_env: dict[str, str]) -> None:
     child_document = document(batch_size=3)
@@ -261,8 +305,11 @@ def test_redriving_a_completed_run_runs_only_its_tolerated_failed_items_and_what
     events = all_events(client, run["id"])
     assert [e["seq"] for e in events] == list(range(len(events)))
     [mark] = [e for e in events if e["kind"] == "run_redriven"]
-    assert mark["data"]["summary"] | {} == {"attempt": 2, "frames": [], "foreach": "each", "count": 2,
-                                            "items": [1, 4], "activation_id": mark["data"]["summary"]["activation_id"]}
+    summary = mark["data"]["summary"]
+    assert summary == {"attempt": 2, "frames": [], "foreach": "each", "count": 2, "items": [1, 4],
+                       "activation_id": summary["activation_id"], "from_step": summary["from_step"]}
+    joins = [e for e in events if e["kind"] == "foreach_completed"]
+    assert [e["data"]["step"] for e in joins][0] == summary["from_step"] + 1  # it went back to the join's eve
     summaries = [e["data"]["summary"] for e in events if e["kind"] == "node_completed" and e["node_id"] == "summary"]
     assert summaries == [{"sum": 42, "missing": 2}, {"sum": 56, "missing": 0}]  # downstream ran again
 

@@ -213,8 +213,17 @@ def test_a_cancel_while_a_step_runs_kills_it_and_cancels_the_run_without_committ
     graph.set_route(first, "ok", nap)
     checkpointer = InMemoryCheckpointer()
     cancel = threading.Event()
-    threading.Timer(0.5, cancel.set).start()
-    eng = engine(pool, checkpointer=checkpointer, should_cancel=lambda run_id: cancel.is_set())
+    timers: list[threading.Timer] = []
+
+    def after_superstep(state: Any, events: Any) -> None:
+        # Cancel half a second after "first" is committed, not after the run began: on a loaded machine the first
+        # step alone can take longer than that, and the cancel would then land before "nap" ever started.
+        if not timers and any((e.kind, e.node_id) == ("node_completed", "first") for e in events):
+            timers.append(threading.Timer(0.5, cancel.set))
+            timers[0].start()
+
+    eng = engine(pool, checkpointer=checkpointer, should_cancel=lambda run_id: cancel.is_set(),
+                 on_superstep=after_superstep)
     result = eng.run(graph.build(), {})
 
     assert result.status == "cancelled"

@@ -117,7 +117,7 @@ def test_a_subgraph_runs_the_published_child_version(api: Any, cast: Any, env: d
     assert kinds.count("scope_opened") == len(results) == kinds.count("scope_closed")
 
 
-def test_cancelling_a_running_run_stops_its_step_and_runs_nothing_after_it(api: Any, cast: Any, env: dict[str, str]) -> None:
+def test_cancel_kills_the_running_step_and_runs_nothing_after(api: Any, cast: Any, env: dict[str, str]) -> None:
     workflow = make_workflow(cast, counting_document(pause=True, blocking=True), "Counting")
     client = api(cast.editor)
     run = start_run(client, workflow, {"x": 1, "pause": 1.5})

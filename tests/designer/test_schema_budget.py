@@ -81,7 +81,7 @@ def test_a_stored_version_holding_it_is_refused_before_any_validation(api: Any, 
     started = api(cast.editor).post(reverse("api:workflow-runs", args=[workflow.pk]),
                                     {"input": {"amount": 1}, "version": version.number}, format="json")
 
-    assert started.status_code == 422  # input.invalid: the request fits the API schema, the version refuses it
+    assert started.status_code == 422  # input.invalid: the request fits the API, the workflow refuses it
     assert "too complex: more than 10000 subschemas" in str(started.json())
     assert not Run.objects.exists()
     assert validations == []

@@ -1,10 +1,17 @@
-"""The command line, run as a real subprocess: run, resume an interrupt, show, and refusals."""
+"""The command line: run, resume an interrupt, show, and refusals.
+
+The commands are driven through ``main()`` in this process (what they print and the exit code are all a
+subprocess would add); one test runs ``python -m runtime`` as a real subprocess, the way a user does.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from tempfile import TemporaryDirectory
 from typing import Any
@@ -51,15 +58,36 @@ def write(path: Path, data: Any) -> str:
     return str(path)
 
 
-def cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "runtime", *args], cwd=REPO, capture_output=True, text=True,
-                          input=stdin, timeout=120)
+@dataclass(frozen=True, slots=True)
+class Done:
+    """What one command did: its exit code and what it wrote."""
+
+    returncode: int
+    stdout: str
+    stderr: str
 
 
-def test_run_prints_the_result_json(tmp_path: Path) -> None:
+def cli(*args: str, stdin: str | None = None) -> Done:
+    """``python -m runtime ARGS`` in this process: ``main()`` with its standard streams captured."""
+    out, err = io.StringIO(), io.StringIO()
+    saved_stdin = sys.stdin
+    sys.stdin = io.StringIO(stdin or "")
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = main(list(args))
+            except SystemExit as exc:  # argparse's usage errors
+                code = exc.code if isinstance(exc.code, int) else 2
+    finally:
+        sys.stdin = saved_stdin
+    return Done(code, out.getvalue(), err.getvalue())
+
+
+def test_run_prints_the_result_json_from_a_real_subprocess(tmp_path: Path) -> None:
     workflow = write(tmp_path / "wf.json", doubling_workflow().model_dump(mode="json"))
     source = write(tmp_path / "in.json", {"xs": [1, 2, 3]})
-    done = cli("run", workflow, "--input", source, "--tasks", TASKS)
+    done = subprocess.run([sys.executable, "-m", "runtime", "run", workflow, "--input", source, "--tasks", TASKS],
+                          cwd=REPO, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
     assert result["status"] == "completed"

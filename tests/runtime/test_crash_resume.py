@@ -24,7 +24,7 @@ from runtime import (
     WorkflowBuilder,
 )
 from tests.runtime.engine_helpers import CUSTOMERS, answer_all, nested_capture, registry
-from tests.runtime.test_cli import REPO, TASKS, doubling_workflow
+from tests.runtime.test_cli import REPO, TASKS, cli, doubling_workflow
 from tests.runtime.test_scope_isolation import child_capture, parent
 
 
@@ -119,22 +119,23 @@ def _wait_for_step(directory: Path, step: int, process: subprocess.Popen[str]) -
 
 
 def _kill_mid_run_and_resume(tmp_path: Path, workflow: Workflow, run_input: Any, step: int) -> None:
-    """Run ``workflow`` through ``python -m runtime`` twice: once straight, once SIGKILLed at ``step`` and resumed.
+    """Run ``workflow`` through the command line twice: once straight, once SIGKILLed at ``step`` (as a
+    ``python -m runtime`` process) and resumed. The straight run and the resume run in this process.
 
     Both must end with the same output, state, stored RunState and stored trace.
     """
     workflow_path = tmp_path / "wf.json"
     workflow_path.write_text(workflow.model_dump_json(), encoding="utf-8")
-    command = [sys.executable, "-m", "runtime", "run", str(workflow_path), "--input-json", json.dumps(run_input),
-               "--tasks", TASKS, "--ids", "sequential", "--compact"]
+    args = ["run", str(workflow_path), "--input-json", json.dumps(run_input), "--tasks", TASKS, "--ids", "sequential",
+            "--compact"]
 
-    reference = subprocess.run([*command, "--checkpoint-dir", str(tmp_path / "reference"), "--run-id", "ref"],
-                               cwd=REPO, capture_output=True, text=True, timeout=180)
+    reference = cli(*args, "--checkpoint-dir", str(tmp_path / "reference"), "--run-id", "ref")
     assert reference.returncode == 0, reference.stderr
     expected = json.loads(reference.stdout)
 
     directory = tmp_path / "crash"
-    victim = subprocess.Popen([*command, "--checkpoint-dir", str(directory), "--run-id", "ref"], cwd=REPO,
+    victim = subprocess.Popen([sys.executable, "-m", "runtime", *args, "--checkpoint-dir", str(directory),
+                               "--run-id", "ref"], cwd=REPO,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         before = _wait_for_step(directory, step, victim)
@@ -146,9 +147,8 @@ def _kill_mid_run_and_resume(tmp_path: Path, workflow: Workflow, run_input: Any,
         killed_at = crashed.load("ref")
     assert killed_at.status == "running" and killed_at.step >= before.step
 
-    resumed = subprocess.run([sys.executable, "-m", "runtime", "resume", "ref", "--checkpoint-dir", str(directory),
-                              "--tasks", TASKS, "--ids", "sequential", "--compact"],
-                             cwd=REPO, capture_output=True, text=True, timeout=180)
+    resumed = cli("resume", "ref", "--checkpoint-dir", str(directory), "--tasks", TASKS, "--ids", "sequential",
+                  "--compact")
     assert resumed.returncode == 0, resumed.stderr
     finished = json.loads(resumed.stdout)
     assert finished["status"] == "completed"

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
 from runtime import (
     Engine,
@@ -12,6 +13,7 @@ from runtime import (
     InputValidationError,
     RunState,
     SequentialIds,
+    TaskNode,
     TaskRegistry,
     WorkflowBuilder,
     WorkflowValidationError,
@@ -303,6 +305,26 @@ def test_engine_compiles_each_document_once() -> None:
     assert eng.compile(workflow) is eng.compile(workflow)
     eng.run(workflow, {"x": 1})
     assert eng.compile(workflow) is eng.compile(workflow)
+
+
+def test_a_compiled_document_cannot_change_under_its_cached_plan() -> None:
+    # The plan is cached per document object: were the document changed in place after it ran, the next
+    # run would use the stale plan. Documents are frozen; a changed one is a new object with a plan of its own.
+    eng = engine()
+    workflow = pipeline()
+    assert eng.run(workflow, {"x": 1}).output["total"] == 3
+    add = workflow.node("a")
+    assert isinstance(add, TaskNode)
+    with pytest.raises(ValidationError, match="frozen"):
+        add.input[1].value = 10
+    with pytest.raises(ValidationError, match="frozen"):
+        add.task = "double"
+    with pytest.raises(ValidationError, match="frozen"):
+        workflow.nodes = []
+    changed = workflow.model_copy(update={"nodes": [workflow.node("d"), add.model_copy(update={
+        "input": [add.input[0], add.input[1].model_copy(update={"value": 10})]})]})
+    assert eng.run(changed, {"x": 1}).output["total"] == 12
+    assert eng.run(workflow, {"x": 1}).output["total"] == 3
 
 
 def test_default_registry_is_used_when_none_is_given() -> None:

@@ -4,9 +4,21 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Sequence
 from typing import Any
 
-from runtime import Engine, SequentialIds, TaskRegistry, WorkflowBuilder, input_path, state_path
+from runtime import (
+    AsyncCheckpointer,
+    Engine,
+    InMemoryCheckpointer,
+    RunState,
+    SequentialIds,
+    TaskRegistry,
+    TraceEvent,
+    WorkflowBuilder,
+    input_path,
+    state_path,
+)
 from tests.runtime.engine_helpers import ANY_LIST, ITEMS
 
 
@@ -144,3 +156,33 @@ def test_engine_close_shuts_the_pool_down_and_can_be_reused() -> None:
     eng.registry = reg2
     eng._compiled.clear()
     assert eng.run(fan_out("sync_meet", 2), {"xs": [1, 2]}).status == "completed"
+
+
+class AwaitedCheckpointer(InMemoryCheckpointer):
+    """An ``AsyncCheckpointer``: ``asave`` stores through the in-memory store, noting which method saved."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list[str] = []
+
+    def save(self, run_state: RunState, events: Sequence[TraceEvent] = ()) -> None:
+        self.calls.append("save")
+        super().save(run_state, events)
+
+    async def asave(self, run_state: RunState, events: Sequence[TraceEvent] = ()) -> None:
+        await asyncio.sleep(0)
+        self.calls.append("asave")
+        InMemoryCheckpointer.save(self, run_state, events)
+
+
+def test_async_calls_await_an_async_checkpointers_asave_and_sync_calls_save() -> None:
+    reg, _ = rendezvous_registry(1)
+    cp = AwaitedCheckpointer()
+    assert isinstance(cp, AsyncCheckpointer) and not isinstance(InMemoryCheckpointer(), AsyncCheckpointer)
+    result = asyncio.run(Engine(registry=reg, checkpointer=cp).arun(fan_out("async_meet", 1), {"xs": [1, 2]}))
+    assert result.status == "completed", result.error
+    assert cp.calls and set(cp.calls) == {"asave"}
+    assert cp.load(result.run_id).status == "completed"
+    cp.calls.clear()
+    assert Engine(registry=reg, checkpointer=cp).run(fan_out("sync_meet", 1), {"xs": [3]}).status == "completed"
+    assert cp.calls and set(cp.calls) == {"save"}

@@ -257,6 +257,61 @@ def test_a_failure_deep_inside_a_tolerant_item_fails_that_item_and_drops_its_inn
     assert [(e.node_id, e.index) for e in failed] == [("outer", 1)]
 
 
+# -- a batch whose items back off ends "waiting" instead of sleeping -------------------------------------------
+
+
+def test_a_batch_whose_items_back_off_waits_without_sleeping_and_continues_from_its_own_state() -> None:
+    now = [1_000.0]
+    calls: list[tuple[int, int]] = []
+    reg = TaskRegistry()
+
+    @reg.task
+    def flaky(x: int, ctx: RuntimeContext) -> int:
+        calls.append((x, ctx.attempt))
+        if x % 2 and ctx.attempt < 3:  # odd items fail twice, then succeed
+            raise RuntimeError(f"item {x}: attempt {ctx.attempt} failed")
+        return 10 * x
+
+    g = WorkflowBuilder("spread", input_schema={"type": "object", "properties": {
+        "xs": {"type": "array", "items": {"type": "integer"}}}})
+    each = g.foreach("each", "input.xs", results="out", batch_size=4, max_concurrency=2)
+    work = g.use("flaky", id="work", input=[{"target": "x", "path": each.item}],
+                 retry={"max_attempts": 3, "backoff_seconds": 30, "backoff_multiplier": 2})
+    g.set_route(each, "loop", work)
+    g.set_route(work, "ok", each)
+    doc = g.build()
+    engine = Engine(registry=reg, ids=SequentialIds(), distribute=lambda node, items: True,
+                    sleep_in_process=False, clock=lambda: now[0])
+    waiting = engine.run(doc, {"xs": list(range(6))})
+    assert waiting.status == "waiting"
+    (activation,) = distributed_foreach(waiting.run_state)
+    committed: list[ItemOutcome] = []
+
+    first = engine.run_batch(waiting.run_state, activation.activation_id, [0, 1, 2, 3], on_items=committed.extend)
+    # Item 0 ended; item 1 backs off 30 s (attempt 2 due at 1030) and item 2 ran, item 3 backs off too: all
+    # the running items sleep, so the batch returns rather than sleeping in this process.
+    assert first.status == "waiting" and first.wake_at == 1_030.0
+    assert [outcome.index for outcome in committed] == [0, 2]
+    assert first.state is not None and set(first.state.wakeups) and first.outcomes == tuple(committed)
+
+    # Before the wake-up time a continuation runs nothing and waits again for the same time.
+    before = len(calls)
+    again = engine.continue_batch(first.state.model_dump_json(), activation.activation_id, on_items=committed.extend)
+    assert (again.status, again.wake_at, len(calls)) == ("waiting", 1_030.0, before)
+
+    now[0] = 1_030.0  # attempt 2 of items 1 and 3: fails again, next backoff 60 s
+    second = engine.continue_batch(again.state.model_dump_json(), activation.activation_id,
+                                   on_items=committed.extend)
+    assert second.status == "waiting" and second.wake_at == 1_090.0
+    now[0] = 1_090.0
+    third = engine.continue_batch(second.state.model_dump_json(), activation.activation_id,
+                                  on_items=committed.extend)
+    assert third.status == "completed"
+    assert sorted((outcome.index, outcome.result) for outcome in committed) == [(i, 10 * i) for i in range(4)]
+    # Each attempt ran once: the retry count survived the batch's waits (attempt 3 succeeded, no restart at 1).
+    assert sorted(calls) == sorted([(0, 1), (2, 1), (1, 1), (1, 2), (1, 3), (3, 1), (3, 2), (3, 3)])
+
+
 def orders_child(batch_size: int = 2) -> Workflow:
     """A subgraph: orders (distributable) > lines (local, inside the batch) > describe; outputs its results."""
     graph = WorkflowBuilder("orders-child", input_schema={
@@ -398,7 +453,7 @@ def test_a_completed_runs_tolerated_failed_items_are_redriven_and_downstream_see
     assert marker.kind == "run_redriven" and marker.seq == trace[-1].seq + 1
     assert marker.step == first.run_state.step + 1
     assert marker.summary | {} == {"attempt": 2, "frames": [], "foreach": "xs", "activation_id": joined.activation_id,
-                                   "items": [1, 5, 9], "count": 3}
+                                   "items": [1, 5, 9], "count": 3, "from_step": checkpoint.step}
     done = drive(reopened, only=failed)
     assert done.status == "completed", done.error
     clean = Engine(registry=flaky_registry(Counter(), set()), ids=SequentialIds(),

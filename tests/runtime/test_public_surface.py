@@ -16,6 +16,7 @@ from runtime import WorkflowError
 PUBLIC_NAMES = frozenset({
     "ActivationProgress",
     "Analysis",
+    "AsyncCheckpointer",
     "Barrier",
     "BatchResult",
     "BindingError",

@@ -171,9 +171,10 @@ def test_only_a_failed_run_can_be_redriven() -> None:
 
 
 def test_a_run_stopped_by_the_step_limit_has_nothing_to_redrive() -> None:
-    eng = engine(set(), Counter(), max_steps=3)
+    # One step per frame: an item frame's second node is over the limit (the limit counts each frame's steps).
+    eng = engine(set(), Counter(), max_steps=1)
     stopped = eng.run(nested(), {"groups": GROUPS})
-    assert stopped.status == "failed"
+    assert stopped.status == "failed" and stopped.error is not None and stopped.error.code == "run.step_limit"
     with pytest.raises(RedriveError, match="no failed step"):
         eng.redrive(stopped.run_state)
 

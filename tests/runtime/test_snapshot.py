@@ -113,7 +113,7 @@ def test_trusted_models_are_indistinguishable_from_validated_ones() -> None:
     from runtime._state import trusted
 
     values = {"frame_id": "frame_1", "parent_frame_id": None, "scope_id": "root", "lineage_id": "lineage_2",
-              "node_id": "n", "status": "ready", "waiting_for": None, "metadata": {"foreach": {"index": 0}}}
+              "node_id": "n", "status": "ready", "waiting_for": None, "metadata": {"foreach": {"index": 0}}, "steps": 0}
     built, checked = trusted(ExecutionFrame, dict(values)), ExecutionFrame.model_validate(values)
     assert built == checked
     assert built.model_dump_json() == checked.model_dump_json()

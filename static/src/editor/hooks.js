@@ -1,0 +1,440 @@
+// The canvas's hooks: each owns one concern of the editor island, so the
+// Canvas component only puts them together. The document and its history
+// live in the store (store.js); these hold what only the drawing needs.
+import {
+  applyEdgeChanges,
+  applyNodeChanges,
+  getViewportForBounds,
+  useUpdateNodeInternals,
+} from "@xyflow/react";
+import { useCallback, useEffect, useMemo, useRef, useState } from "react";
+import { useStore } from "zustand";
+
+import { request } from "./api.js";
+import { positionsOf, routeOps } from "./doc.js";
+import { emit, EVENTS, notice } from "./events.js";
+import { buildEdges, buildFrames, buildNodes, withChannels } from "./graph.js";
+import { autoLayout, dropSpot, NODE_WIDTH, readableViewport } from "./layout.js";
+
+// The nodes and edges React Flow draws, rebuilt whenever the document or what
+// the server says about it changes; React Flow's own changes (selection,
+// dragging) apply in between.
+export function useDrawing(store, { canEdit, runOverlay }) {
+  const doc = useStore(store, (s) => s.doc);
+  const analysis = useStore(store, (s) => s.analysis);
+  const diagnostics = useStore(store, (s) => s.diagnostics);
+  const [nodes, setNodes] = useState([]);
+  const [edges, setEdges] = useState([]);
+
+  useEffect(() => {
+    if (!doc || !analysis) return;
+    const selectId = store.getState().takePendingSelect(doc);
+    setNodes((previous) => buildNodes(doc, analysis, diagnostics, previous, { canEdit, selectId, runOverlay }));
+    setEdges((previous) => buildEdges(doc, analysis, previous));
+  }, [store, doc, analysis, diagnostics, canEdit, runOverlay]);
+
+  const frames = useMemo(() => (doc && analysis ? buildFrames(doc, analysis, nodes) : []), [doc, analysis, nodes]);
+
+  // Back-edges run under the frame of the body they close.
+  const drawnEdges = useMemo(() => {
+    const bottoms = new Map(frames.map((frame) => [frame.id, frame.y + frame.height]));
+    const placed = edges.map((edge) =>
+      edge.data.back && bottoms.has(edge.target)
+        ? { ...edge, data: { ...edge.data, below: bottoms.get(edge.target) } }
+        : edge,
+    );
+    return withChannels(placed, nodes);
+  }, [edges, frames, nodes]);
+
+  const onEdgesChange = useCallback(
+    (changes) => setEdges((current) => applyEdgeChanges(changes.filter((c) => c.type !== "remove"), current)),
+    [],
+  );
+
+  // Shows one node selected (and nothing else), as when a panel asks for it.
+  const selectOnly = useCallback((nodeId) => {
+    setNodes((current) => current.map((node) => ({ ...node, selected: node.id === nodeId })));
+    setEdges((current) => current.map((edge) => ({ ...edge, selected: false })));
+  }, []);
+
+  useHandleRefresh(nodes);
+  return { doc, analysis, nodes, setNodes, frames, drawnEdges, onEdgesChange, selectOnly };
+}
+
+// React Flow measures handles when a node's size changes. Renaming a label
+// (a branch case, an interrupt answer) keeps the size, so without this the
+// renamed handle cannot start a connection.
+function useHandleRefresh(nodes) {
+  const updateNodeInternals = useUpdateNodeInternals();
+  const handleSets = useRef(new Map());
+  useEffect(() => {
+    const current = new Map(nodes.map((node) => [node.id, node.data.labels.map((l) => l.name).join("\n")]));
+    const changed = nodes
+      .filter((node) => handleSets.current.has(node.id) && handleSets.current.get(node.id) !== current.get(node.id))
+      .map((node) => node.id);
+    handleSets.current = current;
+    if (changed.length) updateNodeInternals(changed);
+  }, [nodes, updateNodeInternals]);
+}
+
+// Node changes from React Flow: applied to the drawing at once; a finished
+// drag (or, for keyboard moves, a short pause) stores the new places as one
+// move_nodes edit.
+export function useNodeMoves({ canEdit, flow, store, setNodes }) {
+  const dragging = useRef(false);
+  const pendingMoves = useRef({});
+  const moveTimer = useRef(null);
+  return useCallback(
+    (changes) => {
+      const kept = changes.filter((c) => c.type !== "remove");
+      setNodes((current) => applyNodeChanges(kept, current));
+      if (!canEdit) return;
+      if (kept.some((c) => c.type === "position" && c.dragging)) dragging.current = true;
+      const settled = kept.filter((c) => c.type === "position" && c.position && c.dragging === false);
+      if (!settled.length) return;
+      for (const change of settled) {
+        pendingMoves.current[change.id] = { x: Math.round(change.position.x), y: Math.round(change.position.y) };
+      }
+      const flush = () => {
+        const moved = pendingMoves.current;
+        pendingMoves.current = {};
+        // A graph drawn by automatic layout (no stored places) keeps its drawing:
+        // the first move also stores where the other nodes are shown.
+        const stored = positionsOf(store.getState().doc || {});
+        for (const node of flow.getNodes()) {
+          if (!stored[node.id] && !moved[node.id]) {
+            moved[node.id] = { x: Math.round(node.position.x), y: Math.round(node.position.y) };
+          }
+        }
+        // Only the places that changed travel: a drag is one small operation.
+        if (Object.keys(moved).length) store.getState().send([{ op: "move_nodes", positions: moved }]);
+      };
+      window.clearTimeout(moveTimer.current);
+      if (dragging.current) {
+        dragging.current = false;
+        flush();
+      } else {
+        moveTimer.current = window.setTimeout(flush, 400);
+      }
+    },
+    [canEdit, flow, store, setNodes],
+  );
+}
+
+// Fit the whole drawing: nodes, the loop frames around them and the
+// back-edges under the frames, clear of the toolbar (top left) and the zoom
+// controls and minimap (bottom corners). Fits once by itself, when the first
+// drawing is measured.
+export function useFitGraph({ flow, store, root, wrapper, frames, nodes }) {
+  const framesRef = useRef(frames);
+  useEffect(() => {
+    framesRef.current = frames;
+  }, [frames]);
+  const fitted = useStore(store, (s) => s.fitted);
+
+  const fitGraph = useCallback(
+    (duration = 0) => {
+      const drawn = flow.getNodes();
+      if (!drawn.length || !wrapper.current) return;
+      const box = flow.getNodesBounds(drawn);
+      let [x1, y1, x2, y2] = [box.x, box.y, box.x + box.width, box.y + box.height];
+      for (const frame of framesRef.current) {
+        x1 = Math.min(x1, frame.x);
+        y1 = Math.min(y1, frame.y);
+        x2 = Math.max(x2, frame.x + frame.width);
+        y2 = Math.max(y2, frame.y + frame.height + 30);
+      }
+      const area = wrapper.current.getBoundingClientRect();
+      const { width, height } = area;
+      // Clear of the toolbar, however many rows a narrow canvas wraps it into.
+      const toolbar = wrapper.current.querySelector(".wf-toolbar");
+      const top = toolbar ? Math.max(64, Math.round(toolbar.getBoundingClientRect().bottom - area.top + 16)) : 64;
+      const bounds = { x: x1, y: y1, width: x2 - x1, height: y2 - y1 };
+      const fit = getViewportForBounds(bounds, width, height, 0.05, 1.1, { top: `${top}px`, bottom: "48px", x: "5%" });
+      // Never below a zoom where labels stay legible: a graph too big for that
+      // shows its start (top left) and the minimap and scrolling give the rest.
+      const viewport = readableViewport(fit, bounds, { left: 24, top });
+      root.dataset.zoom = viewport.zoom.toFixed(3);
+      flow.setViewport(viewport, duration ? { duration } : undefined);
+    },
+    [flow, root, wrapper],
+  );
+
+  useEffect(() => {
+    if (!fitted && nodes.length && nodes.every((node) => node.measured)) {
+      fitGraph();
+      store.getState().markFitted();
+    }
+  }, [fitted, nodes, fitGraph, store]);
+  // Tests (and anything measuring the drawing) wait for the first fit.
+  useEffect(() => {
+    if (fitted) root.dataset.fitted = "true";
+  }, [fitted, root]);
+
+  return { fitGraph, framesRef };
+}
+
+// A run drawn on the graph: the runs to choose from and the chosen one's overlay.
+export function useRunOverlay(root) {
+  const [runs, setRuns] = useState([]);
+  const [runOverlay, setRunOverlay] = useState(null);
+
+  const loadRuns = useCallback(async () => {
+    const { status: code, data } = await request("GET", root.dataset.runsUrl);
+    if (code === 200) setRuns(data.runs);
+  }, [root]);
+  useEffect(() => {
+    loadRuns();
+  }, [loadRuns]);
+
+  const showRun = useCallback(
+    async (runId) => {
+      if (!runId) {
+        setRunOverlay(null);
+        root.dataset.run = "";
+        closeRunNode();
+        return;
+      }
+      const { status: code, data } = await request("GET", `${root.dataset.overlayUrl}?run=${encodeURIComponent(runId)}`);
+      if (code !== 200) {
+        notice((data && data.message) || `Could not load run #${runId} (HTTP ${code}).`, "error");
+        return;
+      }
+      setRunOverlay(data);
+      root.dataset.run = String(data.run.id);
+    },
+    [root],
+  );
+
+  const onNodeClick = useCallback(
+    (_event, node) => {
+      if (runOverlay) openRunNode(root.dataset.runNodeUrl, runOverlay.run.id, node.id);
+    },
+    [root, runOverlay],
+  );
+
+  return { runs, runOverlay, loadRuns, showRun, onNodeClick };
+}
+
+// The drawer beside the canvas that shows one node in the chosen run (htmx renders it).
+function openRunNode(url, runId, nodeId) {
+  const drawer = document.getElementById("run-node");
+  if (!drawer || !window.htmx) return;
+  const params = new URLSearchParams({ run: String(runId), node: nodeId });
+  window.htmx.ajax("GET", `${url}?${params}`, { target: "#run-node", swap: "innerHTML" }).then(() => {
+    drawer.classList.add("open");
+  });
+}
+
+function closeRunNode() {
+  const drawer = document.getElementById("run-node");
+  if (drawer) drawer.classList.remove("open");
+}
+
+// Events from the htmx panels: a changed document (reload it), an edit to
+// send (one-click fixes), a node to show, a palette item to add by keyboard.
+export function usePanelEvents({ store, canEdit, flow, wrapper, addTemplate, selectOnly }) {
+  useEffect(() => {
+    const onChanged = (event) => {
+      // The panel that changed the document already shows this node (it may
+      // have a new id after a rename); keep it selected without re-announcing.
+      const { node: nodeId, undo } = event.detail || {};
+      store.getState().panelChanged({ nodeId, undo });
+    };
+    // A one-click fix (diagnostics panel) is an edit like any other.
+    const onOps = (event) => {
+      const { ops, selectField = null } = event.detail || {};
+      if (ops && ops.length) store.getState().send(ops, { selectField });
+    };
+    const onFocus = (event) => {
+      const { nodeId, field } = event.detail || {};
+      if (!nodeId) return;
+      store.getState().selectionChanged(nodeId);
+      selectOnly(nodeId);
+      const target = flow.getNode(nodeId);
+      if (target) flow.fitView({ nodes: [{ id: nodeId }], maxZoom: 1.1, duration: 250, padding: 0.6 });
+      emit(EVENTS.select, { nodeId, field });
+    };
+    const onAdd = (event) => {
+      if (!canEdit || !store.getState().doc) return;
+      const box = wrapper.current.getBoundingClientRect();
+      const centre = flow.screenToFlowPosition({ x: box.left + box.width / 2, y: box.top + box.height / 2 });
+      addTemplate(event.detail.template, { x: centre.x - NODE_WIDTH / 2, y: centre.y - 40 });
+    };
+    document.addEventListener(EVENTS.applyOps, onOps);
+    document.addEventListener(EVENTS.documentChanged, onChanged);
+    document.addEventListener(EVENTS.focus, onFocus);
+    document.addEventListener(EVENTS.addNode, onAdd);
+    return () => {
+      document.removeEventListener(EVENTS.applyOps, onOps);
+      document.removeEventListener(EVENTS.documentChanged, onChanged);
+      document.removeEventListener(EVENTS.focus, onFocus);
+      document.removeEventListener(EVENTS.addNode, onAdd);
+    };
+  }, [addTemplate, canEdit, flow, selectOnly, store, wrapper]);
+}
+
+function isTyping(target) {
+  if (!target || !(target instanceof Element)) return false;
+  return Boolean(target.closest("input, textarea, select, [contenteditable=''], [contenteditable='true']"));
+}
+
+// Keyboard shortcuts (Delete is React Flow's own deleteKeyCode).
+export function useShortcuts({ canEdit, undo, redo, fit }) {
+  useEffect(() => {
+    const onKey = (event) => {
+      if (isTyping(event.target)) return;
+      const mod = event.ctrlKey || event.metaKey;
+      const key = event.key.toLowerCase();
+      if (mod && key === "z" && canEdit) {
+        event.preventDefault();
+        if (event.shiftKey) redo();
+        else undo();
+      } else if (mod && key === "y" && canEdit) {
+        event.preventDefault();
+        redo();
+      } else if (!mod && !event.altKey && key === "f") {
+        event.preventDefault();
+        fit();
+      }
+    };
+    window.addEventListener("keydown", onKey);
+    return () => window.removeEventListener("keydown", onKey);
+  }, [canEdit, fit, redo, undo]);
+}
+
+const DRAG_TYPE = "application/x-trellis-node";
+
+// What a person does on the canvas, each turned into one edit: delete,
+// connect, re-target or cut a route, drop a palette item, lay the graph out.
+export function useEditActions({ store, canEdit, flow, framesRef, nodes, analysis, fitGraph }) {
+  const send = useCallback((ops, options) => store.getState().send(ops, options), [store]);
+
+  const onDelete = useCallback(
+    ({ nodes: gone, edges: cut }) => {
+      const ids = new Set(gone.map((node) => node.id));
+      // Routes of deleted nodes go with them; only the other cut routes are named.
+      const routes = cut.map((edge) => edge.data.route).filter((r) => !ids.has(r.source) && !ids.has(r.target));
+      const ops = routeOps(routes);
+      if (ids.size) ops.push({ op: "remove_nodes", ids: [...ids] });
+      send(ops);
+    },
+    [send],
+  );
+
+  const onConnect = useCallback(
+    ({ source, sourceHandle, target }) => {
+      if (!sourceHandle) return;
+      send([{ op: "connect", source, label: sourceHandle, target }]);
+    },
+    [send],
+  );
+
+  // Dragging an edge's end onto another node re-targets it; dropping it on
+  // the empty pane disconnects the route.
+  const reconnected = useRef(false);
+  const onReconnectStart = useCallback(() => {
+    reconnected.current = false;
+  }, []);
+  const onReconnect = useCallback(
+    (edge, connection) => {
+      reconnected.current = true;
+      const ops = routeOps([edge.data.route]);
+      ops.push({ op: "connect", source: connection.source, label: connection.sourceHandle, target: connection.target });
+      send(ops);
+    },
+    [send],
+  );
+  const onReconnectEnd = useCallback(
+    (_event, edge) => {
+      if (!reconnected.current) send(routeOps([edge.data.route]));
+      reconnected.current = false;
+    },
+    [send],
+  );
+
+  const onSelectionChange = useCallback(
+    ({ nodes: picked }) => {
+      const nodeId = picked.length === 1 ? picked[0].id : null;
+      if (store.getState().selectionChanged(nodeId)) emit(EVENTS.select, { nodeId, count: picked.length });
+    },
+    [store],
+  );
+
+  const addTemplate = useCallback(
+    (template, position, into = null) => {
+      // Boxes of the drawn nodes, to keep a new node clear of them.
+      const boxes = flow.getNodes().map((node) => ({
+        x: node.position.x,
+        y: node.position.y,
+        width: (node.measured && node.measured.width) || NODE_WIDTH,
+        height: (node.measured && node.measured.height) || 110,
+      }));
+      const spot = dropSpot(boxes, position);
+      // A new loop or branch needs its path first: open the inspector on that field's picker.
+      const field = { foreach: "over", branch: "path" }[template.node.kind] || null;
+      const op = { op: "add_node", node: template.node, id_hint: template.id_hint, position: spot };
+      if (into) Object.assign(op, into);
+      send([op], { selectField: field });
+    },
+    [flow, send],
+  );
+
+  const onDragOver = useCallback(
+    (event) => {
+      if (!canEdit || !event.dataTransfer.types.includes(DRAG_TYPE)) return;
+      event.preventDefault();
+      event.dataTransfer.dropEffect = "copy";
+    },
+    [canEdit],
+  );
+
+  const onDrop = useCallback(
+    (event) => {
+      if (!canEdit) return;
+      const raw = event.dataTransfer.getData(DRAG_TYPE);
+      if (!raw) return;
+      event.preventDefault();
+      const point = flow.screenToFlowPosition({ x: event.clientX, y: event.clientY });
+      addTemplate(
+        JSON.parse(raw),
+        { x: Math.round(point.x - NODE_WIDTH / 2), y: Math.round(point.y - 30) },
+        loopAt(event, point, framesRef.current),
+      );
+    },
+    [addTemplate, canEdit, flow, framesRef],
+  );
+
+  const layoutAll = useCallback(() => {
+    const current = store.getState().doc;
+    if (!current || !current.nodes.length) return;
+    const labels = new Map(nodes.map((node) => [node.id, node.data.labels]));
+    const positions = autoLayout(
+      current.nodes.map((node) => ({ id: node.id, labels: labels.get(node.id) || [] })),
+      current.routes,
+      (analysis && analysis.control_regions) || {},
+    );
+    send([{ op: "move_nodes", positions }]).then(() => window.requestAnimationFrame(() => fitGraph(200)));
+  }, [analysis, fitGraph, nodes, send, store]);
+
+  return {
+    onDelete, onConnect, onReconnectStart, onReconnect, onReconnectEnd, onSelectionChange,
+    addTemplate, onDragOver, onDrop, layoutAll,
+  };
+}
+
+// Where a palette item dropped at ``point`` joins a loop: onto a foreach's
+// "loop" handle puts it first in that body; inside a loop frame (the
+// innermost one) puts it last, before the route back.
+function loopAt(event, point, frames) {
+  const under = document.elementFromPoint(event.clientX, event.clientY);
+  const handle = under && under.closest && under.closest('.react-flow__handle[data-handleid="loop"]');
+  if (handle) {
+    const owner = handle.closest(".react-flow__node");
+    if (owner) return { loop: owner.dataset.id, at: "start" };
+  }
+  const inside = frames
+    .filter((f) => point.x >= f.x && point.x <= f.x + f.width && point.y >= f.y && point.y <= f.y + f.height)
+    .sort((a, b) => a.width * a.height - b.width * b.height);
+  return inside.length ? { loop: inside[0].id, at: "end" } : null;
+}

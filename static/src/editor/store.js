@@ -1,0 +1,181 @@
+// The editor's store (zustand, as React Flow itself uses): the document as the
+// server last answered it, what the server says about it (analysis,
+// diagnostics), the save state shown in the toolbar, and the undo/redo stacks.
+//
+// The server owns the document: every edit is a list of named operations sent
+// through the tab's one edit queue (queue.js). The answer carries the
+// operations that undo the edit; undo sends those, redo sends the undo's own
+// undo. Panel edits arrive with their undo too, so Ctrl+Z covers both.
+//
+// Everything outside the store is passed in (`deps`), so tests drive it with a
+// fake server through the real queue: sendOps/discardQueued (queue.js),
+// fetchDocument/fetchAnalysis (HTTP), publish (the page's revision and save
+// state), notice and emit (events.js).
+import { createStore } from "zustand/vanilla";
+
+export const HISTORY_LIMIT = 100;
+
+const EMPTY_HISTORY = { undo: [], redo: [] };
+
+export function createEditorStore(deps) {
+  const { canEdit, sendOps, discardQueued, fetchDocument, fetchAnalysis, publish, notice, emit } = deps;
+  // Not drawn, so not state: how many edits are unanswered, which analysis
+  // answer is the newest asked for, and the node to select once it is drawn.
+  let inFlight = 0;
+  let analysisTicket = 0;
+  let pendingSelect = null;
+  let lastSelected = null;
+
+  return createStore((set, get) => {
+    const publishRevision = (revision, state = "saved") => {
+      set({ status: { state, revision } });
+      publish(revision, state);
+    };
+
+    // Regions, reachability and labels for every node in one call; an older answer never overwrites a newer one.
+    const refreshAnalysis = async () => {
+      const ticket = ++analysisTicket;
+      const { status: code, data } = await fetchAnalysis();
+      if (ticket !== analysisTicket || code !== 200) return;
+      set(data.diagnostics ? { analysis: data, diagnostics: data.diagnostics } : { analysis: data });
+    };
+
+    const adopt = (data, { revision = data.revision, diagnostics = data.diagnostics, state = "saved" } = {}) => {
+      set(diagnostics ? { doc: data.document, diagnostics } : { doc: data.document });
+      publishRevision(revision, state);
+      if (data.analysis) {
+        analysisTicket += 1;
+        set({ analysis: data.analysis });
+      } else {
+        refreshAnalysis();
+      }
+    };
+
+    const load = async () => {
+      const { status: code, data } = await fetchDocument();
+      if (code !== 200) {
+        notice(data && data.message ? data.message : `Could not load the workflow (HTTP ${code}).`, "error");
+        return null;
+      }
+      // Fit once, to the graph as loaded; an empty canvas keeps its viewport so nodes land where they are dropped.
+      if (!data.document.nodes.length) set({ fitted: true });
+      adopt(data);
+      return data;
+    };
+
+    const pushUndo = (history, ops) => {
+      const undo = [...history.undo, ops];
+      if (undo.length > HISTORY_LIMIT) undo.shift();
+      return { undo, redo: [] };
+    };
+
+    // ``record`` says which stack takes the answer's undo: "undo" for a new edit
+    // (clearing redo), "redo" when undoing, "undo-keep" when redoing.
+    const record = (kind, ops) => {
+      const history = get().history;
+      if (kind === "undo") set({ history: pushUndo(history, ops) });
+      else if (kind === "redo") set({ history: { ...history, redo: [...history.redo, ops] } });
+      else if (kind === "undo-keep") set({ history: { ...history, undo: [...history.undo, ops] } });
+    };
+
+    // Sends one edit (a list of operations) through the tab's queue; resolves with the server's answer
+    // when it was stored, null otherwise (refused, skipped after a conflict, or not sent at all).
+    const send = async (ops, { record: kind = "undo", selectField = null } = {}) => {
+      if (!canEdit || !ops.length) return null;
+      inFlight += 1;
+      publishRevision(get().status.revision, "saving");
+      let answer;
+      try {
+        answer = await sendOps(ops);
+      } catch {
+        inFlight -= 1;
+        discardQueued();
+        notice("The server could not be reached; the change was not saved.", "error");
+        publishRevision(get().status.revision, "error");
+        return null;
+      }
+      inFlight -= 1;
+      const settled = inFlight === 0 ? "saved" : "saving";
+      if (answer.skipped) {
+        publishRevision(get().status.revision, settled);
+        return null;
+      }
+      const { status: code, data } = answer;
+      if (code === 200) {
+        if (data.undo && data.undo.length) record(kind, data.undo);
+        if (data.select) {
+          // Shown selected at once; the inspector is asked for it now that the node is stored.
+          pendingSelect = data.select;
+          lastSelected = data.select;
+        }
+        adopt(data, { state: settled });
+        if (data.select) emit("select", { nodeId: data.select, field: selectField });
+        emit("documentSaved", { revision: data.revision });
+        return data;
+      }
+      if (code === 409) {
+        set({ history: EMPTY_HISTORY });
+        adopt({ document: data.document, revision: data.current_revision, diagnostics: null });
+        notice(
+          `Someone else saved this workflow (now revision ${data.current_revision}). ` +
+            "The canvas shows their version; your last change was not applied.",
+          "conflict",
+        );
+        emit("documentReloaded", { revision: data.current_revision });
+        return null;
+      }
+      if (code === 403) notice("You can view this workflow but not change it.", "error");
+      else notice((data && data.message) || `The change could not be saved (HTTP ${code}).`, "error");
+      await load();
+      emit("documentReloaded", { revision: get().status.revision });
+      return null;
+    };
+
+    const step = (from, kind) => {
+      const history = get().history;
+      if (!history[from].length) return null;
+      const ops = history[from][history[from].length - 1];
+      set({ history: { ...history, [from]: history[from].slice(0, -1) } });
+      return send(ops, { record: kind });
+    };
+
+    return {
+      doc: null,
+      analysis: null,
+      diagnostics: [],
+      status: { state: "loading", revision: null },
+      history: EMPTY_HISTORY,
+      fitted: false,
+
+      load,
+      send,
+      undo: () => step("undo", "redo"),
+      redo: () => step("redo", "undo-keep"),
+
+      // A panel changed the document (its undo, if any, joins the history) and already shows `nodeId`.
+      panelChanged: ({ nodeId = null, undo = null } = {}) => {
+        if (nodeId) {
+          pendingSelect = nodeId;
+          lastSelected = nodeId;
+        }
+        if (undo && undo.length) set({ history: pushUndo(get().history, undo) });
+        return load();
+      },
+      markFitted: () => set({ fitted: true }),
+
+      // The node to show selected in the next drawing of `doc`, once (a node an edit just added or renamed).
+      takePendingSelect: (doc) => {
+        if (!pendingSelect || !doc.nodes.some((node) => node.id === pendingSelect)) return null;
+        const id = pendingSelect;
+        pendingSelect = null;
+        return id;
+      },
+      // Records the selected node; true when it differs from the last one announced to the panels.
+      selectionChanged: (nodeId) => {
+        if (nodeId === lastSelected) return false;
+        lastSelected = nodeId;
+        return true;
+      },
+    };
+  });
+}

@@ -1,0 +1,256 @@
+// The editor's store, driven through the real edit queue (queue.js, which
+// sends each edit with the revision the previous answer gave) by a fake server
+// behind fetch that answers like the editor's write endpoint: an edit on the
+// current revision is stored and answered with the next revision and the
+// operations that undo it; one on an older revision is a 409.
+// @vitest-environment happy-dom
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+
+import { discardQueued, sendOps, setRevision } from "./queue.js";
+import { createEditorStore, HISTORY_LIMIT } from "./store.js";
+
+function fakeServer() {
+  const server = {
+    revision: 1,
+    nodes: [],
+    received: [],
+    gates: [], // unanswered edits wait here when `hold` is on
+    hold: false,
+    answer: null, // an override for the next answer: {status, data} or an Error to throw
+    documentAnswer() {
+      return { document: { nodes: server.nodes.map((id) => ({ id })), routes: [] }, revision: server.revision };
+    },
+    async apply(ops, revision) {
+      server.received.push(ops);
+      if (server.hold) await new Promise((resolve) => server.gates.push(resolve));
+      if (server.answer) {
+        const answer = server.answer;
+        server.answer = null;
+        if (answer instanceof Error) throw answer;
+        return answer;
+      }
+      if (revision !== server.revision) {
+        return { status: 409, data: { ...server.documentAnswer(), current_revision: server.revision } };
+      }
+      const undo = [];
+      for (const op of ops) {
+        if (op.op === "add_node") {
+          server.nodes.push(op.id);
+          undo.unshift({ op: "remove_nodes", ids: [op.id] });
+        } else if (op.op === "remove_nodes") {
+          server.nodes = server.nodes.filter((id) => !op.ids.includes(id));
+          for (const id of op.ids) undo.unshift({ op: "add_node", id });
+        }
+      }
+      server.revision += 1;
+      return { status: 200, data: { ...server.documentAnswer(), undo, analysis: { labels: {} }, diagnostics: [] } };
+    },
+    release() {
+      for (const resolve of server.gates.splice(0)) resolve();
+    },
+  };
+  return server;
+}
+
+function setUp({ canEdit = true } = {}) {
+  const server = fakeServer();
+  document.body.innerHTML = '<div data-editor-canvas data-edit-url="/edit/"></div>';
+  globalThis.fetch = async (url, init) => {
+    const body = JSON.parse(init.body);
+    const { status, data } = await server.apply(body.ops, body.revision);
+    return new Response(JSON.stringify(data), { status, headers: { "Content-Type": "application/json" } });
+  };
+  const published = [];
+  const notices = [];
+  const events = [];
+  const store = createEditorStore({
+    canEdit,
+    sendOps,
+    discardQueued,
+    fetchDocument: async () => ({ status: 200, data: { ...server.documentAnswer(), diagnostics: [] } }),
+    fetchAnalysis: async () => ({ status: 200, data: { labels: {}, diagnostics: [] } }),
+    publish: (revision, state) => {
+      setRevision(revision); // as the page does: the queue sends the next edit on this revision
+      published.push([revision, state]);
+    },
+    notice: (message, kind) => notices.push({ message, kind }),
+    emit: (name, detail) => events.push([name, detail]),
+  });
+  return { server, store, published, notices, events };
+}
+
+const add = (id) => [{ op: "add_node", id }];
+const sizes = (store) => [store.getState().history.undo.length, store.getState().history.redo.length];
+const nodeIds = (store) => store.getState().doc.nodes.map((node) => node.id);
+const tick = () => new Promise((resolve) => setTimeout(resolve, 0));
+
+describe("the editor store", () => {
+  let t;
+  beforeEach(async () => {
+    t = setUp();
+    await t.store.getState().load();
+  });
+  afterEach(() => {
+    // Never leave the module's one queue waiting on a held answer.
+    t.server.hold = false;
+    t.server.release();
+  });
+
+  it("loads the document and publishes its revision", () => {
+    expect(t.store.getState().status).toEqual({ state: "saved", revision: 1 });
+    expect(t.published.at(-1)).toEqual([1, "saved"]);
+    expect(t.store.getState().fitted).toBe(true); // an empty graph keeps its viewport
+  });
+
+  it("undoes and redoes an edit by sending the server's undo operations", async () => {
+    const { store, server } = t;
+    await store.getState().send(add("a"));
+    await store.getState().send(add("b"));
+    expect(nodeIds(store)).toEqual(["a", "b"]);
+    expect(sizes(store)).toEqual([2, 0]);
+
+    await store.getState().undo();
+    expect(server.received.at(-1)).toEqual([{ op: "remove_nodes", ids: ["b"] }]);
+    expect(nodeIds(store)).toEqual(["a"]);
+    expect(sizes(store)).toEqual([1, 1]);
+
+    await store.getState().redo();
+    expect(server.received.at(-1)).toEqual([{ op: "add_node", id: "b" }]);
+    expect(nodeIds(store)).toEqual(["a", "b"]);
+    expect(sizes(store)).toEqual([2, 0]);
+    expect(store.getState().status).toEqual({ state: "saved", revision: 5 });
+  });
+
+  it("drops the redo stack when a new edit is made, and does nothing with empty stacks", async () => {
+    const { store, server } = t;
+    await store.getState().send(add("a"));
+    await store.getState().undo();
+    expect(sizes(store)).toEqual([0, 1]);
+    await store.getState().send(add("c"));
+    expect(sizes(store)).toEqual([1, 0]);
+    const sent = server.received.length;
+    await store.getState().redo();
+    await store.getState().undo();
+    await store.getState().undo();
+    expect(server.received.length).toBe(sent + 1);
+    expect(sizes(store)).toEqual([0, 1]);
+  });
+
+  it(`keeps the last ${HISTORY_LIMIT} edits`, async () => {
+    const { store } = t;
+    for (let i = 0; i <= HISTORY_LIMIT; i += 1) await store.getState().send(add(`n${i}`));
+    expect(sizes(store)).toEqual([HISTORY_LIMIT, 0]);
+    expect(store.getState().history.undo[0]).toEqual([{ op: "remove_nodes", ids: ["n1"] }]);
+  });
+
+  it("stays 'saving' until every queued edit is answered, and sends them in order", async () => {
+    const { store, server } = t;
+    server.hold = true;
+    const first = store.getState().send(add("a"));
+    const second = store.getState().send(add("b"));
+    expect(store.getState().status.state).toBe("saving");
+    await tick();
+    expect(server.received).toEqual([add("a")]); // the second waits for the first's answer
+    server.release();
+    await first;
+    expect(store.getState().status.state).toBe("saving");
+    await tick();
+    server.release();
+    await second;
+    expect(store.getState().status).toEqual({ state: "saved", revision: 3 });
+    expect(server.received).toEqual([add("a"), add("b")]);
+  });
+
+  it("undo queued behind an edit is sent after it, with the history in step", async () => {
+    const { store, server } = t;
+    await store.getState().send(add("a"));
+    server.hold = true;
+    const edit = store.getState().send(add("b"));
+    const undone = store.getState().undo(); // undoes "a": "b" has not been answered yet
+    expect(sizes(store)).toEqual([0, 0]);
+    await tick();
+    server.release();
+    await edit;
+    await tick();
+    server.release();
+    await undone;
+    expect(server.received.slice(-2)).toEqual([add("b"), [{ op: "remove_nodes", ids: ["a"] }]]);
+    expect(nodeIds(store)).toEqual(["b"]);
+    expect(sizes(store)).toEqual([1, 1]);
+  });
+
+  it("on a conflict adopts the server's document, clears the history and skips what was queued on the old one",
+    async () => {
+      const { store, server, notices, events } = t;
+      await store.getState().send(add("a"));
+      server.hold = true;
+      const refused = store.getState().send(add("b"));
+      const queued = store.getState().send(add("c"));
+      await tick();
+      server.answer = {
+        status: 409,
+        data: { current_revision: 9, document: { nodes: [{ id: "theirs" }], routes: [] } },
+      };
+      server.release();
+      await expect(refused).resolves.toBeNull();
+      await expect(queued).resolves.toBeNull();
+      expect(server.received).toEqual([add("a"), add("b")]); // "c" was never sent
+      expect(nodeIds(store)).toEqual(["theirs"]);
+      expect(sizes(store)).toEqual([0, 0]);
+      expect(store.getState().status).toEqual({ state: "saved", revision: 9 });
+      expect(notices.at(-1).kind).toBe("conflict");
+      expect(events.at(-1)).toEqual(["documentReloaded", { revision: 9 }]);
+    });
+
+  it("when the server cannot be reached keeps the history and shows the error state", async () => {
+    const { store, server, notices } = t;
+    await store.getState().send(add("a"));
+    server.answer = new Error("offline");
+    await expect(store.getState().send(add("b"))).resolves.toBeNull();
+    expect(store.getState().status).toEqual({ state: "error", revision: 2 });
+    expect(sizes(store)).toEqual([1, 0]);
+    expect(notices.at(-1)).toEqual({ message: "The server could not be reached; the change was not saved.", kind: "error" });
+  });
+
+  it("a refused edit reloads the document and records nothing", async () => {
+    const { store, server, notices } = t;
+    server.answer = { status: 400, data: { message: "no such task" } };
+    await store.getState().send(add("x"));
+    expect(notices.at(-1)).toEqual({ message: "no such task", kind: "error" });
+    expect(sizes(store)).toEqual([0, 0]);
+    expect(store.getState().status).toEqual({ state: "saved", revision: 1 });
+  });
+
+  it("a panel's edit joins the undo history and selects its node once", async () => {
+    const { store, server } = t;
+    server.nodes = ["renamed"];
+    server.revision = 2;
+    await store.getState().panelChanged({ nodeId: "renamed", undo: [{ op: "rename", id: "renamed" }] });
+    expect(sizes(store)).toEqual([1, 0]);
+    expect(store.getState().selectionChanged("renamed")).toBe(false); // already announced by the panel
+    const doc = store.getState().doc;
+    expect(store.getState().takePendingSelect(doc)).toBe("renamed");
+    expect(store.getState().takePendingSelect(doc)).toBeNull();
+    await store.getState().undo();
+    expect(server.received.at(-1)).toEqual([{ op: "rename", id: "renamed" }]);
+  });
+
+  it("selects the node an edit added and tells the panels", async () => {
+    const { store, events } = t;
+    t.server.answer = {
+      status: 200,
+      data: { document: { nodes: [{ id: "task_1" }], routes: [] }, revision: 2, undo: [], select: "task_1" },
+    };
+    await store.getState().send(add("task_1"), { selectField: "over" });
+    expect(events).toContainEqual(["select", { nodeId: "task_1", field: "over" }]);
+    expect(events.at(-1)).toEqual(["documentSaved", { revision: 2 }]);
+    expect(sizes(store)).toEqual([0, 0]); // nothing to undo in the answer: the history is unchanged
+  });
+
+  it("sends nothing from a read-only editor", async () => {
+    const readOnly = setUp({ canEdit: false });
+    await readOnly.store.getState().load();
+    await expect(readOnly.store.getState().send(add("a"))).resolves.toBeNull();
+    expect(readOnly.server.received).toEqual([]);
+  });
+});
