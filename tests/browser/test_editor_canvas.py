@@ -329,3 +329,8 @@ def test_node_kind_icons_are_drawn_from_the_one_set_of_symbols(
     kinds = editor.page.locator(".react-flow__node .wf-node").evaluate_all(
         "els => els.map(e => [e.dataset.kind, e.querySelector('.wf-node__kind use').getAttribute('href')])")
     assert kinds and all(href == f"#wf-kind-{kind}" for kind, href in kinds), kinds
+    # The symbols take no room, so the editor ends inside the window (a 150px sprite pushed it below the fold and a
+    # focused diagnostics button then scrolled the whole page).
+    sprite, editor_box = page.locator("svg[data-kind-icons]").bounding_box(), page.locator(".editor").bounding_box()
+    assert sprite and sprite["height"] == 0, sprite
+    assert editor_box and editor_box["y"] + editor_box["height"] <= page.evaluate("window.innerHeight"), editor_box
