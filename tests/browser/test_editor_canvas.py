@@ -334,3 +334,6 @@ def test_node_kind_icons_are_drawn_from_the_one_set_of_symbols(
     sprite, editor_box = page.locator("svg[data-kind-icons]").bounding_box(), page.locator(".editor").bounding_box()
     assert sprite and sprite["height"] == 0, sprite
     assert editor_box and editor_box["y"] + editor_box["height"] <= page.evaluate("window.innerHeight"), editor_box
+    # Nor does anything else make the page scroll (the run form's hidden radios once did, placed against the page).
+    sizes = page.evaluate("() => [document.documentElement.scrollHeight, window.innerHeight]")
+    assert sizes[0] <= sizes[1], f"the editor page is taller than the window: {sizes}"
