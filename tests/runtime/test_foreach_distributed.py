@@ -23,6 +23,7 @@ from runtime import (
     RuntimeContext,
     SequentialIds,
     TaskRegistry,
+    TraceEvent,
     Workflow,
     WorkflowBuilder,
     distributed_foreach,
@@ -86,9 +87,13 @@ def engine(calls: list[Any] | None = None, *, distribute: bool = False) -> Engin
                   distribute=(lambda node, n: True) if distribute else None)
 
 
-def run_distributed(eng: Engine, doc: Workflow, run_input: Any, *, batches: list[Any] | None = None) -> RunResult:
-    """Drive a run to its end as a host would: every batch of every waiting activation, then the join."""
+def run_distributed(eng: Engine, doc: Workflow, run_input: Any, *, batches: list[Any] | None = None,
+                    trace: list[TraceEvent] | None = None) -> RunResult:
+    """Drive a run to its end as a host would: every batch of every waiting activation, then the join. ``trace``
+    collects the run's events and its items' (``ItemOutcome.events``), as a host stores them."""
     result = eng.run(doc, run_input)
+    if trace is not None:
+        trace.extend(result.trace)
     while result.status == "waiting":
         state = RunState.from_json(result.run_state.to_json())  # as a worker loads the checkpoint
         joins: dict[str, list[ItemOutcome]] = {}
@@ -98,10 +103,14 @@ def run_distributed(eng: Engine, doc: Workflow, run_input: Any, *, batches: list
                 batch = eng.run_batch(state.to_json(), waiting.activation_id, range(start, stop), workflow=doc)
                 assert batch.status == "completed"
                 outcomes.extend(batch.outcomes)
+                if trace is not None:
+                    trace.extend(event for outcome in batch.outcomes for event in outcome.events)
                 if batches is not None:
                     batches.append((waiting.node_id, start, stop))
             joins[waiting.activation_id] = outcomes
         result = eng.join_foreach(state.to_json(), joins, workflow=doc)
+        if trace is not None:
+            trace.extend(result.trace)
     return result
 
 
@@ -296,20 +305,33 @@ def test_a_batch_whose_items_back_off_waits_without_sleeping_and_continues_from_
 
     # Before the wake-up time a continuation runs nothing and waits again for the same time.
     before = len(calls)
-    again = engine.continue_batch(first.state.model_dump_json(), activation.activation_id, on_items=committed.extend)
+    again = engine.continue_batch(first.state.model_dump_json(), activation.activation_id, on_items=committed.extend,
+                                  held=first.held)
     assert (again.status, again.wake_at, len(calls)) == ("waiting", 1_030.0, before)
 
     now[0] = 1_030.0  # attempt 2 of items 1 and 3: fails again, next backoff 60 s
     second = engine.continue_batch(again.state.model_dump_json(), activation.activation_id,
-                                   on_items=committed.extend)
+                                   on_items=committed.extend, held=again.held)
     assert second.status == "waiting" and second.wake_at == 1_090.0
     now[0] = 1_090.0
     third = engine.continue_batch(second.state.model_dump_json(), activation.activation_id,
-                                  on_items=committed.extend)
+                                  on_items=committed.extend, held=second.held)
     assert third.status == "completed"
     assert sorted((outcome.index, outcome.result) for outcome in committed) == [(i, 10 * i) for i in range(4)]
     # Each attempt ran once: the retry count survived the batch's waits (attempt 3 succeeded, no restart at 1).
     assert sorted(calls) == sorted([(0, 1), (2, 1), (1, 1), (1, 2), (1, 3), (3, 1), (3, 2), (3, 3)])
+    # Each item's outcome carries its whole trace, the part made before the batch's waits included (``held``).
+    assert {index for index, _ in first.held} == {1, 3}  # the items still running when it first waited
+    for outcome in committed:
+        kinds = Counter((event.kind, event.attempt) for event in outcome.events
+                        if event.kind != "node_started")  # its attempt is told by what it ended with
+        retried = outcome.index % 2
+        assert kinds == Counter({("item_started", None): 1, ("item_completed", None): 1,
+                                 ("node_completed", 3 if retried else 1): 1}
+                                | ({("node_retrying", 1): 1, ("node_retrying", 2): 1, ("node_waiting", 2): 1,
+                                    ("node_waiting", 3): 1} if retried else {})), (outcome.index, kinds)
+        assert {(event.activation_id, event.index) for event in outcome.events} == {
+            (activation.activation_id, outcome.index)}
 
 
 def orders_child(batch_size: int = 2) -> Workflow:
@@ -485,3 +507,29 @@ def test_a_foreach_redrive_is_refused_when_the_checkpoints_do_not_fit() -> None:
         with pytest.raises(RedriveError, match=message):
             eng.redrive_foreach(before, done.run_state.model_copy(update={"run_id": before.run_id}),
                                 activation_id=activation.activation_id, indices=indices, workflow=doc)
+
+
+@pytest.mark.parametrize("shape", ["nested", "subgraph"])
+def test_each_item_carries_the_trace_events_one_run_makes_for_it(shape: str) -> None:
+    """Loops inside the item and subgraph calls around the foreach included: the run's events plus its items'
+    are what one run makes (apart from the distribution's own), and each item's events are in its frames."""
+    doc, workflows = (nested(), {}) if shape == "nested" else (calling_parent(), {"orders-child": orders_child()})
+    local = Engine(registry=registry(), ids=SequentialIds(), workflows=workflows).run(doc, {"customers": CUSTOMERS})
+    trace: list[TraceEvent] = []
+    batches: list[Any] = []
+    spread_engine = Engine(registry=registry(), ids=SequentialIds(), workflows=workflows,
+                           distribute=lambda node, n: True)
+    with_items = run_distributed(spread_engine, doc, {"customers": CUSTOMERS}, batches=batches, trace=trace)
+    assert with_items.status == "completed", with_items.error
+
+    def kinds(events: Any) -> Counter[tuple[Any, ...]]:
+        return Counter((e.kind, e.node_id, e.index, e.attempt, e.label) for e in events
+                       if e.kind not in ("foreach_distributed", "run_waiting"))
+
+    assert kinds(trace) == kinds(local.trace)
+    # Every item of a distributed activation: its own item events once, with the item's index; deeper events
+    # (the inner loop's) in frames below it.
+    items = [e for e in trace if e.node_id == "orders" and e.kind in ("item_started", "item_completed")]
+    assert len(items) == 2 * sum(stop - start for _, start, stop in batches)
+    starts = Counter((e.activation_id, e.index) for e in items if e.kind == "item_started")
+    assert set(starts.values()) == {1}
