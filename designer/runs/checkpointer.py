@@ -238,15 +238,23 @@ class OrmCheckpointer:
             kept.delete()
             candidates.update(RunStatePart.objects.filter(run_id=pk).values_list("key", flat=True))
         else:
-            RunCheckpoint.objects.update_or_create(run_id=pk, step=run_state.step, defaults={
-                "status": run_state.status, "attempt": run_state.attempt, "trace_seq": run_state.trace_seq,
-                "state": delta.data, "part_keys": RunState.parts_left_out(delta.data)})
-            steps = list(kept.values_list("step", flat=True))
-            dropped = set(steps) - policy.keep(steps)
-            if dropped:
-                for keys in kept.filter(step__in=dropped).values_list("part_keys", flat=True):
-                    candidates.update(keys or [])
-                kept.filter(step__in=dropped).delete()
+            # One upsert: a superstep redone after a crash replaces the checkpoint it left.
+            RunCheckpoint.objects.bulk_create(
+                [RunCheckpoint(run_id=pk, step=run_state.step, status=run_state.status, attempt=run_state.attempt,
+                               trace_seq=run_state.trace_seq, state=delta.data,
+                               part_keys=RunState.parts_left_out(delta.data))],
+                update_conflicts=True, unique_fields=["run", "step"],
+                update_fields=["status", "attempt", "trace_seq", "state", "part_keys"])
+            if policy.keep_last is not None:
+                # Only a bounded policy drops checkpoints, and then at most keep_last + 1 rows are kept here. With
+                # ``all``, listing the steps at every save would read every checkpoint so far: O(supersteps) a
+                # save, quadratic in a long run (the worker's CPU per item grew 2.65x from 1k to 100k items).
+                steps = list(kept.values_list("step", flat=True))
+                dropped = set(steps) - policy.keep(steps)
+                if dropped:
+                    for keys in kept.filter(step__in=dropped).values_list("part_keys", flat=True):
+                        candidates.update(keys or [])
+                    kept.filter(step__in=dropped).delete()
             if delta.fresh:
                 # Parts an earlier process stored may be needed by nothing kept now.
                 candidates.update(RunStatePart.objects.filter(run_id=pk).values_list("key", flat=True))
