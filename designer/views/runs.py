@@ -8,10 +8,10 @@ once the run waits for an answer or ends.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 from urllib.parse import urlencode
 
-from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.db.models import QuerySet
@@ -106,6 +106,16 @@ def _filtered_runs(request: HtmxHttpRequest, qs: QuerySet[Run]) -> tuple[QuerySe
     return filtered.queryset, filters, filtered.notice
 
 
+def _people_choices(people: Iterable[Any], chosen: str) -> list[dict[str, Any]]:
+    """The "Started by" options, with the filter's value selected whether it came as an id or a username (a
+    link or API-style URL may give either); a value that names none of these people stays, as given."""
+    choices = [{"value": str(p.pk), "label": p.get_username(),
+                "selected": chosen in (str(p.pk), p.get_username())} for p in people]
+    if chosen and not any(choice["selected"] for choice in choices):
+        choices.append({"value": chosen, "label": f"{chosen} (no one here)", "selected": True})
+    return choices
+
+
 def _history(request: HtmxHttpRequest, *, team: Team | None = None, workflow: Workflow | None = None) -> HttpResponse:
     base = selectors.runs_for(user=request.user).select_related("team")
     if workflow is not None:
@@ -116,10 +126,14 @@ def _history(request: HtmxHttpRequest, *, team: Team | None = None, workflow: Wo
     page = Paginator(runs, PAGE_SIZE).get_page(request.GET.get("page"))
     query = QueryDict(mutable=True)
     query.update({key: value for key, value in filters.items() if value})
-    user_model = get_user_model()
-    people = user_model.objects.filter(pk__in=base.exclude(created_by=None).values("created_by")).order_by(
-        user_model.USERNAME_FIELD
-    )
+    if workflow is not None:
+        team_ids = [workflow.team_id]
+    elif team is not None:
+        team_ids = [team.pk]
+    else:
+        team_ids = list(selectors.teams_for(user=request.user).values_list("pk", flat=True))
+    people = _people_choices(selectors.run_people(user=request.user, runs=base, team_ids=team_ids),
+                             filters.get("created_by", ""))
     if workflow is not None:
         title, url = f"Runs of {workflow.name}", reverse("workflow-runs", args=[workflow.pk])
         admin_url = _admin_runs_url(request, workflow__id__exact=workflow.pk)

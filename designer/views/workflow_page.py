@@ -72,6 +72,7 @@ def _context(request: HtmxHttpRequest, workflow: WorkflowModel, role: str, **ext
         # SHARING_RULE: the Sharing page is for the workflow's own team.
         "in_own_team": role_of(request.user, workflow.team_id) is not None,
         "webhooks": webhooks, "schedules": schedules, "missed_choices": Schedule.Missed.choices,
+        "time_zones": trigger_services.timezones() if has_role(role, "editor") else [],
         "webhook_modes": Webhook.Mode.choices, "signature_header": signature.HEADER,
         "replay_minutes": signature.REPLAY_WINDOW // 60,
         "undo": undo if isinstance(undo, dict) and undo.get("revision") == workflow.revision else None,
