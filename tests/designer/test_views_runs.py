@@ -12,25 +12,15 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
 from designer.models import Run
 from designer.services import runs as run_services
 from designer.services import workflows as workflow_services
+from tests.designer.clients import client_for, htmx
 
 pytestmark = pytest.mark.django_db
-
-
-def client_for(user: Any) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
-
-
-def htmx(target: str) -> dict[str, str]:
-    return {"HTTP_HX_REQUEST": "true", "HTTP_HX_TARGET": target}
 
 
 def start(cast: Any, workflow: Any, amount: float = 5, **fields: Any) -> Run:

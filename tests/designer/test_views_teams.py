@@ -9,20 +9,14 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from django.test import Client
 from django.urls import reverse
 
 from designer.models import Invitation, Membership, Team, Workflow
+from tests.designer.clients import client_for
 
 pytestmark = pytest.mark.django_db
 
 HTMX = {"HTTP_HX_REQUEST": "true", "HTTP_HX_TARGET": "members"}
-
-
-def client_for(user: Any) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 def test_team_list_shows_only_my_teams_with_my_role(cast: Any) -> None:
