@@ -26,6 +26,7 @@ from tests.designer.runs_support import (
     stop_worker,
     wait_for,
 )
+from tests.runtime.engine_helpers import loop_then_total
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -316,11 +317,7 @@ def flaky_then_summary() -> dict[str, Any]:
     each = graph.foreach("each", "input.xs", results="doubled", batch_size=2, max_batches_in_flight=2,
                          tolerated_failure_count=3)
     work = graph.use("flaky", id="work", input=[{"target": "x", "path": each.item}])
-    summary = graph.use("summarize_results", id="summary", input=[{"target": "values", "path": "state.doubled"}],
-                        output=[{"source": ".", "target": "summary"}])
-    graph.set_route(each, "loop", work)
-    graph.set_route(work, "ok", each)
-    graph.set_route(each, "done", summary)
+    loop_then_total(graph, each, work, "summarize_results", id="summary", results="state.doubled", target="summary")
     graph.output("doubled", "state.doubled")
     graph.output("summary", "state.summary")
     return graph.build().model_dump(mode="json")
@@ -378,12 +375,9 @@ def groups_document() -> dict[str, Any]:
     each = graph.foreach("each", "context.foreach.groups.item.xs", results="doubled", batch_size=2,
                          max_batches_in_flight=1)
     work = graph.use("gated", id="work", input=[{"target": "x", "path": each.item}])
-    graph.set_route(groups, "loop", shaky)
-    graph.set_route(shaky, "ok", each)
-    graph.set_route(each, "loop", work)
-    graph.set_route(work, "ok", each)
-    graph.set_route(each, "done", groups)
-    graph.output("done", "state.done")
+    for source, label, target in ((groups, "loop", shaky), (shaky, "ok", each), (each, "loop", work),
+                                  (work, "ok", each), (each, "done", groups)):
+        graph.set_route(source, label, target)
     return graph.build().model_dump(mode="json")
 
 

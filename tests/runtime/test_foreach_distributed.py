@@ -28,6 +28,7 @@ from runtime import (
     WorkflowBuilder,
     distributed_foreach,
 )
+from tests.runtime.engine_helpers import loop_then_total
 
 CUSTOMERS = [
     {"name": "Ada", "orders": [{"sku": "A1", "lines": [1, 2]}, {"sku": "A2", "lines": [3]},
@@ -63,20 +64,26 @@ def registry(calls: list[Any] | None = None) -> TaskRegistry:
     return reg
 
 
+def orders_and_lines(graph: WorkflowBuilder, over: str, *, results: str, batch_size: int) -> ForeachNode:
+    """orders over ``over`` (distributable, two at once) > lines (local, inside the batch) > describe."""
+    orders = graph.foreach("orders", over, as_="order", max_concurrency=2, results=results, batch_size=batch_size,
+                           max_batches_in_flight=2)
+    lines = graph.foreach("lines", "context.foreach.orders.item.lines", as_="line_no", results="last_lines")
+    describe = graph.use("describe", id="describe", input=[{"target": "line", "path": lines.item}])
+    for source, label, target in ((orders, "loop", lines), (lines, "loop", describe), (describe, "ok", lines),
+                                  (lines, "done", orders)):
+        graph.set_route(source, label, target)
+    return orders
+
+
 def nested(batch_size: int = 2) -> Workflow:
     """customers (local) > orders (distributable) > lines (local, inside the batch) > describe."""
     graph = WorkflowBuilder("nested", input_schema={"type": "object", "properties": {"customers": {"type": "array"}},
                                                     "required": ["customers"]})
     customers = graph.foreach("customers", "input.customers", as_="customer", results="per_customer")
-    orders = graph.foreach("orders", "context.foreach.customers.item.orders", as_="order", max_concurrency=2,
-                           results="last_orders", batch_size=batch_size, max_batches_in_flight=2)
-    lines = graph.foreach("lines", "context.foreach.orders.item.lines", as_="line_no", results="last_lines")
-    describe = graph.use("describe", id="describe", input=[{"target": "line", "path": lines.item}])
+    orders = orders_and_lines(graph, "context.foreach.customers.item.orders", results="last_orders",
+                              batch_size=batch_size)
     graph.set_route(customers, "loop", orders)
-    graph.set_route(orders, "loop", lines)
-    graph.set_route(lines, "loop", describe)
-    graph.set_route(describe, "ok", lines)
-    graph.set_route(lines, "done", orders)
     graph.set_route(orders, "done", customers)
     graph.output("per_customer", "state.per_customer")
     return graph.build()
@@ -338,14 +345,7 @@ def orders_child(batch_size: int = 2) -> Workflow:
     """A subgraph: orders (distributable) > lines (local, inside the batch) > describe; outputs its results."""
     graph = WorkflowBuilder("orders-child", input_schema={
         "type": "object", "properties": {"orders": {"type": "array"}}, "required": ["orders"]})
-    orders = graph.foreach("orders", "input.orders", as_="order", max_concurrency=2, results="per_order",
-                           batch_size=batch_size, max_batches_in_flight=2)
-    lines = graph.foreach("lines", "context.foreach.orders.item.lines", as_="line_no", results="last_lines")
-    describe = graph.use("describe", id="describe", input=[{"target": "line", "path": lines.item}])
-    graph.set_route(orders, "loop", lines)
-    graph.set_route(lines, "loop", describe)
-    graph.set_route(describe, "ok", lines)
-    graph.set_route(lines, "done", orders)
+    orders_and_lines(graph, "input.orders", results="per_order", batch_size=batch_size)
     graph.output("per_order", "state.per_order")
     return graph.build()
 
@@ -424,11 +424,7 @@ def tolerant_then_total() -> Workflow:
                             state_schema={"type": "object", "properties": {"out": {}, "summary": {}}})
     xs = graph.foreach("xs", "input.xs", results="out", batch_size=3, max_concurrency=2, tolerated_failure_count=3)
     check = graph.use("check", id="check", input=[{"target": "x", "path": xs.item}])
-    summed = graph.use("total", id="total", input=[{"target": "values", "path": "state.out"}],
-                       output=[{"source": ".", "target": "summary"}])
-    graph.set_route(xs, "loop", check)
-    graph.set_route(check, "ok", xs)
-    graph.set_route(xs, "done", summed)
+    loop_then_total(graph, xs, check, "total", id="total", results="state.out", target="summary")
     graph.output("out", "state.out")
     graph.output("summary", "state.summary")
     return graph.build()
