@@ -73,14 +73,14 @@ def _wait_for_file(path: str, what: str) -> None:
 
 
 @registry.task
-def gated(x: int, ctx: RuntimeContext) -> int:
-    """``2 * x``, tallied like ``tally``; every item but the first waits until ``$TRELLIS_TEST_TALLY.open``
-    exists, so a test decides when the rest of the batch goes on."""
+def gated(x: int, ctx: RuntimeContext, pause: float = 0.0) -> int:
+    """``2 * x``, tallied like ``tally``; an item of odd index waits until ``$TRELLIS_TEST_TALLY.open`` exists,
+    so a test decides when the second item of each batch of two goes on. ``pause`` is not used."""
     index = ctx.foreach["each"].index
     path = os.environ["TRELLIS_TEST_TALLY"]
     with open(path, "a", encoding="utf-8") as tally_file:
         tally_file.write(f"{index}\n")
-    if index:
+    if index % 2:
         _wait_for_file(f"{path}.open", f"item {index}")
     return 2 * x
 

@@ -45,12 +45,13 @@ def tallies(env: dict[str, str]) -> Counter[int]:
     return Counter(int(line) for line in path.read_text().split()) if path.exists() else Counter()
 
 
-def document(*, batch_size: int, in_flight: int = 2, pause: float = 0.0, **tolerance: Any) -> dict[str, Any]:
+def document(*, batch_size: int, in_flight: int = 2, pause: float = 0.0, task: str = "tally", **tolerance: Any
+             ) -> dict[str, Any]:
     graph = WorkflowBuilder("spread", input_schema={
         "type": "object", "properties": {"xs": {"type": "array", "items": {"type": "integer"}}}, "required": ["xs"]})
     each = graph.foreach("each", "input.xs", as_="number", results="doubled", batch_size=batch_size,
                          max_batches_in_flight=in_flight, **tolerance)
-    work = graph.use("tally", id="work", input=[{"target": "x", "path": each.item},
+    work = graph.use(task, id="work", input=[{"target": "x", "path": each.item},
                                                 {"target": "pause", "value": pause}])
     graph.set_route(each, "loop", work)
     graph.set_route(work, "ok", each)
@@ -365,12 +366,36 @@ def test_redriving_a_completed_run_runs_only_its_tolerated_failed_items_and_what
     assert again.status_code == 409 and "nothing to run again" in again.json()["message"]
 
 
+def through_the_gate(client: Any, run_id: int, env: dict[str, str], *, workers: int, committed: int,
+                     meanwhile: Callable[[], None], total: int) -> list[Any]:
+    """Run with ``workers`` worker processes until ``committed`` items are committed and the others wait at the
+    ``gated`` task's gate; call ``meanwhile``, open the gate and let the run complete. Returns its checked
+    trace (``item_trace``, ``total`` items each run once)."""
+    started = [start_worker(env) for _ in range(workers)]
+    try:
+        wait_for(lambda: ForeachBatchItem.objects.filter(run_id=run_id).count() == committed,
+                 message=f"{committed} committed items", worker=started[0])
+        assert len(set(ForeachBatch.objects.filter(run_id=run_id, status="running")
+                       .values_list("lease_owner", flat=True))) == committed  # one batch per worker at the gate
+        meanwhile()
+        Path(env["TRELLIS_TEST_TALLY"] + ".open").touch()
+        wait_for(lambda: Run.objects.get(pk=run_id).is_finished, message="the run", worker=started[-1])
+    finally:
+        for worker in started:
+            stop_worker(worker)
+    detail = run_detail(client, run_id)
+    assert detail["status"] == "completed", detail["error"]
+    assert tallies(env) == Counter(range(total))
+    return item_trace(client, run_id, total)
+
+
 def groups_document() -> dict[str, Any]:
     """groups (local, two at once) > shaky (retries after a backoff) > each (distributed) > gated."""
     graph = WorkflowBuilder("groups", input_schema={"type": "object", "properties": {"groups": {"type": "array"}},
                                                     "required": ["groups"]})
     groups = graph.foreach("groups", "input.groups", as_="group", max_concurrency=2, results="done")
-    shaky = graph.use("fails_once", id="shaky", retry={"max_attempts": 2, "backoff_seconds": 0.2},
+    # A backoff long enough for the run to wait (and plan its batches) before it is due, however slow the machine.
+    shaky = graph.use("fails_once", id="shaky", retry={"max_attempts": 2, "backoff_seconds": 3},
                       input=[{"target": "shaky", "path": "context.foreach.groups.item.shaky"}])
     each = graph.foreach("each", "context.foreach.groups.item.xs", results="doubled", batch_size=2,
                          max_batches_in_flight=1)
@@ -391,24 +416,17 @@ def test_the_run_waking_for_its_own_backoff_while_its_batches_commit_numbers_its
     # committed, and the batch's item 1 go on once group 1 is done.
     run = start_run(client, workflow, {"groups": [{"shaky": False, "xs": [1, 2, 3, 4]},
                                                   {"shaky": True, "xs": []}]})
-    workers = [start_worker(batch_env), start_worker(batch_env)]  # one holds the batch, the other wakes the run
-    try:
-        wait_for(lambda: ForeachBatchItem.objects.filter(run_id=run["id"]).exists(), message="item 0",
-                 worker=workers[0])
+    woke: list[Any] = []
+
+    def meanwhile() -> None:
         Path(batch_env["TRELLIS_TEST_TALLY"] + ".wake").touch()
-        woke = wait_for(lambda: next((e for e in all_events(client, run["id"])
-                                      if e["kind"] == "item_completed" and e["node_id"] == "groups"), None),
-                        message="group 1 done", worker=workers[1])
+        woke.append(wait_for(lambda: next((e for e in all_events(client, run["id"])
+                                           if e["kind"] == "item_completed" and e["node_id"] == "groups"), None),
+                             message="group 1 done"))
         assert ForeachBatchItem.objects.filter(run_id=run["id"]).count() == 1  # the batch is still at the gate
-        Path(batch_env["TRELLIS_TEST_TALLY"] + ".open").touch()
-        wait_for(lambda: Run.objects.get(pk=run["id"]).is_finished, message="the run", worker=workers[0])
-    finally:
-        for worker in workers:
-            stop_worker(worker)
-    detail = run_detail(client, run["id"])
-    assert detail["status"] == "completed", detail["error"]
-    assert tallies(batch_env) == Counter(range(4))
-    events = item_trace(client, run["id"], 4)
+
+    # Two workers: one holds the batch, the other wakes the run.
+    events = through_the_gate(client, run["id"], batch_env, workers=2, committed=1, meanwhile=meanwhile, total=4)
     # Commit order: item 0's events, then the run's own (group 1's retry, stored while the batch ran), then
     # items 1 to 3's; no number taken twice or skipped (item_trace).
     spread_id = next(e["activation_id"] for e in events if e["kind"] == "foreach_distributed")
@@ -416,4 +434,21 @@ def test_the_run_waking_for_its_own_backoff_while_its_batches_commit_numbers_its
                  for index in range(4)}
     [retried] = [e["seq"] for e in events if e["node_id"] == "shaky" and e["data"].get("attempt") == 2
                  and e["kind"] == "node_completed"]
-    assert max(item_seqs[0]) < retried < woke["seq"] < min(item_seqs[1])
+    assert max(item_seqs[0]) < retried < woke[0]["seq"] < min(item_seqs[1])
+
+
+def test_batches_committing_at_the_same_moment_on_several_workers_take_turns_for_their_numbers(
+        api: Any, cast: Any, batch_env: dict[str, str]) -> None:
+    workflow = workflow_services.create_workflow(actor=cast.owner, team=cast.team, name="Gated",
+                                                 document=document(batch_size=2, in_flight=3, task="gated"))
+    client = api(cast.editor)
+    run = start_run(client, workflow, {"xs": [1, 2, 3, 4, 5, 6]})
+    # Three batches on three workers, each past its first item and holding its second at the gate: opened, the
+    # three second items end together and their batches commit them at the same moment.
+    events = through_the_gate(client, run["id"], batch_env, workers=3, committed=3, meanwhile=lambda: None, total=6)
+    assert run_detail(client, run["id"])["output"]["doubled"] == [2, 4, 6, 8, 10, 12]
+    spread_id = next(e["activation_id"] for e in events if e["kind"] == "foreach_distributed")
+    seqs = {index: [e["seq"] for e in events if e["activation_id"] == spread_id and e["index"] == index]
+            for index in range(6)}
+    # Each batch's items sit on both sides of the others' in the trace: numbered in commit order across workers.
+    assert max(max(seqs[i]) for i in (0, 2, 4)) < min(min(seqs[i]) for i in (1, 3, 5))
