@@ -38,8 +38,8 @@ import pydantic_core
 
 from runtime._checkpoint import CheckpointInfo, HistoryPolicy
 from runtime._errors import CheckpointNotFoundError, CorruptRunStateError
-from runtime._group_commit import MAX_PENDING, Durability, GroupCommit, durability_of
-from runtime._parts import CheckpointDelta, PartLedger
+from runtime._group_commit import MAX_PENDING, Durability, GroupCommitStore
+from runtime._parts import CheckpointDelta
 from runtime._state import RunState
 from runtime._trace import TraceEvent
 
@@ -72,7 +72,7 @@ class _Save:
     delta: CheckpointDelta
 
 
-class SqliteCheckpointer:
+class SqliteCheckpointer(GroupCommitStore[_Save]):
     """Saves RunStates, their write-once parts and trace events in one SQLite database file.
 
     Safe to share between threads (one connection behind a lock); several
@@ -85,49 +85,28 @@ class SqliteCheckpointer:
         self.history_policy = history
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.durability: Durability = durability_of(durability, durable)
-        self.durable = self.durability != "off"
+        super().__init__(self._write, durability=durability, durable=durable, max_pending=max_pending,
+                         name=f"trellis-sqlite-writer:{self.path.name}")
         self._lock = threading.Lock()
-        self._ledgers: dict[str, PartLedger] = {}
-        self.saves = 0
         self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=30.0)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute(f"PRAGMA synchronous={'FULL' if self.durable else 'NORMAL'}")
         for statement in _SCHEMA:
             self._db.execute(statement)
-        self._writer: GroupCommit[_Save] | None = (
-            GroupCommit(self._write, max_pending=max_pending, name=f"trellis-sqlite-writer:{self.path.name}")
-            if self.durability == "batched" else None)
-
-    def in_flight(self) -> int:
-        """Saves handed to the background writer and not yet on disk (always 0 unless ``"batched"``)."""
-        return self._writer.in_flight() if self._writer is not None else 0
-
-    def flush(self) -> None:
-        """Return once every save so far is committed (a no-op unless ``durability="batched"``)."""
-        if self._writer is not None:
-            self._writer.flush()
 
     def close(self) -> None:
+        """Flush, then release the connection."""
         try:
-            if self._writer is not None:
-                self._writer.close()
+            super().close()
         finally:
             with self._lock:
                 self._db.close()
-
-    def __enter__(self) -> SqliteCheckpointer:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     # -- writing ---------------------------------------------------------------------
 
     def save(self, run_state: RunState, events: Sequence[TraceEvent] = ()) -> None:
         run_id = run_state.run_id
-        ledger = self._ledgers.get(run_id) or PartLedger()
-        delta = run_state.checkpoint_delta(ledger)
+        ledger, delta = self._delta(run_state)
         policy = self.history_policy
         record = _Save(
             run_id, run_state.step, run_state.status, run_state.attempt, run_state.trace_seq,
@@ -135,16 +114,7 @@ class SqliteCheckpointer:
             json.dumps(RunState.parts_left_out(delta.data)).encode() if policy is not None else b"",
             [(run_id, key, pydantic_core.to_json(value)) for key, value in delta.new.items()],
             [(run_id, event.seq, pydantic_core.to_json(event.to_dict())) for event in events], delta)
-        writer = self._writer
-        if writer is None:
-            self._write([record])
-            ledger.apply(delta)
-        else:
-            # The writer commits in order, so the next delta may count on this one: the ledger moves on now.
-            ledger.apply(delta)
-            writer.submit(record, wait=run_state.status != "running")
-        self._ledgers[run_id] = ledger
-        self.saves += 1
+        self._commit(run_state, ledger, delta, record)
 
     def _write(self, records: list[_Save]) -> None:
         """Commit ``records`` in order in one transaction (one fsync when durable)."""
@@ -226,7 +196,7 @@ class SqliteCheckpointer:
             except BaseException:
                 db.execute("ROLLBACK")
                 raise
-            self._ledgers.pop(run_id, None)
+            self._forget(run_id)
 
     # -- reading ---------------------------------------------------------------------
 
