@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 from playwright.sync_api import Page, expect
-from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
 from designer.models import Run
 from designer.services import teams as team_services
@@ -72,21 +71,12 @@ def test_an_array_fields_items_are_bound_one_by_one_and_the_run_gets_that_list(
                                {"target": "items.1", "value": "plain text"}]
     editor.page.screenshot(path=artifacts_dir / "editor-array-items-1600x1000.png")
 
-    # The run panel is refreshed after each save: wait for quiet before typing into it, or a late refresh swaps
-    # the typed input back to {} and the start is refused for a missing 'first'.
+    # The run panel reloads after each save; what is typed meanwhile survives the reload (run-panel.js).
     panel = editor.page.locator("#run-panel")
     textarea = panel.locator(".sf-json textarea")
-    for _ in range(3):
-        editor.wait_idle()
-        if panel.locator('.mode-switch input[value="json"]').count():
-            panel.locator(".mode-switch label", has_text="JSON").click()
-        try:
-            textarea.fill('{"first": "Ada"}', timeout=5_000)
-            editor.wait_idle()
-            expect(textarea).to_have_value('{"first": "Ada"}', timeout=2_000)
-            break
-        except (AssertionError, PlaywrightTimeoutError):
-            continue  # a panel refresh landed in between; type it again
+    panel.locator(".mode-switch label", has_text="JSON").click()
+    textarea.fill('{"first": "Ada"}')
+    editor.wait_idle()
     expect(textarea).to_have_value('{"first": "Ada"}')
     panel.get_by_role("button", name="Start run").click()
     started = panel.locator(".notice a")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -96,6 +96,26 @@ def wait_for(condition: Callable[[], Any], *, timeout: float = 90, interval: flo
         time.sleep(interval)
 
 
+#: The statuses a run does not leave on its own.
+FINISHED = ("completed", "failed", "cancelled")
+
+
+def status_of(run_id: int) -> str:
+    from designer.models import Run
+
+    return Run.objects.values_list("status", flat=True).get(pk=run_id)
+
+
+def work_until_finished(env: dict[str, str], runs: Sequence[dict[str, Any]], *, message: str) -> None:
+    """Start one ``run_worker`` with ``env``, wait until every run of ``runs`` (as ``start_run`` answered) has
+    finished, stop the worker."""
+    worker = start_worker(env)
+    try:
+        wait_for(lambda: all(status_of(r["id"]) in FINISHED for r in runs), message=message, worker=worker)
+    finally:
+        stop_worker(worker)
+
+
 def start_run(client: Any, workflow: Any, run_input: dict[str, Any], **body: Any) -> dict[str, Any]:
     response = client.post(reverse("api:workflow-runs", args=[workflow.pk]), {"input": run_input, **body},
                            format="json")
@@ -152,6 +172,27 @@ def counting_document(workflow_id: str = "counting", *, pause: bool = True, bloc
     graph.output("first", "state.first")
     graph.output("second", "state.second")
     return graph.build().model_dump(mode="json")
+
+
+def flaky_document(*, max_concurrency: int = 1, state_schema: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Each of ``input.keys`` through ``flaky_once`` (``STEP_TASKS``: a key starting with ``bad`` fails its
+    first call; every call is logged under ``input.folder``, see ``flaky_calls``), the results collected in
+    ``state.done``, the output."""
+    g = WorkflowBuilder("flaky-keys", "Flaky keys", input_schema={"type": "object", "properties": {
+        "keys": {"type": "array", "items": {"type": "string"}}, "folder": {"type": "string"}},
+        "required": ["keys", "folder"]}, state_schema=state_schema)
+    each = g.foreach("each", "input.keys", max_concurrency=max_concurrency, results="done")
+    call = g.use("flaky_once", id="call", input=[{"target": "key", "path": each.item},
+                                                  {"target": "folder", "path": "input.folder"}])
+    g.set_route(each, "loop", call)
+    g.set_route(call, "ok", each)
+    g.output("done", "state.done")
+    return g.build().model_dump(mode="json")
+
+
+def flaky_calls(folder: Path) -> dict[str, int]:
+    """How many times ``flaky_once`` was called for each key, from its logs in ``folder``."""
+    return {p.name.removesuffix(".calls"): len(p.read_text().splitlines()) for p in folder.glob("*.calls")}
 
 
 def greeting_document(workflow_id: str = "greetings") -> dict[str, Any]:

@@ -92,6 +92,21 @@ def test_saving_renews_the_lease_and_reports_a_cancel_request() -> None:
     assert Run.objects.get(pk=run.pk).lease_expires_at > claimed.lease_expires_at
 
 
+def test_keeping_every_checkpoint_reads_none_of_them_back_at_a_save() -> None:
+    """With history ``all`` a save only inserts its checkpoint: reading the kept ones back at each save made a
+    long run's saves O(supersteps) each. A bounded policy still prunes (the conformance tests)."""
+    team, workflow = fresh_team()
+    cp = checkpointer_for(team, workflow, history=HistoryPolicy())
+    for step in range(1, 6):
+        cp.save(sample_run_state(step=step))
+    with CaptureQueriesContext(connection) as queries:
+        cp.save(sample_run_state(step=6))
+        cp.save(sample_run_state(step=6))  # a superstep redone after a crash replaces its checkpoint
+    touching = [q["sql"] for q in queries.captured_queries if "designer_runcheckpoint" in q["sql"]]
+    assert len(touching) == 2 and all(sql.startswith("INSERT") for sql in touching), touching
+    assert [info.step for info in cp.history("run_0000000000001")] == [1, 2, 3, 4, 5, 6]
+
+
 def test_runs_of_another_team_are_invisible() -> None:
     team, workflow = fresh_team()
     other, _ = fresh_team()

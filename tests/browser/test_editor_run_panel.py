@@ -1,0 +1,67 @@
+"""In headless Chromium against a live server: the editor's run panel reloads after each save (the input schema may
+have changed); what the person typed while that reload was in flight survives it, and the run gets it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from playwright.sync_api import Page, Route, expect
+
+from designer.models import Run
+from designer.services import teams as team_services
+from designer.services import workflows as workflow_services
+from tests.browser.editor_page import EditorPage
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+GREET: dict[str, Any] = {
+    "id": "greet",
+    "input_schema": {"type": "object", "required": ["first"], "properties": {"first": {"type": "string"}}},
+    "nodes": [{"id": "ask", "kind": "interrupt", "prompt": "Hello?", "labels": ["ok"]}],
+    "metadata": {"positions": {"ask": {"x": 80, "y": 80}}},
+}
+
+# Counts the run panel's reload answers htmx has finished with (swapped or not).
+COUNT_ANSWERS = """() => {
+  window.panelAnswers = 0;
+  document.addEventListener("htmx:afterRequest", (event) => {
+    if (event.detail.elt.matches(".run-panel-slot")) window.panelAnswers += 1;
+  });
+}"""
+
+
+def test_input_typed_while_the_panel_reloads_is_kept_and_the_run_gets_it(
+    logged_in_page: Page, live_server: Any, user: Any, run_worker: Callable[..., Any]
+) -> None:
+    team = team_services.create_team(actor=user, name="Acme")
+    workflow = workflow_services.create_workflow(actor=user, team=team, name="Greet", document=GREET)
+    editor = EditorPage(logged_in_page, live_server.url, workflow).open()
+    page = editor.page
+    panel = page.locator("#run-panel")
+    first = panel.get_by_label("first")
+    expect(first).to_have_value("")
+    editor.wait_idle()
+    page.evaluate(COUNT_ANSWERS)
+
+    # A save reloads the panel; its answer is held back while the person types, as on a slow server.
+    held: list[Route] = []
+    page.route("**/run-panel/**", lambda route: held.append(route) if not held else route.continue_())
+    with page.expect_request(lambda request: "/run-panel/" in request.url):
+        page.evaluate("document.dispatchEvent(new CustomEvent('trellis:document-saved'))")
+    first.fill("Ada")
+    held[0].continue_()
+    page.wait_for_function("() => window.panelAnswers >= 1")
+    editor.wait_idle()
+    expect(first).to_have_value("Ada")
+
+    panel.get_by_role("button", name="Start run").click()
+    started = panel.locator(".notice a")
+    expect(started).to_be_visible()
+    run = Run.objects.get(pk=int(started.inner_text().lstrip("#")))
+    assert run.input == {"first": "Ada"}
+    run_worker()
+    run.refresh_from_db()
+    assert run.status == Run.Status.INTERRUPTED
+    assert editor.errors == []
