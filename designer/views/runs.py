@@ -536,8 +536,10 @@ def run_frame(request: HtmxHttpRequest, run_id: int, frame_id: str) -> HttpRespo
         "focus_seq": request.GET.get("seq", ""),
         "short_frame": short_id(frame_id),
     }
-    template = "runs/detail.html#frame" if request.htmx else "runs/frame_page.html"
-    return TemplateResponse(request, template, context)
+    if request.htmx:
+        return TemplateResponse(request, "runs/detail.html#frame", context)
+    return TemplateResponse(request, "runs/panel_as_page.html",
+                            {**context, "panel": "runs/detail.html#frame", "page_title": f"Frame {short_id(frame_id)}"})
 
 
 @signed_in("POST")
