@@ -21,7 +21,7 @@ from django.template.response import TemplateResponse
 from django.urls import NoReverseMatch, reverse
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET
 from django_htmx.http import (
     HttpResponseClientRedirect,
     HttpResponseClientRefresh,
@@ -42,7 +42,7 @@ from designer.selectors.run_history import tolerated_failures
 from designer.services import runs as run_services
 from designer.untrusted import parse_id
 from designer.views.htmx import HtmxHttpRequest
-from designer.views.pages import designer_errors, error_message
+from designer.views.pages import error_message, signed_in
 from designer.views.run_display import (
     MAX_EVENTS,
     InFlight,
@@ -175,16 +175,12 @@ def run_list(request: HtmxHttpRequest) -> HttpResponse:
     return _history(request)
 
 
-@login_required
-@require_GET
-@designer_errors
+@signed_in("GET")
 def team_runs(request: HtmxHttpRequest, team_id: int) -> HttpResponse:
     return _history(request, team=selectors.get_team(user=request.user, team_id=team_id))
 
 
-@login_required
-@require_GET
-@designer_errors
+@signed_in("GET")
 def workflow_runs(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
     return _history(request, workflow=selectors.get_workflow(user=request.user, workflow_id=workflow_id))
 
@@ -233,9 +229,7 @@ def _panel_context(request: HtmxHttpRequest, workflow: Workflow, *, version: int
     }
 
 
-@login_required
-@require_GET
-@designer_errors
+@signed_in("GET")
 def run_panel(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
     """The run panel; htmx asks for one part of it: ``#inputs`` (after a version change) or ``#recent`` (polling)."""
     workflow = selectors.get_workflow(user=request.user, workflow_id=workflow_id)
@@ -256,9 +250,7 @@ def run_panel(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
     return TemplateResponse(request, template, context)
 
 
-@login_required
-@require_POST
-@designer_errors
+@signed_in("POST")
 def run_start(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
     workflow = selectors.get_workflow(user=request.user, workflow_id=workflow_id)
     version = _version_param(request.POST.get("version"))
@@ -399,9 +391,7 @@ def _detail_context(request: HtmxHttpRequest, run: Run, **extra: Any) -> dict[st
     }
 
 
-@login_required
-@require_GET
-@designer_errors
+@signed_in("GET")
 def run_detail(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
     run = selectors.get_run(user=request.user, run_id=run_id)
     context = _detail_context(request, run)
@@ -413,9 +403,7 @@ def run_detail(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
     return TemplateResponse(request, "runs/detail.html", context)
 
 
-@login_required
-@require_GET
-@designer_errors
+@signed_in("GET")
 def run_live(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
     """One poll of a live run: its counters and the events since ``?since=`` (at most ``LIVE_EVENTS``).
 
@@ -484,9 +472,7 @@ def _events_context(request: HtmxHttpRequest, run: Run) -> dict[str, Any]:
             "run": run, "active": run.status in LIVE}
 
 
-@login_required
-@require_GET
-@designer_errors
+@signed_in("GET")
 def run_events(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
     """The events table (filtered, paged); polled with the page while the run is active."""
     run = selectors.get_run(user=request.user, run_id=run_id)
@@ -515,9 +501,7 @@ def _node_name(run: Run, node_id: str) -> str:
     return str(node.get("name") or node_id) if node else node_id
 
 
-@login_required
-@require_GET
-@designer_errors
+@signed_in("GET")
 def run_frame(request: HtmxHttpRequest, run_id: int, frame_id: str) -> HttpResponse:
     """One frame: its steps in the trace and its structured context, derived by the runtime."""
     run = selectors.get_run(user=request.user, run_id=run_id)
@@ -552,13 +536,13 @@ def run_frame(request: HtmxHttpRequest, run_id: int, frame_id: str) -> HttpRespo
         "focus_seq": request.GET.get("seq", ""),
         "short_frame": short_id(frame_id),
     }
-    template = "runs/detail.html#frame" if request.htmx else "runs/frame_page.html"
-    return TemplateResponse(request, template, context)
+    if request.htmx:
+        return TemplateResponse(request, "runs/detail.html#frame", context)
+    return TemplateResponse(request, "runs/panel_as_page.html",
+                            {**context, "panel": "runs/detail.html#frame", "page_title": f"Frame {short_id(frame_id)}"})
 
 
-@login_required
-@require_POST
-@designer_errors
+@signed_in("POST")
 def run_resume(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
     run = selectors.get_run(user=request.user, run_id=run_id)
     if damage_of(run):
@@ -596,9 +580,7 @@ def run_resume(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
                              **_events_context(request, run)}, status=400)
 
 
-@login_required
-@require_POST
-@designer_errors
+@signed_in("POST")
 def run_cancel(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
     run = selectors.get_run(user=request.user, run_id=run_id)
     try:
@@ -610,9 +592,7 @@ def run_cancel(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
     return _after_action(request, run, notice="Cancel requested." if run.status == "running" else "Run cancelled.")
 
 
-@login_required
-@require_POST
-@designer_errors
+@signed_in("POST")
 def run_delete(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
     """Delete a run (a damaged one included) and go to its workflow's run history."""
     run = selectors.get_run(user=request.user, run_id=run_id)
