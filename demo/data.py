@@ -30,8 +30,8 @@ from pydantic import BaseModel
 from demo.workflow_tasks import Customer, Decision, Order, PricedOrder, Shipment, Totals
 from designer.models import Membership, Team, Workflow
 from designer.services import workflows as workflow_services
+from runtime import ForeachNode, SubgraphNode, TaskNode, WorkflowBuilder
 from runtime import Workflow as Document
-from runtime import WorkflowBuilder
 
 TEAM_SLUG = "demo"
 TEAM_NAME = "Demo"
@@ -96,6 +96,31 @@ class ApprovalState(BaseModel):
     decision: Decision | None = None
 
 
+def _each_order_of_each_customer(graph: WorkflowBuilder,
+                                 step: Callable[[ForeachNode, ForeachNode], TaskNode | SubgraphNode], *,
+                                 by_customer: str, per_customer: str, flattened: str, aliases: bool) -> TaskNode:
+    """customers > fetch the customer's orders > orders > ``step(customers, orders)``, each loop collecting its
+    items' results (the inner loop's list per customer, then those lists in customer order), flattened once into
+    ``state.<flattened>`` by the returned node. The two order workflows differ only in ``step``."""
+    customers = graph.foreach("customers", "input.customers", as_="customer" if aliases else None,
+                              results=by_customer)
+    fetch = graph.use("fetch_orders", id="fetch", input=[{"target": "customer", "path": customers.item}],
+                      output=[{"source": ".", "target": "orders"}])
+    orders = graph.foreach("orders", "state.orders", as_="order" if aliases else None, results=per_customer)
+    body = step(customers, orders)
+    flatten = graph.use("collect", id="flatten", input=[{"target": "items", "path": f"state.{by_customer}"},
+                                                        {"target": "flatten", "value": True}],
+                        output=[{"source": ".", "target": flattened}])
+    for source, label, target in ((customers, "loop", fetch), (fetch, "ok", orders), (orders, "loop", body),
+                                  (body, "ok", orders), (orders, "done", customers), (customers, "done", flatten)):
+        graph.set_route(source, label, target)
+    return flatten
+
+
+def _both_items(customers: ForeachNode, orders: ForeachNode) -> list[dict[str, Any]]:
+    return [{"target": "customer", "path": customers.item}, {"target": "order", "path": orders.item}]
+
+
 def customer_orders() -> Document:
     graph = WorkflowBuilder(
         "customer-orders", "Customer orders",
@@ -103,27 +128,12 @@ def customer_orders() -> Document:
                     "their orders.",
         input_schema=CustomersInput, state_schema=CustomerOrdersState,
     )
-    customers = graph.foreach("customers", "input.customers", as_="customer", results="priced_by_customer")
-    fetch = graph.use("fetch_orders", id="fetch", input=[{"target": "customer", "path": customers.item}],
-                      output=[{"source": ".", "target": "orders"}])
-    # Each foreach collects its items' results: the orders' priced rows per customer, then those lists in
-    # customer order (the inner foreach's result is its result list), flattened once at the end.
-    orders = graph.foreach("orders", "state.orders", as_="order", results="customer_priced")
-    price = graph.use(
-        "price_order", id="price",
-        input=[{"target": "customer", "path": customers.item}, {"target": "order", "path": orders.item}],
-    )
-    flatten = graph.use("collect", id="flatten", input=[{"target": "items", "path": "state.priced_by_customer"},
-                                                        {"target": "flatten", "value": True}],
-                        output=[{"source": ".", "target": "priced"}])
+    # ``price`` reads both loops' items in one task's bindings.
+    flatten = _each_order_of_each_customer(
+        graph, lambda customers, orders: graph.use("price_order", id="price", input=_both_items(customers, orders)),
+        by_customer="priced_by_customer", per_customer="customer_priced", flattened="priced", aliases=True)
     totals = graph.use("sum_totals", id="totals", input=[{"target": "priced", "path": "state.priced"}],
                        output=[{"source": ".", "target": "totals"}])
-    graph.set_route(customers, "loop", fetch)
-    graph.set_route(fetch, "ok", orders)
-    graph.set_route(orders, "loop", price)
-    graph.set_route(price, "ok", orders)
-    graph.set_route(orders, "done", customers)
-    graph.set_route(customers, "done", flatten)
     graph.set_route(flatten, "ok", totals)
     graph.output("priced", "state.priced")
     graph.output("totals", "state.totals")
@@ -159,23 +169,10 @@ def orders_via_subgraph() -> Document:
                     "items are passed in as the child's declared inputs.",
         input_schema=CustomersInput, state_schema=ViaSubgraphState,
     )
-    customers = graph.foreach("customers", "input.customers", results="by_customer")
-    fetch = graph.use("fetch_orders", id="fetch", input=[{"target": "customer", "path": customers.item}],
-                      output=[{"source": ".", "target": "orders"}])
-    orders = graph.foreach("orders", "state.orders", results="customer_results")
-    process = graph.subgraph(
-        "process-order", id="process",
-        input=[{"target": "customer", "path": customers.item}, {"target": "order", "path": orders.item}],
-    )
-    flatten = graph.use("collect", id="flatten", input=[{"target": "items", "path": "state.by_customer"},
-                                                        {"target": "flatten", "value": True}],
-                        output=[{"source": ".", "target": "results"}])
-    graph.set_route(customers, "loop", fetch)
-    graph.set_route(fetch, "ok", orders)
-    graph.set_route(orders, "loop", process)
-    graph.set_route(process, "ok", orders)
-    graph.set_route(orders, "done", customers)
-    graph.set_route(customers, "done", flatten)
+    _each_order_of_each_customer(
+        graph, lambda customers, orders: graph.subgraph("process-order", id="process",
+                                                        input=_both_items(customers, orders)),
+        by_customer="by_customer", per_customer="customer_results", flattened="results", aliases=False)
     graph.output("results", "state.results")
     return graph.build()
 

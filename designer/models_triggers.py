@@ -144,3 +144,22 @@ class TriggerFire(models.Model):
 
     def __str__(self) -> str:
         return f"fire {self.pk} ({self.outcome})"
+
+
+class WebhookSignatureUse(models.Model):
+    """A signed webhook call accepted inside its replay window (``designer.webhook_signature``). The same
+    timestamp and body again would be a replay: the unique key refuses it in every worker. A row is needed
+    only until ``expires_at``, when the signature's timestamp leaves the window; calls prune older rows."""
+
+    webhook = models.ForeignKey(Webhook, on_delete=models.CASCADE, related_name="signature_uses")
+    replay_key = models.CharField(max_length=64, help_text='SHA-256 of "<t>." + the body of the accepted call')
+    expires_at = models.DateTimeField(help_text="when the signature's timestamp leaves the replay window")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=("webhook", "replay_key"), name="webhooksignatureuse_unique_key"),
+        ]
+        indexes = [models.Index(fields=("webhook", "expires_at"), name="webhooksignatureuse_expires")]
+
+    def __str__(self) -> str:
+        return f"signature {self.replay_key[:12]} of webhook {self.webhook_id}"

@@ -4,7 +4,9 @@
 body's exact bytes (nothing re-serialised, so the caller signs what it sends). A call is accepted when one of
 its ``v1`` values matches (compared in constant time) and ``t`` is within ``REPLAY_WINDOW`` of the server's
 clock, so a captured request cannot be sent again later. Several ``v1`` values are allowed so a caller can
-sign with an old and a new secret while rotating.
+sign with an old and a new secret while rotating. Inside the window, a call whose timestamp and body were
+already accepted is a replay: ``verify`` returns the call's ``replay_key`` and the service refuses a key it
+has seen (``SignatureReplayed``), remembering keys in the database until the window has passed.
 
 The signing secret is not stored: it is derived from the webhook's random salt and the server's
 ``SECRET_KEY`` (an HMAC of one with the other), so a copy of the database alone cannot sign calls. Rotating
@@ -18,6 +20,7 @@ import base64
 import hashlib
 import hmac
 import secrets
+from dataclasses import dataclass
 from typing import Final
 
 from django.conf import settings
@@ -46,6 +49,19 @@ class SignatureMissing(SignatureRefused):
 
 class SignatureExpired(SignatureRefused):
     code = "trigger.signature_expired"
+
+
+class SignatureReplayed(SignatureRefused):
+    code = "trigger.signature_replayed"
+
+
+@dataclass(frozen=True, slots=True)
+class SignedCall:
+    """A call whose signature matched: ``replay_key`` names it (its timestamp and body), ``expires`` (Unix
+    seconds) is when its timestamp leaves the window, after which the timestamp check alone refuses it."""
+
+    replay_key: str
+    expires: int
 
 
 def new_salt() -> str:
@@ -92,8 +108,9 @@ def _parse(header: str) -> tuple[int, list[str]]:
     return timestamp, macs
 
 
-def verify(*, salt: str, header: str | None, body: bytes, now: float) -> None:
-    """Accept the call or raise ``SignatureMissing`` / ``SignatureRefused`` / ``SignatureExpired``."""
+def verify(*, salt: str, header: str | None, body: bytes, now: float) -> SignedCall:
+    """Accept the call or raise ``SignatureMissing`` / ``SignatureRefused`` / ``SignatureExpired``. Whether the
+    call is a replay is the caller's to check, with the returned ``replay_key`` (it needs storage)."""
     if not header or not header.strip():
         raise SignatureMissing(f"this webhook needs signed calls: send a {HEADER} header "
                                "'t=<unix seconds>,v1=<hex HMAC-SHA256 of \"<t>.<body>\">' (see the README)",
@@ -118,3 +135,14 @@ def verify(*, salt: str, header: str | None, body: bytes, now: float) -> None:
             f"signed calls are accepted within {REPLAY_WINDOW // 60} minutes of the server's clock "
             "(sign each call when sending it, and check the caller's clock)", header=HEADER,
             window_seconds=REPLAY_WINDOW)
+    # The same timestamp and body is the same call whichever secret or v1 list signed it.
+    key = hashlib.sha256(f"{timestamp}.".encode() + body).hexdigest()
+    return SignedCall(replay_key=key, expires=timestamp + REPLAY_WINDOW)
+
+
+def replayed() -> SignatureReplayed:
+    """The refusal of a call whose ``replay_key`` was already accepted."""
+    return SignatureReplayed(
+        f"this signed call was already accepted: a {HEADER} signature is good for one call. Sign each call "
+        "when sending it (a new t=); two calls with the same body need different timestamps",
+        header=HEADER, window_seconds=REPLAY_WINDOW)

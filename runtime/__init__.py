@@ -69,7 +69,6 @@ from runtime._errors import (
 )
 from runtime._ids import IdFactory, RandomIds, SequentialIds
 from runtime._inspect import (
-    ActivationProgress,
     ForkEdits,
     FrameView,
     activation_progress,
@@ -107,6 +106,7 @@ from runtime._state import (
     Wakeup,
 )
 from runtime._steps import StepCall, StepExecutor
+from runtime._summary import ActivationProgress, RunSummary, run_summary
 from runtime._trace import TraceEvent
 
 __all__ = [
@@ -160,6 +160,7 @@ __all__ = [
     "Route",
     "RunResult",
     "RunState",
+    "RunSummary",
     "RuntimeContext",
     "RuntimeScope",
     "SequentialIds",
@@ -215,6 +216,7 @@ __all__ = [
     "parse_source_path",
     "parse_state_path",
     "retry_delay_diagnostics",
+    "run_summary",
     "schema_type_label",
     "state_path",
     "task",

@@ -17,6 +17,7 @@ from runtime._context import RuntimeContext
 from runtime._document import Workflow
 from runtime._errors import ForkError, InputValidationError, ResumeError
 from runtime._state import ForeachItemMetadata, RunState, foreach_item_metadata, frame_of, runtime_context
+from runtime._summary import ActivationProgress
 
 
 def _state(run_state: RunState | Mapping[str, Any] | str | bytes) -> RunState:
@@ -37,24 +38,9 @@ def frame_context(run_state: RunState | Mapping[str, Any] | str | bytes, frame_i
     return runtime_context(rs, frame_id, workflow_id=scope.workflow.id if scope is not None else "")
 
 
-@dataclass(frozen=True, slots=True)
-class ActivationProgress:
-    activation_id: str
-    node_id: str
-    scope_id: str
-    frame_id: str
-    parent_activation_id: str | None
-    parent_index: int | None
-    total: int
-    done: int
-    running: int
-
-    def to_dict(self) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in self.__slots__}
-
-
 def activation_progress(run_state: RunState | Mapping[str, Any] | str | bytes) -> list[ActivationProgress]:
-    """Each live foreach activation with done/total, and the enclosing item it runs in (if any)."""
+    """Each live foreach activation with done/total, and the enclosing item it runs in (if any), from a state
+    checked in full (``run_summary`` reads the same from the stored fields alone)."""
     rs = _state(run_state)
     progress = []
     for activation in rs.activations.values():

@@ -50,6 +50,7 @@ from runtime import (
     RunState,
     TraceEvent,
     WorkflowError,
+    run_summary,
 )
 
 _SETTING = object()
@@ -149,19 +150,14 @@ PROGRESS_ACTIVATIONS = 50
 
 def progress_of(run_state: RunState) -> dict[str, Any]:
     """The counters the live run page shows, from the live structure only: O(live activations), never O(items)."""
-    # Read straight off the engine's own state at save time (``activation_progress`` would re-check the whole
-    # state's integrity at every checkpoint; the state being saved is the engine's, not one from outside).
-    rows = []
-    for activation in list(run_state.activations.values())[:PROGRESS_ACTIVATIONS]:
-        waiting = run_state.frames.get(activation.frame_id)
-        meta = waiting.metadata.get("foreach") if waiting is not None else None
-        parent = meta if isinstance(meta, dict) else {}
-        rows.append({"activation_id": activation.activation_id, "node_id": activation.node_id,
-                     "done": activation.completed, "total": len(activation.items),
-                     "running": len(activation.running), "parent_activation_id": parent.get("activation_id"),
-                     "parent_index": parent.get("index")})
-    return {"step": run_state.step, "next_seq": run_state.trace_seq, "frames": len(run_state.frames),
-            "activations": len(run_state.activations), "foreach": rows}
+    # ``run_summary``, not ``activation_progress``: the state being saved is the engine's own, and a full
+    # integrity check at every checkpoint would cost in proportion to the whole state.
+    summary = run_summary(run_state, foreach_limit=PROGRESS_ACTIVATIONS)
+    rows = [{"activation_id": row.activation_id, "node_id": row.node_id, "done": row.done, "total": row.total,
+             "running": row.running, "parent_activation_id": row.parent_activation_id,
+             "parent_index": row.parent_index} for row in summary.foreach]
+    return {"step": summary.step, "next_seq": summary.trace_seq, "frames": summary.frames,
+            "activations": summary.activations, "foreach": rows}
 
 
 def _json_kind(value: Any) -> str:

@@ -52,6 +52,7 @@ from runtime import (
     RunState,
     WorkflowError,
     distributed_foreach,
+    run_summary,
 )
 
 logger = logging.getLogger("designer.runs")
@@ -130,16 +131,17 @@ class Execution:
                 return self._start_fork(engine)
             if checkpoint is None:
                 return engine.run(run.document, run.input, run_id=run.runtime_id or Run.runtime_id_for(run.pk))
-            if self.redrive and checkpoint.get("status") == "failed":
+            # Only what picks the engine call is read here (the call itself checks the whole state).
+            summary = run_summary(checkpoint, foreach_limit=0)
+            if self.redrive and summary.status == "failed":
                 return engine.redrive(checkpoint, workflow=run.document)
-            if self.redrive and checkpoint.get("status") == "completed":
+            if self.redrive and summary.status == "completed":
                 return self._redrive_foreach(engine, checkpoint)
             if self.resume is not None:
                 return engine.resume(checkpoint, self.resume["interrupt_id"], self.resume.get("value"),
                                      self.resume.get("label"), workflow=run.document)
-            distributed = [key for key, activation in (checkpoint.get("activations") or {}).items()
-                           if isinstance(activation, dict) and activation.get("batch_size")]
-            if checkpoint.get("status") == "waiting" and distributed and not batches.unfinished(run.pk):
+            distributed = list(summary.distributed)
+            if summary.status == "waiting" and distributed and not batches.unfinished(run.pk):
                 # Every batch of its distributed foreach nodes is over: join them and carry on.
                 return engine.join_foreach(checkpoint, batches.outcomes(run.pk, distributed),
                                            workflow=run.document)

@@ -3,7 +3,7 @@ so team scoping lives in the models' one queryset method and nowhere else."""
 
 from __future__ import annotations
 
-from designer.selectors.runs import events_since, get_live_run, get_run, runs_for
+from designer.selectors.runs import events_since, get_live_run, get_run, run_people, runs_for
 from designer.selectors.teams import (
     get_invitation_for,
     get_team,
@@ -38,6 +38,7 @@ __all__ = [
     "mark_access",
     "members_of",
     "pending_invitations_of",
+    "run_people",
     "runs_for",
     "shared_with",
     "teams_for",

@@ -2,7 +2,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import QuerySet
+from django.contrib.auth import get_user_model
+from django.db.models import Q, QuerySet
 
 from designer.errors import BadRequest, ObjectNotFound
 from designer.models import Run, RunEvent
@@ -15,6 +16,16 @@ MAX_EVENTS_PAGE = 1000
 def runs_for(*, user: Any) -> QuerySet[Run]:
     """The caller's runs, newest first; the list filters (pages and API) are ``designer.filters.RunFilter``."""
     return Run.objects.for_user(user).select_related("workflow", "workflow_version", "created_by")
+
+
+def run_people(*, user: Any, runs: QuerySet[Run], team_ids: list[int]) -> QuerySet[Any]:
+    """Who may appear as a run's starter here: the members of ``team_ids`` that are the caller's own teams, and
+    whoever started one of ``runs`` (a former member, someone of another team running a shared workflow)."""
+    people = get_user_model().objects
+    own_teams = user.memberships.filter(team_id__in=team_ids).values("team_id")
+    return (people.filter(Q(pk__in=runs.exclude(created_by=None).values("created_by"))
+                          | Q(memberships__team_id__in=own_teams))
+            .distinct().order_by(get_user_model().USERNAME_FIELD))
 
 
 def get_run(*, user: Any, run_id: object) -> Run:

@@ -21,7 +21,7 @@ import re
 import secrets
 import time
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 from zoneinfo import ZoneInfo, available_timezones
 
@@ -34,7 +34,7 @@ from designer import cron
 from designer import webhook_signature as signature
 from designer.conf import trellis
 from designer.errors import BadRequest, CronNeverFires, DesignerError, ObjectNotFound, RateLimited, UnknownTimeZone
-from designer.models import Run, Schedule, TriggerFire, Webhook, Workflow, WorkflowVersion
+from designer.models import Run, Schedule, TriggerFire, Webhook, WebhookSignatureUse, Workflow, WorkflowVersion
 from designer.models_access import hash_secret
 from designer.permissions import require_workflow_role
 from designer.services.runs import begin_run
@@ -163,11 +163,24 @@ def _body(raw: bytes) -> dict[str, Any]:
     return body
 
 
+def _refuse_replay(webhook: Webhook, call: signature.SignedCall, *, now: float) -> None:
+    """Remember an accepted signed call until its timestamp leaves the window; the same call again is refused.
+    Runs in ``call_webhook``'s transaction (a call refused later, e.g. for its body, is not remembered), under
+    the webhook's row lock; the unique key still refuses a twin committed by another worker meanwhile."""
+    webhook.signature_uses.filter(expires_at__lt=datetime.fromtimestamp(now, tz=UTC)).delete()
+    try:
+        with transaction.atomic():
+            WebhookSignatureUse.objects.create(webhook=webhook, replay_key=call.replay_key,
+                                               expires_at=datetime.fromtimestamp(call.expires, tz=UTC))
+    except IntegrityError:
+        raise signature.replayed() from None
+
+
 def call_webhook(*, secret: str, body: bytes, signature_header: str | None = None,
                  now: float | None = None) -> Run:
     """Start a run from a webhook call whose raw body is ``body``. ``ObjectNotFound`` for an unknown or revoked
     secret, ``webhook_signature.SignatureRefused`` (and subclasses) for a signed webhook's call whose
-    signature is missing, wrong or older than the replay window, ``RateLimited`` past the webhook's limit,
+    signature is missing, wrong, outside the replay window or already used, ``RateLimited`` past the webhook's limit,
     ``BadRequest`` / ``runtime.InputValidationError`` for a body the input schema refuses; in every refused
     case nothing is recorded. ``now`` (Unix seconds) is the clock the signature's timestamp is checked against."""
     if not isinstance(secret, str) or not secret.startswith(PREFIX) or len(secret) > 200:
@@ -179,8 +192,9 @@ def call_webhook(*, secret: str, body: bytes, signature_header: str | None = Non
             raise ObjectNotFound("no such webhook (the URL is wrong, or the webhook was revoked)")
         if webhook.mode == Webhook.Mode.SIGNED:
             # Before the rate limit: unsigned calls must not use up the signed callers' budget.
-            signature.verify(salt=webhook.signing_salt, header=signature_header, body=body,
-                             now=time.time() if now is None else now)
+            clock = time.time() if now is None else now
+            call = signature.verify(salt=webhook.signing_salt, header=signature_header, body=body, now=clock)
+            _refuse_replay(webhook, call, now=clock)
         at = timezone.now()
         # The row lock above serialises the calls of one webhook, so counting then inserting cannot overshoot.
         recent = webhook.fires.filter(at__gt=at - RATE_WINDOW).order_by("at").values_list("at", flat=True)

@@ -9,13 +9,13 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
-from django.views.decorators.http import require_http_methods, require_POST
+from django.views.decorators.http import require_http_methods
 
 from designer import selectors
 from designer.errors import DesignerError
 from designer.services import tokens as token_services
 from designer.views.htmx import HtmxHttpRequest
-from designer.views.pages import designer_errors, error_message
+from designer.views.pages import error_message, signed_in
 
 
 def _context(request: HtmxHttpRequest, **extra: Any) -> dict[str, Any]:
@@ -54,9 +54,7 @@ def api_tokens(request: HtmxHttpRequest) -> HttpResponse:
     return response
 
 
-@login_required
-@require_POST
-@designer_errors
+@signed_in("POST")
 def api_token_revoke(request: HtmxHttpRequest, token_id: int) -> HttpResponse:
     token = token_services.revoke_token(actor=request.user, token_id=token_id)
     messages.success(request, f"Token “{token.name}” revoked; it no longer works.")

@@ -13,11 +13,9 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse
 from django.template.response import TemplateResponse
 from django.urls import reverse
-from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import reswap, retarget, trigger_client_event
 
 from designer import analysis as doc_analysis
@@ -33,7 +31,7 @@ from designer.untrusted import form_json
 from designer.views import editor_edits as edits
 from designer.views import editor_panels as panels
 from designer.views.htmx import HtmxHttpRequest
-from designer.views.pages import designer_errors, error_message
+from designer.views.pages import error_message, signed_in
 from runtime import RetryPolicy, WorkflowError
 
 TEMPLATE = "editor/editor.html"
@@ -291,9 +289,7 @@ def _triggers(response: HttpResponse, **events: dict[str, Any]) -> HttpResponse:
 # --- pages and partials ---------------------------------------------------------------
 
 
-@login_required
-@require_GET
-@designer_errors
+@signed_in("GET")
 def editor(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
     """The editor page: palette, canvas, inspector, diagnostics (and the run panel)."""
     loaded = _load(request, workflow_id)
@@ -311,9 +307,7 @@ def editor(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
     return TemplateResponse(request, TEMPLATE, context)
 
 
-@login_required
-@require_GET
-@designer_errors
+@signed_in("GET")
 def palette(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
     loaded = _load(request, workflow_id)
     query = request.GET.get("q", "")
@@ -321,9 +315,7 @@ def palette(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
     return TemplateResponse(request, f"{TEMPLATE}#palette-list", context)
 
 
-@login_required
-@require_GET
-@designer_errors
+@signed_in("GET")
 def inspector(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
     loaded = _load(request, workflow_id)
     node_id, focus, error = request.GET.get("node") or None, request.GET.get("field") or None, ""
@@ -343,9 +335,7 @@ def inspector(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
     return TemplateResponse(request, f"{TEMPLATE}#inspector", context)
 
 
-@login_required
-@require_GET
-@designer_errors
+@signed_in("GET")
 def picker(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
     loaded = _load(request, workflow_id)
     node_id, field = request.GET.get("node", ""), request.GET.get("field", "")
@@ -367,9 +357,7 @@ def picker(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
     return TemplateResponse(request, f"{TEMPLATE}#{part}", context)
 
 
-@login_required
-@require_GET
-@designer_errors
+@signed_in("GET")
 def diagnostics(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
     loaded = _load(request, workflow_id)
     context = {"workflow": loaded.workflow, "summary": panels.diagnostics_summary(_diagnostics(loaded))}
@@ -382,9 +370,7 @@ def diagnostics(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
 BUILDER_TEMPLATE = f"{TEMPLATE}#schema-builder"
 
 
-@login_required
-@require_POST
-@designer_errors
+@signed_in("POST")
 def schema_builder(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
     """One change in a schema builder (add, remove, retype, infer from a sample, read the JSON view, save).
 
@@ -464,9 +450,7 @@ def _save_schema(request: HtmxHttpRequest, loaded: Loaded, key: str, node_id: st
                                                   "undo": committed.applied.undo})
 
 
-@login_required
-@require_POST
-@designer_errors
+@signed_in("POST")
 def publish(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
     """Publish the draft as the next version; the answer is a notice either way."""
     loaded = _load(request, workflow_id)

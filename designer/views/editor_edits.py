@@ -17,10 +17,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse, JsonResponse
 from django.template.response import TemplateResponse
-from django.views.decorators.http import require_POST
 
 from designer import analysis as doc_analysis
 from designer import document_ops as ops
@@ -50,7 +48,7 @@ from designer.permissions import require_workflow_role
 from designer.services import workflows as workflow_services
 from designer.untrusted import form_json
 from designer.views.htmx import HtmxHttpRequest
-from designer.views.pages import designer_errors, error_message
+from designer.views.pages import error_message, signed_in
 from runtime import WorkflowError
 
 #: The panels' form actions and the operation each one sends.
@@ -195,9 +193,7 @@ def _edit_json(request: HtmxHttpRequest, workflow: WorkflowModel, analysis: Any)
     return JsonResponse(_saved_json(committed))
 
 
-@login_required
-@require_POST
-@designer_errors
+@signed_in("POST")
 def edit(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
     """Apply a batch of edit operations to the stored draft (canvas: JSON; panels: a form)."""
     from designer.views import editor as pages  # the panels' renderers; they import this module

@@ -10,13 +10,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse, JsonResponse
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.timesince import timesince
-from django.views.decorators.http import require_GET
 
 from designer import run_overlay, selectors
 from designer.errors import ObjectNotFound
@@ -27,7 +25,7 @@ from designer.permissions import require_workflow_role
 from designer.runs.checkpoints import damage_of, damages_of
 from designer.selectors.runs import runs_for
 from designer.views.htmx import HtmxHttpRequest
-from designer.views.pages import designer_errors
+from designer.views.pages import signed_in
 
 #: How many recent runs the editor offers.
 RECENT_RUNS = 25
@@ -52,9 +50,7 @@ def _label(run: Run) -> str:
     return f"#{run.pk} · {run.status} · {version} · {when}".rstrip(" ·")
 
 
-@login_required
-@require_GET
-@designer_errors
+@signed_in("GET")
 def runs(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
     """The workflow's recent runs, newest first, for the canvas's run chooser."""
     workflow = _workflow(request, workflow_id)
@@ -66,9 +62,7 @@ def runs(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
                                   for run in recent]})
 
 
-@login_required
-@require_GET
-@designer_errors
+@signed_in("GET")
 def overlay(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
     """Each node's status and counts and each loop's progress in one run (JSON)."""
     workflow = _workflow(request, workflow_id)
@@ -83,9 +77,7 @@ def overlay(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
                          "url": reverse("run-detail", args=[run.pk])})
 
 
-@login_required
-@require_GET
-@designer_errors
+@signed_in("GET")
 def node(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
     """One node in one run: for the chosen item (default: the latest), its context, bound values and result."""
     workflow = _workflow(request, workflow_id)

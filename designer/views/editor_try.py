@@ -10,10 +10,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse
 from django.template.response import TemplateResponse
-from django.views.decorators.http import require_GET, require_POST
 
 from designer import selectors
 from designer.errors import DesignerError
@@ -25,7 +23,7 @@ from designer.selectors.runs import runs_for
 from designer.services import trials
 from designer.untrusted import form_json
 from designer.views.htmx import HtmxHttpRequest
-from designer.views.pages import designer_errors, error_message
+from designer.views.pages import error_message, signed_in
 from runtime import WorkflowError
 
 TEMPLATE = "editor/_try_node.html"
@@ -47,9 +45,7 @@ def _form_context(request: HtmxHttpRequest, workflow: WorkflowModel, role: str, 
             "sample": pretty_json(literals), **extra}
 
 
-@login_required
-@require_GET
-@designer_errors
+@signed_in("GET")
 def form(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
     workflow, role = _workflow(request, workflow_id)
     node_id = request.GET.get("node", "")
@@ -65,9 +61,7 @@ def _sample(request: HtmxHttpRequest, workflow: WorkflowModel, node_id: str) -> 
     return form_json(request.POST.get("sample", ""), field="sample", what="the sample input", empty={})
 
 
-@login_required
-@require_POST
-@designer_errors
+@signed_in("POST")
 def start(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
     workflow, role = _workflow(request, workflow_id)
     node_id = request.POST.get("node", "")
@@ -84,9 +78,7 @@ def start(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
                              "sample": json.dumps(sample, ensure_ascii=False, default=str)})
 
 
-@login_required
-@require_GET
-@designer_errors
+@signed_in("GET")
 def outcome(request: HtmxHttpRequest, workflow_id: int, result_id: str) -> HttpResponse:
     workflow, _ = _workflow(request, workflow_id)
     result = trials.trial_result(actor=request.user, workflow=workflow, result_id=result_id)

@@ -12,8 +12,10 @@ from collections.abc import Callable
 from functools import wraps
 from typing import Any
 
+from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpResponse
+from django.views.decorators.http import require_http_methods
 
 from designer.errors import ActionForbidden, ObjectNotFound
 
@@ -31,6 +33,16 @@ def designer_errors[F: Callable[..., HttpResponse]](view: F) -> F:
             raise PermissionDenied(exc.message) from exc
 
     return wrapped  # type: ignore[return-value]
+
+
+def signed_in[F: Callable[..., HttpResponse]](*methods: str) -> Callable[[F], F]:
+    """A page for signed-in users only, answering only ``methods`` (405 otherwise), with the designer's errors
+    as 404/403 pages: ``login_required``, ``require_http_methods`` and ``designer_errors``, in that order."""
+
+    def decorate(view: F) -> F:
+        return login_required(require_http_methods(list(methods))(designer_errors(view)))  # type: ignore[return-value]
+
+    return decorate
 
 
 def error_message(exc: BaseException) -> str:

@@ -10,12 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
-from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
 from designer import selectors
@@ -26,7 +24,7 @@ from designer.selectors.run_history import checkpoint_detail
 from designer.services import run_history
 from designer.untrusted import form_json
 from designer.views.htmx import HtmxHttpRequest
-from designer.views.pages import designer_errors, error_message
+from designer.views.pages import error_message, signed_in
 from designer.views.runs import _error_details
 from designer.views.schema_form import SchemaForm, build_form, parse_form, with_error
 from runtime import WorkflowError
@@ -50,18 +48,14 @@ def _field_errors(exc: DesignerError | WorkflowError) -> list[str]:
     return [f"{e.get('field') or '(root)'}: {e.get('message')}" for e in errors or [] if isinstance(e, dict)]
 
 
-@login_required
-@require_POST
-@designer_errors
+@signed_in("POST")
 def run_redrive(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
     run = selectors.get_run(user=request.user, run_id=run_id)
     run_history.redrive_run(actor=request.user, run=run)
     return _go(request, run.pk)
 
 
-@login_required
-@require_POST
-@designer_errors
+@signed_in("POST")
 def run_rerun(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
     run = selectors.get_run(user=request.user, run_id=run_id)
     raw = request.POST.get("input", "")
@@ -112,18 +106,14 @@ def _panel(request: HtmxHttpRequest, run: Any, step: int, *, status: int = 200,
     return TemplateResponse(request, "runs/checkpoint.html", context, status=status)
 
 
-@login_required
-@require_GET
-@designer_errors
+@signed_in("GET")
 def run_checkpoint(request: HtmxHttpRequest, run_id: int, step: int) -> HttpResponse:
     """The kept checkpoint after superstep ``step``: state, each live frame's context, and the fork form."""
     run = selectors.get_run(user=request.user, run_id=run_id)
     return _panel(request, run, step)
 
 
-@login_required
-@require_POST
-@designer_errors
+@signed_in("POST")
 def run_fork(request: HtmxHttpRequest, run_id: int, step: int) -> HttpResponse:
     run = selectors.get_run(user=request.user, run_id=run_id)
     state_text = request.POST.get("state", "")

@@ -8,10 +8,10 @@ once the run waits for an answer or ends.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 from urllib.parse import urlencode
 
-from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.db.models import QuerySet
@@ -21,7 +21,7 @@ from django.template.response import TemplateResponse
 from django.urls import NoReverseMatch, reverse
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET
 from django_htmx.http import (
     HttpResponseClientRedirect,
     HttpResponseClientRefresh,
@@ -42,7 +42,7 @@ from designer.selectors.run_history import tolerated_failures
 from designer.services import runs as run_services
 from designer.untrusted import parse_id
 from designer.views.htmx import HtmxHttpRequest
-from designer.views.pages import designer_errors, error_message
+from designer.views.pages import error_message, signed_in
 from designer.views.run_display import (
     MAX_EVENTS,
     InFlight,
@@ -106,6 +106,16 @@ def _filtered_runs(request: HtmxHttpRequest, qs: QuerySet[Run]) -> tuple[QuerySe
     return filtered.queryset, filters, filtered.notice
 
 
+def _people_choices(people: Iterable[Any], chosen: str) -> list[dict[str, Any]]:
+    """The "Started by" options, with the filter's value selected whether it came as an id or a username (a
+    link or API-style URL may give either); a value that names none of these people stays, as given."""
+    choices = [{"value": str(p.pk), "label": p.get_username(),
+                "selected": chosen in (str(p.pk), p.get_username())} for p in people]
+    if chosen and not any(choice["selected"] for choice in choices):
+        choices.append({"value": chosen, "label": f"{chosen} (no one here)", "selected": True})
+    return choices
+
+
 def _history(request: HtmxHttpRequest, *, team: Team | None = None, workflow: Workflow | None = None) -> HttpResponse:
     base = selectors.runs_for(user=request.user).select_related("team")
     if workflow is not None:
@@ -116,10 +126,14 @@ def _history(request: HtmxHttpRequest, *, team: Team | None = None, workflow: Wo
     page = Paginator(runs, PAGE_SIZE).get_page(request.GET.get("page"))
     query = QueryDict(mutable=True)
     query.update({key: value for key, value in filters.items() if value})
-    user_model = get_user_model()
-    people = user_model.objects.filter(pk__in=base.exclude(created_by=None).values("created_by")).order_by(
-        user_model.USERNAME_FIELD
-    )
+    if workflow is not None:
+        team_ids = [workflow.team_id]
+    elif team is not None:
+        team_ids = [team.pk]
+    else:
+        team_ids = list(selectors.teams_for(user=request.user).values_list("pk", flat=True))
+    people = _people_choices(selectors.run_people(user=request.user, runs=base, team_ids=team_ids),
+                             filters.get("created_by", ""))
     if workflow is not None:
         title, url = f"Runs of {workflow.name}", reverse("workflow-runs", args=[workflow.pk])
         admin_url = _admin_runs_url(request, workflow__id__exact=workflow.pk)
@@ -161,16 +175,12 @@ def run_list(request: HtmxHttpRequest) -> HttpResponse:
     return _history(request)
 
 
-@login_required
-@require_GET
-@designer_errors
+@signed_in("GET")
 def team_runs(request: HtmxHttpRequest, team_id: int) -> HttpResponse:
     return _history(request, team=selectors.get_team(user=request.user, team_id=team_id))
 
 
-@login_required
-@require_GET
-@designer_errors
+@signed_in("GET")
 def workflow_runs(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
     return _history(request, workflow=selectors.get_workflow(user=request.user, workflow_id=workflow_id))
 
@@ -219,9 +229,7 @@ def _panel_context(request: HtmxHttpRequest, workflow: Workflow, *, version: int
     }
 
 
-@login_required
-@require_GET
-@designer_errors
+@signed_in("GET")
 def run_panel(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
     """The run panel; htmx asks for one part of it: ``#inputs`` (after a version change) or ``#recent`` (polling)."""
     workflow = selectors.get_workflow(user=request.user, workflow_id=workflow_id)
@@ -242,9 +250,7 @@ def run_panel(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
     return TemplateResponse(request, template, context)
 
 
-@login_required
-@require_POST
-@designer_errors
+@signed_in("POST")
 def run_start(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
     workflow = selectors.get_workflow(user=request.user, workflow_id=workflow_id)
     version = _version_param(request.POST.get("version"))
@@ -385,9 +391,7 @@ def _detail_context(request: HtmxHttpRequest, run: Run, **extra: Any) -> dict[st
     }
 
 
-@login_required
-@require_GET
-@designer_errors
+@signed_in("GET")
 def run_detail(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
     run = selectors.get_run(user=request.user, run_id=run_id)
     context = _detail_context(request, run)
@@ -399,9 +403,7 @@ def run_detail(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
     return TemplateResponse(request, "runs/detail.html", context)
 
 
-@login_required
-@require_GET
-@designer_errors
+@signed_in("GET")
 def run_live(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
     """One poll of a live run: its counters and the events since ``?since=`` (at most ``LIVE_EVENTS``).
 
@@ -470,9 +472,7 @@ def _events_context(request: HtmxHttpRequest, run: Run) -> dict[str, Any]:
             "run": run, "active": run.status in LIVE}
 
 
-@login_required
-@require_GET
-@designer_errors
+@signed_in("GET")
 def run_events(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
     """The events table (filtered, paged); polled with the page while the run is active."""
     run = selectors.get_run(user=request.user, run_id=run_id)
@@ -501,9 +501,7 @@ def _node_name(run: Run, node_id: str) -> str:
     return str(node.get("name") or node_id) if node else node_id
 
 
-@login_required
-@require_GET
-@designer_errors
+@signed_in("GET")
 def run_frame(request: HtmxHttpRequest, run_id: int, frame_id: str) -> HttpResponse:
     """One frame: its steps in the trace and its structured context, derived by the runtime."""
     run = selectors.get_run(user=request.user, run_id=run_id)
@@ -542,9 +540,7 @@ def run_frame(request: HtmxHttpRequest, run_id: int, frame_id: str) -> HttpRespo
     return TemplateResponse(request, template, context)
 
 
-@login_required
-@require_POST
-@designer_errors
+@signed_in("POST")
 def run_resume(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
     run = selectors.get_run(user=request.user, run_id=run_id)
     if damage_of(run):
@@ -582,9 +578,7 @@ def run_resume(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
                              **_events_context(request, run)}, status=400)
 
 
-@login_required
-@require_POST
-@designer_errors
+@signed_in("POST")
 def run_cancel(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
     run = selectors.get_run(user=request.user, run_id=run_id)
     try:
@@ -596,9 +590,7 @@ def run_cancel(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
     return _after_action(request, run, notice="Cancel requested." if run.status == "running" else "Run cancelled.")
 
 
-@login_required
-@require_POST
-@designer_errors
+@signed_in("POST")
 def run_delete(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
     """Delete a run (a damaged one included) and go to its workflow's run history."""
     run = selectors.get_run(user=request.user, run_id=run_id)

@@ -20,7 +20,7 @@ from django.http import HttpResponse
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
-from django.views.decorators.http import require_http_methods, require_POST
+from django.views.decorators.http import require_http_methods
 from django_htmx.http import HttpResponseClientRedirect
 
 from designer import selectors
@@ -39,7 +39,7 @@ from designer.services import invitations as invitation_services
 from designer.services import teams as team_services
 from designer.services import workflows as workflow_services
 from designer.views.htmx import HtmxHttpRequest
-from designer.views.pages import designer_errors, error_message
+from designer.views.pages import designer_errors, error_message, signed_in
 
 ROLE_CHOICES = Membership.Role.choices
 
@@ -126,9 +126,7 @@ def _members_response(request: HtmxHttpRequest, team_id: int, **extra: Any) -> H
     return redirect("team-detail", team_id=team.pk)
 
 
-@login_required
-@require_POST
-@designer_errors
+@signed_in("POST")
 def member_invite(request: HtmxHttpRequest, team_id: int) -> HttpResponse:
     """Invite by username or email. The notice is the same whether or not such an account exists."""
     team = selectors.get_team(user=request.user, team_id=team_id)
@@ -149,9 +147,7 @@ def member_invite(request: HtmxHttpRequest, team_id: int) -> HttpResponse:
     )
 
 
-@login_required
-@require_POST
-@designer_errors
+@signed_in("POST")
 def invitation_revoke(request: HtmxHttpRequest, team_id: int, invitation_id: int) -> HttpResponse:
     team = selectors.get_team(user=request.user, team_id=team_id)
     try:
@@ -163,9 +159,7 @@ def invitation_revoke(request: HtmxHttpRequest, team_id: int, invitation_id: int
     return _members_response(request, team_id, notice=f"Invitation for {revoked.invitee} revoked.")
 
 
-@login_required
-@require_POST
-@designer_errors
+@signed_in("POST")
 def invitation_answer(request: HtmxHttpRequest, invitation_id: int, answer: str) -> HttpResponse:
     """Accept or decline an invitation shown in the app (on the team list)."""
     invitation = selectors.get_invitation_for(user=request.user, invitation_id=invitation_id)
@@ -227,9 +221,7 @@ def invitation_link(request: HtmxHttpRequest, token: str) -> HttpResponse:
                             status=400 if request.method == "POST" else 200)
 
 
-@login_required
-@require_POST
-@designer_errors
+@signed_in("POST")
 def member_update(request: HtmxHttpRequest, team_id: int, user_id: int) -> HttpResponse:
     team = selectors.get_team(user=request.user, team_id=team_id)
     try:
@@ -246,9 +238,7 @@ def member_update(request: HtmxHttpRequest, team_id: int, user_id: int) -> HttpR
     )
 
 
-@login_required
-@require_POST
-@designer_errors
+@signed_in("POST")
 def member_remove(request: HtmxHttpRequest, team_id: int, user_id: int) -> HttpResponse:
     team = selectors.get_team(user=request.user, team_id=team_id)
     try:
@@ -260,9 +250,7 @@ def member_remove(request: HtmxHttpRequest, team_id: int, user_id: int) -> HttpR
     return _members_response(request, team_id, notice="Member removed.")
 
 
-@login_required
-@require_http_methods(["GET", "POST"])
-@designer_errors
+@signed_in("GET", "POST")
 def workflow_sharing(request: HtmxHttpRequest, workflow_id: int, *, grant_form: dict[str, str] | None = None,
                      grant_error: str = "") -> HttpResponse:
     """Who sees a workflow (its team's members, the teams it is shared with) and, for owners, sharing it with
@@ -313,9 +301,7 @@ def workflow_sharing(request: HtmxHttpRequest, workflow_id: int, *, grant_form: 
     return TemplateResponse(request, "teams/sharing.html", context, status=400 if error or grant_error else 200)
 
 
-@login_required
-@require_POST
-@designer_errors
+@signed_in("POST")
 def workflow_grant(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
     workflow = selectors.get_workflow(user=request.user, workflow_id=workflow_id)
     form = {"team": request.POST.get("team", ""), "role": request.POST.get("role", "")}
@@ -331,9 +317,7 @@ def workflow_grant(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
     return redirect("workflow-sharing", workflow_id=workflow.pk)
 
 
-@login_required
-@require_POST
-@designer_errors
+@signed_in("POST")
 def workflow_grant_revoke(request: HtmxHttpRequest, workflow_id: int, grant_id: int) -> HttpResponse:
     workflow = selectors.get_workflow(user=request.user, workflow_id=workflow_id)
     grant_services.revoke_grant(actor=request.user, workflow=workflow, grant_id=grant_id)

@@ -11,13 +11,12 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import messages
-from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse, JsonResponse
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.views.decorators.csrf import csrf_exempt
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_POST
 
 from designer import selectors
 from designer import webhook_signature as signature
@@ -30,7 +29,7 @@ from designer.services import triggers as trigger_services
 from designer.services import versions as version_services
 from designer.untrusted import form_json
 from designer.views.htmx import HtmxHttpRequest
-from designer.views.pages import designer_errors, error_message
+from designer.views.pages import error_message, signed_in
 from runtime import WorkflowError
 
 #: Fires listed per trigger, newest first.
@@ -72,6 +71,7 @@ def _context(request: HtmxHttpRequest, workflow: WorkflowModel, role: str, **ext
         # SHARING_RULE: the Sharing page is for the workflow's own team.
         "in_own_team": role_of(request.user, workflow.team_id) is not None,
         "webhooks": webhooks, "schedules": schedules, "missed_choices": Schedule.Missed.choices,
+        "time_zones": trigger_services.timezones() if has_role(role, "editor") else [],
         "webhook_modes": Webhook.Mode.choices, "signature_header": signature.HEADER,
         "replay_minutes": signature.REPLAY_WINDOW // 60,
         "undo": undo if isinstance(undo, dict) and undo.get("revision") == workflow.revision else None,
@@ -80,9 +80,7 @@ def _context(request: HtmxHttpRequest, workflow: WorkflowModel, role: str, **ext
     }
 
 
-@login_required
-@require_GET
-@designer_errors
+@signed_in("GET")
 def workflow_page(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
     workflow, role = _workflow(request, workflow_id)
     return TemplateResponse(request, "workflows/page.html", _context(request, workflow, role))
@@ -136,9 +134,7 @@ def _graph(a: dict[str, Any], b: dict[str, Any], changes: list[Any]) -> dict[str
             "edges": [e for e in edges.values() if e["source"] in wanted and e["target"] in wanted]}
 
 
-@login_required
-@require_GET
-@designer_errors
+@signed_in("GET")
 def version_compare(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
     """Two versions (or the draft and a version) side by side: the changes as a list and on a canvas."""
     workflow, role = _workflow(request, workflow_id)
@@ -164,9 +160,7 @@ def _revision(value: object) -> object:
         return -1
 
 
-@login_required
-@require_POST
-@designer_errors
+@signed_in("POST")
 def version_restore(request: HtmxHttpRequest, workflow_id: int, number: int) -> HttpResponse:
     """Make a version the draft, against the revision the page showed; the page then offers to undo it."""
     workflow, _ = _workflow(request, workflow_id)
@@ -186,9 +180,7 @@ def version_restore(request: HtmxHttpRequest, workflow_id: int, number: int) -> 
     return redirect("workflow-page", workflow.pk)
 
 
-@login_required
-@require_POST
-@designer_errors
+@signed_in("POST")
 def version_restore_undo(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
     """Undo the last restore, if the draft is still what the restore made of it."""
     workflow, _ = _workflow(request, workflow_id)
@@ -218,9 +210,7 @@ def _form_error(request: HtmxHttpRequest, workflow: WorkflowModel, role: str, ke
     return response
 
 
-@login_required
-@require_POST
-@designer_errors
+@signed_in("POST")
 def webhook_create(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
     workflow, role = _workflow(request, workflow_id)
     try:
@@ -245,9 +235,7 @@ def _trigger(model: type[Any], request: HtmxHttpRequest, workflow: WorkflowModel
     return found
 
 
-@login_required
-@require_POST
-@designer_errors
+@signed_in("POST")
 def webhook_revoke(request: HtmxHttpRequest, workflow_id: int, webhook_id: int) -> HttpResponse:
     workflow, _ = _workflow(request, workflow_id)
     webhook = _trigger(Webhook, request, workflow, webhook_id)
@@ -256,9 +244,7 @@ def webhook_revoke(request: HtmxHttpRequest, workflow_id: int, webhook_id: int) 
     return redirect("workflow-page", workflow.pk)
 
 
-@login_required
-@require_POST
-@designer_errors
+@signed_in("POST")
 def schedule_create(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
     workflow, role = _workflow(request, workflow_id)
     try:
@@ -277,9 +263,7 @@ def schedule_create(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
     return redirect("workflow-page", workflow.pk)
 
 
-@login_required
-@require_POST
-@designer_errors
+@signed_in("POST")
 def schedule_update(request: HtmxHttpRequest, workflow_id: int, schedule_id: int) -> HttpResponse:
     """``action``: ``pause``, ``resume`` or ``delete``."""
     workflow, _ = _workflow(request, workflow_id)

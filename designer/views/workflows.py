@@ -15,7 +15,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET
 
 from designer import selectors
 from designer.errors import DesignerError
@@ -23,7 +23,7 @@ from designer.filters import WorkflowFilter, apply_filters
 from designer.permissions import has_role
 from designer.services import workflows as workflow_services
 from designer.untrusted import json_error_message, loads_json, parse_id
-from designer.views.pages import designer_errors, error_message
+from designer.views.pages import error_message, signed_in
 from runtime import WorkflowError
 
 
@@ -81,9 +81,7 @@ def _refused(request: HttpRequest, exc: DesignerError | WorkflowError, what: str
     return _back_to_list(request)
 
 
-@login_required
-@require_POST
-@designer_errors
+@signed_in("POST")
 def workflow_create(request: HttpRequest) -> HttpResponse:
     typed = {key: request.POST.get(key, "") for key in ("team", "name", "description")}
     try:
@@ -98,9 +96,7 @@ def workflow_create(request: HttpRequest) -> HttpResponse:
     return redirect(reverse("editor", args=[workflow.pk]))
 
 
-@login_required
-@require_POST
-@designer_errors
+@signed_in("POST")
 def workflow_duplicate(request: HttpRequest, workflow_id: int) -> HttpResponse:
     workflow = selectors.get_workflow(user=request.user, workflow_id=workflow_id)
     # No team means the workflow's own; a team that names nothing must be refused, not replaced by that.
@@ -116,9 +112,7 @@ def workflow_duplicate(request: HttpRequest, workflow_id: int) -> HttpResponse:
     return _back_to_list(request)
 
 
-@login_required
-@require_POST
-@designer_errors
+@signed_in("POST")
 def workflow_import(request: HttpRequest) -> HttpResponse:
     upload = request.FILES.get("file")
     limit = int(settings.DATA_UPLOAD_MAX_MEMORY_SIZE or 0)

@@ -17,10 +17,9 @@ from designer.services import runs as run_services
 from designer.services import teams as team_services
 from designer.services import workflows as workflow_services
 from runtime import WorkflowBuilder
+from tests.designer.runs_support import STEP_TASKS, flaky_calls, flaky_document
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-STEP_TASKS = "tests.designer.step_tasks"
 
 
 @pytest.fixture
@@ -40,32 +39,21 @@ def asking_document() -> dict[str, Any]:
     return g.build().model_dump(mode="json")
 
 
-def flaky_document() -> dict[str, Any]:
-    """Each key through ``flaky_once`` (keys starting with ``bad`` fail their first call), results collected."""
-    g = WorkflowBuilder("flaky-keys", "Flaky keys", input_schema={"type": "object", "properties": {
-        "keys": {"type": "array", "items": {"type": "string"}}, "folder": {"type": "string"}},
-        "required": ["keys", "folder"]})
-    each = g.foreach("each", "input.keys", results="done")
-    call = g.use("flaky_once", id="call", input=[{"target": "key", "path": each.item},
-                                                  {"target": "folder", "path": "input.folder"}])
-    g.set_route(each, "loop", call)
-    g.set_route(call, "ok", each)
-    g.output("done", "state.done")
-    return g.build().model_dump(mode="json")
-
-
-def calls(folder: Path) -> dict[str, int]:
-    return {p.name.removesuffix(".calls"): len(p.read_text().splitlines()) for p in folder.glob("*.calls")}
+def ran(make_user: Any, run_worker: Any, username: str, team_name: str, workflow_name: str,
+        document: dict[str, Any], run_input: dict[str, Any]) -> tuple[Any, Run]:
+    """A run of ``document`` that a new user ``username`` started in a new team, after a real worker ran it."""
+    owner = make_user(username)
+    team = team_services.create_team(actor=owner, name=team_name)
+    workflow = workflow_services.create_workflow(actor=owner, team=team, name=workflow_name, document=document)
+    run = run_services.start_run(actor=owner, workflow=workflow, input=run_input)
+    run_worker()
+    return owner, Run.objects.get(pk=run.pk)
 
 
 def test_a_refused_interrupt_answer_shows_its_error_in_place(page: Page, live_server: Any, make_user: Any,
                                                              login: Any, run_worker: Any) -> None:
-    owner = make_user("ines")
-    team = team_services.create_team(actor=owner, name="Questions")
-    workflow = workflow_services.create_workflow(actor=owner, team=team, name="Asking", document=asking_document())
-    run = run_services.start_run(actor=owner, workflow=workflow, input={})
-    run_worker()
-    assert Run.objects.get(pk=run.pk).status == "interrupted"
+    owner, run = ran(make_user, run_worker, "ines", "Questions", "Asking", asking_document(), {})
+    assert run.status == "interrupted"
 
     login(page, owner)
     page.goto(f"{live_server.url}/runs/{run.pk}/")
@@ -92,13 +80,9 @@ def test_a_refused_interrupt_answer_shows_its_error_in_place(page: Page, live_se
 def test_the_redrive_button_runs_only_the_failed_item_again(page: Page, live_server: Any, make_user: Any,
                                                              login: Any, run_worker: Any, step_tasks: None,
                                                              tmp_path: Path) -> None:
-    owner = make_user("rhea")
-    team = team_services.create_team(actor=owner, name="Redrives")
-    workflow = workflow_services.create_workflow(actor=owner, team=team, name="Flaky", document=flaky_document())
-    run = run_services.start_run(actor=owner, workflow=workflow,
-                                 input={"keys": ["a", "bad1", "b"], "folder": str(tmp_path)})
-    run_worker()
-    assert Run.objects.get(pk=run.pk).status == "failed"
+    owner, run = ran(make_user, run_worker, "rhea", "Redrives", "Flaky", flaky_document(),
+                     {"keys": ["a", "bad1", "b"], "folder": str(tmp_path)})
+    assert run.status == "failed"
 
     login(page, owner)
     page.goto(f"{live_server.url}/runs/{run.pk}/")
@@ -113,19 +97,16 @@ def test_the_redrive_button_runs_only_the_failed_item_again(page: Page, live_ser
     expect(page.locator("#run-attempt")).to_have_text("2")
     expect(page.locator("tr.attempt-head")).to_contain_text("Attempt 2")
     assert json.loads(page.locator("#run-output").inner_text()) == {"done": ["A", "BAD1", "B"]}
-    assert calls(tmp_path) == {"a": 1, "bad1": 2, "b": 1}
+    assert flaky_calls(tmp_path) == {"a": 1, "bad1": 2, "b": 1}
     expect(page.locator("#redrive-form")).to_have_count(0)
 
 
 def test_the_rerun_form_refuses_bad_input_in_place_then_starts_a_new_run(
         page: Page, live_server: Any, make_user: Any, login: Any, run_worker: Any, step_tasks: None,
         tmp_path: Path) -> None:
-    owner = make_user("remy")
-    team = team_services.create_team(actor=owner, name="Reruns")
-    workflow = workflow_services.create_workflow(actor=owner, team=team, name="Keys", document=flaky_document())
-    run = run_services.start_run(actor=owner, workflow=workflow, input={"keys": ["a"], "folder": str(tmp_path)})
-    run_worker()
-    assert Run.objects.get(pk=run.pk).output == {"done": ["A"]}
+    owner, run = ran(make_user, run_worker, "remy", "Reruns", "Keys", flaky_document(),
+                     {"keys": ["a"], "folder": str(tmp_path)})
+    assert run.output == {"done": ["A"]}
 
     login(page, owner)
     page.goto(f"{live_server.url}/runs/{run.pk}/")
@@ -162,13 +143,9 @@ def test_a_completed_runs_tolerated_failed_items_are_redriven_from_the_run_page(
     settings.TRELLIS_TASK_MODULES = [BATCH_TASKS]
     worker_env.update({"TRELLIS_TASK_MODULES": BATCH_TASKS, "TRELLIS_FOREACH_DISTRIBUTE_ABOVE": "0",
                        "TRELLIS_BATCH_COMMIT_SECONDS": "0", "TRELLIS_TEST_TALLY": str(tmp_path / "tally.txt")})
-    owner = make_user("tess")
-    team = team_services.create_team(actor=owner, name="Tolerant")
-    workflow = workflow_services.create_workflow(actor=owner, team=team, name="Flaky spread",
-                                                 document=flaky_then_summary())
-    run = run_services.start_run(actor=owner, workflow=workflow, input={"xs": [1, -2, 3, -4, 5]})
-    run_worker()
-    assert Run.objects.get(pk=run.pk).output == {"doubled": [2, None, 6, None, 10],
+    owner, run = ran(make_user, run_worker, "tess", "Tolerant", "Flaky spread", flaky_then_summary(),
+                     {"xs": [1, -2, 3, -4, 5]})
+    assert run.output == {"doubled": [2, None, 6, None, 10],
                                                  "summary": {"sum": 18, "missing": 2}}
 
     login(page, owner)
@@ -191,12 +168,8 @@ def test_a_completed_runs_tolerated_failed_items_are_redriven_from_the_run_page(
 
 def test_a_fork_answers_the_open_question_with_its_schema_form_errors_in_place(
         page: Page, live_server: Any, make_user: Any, login: Any, run_worker: Any) -> None:
-    owner = make_user("fern")
-    team = team_services.create_team(actor=owner, name="Fork answers")
-    workflow = workflow_services.create_workflow(actor=owner, team=team, name="Asking", document=asking_document())
-    run = run_services.start_run(actor=owner, workflow=workflow, input={})
-    run_worker()
-    assert Run.objects.get(pk=run.pk).status == "interrupted"
+    owner, run = ran(make_user, run_worker, "fern", "Fork answers", "Asking", asking_document(), {})
+    assert run.status == "interrupted"
 
     login(page, owner)
     page.goto(f"{live_server.url}/runs/{run.pk}/")

@@ -78,12 +78,19 @@ def test_create_a_team_and_manage_its_members(
     expect(members.locator(".notice")).to_have_text("bob is now editor.")
     assert Membership.objects.get(team=team, user=bob).role == "editor"
 
-    # The last owner cannot step down; the page says why and keeps the role.
-    settled(page)
-    members.get_by_label(f"Role of {user.get_username()}").select_option("viewer")
-    expect(members.locator(".error")).to_contain_text("at least one owner")
-    assert Membership.objects.get(team=team, user=user).role == "owner"
+    # The only owner is offered no role select and no Leave (the service refuses anyway); the page says why.
+    me = members.locator(f'tr[data-member="{user.get_username()}"]')
+    expect(me.get_by_test_id("sole-owner")).to_have_text(
+        "The only owner: make someone else owner before you change your role or leave.")
+    expect(me.locator("select")).to_have_count(0)
+    expect(me.get_by_role("button")).to_have_count(0)
     page.screenshot(path=artifacts_dir / "teams-members.png", full_page=True)
+    # With a second owner, both can step down or leave.
+    settled(page)
+    members.get_by_label("Role of bob").select_option("owner")
+    expect(me.get_by_label(f"Role of {user.get_username()}")).to_have_value("owner")
+    expect(me.get_by_role("button", name="Leave")).to_be_visible()
+    expect(me.get_by_test_id("sole-owner")).to_have_count(0)
 
     page.once("dialog", lambda dialog: dialog.accept())
     settled(page)

@@ -29,6 +29,10 @@ class Cast:
         except KeyError:
             raise AttributeError(name) from None
 
+    def workflow(self, name: str, document: dict[str, Any]) -> Any:
+        """A new workflow of ``document`` in the team, created by its owner."""
+        return workflow_services.create_workflow(actor=self.owner, team=self.team, name=name, document=document)
+
 
 @pytest.fixture(autouse=True)
 def _fast_password_hashing(settings: Any) -> None:
@@ -87,8 +91,7 @@ def document() -> dict[str, Any]:
 
 @pytest.fixture
 def workflow(cast: Cast, document: dict[str, Any]) -> Any:
-    return workflow_services.create_workflow(actor=cast.owner, team=cast.team, name="Simple flow",
-                                             document=document)
+    return cast.workflow("Simple flow", document)
 
 
 @pytest.fixture

@@ -154,6 +154,27 @@ def counting_document(workflow_id: str = "counting", *, pause: bool = True, bloc
     return graph.build().model_dump(mode="json")
 
 
+def flaky_document(*, max_concurrency: int = 1, state_schema: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Each of ``input.keys`` through ``flaky_once`` (``STEP_TASKS``: a key starting with ``bad`` fails its
+    first call; every call is logged under ``input.folder``, see ``flaky_calls``), the results collected in
+    ``state.done``, the output."""
+    g = WorkflowBuilder("flaky-keys", "Flaky keys", input_schema={"type": "object", "properties": {
+        "keys": {"type": "array", "items": {"type": "string"}}, "folder": {"type": "string"}},
+        "required": ["keys", "folder"]}, state_schema=state_schema)
+    each = g.foreach("each", "input.keys", max_concurrency=max_concurrency, results="done")
+    call = g.use("flaky_once", id="call", input=[{"target": "key", "path": each.item},
+                                                  {"target": "folder", "path": "input.folder"}])
+    g.set_route(each, "loop", call)
+    g.set_route(call, "ok", each)
+    g.output("done", "state.done")
+    return g.build().model_dump(mode="json")
+
+
+def flaky_calls(folder: Path) -> dict[str, int]:
+    """How many times ``flaky_once`` was called for each key, from its logs in ``folder``."""
+    return {p.name.removesuffix(".calls"): len(p.read_text().splitlines()) for p in folder.glob("*.calls")}
+
+
 def greeting_document(workflow_id: str = "greetings") -> dict[str, Any]:
     """A foreach over ``input.names`` (two items at a time, alias ``person``) whose items each wait at an
     interrupt for a greeting, appended to ``state.greetings``."""

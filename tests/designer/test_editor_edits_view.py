@@ -11,7 +11,7 @@ import pytest
 from django.test import Client
 
 from designer import analysis as doc_analysis
-from designer.services import workflows as workflow_services
+from tests.designer.clients import client_for
 
 pytestmark = pytest.mark.django_db
 
@@ -31,13 +31,7 @@ LOOP: dict[str, Any] = {
 
 @pytest.fixture
 def loop(cast: Any) -> Any:
-    return workflow_services.create_workflow(actor=cast.owner, team=cast.team, name="Loop", document=LOOP)
-
-
-def _client(user: Any) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
+    return cast.workflow("Loop", LOOP)
 
 
 def _send(client: Client, workflow: Any, ops: list[dict[str, Any]], revision: int | None = None) -> Any:
@@ -46,7 +40,7 @@ def _send(client: Client, workflow: Any, ops: list[dict[str, Any]], revision: in
 
 
 def test_operations_are_saved_with_the_revision_and_answered_with_their_undo(cast: Any, loop: Any) -> None:
-    response = _send(_client(cast.editor), loop, [{"op": "move_nodes", "positions": {"work": {"x": 40, "y": 50}}}])
+    response = _send(client_for(cast.editor), loop, [{"op": "move_nodes", "positions": {"work": {"x": 40, "y": 50}}}])
     assert response.status_code == 200
     data = response.json()
     assert data["revision"] == loop.revision + 1
@@ -58,7 +52,7 @@ def test_operations_are_saved_with_the_revision_and_answered_with_their_undo(cas
 
 
 def test_a_node_dropped_into_a_loop_is_wired_with_the_analyzers_labels(cast: Any, loop: Any) -> None:
-    data = _send(_client(cast.editor), loop, [{"op": "add_node", "node": {"kind": "foreach", "over": "input.items"},
+    data = _send(client_for(cast.editor), loop, [{"op": "add_node", "node": {"kind": "foreach", "over": "input.items"},
                                                "id_hint": "inner", "loop": "each"}]).json()
     routes = {(r["source"], r["label"]): r["target"] for r in data["document"]["routes"]}
     # A foreach ends its work with "done" (the analyzer's answer): offered back to the outer loop.
@@ -68,7 +62,7 @@ def test_a_node_dropped_into_a_loop_is_wired_with_the_analyzers_labels(cast: Any
 
 
 def test_a_stale_revision_is_409_with_the_current_document_and_nothing_changes(cast: Any, loop: Any) -> None:
-    client = _client(cast.editor)
+    client = client_for(cast.editor)
     assert _send(client, loop, [{"op": "set_start", "node": "each"}]).status_code == 200
     response = _send(client, loop, [{"op": "remove_nodes", "ids": ["work"]}], revision=loop.revision)
     assert response.status_code == 409
@@ -77,7 +71,7 @@ def test_a_stale_revision_is_409_with_the_current_document_and_nothing_changes(c
 
 
 def test_bad_operations_are_400_with_what_is_wrong_and_save_nothing(cast: Any, loop: Any) -> None:
-    client = _client(cast.editor)
+    client = client_for(cast.editor)
     response = _send(client, loop, [{"op": "connect", "source": "each", "label": "done", "target": "ghost"}])
     assert response.status_code == 400
     assert "no node 'ghost'" in response.json()["message"]
@@ -89,15 +83,15 @@ def test_bad_operations_are_400_with_what_is_wrong_and_save_nothing(cast: Any, l
 
 
 def test_viewers_and_strangers_cannot_edit(cast: Any, loop: Any) -> None:
-    assert _send(_client(cast.viewer), loop, [{"op": "set_start", "node": "each"}]).status_code == 403
-    assert _send(_client(cast.stranger), loop, [{"op": "set_start", "node": "each"}]).status_code == 404
+    assert _send(client_for(cast.viewer), loop, [{"op": "set_start", "node": "each"}]).status_code == 403
+    assert _send(client_for(cast.stranger), loop, [{"op": "set_start", "node": "each"}]).status_code == 404
     loop.refresh_from_db()
     assert loop.revision == 1
 
 
 def test_panel_forms_may_send_operations_and_get_the_undo_in_the_trigger(cast: Any, loop: Any) -> None:
     ops = [{"op": "connect", "source": "each", "label": "done", "target": "work"}]
-    response = _client(cast.editor).post(f"/workflows/{loop.pk}/edit/change/",
+    response = client_for(cast.editor).post(f"/workflows/{loop.pk}/edit/change/",
                                          {"revision": loop.revision, "ops": json.dumps(ops)}, HTTP_HX_REQUEST="true")
     changed = json.loads(response["HX-Trigger"])["trellis:document-changed"]
     assert changed["revision"] == 2
@@ -105,7 +99,7 @@ def test_panel_forms_may_send_operations_and_get_the_undo_in_the_trigger(cast: A
 
 
 def test_diagnostics_offer_a_one_click_fix_that_resolves_them(cast: Any, loop: Any) -> None:
-    client = _client(cast.editor)
+    client = client_for(cast.editor)
     _send(client, loop, [{"op": "disconnect", "source": "work", "label": "ok"}])
     loop.refresh_from_db()
     html = client.get(f"/workflows/{loop.pk}/edit/diagnostics/").content.decode()
@@ -118,11 +112,11 @@ def test_diagnostics_offer_a_one_click_fix_that_resolves_them(cast: Any, loop: A
     assert not [d for d in data["diagnostics"] if d["severity"] == "error"]
     # A viewer sees the problem but no fix button.
     _send(client, loop, [{"op": "disconnect", "source": "work", "label": "ok"}], revision=loop.revision + 1)
-    assert "data-fix-ops" not in _client(cast.viewer).get(f"/workflows/{loop.pk}/edit/diagnostics/").content.decode()
+    assert "data-fix-ops" not in client_for(cast.viewer).get(f"/workflows/{loop.pk}/edit/diagnostics/").content.decode()
 
 
 def test_panels_after_a_save_reuse_that_revisions_analysis(cast: Any, loop: Any) -> None:
-    client = _client(cast.editor)
+    client = client_for(cast.editor)
     _send(client, loop, [{"op": "set_start", "node": "each"}])
     before = doc_analysis.analysis_cache_counts()
     for url in ("edit/inspector/?node=work", "edit/diagnostics/", "edit/picker/?node=work&field=input.value"):
@@ -137,7 +131,7 @@ def test_panels_after_a_save_reuse_that_revisions_analysis(cast: Any, loop: Any)
 
 
 def test_a_route_cycle_with_no_exit_is_fixed_in_one_click(cast: Any, loop: Any) -> None:
-    client = _client(cast.editor)
+    client = client_for(cast.editor)
     data = _send(client, loop, [
         {"op": "add_node", "node": {"kind": "task", "task": "set_value"}, "id": "a"},
         {"op": "add_node", "node": {"kind": "task", "task": "set_value"}, "id": "b"},

@@ -12,8 +12,8 @@ from django.test import Client
 
 from designer import document_ops as ops
 from designer.errors import BadRequest
-from designer.services import workflows as workflow_services
 from runtime import Workflow
+from tests.designer.clients import client_for
 
 pytestmark = pytest.mark.django_db
 
@@ -29,13 +29,7 @@ DOC: dict[str, Any] = {
 
 @pytest.fixture
 def flow(cast: Any) -> Any:
-    return workflow_services.create_workflow(actor=cast.owner, team=cast.team, name="Limits", document=DOC)
-
-
-def _client(user: Any) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
+    return cast.workflow("Limits", DOC)
 
 
 def _save(client: Client, flow: Any, **fields: str) -> Any:
@@ -52,17 +46,17 @@ def _node(flow: Any) -> dict[str, Any]:
 
 
 def test_the_inspector_shows_the_limits_form_with_what_applies_when_empty(cast: Any, flow: Any) -> None:
-    html = _client(cast.viewer).get(f"/workflows/{flow.pk}/edit/inspector/?node=work").content.decode()
+    html = client_for(cast.viewer).get(f"/workflows/{flow.pk}/edit/inspector/?node=work").content.decode()
     assert 'name="action" value="limits"' in html and 'name="timeout_seconds"' in html
     assert "Empty: the workflow&#x27;s default, 45 s." in html
     assert "One attempt: a failure is not retried." in html
     assert "Save limits" not in html and "readonly" in html  # a viewer reads, never edits
-    other = _client(cast.viewer).get(f"/workflows/{flow.pk}/edit/inspector/?node=ask").content.decode()
+    other = client_for(cast.viewer).get(f"/workflows/{flow.pk}/edit/inspector/?node=ask").content.decode()
     assert 'value="limits"' not in other  # only task nodes have them
 
 
 def test_saving_sets_timeout_and_retry_and_undo_restores_the_node(cast: Any, flow: Any) -> None:
-    client = _client(cast.editor)
+    client = client_for(cast.editor)
     before = copy.deepcopy(_node(flow))
     response = _save(client, flow, timeout_seconds="2.5", max_attempts="3", backoff_seconds="1")
     assert response.status_code == 200
@@ -81,7 +75,7 @@ def test_saving_sets_timeout_and_retry_and_undo_restores_the_node(cast: Any, flo
 
 
 def test_emptying_the_fields_removes_the_nodes_own_limits(cast: Any, flow: Any) -> None:
-    client = _client(cast.editor)
+    client = client_for(cast.editor)
     _save(client, flow, timeout_seconds="10", max_attempts="2")
     _save(client, flow)
     node = _node(flow)
@@ -102,7 +96,7 @@ def test_emptying_the_fields_removes_the_nodes_own_limits(cast: Any, flow: Any) 
 def test_a_bad_value_is_named_and_nothing_is_saved(cast: Any, flow: Any, fields: dict[str, str],
                                                    message: str) -> None:
     revision, before = flow.revision, copy.deepcopy(_node(flow))
-    response = _save(_client(cast.editor), flow, **fields)
+    response = _save(client_for(cast.editor), flow, **fields)
     html = response.content.decode()
     assert "inspector-error" in html and "node &#x27;work&#x27;: " in html and message.replace("'", "&#x27;") in html
     assert 'aria-invalid="true"' in html

@@ -6,11 +6,10 @@ import re
 from typing import Any
 
 import pytest
-from django.test import Client
 
 from designer.runs.executor import execute
 from designer.services import runs as run_services
-from designer.services import workflows as workflow_services
+from tests.designer.clients import client_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -34,29 +33,23 @@ LENGTHS: dict[str, Any] = {
 
 @pytest.fixture
 def finished(cast: Any) -> tuple[Any, Any]:
-    workflow = workflow_services.create_workflow(actor=cast.owner, team=cast.team, name="Lengths", document=LENGTHS)
+    workflow = cast.workflow("Lengths", LENGTHS)
     run = run_services.start_run(actor=cast.editor, workflow=workflow, input={"items": ["ab", "abcd", 5]})
     assert execute(run.pk) == "completed"
     return workflow, run
 
 
-def _client(user: Any) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
-
-
 def test_the_editor_lists_this_workflows_runs_for_members_only(cast: Any, finished: tuple[Any, Any]) -> None:
     workflow, run = finished
-    listed = _client(cast.viewer).get(f"/workflows/{workflow.pk}/edit/runs/").json()["runs"]
+    listed = client_for(cast.viewer).get(f"/workflows/{workflow.pk}/edit/runs/").json()["runs"]
     assert [(r["id"], r["status"]) for r in listed] == [(run.pk, "completed")]
     assert listed[0]["label"].startswith(f"#{run.pk} · completed · draft")
-    assert _client(cast.stranger).get(f"/workflows/{workflow.pk}/edit/runs/").status_code == 404
+    assert client_for(cast.stranger).get(f"/workflows/{workflow.pk}/edit/runs/").status_code == 404
 
 
 def test_overlay_gives_each_nodes_status_and_each_loops_counts(cast: Any, finished: tuple[Any, Any]) -> None:
     workflow, run = finished
-    data = _client(cast.viewer).get(f"/workflows/{workflow.pk}/edit/run-overlay/?run={run.pk}").json()
+    data = client_for(cast.viewer).get(f"/workflows/{workflow.pk}/edit/run-overlay/?run={run.pk}").json()
     assert data["run"] == {"id": run.pk, "status": "completed"}
     measure = data["nodes"]["measure"]
     assert (measure["started"], measure["completed"], measure["failed"]) == (3, 2, 1)
@@ -66,14 +59,14 @@ def test_overlay_gives_each_nodes_status_and_each_loops_counts(cast: Any, finish
     assert (data["nodes"]["each"]["status"], data["nodes"]["each"]["completed"]) == ("failed", 3)
     assert data["loops"]["each"] == {"done": 3, "total": 3, "failed": 1, "running": 0, "activations": 1}
     # Another workflow's editor does not show this run; a stranger sees nothing.
-    other = workflow_services.create_workflow(actor=cast.owner, team=cast.team, name="Other", document=LENGTHS)
-    assert _client(cast.owner).get(f"/workflows/{other.pk}/edit/run-overlay/?run={run.pk}").status_code == 404
-    assert _client(cast.stranger).get(f"/workflows/{workflow.pk}/edit/run-overlay/?run={run.pk}").status_code == 404
+    other = cast.workflow("Other", LENGTHS)
+    assert client_for(cast.owner).get(f"/workflows/{other.pk}/edit/run-overlay/?run={run.pk}").status_code == 404
+    assert client_for(cast.stranger).get(f"/workflows/{workflow.pk}/edit/run-overlay/?run={run.pk}").status_code == 404
 
 
 def test_a_node_shows_its_latest_item_and_any_chosen_one(cast: Any, finished: tuple[Any, Any]) -> None:
     workflow, run = finished
-    client = _client(cast.viewer)
+    client = client_for(cast.viewer)
     html = client.get(f"/workflows/{workflow.pk}/edit/run-node/?run={run.pk}&node=measure").content.decode()
     options = re.findall(r'<option value="([^"]+)"[^>]*>([^<]+)</option>', html)
     assert [label for _, label in options] == ["each[2] 5 (latest)", "each[1] &#x27;abcd&#x27;",
@@ -101,7 +94,7 @@ def test_the_run_pages_frame_drawer_is_titled_with_the_clicked_step_and_its_item
     cast: Any, finished: tuple[Any, Any]
 ) -> None:
     _, run = finished
-    client = _client(cast.viewer)
+    client = client_for(cast.viewer)
     root = run.events.get(kind="node_started", node_id="after")  # the root frame went each -> after
     assert run.events.filter(frame_id=root.frame_id, node_id="each").exists()
     html = client.get(f"/runs/{run.pk}/frames/{root.frame_id}/?seq={root.seq}", HTTP_HX_REQUEST="true").content.decode()

@@ -9,7 +9,6 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
@@ -17,14 +16,9 @@ from designer.models import Run
 from designer.services import grants as grant_services
 from designer.services import workflows as workflow_services
 from designer.services.runs import start_run
+from tests.designer.clients import client_for
 
 pytestmark = pytest.mark.django_db
-
-
-def page(user: Any) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 def page_run_ids(response: Any) -> list[int]:
@@ -66,7 +60,7 @@ def test_a_bad_run_filter_is_a_400_in_the_api_and_dropped_with_a_notice_on_the_p
     assert body["errors"] == [{"loc": name, "msg": body["message"].removeprefix(f"{name} ")}]
 
     # The page shows every run (the filter dropped), with the filter left empty and a notice naming it.
-    shown = page(cast.viewer).get(reverse("run-list"), {name: value, "status": "failed"} if name != "status"
+    shown = client_for(cast.viewer).get(reverse("run-list"), {name: value, "status": "failed"} if name != "status"
                                   else {name: value})
     assert shown.status_code == 200
     expected = {runs["old"].pk} if name != "status" else {r.pk for r in runs.values()}
@@ -98,7 +92,7 @@ def test_page_and_api_filter_runs_alike(query: dict[str, str], cast: Any, api: A
     replace = {"TODAY-1": yesterday, "TEAM": str(cast.team.pk), "WORKFLOW": str(workflow.pk)}
     query = {key: replace.get(value, value) for key, value in query.items()}
     from_api = [row["id"] for row in api(cast.viewer).get(reverse("api:run-list"), query).json()["results"]]
-    from_page = page_run_ids(page(cast.viewer).get(reverse("run-list"), query))
+    from_page = page_run_ids(client_for(cast.viewer).get(reverse("run-list"), query))
     assert from_api == from_page
     assert 0 < len(from_api) < len(runs)  # each query really narrows the list
 
@@ -144,7 +138,7 @@ def test_the_api_lists_workflows_shared_with_my_team_marked_with_the_holding_tea
 def test_the_workflow_list_page_shows_shared_workflows_and_filters_them(cast: Any, workflow: Any) -> None:
     own = workflow_services.create_workflow(actor=cast.stranger, team=cast.other_team, name="Mine")
     grant_services.grant_workflow(actor=cast.owner, workflow=workflow, team=cast.other_team.slug, role="runner")
-    client = page(cast.stranger)
+    client = client_for(cast.stranger)
 
     body = client.get(reverse("home")).content.decode()
     row = re.search(rf'<tr data-workflow="{workflow.slug}" data-shared="true" data-grant-role="runner">(.*?)</tr>',
@@ -164,7 +158,7 @@ def test_the_workflow_list_page_shows_shared_workflows_and_filters_them(cast: An
     assert dropped.context["match_count"] == 1 and dropped.context["q"] == "Mine"
 
     # A member of the holding team sees it in that team's group, not as shared.
-    assert 'data-shared="true"' not in page(cast.viewer).get(reverse("home")).content.decode()
+    assert 'data-shared="true"' not in client_for(cast.viewer).get(reverse("home")).content.decode()
 
 
 # --- sharing: one rule on the page and in the API -----------------------------------------------------------
@@ -176,7 +170,7 @@ def test_whom_a_workflow_is_shared_with_follows_one_rule_on_the_page_and_in_the_
     if grant:
         grant_services.grant_workflow(actor=cast.owner, workflow=workflow, team=cast.other_team.slug, role=grant)
     expected = 403 if grant else 404
-    sharing_page = page(cast.stranger).get(reverse("workflow-sharing", args=[workflow.pk]))
+    sharing_page = client_for(cast.stranger).get(reverse("workflow-sharing", args=[workflow.pk]))
     grants_api = api(cast.stranger).get(reverse("api:workflow-grants", args=[workflow.pk]))
     assert (sharing_page.status_code, grants_api.status_code) == (expected, expected)
     if grant:
@@ -184,8 +178,8 @@ def test_whom_a_workflow_is_shared_with_follows_one_rule_on_the_page_and_in_the_
         assert "only members of its own team may see whom it is shared with" in sharing_page.content.decode()
         # The pages a grant holder reaches do not offer the Sharing page.
         for name in ("editor", "workflow-runs", "workflow-page"):
-            shown = page(cast.stranger).get(reverse(name, args=[workflow.pk])).content.decode()
+            shown = client_for(cast.stranger).get(reverse(name, args=[workflow.pk])).content.decode()
             assert reverse("workflow-sharing", args=[workflow.pk]) not in shown
     for member in (cast.owner, cast.viewer):
-        assert page(member).get(reverse("workflow-sharing", args=[workflow.pk])).status_code == 200
+        assert client_for(member).get(reverse("workflow-sharing", args=[workflow.pk])).status_code == 200
         assert api(member).get(reverse("api:workflow-grants", args=[workflow.pk])).status_code == 200

@@ -9,52 +9,29 @@ import pytest
 from django.urls import reverse
 
 from designer.models import Run, RunCheckpoint
-from designer.services import workflows as workflow_services
-from runtime import WorkflowBuilder
-from tests.designer.runs_support import all_events, run_batch, run_detail, start_run
+from tests.designer import runs_support
+from tests.designer.runs_support import all_events, flaky_calls, run_batch, run_detail, start_run
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-STEP_TASKS = "tests.designer.step_tasks"
-
-
-@pytest.fixture
-def task_env(env: dict[str, str], settings: Any) -> dict[str, str]:
-    settings.TRELLIS_TASK_MODULES = [STEP_TASKS]  # so this process accepts the documents too
-    return {**env, "TRELLIS_TASK_MODULES": STEP_TASKS}
-
 
 def flaky_document() -> dict[str, Any]:
-    """Each key through ``flaky_once`` (two at a time), the results collected; then a label for the lot."""
-    g = WorkflowBuilder("flaky-keys", "Flaky keys", input_schema={"type": "object", "properties": {
-        "keys": {"type": "array", "items": {"type": "string"}}, "folder": {"type": "string"}},
-        "required": ["keys", "folder"]},
-        state_schema={"type": "object", "properties": {"suffix": {"type": "string", "default": ""}}})
-    each = g.foreach("each", "input.keys", max_concurrency=2, results="done")
-    call = g.use("flaky_once", id="call", input=[{"target": "key", "path": each.item},
-                                                  {"target": "folder", "path": "input.folder"}])
-    g.set_route(each, "loop", call)
-    g.set_route(call, "ok", each)
-    g.output("done", "state.done")
-    return g.build().model_dump(mode="json")
-
-
-def calls(folder: Path) -> dict[str, int]:
-    return {p.name.removesuffix(".calls"): len(p.read_text().splitlines()) for p in folder.glob("*.calls")}
+    """The flaky keys two at a time, with a state field for the fork tests to set."""
+    return runs_support.flaky_document(max_concurrency=2, state_schema={
+        "type": "object", "properties": {"suffix": {"type": "string", "default": ""}}})
 
 
 def post(client: Any, name: str, run_id: int, body: Any = None) -> Any:
     return client.post(reverse(f"api:{name}", args=[run_id]), body, format="json")
 
 
-def test_redrive_runs_only_the_failed_items_again_as_new_attempts(api: Any, cast: Any, task_env: dict[str, str],
+def test_redrive_runs_only_the_failed_items_again_as_new_attempts(api: Any, cast: Any, env: dict[str, str],
                                                                     tmp_path: Path) -> None:
-    workflow = workflow_services.create_workflow(actor=cast.owner, team=cast.team, name="Flaky",
-                                                 document=flaky_document())
+    workflow = cast.workflow("Flaky", flaky_document())
     editor, viewer = api(cast.editor), api(cast.viewer)
     keys = ["a", "bad1", "b", "c", "bad2"]
     run = start_run(editor, workflow, {"keys": keys, "folder": str(tmp_path)})
-    run_batch(task_env)
+    run_batch(env)
     assert run_detail(editor, run["id"])["status"] == "failed"
 
     refused = post(viewer, "run-redrive", run["id"])
@@ -67,12 +44,12 @@ def test_redrive_runs_only_the_failed_items_again_as_new_attempts(api: Any, cast
         assert answer.json()["status"] == "queued" and answer.json()["redrive_pending"] is True
         redrives += 1
         assert redrives <= 2
-        run_batch(task_env)
+        run_batch(env)
 
     assert detail["status"] == "completed", detail["error"]
     assert detail["output"] == {"done": [k.upper() for k in keys]}
     assert detail["attempt"] == redrives + 1 and detail["redrive_pending"] is False
-    assert calls(tmp_path) == {"a": 1, "b": 1, "c": 1, "bad1": 2, "bad2": 2}
+    assert flaky_calls(tmp_path) == {"a": 1, "b": 1, "c": 1, "bad1": 2, "bad2": 2}
     events = all_events(editor, run["id"])
     marks = [e for e in events if e["kind"] == "run_redriven"]
     assert [m["data"]["summary"]["attempt"] for m in marks] == list(range(2, redrives + 2))
@@ -83,12 +60,11 @@ def test_redrive_runs_only_the_failed_items_again_as_new_attempts(api: Any, cast
 
 
 def test_history_is_visible_to_viewers_and_forks_and_reruns_are_for_runners(
-        api: Any, cast: Any, task_env: dict[str, str], tmp_path: Path) -> None:
-    workflow = workflow_services.create_workflow(actor=cast.owner, team=cast.team, name="Keys",
-                                                 document=flaky_document())
+        api: Any, cast: Any, env: dict[str, str], tmp_path: Path) -> None:
+    workflow = cast.workflow("Keys", flaky_document())
     editor, viewer = api(cast.editor), api(cast.viewer)
     run = start_run(editor, workflow, {"keys": ["a", "b", "c"], "folder": str(tmp_path)})
-    run_batch(task_env)
+    run_batch(env)
     original = run_detail(editor, run["id"])
     assert original["status"] == "completed"
 
@@ -124,7 +100,7 @@ def test_history_is_visible_to_viewers_and_forks_and_reruns_are_for_runners(
     assert rerun.status_code == 201 and rerun.json()["parent"] == run["id"]
     invalid = post(editor, "run-rerun", run["id"], {"input": {"keys": "z"}})
     assert invalid.status_code == 422 and invalid.json()["code"] == "input.invalid"
-    run_batch(task_env)
+    run_batch(env)
 
     forked = run_detail(editor, fork.json()["id"])
     assert forked["status"] == "completed" and forked["output"] == original["output"]
@@ -133,5 +109,5 @@ def test_history_is_visible_to_viewers_and_forks_and_reruns_are_for_runners(
     assert first["data"]["summary"]["parent_step"] == middle
     assert run_detail(editor, rerun.json()["id"])["output"] == {"done": ["Z"]}
     # Only the items after the fork point ran again in the fork; the re-run ran its own input.
-    assert calls(tmp_path)["z"] == 1 and sum(calls(tmp_path).values()) < 2 * 3 + 1
+    assert flaky_calls(tmp_path)["z"] == 1 and sum(flaky_calls(tmp_path).values()) < 2 * 3 + 1
     assert RunCheckpoint.objects.filter(run_id=fork.json()["id"]).exists()

@@ -22,6 +22,7 @@ from designer.runs.checkpoints import damage_of
 from designer.runs.executor import execute
 from designer.services import runs as run_services
 from designer.services import workflows as workflow_services
+from tests.designer.clients import client_for, htmx
 from tests.designer.runs_support import counting_document, greeting_document
 
 pytestmark = pytest.mark.django_db
@@ -88,16 +89,6 @@ def damaged(request: Any, cast: Any, greetings: Any) -> tuple[Run, dict[str, Any
     interrupt = run.interrupts[0]
     CORRUPTIONS[request.param](run)
     return Run.objects.get(pk=run.pk), interrupt
-
-
-def client_for(user: Any) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
-
-
-def htmx(target: str) -> dict[str, str]:
-    return {"HTTP_HX_REQUEST": "true", "HTTP_HX_TARGET": target}
 
 
 def assert_corrupt(response: Any) -> str:

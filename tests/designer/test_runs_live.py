@@ -17,14 +17,9 @@ from designer.models import ForeachBatch, ForeachBatchItem, Run, RunEvent
 from designer.runs.checkpointer import OrmCheckpointer
 from designer.views.runs import LIVE_EVENTS
 from runtime import Engine, RunState, SequentialIds, TaskRegistry, Workflow, WorkflowBuilder
+from tests.designer.clients import client_for
 
 pytestmark = pytest.mark.django_db
-
-
-def client_for(user: Any) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 def htmx() -> dict[str, str]:

@@ -21,7 +21,6 @@ from django.utils import timezone
 
 from designer.models import Run
 from designer.runs import lease, queue
-from designer.services import workflows as workflow_services
 from designer.tasks import execute_run
 from tests.designer.runs_support import (
     all_events,
@@ -44,8 +43,7 @@ def node_runs(events: list[dict[str, Any]], node_id: str) -> int:
 
 def test_a_run_whose_worker_was_killed_completes_from_its_last_checkpoint(api: Any, cast: Any,
                                                                           env: dict[str, str]) -> None:
-    workflow = workflow_services.create_workflow(actor=cast.owner, team=cast.team, name="Counting",
-                                                 document=counting_document(blocking=True))
+    workflow = cast.workflow("Counting", counting_document(blocking=True))
     client = api(cast.editor)
     run = start_run(client, workflow, {"x": 20, "pause": 2})
 
@@ -90,8 +88,7 @@ def test_a_run_whose_worker_was_killed_completes_from_its_last_checkpoint(api: A
 
 def test_a_worker_starting_up_recovers_runs_orphaned_while_no_worker_ran(api: Any, cast: Any,
                                                                         env: dict[str, str]) -> None:
-    workflow = workflow_services.create_workflow(actor=cast.owner, team=cast.team, name="Counting",
-                                                 document=counting_document(pause=False))
+    workflow = cast.workflow("Counting", counting_document(pause=False))
     client = api(cast.editor)
     run = start_run(client, workflow, {"x": 1})
     # As a worker leaves things when it dies right after taking the task and claiming the run.
@@ -107,8 +104,7 @@ def test_a_worker_starting_up_recovers_runs_orphaned_while_no_worker_ran(api: An
 
 
 def test_two_workers_never_execute_the_same_run_twice(api: Any, cast: Any, env: dict[str, str]) -> None:
-    workflow = workflow_services.create_workflow(actor=cast.owner, team=cast.team, name="Counting",
-                                                 document=counting_document(blocking=True))
+    workflow = cast.workflow("Counting", counting_document(blocking=True))
     client = api(cast.editor)
     runs = [start_run(client, workflow, {"x": n, "pause": 0.2})["id"] for n in range(6)]
     tasks = {run_id: [Run.objects.get(pk=run_id).task_result_id] for run_id in runs}
@@ -147,8 +143,7 @@ def test_two_workers_never_execute_the_same_run_twice(api: Any, cast: Any, env: 
 
 
 def test_concurrent_claims_have_exactly_one_winner(cast: Any) -> None:
-    workflow = workflow_services.create_workflow(actor=cast.owner, team=cast.team, name="Counting",
-                                                 document=counting_document())
+    workflow = cast.workflow("Counting", counting_document())
     run = Run.objects.create(team=cast.team, workflow=workflow, document=workflow.document)
     barrier = threading.Barrier(6)
     winners: list[str] = []

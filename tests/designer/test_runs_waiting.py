@@ -17,7 +17,6 @@ from django_tasks_db.models import DBTaskResult
 
 from designer.models import Run
 from designer.runs.recovery import requeue_stale_runs
-from designer.services import workflows as workflow_services
 from designer.tasks import execute_run
 from runtime import WorkflowBuilder
 from tests.designer.runs_support import (
@@ -44,10 +43,6 @@ def flaky_document(fail: int, *, attempts: int = 3, backoff: float = 1.0) -> dic
     return graph.build().model_dump(mode="json")
 
 
-def make_workflow(cast: Any, document: dict[str, Any], name: str) -> Any:
-    return workflow_services.create_workflow(actor=cast.owner, team=cast.team, name=name, document=document)
-
-
 def status_of(run_id: int) -> str:
     return Run.objects.values_list("status", flat=True).get(pk=run_id)
 
@@ -61,8 +56,8 @@ def task_results(run_id: int) -> list[TaskResult]:
 
 def test_a_retry_backoff_frees_the_worker_for_other_runs(api: Any, cast: Any, env: dict[str, str]) -> None:
     client = api(cast.editor)
-    flaky = start_run(client, make_workflow(cast, flaky_document(fail=2, backoff=2.0), "Flaky"), {})
-    other = start_run(client, make_workflow(cast, counting_document(pause=False), "Counting"), {"x": 1})
+    flaky = start_run(client, cast.workflow("Flaky", flaky_document(fail=2, backoff=2.0)), {})
+    other = start_run(client, cast.workflow("Counting", counting_document(pause=False)), {"x": 1})
     worker = start_worker(env)  # one worker process: one task at a time
     try:
         wait_for(lambda: all(status_of(r["id"]) in FINISHED for r in (flaky, other)), message="both runs",
@@ -98,8 +93,8 @@ def test_a_retry_backoff_frees_the_worker_for_other_runs(api: Any, cast: Any, en
 def test_a_wait_step_holds_no_worker_and_outlasts_the_step_timeout(api: Any, cast: Any, env: dict[str, str]
                                                                    ) -> None:
     client = api(cast.editor)
-    waiting = start_run(client, make_workflow(cast, counting_document(), "Waiting"), {"x": 1, "pause": 2})
-    other = start_run(client, make_workflow(cast, counting_document(pause=False), "Counting"), {"x": 5})
+    waiting = start_run(client, cast.workflow("Waiting", counting_document()), {"x": 1, "pause": 2})
+    other = start_run(client, cast.workflow("Counting", counting_document(pause=False)), {"x": 5})
     # A 1 s step timeout: a wait that ran as a step would be killed (step.timeout) long before its 2 s.
     worker = start_worker({**env, "TRELLIS_STEP_TIMEOUT_SECONDS": "1"})
     try:
@@ -121,7 +116,7 @@ def test_a_wait_step_holds_no_worker_and_outlasts_the_step_timeout(api: Any, cas
 def test_a_waiting_run_is_shown_with_its_next_attempt_and_is_not_orphaned(api: Any, cast: Any,
                                                                           env: dict[str, str]) -> None:
     client = api(cast.editor)
-    run = start_run(client, make_workflow(cast, flaky_document(fail=1, attempts=2, backoff=3_600), "Flaky"), {})
+    run = start_run(client, cast.workflow("Flaky", flaky_document(fail=1, attempts=2, backoff=3_600)), {})
     worker = start_worker(env)
     try:
         wait_for(lambda: status_of(run["id"]) == "waiting", message="the run to wait", worker=worker)
@@ -156,7 +151,7 @@ def test_a_retry_policy_over_the_total_delay_cap_is_refused(api: Any, cast: Any,
     settings.TRELLIS_RUN_MAX_RETRY_DELAY_SECONDS = 60
     settings.TRELLIS_TASK_MODULES = ["tests.designer.step_tasks"]
     client = api(cast.editor)
-    workflow = make_workflow(cast, flaky_document(fail=0, attempts=4, backoff=30), "Flaky")  # 90 s in all
+    workflow = cast.workflow("Flaky", flaky_document(fail=0, attempts=4, backoff=30))  # 90 s in all
     response = client.post(reverse("api:workflow-runs", args=[workflow.pk]), {"input": {}}, format="json")
     assert response.status_code == 400
     body = response.json()
@@ -176,7 +171,7 @@ def test_an_early_duplicate_task_leaves_a_waiting_run_one_future_task(cast: Any,
     from designer.runs.executor import execute
     from designer.services.runs import start_run as start
 
-    run = start(actor=cast.editor, workflow=make_workflow(cast, counting_document(), "Waiting"),
+    run = start(actor=cast.editor, workflow=cast.workflow("Waiting", counting_document()),
                 input={"x": 1, "pause": 120})
     assert execute(run.pk) == "waiting"  # in this process, as the worker that took the start task would
     waiting = Run.objects.get(pk=run.pk)

@@ -24,13 +24,9 @@ from tests.designer.runs_support import (
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def make_workflow(cast: Any, document: dict[str, Any], name: str) -> Any:
-    return workflow_services.create_workflow(actor=cast.owner, team=cast.team, name=name, document=document)
-
-
 def test_a_started_run_completes_in_the_worker_with_state_output_and_trace(api: Any, cast: Any,
                                                                            env: dict[str, str]) -> None:
-    workflow = make_workflow(cast, counting_document(pause=False), "Counting")
+    workflow = cast.workflow("Counting", counting_document(pause=False))
     client = api(cast.editor)
     run = start_run(client, workflow, {"x": 4})
 
@@ -51,7 +47,7 @@ def test_a_started_run_completes_in_the_worker_with_state_output_and_trace(api: 
 
 
 def test_a_failing_task_fails_the_run_with_a_structured_error(api: Any, cast: Any, env: dict[str, str]) -> None:
-    workflow = make_workflow(cast, counting_document(pause=True), "Counting")
+    workflow = cast.workflow("Counting", counting_document(pause=True))
     client = api(cast.editor)
     # A negative pause breaks the wait task's input constraint at run time: the node fails, so does the run.
     run = start_run(client, workflow, {"x": 1, "pause": -1})
@@ -66,7 +62,7 @@ def test_a_failing_task_fails_the_run_with_a_structured_error(api: Any, cast: An
 
 
 def test_interrupt_then_resume_through_the_api(api: Any, cast: Any, env: dict[str, str]) -> None:
-    workflow = make_workflow(cast, spending_approval().model_dump(mode="json"), "Approval")
+    workflow = cast.workflow("Approval", spending_approval().model_dump(mode="json"))
     client = api(cast.editor)
     run = start_run(client, workflow, {"amount": 2500, "requester": "eddie", "purpose": "laptops"})
 
@@ -100,9 +96,9 @@ def test_interrupt_then_resume_through_the_api(api: Any, cast: Any, env: dict[st
 
 
 def test_a_subgraph_runs_the_published_child_version(api: Any, cast: Any, env: dict[str, str]) -> None:
-    child = make_workflow(cast, process_order().model_dump(mode="json"), "Process order")
+    child = cast.workflow("Process order", process_order().model_dump(mode="json"))
     workflow_services.publish_workflow(actor=cast.owner, workflow=child)
-    parent = make_workflow(cast, orders_via_subgraph().model_dump(mode="json"), "Orders via subgraph")
+    parent = cast.workflow("Orders via subgraph", orders_via_subgraph().model_dump(mode="json"))
     client = api(cast.editor)
     customer = {"id": "C-100", "name": "Ada", "tier": "gold"}
     run = start_run(client, parent, {"customers": [customer]})
@@ -118,7 +114,7 @@ def test_a_subgraph_runs_the_published_child_version(api: Any, cast: Any, env: d
 
 
 def test_cancel_kills_the_running_step_and_runs_nothing_after(api: Any, cast: Any, env: dict[str, str]) -> None:
-    workflow = make_workflow(cast, counting_document(pause=True, blocking=True), "Counting")
+    workflow = cast.workflow("Counting", counting_document(pause=True, blocking=True))
     client = api(cast.editor)
     run = start_run(client, workflow, {"x": 1, "pause": 1.5})
     worker = start_worker(env)
@@ -145,7 +141,7 @@ def test_cancel_kills_the_running_step_and_runs_nothing_after(api: Any, cast: An
 def test_a_step_longer_than_the_lease_keeps_its_worker(api: Any, cast: Any, env: dict[str, str]) -> None:
     # The step waits for 2.5 leases. Without the heartbeat, the worker's own stale-run check would see the lease
     # expire, re-enqueue the run and make the running attempt lose it (a second attempt, a second run_started).
-    workflow = make_workflow(cast, counting_document(pause=True, blocking=True), "Counting")
+    workflow = cast.workflow("Counting", counting_document(pause=True, blocking=True))
     client = api(cast.editor)
     run = start_run(client, workflow, {"x": 1, "pause": 2.5 * float(env["TRELLIS_RUN_LEASE_SECONDS"])})
     worker = start_worker(env)
@@ -184,9 +180,9 @@ def gated_parent_document() -> dict[str, Any]:
 
 def test_a_run_keeps_the_child_versions_that_were_latest_when_it_started(api: Any, cast: Any,
                                                                           env: dict[str, str]) -> None:
-    child = make_workflow(cast, stamp_document("v1"), "Stamp")
+    child = cast.workflow("Stamp", stamp_document("v1"))
     workflow_services.publish_workflow(actor=cast.owner, workflow=child)
-    parent = make_workflow(cast, gated_parent_document(), "Gated")
+    parent = cast.workflow("Gated", gated_parent_document())
     client = api(cast.editor)
     early = start_run(client, parent, {})
     assert early["subgraph_versions"] == {"stamp": 1}

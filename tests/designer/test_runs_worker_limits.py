@@ -11,7 +11,6 @@ import pytest
 from django.urls import reverse
 
 from designer.models import Run
-from designer.services import workflows as workflow_services
 from runtime import WorkflowBuilder
 from tests.designer.runs_support import (
     all_events,
@@ -27,10 +26,6 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 BOMB = " | ".join(["[@,@][]"] * 25) + " | length(@)"
 FINISHED = ("completed", "failed", "cancelled")
-
-
-def make_workflow(cast: Any, document: dict[str, Any], name: str) -> Any:
-    return workflow_services.create_workflow(actor=cast.owner, team=cast.team, name=name, document=document)
 
 
 def bomb_document() -> dict[str, Any]:
@@ -51,11 +46,11 @@ def test_the_jmespath_bomb_fails_with_step_timeout_and_the_worker_runs_the_next_
         api: Any, cast: Any, env: dict[str, str]) -> None:
     limit = 2
     client = api(cast.editor)
-    bomb = start_run(client, make_workflow(cast, bomb_document(), "Bomb"), {})
+    bomb = start_run(client, cast.workflow("Bomb", bomb_document()), {})
     worker = start_worker({**env, "TRELLIS_STEP_TIMEOUT_SECONDS": str(limit), "TRELLIS_STEP_PROCESSES": "1"})
     try:
         wait_for(lambda: status_of(bomb["id"]) != "queued", message="the bomb run to start", worker=worker)
-        following = start_run(client, make_workflow(cast, counting_document(pause=False), "Counting"), {"x": 1})
+        following = start_run(client, cast.workflow("Counting", counting_document(pause=False)), {"x": 1})
         wait_for(lambda: status_of(bomb["id"]) in FINISHED and status_of(following["id"]) in FINISHED,
                  message="both runs to finish", worker=worker)
     finally:
@@ -78,7 +73,7 @@ def test_the_jmespath_bomb_fails_with_step_timeout_and_the_worker_runs_the_next_
 
 def test_cancel_ends_a_step_sleeping_300_seconds_within_10_seconds(api: Any, cast: Any, env: dict[str, str]) -> None:
     client = api(cast.editor)
-    workflow = make_workflow(cast, counting_document(pause=True, blocking=True), "Counting")
+    workflow = cast.workflow("Counting", counting_document(pause=True, blocking=True))
     run = start_run(client, workflow, {"x": 1, "pause": 300})
     worker = start_worker({**env, "TRELLIS_STEP_TIMEOUT_SECONDS": "600", "TRELLIS_STEP_PROCESSES": "1"})
     try:
@@ -118,9 +113,9 @@ def test_a_memory_bomb_and_an_oversized_result_fail_their_runs_and_the_worker_go
         api: Any, cast: Any, env: dict[str, str], settings: Any) -> None:
     settings.TRELLIS_TASK_MODULES = ["tests.designer.step_tasks"]  # so this process accepts the documents too
     client = api(cast.editor)
-    hog = start_run(client, make_workflow(cast, step_document("hog", {"megabytes": 1024}), "Hog"), {})
-    big = start_run(client, make_workflow(cast, step_document("big", {"size": 5000}), "Big"), {})
-    fine = start_run(client, make_workflow(cast, step_document("big", {"size": 10}), "Fine"), {})
+    hog = start_run(client, cast.workflow("Hog", step_document("hog", {"megabytes": 1024})), {})
+    big = start_run(client, cast.workflow("Big", step_document("big", {"size": 5000})), {})
+    fine = start_run(client, cast.workflow("Fine", step_document("big", {"size": 10})), {})
     worker = start_worker({**env, "TRELLIS_TASK_MODULES": "tests.designer.step_tasks", "TRELLIS_STEP_PROCESSES": "1",
                            "TRELLIS_STEP_MAX_MEMORY_MB": "64", "TRELLIS_STEP_MAX_RESULT_BYTES": "1000"})
     try:

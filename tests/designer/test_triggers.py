@@ -4,6 +4,7 @@ tick fires once, with duplicates of its task and two real worker processes racin
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from datetime import datetime, timedelta
 from typing import Any
@@ -152,6 +153,22 @@ def test_a_schedule_form_explains_a_bad_cron_or_zone(client: Any, cast: Any, pub
     page = client.get(reverse("workflow-page", args=[published.pk])).content.decode()
     ticks = page.split('class="next-ticks">', 1)[1].split("</td>", 1)[0]
     assert ticks.count("02:30 CE") == 3  # the next three fire times, in the schedule's zone
+
+
+def test_the_schedule_form_offers_the_tz_databases_zones_and_keeps_the_typed_one(client: Any, cast: Any,
+                                                                               published: Any) -> None:
+    client.force_login(cast.owner)
+    page = client.get(reverse("workflow-page", args=[published.pk])).content.decode()
+    field = page.split('id="schedule-tz"', 1)[1].split(">", 1)[0]
+    assert 'list="schedule-tz-names"' in field and 'value="UTC"' in field
+    names = re.findall(r'<option value="([^"]+)"></option>',
+                       page.split('<datalist id="schedule-tz-names">', 1)[1].split("</datalist>", 1)[0])
+    assert names == triggers.timezones() and {"UTC", "Europe/Berlin", "America/Argentina/Buenos_Aires"} <= set(names)
+    refused = client.post(reverse("schedule-create", args=[published.pk]),
+                          {"name": "n", "cron": "61 * * * *", "timezone": "Asia/Tokyo", "input": "{}"})
+    assert 'value="Asia/Tokyo"' in refused.content.decode().split('id="schedule-tz"', 1)[1].split(">", 1)[0]
+    client.force_login(cast.viewer)
+    assert "schedule-tz-names" not in client.get(reverse("workflow-page", args=[published.pk])).content.decode()
 
 
 # --- schedule ticks -----------------------------------------------------------------------------

@@ -19,10 +19,16 @@ from hypothesis import strategies as st
 
 from designer.errors import BadRequest
 from designer.untrusted import MAX_JSON_DEPTH, JSONInputError, form_json, loads_json, nesting_depth, parse_id
+from tests.designer.clients import client_for
 
 pytestmark = pytest.mark.django_db
 
 HUGE = "99999999999999999999999"
+
+
+def page_client(user: Any) -> Client:
+    """A crash in a view comes back as the 500 page a browser would see."""
+    return client_for(user, raise_request_exception=False)
 
 
 def nested(depth: int) -> Any:
@@ -34,12 +40,6 @@ def nested(depth: int) -> Any:
 
 def deep_text(depth: int) -> str:
     return "[" * depth + "]" * depth
-
-
-def page_client(user: Any) -> Client:
-    client = Client(raise_request_exception=False)
-    client.force_login(user)
-    return client
 
 
 # --- the helpers ------------------------------------------------------------------------------------------

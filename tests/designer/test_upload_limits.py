@@ -12,20 +12,20 @@ from django.test import Client
 from django.urls import reverse
 
 from designer.models import Workflow
+from tests.designer.clients import client_for
 
 pytestmark = pytest.mark.django_db
+
+
+def _client(user: Any) -> Client:
+    """A crash in a view comes back as the 500 page a browser would see."""
+    return client_for(user, raise_request_exception=False)
 
 
 @pytest.fixture
 def small_limits(settings: Any) -> int:
     settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 10_000
     return 10_000
-
-
-def _client(user: Any) -> Client:
-    client = Client(raise_request_exception=False)
-    client.force_login(user)
-    return client
 
 
 GENERIC = ("Bad Request (400)", "RequestDataTooBig", "Request body exceeded")

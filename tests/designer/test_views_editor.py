@@ -10,6 +10,7 @@ import pytest
 from django.test import Client
 
 from designer.views import editor_edits as edits
+from tests.designer.clients import client_for, inspector, post_change
 
 pytestmark = pytest.mark.django_db
 
@@ -38,22 +39,9 @@ NESTED: dict[str, Any] = {
 }
 
 
-def _client(user: Any) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
-
-
 @pytest.fixture
 def nested(cast: Any) -> Any:
-    from designer.services import workflows as workflow_services
-
-    return workflow_services.create_workflow(actor=cast.owner, team=cast.team, name="Nested", document=NESTED)
-
-
-def _post(client: Client, workflow: Any, **data: Any) -> Any:
-    data.setdefault("revision", workflow.revision)
-    return client.post(f"/workflows/{workflow.pk}/edit/change/", data, HTTP_HX_REQUEST="true")
+    return cast.workflow("Nested", NESTED)
 
 
 def _node(workflow: Any, node_id: str) -> dict[str, Any]:
@@ -66,19 +54,19 @@ def _node(workflow: Any, node_id: str) -> dict[str, Any]:
 
 def test_editor_page_for_members_only(cast: Any, workflow: Any) -> None:
     url = f"/workflows/{workflow.pk}/edit/"
-    page = _client(cast.editor).get(url)
+    page = client_for(cast.editor).get(url)
     assert page.status_code == 200
     html = page.content.decode()
     assert 'data-can-edit="true"' in html and 'data-editor-canvas' in html
     assert f'id="editor-revision" name="revision" value="{workflow.revision}"' in html
-    viewer = _client(cast.viewer).get(url).content.decode()
+    viewer = client_for(cast.viewer).get(url).content.decode()
     assert 'data-can-edit="false"' in viewer and "data-readonly" in viewer and "data-template" not in viewer
-    assert _client(cast.stranger).get(url).status_code == 404
+    assert client_for(cast.stranger).get(url).status_code == 404
     assert Client().get(url).status_code == 302
 
 
 def test_palette_lists_catalogue_and_control_nodes_and_searches(cast: Any, workflow: Any) -> None:
-    client = _client(cast.editor)
+    client = client_for(cast.editor)
     html = client.get(f"/workflows/{workflow.pk}/edit/palette/", {"q": "price"}, HTTP_HX_REQUEST="true")
     text = html.content.decode()
     assert 'data-palette="task:price_order"' in text
@@ -94,7 +82,7 @@ def test_palette_lists_catalogue_and_control_nodes_and_searches(cast: Any, workf
 
 
 def test_bind_saves_with_revision_and_asks_the_canvas_to_reload(cast: Any, nested: Any) -> None:
-    response = _post(_client(cast.editor), nested, action="bind", node="after", field="input.value",
+    response = post_change(client_for(cast.editor), nested, action="bind", node="after", field="input.value",
                      path="context.foreach.customers.item.name")
     assert response.status_code == 200
     trigger = json.loads(response["HX-Trigger"])
@@ -109,9 +97,9 @@ def test_bind_saves_with_revision_and_asks_the_canvas_to_reload(cast: Any, neste
 
 
 def test_stale_revision_changes_nothing_and_reports_a_conflict(cast: Any, nested: Any) -> None:
-    client = _client(cast.editor)
-    assert _post(client, nested, action="start", node="after").status_code == 200
-    stale = _post(client, nested, revision=1, action="unbind", node="inner", field="input.value")
+    client = client_for(cast.editor)
+    assert post_change(client, nested, action="start", node="after").status_code == 200
+    stale = post_change(client, nested, revision=1, action="unbind", node="inner", field="input.value")
     trigger = json.loads(stale["HX-Trigger"])
     assert trigger["trellis:notice"]["kind"] == "conflict"
     assert "now revision 2" in trigger["trellis:notice"]["message"]
@@ -122,8 +110,8 @@ def test_stale_revision_changes_nothing_and_reports_a_conflict(cast: Any, nested
 
 
 def test_literal_values_are_typed_by_the_field_schema(cast: Any, nested: Any) -> None:
-    client = _client(cast.editor)
-    _post(client, nested, action="literal", node="after", field="input.value", value="[1, 2]")
+    client = client_for(cast.editor)
+    post_change(client, nested, action="literal", node="after", field="input.value", value="[1, 2]")
     assert _node(nested, "after")["input"] == [{"target": "value", "value": [1, 2]}]
     assert edits.literal_value("hello", {"type": "string"}) == "hello"
     assert edits.literal_value("42", {"type": "string"}) == "42"
@@ -133,8 +121,8 @@ def test_literal_values_are_typed_by_the_field_schema(cast: Any, nested: Any) ->
 
 
 def test_rename_follows_routes_start_positions_and_foreach_paths(cast: Any, nested: Any) -> None:
-    response = _post(_client(cast.editor), nested, action="basics", node="orders", id="lines", name="Order lines",
-                     description="")
+    response = post_change(client_for(cast.editor), nested, action="basics", node="orders", id="lines",
+                           name="Order lines", description="")
     assert json.loads(response["HX-Trigger"])["trellis:document-changed"]["node"] == "lines"
     nested.refresh_from_db()
     doc = nested.document
@@ -145,9 +133,9 @@ def test_rename_follows_routes_start_positions_and_foreach_paths(cast: Any, nest
 
 
 def test_rename_refuses_ids_that_are_not_path_keys_or_taken(cast: Any, nested: Any) -> None:
-    client = _client(cast.editor)
+    client = client_for(cast.editor)
     for bad, message in (("has space", "letters, digits"), ("customers", "already has the id")):
-        response = _post(client, nested, action="basics", node="orders", id=bad, name="", description="")
+        response = post_change(client, nested, action="basics", node="orders", id=bad, name="", description="")
         assert message in response.content.decode()
         assert "HX-Trigger" not in response
     nested.refresh_from_db()
@@ -155,7 +143,7 @@ def test_rename_refuses_ids_that_are_not_path_keys_or_taken(cast: Any, nested: A
 
 
 def test_settings_with_invalid_json_are_refused_with_the_reason(cast: Any, nested: Any) -> None:
-    response = _post(_client(cast.editor), nested, action="settings", input_schema="{not json",
+    response = post_change(client_for(cast.editor), nested, action="settings", input_schema="{not json",
                      state_schema="", outputs="[]", start="")
     assert "the input schema is not valid JSON" in response.content.decode()
     nested.refresh_from_db()
@@ -163,7 +151,7 @@ def test_settings_with_invalid_json_are_refused_with_the_reason(cast: Any, neste
 
 
 def test_hostile_json_in_panels_is_refused_with_the_reason_not_a_server_error(cast: Any, nested: Any) -> None:
-    client = _client(cast.editor)
+    client = client_for(cast.editor)
     deep = "[" * 5000 + "]" * 5000
     for fields, reason in (
         ({"action": "settings", "input_schema": deep, "state_schema": "", "outputs": "[]", "start": ""},
@@ -172,7 +160,7 @@ def test_hostile_json_in_panels_is_refused_with_the_reason_not_a_server_error(ca
           "outputs": "[]", "start": ""}, "input schema"),
         ({"action": "literal", "node": "after", "field": "input.value", "value": deep}, "nested more than"),
     ):
-        response = _post(client, nested, **fields)
+        response = post_change(client, nested, **fields)
         assert response.status_code < 500
         assert reason in response.content.decode()
     nested.refresh_from_db()
@@ -180,7 +168,7 @@ def test_hostile_json_in_panels_is_refused_with_the_reason_not_a_server_error(ca
 
 
 def test_viewers_cannot_edit(cast: Any, nested: Any) -> None:
-    response = _post(_client(cast.viewer), nested, action="start", node="after")
+    response = post_change(client_for(cast.viewer), nested, action="start", node="after")
     assert response.status_code == 403
     nested.refresh_from_db()
     assert nested.revision == 1
@@ -196,7 +184,7 @@ def _picker_paths(client: Client, workflow: Any, node: str, field: str, **extra:
 
 
 def test_picker_never_offers_a_loop_after_its_done(cast: Any, nested: Any) -> None:
-    client = _client(cast.editor)
+    client = client_for(cast.editor)
     inside = _picker_paths(client, nested, "inner", "input.value")
     assert "context.foreach.orders.item.sku" in inside and "context.foreach.customers.item.name" in inside
     after = _picker_paths(client, nested, "after", "input.value", all="1")
@@ -205,7 +193,7 @@ def test_picker_never_offers_a_loop_after_its_done(cast: Any, nested: Any) -> No
 
 
 def test_picker_offers_only_arrays_for_foreach_over_and_groups_outermost_first(cast: Any, nested: Any) -> None:
-    client = _client(cast.editor)
+    client = client_for(cast.editor)
     offered = _picker_paths(client, nested, "orders", "over")
     assert "context.foreach.customers.item.orders" in offered and "input.customers" in offered
     assert "context.foreach.customers.item.name" not in offered
@@ -217,7 +205,7 @@ def test_picker_offers_only_arrays_for_foreach_over_and_groups_outermost_first(c
 
 
 def test_inspector_focuses_a_field_with_its_picker_open(cast: Any, nested: Any) -> None:
-    html = _client(cast.editor).get(f"/workflows/{nested.pk}/edit/inspector/",
+    html = client_for(cast.editor).get(f"/workflows/{nested.pk}/edit/inspector/",
                                     {"node": "inner", "field": "input.value"}, HTTP_HX_REQUEST="true")
     text = html.content.decode()
     assert re.search(r'class="field-row [^"]*is-focused', text) and 'class="picker"' in text
@@ -225,34 +213,35 @@ def test_inspector_focuses_a_field_with_its_picker_open(cast: Any, nested: Any) 
 
 
 def test_diagnostics_partial_lists_every_diagnostic_with_its_node_and_field(cast: Any, nested: Any) -> None:
-    client = _client(cast.editor)
-    _post(client, nested, action="unbind", node="inner", field="input.value")
+    client = client_for(cast.editor)
+    post_change(client, nested, action="unbind", node="inner", field="input.value")
     nested.refresh_from_db()
-    _post(client, nested, action="bind", node="after", field="input.value", path="context.foreach.orders.item")
+    post_change(client, nested, action="bind", node="after", field="input.value", path="context.foreach.orders.item")
     html = client.get(f"/workflows/{nested.pk}/edit/diagnostics/", HTTP_HX_REQUEST="true").content.decode()
     assert 'data-focus-node="after" data-focus-field="input.value"' in html
     assert 'data-code="path.inactive_foreach"' in html
 
 
 def test_publish_answers_with_a_notice(cast: Any, workflow: Any, nested: Any) -> None:
-    client = _client(cast.editor)
+    client = client_for(cast.editor)
     ok = client.post(f"/workflows/{workflow.pk}/edit/publish/", HTTP_HX_REQUEST="true")
     assert ok.status_code == 204
     notice = json.loads(ok["HX-Trigger"])["trellis:notice"]
     assert notice == {"kind": "success", "message": "Published version 1 of Simple flow."}
-    _post(client, nested, action="unbind", node="inner", field="input.value")  # set_value needs no input: still ok
+    # set_value needs no input: still ok
+    post_change(client, nested, action="unbind", node="inner", field="input.value")
     nested.refresh_from_db()
-    _post(client, nested, action="bind", node="after", field="input.value", path="context.foreach.orders.item")
+    post_change(client, nested, action="bind", node="after", field="input.value", path="context.foreach.orders.item")
     refused = client.post(f"/workflows/{nested.pk}/edit/publish/", HTTP_HX_REQUEST="true")
     notice = json.loads(refused["HX-Trigger"])["trellis:notice"]
     assert notice["kind"] == "error" and notice["message"].startswith("Not published: the draft has 1 error")
     assert not nested.versions.exists()
-    assert _client(cast.viewer).post(f"/workflows/{workflow.pk}/edit/publish/").status_code == 403
+    assert client_for(cast.viewer).post(f"/workflows/{workflow.pk}/edit/publish/").status_code == 403
 
 
 def test_settings_save_schemas_outputs_and_start(cast: Any, nested: Any) -> None:
     schema = {"type": "object", "properties": {"customers": {"type": "array"}}}
-    response = _post(_client(cast.editor), nested, action="settings", input_schema=json.dumps(schema),
+    response = post_change(client_for(cast.editor), nested, action="settings", input_schema=json.dumps(schema),
                      state_schema="", outputs='[{"target": "first", "path": "input.customers"}]', start="customers")
     changed = json.loads(response["HX-Trigger"])["trellis:document-changed"]
     assert (changed["revision"], changed["node"]) == (2, None)
@@ -286,34 +275,26 @@ APPROVAL: dict[str, Any] = {
 
 @pytest.fixture
 def approval(cast: Any) -> Any:
-    from designer.services import workflows as workflow_services
-
-    return workflow_services.create_workflow(actor=cast.owner, team=cast.team, name="Approval", document=APPROVAL)
-
-
-def _inspector(client: Client, workflow: Any, **params: str) -> str:
-    response = client.get(f"/workflows/{workflow.pk}/edit/inspector/", params, HTTP_HX_REQUEST="true")
-    assert response.status_code == 200
-    return response.content.decode()
+    return cast.workflow("Approval", APPROVAL)
 
 
 def test_branch_path_is_picked_from_every_type_and_saved(cast: Any, approval: Any) -> None:
-    client = _client(cast.editor)
-    html = _inspector(client, approval, node="size", field="path")
+    client = client_for(cast.editor)
+    html = inspector(client, approval, node="size", field="path")
     assert 'data-field="path"' in html and 'class="picker"' in html and "Compare the value at" in html
     offered = _picker_paths(client, approval, "size", "path")
     assert {"input", "input.amount", "input.requester"} <= set(offered)  # a branch compares any value
-    _post(client, approval, action="bind", node="size", field="path", path="input.amount")
+    post_change(client, approval, action="bind", node="size", field="path", path="input.amount")
     assert _node(approval, "size")["path"] == "input.amount"
-    refused = _post(client, approval, action="bind", node="size", field="path", path="input..amount")
+    refused = post_change(client, approval, action="bind", node="size", field="path", path="input..amount")
     assert 'class="inspector-error"' in refused.content.decode()
     approval.refresh_from_db()
     assert approval.revision == 2
 
 
 def test_branch_cases_are_saved_typed_in_order_and_blank_rows_dropped(cast: Any, approval: Any) -> None:
-    client = _client(cast.editor)
-    _post(client, approval, action="bind", node="size", field="path", path="input.amount")
+    client = client_for(cast.editor)
+    post_change(client, approval, action="bind", node="size", field="path", path="input.amount")
     approval.refresh_from_db()
     response = client.post(f"/workflows/{approval.pk}/edit/change/", {
         "revision": approval.revision, "action": "branch", "node": "size",
@@ -337,25 +318,25 @@ def test_branch_cases_are_saved_typed_in_order_and_blank_rows_dropped(cast: Any,
 
 
 def test_branch_cases_are_added_with_fresh_labels_and_removed_by_row(cast: Any, approval: Any) -> None:
-    client = _client(cast.editor)
+    client = client_for(cast.editor)
     for _ in range(2):
-        _post(client, approval, action="case-add", node="size")
+        post_change(client, approval, action="case-add", node="size")
         approval.refresh_from_db()
     labels = [case["label"] for case in _node(approval, "size")["cases"]]
     assert labels == ["yes", "case_2", "case_3"]
-    html = _inspector(client, approval, node="size")
+    html = inspector(client, approval, node="size")
     assert 'aria-label="Label of case 3"' in html and 'value="case_3"' in html
-    _post(client, approval, action="case-remove", node="size", index="0")
+    post_change(client, approval, action="case-remove", node="size", index="0")
     assert [case["label"] for case in _node(approval, "size")["cases"]] == ["case_2", "case_3"]
     approval.refresh_from_db()
-    gone = _post(client, approval, action="case-remove", node="size", index="5")
+    gone = post_change(client, approval, action="case-remove", node="size", index="5")
     assert "that row no longer exists" in gone.content.decode()
 
 
 def test_interrupt_question_labels_and_resume_schema_are_saved(cast: Any, approval: Any) -> None:
-    client = _client(cast.editor)
+    client = client_for(cast.editor)
     schema = {"type": "object", "properties": {"note": {"type": "string"}}, "required": ["note"]}
-    response = _post(client, approval, action="interrupt", node="review", prompt="Approve this spend?",
+    response = post_change(client, approval, action="interrupt", node="review", prompt="Approve this spend?",
                      labels="approve, reject,, ", resume_schema=json.dumps(schema))
     assert json.loads(response["HX-Trigger"])["trellis:document-changed"]["node"] == "review"
     node = _node(approval, "review")
@@ -370,24 +351,24 @@ def test_interrupt_question_labels_and_resume_schema_are_saved(cast: Any, approv
     assert "route.unknown_label" in {d["code"] for d in api["diagnostics"]}
     approval.refresh_from_db()
     for text, message in (("{oops", "the resume schema is not valid JSON"), ("[1]", "is a JSON Schema object")):
-        refused = _post(client, approval, action="interrupt", node="review", prompt="", labels="ok",
+        refused = post_change(client, approval, action="interrupt", node="review", prompt="", labels="ok",
                         resume_schema=text)
         assert message in refused.content.decode()
     approval.refresh_from_db()
     assert approval.revision == 2
-    _post(client, approval, action="interrupt", node="review", prompt="", labels=" , ", resume_schema="")
+    post_change(client, approval, action="interrupt", node="review", prompt="", labels=" , ", resume_schema="")
     node = _node(approval, "review")
     assert node["labels"] == ["ok"] and node["resume_schema"] == {"type": "object", "properties": {}}
 
 
 def test_interrupt_payload_rows_are_added_bound_with_the_picker_and_removed(cast: Any, approval: Any) -> None:
-    client = _client(cast.editor)
-    html = _inspector(client, approval, node="review")
+    client = client_for(cast.editor)
+    html = inspector(client, approval, node="review")
     assert "Prompt payload" in html and 'aria-label="New payload field"' in html
     assert 'data-field="input.amount"' not in html
 
     # Adding a field opens its row with the picker; nothing is saved until a source is chosen.
-    html = _inspector(client, approval, node="review", target="amount")
+    html = inspector(client, approval, node="review", target="amount")
     assert re.search(r'class="field-row [^"]*is-focused[^"]*"\s+data-field="input\.amount"', html)
     assert 'aria-label="Paths for input.amount"' in html
     approval.refresh_from_db()
@@ -395,28 +376,28 @@ def test_interrupt_payload_rows_are_added_bound_with_the_picker_and_removed(cast
     offered = _picker_paths(client, approval, "review", "input.amount")
     assert {"input.amount", "input.requester", "input"} <= set(offered)  # no schema: every type fits
 
-    _post(client, approval, action="bind", node="review", field="input.amount", path="input.amount")
+    post_change(client, approval, action="bind", node="review", field="input.amount", path="input.amount")
     approval.refresh_from_db()
-    _post(client, approval, action="literal", node="review", field="input.note", value="please check")
+    post_change(client, approval, action="literal", node="review", field="input.note", value="please check")
     approval.refresh_from_db()
-    _post(client, approval, action="bind", node="review", field="input.who.name", path="input.requester")
+    post_change(client, approval, action="bind", node="review", field="input.who.name", path="input.requester")
     assert _node(approval, "review")["input"] == [
         {"target": "amount", "path": "input.amount"},
         {"target": "note", "value": "please check"},
         {"target": "who.name", "path": "input.requester"},
     ]
-    html = _inspector(client, approval, node="review")
+    html = inspector(client, approval, node="review")
     for key in ("input.amount", "input.note", "input.who.name"):
         assert f'data-field="{key}"' in html
     # a text literal shows as text (no JSON quotes)
     assert 'aria-label="Remove payload field note"' in html and "= please check<" in html
     # Re-adding a bound field focuses its row instead of adding another.
-    html = _inspector(client, approval, node="review", target=" amount ")
+    html = inspector(client, approval, node="review", target=" amount ")
     assert len(re.findall(r'<li class="field-row[^"]*"\s+data-field="input\.amount"', html)) == 1
     assert re.search(r'class="field-row [^"]*is-focused[^"]*"\s+data-field="input\.amount"', html)
 
     approval.refresh_from_db()
-    _post(client, approval, action="unbind", node="review", field="input.note")
+    post_change(client, approval, action="unbind", node="review", field="input.note")
     assert [b["target"] for b in _node(approval, "review")["input"]] == ["amount", "who.name"]
     # The engine hands this payload to the person answering: the analyzer accepts it.
     api = client.get(f"/api/workflows/{approval.pk}/validate/").json()
@@ -424,15 +405,15 @@ def test_interrupt_payload_rows_are_added_bound_with_the_picker_and_removed(cast
 
 
 def test_interrupt_payload_field_names_are_checked_as_paths(cast: Any, approval: Any) -> None:
-    client = _client(cast.editor)
+    client = client_for(cast.editor)
     for bad in ("", "a..b", "items[0"):
-        html = _inspector(client, approval, node="review", target=bad)
+        html = inspector(client, approval, node="review", target=bad)
         assert 'class="inspector-error"' in html, bad
         assert not re.search(r'class="field-row [^"]*is-focused', html)
 
 
 def test_picker_folds_each_loops_run_ids_below_its_item_fields(cast: Any, nested: Any) -> None:
-    client = _client(cast.editor)
+    client = client_for(cast.editor)
     url = f"/workflows/{nested.pk}/edit/picker/"
     html = client.get(url, {"node": "inner", "field": "input.value"}, HTTP_HX_REQUEST="true").content.decode()
     for loop in ("customers", "orders"):
@@ -448,7 +429,8 @@ def test_picker_folds_each_loops_run_ids_below_its_item_fields(cast: Any, nested
     found = client.get(url, {"node": "inner", "field": "input.value", "q": "frame"},
                        HTTP_HX_REQUEST="true").content.decode()
     assert "<details" not in found and 'data-path="context.foreach.orders.frame_id"' in found
-    _post(client, nested, action="bind", node="inner", field="input.value", path="context.foreach.orders.frame_id")
+    post_change(client, nested, action="bind", node="inner", field="input.value",
+                path="context.foreach.orders.frame_id")
     bound = client.get(url, {"node": "inner", "field": "input.value"}, HTTP_HX_REQUEST="true").content.decode()
     assert '<details class="picker__ids" open>' in bound
     assert bound.count('<details class="picker__ids" open>') == 1

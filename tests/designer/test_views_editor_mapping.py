@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from designer.services import workflows as workflow_services
+from tests.designer.clients import client_for, inspector, post_change
 
 pytestmark = pytest.mark.django_db
 
@@ -42,21 +42,9 @@ LOOPS: dict[str, Any] = {
 }
 
 
-def _client(user: Any) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
-
-
 @pytest.fixture
 def loops(cast: Any) -> Any:
-    return workflow_services.create_workflow(actor=cast.owner, team=cast.team, name="Loops", document=LOOPS)
-
-
-def _inspector(client: Client, workflow: Any, **params: str) -> str:
-    response = client.get(f"/workflows/{workflow.pk}/edit/inspector/", params, HTTP_HX_REQUEST="true")
-    assert response.status_code == 200
-    return response.content.decode()
+    return cast.workflow("Loops", LOOPS)
 
 
 def _row(html: str, key: str) -> str:
@@ -69,8 +57,7 @@ def _row(html: str, key: str) -> str:
 
 def _post(client: Client, workflow: Any, **data: Any) -> Any:
     workflow.refresh_from_db()
-    data.setdefault("revision", workflow.revision)
-    return client.post(f"/workflows/{workflow.pk}/edit/change/", data, HTTP_HX_REQUEST="true")
+    return post_change(client, workflow, **data)
 
 
 def _line(workflow: Any) -> dict[str, Any]:
@@ -80,7 +67,7 @@ def _line(workflow: Any) -> dict[str, Any]:
 
 def test_imported_sub_field_bindings_show_under_their_field_typed_never_as_not_declared(
         cast: Any, loops: Any) -> None:
-    html = _inspector(_client(cast.viewer), loops, node="line")
+    html = inspector(client_for(cast.viewer), loops, node="line")
     values = _row(html, "input.values")
     assert "composed of 3 keys below" in values and "not bound" not in values
     assert 'data-testid="field-type">object | null<' in values
@@ -101,9 +88,9 @@ def test_imported_sub_field_bindings_show_under_their_field_typed_never_as_not_d
 
 
 def test_a_required_field_left_unbound_is_marked_and_links_to_its_diagnostic(cast: Any, loops: Any) -> None:
-    client = _client(cast.editor)
+    client = client_for(cast.editor)
     assert _post(client, loops, action="unbind", node="line", field="input.template").status_code == 200
-    html = _inspector(client, loops, node="line")
+    html = inspector(client, loops, node="line")
     template = _row(html, "input.template")
     assert 'title="required"' in template and "not bound" in template
     assert 'href="#diag-bindingmissing_required-line-inputtemplate"' in template
@@ -112,13 +99,13 @@ def test_a_required_field_left_unbound_is_marked_and_links_to_its_diagnostic(cas
 
 
 def test_adding_a_key_opens_its_row_with_a_picker_typed_for_that_key(cast: Any, loops: Any) -> None:
-    client = _client(cast.editor)
-    html = _inspector(client, loops, node="line", parent="input.values", key="first name")
+    client = client_for(cast.editor)
+    html = inspector(client, loops, node="line", parent="input.values", key="first name")
     row = _row(html, 'input.values."first name"')
     assert "is-focused" in row and 'class="picker"' in row and "new: choose a path" in row
     assert "context.foreach.orders.item.total" in row  # a free-form key takes any value
     assert _line(loops)["input"] == LOOPS["nodes"][2]["input"]  # nothing saved yet
-    assert "name the key first" in _inspector(client, loops, node="line", parent="input.values", key=" ")
+    assert "name the key first" in inspector(client, loops, node="line", parent="input.values", key=" ")
 
     # Choosing the path saves the key in the document's binding form (a target sub-path).
     response = _post(client, loops, action="bind", node="line", field='input.values."first name"',
@@ -129,7 +116,7 @@ def test_adding_a_key_opens_its_row_with_a_picker_typed_for_that_key(cast: Any, 
 
 def test_literals_in_keys_are_typed_by_the_analyzer_and_a_composed_key_is_removed_whole(
         cast: Any, loops: Any) -> None:
-    client = _client(cast.editor)
+    client = client_for(cast.editor)
     _post(client, loops, action="literal", node="line", field="input.values.count", value="3")
     _post(client, loops, action="literal", node="line", field="input.template", value="3")
     bound = {b["target"]: b for b in _line(loops)["input"]}
@@ -140,7 +127,7 @@ def test_literals_in_keys_are_typed_by_the_analyzer_and_a_composed_key_is_remove
     _post(client, loops, action="literal", node="line", field="input.values.word", value="three")
     bound = {b["target"]: b for b in _line(loops)["input"]}
     assert bound["values.code"]["value"] == "3" and bound["values.word"]["value"] == "three"
-    html = _inspector(client, loops, node="line")
+    html = inspector(client, loops, node="line")
     assert 'value="&quot;3&quot;" aria-label="Literal value for values.code"' in _row(html, "input.values.code")
     assert 'value="three" aria-label="Literal value for values.word"' in _row(html, "input.values.word")
     assert 'value="3" aria-label="Literal value for values.count"' in _row(html, "input.values.count")
@@ -150,7 +137,7 @@ def test_literals_in_keys_are_typed_by_the_analyzer_and_a_composed_key_is_remove
 
 
 def test_data_panel_lists_every_readable_path_to_drag_and_each_row_a_drop_form(cast: Any, loops: Any) -> None:
-    html = _inspector(_client(cast.editor), loops, node="line")
+    html = inspector(client_for(cast.editor), loops, node="line")
     panel = html[html.index('data-testid="data-panel"'):]
     for path in ("input.customers", "context.foreach.customers.item.name", "context.foreach.orders.item.total"):
         assert f'data-drag-path="{path}"' in panel
@@ -172,7 +159,7 @@ def _builder(client: Client, workflow: Any, **data: Any) -> Any:
 def test_schema_builder_adds_fields_infers_from_a_sample_and_saves(cast: Any, loops: Any) -> None:
     from designer import schema_builder as sb
 
-    client = _client(cast.editor)
+    client = client_for(cast.editor)
     start = sb.form_data(sb.fields_of({"type": "object", "properties": {}}))
     html = _builder(client, loops, schema_key="state_schema", op="add", at="f", **start).content.decode()
     assert re.search(r'name="f\.0:name" value="field_1"', html)
@@ -196,7 +183,7 @@ def test_a_default_that_breaks_its_field_is_refused_where_it_is_typed_and_not_sa
         cast: Any, loops: Any) -> None:
     from designer import schema_builder as sb
 
-    client = _client(cast.editor)
+    client = client_for(cast.editor)
     schema = {"type": "object", "properties": {"tier": {"type": "string", "enum": ["gold", "silver"]}}}
     form = {**sb.form_data(sb.fields_of(schema)), "f.0:default": "bronze"}
     html = _builder(client, loops, schema_key="state_schema", op="refresh", **form).content.decode()
@@ -215,8 +202,8 @@ def test_a_default_that_breaks_its_field_is_refused_where_it_is_typed_and_not_sa
 
 
 def test_builder_is_for_editors_and_names_bad_input(cast: Any, loops: Any) -> None:
-    assert _builder(_client(cast.viewer), loops, schema_key="state_schema", op="add", at="f").status_code == 403
-    client = _client(cast.editor)
+    assert _builder(client_for(cast.viewer), loops, schema_key="state_schema", op="add", at="f").status_code == 403
+    client = client_for(cast.editor)
     html = _builder(client, loops, schema_key="state_schema", op="infer", sample="{oops").content.decode()
     assert "the sample is not valid JSON" in html
     assert _builder(client, loops, schema_key="nope", op="add").status_code == 400
@@ -227,9 +214,9 @@ def test_resume_schema_builder_on_an_interrupt_and_the_question_form_keeps_it(ca
 
     doc = {"id": "ask", "nodes": [{"id": "ask", "kind": "interrupt", "prompt": "?", "labels": ["ok"],
                                    "resume_schema": {"type": "object", "properties": {"ok": {"type": "boolean"}}}}]}
-    workflow = workflow_services.create_workflow(actor=cast.owner, team=cast.team, name="Ask", document=doc)
-    client = _client(cast.editor)
-    html = _inspector(client, workflow, node="ask")
+    workflow = cast.workflow("Ask", doc)
+    client = client_for(cast.editor)
+    html = inspector(client, workflow, node="ask")
     assert 'id="builder-resume_schema-ask"' in html and 'value="ok"' in html
     form = sb.form_data(sb.fields_of({"type": "object", "properties": {"note": {"type": "string"}}}))
     _builder(client, workflow, schema_key="resume_schema", node="ask", op="save", **form)
@@ -241,8 +228,8 @@ def test_resume_schema_builder_on_an_interrupt_and_the_question_form_keeps_it(ca
 
 
 def test_workflow_outputs_and_output_bindings_are_chosen_not_typed_as_json(cast: Any, loops: Any) -> None:
-    client = _client(cast.editor)
-    html = _inspector(client, loops)
+    client = client_for(cast.editor)
+    html = inspector(client, loops)
     assert '<option value="input.customers">' in html  # the output path picker offers what the analyzer does
     _post(client, loops, action="workflow-output-add", target="everyone", path="input.customers")
     loops.refresh_from_db()
@@ -254,14 +241,14 @@ def test_workflow_outputs_and_output_bindings_are_chosen_not_typed_as_json(cast:
     _post(client, loops, action="output-add", node="line", source=".", target="", new_target="lines",
           mode="append")
     assert _line(loops)["output"] == [{"source": ".", "target": "lines", "mode": "append"}]
-    html = _inspector(client, loops, node="line")
+    html = inspector(client, loops, node="line")
     assert '<option value="set">replace</option>' in html
 
 
 def test_the_raw_json_view_saves_a_resume_schema_and_the_builder_shows_it(cast: Any) -> None:
     doc = {"id": "ask", "nodes": [{"id": "ask", "kind": "interrupt", "prompt": "?", "labels": ["ok"]}]}
-    workflow = workflow_services.create_workflow(actor=cast.owner, team=cast.team, name="Ask", document=doc)
-    client = _client(cast.editor)
+    workflow = cast.workflow("Ask", doc)
+    client = client_for(cast.editor)
     schema = {"type": "object", "properties": {"note": {"type": "string"}}, "required": ["note"]}
     html = _post(client, workflow, action="schema-json", schema_key="resume_schema", node="ask",
                  schema=json.dumps(schema)).content.decode()
@@ -283,17 +270,17 @@ ARRAYS: dict[str, Any] = {
 
 
 def test_array_fields_take_items_from_paths_literals_and_keys_in_the_documents_binding_form(cast: Any) -> None:
-    workflow = workflow_services.create_workflow(actor=cast.owner, team=cast.team, name="Arrays", document=ARRAYS)
-    client = _client(cast.editor)
+    workflow = cast.workflow("Arrays", ARRAYS)
+    client = client_for(cast.editor)
 
     def gather() -> list[dict[str, Any]]:
         workflow.refresh_from_db()
         return next(n for n in workflow.document["nodes"] if n["id"] == "gather")["input"]
 
-    items = _row(_inspector(client, workflow, node="gather"), "input.items")
+    items = _row(inspector(client, workflow, node="gather"), "input.items")
     assert "+ item" in items and 'name="key" value="0"' in items and "+ key" not in items
     # "+ item" opens item 0 with its picker, typed as the array's items; nothing is saved yet
-    row = _row(_inspector(client, workflow, node="gather", parent="input.items", key="0"), "input.items.0")
+    row = _row(inspector(client, workflow, node="gather", parent="input.items", key="0"), "input.items.0")
     assert "item 0" in row and "is-focused" in row and 'class="picker"' in row and "input.first" in row
     assert gather() == []
     assert _post(client, workflow, action="bind", node="gather", field="input.items.0",
@@ -303,7 +290,7 @@ def test_array_fields_take_items_from_paths_literals_and_keys_in_the_documents_b
     assert _post(client, workflow, action="literal", node="gather", field="input.items.2", value="3").status_code == 200
     assert gather() == [{"target": "items.0", "path": "input.first"}, {"target": "items.1", "value": "plain text"},
                         {"target": "items.2", "value": 3}]
-    html = _inspector(client, workflow, node="gather")
+    html = inspector(client, workflow, node="gather")
     assert "composed of 3 items below" in _row(html, "input.items")
     assert 'name="key" value="3"' in _row(html, "input.items")  # the next item
     assert "= plain text<" in _row(html, "input.items.1")  # text shown as text, not as JSON
@@ -313,7 +300,7 @@ def test_array_fields_take_items_from_paths_literals_and_keys_in_the_documents_b
     assert gather() == [{"target": "items.0", "value": "plain text"}, {"target": "items.1", "value": 3}]
 
     # an array of objects: each item takes keys, typed by the item schema, with its declared keys offered
-    html = _inspector(client, workflow, node="sum")
+    html = inspector(client, workflow, node="sum")
     item = _row(html, "input.priced.0")
     assert "composed of 2 keys below" in item and "+ item" not in item
     customer = _row(html, "input.priced.0.customer_name")  # its declared keys are rows, required ones marked
@@ -322,15 +309,15 @@ def test_array_fields_take_items_from_paths_literals_and_keys_in_the_documents_b
     # the analyzer checks each key against the item's schema
     assert "binding.type_mismatch" not in _row(html, "input.priced.0.order_id")
     _post(client, workflow, action="bind", node="sum", field="input.priced.1.order_id", path="input.n")
-    row = _row(_inspector(client, workflow, node="sum"), "input.priced.1.order_id")
-    assert "binding.type_mismatch" in row and "item 1" in _row(_inspector(client, workflow, node="sum"),
+    row = _row(inspector(client, workflow, node="sum"), "input.priced.1.order_id")
+    assert "binding.type_mismatch" in row and "item 1" in _row(inspector(client, workflow, node="sum"),
                                                                 "input.priced.1")
 
 
 def test_a_gap_in_array_items_is_refused_and_the_document_kept(cast: Any) -> None:
-    workflow = workflow_services.create_workflow(actor=cast.owner, team=cast.team, name="Arrays", document=ARRAYS)
+    workflow = cast.workflow("Arrays", ARRAYS)
     before = workflow.revision
-    response = _post(_client(cast.editor), workflow, action="bind", node="gather", field="input.items.1",
+    response = _post(client_for(cast.editor), workflow, action="bind", node="gather", field="input.items.1",
                      path="input.first")
     assert "number them 0, 1, 2" in response.content.decode()
     workflow.refresh_from_db()

@@ -12,25 +12,15 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
 from designer.models import Run
 from designer.services import runs as run_services
 from designer.services import workflows as workflow_services
+from tests.designer.clients import client_for, htmx
 
 pytestmark = pytest.mark.django_db
-
-
-def client_for(user: Any) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
-
-
-def htmx(target: str) -> dict[str, str]:
-    return {"HTTP_HX_REQUEST": "true", "HTTP_HX_TARGET": target}
 
 
 def start(cast: Any, workflow: Any, amount: float = 5, **fields: Any) -> Run:
@@ -150,6 +140,28 @@ def test_history_filters_by_status_version_who_and_date(cast: Any, workflow: Any
     assert run_ids(client.get(url, {"created_by": str(cast.owner.pk)}).content.decode()) == [pinned.pk]
     since = (timezone.localdate() - timedelta(days=1)).isoformat()
     assert old.pk not in run_ids(client.get(url, {"since": since}).content.decode())
+
+
+def started_by(body: str) -> list[tuple[str, bool]]:
+    """The "Started by" select's options: (label, selected)."""
+    select = body.split('<select name="created_by" id="f-who">', 1)[1].split("</select>", 1)[0]
+    return [(label, bool(selected)) for selected, label in re.findall(r"<option value=\"[^\"]*\"( selected)?>([^<]*)<",
+                                                                     select)]
+
+
+def test_history_started_by_lists_the_teams_people_and_selects_an_id_or_a_username(cast: Any, workflow: Any,
+                                                                                  make_user: Any) -> None:
+    start(cast, workflow)  # the editor's run; the owner and the viewer have none
+    make_user("outsider")
+    client = client_for(cast.viewer)
+    for url in (reverse("workflow-runs", args=[workflow.pk]), reverse("team-runs", args=[cast.team.pk]),
+                reverse("run-list")):
+        people = started_by(client.get(url).content.decode())
+        assert people == [("Anyone", True), ("eddie", False), ("olivia", False), ("vera", False)], url
+        assert ("olivia", True) in started_by(client.get(url, {"created_by": "olivia"}).content.decode())
+        assert ("olivia", True) in started_by(client.get(url, {"created_by": str(cast.owner.pk)}).content.decode())
+        nobody = started_by(client.get(url, {"created_by": "ghost"}).content.decode())
+        assert nobody[-1] == ("ghost (no one here)", True) and ("Anyone", False) in nobody
 
 
 def test_history_filter_request_from_htmx_gets_only_the_table(cast: Any, workflow: Any) -> None:

@@ -9,20 +9,14 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from django.test import Client
 from django.urls import reverse
 
 from designer.models import Invitation, Membership, Team, Workflow
+from tests.designer.clients import client_for
 
 pytestmark = pytest.mark.django_db
 
 HTMX = {"HTTP_HX_REQUEST": "true", "HTTP_HX_TARGET": "members"}
-
-
-def client_for(user: Any) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 def test_team_list_shows_only_my_teams_with_my_role(cast: Any) -> None:
@@ -124,6 +118,24 @@ def test_the_last_owner_cannot_demote_themselves(cast: Any) -> None:
     )
     assert "At least one owner".lower() in response.content.decode().lower()
     assert Membership.objects.get(team=cast.team, user=cast.owner).role == "owner"
+
+
+def test_the_sole_owner_is_offered_no_leave_and_no_role_select_until_there_is_another_owner(cast: Any) -> None:
+    client = client_for(cast.owner)
+    url = reverse("team-detail", args=[cast.team.pk])
+
+    def owner_row(page: str) -> str:
+        return page.split('data-member="olivia"', 1)[1].split("</tr>", 1)[0]
+
+    sole = owner_row(client.get(url).content.decode())
+    assert 'aria-label="Role of olivia"' not in sole and ">Leave</button>" not in sole
+    assert "The only owner: make someone else owner before you change your role or leave." in sole
+    assert 'aria-label="Role of eddie"' in client.get(url).content.decode()
+    assert '<p class="hint sole-owner" data-testid="sole-owner">The only owner.</p>' in owner_row(
+        client_for(cast.viewer).get(url).content.decode())
+    client.post(reverse("team-member-update", args=[cast.team.pk, cast.editor.pk]), {"role": "owner"}, **HTMX)
+    shared = owner_row(client.get(url).content.decode())
+    assert 'aria-label="Role of olivia"' in shared and ">Leave</button>" in shared and "only owner" not in shared
 
 
 def test_without_htmx_a_member_change_redirects_back(cast: Any) -> None:

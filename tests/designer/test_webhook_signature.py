@@ -7,6 +7,7 @@ import hashlib
 import hmac
 import json
 import time
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -15,7 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from designer import webhook_signature as signature
-from designer.models import Run, TriggerFire, Webhook
+from designer.models import Run, TriggerFire, Webhook, WebhookSignatureUse
 from designer.services import triggers
 from designer.services import workflows as workflow_services
 
@@ -112,9 +113,11 @@ def test_a_signature_outside_the_five_minute_window_is_refused(client: Any, sign
 def test_the_window_is_five_minutes_either_way(signed: triggers.NewWebhook) -> None:
     assert signed.signing_secret is not None
     t = 1_800_000_000
-    header = _header(signed.signing_secret, BODY, t)
     for now in (t - 300, t + 300):
-        triggers.call_webhook(secret=signed.secret, body=BODY, signature_header=header, now=now)
+        body = json.dumps({"amount": now - t}).encode()  # one call each: the same call twice is a replay
+        triggers.call_webhook(secret=signed.secret, body=body, signature_header=_header(signed.signing_secret,
+                                                                                        body, t), now=now)
+    header = _header(signed.signing_secret, BODY, t)
     for now in (t - 301, t + 301):
         with pytest.raises(signature.SignatureExpired):
             triggers.call_webhook(secret=signed.secret, body=BODY, signature_header=header, now=now)
@@ -127,6 +130,54 @@ def test_a_signed_bad_body_is_400_and_starts_nothing(client: Any, signed: trigge
         response = _post(client, signed, body, _header(signed.signing_secret, body))
         assert response.status_code == 400, response.content
     assert _nothing_started()
+
+
+def test_a_replay_inside_the_window_is_refused_and_starts_nothing(client: Any, signed: triggers.NewWebhook) -> None:
+    assert signed.signing_secret is not None
+    header = _header(signed.signing_secret, BODY)
+    assert _post(client, signed, BODY, header).status_code == 202
+    t, mac = header.split(",")
+    # The captured request as it was, and with its signatures listed otherwise: the same timestamp and body.
+    for again in (header, f"{t},v1={'0' * 64},{mac}"):
+        response = _post(client, signed, BODY, again)
+        assert response.status_code == 401, response.content
+        assert response.json()["code"] == "trigger.signature_replayed"
+        assert "already accepted" in response.json()["message"] and "t=" in response.json()["message"]
+    assert Run.objects.count() == 1 and TriggerFire.objects.count() == 1
+    # The same body under a new timestamp is a new call.
+    later = _header(signed.signing_secret, BODY, int(t.removeprefix("t=")) + 1)
+    assert _post(client, signed, BODY, later).status_code == 202
+
+
+def test_an_accepted_call_is_remembered_in_the_database_until_its_window_passes(signed: triggers.NewWebhook) -> None:
+    assert signed.signing_secret is not None
+    t = 1_800_000_000
+    header = _header(signed.signing_secret, BODY, t)
+    triggers.call_webhook(secret=signed.secret, body=BODY, signature_header=header, now=t)
+    use = WebhookSignatureUse.objects.get(webhook=signed.webhook)
+    assert use.expires_at.timestamp() == t + signature.REPLAY_WINDOW
+    with pytest.raises(signature.SignatureReplayed):
+        triggers.call_webhook(secret=signed.secret, body=BODY, signature_header=header, now=t + 299)
+    with pytest.raises(signature.SignatureExpired):
+        triggers.call_webhook(secret=signed.secret, body=BODY, signature_header=header, now=t + 301)
+    # Another worker knows it only through that row: without it the same call would start a second run.
+    use.delete()
+    triggers.call_webhook(secret=signed.secret, body=BODY, signature_header=header, now=t + 10)
+    # A later call prunes the rows whose window has passed.
+    body = b'{"amount": 1}'
+    triggers.call_webhook(secret=signed.secret, body=body, signature_header=_header(signed.signing_secret, body,
+                                                                                    t + 400), now=t + 400)
+    assert list(WebhookSignatureUse.objects.values_list("expires_at", flat=True)) == [
+        datetime.fromtimestamp(t + 400 + signature.REPLAY_WINDOW, tz=UTC)]
+    assert Run.objects.count() == 3
+
+
+def test_a_call_refused_for_its_body_is_not_remembered(client: Any, signed: triggers.NewWebhook) -> None:
+    assert signed.signing_secret is not None
+    body = b'{"amount": "twelve"}'
+    header = _header(signed.signing_secret, body)
+    assert [_post(client, signed, body, header).status_code for _ in range(2)] == [400, 400]
+    assert not WebhookSignatureUse.objects.exists() and _nothing_started()
 
 
 def test_one_of_several_signatures_may_match_for_rotation(client: Any, signed: triggers.NewWebhook) -> None:

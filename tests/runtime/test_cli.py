@@ -151,23 +151,24 @@ def test_refusals_exit_2_with_a_readable_reason(tmp_path: Path, args: list[str],
     assert message in done.stdout + done.stderr
 
 
-def test_invalid_workflow_is_refused_with_diagnostics(tmp_path: Path) -> None:
-    g = WorkflowBuilder("broken")
-    g.use("missing_task", id="n")
+def run_one_node(tmp_path: Path, workflow_id: str, task: str, node_id: str) -> tuple[int, dict[str, Any]]:
+    """``run`` of a workflow whose one node calls ``task``: the exit code and the error it printed."""
+    g = WorkflowBuilder(workflow_id)
+    g.use(task, id=node_id)
     workflow = write(tmp_path / "wf.json", g.build().model_dump(mode="json"))
     done = cli("run", workflow, "--tasks", TASKS)
-    assert done.returncode == 2
-    error = json.loads(done.stdout)["error"]
+    return done.returncode, json.loads(done.stdout)["error"]
+
+
+def test_invalid_workflow_is_refused_with_diagnostics(tmp_path: Path) -> None:
+    code, error = run_one_node(tmp_path, "broken", "missing_task", "n")
+    assert code == 2
     assert error["code"] == "workflow.invalid" and error["diagnostics"]
 
 
 def test_failed_run_exits_1_with_the_node_error(tmp_path: Path) -> None:
-    g = WorkflowBuilder("failing")
-    g.use("explode", id="bang")
-    workflow = write(tmp_path / "wf.json", g.build().model_dump(mode="json"))
-    done = cli("run", workflow, "--tasks", TASKS)
-    assert done.returncode == 1
-    error = json.loads(done.stdout)["error"]
+    code, error = run_one_node(tmp_path, "failing", "explode", "bang")
+    assert code == 1
     assert error["code"] == "node.failed" and error["node_id"] == "bang"
     assert error["cause"] == {"type": "RuntimeError", "message": "kaboom"}
 

@@ -20,6 +20,7 @@ from runtime import (
     analyze,
 )
 from tests.runtime.engine_helpers import XS_INPUT, asking
+from tests.runtime.engine_helpers import registry as engine_registry
 
 
 class Described(BaseModel):
@@ -28,11 +29,8 @@ class Described(BaseModel):
 
 
 def tasks() -> TaskRegistry:
-    registry = TaskRegistry()
-
-    @registry.task
-    def double(x: int) -> int:
-        return 2 * x
+    """The engine tests' tasks (``double``...) and three more for results of a type, failures and sums."""
+    registry = engine_registry()
 
     @registry.task
     def describe(x: int) -> Described:

@@ -22,29 +22,26 @@ from runtime import (
     WorkflowBuilder,
 )
 from runtime._parts import CHUNK, GrowList
+from tests.runtime.engine_helpers import XS_INPUT, registry
 
-XS = {"type": "object", "properties": {"xs": {"type": "array", "items": {"type": "integer"}}}, "required": ["xs"]}
 LOG = {"type": "object", "properties": {"log": {"type": "array", "default": []},
                                         "copy": {"type": "array"}}}
 
 
 def tasks() -> TaskRegistry:
-    registry = TaskRegistry()
+    """The engine tests' tasks (``double``...) and ``same``, which hands a list back."""
+    reg = registry()
 
-    @registry.task
-    def double(x: int) -> int:
-        return 2 * x
-
-    @registry.task
+    @reg.task
     def same(values: list[Any]) -> list[Any]:
         return values
 
-    return registry
+    return reg
 
 
 def collecting(concurrency: int, *, interrupt_at: int | None = None, read_log: bool = False) -> Workflow:
     """Collects results and appends to ``log``; optionally pauses at one item, or reads ``log`` in the body."""
-    g = WorkflowBuilder("lists", input_schema=XS, state_schema=LOG)
+    g = WorkflowBuilder("lists", input_schema=XS_INPUT, state_schema=LOG)
     each = g.foreach("each", "input.xs", max_concurrency=concurrency, results="doubled")
     d = g.use("double", "d", input=[{"target": "x", "path": each.item}],
               output=[{"source": ".", "target": "log", "mode": "append"}])
