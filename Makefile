@@ -21,7 +21,7 @@ PYTHON  ?=
 FRONTEND_SOURCES := $(shell find static/src -type f 2>/dev/null)
 VITE_MANIFEST    := static/dist/manifest.json
 
-.PHONY: help setup run test test-postgres lint bench bench-history build migrate lock clean
+.PHONY: help setup run test test-postgres lint bench bench-history bench-step-cost build migrate lock clean
 
 help:
 	@echo "make run    set up everything, then serve http://$(HOST):$(PORT)/ and run the task worker (Ctrl-C stops both)"
@@ -30,6 +30,7 @@ help:
 	@echo "make lint   ruff + mypy + ESLint"
 	@echo "make bench  run the benchmarks under bench/ (BENCH=\"worker_items distributed\" runs only those)"
 	@echo "make bench-history  what checkpoint history costs per store (time and bytes, all vs none)"
+	@echo "make bench-step-cost  engine us per node step, this tree vs commit 4416637 in alternating processes"
 	@echo "make lock   rewrite $(LOCK) from the current .venv"
 	@echo "make clean  remove .venv, node_modules, the Vite build and stamps"
 
@@ -130,6 +131,10 @@ bench: $(VENV)/.stamp-install-bench
 
 bench-history: $(VENV)/.stamp-install-bench
 	$(PY) -m bench history
+
+# TRELLIS_BENCH_BASE=<commit> compares against another commit (TRELLIS_BENCH_ROUNDS, TRELLIS_BENCH_RUNS: how many).
+bench-step-cost: $(VENV)/.stamp-install-bench
+	$(PY) -m bench step_cost
 
 clean:
 	rm -rf $(VENV) node_modules static/dist *.egg-info

@@ -100,12 +100,18 @@ class Recorder:
     the state); ``clock`` (Unix seconds) stamps them; ``events`` retains, for ``RunResult.trace``, all of them
     (``keep=None``), the last ``keep``, or none (``keep=0``), so a long run's
     memory need not grow with its history.
+
+    ``saved`` says whether a superstep's events go anywhere (a checkpointer, an
+    ``on_superstep`` hook). When they do not, none are kept and there is no
+    sink, no one sees an event: ``recording`` is False, and ``emit`` only
+    numbers them (the state's ``trace_seq`` moves on exactly as it would),
+    so callers may skip the summaries they would have attached.
     """
 
-    __slots__ = ("run_state", "events", "seq", "step", "sink", "keep", "clock")
+    __slots__ = ("run_state", "events", "seq", "step", "sink", "keep", "clock", "recording")
 
     def __init__(self, run_state: RunState, *, clock: Callable[[], float], keep: int | None = None,
-                 sink: Callable[[TraceEvent], Any] | None = None) -> None:
+                 sink: Callable[[TraceEvent], Any] | None = None, saved: bool = True) -> None:
         self.run_state = run_state
         self.clock = clock
         self.keep = keep
@@ -113,6 +119,7 @@ class Recorder:
         self.step: list[TraceEvent] = []
         self.sink = sink
         self.seq = run_state.trace_seq
+        self.recording = saved or keep != 0 or sink is not None
 
     def sync(self) -> None:
         self.run_state.trace_seq = self.seq
@@ -126,7 +133,10 @@ class Recorder:
 
     def emit(self, kind: str, frame: ExecutionFrame | None = None, *, node_id: str | None = None,
              activation_id: str | None = None, index: int | None = None, label: str | None = None,
-             attempt: int | None = None, duration: float | None = None, summary: Any = None) -> TraceEvent:
+             attempt: int | None = None, duration: float | None = None, summary: Any = None) -> None:
+        if not self.recording:
+            self.seq += 1
+            return
         rs = self.run_state
         if frame is not None:
             scope_id, frame_id, lineage_id = frame.scope_id, frame.frame_id, frame.lineage_id
@@ -145,7 +155,6 @@ class Recorder:
         self.step.append(event)
         if self.sink is not None:
             self.sink(event)
-        return event
 
 
 # ---------------------------------------------------------------------------
@@ -573,7 +582,8 @@ class Scheduler:
             activation.next_index += 1
             activation.running.append(frame.frame_id)
             self.recorder.emit("item_started", frame, node_id=activation.node_id,
-                               activation_id=activation.activation_id, index=index, summary=summarize(item))
+                               activation_id=activation.activation_id, index=index,
+                               summary=summarize(item) if self.recorder.recording else None)
             self.enqueue(frame)
 
     def complete_item(self, frame: ExecutionFrame, meta: ForeachItemMetadata, result: Any = None,
@@ -1078,7 +1088,7 @@ def prepare_step(run_state: RunState, scheduler: Scheduler, plan_for: Callable[[
     ready = rs.ready.copy()
     rs.ready.clear()  # in place: a model attribute write costs more than the copy
     works: list[Work] = []
-    emit = scheduler.recorder.emit
+    emit, recording = scheduler.recorder.emit, scheduler.recorder.recording
     for frame_id in ready:
         frame = frame_of(rs, frame_id)
         if frame.status != "ready":
@@ -1099,14 +1109,15 @@ def prepare_step(run_state: RunState, scheduler: Scheduler, plan_for: Callable[[
             # Finished frames are pruned from RunState; the event keeps their context for inspection.
             work.context = scheduler.context(frame, plan.id)
             work.mapping = work.context.to_mapping()
-            summary = {"context": _context_summary(work.mapping)}
+            if recording:
+                summary = {"context": _context_summary(work.mapping)}
         try:
             prepare_work(work, scheduler, rules)
         except CorruptRunStateError:
             raise
         except WorkflowError as exc:
             work.error = exc
-        if work.call is not None:
+        if work.call is not None and recording:
             # What the task is called with, as its bindings built it (bounded like every trace payload).
             summary = {**(summary or {}), "input": summarize(work.payload)}
         emit("node_started", frame, summary=summary)

@@ -176,52 +176,42 @@ def write_state(state: dict[str, Any], target: StatePath, value: Any, mode: str,
     if mode == "set":
         written: dict[str, Any] = set_in(state, target.parts, value)
         return written
-    where = f"node {node_id!r}: output binding to {str(target)!r} ({mode})"
+    if mode == "extend" and not isinstance(value, list):
+        raise _refused(node_id, target, mode, f"the result value is a {type(value).__name__}; extend needs a list")
     if grow is not None and mode in ("append", "extend"):
-        if mode == "extend" and not isinstance(value, list):
-            raise BindingError(f"{where}: the result value is a {type(value).__name__}; extend needs a list",
-                               node_id=node_id, target=str(target), mode=mode)
         grown = grow(state, target.parts, [value] if mode == "append" else list(value))
         if grown is None:
             current = get_in(state, target.parts)
-            raise BindingError(f"{where}: the state value is a {type(current).__name__}, not a list",
-                               node_id=node_id, target=str(target), mode=mode)
+            raise _refused(node_id, target, mode, f"the state value is a {type(current).__name__}, not a list")
         return grown
     current = get_in(state, target.parts)
-    if mode == "append":
+    if mode in ("append", "extend"):
+        added = [value] if mode == "append" else value
         if current is MISSING or current is None:
-            merged: Any = [value]
+            merged: Any = list(added)
         elif isinstance(current, list):
-            merged = [*current, value]
+            merged = [*current, *added]
         else:
-            raise BindingError(f"{where}: the state value is a {type(current).__name__}, not a list",
-                               node_id=node_id, target=str(target), mode=mode)
-    elif mode == "extend":
-        if not isinstance(value, list):
-            raise BindingError(f"{where}: the result value is a {type(value).__name__}; extend needs a list",
-                               node_id=node_id, target=str(target), mode=mode)
-        if current is MISSING or current is None:
-            merged = list(value)
-        elif isinstance(current, list):
-            merged = [*current, *value]
-        else:
-            raise BindingError(f"{where}: the state value is a {type(current).__name__}, not a list",
-                               node_id=node_id, target=str(target), mode=mode)
+            raise _refused(node_id, target, mode, f"the state value is a {type(current).__name__}, not a list")
     elif mode == "merge":
         if not isinstance(value, Mapping):
-            raise BindingError(f"{where}: the result value is a {type(value).__name__}; merge needs an object",
-                               node_id=node_id, target=str(target), mode=mode)
+            raise _refused(node_id, target, mode,
+                           f"the result value is a {type(value).__name__}; merge needs an object")
         if current is MISSING or current is None:
             merged = dict(value)
         elif isinstance(current, Mapping):
             merged = {**current, **value}
         else:
-            raise BindingError(f"{where}: the state value is a {type(current).__name__}, not an object",
-                               node_id=node_id, target=str(target), mode=mode)
+            raise _refused(node_id, target, mode, f"the state value is a {type(current).__name__}, not an object")
     else:
-        raise BindingError(f"{where}: unknown mode {mode!r}", node_id=node_id, target=str(target), mode=mode)
+        raise _refused(node_id, target, mode, f"unknown mode {mode!r}")
     written = set_in(state, target.parts, merged)
     return written
+
+
+def _refused(node_id: str, target: StatePath, mode: str, problem: str) -> BindingError:
+    return BindingError(f"node {node_id!r}: output binding to {str(target)!r} ({mode}): {problem}",
+                        node_id=node_id, target=str(target), mode=mode)
 
 
 def project(targets: Sequence[tuple[LocalPath, GraphSourcePath]], reader: ScopeReader) -> dict[str, Any] | Any:

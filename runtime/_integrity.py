@@ -119,13 +119,19 @@ def _check_scope(rs: RunState, scope: RuntimeScope) -> None:
     if scope.depth != parent.depth + 1:
         # Depth grows by one per call, which also rules out a cycle of scopes.
         raise _bad("scope", sid, "depth", f"is {scope.depth}, its parent scope's is {parent.depth}")
-    caller = rs.frames.get(scope.caller_frame_id or "")
-    if caller is None or caller.scope_id != parent.scope_id:
-        raise _bad("scope", sid, "caller_frame_id",
-                   f"frame {scope.caller_frame_id!r} is not a live frame of scope {parent.scope_id!r}")
-    if caller.status != "waiting" or caller.waiting_for != sid:
-        raise _bad("scope", sid, "caller_frame_id", f"the caller frame is {caller.status} for "
-                                                    f"{caller.waiting_for!r}, not waiting for this scope")
+    _check_waiting(rs, "scope", sid, "caller_frame_id", scope.caller_frame_id, parent.scope_id,
+                   "the caller frame", "this scope")
+
+
+def _check_waiting(rs: RunState, what: str, owner_id: str, field: str, frame_id: str | None, scope_id: str,
+                   who: str, it: str) -> None:
+    """``frame_id`` (field ``field`` of ``what`` ``owner_id``) is a live frame of scope ``scope_id`` that waits for
+    ``owner_id``: a subgraph scope's caller, a foreach activation's frame."""
+    frame = rs.frames.get(frame_id or "")
+    if frame is None or frame.scope_id != scope_id:
+        raise _bad(what, owner_id, field, f"frame {frame_id!r} is not a live frame of scope {scope_id!r}")
+    if frame.status != "waiting" or frame.waiting_for != owner_id:
+        raise _bad(what, owner_id, field, f"{who} is {frame.status} for {frame.waiting_for!r}, not waiting for {it}")
 
 
 def _check_activations(rs: RunState) -> dict[str, tuple[ForeachActivation, int]]:
@@ -136,13 +142,8 @@ def _check_activations(rs: RunState) -> dict[str, tuple[ForeachActivation, int]]
         total = len(activation.items)
         if activation.scope_id not in rs.scopes:
             raise _bad("activation", aid, "scope_id", f"scope {activation.scope_id!r} does not exist")
-        waiting = rs.frames.get(activation.frame_id)
-        if waiting is None or waiting.scope_id != activation.scope_id:
-            raise _bad("activation", aid, "frame_id",
-                       f"frame {activation.frame_id!r} is not a live frame of scope {activation.scope_id!r}")
-        if waiting.status != "waiting" or waiting.waiting_for != aid:
-            raise _bad("activation", aid, "frame_id", f"frame {activation.frame_id!r} is {waiting.status} "
-                                                      f"for {waiting.waiting_for!r}, not waiting for it")
+        _check_waiting(rs, "activation", aid, "frame_id", activation.frame_id, activation.scope_id,
+                       f"frame {activation.frame_id!r}", "it")
         if activation.max_concurrency < 1:
             raise _bad("activation", aid, "max_concurrency", f"must be at least 1, is {activation.max_concurrency}")
         if activation.only is not None:

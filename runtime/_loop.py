@@ -22,7 +22,7 @@ import asyncio
 import inspect
 import threading
 import time
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -39,7 +39,16 @@ from runtime._algo import (
 from runtime._checkpoint import AsyncCheckpointer, Checkpointer
 from runtime._compiled import CompiledWorkflow
 from runtime._context import RuntimeContext
-from runtime._document import BranchNode, ForeachNode, InterruptNode, SubgraphNode, TaskNode, Workflow, WorkflowRef
+from runtime._document import (
+    BranchNode,
+    ForeachNode,
+    InterruptNode,
+    RetryPolicy,
+    SubgraphNode,
+    TaskNode,
+    Workflow,
+    WorkflowRef,
+)
 from runtime._errors import (
     CorruptRunStateError,
     ResumeError,
@@ -101,15 +110,26 @@ def _suspends(work: Work, attempt: int, delay: float) -> bool:
     return True
 
 
-def _attempts(work: Work, sleep: Callable[[float], None] | None) -> Iterator[tuple[int, int, float]]:
+_ONLY_ATTEMPT = ((1, 1, 0.0),)
+
+
+def _attempts(work: Work, sleep: Callable[[float], None] | None) -> Iterable[tuple[int, int, float]]:
     """The attempts the node's retry policy allows from ``work.first_attempt`` on: (attempt, last attempt,
     seconds of backoff still to wait before it). ``sleep`` waits the backoff here (the delay yielded is
     then 0); without it the caller waits. Ends early once the frame suspends for a backoff instead; the
     caller stops iterating when an attempt settles the step."""
     policy = getattr(work.node, "retry", None)
-    last = policy.max_attempts if policy is not None else 1
     ctx = work.context
     assert ctx is not None
+    if policy is None and work.first_attempt == 1:  # one attempt, the common case: no generator to run
+        ctx.attempt = work.attempts = 1
+        return _ONLY_ATTEMPT
+    return _retried_attempts(work, ctx, policy, sleep)
+
+
+def _retried_attempts(work: Work, ctx: RuntimeContext, policy: RetryPolicy | None,
+                      sleep: Callable[[float], None] | None) -> Iterator[tuple[int, int, float]]:
+    last = policy.max_attempts if policy is not None else 1
     for attempt in range(work.first_attempt, last + 1):
         delay = 0.0
         if attempt > work.first_attempt:
@@ -286,7 +306,8 @@ class RunLoop:
         self.config = config
         self.rs = run_state
         self.root_plan = root_plan
-        self.recorder = Recorder(run_state, clock=config.clock, keep=config.keep_trace, sink=config.trace_sink)
+        self.recorder = Recorder(run_state, clock=config.clock, keep=config.keep_trace, sink=config.trace_sink,
+                                 saved=config.checkpointer is not None or config.on_superstep is not None)
         self._plans: dict[tuple[str, int | None], CompiledWorkflow] = {}
         self.scheduler = Scheduler(run_state, config.ids, self.recorder, self.plan_for, config.distribute)
         self._event_loop: asyncio.AbstractEventLoop | None = None
@@ -447,7 +468,7 @@ class RunLoop:
     # -- commit -------------------------------------------------------------------
 
     def commit(self, works: list[Work]) -> None:
-        rs, sched, emit = self.rs, self.scheduler, self.recorder.emit
+        rs, sched, emit, recording = self.rs, self.scheduler, self.recorder.emit, self.recorder.recording
         for work in works:
             frame = work.frame
             if rs.frames.get(frame.frame_id) is not frame:
@@ -462,7 +483,7 @@ class RunLoop:
                 sched.fail(frame, node, work.error, attempts=work.attempts)
             elif isinstance(node, TaskNode):
                 emit("node_completed", frame, label=work.label, attempt=work.attempts, duration=work.duration,
-                     summary=summarize(work.result))
+                     summary=summarize(work.result) if recording else None)
                 sched.commit_result(frame, node, work.label or "ok", work.result)
             elif isinstance(node, BranchNode):
                 emit("node_completed", frame, label=work.value)
@@ -638,7 +659,11 @@ class RunLoop:
                 await outcome
 
     def _steps(self) -> Generator[_Effect, None, None]:
-        """The supersteps of one engine call, as the effects a driver performs (execute, checkpoint, sleep)."""
+        """The supersteps of one engine call, as the effects a driver performs (execute, checkpoint, sleep).
+
+        A superstep's checkpoint effect is left out when nothing receives it (no checkpointer, no
+        ``on_superstep`` hook): both drivers' checkpoints would do nothing."""
+        saves = self.config.checkpointer is not None or self.config.on_superstep is not None
         while self.rs.status == "running" or (self.rs.status == "waiting" and (yield from self._wakeup())):
             if self.cancelled() or self.over_step_limit():
                 yield _Checkpoint(self.settle())
@@ -649,7 +674,9 @@ class RunLoop:
                 yield _Checkpoint(self.settle())
                 return
             self.commit(works)
-            yield _Checkpoint(self.settle())
+            events = self.settle()
+            if saves:
+                yield _Checkpoint(events)
 
     def _wakeup(self) -> Generator[_Effect, None, bool]:
         """A waiting run: True once it has work again. The engine sleeps in-process until the earliest wake-up

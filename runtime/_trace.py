@@ -13,7 +13,7 @@ runs of the same workflow with the same task results (see ``identity``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from datetime import UTC, datetime
 from typing import Any
@@ -85,7 +85,7 @@ def summarize(value: Any, depth: int = _SUMMARY_DEPTH) -> Any:
     return f"<{type(value).__name__}>"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class TraceEvent:
     seq: int
     kind: str
@@ -102,6 +102,32 @@ class TraceEvent:
     attempt: int | None = None
     duration: float | None = None
     summary: Any = None
+
+    def __init__(self, seq: int, kind: str, run_id: str, step: int, time: float, scope_id: str | None = None,
+                 frame_id: str | None = None, lineage_id: str | None = None, node_id: str | None = None,
+                 activation_id: str | None = None, index: int | None = None, label: str | None = None,
+                 attempt: int | None = None, duration: float | None = None, summary: Any = None) -> None:
+        # What the frozen dataclass __init__ does, at half the cost: the engine builds a few events per node
+        # step, and the generated one writes each field with object.__setattr__(self, name, value), which
+        # finds the field's slot by name every time. Each slot's descriptor is looked up once (_SLOTS,
+        # below) and called directly. tests/runtime/test_trace.py pins this to the fields.
+        (s_seq, s_kind, s_run_id, s_step, s_time, s_scope_id, s_frame_id, s_lineage_id, s_node_id, s_activation_id,
+         s_index, s_label, s_attempt, s_duration, s_summary) = _SLOTS
+        s_seq(self, seq)
+        s_kind(self, kind)
+        s_run_id(self, run_id)
+        s_step(self, step)
+        s_time(self, time)
+        s_scope_id(self, scope_id)
+        s_frame_id(self, frame_id)
+        s_lineage_id(self, lineage_id)
+        s_node_id(self, node_id)
+        s_activation_id(self, activation_id)
+        s_index(self, index)
+        s_label(self, label)
+        s_attempt(self, attempt)
+        s_duration(self, duration)
+        s_summary(self, summary)
 
     def identity(self) -> tuple[Any, ...]:
         """Everything but wall-clock time: equal for equal runs whatever the timing."""
@@ -135,3 +161,8 @@ class TraceEvent:
     def from_dict(cls, data: Mapping[str, Any]) -> TraceEvent:
         names = {f.name for f in fields(cls)}
         return cls(**{key: value for key, value in data.items() if key in names})
+
+
+#: Each field's slot descriptor setter, in field order (what ``TraceEvent.__init__`` writes through).
+_SLOTS: tuple[Callable[[TraceEvent, Any], None], ...] = tuple(
+    TraceEvent.__dict__[f.name].__set__ for f in fields(TraceEvent))

@@ -37,11 +37,14 @@ def _workflow(request: HtmxHttpRequest, workflow_id: int) -> WorkflowModel:
     return workflow
 
 
-def _run_of(request: HtmxHttpRequest, workflow: WorkflowModel, run_id: object) -> Run:
+def _chosen_run(request: HtmxHttpRequest, workflow_id: int) -> tuple[WorkflowModel, Run, str]:
+    """The workflow, the run of it that ``?run=`` names, and what is damaged in that run ("" if nothing)."""
+    workflow = _workflow(request, workflow_id)
+    run_id = request.GET.get("run")
     run = selectors.get_run(user=request.user, run_id=run_id)
     if run.workflow_id != workflow.pk:
         raise ObjectNotFound("this run belongs to another workflow", run=run_id)
-    return run
+    return workflow, run, damage_of(run)
 
 
 def _label(run: Run) -> str:
@@ -65,9 +68,7 @@ def runs(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
 @signed_in("GET")
 def overlay(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
     """Each node's status and counts and each loop's progress in one run (JSON)."""
-    workflow = _workflow(request, workflow_id)
-    run = _run_of(request, workflow, request.GET.get("run"))
-    damage = damage_of(run)
+    workflow, run, damage = _chosen_run(request, workflow_id)
     if damage:
         # Shown by the canvas as an error notice; a damaged run is never drawn as a partial one.
         return JsonResponse({"code": "runstate.corrupt", "message": f"run #{run.pk} is damaged: {damage}",
@@ -80,9 +81,7 @@ def overlay(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
 @signed_in("GET")
 def node(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
     """One node in one run: for the chosen item (default: the latest), its context, bound values and result."""
-    workflow = _workflow(request, workflow_id)
-    run = _run_of(request, workflow, request.GET.get("run"))
-    damage = damage_of(run)
+    workflow, run, damage = _chosen_run(request, workflow_id)
     if damage:
         return HttpResponse(format_html('<p class="error" data-code="runstate.corrupt">Run #{} is damaged: {}</p>',
                                         run.pk, damage), status=409)

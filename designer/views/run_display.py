@@ -134,8 +134,16 @@ def build_timeline(events: Iterable[RunEvent], *, now: datetime, end: datetime |
             rows[lineage] = row
         return row
 
+    def place(event: RunEvent, kind: str, parent: str | None, title: str, order: tuple[Any, ...]) -> None:
+        """The row of ``event``'s lineage is a ``kind`` row under ``parent`` (made now if it has no row yet)."""
+        row = rows.get(event.lineage_id)
+        if row is None:
+            row = rows[event.lineage_id] = Row(event.lineage_id, "", kind, None, ())
+        row.kind, row.parent, row.title, row.order = kind, parent, title, order
+
     step: Step | None
     span: Span | None
+    row: Row | None
     for event in events:
         t0 = t0 or event.at
         latest = event.at if latest is None or event.at > latest else latest
@@ -181,14 +189,8 @@ def build_timeline(events: Iterable[RunEvent], *, now: datetime, end: datetime |
                 span.end = event.at
         elif kind == "item_started":
             span = spans.get(event.activation_id)
-            row = rows.get(event.lineage_id)
-            if row is None:
-                row = Row(event.lineage_id, "", "item", None, ())
-                rows[event.lineage_id] = row
-            row.kind = "item"
-            row.parent = span.lineage_id if span is not None else None
-            row.title = f"{event.node_id} [{event.index}]"
-            row.order = (event.seq, event.index or 0)
+            place(event, "item", span.lineage_id if span is not None else None, f"{event.node_id} [{event.index}]",
+                  (event.seq, event.index or 0))
         elif kind == "scope_opened":
             # The trace names the calling node, not its frame: the caller is the oldest open, not yet
             # matched step of that node (calls open their scopes in the order their steps started).
@@ -196,15 +198,9 @@ def build_timeline(events: Iterable[RunEvent], *, now: datetime, end: datetime |
             caller = next((s for key, s in open_steps.items() if key[1] == caller_node and s.seq not in calls), None)
             if caller is not None:
                 calls.add(caller.seq)
-            row = rows.get(event.lineage_id)
-            if row is None:
-                row = Row(event.lineage_id, "", "subgraph", None, ())
-                rows[event.lineage_id] = row
-            row.kind = "subgraph"
-            row.parent = caller.lineage_id if caller is not None else None
             workflow = summary_of(event).get("workflow") or "subgraph"
-            row.title = f"{caller_node or 'call'} → {workflow}"
-            row.order = (event.seq,)
+            place(event, "subgraph", caller.lineage_id if caller is not None else None,
+                  f"{caller_node or 'call'} → {workflow}", (event.seq,))
         elif kind == "run_started":
             row = row_for(event)
             row.kind, row.title = "root", "run"

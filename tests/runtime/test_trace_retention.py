@@ -75,3 +75,13 @@ def test_the_sink_sees_events_as_they_happen_before_the_superstep_is_saved() -> 
 def test_a_bad_retention_is_refused_with_what_is_allowed(bad: Any) -> None:
     with pytest.raises(ValueError, match="keep_trace must be None"):
         Engine(registry=tasks(), keep_trace=bad)
+
+
+def test_a_run_no_one_watches_is_numbered_like_one_that_is_saved() -> None:
+    # Nothing sees an event here (no checkpointer, hook or sink, none kept), so the engine builds none; the
+    # state's counters must still move on exactly as they do when every event is stored.
+    watched, stored, _ = run()
+    unwatched = Engine(registry=tasks(), ids=SequentialIds(), keep_trace=0).run(loop(), {"xs": list(range(100))})
+    assert unwatched.trace == ()
+    assert unwatched.run_state.trace_seq == watched.run_state.trace_seq == len(stored)
+    assert unwatched.run_state.model_dump(mode="json") == watched.run_state.model_dump(mode="json")
