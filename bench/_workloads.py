@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -111,6 +112,16 @@ def run_leg(module: str, env: dict[str, str], *, flag: str = "--leg", prefix: Se
         if line.startswith("BENCH-ROWS "):
             return json.loads(line.removeprefix("BENCH-ROWS "))
     raise RuntimeError(f"benchmark leg {module} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+
+
+def postgres_available() -> bool:
+    """PostgreSQL's server binaries are installed, so ``.ci/postgres.sh`` can start a private cluster."""
+    return shutil.which("initdb") is not None or any(Path("/usr/lib/postgresql").glob("*/bin/initdb"))
+
+
+def run_postgres_leg(module: str, env: dict[str, str]) -> Any:
+    """``run_leg`` on a private, throw-away PostgreSQL cluster (``.ci/postgres.sh``)."""
+    return run_leg(module, env, prefix=[str(REPO_ROOT / ".ci" / "postgres.sh")])
 
 
 def run_sqlite_leg(module: str, env: dict[str, str], *, flag: str = "--leg") -> Any:

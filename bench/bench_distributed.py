@@ -10,7 +10,7 @@ machine with fewer free cores than workers, extra workers cannot add throughput:
 Nothing is asserted.
 
     python -m bench distributed
-    BENCH_DISTRIBUTED_ITEMS=10000 python -m bench distributed
+    BENCH_DISTRIBUTED_ITEMS=10000 BENCH_DISTRIBUTED_WORKERS=1,2 python -m bench distributed
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from functools import partial
 from typing import Any
 
 from bench import _workloads as w
+from bench.bench_engine import table
 
 WORKER_COUNTS = tuple(int(n) for n in os.environ.get("BENCH_DISTRIBUTED_WORKERS", "1,2,4").split(","))
 ITEMS = int(os.environ.get("BENCH_DISTRIBUTED_ITEMS", "100000"))
@@ -65,22 +66,24 @@ def main() -> int:
     env = w.leg_env()
     rows: list[dict[str, Any]] = w.run_sqlite_leg("bench.bench_distributed", env)
     if os.environ.get("BENCH_DISTRIBUTED_POSTGRES") == "1":
-        rows += w.run_leg("bench.bench_distributed", env, prefix=[str(w.REPO_ROOT / ".ci" / "postgres.sh")])
-    print(f"one foreach over {ITEMS} items (math step each, {CONCURRENCY} at once); batches of {BATCH}, "
-          f"{IN_FLIGHT} in flight; "
-          f"{os.cpu_count()} CPUs on this machine")
-    header = f"{'database':<11}{'mode':<9}{'workers':>8}{'wall s':>9}{'items/s':>10}{'speed-up':>10}" \
-             f"{'CPU ms/item':>13}{'output ok':>11}"
-    print(header)
-    print("-" * len(header))
+        rows += w.run_postgres_leg("bench.bench_distributed", env)
     base: dict[str, float] = {}
+    cells = []
     for row in rows:
         rate = ITEMS / row["wall"]
         if row["mode"] == "batches" and row["workers"] == 1:
             base[row["vendor"]] = rate
         speed = f"{rate / base[row['vendor']]:.2f}x" if row["mode"] == "batches" and row["vendor"] in base else "-"
-        print(f"{row['vendor']:<11}{row['mode']:<9}{row['workers']:>8}{row['wall']:>9.1f}{rate:>10.0f}{speed:>10}"
-              f"{1000 * row['worker_cpu'] / ITEMS:>13.3f}{'yes' if row['ok'] else 'NO':>11}")
+        cells.append([row["vendor"], row["mode"], str(row["workers"]), f"{row['wall']:.1f}", f"{rate:.0f}", speed,
+                      f"{row['worker_cpu']:.1f}", f"{1000 * row['worker_cpu'] / ITEMS:.3f}",
+                      f"{row['worker_cpu'] / row['wall'] / os.cpu_count():.0%}" if os.cpu_count() else "-",
+                      "yes" if row["ok"] else "NO"])
+    table(f"One foreach over {ITEMS:,} items (math step each, {CONCURRENCY} at once); batches of {BATCH}, "
+          f"{IN_FLIGHT} in flight; {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at the end",
+          ["database", "mode", "workers", "wall s", "items/s", "speed-up", "CPU s", "CPU ms/item",
+           "CPU share of machine", "output ok"], cells,
+          "CPU = the workers with their step processes, from enqueueing the run to its end (the database server is "
+          "not counted)")
     return 0
 
 

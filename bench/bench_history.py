@@ -116,7 +116,7 @@ def _orm_leg() -> None:
             for sql in ("SELECT coalesce(sum(length(run_state)), 0) FROM designer_run WHERE id = %s",
                         "SELECT coalesce(sum(length(value)), 0) FROM designer_runstatepart WHERE run_id = %s",
                         "SELECT coalesce(sum(length(data)), 0) FROM designer_runevent WHERE run_id = %s",
-                        "SELECT coalesce(sum(length(state) + length(part_keys)), 0) FROM designer_runcheckpoint "
+                        "SELECT coalesce(sum(length(state)), 0) FROM designer_runcheckpoint "
                         "WHERE run_id = %s"):
                 cursor.execute(sql, [pk])
                 size += int(cursor.fetchone()[0])

@@ -20,12 +20,11 @@ growth is given for both. Nothing is asserted.
 from __future__ import annotations
 
 import os
-import shutil
 from functools import partial
-from pathlib import Path
 from typing import Any
 
 from bench import _workloads as w
+from bench.bench_engine import table
 
 SIZES = tuple(int(size) for size in os.environ.get("BENCH_WORKER_ITEM_SIZES", "1000,10000,100000").split(","))
 CONCURRENCY = int(os.environ.get("BENCH_WORKER_ITEMS_CONCURRENCY", "4"))
@@ -65,36 +64,30 @@ def _leg() -> None:
     w.print_rows(rows)
 
 
-def _postgres_available() -> bool:
-    return os.environ.get("BENCH_WORKER_ITEMS_POSTGRES", "1") != "0" and (
-        shutil.which("initdb") is not None or any(Path("/usr/lib/postgresql").glob("*/bin/initdb")))
-
-
 def main() -> int:
     env = w.leg_env()
     rows: list[dict[str, Any]] = []
     if os.environ.get("BENCH_WORKER_ITEMS_SQLITE", "1") != "0":
         rows += w.run_sqlite_leg("bench.bench_worker_items", env)
-    if _postgres_available():
-        rows += w.run_leg("bench.bench_worker_items", env, prefix=[str(w.REPO_ROOT / ".ci" / "postgres.sh")])
-    print(f"one foreach (math step per item, {CONCURRENCY} at once, results collected) through one run_worker; "
-          f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}")
-    header = (f"{'database':<11}{'items':>9}{'wall s':>9}{'wall us/item':>14}{'worker CPU us/item':>20}"
-              f"{'db CPU us/item':>16}{'growth wall':>13}{'growth CPU':>12}{'events':>9}")
-    print(header)
-    print("-" * len(header))
+    if os.environ.get("BENCH_WORKER_ITEMS_POSTGRES", "1") != "0" and w.postgres_available():
+        rows += w.run_postgres_leg("bench.bench_worker_items", env)
     first: dict[str, tuple[float, float]] = {}
+    cells = []
     for row in rows:
         per_item = row["wall"] / row["items"] * 1e6
         cpu_per_item = (row["worker_cpu"] + row["db_cpu"]) / row["items"] * 1e6
         first.setdefault(row["vendor"], (per_item, cpu_per_item))
-        growth, cpu_growth = per_item / first[row["vendor"]][0], cpu_per_item / first[row["vendor"]][1]
         db = f"{row['db_cpu'] / row['items'] * 1e6:,.0f}" if row["vendor"] == "postgresql" else "-"
-        print(f"{row['vendor']:<11}{row['items']:>9,}{row['wall']:>9.1f}{per_item:>14,.0f}"
-              f"{row['worker_cpu'] / row['items'] * 1e6:>20,.0f}{db:>16}"
-              f"{growth:>12.2f}x{cpu_growth:>11.2f}x{row['events']:>9,}")
-    print(f"growth = us/item at this size / at {SIZES[0]:,} items on the same database (wall; CPU = worker + "
-          f"database server); goal <= {GROWTH_GOAL}x")
+        cells.append([row["vendor"], f"{row['items']:,}", f"{row['wall']:.1f}", f"{per_item:,.0f}",
+                      f"{row['worker_cpu'] / row['items'] * 1e6:,.0f}", db, f"{cpu_per_item:,.0f}",
+                      f"{per_item / first[row['vendor']][0]:.2f}x", f"{cpu_per_item / first[row['vendor']][1]:.2f}x",
+                      f"{row['events']:,}"])
+    table(f"One foreach (math step per item, {CONCURRENCY} at once, results collected) through one run_worker; "
+          f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}",
+          ["database", "items", "wall s", "wall us/item", "worker CPU us/item", "db CPU us/item", "CPU us/item",
+           "growth wall", "growth CPU", "events"], cells,
+          f"CPU = worker tree + database server; growth = per item at this size / at {SIZES[0]:,} items on the same "
+          f"database; goal <= {GROWTH_GOAL}x")
     return 0
 
 

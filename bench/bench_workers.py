@@ -20,11 +20,10 @@ SQLite runs always; PostgreSQL runs when its server binaries are on PATH (a priv
 from __future__ import annotations
 
 import os
-import shutil
-from pathlib import Path
 from typing import Any
 
 from bench import _workloads as w
+from bench.bench_engine import table
 
 WORKER_COUNTS = (1, 2, 4)
 RUNS = int(os.environ.get("BENCH_WORKER_RUNS", "80"))
@@ -80,24 +79,21 @@ def _leg() -> None:
 def main() -> int:
     env = w.leg_env(DATABASE_CONN_MAX_AGE=os.environ.get("DATABASE_CONN_MAX_AGE", "300"))
     rows: list[dict[str, Any]] = w.run_sqlite_leg("bench.bench_workers", env)
-    if shutil.which("initdb") or list(Path("/usr/lib/postgresql").glob("*/bin/initdb")):
-        rows += w.run_leg("bench.bench_workers", env, prefix=[str(w.REPO_ROOT / ".ci" / "postgres.sh")])
+    if w.postgres_available():
+        rows += w.run_postgres_leg("bench.bench_workers", env)
     else:
         print("(PostgreSQL server binaries not found: PostgreSQL rows skipped)")
-
-    print(f"{RUNS} small runs (2 steps) and {FOREACH_RUNS} foreach runs x {ITEMS} items per row; "
-          f"CPU ms per small run; conn_max_age={env['DATABASE_CONN_MAX_AGE']}")
-    header = (f"{'database':<11}{'workers':>8}{'runs/s':>9}{'items/s':>9}{'worker ms':>11}{'db ms':>8}"
-              f"{'per item ms':>13}")
-    print(header)
-    print("-" * len(header))
+    cells = []
     for row in rows:
         runs, items = row["runs"], row["items"]
-        db = f"{1000 * runs['db_cpu'] / RUNS:8.1f}" if row["vendor"] == "postgresql" else f"{'in wkr':>8}"
+        db = f"{1000 * runs['db_cpu'] / RUNS:.1f}" if row["vendor"] == "postgresql" else "in wkr"
         per_item = 1000 * (items["worker_cpu"] + items["db_cpu"]) / (FOREACH_RUNS * ITEMS)
-        print(f"{row['vendor']:<11}{row['workers']:>8}{RUNS / runs['wall']:>9.1f}"
-              f"{FOREACH_RUNS * ITEMS / items['wall']:>9.1f}{1000 * runs['worker_cpu'] / RUNS:>11.1f}{db}"
-              f"{per_item:>13.2f}")
+        cells.append([row["vendor"], str(row["workers"]), f"{RUNS / runs['wall']:.1f}",
+                      f"{FOREACH_RUNS * ITEMS / items['wall']:.1f}", f"{1000 * runs['worker_cpu'] / RUNS:.1f}", db,
+                      f"{per_item:.2f}"])
+    table(f"{RUNS} small runs (2 steps) and {FOREACH_RUNS} foreach runs x {ITEMS} items per row; CPU ms per small "
+          f"run; conn_max_age={env['DATABASE_CONN_MAX_AGE']}",
+          ["database", "workers", "runs/s", "items/s", "worker ms", "db ms", "per item ms"], cells)
     return 0
 
 
