@@ -38,8 +38,7 @@ from typing import Any, Protocol, runtime_checkable
 import pydantic_core
 
 from runtime._errors import CheckpointNotFoundError, CorruptRunStateError
-from runtime._group_commit import MAX_PENDING, Durability, GroupCommit, durability_of, sync_file
-from runtime._parts import PartLedger
+from runtime._group_commit import MAX_PENDING, Durability, GroupCommitStore, sync_file
 from runtime._state import RunState, RunStateSnapshot
 from runtime._trace import TraceEvent
 
@@ -231,7 +230,7 @@ class _Line:
     ends_history: bool
 
 
-class FileCheckpointer:
+class FileCheckpointer(GroupCommitStore[_Line]):
     """One append-only log per run, ``<run_id>.log`` in one directory: one line per save.
 
     A save appends one JSON line holding the superstep's state (without its
@@ -277,44 +276,19 @@ class FileCheckpointer:
         self.history_policy = history
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
-        self.durability: Durability = durability_of(durability, durable)
-        self.durable = self.durability != "off"
+        super().__init__(self._write, durability=durability, durable=durable, max_pending=max_pending,
+                         name="trellis-log-writer")
         self.compact_factor = compact_factor
         self.compact_min_bytes = compact_min_bytes
         self._lock = threading.Lock()
         self._counter = 0
-        self._ledgers: dict[str, PartLedger] = {}
         self._sizes: dict[str, tuple[int, int]] = {}  # per run: (log size now, size after the last compaction)
-        self.saves = 0
         self.compactions = 0
-        self._writer: GroupCommit[_Line] | None = (
-            GroupCommit(self._write, max_pending=max_pending, name="trellis-log-writer")
-            if self.durability == "batched" else None)
 
     def log_path(self, run_id: str) -> Path:
         if not isinstance(run_id, str) or not _SAFE_RUN_ID.fullmatch(run_id) or ".." in run_id:
             raise ValueError(f"run id {run_id!r} cannot name a checkpoint file")
         return self.directory / f"{run_id}.log"
-
-    def in_flight(self) -> int:
-        """Saves handed to the background writer and not yet on disk (always 0 unless ``"batched"``)."""
-        return self._writer.in_flight() if self._writer is not None else 0
-
-    def flush(self) -> None:
-        """Return once every save so far is on disk (a no-op unless ``durability="batched"``)."""
-        if self._writer is not None:
-            self._writer.flush()
-
-    def close(self) -> None:
-        """Flush and stop the background writer (a no-op unless ``durability="batched"``)."""
-        if self._writer is not None:
-            self._writer.close()
-
-    def __enter__(self) -> FileCheckpointer:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     @staticmethod
     def _sync_directory(directory: Path) -> None:
@@ -337,22 +311,12 @@ class FileCheckpointer:
     def save(self, run_state: RunState, events: Sequence[TraceEvent] = ()) -> None:
         run_id = run_state.run_id
         self.log_path(run_id)  # refuse a run id that cannot name a file before anything is queued
-        ledger = self._ledgers.get(run_id) or PartLedger()
-        delta = run_state.checkpoint_delta(ledger)
+        ledger, delta = self._delta(run_state)
         policy = self.history_policy
         ends = policy is not None and policy.ends(run_state)
         line = _Line(run_id, self._record(delta.data, delta.new, delta.gone, line_events(events),
                                           kept=policy is not None and not ends), delta.fresh, ends)
-        writer = self._writer
-        if writer is None:
-            self._write([line])
-            ledger.apply(delta)
-        else:
-            # The writer appends in order, so the next delta may count on this one: the ledger moves on now.
-            ledger.apply(delta)
-            writer.submit(line, wait=run_state.status != "running")
-        self._ledgers[run_id] = ledger
-        self.saves += 1
+        self._commit(run_state, ledger, delta, line)
 
     def _write(self, lines: list[_Line]) -> None:
         """Write ``lines`` in order: the appends of each run as one write and one sync."""
@@ -526,7 +490,7 @@ class FileCheckpointer:
         with self._lock:
             path.unlink(missing_ok=True)
             shutil.rmtree(path.with_suffix(".history"), ignore_errors=True)  # where earlier versions kept history
-            self._ledgers.pop(run_id, None)
+            self._forget(run_id)
             self._sizes.pop(run_id, None)
 
     def run_ids(self) -> list[str]:

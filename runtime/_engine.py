@@ -339,6 +339,19 @@ class Engine:
 
     # -- results -----------------------------------------------------------------------
 
+    def _settle_and_drive(self, loop: RunLoop) -> RunResult:
+        """Checkpoint what was just applied to ``loop`` (a start, resume, redrive, fork), run it until it stops,
+        and say how it ended."""
+        loop.checkpoint(loop.settle())
+        loop.drive()
+        return self._result(loop)
+
+    async def _asettle_and_drive(self, loop: RunLoop) -> RunResult:
+        """``_settle_and_drive`` with the checkpointer's and the tasks' async paths."""
+        await loop.acheckpoint(loop.settle())
+        await loop.adrive()
+        return self._result(loop)
+
     @staticmethod
     def _result(loop: RunLoop) -> RunResult:
         rs = loop.rs
@@ -370,9 +383,7 @@ class Engine:
             ) -> RunResult:
         """Validate the workflow and its input, then run until completed, interrupted, failed or cancelled."""
         loop = self._start(workflow, input, run_id)
-        loop.checkpoint(loop.settle())
-        loop.drive()
-        return self._result(loop)
+        return self._settle_and_drive(loop)
 
     def resume(self, run_state: RunState | Mapping[str, Any] | str | bytes, interrupt_id: str, value: Any,
                label: str | None = None, *, workflow: Workflow | Mapping[str, Any] | None = None) -> RunResult:
@@ -384,9 +395,7 @@ class Engine:
         loop = self._reopen(run_state, workflow)
         self._check_resumable(loop)
         loop.apply_resume(interrupt_id, value, label)
-        loop.checkpoint(loop.settle())
-        loop.drive()
-        return self._result(loop)
+        return self._settle_and_drive(loop)
 
     def continue_run(self, run_state: RunState | Mapping[str, Any] | str | bytes, *,
                      workflow: Workflow | Mapping[str, Any] | None = None) -> RunResult:
@@ -410,9 +419,7 @@ class Engine:
         """
         loop = self._reopen(run_state, workflow)
         loop.apply_redrive()
-        loop.checkpoint(loop.settle())
-        loop.drive()
-        return self._result(loop)
+        return self._settle_and_drive(loop)
 
     def redrive_foreach(self, checkpoint: RunState | Mapping[str, Any] | str | bytes,
                         latest: RunState | Mapping[str, Any] | str | bytes, *, activation_id: str,
@@ -466,18 +473,14 @@ class Engine:
         checkpoint is finished (completed, failed or cancelled) or the answer names no open interrupt.
         """
         loop = self._fork(run_state, run_id, state, answer, workflow)
-        loop.checkpoint(loop.settle())
-        loop.drive()
-        return self._result(loop)
+        return self._settle_and_drive(loop)
 
     # -- asynchronous API ---------------------------------------------------------------
 
     async def arun(self, workflow: Workflow | Mapping[str, Any], input: Any = None, *, run_id: str | None = None
                    ) -> RunResult:
         loop = self._start(workflow, input, run_id)
-        await loop.acheckpoint(loop.settle())
-        await loop.adrive()
-        return self._result(loop)
+        return await self._asettle_and_drive(loop)
 
     async def aresume(self, run_state: RunState | Mapping[str, Any] | str | bytes, interrupt_id: str, value: Any,
                       label: str | None = None, *, workflow: Workflow | Mapping[str, Any] | None = None
@@ -485,25 +488,19 @@ class Engine:
         loop = self._reopen(run_state, workflow)
         self._check_resumable(loop)
         loop.apply_resume(interrupt_id, value, label)
-        await loop.acheckpoint(loop.settle())
-        await loop.adrive()
-        return self._result(loop)
+        return await self._asettle_and_drive(loop)
 
     async def aredrive(self, run_state: RunState | Mapping[str, Any] | str | bytes, *,
                        workflow: Workflow | Mapping[str, Any] | None = None) -> RunResult:
         loop = self._reopen(run_state, workflow)
         loop.apply_redrive()
-        await loop.acheckpoint(loop.settle())
-        await loop.adrive()
-        return self._result(loop)
+        return await self._asettle_and_drive(loop)
 
     async def afork(self, run_state: RunState | Mapping[str, Any] | str | bytes, *, run_id: str | None = None,
                     state: Mapping[str, Any] | None = None, answer: Mapping[str, Any] | None = None,
                     workflow: Workflow | Mapping[str, Any] | None = None) -> RunResult:
         loop = self._fork(run_state, run_id, state, answer, workflow)
-        await loop.acheckpoint(loop.settle())
-        await loop.adrive()
-        return self._result(loop)
+        return await self._asettle_and_drive(loop)
 
     async def acontinue_run(self, run_state: RunState | Mapping[str, Any] | str | bytes, *,
                             workflow: Workflow | Mapping[str, Any] | None = None) -> RunResult:
@@ -633,6 +630,4 @@ class Engine:
         rs.status = "running"
         for activation_id, items in outcomes.items():
             loop.scheduler.join_distributed(activation_id, items)
-        loop.checkpoint(loop.settle())
-        loop.drive()
-        return self._result(loop)
+        return self._settle_and_drive(loop)

@@ -35,6 +35,10 @@ The guarantees (``DURABILITY``):
     written before ``save`` returns, never fsynced: survives a killed
     process, not a power cut.
 
+``GroupCommitStore`` is the part both stores share (the mode, the writer,
+the part ledgers, ``flush``/``close``/``in_flight``): each store gives only
+its ``write(records)``, which commits records in order as one unit.
+
 A write that fails in the background (a full disk) is raised as
 ``CheckpointWriteError`` by every later ``save``, ``flush`` and read of that
 checkpointer: what was queued behind it is lost, so the checkpointer stops
@@ -48,9 +52,13 @@ import os
 import threading
 import weakref
 from collections.abc import Callable
-from typing import Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal, Self, get_args
 
 from runtime._errors import CheckpointWriteError
+from runtime._parts import CheckpointDelta, PartLedger
+
+if TYPE_CHECKING:
+    from runtime._state import RunState
 
 Durability = Literal["sync", "batched", "off"]
 DURABILITY: tuple[str, ...] = get_args(Durability)
@@ -175,6 +183,68 @@ class GroupCommit[T]:
                 self.batches += 1
                 self.records += len(batch)
                 self._cond.notify_all()
+
+
+class GroupCommitStore[R]:
+    """What a checkpointer that writes through a ``durability`` mode shares: the store gives only ``write``.
+
+    ``write(records)`` commits records in order, as one unit (one
+    transaction, one sync when durable), or raises. ``"sync"`` and ``"off"``
+    call it with each save's record before ``save`` returns; ``"batched"``
+    hands the records to a ``GroupCommit`` writer. The store encodes a save
+    into a record from the delta ``_delta`` gives, then calls ``_commit``.
+    """
+
+    def __init__(self, write: Callable[[list[R]], None], *, durability: Durability | None, durable: bool,
+                 max_pending: int, name: str) -> None:
+        self.durability: Durability = durability_of(durability, durable)
+        self.durable = self.durability != "off"
+        self._write_records = write
+        self._ledgers: dict[str, PartLedger] = {}
+        self.saves = 0
+        self._writer: GroupCommit[R] | None = (
+            GroupCommit(write, max_pending=max_pending, name=name) if self.durability == "batched" else None)
+
+    def _delta(self, run_state: RunState) -> tuple[PartLedger, CheckpointDelta]:
+        """The run's ledger and what this save must store beyond what the ledger says is stored."""
+        ledger = self._ledgers.get(run_state.run_id) or PartLedger()
+        return ledger, run_state.checkpoint_delta(ledger)
+
+    def _commit(self, run_state: RunState, ledger: PartLedger, delta: CheckpointDelta, record: R) -> None:
+        """Write ``record`` as the mode says: now, or queued (waiting for the disk when the run stops)."""
+        writer = self._writer
+        if writer is None:
+            self._write_records([record])
+            ledger.apply(delta)  # only once committed: a failed write stored nothing
+        else:
+            # The writer commits in order, so the next delta may count on this one: the ledger moves on now.
+            ledger.apply(delta)
+            writer.submit(record, wait=run_state.status != "running")
+        self._ledgers[run_state.run_id] = ledger
+        self.saves += 1
+
+    def _forget(self, run_id: str) -> None:
+        self._ledgers.pop(run_id, None)
+
+    def in_flight(self) -> int:
+        """Saves handed to the background writer and not yet on disk (always 0 unless ``"batched"``)."""
+        return self._writer.in_flight() if self._writer is not None else 0
+
+    def flush(self) -> None:
+        """Return once every save so far is on disk (a no-op unless ``durability="batched"``)."""
+        if self._writer is not None:
+            self._writer.flush()
+
+    def close(self) -> None:
+        """Flush and stop the background writer (a no-op unless ``durability="batched"``)."""
+        if self._writer is not None:
+            self._writer.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 _open_writers: weakref.WeakSet[GroupCommit[Any]] = weakref.WeakSet()

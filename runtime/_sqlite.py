@@ -21,6 +21,22 @@ With a ``HistoryPolicy`` each save also writes a ``history`` row for its
 superstep: the state data without its parts, which stay shared in ``parts``
 (a part is dropped only when neither the latest state nor a kept history
 row refers to it). The ``runs`` row stays the latest state alone.
+
+What a commit writes is what its fsync costs, so the layout keeps a
+superstep's commit to a few pages of the log (schema version 2):
+
+* ``runs`` is a rowid table updated in place (an upsert): a state up to
+  about 4 KB stays in its leaf page. (A ``WITHOUT ROWID`` row over about
+  1 KB spills into an overflow page, freed and reallocated at every save.)
+* ``events`` holds one row per save, the superstep's events as one JSON
+  array, under the integer key ``(run rowid << 32) | first seq``: one
+  b-tree and no index to update, and a run's rows are a key range
+  (appended at the right edge for the newest run, where SQLite adds a page
+  without rebalancing siblings). One event per row in a ``WITHOUT ROWID``
+  table rebalanced three leaf pages per commit. An event saved again under
+  its ``seq`` (a superstep re-run) replaces the earlier one on reading.
+
+A version 1 file (one event per row) is converted when it is opened.
 """
 
 from __future__ import annotations
@@ -38,17 +54,22 @@ import pydantic_core
 
 from runtime._checkpoint import CheckpointInfo, HistoryPolicy
 from runtime._errors import CheckpointNotFoundError, CorruptRunStateError
-from runtime._group_commit import MAX_PENDING, Durability, GroupCommit, durability_of
-from runtime._parts import CheckpointDelta, PartLedger
+from runtime._group_commit import MAX_PENDING, Durability, GroupCommitStore
+from runtime._parts import CheckpointDelta
 from runtime._state import RunState
 from runtime._trace import TraceEvent
 
+SCHEMA_VERSION = 2
+#: An events row's key is ``(run rowid << _SEQ_BITS) | seq of its first event``.
+_SEQ_BITS = 32
+_SEQ_LIMIT = 1 << _SEQ_BITS
+_RUN_LIMIT = 1 << (63 - _SEQ_BITS)
+
 _SCHEMA = (
-    "CREATE TABLE IF NOT EXISTS runs (run_id TEXT PRIMARY KEY, state BLOB NOT NULL) WITHOUT ROWID",
+    "CREATE TABLE IF NOT EXISTS runs (run_id TEXT PRIMARY KEY, state BLOB NOT NULL)",
     "CREATE TABLE IF NOT EXISTS parts (run_id TEXT NOT NULL, key TEXT NOT NULL, value BLOB NOT NULL, "
     "PRIMARY KEY (run_id, key)) WITHOUT ROWID",
-    "CREATE TABLE IF NOT EXISTS events (run_id TEXT NOT NULL, seq INTEGER NOT NULL, event BLOB NOT NULL, "
-    "PRIMARY KEY (run_id, seq)) WITHOUT ROWID",
+    "CREATE TABLE IF NOT EXISTS events (id INTEGER PRIMARY KEY, events BLOB NOT NULL)",
     "CREATE TABLE IF NOT EXISTS history (run_id TEXT NOT NULL, step INTEGER NOT NULL, status TEXT NOT NULL, "
     "attempt INTEGER NOT NULL, trace_seq INTEGER NOT NULL, state BLOB NOT NULL, part_keys BLOB NOT NULL, "
     "PRIMARY KEY (run_id, step)) WITHOUT ROWID",
@@ -68,11 +89,12 @@ class _Save:
     state: bytes
     part_keys: bytes  # JSON list of the part keys the state leaves out (for a history row)
     parts: list[tuple[str, str, bytes]]
-    events: list[tuple[str, int, bytes]]
+    first_seq: int  # of the superstep's first event
+    events: bytes  # the superstep's events as one JSON array; b"" when it had none
     delta: CheckpointDelta
 
 
-class SqliteCheckpointer:
+class SqliteCheckpointer(GroupCommitStore[_Save]):
     """Saves RunStates, their write-once parts and trace events in one SQLite database file.
 
     Safe to share between threads (one connection behind a lock); several
@@ -85,66 +107,62 @@ class SqliteCheckpointer:
         self.history_policy = history
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.durability: Durability = durability_of(durability, durable)
-        self.durable = self.durability != "off"
+        super().__init__(self._write, durability=durability, durable=durable, max_pending=max_pending,
+                         name=f"trellis-sqlite-writer:{self.path.name}")
         self._lock = threading.Lock()
-        self._ledgers: dict[str, PartLedger] = {}
-        self.saves = 0
         self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=30.0)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute(f"PRAGMA synchronous={'FULL' if self.durable else 'NORMAL'}")
-        for statement in _SCHEMA:
-            self._db.execute(statement)
-        self._writer: GroupCommit[_Save] | None = (
-            GroupCommit(self._write, max_pending=max_pending, name=f"trellis-sqlite-writer:{self.path.name}")
-            if self.durability == "batched" else None)
+        self._create_schema(self._db)
 
-    def in_flight(self) -> int:
-        """Saves handed to the background writer and not yet on disk (always 0 unless ``"batched"``)."""
-        return self._writer.in_flight() if self._writer is not None else 0
-
-    def flush(self) -> None:
-        """Return once every save so far is committed (a no-op unless ``durability="batched"``)."""
-        if self._writer is not None:
-            self._writer.flush()
+    @staticmethod
+    def _create_schema(db: sqlite3.Connection) -> None:
+        """Create the tables, or convert a version 1 file (one event per row, ``WITHOUT ROWID`` runs)."""
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            (version,) = db.execute("PRAGMA user_version").fetchone()
+            columns = {row[1] for row in db.execute("PRAGMA table_info(events)")}
+            old = version < SCHEMA_VERSION and "event" in columns
+            if old:
+                db.execute("ALTER TABLE runs RENAME TO runs_v1")
+                db.execute("ALTER TABLE events RENAME TO events_v1")
+            for statement in _SCHEMA:
+                db.execute(statement)
+            if old:
+                db.execute("INSERT INTO runs (run_id, state) SELECT run_id, state FROM runs_v1")
+                db.execute(f"INSERT INTO events (id, events) SELECT (runs.rowid << {_SEQ_BITS}) | events_v1.seq, "
+                           "CAST('[' || event || ']' AS BLOB) FROM events_v1 JOIN runs USING (run_id)")
+                db.execute("DROP TABLE runs_v1")
+                db.execute("DROP TABLE events_v1")
+            if version < SCHEMA_VERSION:
+                db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
 
     def close(self) -> None:
+        """Flush, then release the connection."""
         try:
-            if self._writer is not None:
-                self._writer.close()
+            super().close()
         finally:
             with self._lock:
                 self._db.close()
-
-    def __enter__(self) -> SqliteCheckpointer:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     # -- writing ---------------------------------------------------------------------
 
     def save(self, run_state: RunState, events: Sequence[TraceEvent] = ()) -> None:
         run_id = run_state.run_id
-        ledger = self._ledgers.get(run_id) or PartLedger()
-        delta = run_state.checkpoint_delta(ledger)
+        ledger, delta = self._delta(run_state)
         policy = self.history_policy
         record = _Save(
             run_id, run_state.step, run_state.status, run_state.attempt, run_state.trace_seq,
             policy is not None and policy.ends(run_state), pydantic_core.to_json(delta.data),
             json.dumps(RunState.parts_left_out(delta.data)).encode() if policy is not None else b"",
             [(run_id, key, pydantic_core.to_json(value)) for key, value in delta.new.items()],
-            [(run_id, event.seq, pydantic_core.to_json(event.to_dict())) for event in events], delta)
-        writer = self._writer
-        if writer is None:
-            self._write([record])
-            ledger.apply(delta)
-        else:
-            # The writer commits in order, so the next delta may count on this one: the ledger moves on now.
-            ledger.apply(delta)
-            writer.submit(record, wait=run_state.status != "running")
-        self._ledgers[run_id] = ledger
-        self.saves += 1
+            min((event.seq for event in events), default=0),
+            pydantic_core.to_json([event.to_dict() for event in events]) if events else b"", delta)
+        self._commit(run_state, ledger, delta, record)
 
     def _write(self, records: list[_Save]) -> None:
         """Commit ``records`` in order in one transaction (one fsync when durable)."""
@@ -153,17 +171,27 @@ class SqliteCheckpointer:
             db = self._db
             db.execute("BEGIN IMMEDIATE")
             try:
+                keys = {run_id: self._put_state(db, record) for run_id, record in last.items()}
                 for record in records:
-                    self._write_one(db, record, latest=last[record.run_id] is record)
+                    self._write_one(db, record, keys[record.run_id])
                 db.execute("COMMIT")
             except BaseException:
                 db.execute("ROLLBACK")
                 raise
 
-    def _write_one(self, db: sqlite3.Connection, record: _Save, *, latest: bool) -> None:
+    @staticmethod
+    def _put_state(db: sqlite3.Connection, record: _Save) -> int:
+        """Store the run's latest state (updated in place); the run's rowid, which keys its events."""
+        (key,) = db.execute("INSERT INTO runs (run_id, state) VALUES (?, ?) ON CONFLICT (run_id) "
+                            "DO UPDATE SET state = excluded.state RETURNING rowid", (record.run_id, record.state)
+                            ).fetchone()
+        if key >= _RUN_LIMIT:
+            raise ValueError(f"run {record.run_id!r}: the database holds more runs than its event keys can number "
+                             f"({_RUN_LIMIT:,}); start a new file")
+        return int(key)
+
+    def _write_one(self, db: sqlite3.Connection, record: _Save, run_key: int) -> None:
         run_id, delta = record.run_id, record.delta
-        if latest:  # an earlier save of the run in the same transaction would be overwritten at once
-            db.execute("INSERT OR REPLACE INTO runs (run_id, state) VALUES (?, ?)", (run_id, record.state))
         if self.history_policy is None:
             if delta.fresh:
                 # Another process may have stored parts of this run that no state refers to now.
@@ -179,7 +207,10 @@ class SqliteCheckpointer:
         if record.parts:
             db.executemany("INSERT OR REPLACE INTO parts (run_id, key, value) VALUES (?, ?, ?)", record.parts)
         if record.events:
-            db.executemany("INSERT OR REPLACE INTO events (run_id, seq, event) VALUES (?, ?, ?)", record.events)
+            if not 0 <= record.first_seq < _SEQ_LIMIT:
+                raise ValueError(f"run {run_id!r}: event seq {record.first_seq} is outside 0..{_SEQ_LIMIT - 1}")
+            db.execute("INSERT OR REPLACE INTO events (id, events) VALUES (?, ?)",
+                       ((run_key << _SEQ_BITS) | record.first_seq, record.events))
 
     @staticmethod
     def _save_history(db: sqlite3.Connection, record: _Save, policy: HistoryPolicy) -> None:
@@ -220,13 +251,14 @@ class SqliteCheckpointer:
             db = self._db
             db.execute("BEGIN IMMEDIATE")
             try:
-                for table in ("runs", "parts", "events", "history"):
+                db.execute("DELETE FROM events WHERE id >= ? AND id < ?", _events_of(db, run_id))
+                for table in ("runs", "parts", "history"):
                     db.execute(f"DELETE FROM {table} WHERE run_id = ?", (run_id,))  # noqa: S608 - fixed names
                 db.execute("COMMIT")
             except BaseException:
                 db.execute("ROLLBACK")
                 raise
-            self._ledgers.pop(run_id, None)
+            self._forget(run_id)
 
     # -- reading ---------------------------------------------------------------------
 
@@ -281,10 +313,26 @@ class SqliteCheckpointer:
     def load_events(self, run_id: str) -> list[TraceEvent]:
         self.flush()
         with self._lock:
-            rows = self._db.execute("SELECT event FROM events WHERE run_id = ? ORDER BY seq", (run_id,)).fetchall()
-        return [TraceEvent.from_dict(json.loads(event)) for (event,) in rows]
+            db = self._db
+            db.execute("BEGIN")
+            try:
+                rows = db.execute("SELECT events FROM events WHERE id >= ? AND id < ? ORDER BY id",
+                                  _events_of(db, run_id)).fetchall()
+            finally:
+                db.execute("COMMIT")
+        # Rows in seq order, events in seq order within one: an event saved again (a superstep re-run) wins.
+        by_seq = {event["seq"]: event for (saved,) in rows for event in json.loads(saved)}
+        return [TraceEvent.from_dict(by_seq[seq]) for seq in sorted(by_seq)]
 
     def run_ids(self) -> list[str]:
         self.flush()
         with self._lock:
             return [run_id for (run_id,) in self._db.execute("SELECT run_id FROM runs ORDER BY run_id")]
+
+
+def _events_of(db: sqlite3.Connection, run_id: str) -> tuple[int, int]:
+    """The key range of the run's events rows (empty for an unknown run)."""
+    row = db.execute("SELECT rowid FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+    if row is None:
+        return 0, 0
+    return row[0] << _SEQ_BITS, (row[0] + 1) << _SEQ_BITS

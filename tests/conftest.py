@@ -173,12 +173,9 @@ def background_worker(worker_env: dict[str, str]) -> Iterator[subprocess.Popen[s
     try:
         yield process
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        from tests.designer.runs_support import stop_worker
+
+        stop_worker(process)
 
 
 # --- browser ----------------------------------------------------------------

@@ -29,6 +29,7 @@ from designer.errors import BadRequest, InvitationClosed, ObjectNotFound
 from designer.models import Invitation, Membership, Team
 from designer.models_access import hash_secret, new_secret
 from designer.permissions import require_role
+from designer.services._text import short_text
 from designer.services.teams import check_role_value
 from designer.untrusted import parse_id
 
@@ -46,12 +47,8 @@ def invitation_days() -> int:
 
 
 def _clean_invitee(text: object) -> str:
-    if not isinstance(text, str) or not text.strip():
-        raise BadRequest("name the person to invite by username or email", field="user")
-    text = text.strip()
-    if len(text) > 254 or "\x00" in text:
-        raise BadRequest("a username or email has at most 254 characters and no NUL", field="user")
-    return text
+    return short_text(text, field="user", max_length=254, missing="name the person to invite by username or email",
+                      too_long="a username or email has at most 254 characters and no NUL")
 
 
 def _is_email(text: str) -> bool:

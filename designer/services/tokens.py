@@ -14,6 +14,7 @@ from designer.errors import BadRequest, ObjectNotFound
 from designer.models import ApiToken
 from designer.models_access import hash_secret
 from designer.permissions import require_role
+from designer.services._text import short_text
 from designer.untrusted import parse_id
 
 #: Lifetimes offered, in days; every token expires.
@@ -38,11 +39,9 @@ def _lifetime(days: object) -> int:
 def create_token(*, actor: Any, name: object, days: object = 30, team: object = None,
                  read_only: bool = False) -> NewToken:
     """A token for ``actor``; ``team`` (one of the actor's teams) limits it to that team."""
-    if not isinstance(name, str) or not name.strip():
-        raise BadRequest("give the token a name, e.g. the script or CI job that uses it", field="name")
-    name = name.strip()
-    if len(name) > 100 or "\x00" in name:
-        raise BadRequest("a token name has at most 100 characters and no NUL", field="name")
+    name = short_text(name, field="name", max_length=100,
+                      missing="give the token a name, e.g. the script or CI job that uses it",
+                      too_long="a token name has at most 100 characters and no NUL")
     lifetime = _lifetime(days)
     team_id = None
     if team not in (None, ""):

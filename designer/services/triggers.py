@@ -37,6 +37,7 @@ from designer.errors import BadRequest, CronNeverFires, DesignerError, ObjectNot
 from designer.models import Run, Schedule, TriggerFire, Webhook, WebhookSignatureUse, Workflow, WorkflowVersion
 from designer.models_access import hash_secret
 from designer.permissions import require_workflow_role
+from designer.services._text import short_text
 from designer.services.runs import begin_run
 from designer.untrusted import JSONInputError, loads_json, parse_id
 from runtime import WorkflowError, check_run_input
@@ -61,12 +62,9 @@ def grace() -> timedelta:
 
 
 def _name(name: object) -> str:
-    if not isinstance(name, str) or not name.strip():
-        raise BadRequest("give the trigger a name, e.g. who calls it or what it is for", field="name")
-    name = name.strip()
-    if len(name) > 100 or "\x00" in name:
-        raise BadRequest("a trigger name has at most 100 characters and no NUL", field="name")
-    return name
+    return short_text(name, field="name", max_length=100,
+                      missing="give the trigger a name, e.g. who calls it or what it is for",
+                      too_long="a trigger name has at most 100 characters and no NUL")
 
 
 def _version(workflow: Workflow, version: object) -> WorkflowVersion | None:

@@ -1,4 +1,4 @@
-"""Template filters for the run and team pages."""
+"""Template filters for the run, team and editor pages."""
 
 from __future__ import annotations
 
@@ -6,6 +6,8 @@ import json
 from typing import Any
 
 from django import template
+from django.utils.html import escape
+from django.utils.safestring import SafeString, mark_safe
 
 from designer.json_text import pretty_json
 from designer.views.run_display import short_id as _short_id
@@ -60,3 +62,10 @@ def get_item(mapping: Any, key: Any) -> Any:
 @register.filter
 def is_scalar(value: Any) -> bool:
     return value is None or isinstance(value, str | int | float | bool)
+
+
+@register.filter
+def break_at_underscores(value: Any) -> SafeString:
+    """A snake_case name that may wrap after each underscore (``assess_<wbr>request``) rather than mid-word in a
+    narrow column; the text itself is unchanged (``<wbr>`` adds no character)."""
+    return mark_safe(escape(value).replace("_", "_<wbr>"))  # noqa: S308 - escaped first, then only <wbr> added

@@ -103,7 +103,11 @@ def _panel(request: HtmxHttpRequest, run: Any, step: int, *, status: int = 200,
         "answers": answers,
         **extra,
     }
-    return TemplateResponse(request, "runs/checkpoint.html", context, status=status)
+    if request.htmx:
+        return TemplateResponse(request, "runs/checkpoint.html", context, status=status)
+    # A step link opened in a tab of its own (or without htmx): the panel inside the site's page.
+    return TemplateResponse(request, "runs/panel_as_page.html", {
+        **context, "panel": "runs/checkpoint.html", "page_title": f"After superstep {step}"}, status=status)
 
 
 @signed_in("GET")

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from runtime._analysis._labels import LabelSet
 from runtime._diagnostics import Diagnostic
@@ -117,21 +117,14 @@ def compute_regions(
     return Regions(canonical, frozen_seen, tuple(checker.run()), routes)
 
 
+@dataclass(slots=True)
 class _RegionChecker:
-    def __init__(
-        self,
-        nodes: Mapping[str, AnyNode],
-        routes: Mapping[str, Mapping[str, str]],
-        labels: Mapping[str, LabelSet],
-        seen: Mapping[str, tuple[Stack, ...]],
-        canonical: Mapping[str, Stack],
-    ) -> None:
-        self.nodes = nodes
-        self.routes = routes
-        self.labels = labels
-        self.seen = seen
-        self.canonical = canonical
-        self.out: list[Diagnostic] = []
+    nodes: Mapping[str, AnyNode]
+    routes: Mapping[str, Mapping[str, str]]
+    labels: Mapping[str, LabelSet]
+    seen: Mapping[str, tuple[Stack, ...]]
+    canonical: Mapping[str, Stack]
+    out: list[Diagnostic] = field(default_factory=list)
 
     def clean(self, node_id: str) -> bool:
         return len(self.seen[node_id]) == 1

@@ -137,23 +137,19 @@ def opaque(atom: Schema) -> bool:
     return "not" in atom and "type" not in atom and not is_any(atom)
 
 
+#: Python type -> JSON Schema type name, tried in order: ``bool`` before ``int``, which it is a subclass of.
+_TYPE_NAMES: tuple[tuple[type, str], ...] = (
+    (type(None), "null"), (bool, "boolean"), (int, "integer"), (float, "number"), (str, "string"), (list, "array"),
+    (Mapping, "object"),
+)
+
+
 def json_type(value: object) -> str:
     """The JSON Schema type name of one JSON value (``"integer"`` for whole numbers, as a schema says it);
     ``TypeError`` for a Python value that JSON does not have."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, Mapping):
-        return "object"
+    for python_type, name in _TYPE_NAMES:
+        if isinstance(value, python_type):
+            return name
     raise TypeError(f"not a JSON value: {type(value).__name__}")
 
 

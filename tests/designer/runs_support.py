@@ -6,7 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -94,6 +94,26 @@ def wait_for(condition: Callable[[], Any], *, timeout: float = 90, interval: flo
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {message}")
         time.sleep(interval)
+
+
+#: The statuses a run does not leave on its own.
+FINISHED = ("completed", "failed", "cancelled")
+
+
+def status_of(run_id: int) -> str:
+    from designer.models import Run
+
+    return Run.objects.values_list("status", flat=True).get(pk=run_id)
+
+
+def work_until_finished(env: dict[str, str], runs: Sequence[dict[str, Any]], *, message: str) -> None:
+    """Start one ``run_worker`` with ``env``, wait until every run of ``runs`` (as ``start_run`` answered) has
+    finished, stop the worker."""
+    worker = start_worker(env)
+    try:
+        wait_for(lambda: all(status_of(r["id"]) in FINISHED for r in runs), message=message, worker=worker)
+    finally:
+        stop_worker(worker)
 
 
 def start_run(client: Any, workflow: Any, run_input: dict[str, Any], **body: Any) -> dict[str, Any]:

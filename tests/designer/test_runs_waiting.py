@@ -25,11 +25,11 @@ from tests.designer.runs_support import (
     run_detail,
     start_run,
     start_worker,
+    status_of,
     stop_worker,
     wait_for,
+    work_until_finished,
 )
-
-FINISHED = ("completed", "failed", "cancelled")
 
 
 def flaky_document(fail: int, *, attempts: int = 3, backoff: float = 1.0) -> dict[str, Any]:
@@ -43,10 +43,6 @@ def flaky_document(fail: int, *, attempts: int = 3, backoff: float = 1.0) -> dic
     return graph.build().model_dump(mode="json")
 
 
-def status_of(run_id: int) -> str:
-    return Run.objects.values_list("status", flat=True).get(pk=run_id)
-
-
 def task_results(run_id: int) -> list[TaskResult]:
     """The run's enqueued tasks, oldest first, as django.tasks' public results."""
     found = [execute_run.get_result(str(pk)) for pk in
@@ -58,12 +54,7 @@ def test_a_retry_backoff_frees_the_worker_for_other_runs(api: Any, cast: Any, en
     client = api(cast.editor)
     flaky = start_run(client, cast.workflow("Flaky", flaky_document(fail=2, backoff=2.0)), {})
     other = start_run(client, cast.workflow("Counting", counting_document(pause=False)), {"x": 1})
-    worker = start_worker(env)  # one worker process: one task at a time
-    try:
-        wait_for(lambda: all(status_of(r["id"]) in FINISHED for r in (flaky, other)), message="both runs",
-                 worker=worker)
-    finally:
-        stop_worker(worker)
+    work_until_finished(env, (flaky, other), message="both runs")  # one worker process: one task at a time
 
     done = run_detail(client, flaky["id"])
     assert done["status"] == "completed" and done["output"] == {"attempt": 3}
@@ -96,12 +87,7 @@ def test_a_wait_step_holds_no_worker_and_outlasts_the_step_timeout(api: Any, cas
     waiting = start_run(client, cast.workflow("Waiting", counting_document()), {"x": 1, "pause": 2})
     other = start_run(client, cast.workflow("Counting", counting_document(pause=False)), {"x": 5})
     # A 1 s step timeout: a wait that ran as a step would be killed (step.timeout) long before its 2 s.
-    worker = start_worker({**env, "TRELLIS_STEP_TIMEOUT_SECONDS": "1"})
-    try:
-        wait_for(lambda: all(status_of(r["id"]) in FINISHED for r in (waiting, other)), message="both runs",
-                 worker=worker)
-    finally:
-        stop_worker(worker)
+    work_until_finished({**env, "TRELLIS_STEP_TIMEOUT_SECONDS": "1"}, (waiting, other), message="both runs")
 
     done = run_detail(client, waiting["id"])
     assert done["status"] == "completed", done["error"]

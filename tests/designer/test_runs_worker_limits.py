@@ -13,19 +13,21 @@ from django.urls import reverse
 from designer.models import Run
 from runtime import WorkflowBuilder
 from tests.designer.runs_support import (
+    FINISHED,
     all_events,
     counting_document,
     run_detail,
     start_run,
     start_worker,
+    status_of,
     stop_worker,
     wait_for,
+    work_until_finished,
 )
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 BOMB = " | ".join(["[@,@][]"] * 25) + " | length(@)"
-FINISHED = ("completed", "failed", "cancelled")
 
 
 def bomb_document() -> dict[str, Any]:
@@ -36,10 +38,6 @@ def bomb_document() -> dict[str, Any]:
               output=[{"source": ".", "target": "count"}])
     graph.output("count", "state.count")
     return graph.build().model_dump(mode="json")
-
-
-def status_of(run_id: int) -> str:
-    return Run.objects.values_list("status", flat=True).get(pk=run_id)
 
 
 def test_the_jmespath_bomb_fails_with_step_timeout_and_the_worker_runs_the_next_run(
@@ -116,13 +114,9 @@ def test_a_memory_bomb_and_an_oversized_result_fail_their_runs_and_the_worker_go
     hog = start_run(client, cast.workflow("Hog", step_document("hog", {"megabytes": 1024})), {})
     big = start_run(client, cast.workflow("Big", step_document("big", {"size": 5000})), {})
     fine = start_run(client, cast.workflow("Fine", step_document("big", {"size": 10})), {})
-    worker = start_worker({**env, "TRELLIS_TASK_MODULES": "tests.designer.step_tasks", "TRELLIS_STEP_PROCESSES": "1",
-                           "TRELLIS_STEP_MAX_MEMORY_MB": "64", "TRELLIS_STEP_MAX_RESULT_BYTES": "1000"})
-    try:
-        wait_for(lambda: all(status_of(r["id"]) in FINISHED for r in (hog, big, fine)), message="the runs",
-                 worker=worker)
-    finally:
-        stop_worker(worker)
+    work_until_finished({**env, "TRELLIS_TASK_MODULES": "tests.designer.step_tasks", "TRELLIS_STEP_PROCESSES": "1",
+                         "TRELLIS_STEP_MAX_MEMORY_MB": "64", "TRELLIS_STEP_MAX_RESULT_BYTES": "1000"},
+                        (hog, big, fine), message="the runs")
 
     hogged = run_detail(client, hog["id"])
     assert hogged["status"] == "failed" and hogged["error"]["cause"]["code"] == "step.memory"

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -206,3 +208,59 @@ def test_file_history_reuses_the_logs_parts_so_it_costs_what_changed(tmp_path: P
             assert cp.load_at(result.run_id, middle).step == middle
     # A whole state per kept checkpoint costs whole_states bytes; the log's lines cost a small share of that.
     assert sizes["all"] - sizes["none"] < whole_states / 4
+
+
+_V1_SCHEMA = (
+    "CREATE TABLE runs (run_id TEXT PRIMARY KEY, state BLOB NOT NULL) WITHOUT ROWID",
+    "CREATE TABLE parts (run_id TEXT NOT NULL, key TEXT NOT NULL, value BLOB NOT NULL, "
+    "PRIMARY KEY (run_id, key)) WITHOUT ROWID",
+    "CREATE TABLE events (run_id TEXT NOT NULL, seq INTEGER NOT NULL, event BLOB NOT NULL, "
+    "PRIMARY KEY (run_id, seq)) WITHOUT ROWID",
+)
+
+
+def test_a_version_1_sqlite_file_is_converted_on_open_keeping_states_parts_and_events(tmp_path: Path) -> None:
+    current = tmp_path / "current.sqlite3"
+    rs = sample_run_state()
+    rs.trace_seq = 7
+    with SqliteCheckpointer(current) as cp:
+        cp.save(rs, sample_events(rs.run_id, 0, 4))
+        cp.save(rs, sample_events(rs.run_id, 4, 3))
+        expected_state, expected_events = cp.load(rs.run_id), cp.load_events(rs.run_id)
+    # The same content in the version 1 layout: one event per row, WITHOUT ROWID tables, user_version 0.
+    old = tmp_path / "old.sqlite3"
+    db = sqlite3.connect(old)
+    for statement in _V1_SCHEMA:
+        db.execute(statement)
+    db.execute("ATTACH DATABASE ? AS current", (str(current),))
+    db.execute("INSERT INTO runs SELECT run_id, state FROM current.runs")
+    db.execute("INSERT INTO parts SELECT run_id, key, value FROM current.parts")
+    saves = db.execute("SELECT r.run_id, e.events FROM current.events e JOIN current.runs r ON e.id >> 32 = r.rowid "
+                       "ORDER BY e.id").fetchall()
+    assert len(saves) == 2
+    for run_id, saved in saves:
+        db.executemany("INSERT INTO events VALUES (?, ?, ?)",
+                       [(run_id, event["seq"], json.dumps(event).encode()) for event in json.loads(saved)])
+    db.commit()
+    db.close()
+
+    with SqliteCheckpointer(old) as converted:
+        assert converted.load(rs.run_id).model_dump(mode="json") == expected_state.model_dump(mode="json")
+        assert [e.to_dict() for e in converted.load_events(rs.run_id)] == [e.to_dict() for e in expected_events]
+        converted.save(rs, sample_events(rs.run_id, 7, 1))
+        assert [e.seq for e in converted.load_events(rs.run_id)] == list(range(8))
+    db = sqlite3.connect(old)
+    assert db.execute("PRAGMA user_version").fetchone() == (2,)
+    assert {row[1] for row in db.execute("PRAGMA table_info(events)")} == {"id", "events"}
+    db.close()
+
+
+def test_sqlite_events_saved_again_under_their_seq_replace_the_earlier_ones(tmp_path: Path) -> None:
+    rs = sample_run_state()
+    rs.trace_seq = 5
+    with SqliteCheckpointer(tmp_path / "runs.sqlite3") as cp:
+        cp.save(rs, sample_events(rs.run_id, 0, 5))
+        redone = [replace(event, label="again") for event in sample_events(rs.run_id, 3, 2)]
+        cp.save(rs, redone)  # a superstep re-run after a crash saves its events again
+        loaded = cp.load_events(rs.run_id)
+    assert [(e.seq, e.label) for e in loaded] == [(0, "ok"), (1, "ok"), (2, "ok"), (3, "again"), (4, "again")]

@@ -1,0 +1,77 @@
+"""In headless Chromium at 1024x768, a small laptop's window: the pages fit its width (nothing pushed past the right
+edge, no sideways scrolling), the editor's header keeps Publish on screen, and a task's snake_case name in the
+palette wraps after an underscore rather than mid-word."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from designer.services import teams as team_services
+from designer.services import workflows as workflow_services
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+SMALL = {"width": 1024, "height": 768}
+
+DOCUMENT: dict[str, Any] = {
+    "id": "approval", "nodes": [{"id": "ask", "kind": "interrupt", "prompt": "Approve?", "labels": ["ok"]}],
+    "metadata": {"positions": {"ask": {"x": 80, "y": 80}}},
+}
+
+# The characters at which a text element's lines break: the last character of every line but the last.
+LINE_ENDS = """el => {
+  const text = el.textContent, range = document.createRange(), ends = [];
+  const node = [...el.childNodes].filter(n => n.nodeType === 3);
+  let top = null, last = '';
+  for (const t of node) for (let i = 0; i < t.length; i++) {
+    range.setStart(t, i); range.setEnd(t, i + 1);
+    const y = Math.round(range.getBoundingClientRect().top);
+    if (top !== null && y > top) ends.push(last);
+    top = y; last = t.data[i];
+  }
+  return [text, ends];
+}"""
+
+
+def page_width(page: Page) -> tuple[int, int]:
+    return page.evaluate("() => [document.documentElement.scrollWidth, document.documentElement.clientWidth]")
+
+
+def test_the_editor_header_fits_a_1024_window_and_task_names_wrap_at_underscores(
+    logged_in_page: Page, live_server: Any, user: Any
+) -> None:
+    page = logged_in_page
+    page.set_viewport_size(SMALL)
+    team = team_services.create_team(actor=user, name="Purchasing")
+    workflow = workflow_services.create_workflow(actor=user, team=team, name="Spending approval review",
+                                                 document=DOCUMENT)
+    page.goto(f"{live_server.url}/workflows/{workflow.pk}/edit/")
+    expect(page.locator("[data-editor-canvas]")).to_have_attribute("data-state", "saved")
+
+    width, window = page_width(page)
+    assert width <= window, f"the editor page is {width - window}px wider than the window"
+    publish = page.get_by_role("button", name="Publish", exact=True).bounding_box()
+    assert publish and publish["x"] + publish["width"] <= window, publish
+    head = page.locator(".editor-head").bounding_box()
+    assert head and head["height"] < 60, f"the header takes {head} of a 768px window"
+
+    title = page.locator('[data-palette="task:assess_request"] .palette-item__title')
+    text, ends = title.evaluate(LINE_ENDS)
+    assert text == "assess_request" and ends in ([], ["_"]), f"{text!r} wraps after {ends}"
+
+
+def test_the_list_and_settings_pages_fit_a_1024_window(logged_in_page: Page, live_server: Any, user: Any) -> None:
+    page = logged_in_page
+    page.set_viewport_size(SMALL)
+    team = team_services.create_team(actor=user, name="Purchasing")
+    workflow = workflow_services.create_workflow(actor=user, team=team, name="Spending approval review",
+                                                 document=DOCUMENT)
+    workflow_services.publish_workflow(actor=user, workflow=workflow, note="first")
+    for path in ("/", "/runs/", f"/teams/{team.pk}/", f"/workflows/{workflow.pk}/", f"/workflows/{workflow.pk}/runs/",
+                 f"/workflows/{workflow.pk}/sharing/", "/settings/tokens/"):
+        page.goto(live_server.url + path)
+        width, window = page_width(page)
+        assert width <= window, f"{path} is {width - window}px wider than the window"
