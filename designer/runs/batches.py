@@ -142,7 +142,12 @@ def batch_progress(run_id: int) -> dict[str, tuple[int, int]]:
 
 
 def wake(run_id: int) -> bool:
-    """Enqueue a waiting run whose batches are all over; True when it did. Safe to call from every batch."""
+    """Enqueue a waiting run whose batches are all over; True when it did. Safe to call from every batch; call in
+    the transaction that closed the batch."""
+    # The run's row first: batches closing at the same moment on several workers take turns here, so the last one
+    # counts every other's close as committed. Without it each (under PostgreSQL's READ COMMITTED) counted the
+    # others as unfinished and none woke the run.
+    list(Run.objects.select_for_update().filter(pk=run_id).values_list("pk", flat=True))
     if unfinished(run_id):
         return False
     woken = Run.objects.filter(pk=run_id, status=Run.Status.WAITING).update(status=Run.Status.QUEUED)
