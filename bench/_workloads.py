@@ -11,11 +11,22 @@ node), so microseconds per step = wall time / steps on both sides.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, TypedDict
 
 from runtime import Checkpointer, Engine, ForeachNode, Route, TaskRegistry, Workflow, WorkflowBuilder
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
 
 COUNTER_STATE: dict[str, Any] = {"type": "object", "properties": {"x": {"type": "integer", "default": 0}}}
 
@@ -76,6 +87,217 @@ def trellis_runs(workflow: Workflow, inputs: list[Any], checkpointer: Callable[[
         return result.output if result is not None else None
 
     return prepare, run
+
+
+# ---------------------------------------------------------------------------
+# Through the designer's real worker (bench_worker_items, bench_distributed, bench_workers, bench_history's ORM leg)
+#
+# A bench runs one "leg" per database in a child process (Django reads DATABASE_URL once, at import), which
+# prints its rows as one ``BENCH-ROWS <json>`` line; the parent prints the table.
+
+TICKS = os.sysconf("SC_CLK_TCK")
+TERMINAL = ("completed", "failed", "cancelled")
+
+
+def leg_env(**extra: str) -> dict[str, str]:
+    """The environment of a leg or a worker: this checkout first on the path, the designer's settings."""
+    return {**os.environ, "PYTHONPATH": str(REPO_ROOT), "DJANGO_SETTINGS_MODULE": "designer.settings", **extra}
+
+
+def run_leg(module: str, env: dict[str, str], *, flag: str = "--leg", prefix: Sequence[str] = ()) -> Any:
+    """Run ``python -m <module> <flag>`` (behind ``prefix``, e.g. ``.ci/postgres.sh``) and return its rows."""
+    done = subprocess.run([*prefix, sys.executable, "-m", module, flag], cwd=REPO_ROOT, env=env,
+                          capture_output=True, text=True)
+    for line in done.stdout.splitlines():
+        if line.startswith("BENCH-ROWS "):
+            return json.loads(line.removeprefix("BENCH-ROWS "))
+    raise RuntimeError(f"benchmark leg {module} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+
+
+def postgres_available() -> bool:
+    """PostgreSQL's server binaries are installed, so ``.ci/postgres.sh`` can start a private cluster."""
+    return shutil.which("initdb") is not None or any(Path("/usr/lib/postgresql").glob("*/bin/initdb"))
+
+
+def run_postgres_leg(module: str, env: dict[str, str]) -> Any:
+    """``run_leg`` on a private, throw-away PostgreSQL cluster (``.ci/postgres.sh``)."""
+    return run_leg(module, env, prefix=[str(REPO_ROOT / ".ci" / "postgres.sh")])
+
+
+def run_sqlite_leg(module: str, env: dict[str, str], *, flag: str = "--leg") -> Any:
+    """``run_leg`` on a fresh SQLite database in a temporary directory."""
+    with tempfile.TemporaryDirectory(prefix="trellis-bench-") as tmp:
+        return run_leg(module, {**env, "DATABASE_URL": f"sqlite:///{tmp}/bench.sqlite3"}, flag=flag)
+
+
+def leg_or_main(leg: Callable[[], None], main: Callable[[], int], *, flag: str = "--leg") -> None:
+    """A bench module's ``__main__``: its leg when run with ``flag`` (by ``run_leg``), else its table."""
+    if sys.argv[1:] == [flag]:
+        leg()
+    else:
+        sys.exit(main())
+
+
+def print_rows(rows: Any) -> None:
+    """A leg's result, for ``run_leg``."""
+    print("BENCH-ROWS " + json.dumps(rows), flush=True)
+
+
+def django_leg() -> None:
+    """In a leg: configure Django and migrate the leg's database."""
+    import django
+
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "designer.settings")
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+
+
+def setup_leg() -> tuple[Any, Any]:
+    """``django_leg``, then a bench user and its team."""
+    django_leg()
+    from django.contrib.auth import get_user_model
+
+    from designer.services import teams as team_services
+
+    user = get_user_model().objects.create_user("bench", password="x")
+    return user, team_services.create_team(actor=user, name="Bench")
+
+
+def tree_cpu(pid: int) -> float:
+    """CPU seconds of a process and all its live descendants (a worker and its step processes), with the
+    children each has reaped."""
+    children: dict[int, list[int]] = {}
+    stats: dict[int, list[str]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        stats[int(entry.name)] = fields
+        children.setdefault(int(fields[1]), []).append(int(entry.name))
+    total, todo = 0, [pid]
+    while todo:
+        current = todo.pop()
+        found = stats.get(current)
+        if found is not None:
+            total += int(found[11]) + int(found[12]) + int(found[13]) + int(found[14])
+        todo.extend(children.get(current, ()))
+    return total / TICKS
+
+
+def postmaster() -> int | None:
+    """In a leg: the PostgreSQL server's pid (the parent of this connection's backend), None on SQLite."""
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        return None
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        backend = cursor.fetchone()[0]
+    return int(Path(f"/proc/{backend}/stat").read_text().rsplit(")", 1)[1].split()[1])
+
+
+def db_cpu(server: int | None) -> float:
+    """CPU seconds of the whole PostgreSQL server (its backends too); 0 on SQLite, which works inside the worker."""
+    return 0.0 if server is None else tree_cpu(server)
+
+
+@dataclass(frozen=True, slots=True)
+class Measured:
+    """Runs enqueued together, from enqueueing to the last one's end."""
+
+    pks: list[int]
+    wall: float  # seconds
+    worker_cpu: float  # seconds, the worker processes with their step processes
+    db_cpu: float  # seconds, the PostgreSQL server (0 on SQLite)
+
+    def figures(self) -> dict[str, float]:
+        return {"wall": self.wall, "worker_cpu": self.worker_cpu, "db_cpu": self.db_cpu}
+
+
+@dataclass(frozen=True, slots=True)
+class Workers:
+    """``run_worker`` processes started by ``workers``, ready to take runs."""
+
+    processes: list[subprocess.Popen[bytes]]
+    server: int | None
+
+    def cpu(self) -> float:
+        return sum(tree_cpu(process.pid) for process in self.processes)
+
+    def measure(self, start: Callable[[], Sequence[int]], *, poll: float = 0.2) -> Measured:
+        """Enqueue runs (``start`` returns their pks) and wait for them all to end; refuse any that did not
+        complete (a benchmark of a broken run measures nothing). The workers' CPU is sampled while waiting:
+        a step process replaced mid-way takes its CPU with it."""
+        from designer.models import Run
+
+        cpu = before = self.cpu()
+        db_before = db_cpu(self.server)
+        began = time.perf_counter()
+        pks = list(start())
+        while Run.objects.filter(pk__in=pks, status__in=TERMINAL).count() < len(pks):
+            cpu = max(cpu, self.cpu())
+            time.sleep(poll)
+        wall = time.perf_counter() - began
+        cpu = max(cpu, self.cpu())
+        for pk, status, error in Run.objects.filter(pk__in=pks).exclude(status="completed").values_list(
+                "pk", "status", "error"):
+            raise RuntimeError(f"benchmark run {pk} ended {status}: {error}")
+        return Measured(pks, wall, cpu - before, db_cpu(self.server) - db_before)
+
+
+@contextmanager
+def workers(count: int, env: dict[str, str], *, server: int | None = None, interval: float = 0.2
+            ) -> Iterator[Workers]:
+    """Start ``count`` ``run_worker`` processes and wait until each has imported Django, forked its step
+    processes and started polling (a worker still starting when a run is enqueued would count its start-up as
+    work on the run); stop them on the way out. ``server``: the PostgreSQL postmaster, for ``measure``.
+    The leg's own connection is closed first, so no worker inherits it."""
+    from django.db import connection
+
+    connection.close()
+    command = [sys.executable, "manage.py", "run_worker", "--no-startup-delay", "--no-reload",
+               "--interval", str(interval)]
+    with ExitStack() as stack:
+        logs = [stack.enter_context(tempfile.NamedTemporaryFile("w+", prefix="trellis-bench-worker-",
+                                                                suffix=".log")) for _ in range(count)]
+        processes = [subprocess.Popen(command, cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+                     for log in logs]
+        try:
+            deadline = time.monotonic() + 300
+            while not all("Starting worker" in Path(log.name).read_text() for log in logs):
+                if time.monotonic() > deadline or any(process.poll() is not None for process in processes):
+                    raise RuntimeError("a benchmark worker did not start:\n"
+                                       + "\n".join(Path(log.name).read_text()[-2000:] for log in logs))
+                time.sleep(0.2)
+            yield Workers(processes, server)
+        finally:
+            for process in processes:
+                process.terminate()
+            for process in processes:
+                process.wait()
+
+
+def items_foreach(name: str, concurrency: int = 1, *, collect: bool = True, batch_size: int | None = None,
+                  max_batches_in_flight: int | None = None) -> dict[str, Any]:
+    """A designer document: a foreach over ``input.items`` (integers), a math step adding 1 to each, the
+    results collected in the output's ``out`` when ``collect``; distributed when ``batch_size`` is set (and the
+    server's threshold allows)."""
+    graph = WorkflowBuilder(f"bench-{name.lower()}", name, input_schema={
+        "type": "object", "properties": {"items": {"type": "array", "items": {"type": "integer"}}}})
+    each = graph.foreach("each", "input.items", results="out" if collect else None, max_concurrency=concurrency,
+                         batch_size=batch_size, max_batches_in_flight=max_batches_in_flight)
+    body = graph.use("math", id="body", input=[{"target": "op", "value": "add"}, {"target": "a", "path": each.item},
+                                              {"target": "b", "value": 1}])
+    graph.set_route(each, "loop", body)
+    graph.set_route(body, "ok", each)
+    if collect:
+        graph.output("out", "state.out")
+    return graph.build().model_dump(mode="json")
 
 
 def trellis_chain(length: int) -> Workflow:

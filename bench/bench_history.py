@@ -13,12 +13,9 @@ and ORM tables' value lengths; the file log's size), after the run.
 
 from __future__ import annotations
 
-import json
 import os
 import sqlite3
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -95,18 +92,13 @@ def measure_runtime(store: str, policy: HistoryPolicy | None, directory: Path) -
 
 
 def _orm_leg() -> None:
-    import django
-
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "designer.settings")
-    django.setup()
-    from django.core.management import call_command
+    w.django_leg()
     from django.db import connection
 
     from designer.models import Run, Team
     from designer.models import Workflow as StoredWorkflow
     from designer.runs.checkpointer import OrmCheckpointer
 
-    call_command("migrate", verbosity=0)
     rows: dict[str, list[list[float]]] = {}
     runs = [(f"{turn}-{number}", name, policy) for turn in range(REPEATS)
             for number, (name, policy) in enumerate(POLICIES.items())]
@@ -124,24 +116,16 @@ def _orm_leg() -> None:
             for sql in ("SELECT coalesce(sum(length(run_state)), 0) FROM designer_run WHERE id = %s",
                         "SELECT coalesce(sum(length(value)), 0) FROM designer_runstatepart WHERE run_id = %s",
                         "SELECT coalesce(sum(length(data)), 0) FROM designer_runevent WHERE run_id = %s",
-                        "SELECT coalesce(sum(length(state) + length(part_keys)), 0) FROM designer_runcheckpoint "
+                        "SELECT coalesce(sum(length(state)), 0) FROM designer_runcheckpoint "
                         "WHERE run_id = %s"):
                 cursor.execute(sql, [pk])
                 size += int(cursor.fetchone()[0])
         rows.setdefault(name, []).append([wall, steps, size])
-    print("BENCH-ROWS " + json.dumps(rows), flush=True)
+    w.print_rows(rows)
 
 
 def measure_orm() -> dict[str, list[list[float]]]:
-    with tempfile.TemporaryDirectory(prefix="trellis-bench-") as tmp:
-        env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "DJANGO_SETTINGS_MODULE": "designer.settings",
-               "DATABASE_URL": f"sqlite:///{tmp}/bench.sqlite3"}
-        done = subprocess.run([sys.executable, "-m", "bench.bench_history", "--orm-leg"], cwd=REPO_ROOT, env=env,
-                              capture_output=True, text=True)
-    for line in done.stdout.splitlines():
-        if line.startswith("BENCH-ROWS "):
-            return dict(json.loads(line.removeprefix("BENCH-ROWS ")))
-    raise RuntimeError(f"ORM leg failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+    return dict(w.run_sqlite_leg("bench.bench_history", w.leg_env(), flag="--orm-leg"))
 
 
 def main() -> int:
@@ -173,7 +157,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    if sys.argv[1:] == ["--orm-leg"]:
-        _orm_leg()
-    else:
-        sys.exit(main())
+    w.leg_or_main(_orm_leg, main, flag="--orm-leg")

@@ -12,7 +12,7 @@ from typing import Any
 from django.contrib import admin
 from django.http import HttpRequest
 
-from designer.json_text import pretty_json_html
+from designer.admin_support import ReadOnly, json_field
 from designer.models import Membership, Team, Workflow, WorkflowVersion
 
 
@@ -68,9 +68,7 @@ class WorkflowAdmin(admin.ModelAdmin):
               "updated_at")
     inlines = (WorkflowVersionInline,)
 
-    @admin.display(description="document (edit it in the editor)")
-    def document_json(self, workflow: Workflow) -> str:
-        return pretty_json_html(workflow.document)
+    document_json = json_field("document", "document (edit it in the editor)")
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
         # Moving a workflow between teams would break its subgraph references and runs.
@@ -81,7 +79,7 @@ class WorkflowAdmin(admin.ModelAdmin):
 
 
 @admin.register(WorkflowVersion)
-class WorkflowVersionAdmin(admin.ModelAdmin):
+class WorkflowVersionAdmin(ReadOnly, admin.ModelAdmin):
     list_display = ("workflow", "number", "published_by", "published_at")
     list_filter = ("workflow__team",)
     search_fields = ("workflow__name", "workflow__slug")
@@ -89,12 +87,4 @@ class WorkflowVersionAdmin(admin.ModelAdmin):
     fields = ("workflow", "number", "published_by", "published_at", "document_json")
     readonly_fields = fields
 
-    @admin.display(description="document")
-    def document_json(self, version: WorkflowVersion) -> str:
-        return pretty_json_html(version.document)
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
+    document_json = json_field("document", "document")

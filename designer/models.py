@@ -355,8 +355,8 @@ class RunCheckpoint(models.Model):
     """A past checkpoint of a run, kept so a new run can be forked from it (``TRELLIS_CHECKPOINT_HISTORY``).
 
     ``state`` is the checkpoint without its write-once parts, like ``Run.run_state``; the parts stay shared in
-    ``RunStatePart`` (``part_keys`` says which ones this checkpoint needs), so history never copies a foreach's
-    items. ``Run.run_state`` stays the latest checkpoint alone.
+    ``RunStatePart`` (``RunState.parts_left_out(state)`` says which ones this checkpoint needs), so history never
+    copies a foreach's items. ``Run.run_state`` stays the latest checkpoint alone.
     """
 
     team_lookup: ClassVar[str] = "run__team"
@@ -368,7 +368,6 @@ class RunCheckpoint(models.Model):
     attempt = models.PositiveIntegerField(default=1)
     trace_seq = models.PositiveIntegerField()
     state = ExactJSONField()
-    part_keys = ExactJSONField(default=list, blank=True)
 
     objects = TeamScopedQuerySet.as_manager()
 

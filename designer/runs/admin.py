@@ -16,6 +16,7 @@ from django.urls import reverse
 from django.utils.html import format_html
 from django_tasks_db.models import DBTaskResult
 
+from designer.admin_support import ReadOnly, json_field
 from designer.errors import DesignerError
 from designer.json_text import pretty_json_html
 from designer.models import RecoveryChain, Run, RunEvent
@@ -33,7 +34,7 @@ def task_result_link(result_id: str) -> str:
     return format_html('<a href="{}">{}</a>', url, result_id)
 
 
-class RunEventInline(admin.TabularInline):
+class RunEventInline(ReadOnly, admin.TabularInline):
     model = RunEvent
     extra = 0
     can_delete = False
@@ -42,15 +43,7 @@ class RunEventInline(admin.TabularInline):
     readonly_fields = fields
     show_change_link = False
 
-    @admin.display(description="data")
-    def data_json(self, event: RunEvent) -> str:
-        return pretty_json_html(event.data)
-
-    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
+    data_json = json_field("data", "data")
 
 
 _DAMAGE = "_trellis_damage"  # a changelist row's damage, read once for the page
@@ -117,25 +110,11 @@ class RunAdmin(admin.ModelAdmin):
             return "—"
         return f"{ms} ms" if ms < 1000 else f"{ms / 1000:.1f} s"
 
-    @admin.display(description="input")
-    def input_json(self, run: Run) -> str:
-        return pretty_json_html(run.input)
-
-    @admin.display(description="output")
-    def output_json(self, run: Run) -> str:
-        return pretty_json_html(run.output)
-
-    @admin.display(description="error")
-    def error_json(self, run: Run) -> str:
-        return pretty_json_html(run.error)
-
-    @admin.display(description="interrupts")
-    def interrupts_json(self, run: Run) -> str:
-        return pretty_json_html(run.interrupts)
-
-    @admin.display(description="pending resume")
-    def resume_request_json(self, run: Run) -> str:
-        return pretty_json_html(run.resume_request)
+    input_json = json_field("input", "input")
+    output_json = json_field("output", "output")
+    error_json = json_field("error", "error")
+    interrupts_json = json_field("interrupts", "interrupts")
+    resume_request_json = json_field("resume_request", "pending resume")
 
     @admin.display(description="RunState (latest checkpoint)")
     def run_state_json(self, run: Run) -> str:
@@ -145,9 +124,7 @@ class RunAdmin(admin.ModelAdmin):
             return format_html("<p>Damaged; the stored value as it is:</p>{}", pretty_json_html(run.run_state))
         return pretty_json_html(checkpoint.data if checkpoint is not None else None)
 
-    @admin.display(description="document")
-    def document_json(self, run: Run) -> str:
-        return pretty_json_html(run.document)
+    document_json = json_field("document", "document")
 
     @admin.display(description="queue task")
     def task_result(self, run: Run) -> str:
@@ -172,7 +149,7 @@ class RunAdmin(admin.ModelAdmin):
 
 
 @admin.register(RecoveryChain)
-class RecoveryChainAdmin(admin.ModelAdmin):
+class RecoveryChainAdmin(ReadOnly, admin.ModelAdmin):
     """The recovery chain's one row, to see at a glance whether recovery is alive; only sweeps write it."""
 
     list_display = ("token", "due_at", "sweep_task")
@@ -182,12 +159,6 @@ class RecoveryChainAdmin(admin.ModelAdmin):
     @admin.display(description="next sweep task")
     def sweep_task(self, chain: RecoveryChain) -> str:
         return task_result_link(chain.task_result_id)
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False

@@ -37,7 +37,7 @@ from designer.models import Run, RunEvent, Team, Workflow
 from designer.permissions import has_role, require_workflow_role, role_of, workflow_role
 from designer.run_overlay import item_label
 from designer.runs.batches import batch_progress
-from designer.runs.checkpoints import context_of, damage_of, damages_of, load_state
+from designer.runs.checkpoints import context_of, damage_of, damages_of, last_seq, load_state
 from designer.selectors.run_history import tolerated_failures
 from designer.services import runs as run_services
 from designer.untrusted import parse_id
@@ -106,11 +106,18 @@ def _filtered_runs(request: HtmxHttpRequest, qs: QuerySet[Run]) -> tuple[QuerySe
     return filtered.queryset, filters, filtered.notice
 
 
+def filter_options(pairs: Iterable[tuple[object, str]], chosen: str) -> list[dict[str, Any]]:
+    """A filter select's options (``runs/_filter_select.html``): ``(value, label)`` pairs, the one whose value is
+    the filter's ``chosen`` value selected."""
+    return [{"value": str(value), "label": label, "selected": str(value) == chosen} for value, label in pairs]
+
+
 def _people_choices(people: Iterable[Any], chosen: str) -> list[dict[str, Any]]:
     """The "Started by" options, with the filter's value selected whether it came as an id or a username (a
     link or API-style URL may give either); a value that names none of these people stays, as given."""
-    choices = [{"value": str(p.pk), "label": p.get_username(),
-                "selected": chosen in (str(p.pk), p.get_username())} for p in people]
+    people = list(people)
+    named = next((str(p.pk) for p in people if p.get_username() == chosen), chosen)
+    choices = filter_options(((p.pk, p.get_username()) for p in people), named)
     if chosen and not any(choice["selected"] for choice in choices):
         choices.append({"value": chosen, "label": f"{chosen} (no one here)", "selected": True})
     return choices
@@ -134,6 +141,11 @@ def _history(request: HtmxHttpRequest, *, team: Team | None = None, workflow: Wo
         team_ids = list(selectors.teams_for(user=request.user).values_list("pk", flat=True))
     people = _people_choices(selectors.run_people(user=request.user, runs=base, team_ids=team_ids),
                              filters.get("created_by", ""))
+    # The filters that apply here: a version on a workflow's page, a workflow on a team's, a team on "All runs".
+    versions: list[tuple[object, str]] = [("draft", "Draft"), *(
+        (n, f"v{n}") for n in selectors.versions_of(workflow).values_list("number", flat=True))] if workflow else []
+    workflows = selectors.workflows_for(user=request.user).filter(team=team).values_list("pk", "name") if team else []
+    teams = selectors.teams_for(user=request.user).values_list("pk", "name") if not (team or workflow) else []
     if workflow is not None:
         title, url = f"Runs of {workflow.name}", reverse("workflow-runs", args=[workflow.pk])
         admin_url = _admin_runs_url(request, workflow__id__exact=workflow.pk)
@@ -156,11 +168,11 @@ def _history(request: HtmxHttpRequest, *, team: Team | None = None, workflow: Wo
         "filters": filters,
         "filter_notice": filter_notice,
         "query": query.urlencode(),
-        "statuses": Run.Status.choices,
-        "versions": list(selectors.versions_of(workflow).values_list("number", flat=True)) if workflow else [],
+        "status_options": filter_options(Run.Status.choices, filters["status"]),
+        "version_options": filter_options(versions, filters["version"]),
         "people": people,
-        "teams": selectors.teams_for(user=request.user) if team is None and workflow is None else [],
-        "workflows": selectors.workflows_for(user=request.user).filter(team=team) if team is not None else [],
+        "team_options": filter_options(teams, filters["team"]),
+        "workflow_options": filter_options(workflows, filters["workflow"]),
         "admin_url": admin_url,
         "can_run": workflow is not None and has_role(workflow_role(request.user, workflow), "runner"),
         "in_own_team": workflow is not None and role_of(request.user, workflow.team_id) is not None,
@@ -334,10 +346,12 @@ def _counters(run: Run) -> dict[str, Any]:
         for row in rows:
             if row.activation_id in batches:
                 row.done, row.running = batches[row.activation_id]
-    next_seq = progress.get("next_seq")
+    # Counted from the stored trace (one step down its index), not the run's own counter: a distributed foreach's
+    # batches add their items' events to it too.
+    last = last_seq(run)
     return {
         "step": progress.get("step") if isinstance(progress.get("step"), int) else 0,
-        "events": next_seq if isinstance(next_seq, int) else 0,
+        "events": 0 if last is None else last + 1,
         "items_done": run.items_done,
         "failures": run.failures,
         "activations": progress.get("activations") if isinstance(progress.get("activations"), int) else len(rows),
@@ -467,7 +481,8 @@ def _events_context(request: HtmxHttpRequest, run: Run) -> dict[str, Any]:
         for event in page.object_list
     ]
     query = urlencode({key: value for key, value in (("kind", kind), ("node", node), ("lineage", lineage)) if value})
-    return {"events_page": page, "event_rows": rows, "event_kinds": kinds, "event_nodes": nodes,
+    return {"events_page": page, "event_rows": rows, "kind_options": filter_options(((k, k) for k in kinds), kind),
+            "node_options": filter_options(((n, n) for n in nodes), node),
             "event_filter": {"kind": kind, "node": node, "lineage": lineage}, "events_query": query,
             "run": run, "active": run.status in LIVE}
 
