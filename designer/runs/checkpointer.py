@@ -328,13 +328,13 @@ class OrmCheckpointer:
             if rows.update(**fields) != 1:
                 raise LeaseLost(f"run {pk}: lease no longer held by {self.owner}; checkpoint discarded")
             self._store_parts(pk, delta, run_state)
-            next_seq = self._next_seq.get(pk)
+            # While the run has distributed batches, their commits append to its trace from other workers (even
+            # as the run itself wakes, for a backoff of its own): read where the trace ends. Otherwise it ends
+            # where this checkpointer's last save left it.
+            batches = any(activation.distributed for activation in run_state.activations.values())
+            next_seq = None if batches else self._next_seq.get(pk)
             if events:
-                # While the run waits for distributed batches, their commits append to its trace from other
-                # workers (even as the run itself wakes, for a backoff of its own): read where the trace ends.
-                # Otherwise it ends where this checkpointer's last save left it.
-                batches = any(activation.distributed for activation in run_state.activations.values())
-                next_seq = append_events(pk, events, first=events[0].seq, next_seq=None if batches else next_seq)
+                next_seq = append_events(pk, events, first=events[0].seq, next_seq=next_seq)
                 if batches:
                     next_seq = None
             self.cancel_requested = bool(Run.objects.filter(pk=pk).values_list("cancel_requested", flat=True).get())
