@@ -23,6 +23,15 @@ handed to ``on_items`` after the superstep it ended in, which is where a host
 commits it; a host that restarts a batch passes only the indices it has not
 committed, so no committed item runs twice.
 
+Each outcome carries the trace events of its item (``ItemOutcome.events``: the
+item frame's and those of every frame below it, nested loops and subgraph
+calls included, with the item's frame, activation and index as in one run),
+so a host stores them with the item it commits and never for an item it will
+run again. Their ``seq`` and ``step`` are the batch's own: a host numbers them
+in its run's trace when it commits them. Events of items that have not ended
+when a batch ends ``waiting`` are in ``BatchResult.held``; pass them back to
+``Engine.continue_batch``.
+
 ``Engine.join_foreach(run_state, {activation_id: outcomes})`` meets the
 activation's barrier with every item's ``ItemOutcome``: results in index
 order into the foreach's ``results`` list, failures counted against the
@@ -37,12 +46,13 @@ interrupt (``foreach.batch_interrupt``; an item that does anyway fails).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from runtime._errors import CorruptRunStateError, WorkflowError
 from runtime._state import ROOT_SCOPE_ID, Barrier, RunState
+from runtime._trace import TraceEvent
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +63,8 @@ class ItemOutcome:
     index: int
     result: Any = None
     error: dict[str, Any] | None = None
+    #: The item's trace events, in the order they happened (see the module's docstring); not compared.
+    events: tuple[TraceEvent, ...] = field(default=(), compare=False, repr=False)
 
     @property
     def failed(self) -> bool:
@@ -80,13 +92,70 @@ class BatchResult:
     said stop), ``failed`` (the batch itself could not go on, ``error``) or ``waiting`` (from an engine with
     ``sleep_in_process=False``: every item still running is suspended in a retry's backoff or a ``wait`` step
     until ``wake_at``; ``state`` is the batch's own state, to store and hand to ``Engine.continue_batch`` at or
-    after ``wake_at``, so no worker sleeps through it); ``outcomes`` of this call."""
+    after ``wake_at``, so no worker sleeps through it); ``outcomes`` of this call. ``held``: ``(index, event)`` of
+the items that have not ended yet, for ``Engine.continue_batch`` (only when ``waiting``)."""
 
     status: Literal["completed", "cancelled", "failed", "waiting"]
     outcomes: tuple[ItemOutcome, ...]
     error: WorkflowError | None = None
     state: RunState | None = None
     wake_at: float | None = None
+    held: tuple[tuple[int, TraceEvent], ...] = ()
+
+
+class ItemTraces:
+    """A batch's trace sink: keeps each event under the item of ``activation_id`` it belongs to, until the item
+    ends (``take``). An event belongs to the item whose frame is its own frame or an ancestor of it (through
+    nested item frames and subgraph callers); events outside every item (the batch's own run events) are
+    dropped, as they mean nothing in the run's trace. Frames are looked up as the event is made, while they
+    exist; what was found is remembered per frame."""
+
+    __slots__ = ("activation_id", "state", "owners", "held")
+
+    def __init__(self, activation_id: str, held: Iterable[tuple[int, TraceEvent]] = ()) -> None:
+        self.activation_id = activation_id
+        self.state: RunState | None = None
+        self.owners: dict[str, int | None] = {}  # frame id -> its item's index (None: outside every item)
+        self.held: dict[int, list[TraceEvent]] = {}
+        for index, event in held:
+            self.held.setdefault(index, []).append(event)
+
+    def __call__(self, event: TraceEvent) -> None:
+        if event.activation_id == self.activation_id and event.index is not None:
+            index: int | None = event.index
+            if event.frame_id is not None:
+                self.owners[event.frame_id] = event.index
+        else:
+            index = self._owner(event.frame_id)
+        if index is not None:
+            self.held.setdefault(index, []).append(event)
+
+    def _owner(self, frame_id: str | None) -> int | None:
+        path: list[str] = []
+        found: int | None = None
+        frames = self.state.frames if self.state is not None else {}
+        while frame_id is not None:
+            if frame_id in self.owners:
+                found = self.owners[frame_id]
+                break
+            path.append(frame_id)
+            frame = frames.get(frame_id)
+            if frame is None:
+                break
+            meta = frame.metadata.get("foreach")
+            if isinstance(meta, dict) and meta.get("activation_id") == self.activation_id:
+                found = meta.get("index")
+                break
+            frame_id = frame.parent_frame_id
+        for seen in path:
+            self.owners[seen] = found
+        return found
+
+    def take(self, index: int) -> tuple[TraceEvent, ...]:
+        return tuple(self.held.pop(index, ()))
+
+    def left(self) -> tuple[tuple[int, TraceEvent], ...]:
+        return tuple((index, event) for index, events in sorted(self.held.items()) for event in events)
 
 
 def distributed_foreach(run_state: RunState) -> list[DistributedForeach]:

@@ -10,8 +10,10 @@ everything that needs schemas or the task registry is the analyzer's job.
 
 from __future__ import annotations
 
+import functools
 import math
-from typing import Annotated, Any, Final, Literal
+from collections.abc import Mapping, Sequence
+from typing import Annotated, Any, Final, Literal, Self, TypeVar
 
 from pydantic import (
     AfterValidator,
@@ -141,6 +143,20 @@ JsonLiteral = Annotated[Any, AfterValidator(_require_json)]
 JsonObject = Annotated[dict[str, Any], AfterValidator(_require_json)]
 
 
+_T = TypeVar("_T")
+
+
+def _as_tuple(value: Sequence[Any]) -> tuple[Any, ...]:
+    # A JSON array (or a list built in Python) is held as a tuple: a document's structure cannot be changed in
+    # place once it is made, so a plan compiled from it (Engine.compile) can never go stale.
+    return value if isinstance(value, tuple) else tuple(value)
+
+
+#: A list field of a document: any sequence in (a JSON array, a list, a tuple), a tuple held, a JSON array out
+#: (and in the JSON Schema).
+Items = Annotated[Sequence[_T], AfterValidator(_as_tuple)]
+
+
 def _empty_object_schema() -> JsonSchema:
     return {"type": "object", "properties": {}}
 
@@ -154,9 +170,24 @@ class _Model(BaseModel):
         # As the JSON Schema says: 1 is not true, "3" is not 3 (document_json_schema is what API clients check).
         strict=True,
         # Engine.compile caches a plan per document object: a document must not change once made (derive a
-        # changed one with model_copy(update=...)).
+        # changed one with model_copy(update=...)). Its lists are tuples (``Items``) for the same reason.
         frozen=True,
     )
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        """As pydantic's (``update`` is taken as given, not validated), except that a list given for one of the
+        document's list fields is held as a tuple like every other."""
+        if update:
+            tuples = _tuple_fields(type(self))
+            update = {name: tuple(value) if name in tuples and isinstance(value, list) else value
+                      for name, value in update.items()}
+        return super().model_copy(update=update, deep=deep)
+
+
+@functools.cache
+def _tuple_fields(model: type[BaseModel]) -> frozenset[str]:
+    return frozenset(name for name, info in model.model_fields.items()
+                     if any(isinstance(m, AfterValidator) and m.func is _as_tuple for m in info.metadata))
 
 
 class InputBinding(_Model):
@@ -259,8 +290,8 @@ class _NodeBase(_Model):
 class TaskNode(_NodeBase):
     kind: Literal["task"] = "task"
     task: str = Field(min_length=1)
-    input: list[InputBinding] = Field(default_factory=list)
-    output: list[OutputBinding] = Field(default_factory=list)
+    input: Items[InputBinding] = Field(default_factory=tuple)
+    output: Items[OutputBinding] = Field(default_factory=tuple)
     retry: RetryPolicy | None = None
     #: Start-to-close limit of one attempt, in seconds; see ``runtime._steps.step_timeout`` for how it
     #: combines with the task's default, the workflow's default and the engine's cap.
@@ -337,8 +368,8 @@ class WorkflowRef(_Model):
 class SubgraphNode(_NodeBase):
     kind: Literal["subgraph"] = "subgraph"
     workflow: WorkflowRef
-    input: list[InputBinding] = Field(default_factory=list)
-    output: list[OutputBinding] = Field(default_factory=list)
+    input: Items[InputBinding] = Field(default_factory=tuple)
+    output: Items[OutputBinding] = Field(default_factory=tuple)
 
 
 BranchOp = Literal["equals", "not_equals", "in", "exists", "truthy", "gt", "gte", "lt", "lte"]
@@ -355,7 +386,7 @@ class BranchNode(_NodeBase):
 
     kind: Literal["branch"] = "branch"
     path: SourcePathField
-    cases: list[BranchCase] = Field(default_factory=list)
+    cases: Items[BranchCase] = Field(default_factory=tuple)
     default_label: str = "default"
 
 
@@ -364,10 +395,10 @@ class InterruptNode(_NodeBase):
 
     kind: Literal["interrupt"] = "interrupt"
     prompt: str = ""
-    input: list[InputBinding] = Field(default_factory=list)
+    input: Items[InputBinding] = Field(default_factory=tuple)
     resume_schema: JsonObject = Field(default_factory=_empty_object_schema)
-    labels: list[str] = Field(default_factory=lambda: ["ok"], min_length=1)
-    output: list[OutputBinding] = Field(default_factory=list)
+    labels: Items[str] = Field(default_factory=lambda: ("ok",), min_length=1)
+    output: Items[OutputBinding] = Field(default_factory=tuple)
 
 
 Node = Annotated[
@@ -399,9 +430,9 @@ class Workflow(_Model):
     input_schema: JsonObject = Field(default_factory=_empty_object_schema)
     state_schema: JsonObject = Field(default_factory=_empty_object_schema)
     start: str | None = None
-    nodes: list[Node] = Field(default_factory=list)
-    routes: list[WorkflowRoute] = Field(default_factory=list)
-    outputs: list[WorkflowOutput] = Field(default_factory=list)
+    nodes: Items[Node] = Field(default_factory=tuple)
+    routes: Items[WorkflowRoute] = Field(default_factory=tuple)
+    outputs: Items[WorkflowOutput] = Field(default_factory=tuple)
     metadata: JsonObject = Field(default_factory=dict)
     #: Start-to-close limit of each task step whose node and task set none, in seconds.
     step_timeout_seconds: float | None = Field(default=None, gt=0, le=86_400,

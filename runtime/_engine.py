@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from runtime._algo import fork_state, forkable, mint, reopen_foreach
 from runtime._analysis import analyze
-from runtime._batches import BatchResult, ItemOutcome, batch_state
+from runtime._batches import BatchResult, ItemOutcome, ItemTraces, batch_state
 from runtime._checkpoint import Checkpointer
 from runtime._compiled import CompiledWorkflow, compile_workflow
 from runtime._diagnostics import Diagnostic
@@ -544,10 +544,12 @@ class Engine:
 
     def continue_batch(self, batch_state: RunState | Mapping[str, Any] | str | bytes, activation_id: str, *,
                        workflow: Workflow | Mapping[str, Any] | None = None,
-                       on_items: Callable[[tuple[ItemOutcome, ...]], Any] | None = None) -> BatchResult:
+                       on_items: Callable[[tuple[ItemOutcome, ...]], Any] | None = None,
+                       held: Iterable[tuple[int, TraceEvent]] = ()) -> BatchResult:
         """Continue a batch that ended ``waiting`` (``BatchResult.state``) once its wake-up time has come: the
         suspended items run on from where they slept (their retry attempt, a wait's result), then the items it
-        had not started. Before the time it ends ``waiting`` again at once, having run nothing."""
+        had not started. Before the time it ends ``waiting`` again at once, having run nothing. ``held``: the
+        waiting batch's ``BatchResult.held``, so those items' outcomes carry their whole trace."""
         if isinstance(batch_state, RunState):
             state = batch_state.copy_for_resume()
         else:
@@ -559,29 +561,34 @@ class Engine:
                                        f"{activation_id!r} to continue", activation_id=activation_id)
         adopt_lists(state)
         plan = self.compile(self._root_workflow(state, workflow))
-        return self._drive_batch(state, activation_id, plan, on_items, fresh=False)
+        return self._drive_batch(state, activation_id, plan, on_items, fresh=False, held=held)
 
     def _drive_batch(self, state: RunState, activation_id: str, plan: CompiledWorkflow,
-                     on_items: Callable[[tuple[ItemOutcome, ...]], Any] | None, *, fresh: bool) -> BatchResult:
+                     on_items: Callable[[tuple[ItemOutcome, ...]], Any] | None, *, fresh: bool,
+                     held: Iterable[tuple[int, TraceEvent]] = ()) -> BatchResult:
         activation = state.activations[activation_id]
         wanted = activation.only or []
         done: list[ItemOutcome] = []
         pending: list[ItemOutcome] = []
+        traces = ItemTraces(activation_id, held)
 
         def flush(_rs: RunState, _events: list[TraceEvent]) -> None:
             if pending:
-                batch = tuple(pending)
+                # After the superstep: every event of the items that ended in it has been made.
+                batch = tuple(ItemOutcome(outcome.index, outcome.result, outcome.error, traces.take(outcome.index))
+                              for outcome in pending)
                 pending.clear()
                 done.extend(batch)
                 if on_items is not None:
                     on_items(batch)
 
         config = self._config()
-        config.checkpointer, config.on_superstep, config.keep_trace, config.trace_sink = None, flush, 0, None
+        config.checkpointer, config.on_superstep, config.keep_trace, config.trace_sink = None, flush, 0, traces
         config.distribute = None  # a batch runs its items itself, nested foreach nodes included
         # With sleep_in_process=False a batch whose running items all sleep ends "waiting" (BatchResult.state),
         # so its worker is free meanwhile; otherwise its backoffs sleep in it.
         loop = RunLoop(config, state, plan)
+        traces.state = loop.rs
         loop.scheduler.on_batch_item = lambda index, result, failed: pending.append(
             ItemOutcome(index, result, None if failed is None else failed["error"]))
         if not fresh:
@@ -593,7 +600,7 @@ class Engine:
             state.status = "completed"
         flush(state, [])
         if state.status == "waiting" and state.wakeups:
-            return BatchResult("waiting", tuple(done), state=state, wake_at=state.wake_at)
+            return BatchResult("waiting", tuple(done), state=state, wake_at=state.wake_at, held=traces.left())
         if state.status == "interrupted":
             # The analyzer refuses interrupts in a batched body; one reached anyway (inside a subgraph) has nobody
             # to answer it: its item fails.

@@ -282,11 +282,6 @@ def _fan_out(pool: ThreadPoolExecutor, run: Callable[[Work], None], tasks: list[
 
 
 @dataclass(frozen=True, slots=True)
-class _Execute:
-    works: list[Work]
-
-
-@dataclass(frozen=True, slots=True)
 class _Checkpoint:
     events: list[TraceEvent]
 
@@ -296,7 +291,9 @@ class _Sleep:
     seconds: float
 
 
-_Effect = _Execute | _Checkpoint | _Sleep
+#: Execute is the superstep's own list of ``Work`` (no wrapper to build at every superstep); checkpoint and
+#: sleep are wrapped.
+_Effect = list[Work] | _Checkpoint | _Sleep
 
 
 class RunLoop:
@@ -669,7 +666,7 @@ class RunLoop:
                 yield _Checkpoint(self.settle())
                 return
             works = self.prepare()
-            yield _Execute(works)
+            yield works
             if self.cancelled_mid_step(works):
                 yield _Checkpoint(self.settle())
                 return
@@ -695,8 +692,8 @@ class RunLoop:
     def drive(self) -> None:
         try:
             for effect in self._steps():
-                if isinstance(effect, _Execute):
-                    self.execute(effect.works)
+                if isinstance(effect, list):
+                    self.execute(effect)
                 elif isinstance(effect, _Checkpoint):
                     self.checkpoint(effect.events)
                 else:
@@ -706,8 +703,8 @@ class RunLoop:
 
     async def adrive(self) -> None:
         for effect in self._steps():
-            if isinstance(effect, _Execute):
-                await self.aexecute(effect.works)
+            if isinstance(effect, list):
+                await self.aexecute(effect)
             elif isinstance(effect, _Checkpoint):
                 await self.acheckpoint(effect.events)
             else:

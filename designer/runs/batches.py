@@ -52,7 +52,7 @@ from designer.conf import trellis
 from designer.models import ForeachBatch, ForeachBatchItem, Run, RunStatePart
 from designer.resolvers import TeamVersionResolver
 from designer.runs import queue, steps, waiting
-from designer.runs.checkpointer import run_state_of
+from designer.runs.checkpointer import append_events, run_state_of
 from designer.runs.lease import (
     Heartbeat,
     LeaseLost,
@@ -64,7 +64,7 @@ from designer.runs.lease import (
     new_owner_id,
 )
 from designer.runs.pinning import PinnedResolver
-from runtime import BatchResult, DistributedForeach, Engine, ForeachNode, ItemOutcome, RunState
+from runtime import BatchResult, DistributedForeach, Engine, ForeachNode, ItemOutcome, RunState, TraceEvent
 
 logger = logging.getLogger("designer.runs")
 
@@ -205,9 +205,12 @@ class Committer:
                                      else pydantic_core.to_jsonable_python(outcome.result))
                     for outcome in rows])
                 # The run page's counters (Run.items_done/failures), in the transaction that commits the items.
+                # That update also locks the run's row, under which the items' trace events join the run's
+                # trace (numbered after whatever the run or another batch committed last).
                 failed = sum(1 for outcome in rows if outcome.error is not None)
                 Run.objects.filter(pk=batch.run_id).update(items_done=F("items_done") + len(rows) - failed,
                                                            failures=F("failures") + failed)
+                append_events(batch.run_id, [event for outcome in rows for event in outcome.events])
         self.committed += len(rows)
         self.buffer = []
         self.last = time.monotonic()
@@ -256,15 +259,17 @@ def _fail_uncommitted(batch: ForeachBatch, error: dict[str, Any]) -> None:
     Run.objects.filter(pk=batch.run_id).update(failures=F("failures") + len(failed))
 
 
-def _stored_state(batch: ForeachBatch) -> dict[str, Any] | None:
-    """The state a waiting batch stored, its parts put back (the run's shared ones and its own), or None."""
+def _stored_state(batch: ForeachBatch) -> tuple[dict[str, Any], list[tuple[int, TraceEvent]]] | None:
+    """The state a waiting batch stored, its parts put back (the run's shared ones and its own), and the trace
+    events of its items that had not ended (``BatchResult.held``); or None."""
     saved = batch.state
     if not isinstance(saved, dict) or not isinstance(saved.get("data"), dict):
         return None
     data, own = saved["data"], saved.get("parts") or {}
     wanted = [key for key in RunState.parts_left_out(data) if key not in own]
     shared = dict(RunStatePart.objects.filter(run_id=batch.run_id, key__in=wanted).values_list("key", "value"))
-    return RunState.join_parts_data(data, {**shared, **own})
+    held = [(index, TraceEvent.from_dict(event)) for index, event in saved.get("held") or ()]
+    return RunState.join_parts_data(data, {**shared, **own}), held
 
 
 def _wait(batch: ForeachBatch, owner: str, result: BatchResult, committer: Committer) -> str:
@@ -277,7 +282,10 @@ def _wait(batch: ForeachBatch, owner: str, result: BatchResult, committer: Commi
     with transaction.atomic():
         committer.flush()  # the items that ended, with the lease still held
         if not ForeachBatch.objects.filter(pk=batch.pk, lease_owner=owner).update(
-                state=pydantic_core.to_jsonable_python({"data": data, "parts": own}), wake_at=when):
+                state=pydantic_core.to_jsonable_python({
+                    "data": data, "parts": own,
+                    # The events of the items still running go on with them to the worker that continues them.
+                    "held": [(index, event.to_dict()) for index, event in result.held]}), wake_at=when):
             raise LeaseLost(f"foreach batch {batch.pk}: lease lost before it could wait")
         queue.enqueue_batch(batch.pk, run_after=when)
     return "waiting"
@@ -293,7 +301,9 @@ def execute_batch(batch_id: int) -> str:
         return "skipped"
     run = batch.run
     try:
-        if run.status != Run.Status.WAITING or run.cancel_requested:
+        # Not only while the run waits: it wakes for its own frames (a backoff, a wait step) while its batches
+        # run, and a batch claimed meanwhile must go on, not be dropped.
+        if run.is_finished or run.cancel_requested:
             _finish(batch, owner, "cancelled")
             return "cancelled"
         if batch.attempts > trellis.RUN_MAX_ATTEMPTS:
@@ -326,8 +336,8 @@ def execute_batch(batch_id: int) -> str:
                     **steps.engine_options())
                 with engine:
                     if saved is not None:
-                        result = engine.continue_batch(saved, batch.activation_id, workflow=run.document,
-                                                       on_items=committer.add)
+                        result = engine.continue_batch(saved[0], batch.activation_id, workflow=run.document,
+                                                       on_items=committer.add, held=saved[1])
                     else:
                         result = engine.run_batch(run_state_of(run) or {}, batch.activation_id, left,
                                                   workflow=run.document, on_items=committer.add)

@@ -75,9 +75,10 @@ class UnknownRunError(WorkflowError):
     code = "run.unknown"
 
 
-def event_row(run_pk: int, event: TraceEvent) -> RunEvent:
+def event_row(run_pk: int, event: TraceEvent, seq: int | None = None) -> RunEvent:
     """A ``RunEvent`` for one trace event: identities as columns, the rest (``TraceEvent.to_record()["data"]``)
-    in ``data``, plus the exact ``time`` and ``duration`` so ``load_events`` returns the event unchanged."""
+    in ``data``, plus the exact ``time`` and ``duration`` so ``load_events`` returns the event unchanged.
+    ``seq``: the number it is stored under (``append_events``), when not the event's own."""
     record = event.to_record()
     data = dict(record["data"])
     data["time"] = event.time
@@ -85,7 +86,7 @@ def event_row(run_pk: int, event: TraceEvent) -> RunEvent:
         data["duration"] = event.duration
     return RunEvent(
         run_id=run_pk,
-        seq=event.seq,
+        seq=event.seq if seq is None else seq,
         kind=event.kind,
         node_id=event.node_id or "",
         frame_id=event.frame_id or "",
@@ -97,6 +98,32 @@ def event_row(run_pk: int, event: TraceEvent) -> RunEvent:
         at=datetime.fromtimestamp(event.time, tz=UTC),
         duration_ms=None if event.duration is None else max(0, round(event.duration * 1000)),
     )
+
+
+def last_stored_seq(run_pk: int) -> int | None:
+    """The highest ``seq`` stored for the run (one step down the ``(run, seq)`` index), or None."""
+    return RunEvent.objects.filter(run_id=run_pk).order_by("-seq").values_list("seq", flat=True).first()
+
+
+def append_events(run_pk: int, events: Sequence[TraceEvent], *, first: int = 0, next_seq: int | None = None) -> int:
+    """Store ``events`` as the run's next trace events, numbered on from the last stored one (or from ``first``
+    when that is higher: a run's own events keep their engine numbers while nothing else wrote to its trace);
+    returns the number after the last one stored.
+
+    Every writer of a run's trace calls this in a transaction that has already updated the run's row: the run's
+    own checkpoints (``OrmCheckpointer.save``) and the commits of its distributed foreach batches
+    (``batches.Committer``), on any worker. That row lock makes them take turns, each reading the last number
+    after the one before has committed, so the numbers have no gaps, follow commit order and never collide,
+    however the run's own supersteps and its batches interleave. ``next_seq``: the number after the last stored,
+    when the caller knows nobody else can have written since (it saves the read)."""
+    if not events:
+        return first if next_seq is None else max(first, next_seq)
+    if next_seq is None:
+        last = last_stored_seq(run_pk)
+        next_seq = 0 if last is None else last + 1
+    start = max(first, next_seq)
+    RunEvent.objects.bulk_create([event_row(run_pk, event, start + number) for number, event in enumerate(events)])
+    return start + len(events)
 
 
 def trace_event(runtime_id: str, row: RunEvent) -> TraceEvent:
@@ -202,6 +229,7 @@ class OrmCheckpointer:
         self.saves = 0
         self._pks: dict[str, int] = {}  # runtime id -> row; a row's runtime id never changes
         self._ledgers: dict[int, PartLedger] = {}  # row -> what of its parts this checkpointer has stored
+        self._next_seq: dict[int, int] = {}  # row -> the trace number after this checkpointer's last stored event
 
     def _rows(self, run_id: str) -> Any:
         return Run.objects.filter(team_id=self.team_id, runtime_id=run_id)
@@ -303,11 +331,22 @@ class OrmCheckpointer:
             if rows.update(**fields) != 1:
                 raise LeaseLost(f"run {pk}: lease no longer held by {self.owner}; checkpoint discarded")
             self._store_parts(pk, delta, run_state)
+            # While the run has distributed batches, their commits append to its trace from other workers (even
+            # as the run itself wakes, for a backoff of its own): read where the trace ends. Otherwise it ends
+            # where this checkpointer's last save left it.
+            batches = any(activation.distributed for activation in run_state.activations.values())
+            next_seq = None if batches else self._next_seq.get(pk)
             if events:
-                RunEvent.objects.bulk_create([event_row(pk, event) for event in events])
+                next_seq = append_events(pk, events, first=events[0].seq, next_seq=next_seq)
+                if batches:
+                    next_seq = None
             self.cancel_requested = bool(Run.objects.filter(pk=pk).values_list("cancel_requested", flat=True).get())
         # Only once committed: a rolled-back transaction must not be remembered.
         self._pks[run_state.run_id] = pk
+        if next_seq is None:
+            self._next_seq.pop(pk, None)
+        else:
+            self._next_seq[pk] = next_seq
         ledger = self._ledgers.get(pk) or PartLedger()
         ledger.apply(delta)
         self._ledgers[pk] = ledger
@@ -348,3 +387,4 @@ class OrmCheckpointer:
             Run.objects.filter(pk__in=pks).update(run_state=None)
         for pk in pks:
             self._ledgers.pop(pk, None)
+            self._next_seq.pop(pk, None)

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from designer.errors import ObjectNotFound
-from designer.models import Run, RunEvent, RunStatePart
-from designer.runs.checkpointer import run_state_of
+from designer.models import Run, RunStatePart
+from designer.runs.checkpointer import last_stored_seq, run_state_of
 from runtime import CorruptRunStateError, RunState, activation_progress, live_frames
 from runtime import frame_context as runtime_frame_context
 
@@ -101,7 +101,7 @@ def damages_of(runs: Iterable[Run]) -> dict[int, str]:
 
 
 def last_seq(run: Run) -> int | None:
-    return RunEvent.objects.filter(run=run).order_by("-seq").values_list("seq", flat=True).first()
+    return last_stored_seq(run.pk)
 
 
 def root_state(checkpoint: Checkpoint | None) -> Any:

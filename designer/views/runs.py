@@ -37,7 +37,7 @@ from designer.models import Run, RunEvent, Team, Workflow
 from designer.permissions import has_role, require_workflow_role, role_of, workflow_role
 from designer.run_overlay import item_label
 from designer.runs.batches import batch_progress
-from designer.runs.checkpoints import context_of, damage_of, damages_of, load_state
+from designer.runs.checkpoints import context_of, damage_of, damages_of, last_seq, load_state
 from designer.selectors.run_history import tolerated_failures
 from designer.services import runs as run_services
 from designer.untrusted import parse_id
@@ -346,10 +346,12 @@ def _counters(run: Run) -> dict[str, Any]:
         for row in rows:
             if row.activation_id in batches:
                 row.done, row.running = batches[row.activation_id]
-    next_seq = progress.get("next_seq")
+    # Counted from the stored trace (one step down its index), not the run's own counter: a distributed foreach's
+    # batches add their items' events to it too.
+    last = last_seq(run)
     return {
         "step": progress.get("step") if isinstance(progress.get("step"), int) else 0,
-        "events": next_seq if isinstance(next_seq, int) else 0,
+        "events": 0 if last is None else last + 1,
         "items_done": run.items_done,
         "failures": run.failures,
         "activations": progress.get("activations") if isinstance(progress.get("activations"), int) else len(rows),

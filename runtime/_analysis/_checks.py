@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from runtime._analysis import _schemas as S
@@ -50,7 +50,7 @@ class Checker:
 
     # -- output bindings (before the state view exists) ------------------------
 
-    def writes(self, node_id: str, bindings: list[OutputBinding], result: Schema,
+    def writes(self, node_id: str, bindings: Sequence[OutputBinding], result: Schema,
                declared_state: Schema, into: StateWrites, error: Schema | None = None, *,
                field: str | None = None) -> None:
         """Check output bindings; ``error`` is the error-route payload schema when the node has an error route.
@@ -209,7 +209,7 @@ class Checker:
             return None
         return resolved.schema
 
-    def inputs(self, scope: Scope, node_id: str, stack: Stack | None, bindings: list[InputBinding],
+    def inputs(self, scope: Scope, node_id: str, stack: Stack | None, bindings: Sequence[InputBinding],
                target: Schema | None, what: str) -> None:
         """Input bindings of a task, subgraph or interrupt; ``target`` is the payload schema when known."""
         for binding in bindings:
@@ -275,7 +275,7 @@ class Checker:
             self._targets[key] = found
         return found[1]
 
-    def _missing(self, node_id: str, bindings: list[InputBinding], target: Schema, what: str) -> None:
+    def _missing(self, node_id: str, bindings: Sequence[InputBinding], target: Schema, what: str) -> None:
         if any(b.target.is_whole for b in bindings):
             return
         bound = {b.target.parts[0] for b in bindings}

@@ -57,6 +57,9 @@ def test_the_editor_header_fits_a_1024_window_and_task_names_wrap_at_underscores
     assert publish and publish["x"] + publish["width"] <= window, publish
     head = page.locator(".editor-head").bounding_box()
     assert head and head["height"] < 60, f"the header takes {head} of a 768px window"
+    # The editor fills the window's height below the top bar: no strip of page under it, nothing below the fold.
+    editor = page.locator(".editor").bounding_box()
+    assert editor and round(editor["y"] + editor["height"]) == SMALL["height"], editor
 
     title = page.locator('[data-palette="task:assess_request"] .palette-item__title')
     text, ends = title.evaluate(LINE_ENDS)

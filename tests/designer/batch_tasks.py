@@ -62,3 +62,35 @@ def flaky(x: int, ctx: RuntimeContext) -> int:
 def summarize_results(values: list[Any]) -> dict[str, Any]:
     """What a node after the foreach saw of its result list."""
     return {"sum": sum(v for v in values if v is not None), "missing": sum(v is None for v in values)}
+
+
+def _wait_for_file(path: str, what: str) -> None:
+    deadline = time.monotonic() + 120
+    while not os.path.exists(path):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{what}: the test never created {path}")
+        time.sleep(0.02)
+
+
+@registry.task
+def gated(x: int, ctx: RuntimeContext, pause: float = 0.0) -> int:
+    """``2 * x``, tallied like ``tally``; an item of odd index waits until ``$TRELLIS_TEST_TALLY.open`` exists,
+    so a test decides when the second item of each batch of two goes on. ``pause`` is not used."""
+    index = ctx.foreach["each"].index
+    path = os.environ["TRELLIS_TEST_TALLY"]
+    with open(path, "a", encoding="utf-8") as tally_file:
+        tally_file.write(f"{index}\n")
+    if index % 2:
+        _wait_for_file(f"{path}.open", f"item {index}")
+    return 2 * x
+
+
+@registry.task
+def fails_once(shaky: bool, ctx: RuntimeContext) -> bool:
+    """When ``shaky``: fails its first attempt (the node's retry then backs off), and its second waits until
+    ``$TRELLIS_TEST_TALLY.wake`` exists, so a test decides when it ends. Otherwise returns at once."""
+    if shaky and ctx.attempt < 2:
+        raise ConnectionError("shaky: first attempt fails")
+    if shaky:
+        _wait_for_file(os.environ["TRELLIS_TEST_TALLY"] + ".wake", "the retry")
+    return shaky

@@ -391,12 +391,18 @@ def test_answering_an_interrupt_in_the_page_resumes_the_run(demo: dict[str, Any]
     assert re.search(r'data-testid="answered-by">demo<', shown) and "Approve this spending request?" in shown
 
 
-def test_a_resume_form_error_comes_back_to_that_form_only(demo: dict[str, Any]) -> None:
+def answer_the_approval_with(demo: dict[str, Any], text: str) -> tuple[Run, dict[str, Any], Any]:
+    """A demo spending-approval run waiting at its question, and the htmx answer of ``text`` as the answer's JSON."""
     run = run_demo(demo, "spending-approval")
     interrupt = run.interrupts[0]
     response = client_for(demo["users"]["demo"]).post(
         reverse("run-resume", args=[run.pk]),
-        {"interrupt_id": interrupt["id"], "_mode": "json", "_json": "{not json"}, **htmx("run-live"))
+        {"interrupt_id": interrupt["id"], "_mode": "json", "_json": text}, **htmx("run-live"))
+    return run, interrupt, response
+
+
+def test_a_resume_form_error_comes_back_to_that_form_only(demo: dict[str, Any]) -> None:
+    run, interrupt, response = answer_the_approval_with(demo, "{not json")
     assert response["HX-Retarget"] == f"#interrupt-{interrupt['id']}"
     body = response.content.decode()
     assert body.lstrip().startswith(f'<form id="interrupt-{interrupt["id"]}"') and "Not valid JSON" in body
@@ -464,11 +470,7 @@ def test_input_the_runtime_refuses_is_shown_at_its_field(cast: Any, workflow: An
 
 
 def test_an_answer_the_runtime_refuses_comes_back_to_its_form(demo: dict[str, Any]) -> None:
-    run = run_demo(demo, "spending-approval")
-    interrupt = run.interrupts[0]
-    response = client_for(demo["users"]["demo"]).post(
-        reverse("run-resume", args=[run.pk]),
-        {"interrupt_id": interrupt["id"], "_mode": "json", "_json": '{"approved": "yes"}'}, **htmx("run-live"))
+    run, interrupt, response = answer_the_approval_with(demo, '{"approved": "yes"}')
     body = response.content.decode()
     assert response["HX-Retarget"] == f"#interrupt-{interrupt['id']}"
     assert re.search(r'data-field="approved".*?class="error"', body, re.S)

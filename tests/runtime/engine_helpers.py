@@ -8,10 +8,12 @@ from typing import Any
 
 from runtime import (
     Engine,
+    ForeachNode,
     RunResult,
     RunState,
     RuntimeContext,
     SequentialIds,
+    TaskNode,
     TaskRegistry,
     Workflow,
     WorkflowBuilder,
@@ -166,3 +168,14 @@ def asking() -> Workflow:
     g.set_route(ask, "ok", each)
     g.output("answers", "state.answers")
     return g.build()
+
+
+def loop_then_total(graph: WorkflowBuilder, each: ForeachNode, body: TaskNode, task: str, *, id: str,
+                    results: str, target: str) -> TaskNode:
+    """Route the foreach ``each`` through its one-node ``body`` and back, then once it is done on to a node ``id``
+    running ``task`` over its result list (``values`` from the state path ``results``) into ``target``."""
+    total = graph.use(task, id=id, input=[{"target": "values", "path": results}],
+                      output=[{"source": ".", "target": target}])
+    for source, label, to in ((each, "loop", body), (body, "ok", each), (each, "done", total)):
+        graph.set_route(source, label, to)
+    return total

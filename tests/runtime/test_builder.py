@@ -303,7 +303,7 @@ def test_branch_and_interrupt() -> None:
     assert doc.node("size").default_label == "normal"  # type: ignore[union-attr]
     stored = doc.node("ask")
     assert stored.resume_schema["properties"]["approved"]["type"] == "boolean"  # type: ignore[union-attr]
-    assert stored.labels == ["yes", "no"]  # type: ignore[union-attr]
+    assert stored.labels == ("yes", "no")  # type: ignore[union-attr]
     with pytest.raises(WorkflowBuildError, match="labels must be a list of strings"):
         graph.interrupt(id="bad", labels="yes")
 

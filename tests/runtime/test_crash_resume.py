@@ -23,7 +23,7 @@ from runtime import (
     Workflow,
     WorkflowBuilder,
 )
-from tests.runtime.engine_helpers import CUSTOMERS, answer_all, nested_capture, registry
+from tests.runtime.engine_helpers import CUSTOMERS, answer_all, loop_then_total, nested_capture, registry
 from tests.runtime.test_cli import REPO, TASKS, cli, doubling_workflow
 from tests.runtime.test_scope_isolation import child_capture, parent
 
@@ -175,11 +175,7 @@ def collecting_workflow(delay: float) -> Workflow:
     d = g.use("slow_double", id="double", input=[{"target": "x", "path": each.item},
                                                  {"target": "delay", "value": delay}],
               output=[{"source": ".", "target": "log", "mode": "append"}])
-    t = g.use("total", id="sum", input=[{"target": "values", "path": "state.doubled"}],
-              output=[{"source": ".", "target": "sum"}])
-    g.set_route(each, "loop", d)
-    g.set_route(d, "ok", each)
-    g.set_route(each, "done", t)
+    loop_then_total(g, each, d, "total", id="sum", results="state.doubled", target="sum")
     g.output("doubled", "state.doubled")
     g.output("log", "state.log")
     g.output("sum", "state.sum")

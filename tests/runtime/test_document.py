@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from runtime import (
     BranchCase,
@@ -381,6 +381,32 @@ def test_documents_survive_a_json_round_trip_unchanged(doc: Workflow) -> None:
     assert again == doc
     assert again.model_dump(mode="json") == dumped
     assert Workflow.model_validate_json(doc.model_dump_json()) == doc
+
+
+#: Fields holding JSON values (schemas, metadata, literals): data, not the document's structure.
+JSON_FIELDS = frozenset({"input_schema", "state_schema", "resume_schema", "metadata", "value"})
+
+
+def _mutable_parts(value: Any, where: str) -> list[str]:
+    """Where the structure of a document holds a container that can change in place."""
+    if isinstance(value, BaseModel):
+        return [found for name in type(value).model_fields if name not in JSON_FIELDS
+                for found in _mutable_parts(getattr(value, name), f"{where}.{name}")]
+    if isinstance(value, tuple):
+        return [found for index, item in enumerate(value) for found in _mutable_parts(item, f"{where}[{index}]")]
+    return [where] if isinstance(value, list | dict | set | bytearray) else []
+
+
+@settings(max_examples=100, deadline=None)
+@given(workflows())
+def test_a_documents_structure_is_immutable_however_it_was_made(doc: Workflow) -> None:
+    # Engine.compile caches a plan per document object, so nothing in it may change in place (a node appended,
+    # a binding removed): built from models, validated from JSON data or JSON text, or copied with an update.
+    data = doc.model_dump(mode="json")
+    for made in (doc, Workflow.model_validate(data), Workflow.model_validate_json(json.dumps(data)),
+                 doc.model_copy(update={"nodes": list(doc.nodes), "routes": list(doc.routes)})):
+        assert _mutable_parts(made, "workflow") == []
+        assert made == doc and made.model_dump(mode="json") == data
 
 
 def test_foreach_distribution_settings_round_trip_and_are_left_out_when_unset() -> None:

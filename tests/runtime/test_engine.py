@@ -320,9 +320,21 @@ def test_a_compiled_document_cannot_change_under_its_cached_plan() -> None:
     with pytest.raises(ValidationError, match="frozen"):
         add.task = "double"
     with pytest.raises(ValidationError, match="frozen"):
-        workflow.nodes = []
-    changed = workflow.model_copy(update={"nodes": [workflow.node("d"), add.model_copy(update={
-        "input": [add.input[0], add.input[1].model_copy(update={"value": 10})]})]})
+        workflow.nodes = ()
+    # Its lists are tuples all the way down: nothing can be appended, removed or replaced in place.
+    with pytest.raises(AttributeError):
+        workflow.nodes.append(add)  # type: ignore[attr-defined]
+    with pytest.raises(AttributeError):
+        add.input.pop()  # type: ignore[attr-defined]
+    with pytest.raises(TypeError):
+        workflow.routes[0] = workflow.routes[0]  # type: ignore[index]
+    # A list handed to model_copy is held as a tuple too, so changing that list afterwards changes nothing.
+    nodes = [workflow.node("d"), add.model_copy(update={
+        "input": [add.input[0], add.input[1].model_copy(update={"value": 10})]})]
+    changed = workflow.model_copy(update={"nodes": nodes})
+    assert isinstance(changed.nodes, tuple) and isinstance(changed.node("a").input, tuple)  # type: ignore[union-attr]
+    assert eng.run(changed, {"x": 1}).output["total"] == 12
+    nodes.pop()
     assert eng.run(changed, {"x": 1}).output["total"] == 12
     assert eng.run(workflow, {"x": 1}).output["total"] == 3
 

@@ -23,10 +23,12 @@ from runtime import (
     RuntimeContext,
     SequentialIds,
     TaskRegistry,
+    TraceEvent,
     Workflow,
     WorkflowBuilder,
     distributed_foreach,
 )
+from tests.runtime.engine_helpers import loop_then_total
 
 CUSTOMERS = [
     {"name": "Ada", "orders": [{"sku": "A1", "lines": [1, 2]}, {"sku": "A2", "lines": [3]},
@@ -62,20 +64,26 @@ def registry(calls: list[Any] | None = None) -> TaskRegistry:
     return reg
 
 
+def orders_and_lines(graph: WorkflowBuilder, over: str, *, results: str, batch_size: int) -> ForeachNode:
+    """orders over ``over`` (distributable, two at once) > lines (local, inside the batch) > describe."""
+    orders = graph.foreach("orders", over, as_="order", max_concurrency=2, results=results, batch_size=batch_size,
+                           max_batches_in_flight=2)
+    lines = graph.foreach("lines", "context.foreach.orders.item.lines", as_="line_no", results="last_lines")
+    describe = graph.use("describe", id="describe", input=[{"target": "line", "path": lines.item}])
+    for source, label, target in ((orders, "loop", lines), (lines, "loop", describe), (describe, "ok", lines),
+                                  (lines, "done", orders)):
+        graph.set_route(source, label, target)
+    return orders
+
+
 def nested(batch_size: int = 2) -> Workflow:
     """customers (local) > orders (distributable) > lines (local, inside the batch) > describe."""
     graph = WorkflowBuilder("nested", input_schema={"type": "object", "properties": {"customers": {"type": "array"}},
                                                     "required": ["customers"]})
     customers = graph.foreach("customers", "input.customers", as_="customer", results="per_customer")
-    orders = graph.foreach("orders", "context.foreach.customers.item.orders", as_="order", max_concurrency=2,
-                           results="last_orders", batch_size=batch_size, max_batches_in_flight=2)
-    lines = graph.foreach("lines", "context.foreach.orders.item.lines", as_="line_no", results="last_lines")
-    describe = graph.use("describe", id="describe", input=[{"target": "line", "path": lines.item}])
+    orders = orders_and_lines(graph, "context.foreach.customers.item.orders", results="last_orders",
+                              batch_size=batch_size)
     graph.set_route(customers, "loop", orders)
-    graph.set_route(orders, "loop", lines)
-    graph.set_route(lines, "loop", describe)
-    graph.set_route(describe, "ok", lines)
-    graph.set_route(lines, "done", orders)
     graph.set_route(orders, "done", customers)
     graph.output("per_customer", "state.per_customer")
     return graph.build()
@@ -86,9 +94,13 @@ def engine(calls: list[Any] | None = None, *, distribute: bool = False) -> Engin
                   distribute=(lambda node, n: True) if distribute else None)
 
 
-def run_distributed(eng: Engine, doc: Workflow, run_input: Any, *, batches: list[Any] | None = None) -> RunResult:
-    """Drive a run to its end as a host would: every batch of every waiting activation, then the join."""
+def run_distributed(eng: Engine, doc: Workflow, run_input: Any, *, batches: list[Any] | None = None,
+                    trace: list[TraceEvent] | None = None) -> RunResult:
+    """Drive a run to its end as a host would: every batch of every waiting activation, then the join. ``trace``
+    collects the run's events and its items' (``ItemOutcome.events``), as a host stores them."""
     result = eng.run(doc, run_input)
+    if trace is not None:
+        trace.extend(result.trace)
     while result.status == "waiting":
         state = RunState.from_json(result.run_state.to_json())  # as a worker loads the checkpoint
         joins: dict[str, list[ItemOutcome]] = {}
@@ -98,10 +110,14 @@ def run_distributed(eng: Engine, doc: Workflow, run_input: Any, *, batches: list
                 batch = eng.run_batch(state.to_json(), waiting.activation_id, range(start, stop), workflow=doc)
                 assert batch.status == "completed"
                 outcomes.extend(batch.outcomes)
+                if trace is not None:
+                    trace.extend(event for outcome in batch.outcomes for event in outcome.events)
                 if batches is not None:
                     batches.append((waiting.node_id, start, stop))
             joins[waiting.activation_id] = outcomes
         result = eng.join_foreach(state.to_json(), joins, workflow=doc)
+        if trace is not None:
+            trace.extend(result.trace)
     return result
 
 
@@ -296,34 +312,40 @@ def test_a_batch_whose_items_back_off_waits_without_sleeping_and_continues_from_
 
     # Before the wake-up time a continuation runs nothing and waits again for the same time.
     before = len(calls)
-    again = engine.continue_batch(first.state.model_dump_json(), activation.activation_id, on_items=committed.extend)
+    again = engine.continue_batch(first.state.model_dump_json(), activation.activation_id, on_items=committed.extend,
+                                  held=first.held)
     assert (again.status, again.wake_at, len(calls)) == ("waiting", 1_030.0, before)
 
     now[0] = 1_030.0  # attempt 2 of items 1 and 3: fails again, next backoff 60 s
     second = engine.continue_batch(again.state.model_dump_json(), activation.activation_id,
-                                   on_items=committed.extend)
+                                   on_items=committed.extend, held=again.held)
     assert second.status == "waiting" and second.wake_at == 1_090.0
     now[0] = 1_090.0
     third = engine.continue_batch(second.state.model_dump_json(), activation.activation_id,
-                                  on_items=committed.extend)
+                                  on_items=committed.extend, held=second.held)
     assert third.status == "completed"
     assert sorted((outcome.index, outcome.result) for outcome in committed) == [(i, 10 * i) for i in range(4)]
     # Each attempt ran once: the retry count survived the batch's waits (attempt 3 succeeded, no restart at 1).
     assert sorted(calls) == sorted([(0, 1), (2, 1), (1, 1), (1, 2), (1, 3), (3, 1), (3, 2), (3, 3)])
+    # Each item's outcome carries its whole trace, the part made before the batch's waits included (``held``).
+    assert {index for index, _ in first.held} == {1, 3}  # the items still running when it first waited
+    for outcome in committed:
+        kinds = Counter((event.kind, event.attempt) for event in outcome.events
+                        if event.kind != "node_started")  # its attempt is told by what it ended with
+        retried = outcome.index % 2
+        assert kinds == Counter({("item_started", None): 1, ("item_completed", None): 1,
+                                 ("node_completed", 3 if retried else 1): 1}
+                                | ({("node_retrying", 1): 1, ("node_retrying", 2): 1, ("node_waiting", 2): 1,
+                                    ("node_waiting", 3): 1} if retried else {})), (outcome.index, kinds)
+        assert {(event.activation_id, event.index) for event in outcome.events} == {
+            (activation.activation_id, outcome.index)}
 
 
 def orders_child(batch_size: int = 2) -> Workflow:
     """A subgraph: orders (distributable) > lines (local, inside the batch) > describe; outputs its results."""
     graph = WorkflowBuilder("orders-child", input_schema={
         "type": "object", "properties": {"orders": {"type": "array"}}, "required": ["orders"]})
-    orders = graph.foreach("orders", "input.orders", as_="order", max_concurrency=2, results="per_order",
-                           batch_size=batch_size, max_batches_in_flight=2)
-    lines = graph.foreach("lines", "context.foreach.orders.item.lines", as_="line_no", results="last_lines")
-    describe = graph.use("describe", id="describe", input=[{"target": "line", "path": lines.item}])
-    graph.set_route(orders, "loop", lines)
-    graph.set_route(lines, "loop", describe)
-    graph.set_route(describe, "ok", lines)
-    graph.set_route(lines, "done", orders)
+    orders_and_lines(graph, "input.orders", results="per_order", batch_size=batch_size)
     graph.output("per_order", "state.per_order")
     return graph.build()
 
@@ -402,11 +424,7 @@ def tolerant_then_total() -> Workflow:
                             state_schema={"type": "object", "properties": {"out": {}, "summary": {}}})
     xs = graph.foreach("xs", "input.xs", results="out", batch_size=3, max_concurrency=2, tolerated_failure_count=3)
     check = graph.use("check", id="check", input=[{"target": "x", "path": xs.item}])
-    summed = graph.use("total", id="total", input=[{"target": "values", "path": "state.out"}],
-                       output=[{"source": ".", "target": "summary"}])
-    graph.set_route(xs, "loop", check)
-    graph.set_route(check, "ok", xs)
-    graph.set_route(xs, "done", summed)
+    loop_then_total(graph, xs, check, "total", id="total", results="state.out", target="summary")
     graph.output("out", "state.out")
     graph.output("summary", "state.summary")
     return graph.build()
@@ -485,3 +503,29 @@ def test_a_foreach_redrive_is_refused_when_the_checkpoints_do_not_fit() -> None:
         with pytest.raises(RedriveError, match=message):
             eng.redrive_foreach(before, done.run_state.model_copy(update={"run_id": before.run_id}),
                                 activation_id=activation.activation_id, indices=indices, workflow=doc)
+
+
+@pytest.mark.parametrize("shape", ["nested", "subgraph"])
+def test_each_item_carries_the_trace_events_one_run_makes_for_it(shape: str) -> None:
+    """Loops inside the item and subgraph calls around the foreach included: the run's events plus its items'
+    are what one run makes (apart from the distribution's own), and each item's events are in its frames."""
+    doc, workflows = (nested(), {}) if shape == "nested" else (calling_parent(), {"orders-child": orders_child()})
+    local = Engine(registry=registry(), ids=SequentialIds(), workflows=workflows).run(doc, {"customers": CUSTOMERS})
+    trace: list[TraceEvent] = []
+    batches: list[Any] = []
+    spread_engine = Engine(registry=registry(), ids=SequentialIds(), workflows=workflows,
+                           distribute=lambda node, n: True)
+    with_items = run_distributed(spread_engine, doc, {"customers": CUSTOMERS}, batches=batches, trace=trace)
+    assert with_items.status == "completed", with_items.error
+
+    def kinds(events: Any) -> Counter[tuple[Any, ...]]:
+        return Counter((e.kind, e.node_id, e.index, e.attempt, e.label) for e in events
+                       if e.kind not in ("foreach_distributed", "run_waiting"))
+
+    assert kinds(trace) == kinds(local.trace)
+    # Every item of a distributed activation: its own item events once, with the item's index; deeper events
+    # (the inner loop's) in frames below it.
+    items = [e for e in trace if e.node_id == "orders" and e.kind in ("item_started", "item_completed")]
+    assert len(items) == 2 * sum(stop - start for _, start, stop in batches)
+    starts = Counter((e.activation_id, e.index) for e in items if e.kind == "item_started")
+    assert set(starts.values()) == {1}
