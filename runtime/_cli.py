@@ -19,7 +19,10 @@ and fsynced before the next starts, ``--durability sync``, the default;
 another with one fsync from a background writer, durable whenever the run
 stops, and replays at most the supersteps in flight after a crash;
 ``--no-durable`` (``--durability off``) never fsyncs) and, from ``run``, the workflow
-document, so ``resume`` needs only the run id. ``resume`` without ``--interrupt`` continues a run
+document, so ``resume`` needs only the run id. ``sync`` stays the default because
+the command line runs tasks with side effects (``http``, the user's own): after a
+kill, ``resume`` redoes at most the one superstep that was running, where
+``batched`` may redo up to 64 that had already finished. ``resume`` without ``--interrupt`` continues a run
 that was killed mid-way from its last checkpoint.
 
 The result is printed as JSON. Exit status: 0 completed, 1 failed,

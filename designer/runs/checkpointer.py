@@ -294,9 +294,12 @@ class OrmCheckpointer:
                 candidates.update(RunStatePart.objects.filter(run_id=pk).values_list("key", flat=True))
             elif policy.keep_last is None:
                 return  # every part that was ever live is needed by a kept checkpoint
+        # What the latest state still needs stays: with the last N kept, a dropped checkpoint's parts (the items,
+        # the input, the chunks of growing lists) are nearly always still live, and then no kept state is read.
+        candidates -= delta.live_keys()
         if not candidates:
             return
-        referenced = delta.live_keys()
+        referenced: set[str] = set()
         for state in kept.values_list("state", flat=True):
             referenced.update(_parts_needed(state))
         unneeded = candidates - referenced

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from django.http import HttpResponse
 from django.template.response import TemplateResponse
@@ -217,6 +217,15 @@ def _picker_for(loaded: Loaded, node_id: str, field: str, *, current: str | None
     return panels.picker(loaded.analysis, node_id, field, show_all=show_all, query=query, current=current)
 
 
+#: The limits form's retry fields: (policy field, id suffix, label, unit, input step).
+RETRY_FORM_FIELDS: Final = (
+    ("max_attempts", "attempts", "Attempts", "", "1"),
+    ("backoff_seconds", "backoff", "First wait", "s", "any"),
+    ("backoff_multiplier", "multiplier", "Wait multiplier", "", "any"),
+    ("max_backoff_seconds", "max-backoff", "Longest wait", "s", "any"),
+)
+
+
 def _limits(node: dict[str, Any], document: dict[str, Any]) -> dict[str, Any]:
     """The limits form: the node's own values (empty when it sets none), what applies when a field is empty, and
     what the current policy means in words."""
@@ -247,12 +256,20 @@ def _limits(node: dict[str, Any], document: dict[str, Any]) -> dict[str, Any]:
         shown = ", ".join(f"{wait:g} s" for wait in waits) + (", …" if policy.max_attempts > 5 else "")
         summary = f"Up to {policy.max_attempts} attempts; it waits {shown} before the retries."
     bounds = {key: doc_ops.limit_bounds(model_field) for key, _, model_field in doc_ops.LIMIT_FIELDS}
+    defaults = {key: getattr(RetryPolicy(), key) for key in values if key != "timeout_seconds"}
+    shown_values = {key: "" if value is None else f"{value:g}" if isinstance(value, float) else value
+                    for key, value in values.items()}
     return {
-        "values": {key: "" if value is None else f"{value:g}" if isinstance(value, float) else value
-                   for key, value in values.items()},
-        "defaults": {key: getattr(RetryPolicy(), key) for key in values if key != "timeout_seconds"},
+        "values": shown_values,
+        "defaults": defaults,
         "bounds": {key: {"min": low, "max": high, "exclusive": excluded}
                    for key, (low, excluded, high) in bounds.items()},
+        # The retry policy's fields, as the form shows them (one block in the template, repeated by a loop).
+        "retry_fields": [
+            {"name": key, "id": f"limit-{slug}", "label": label, "unit": unit, "step": step,
+             "min": bounds[key][0], "max": bounds[key][2], "value": shown_values[key], "default": defaults[key]}
+            for key, slug, label, unit, step in RETRY_FORM_FIELDS
+        ],
         "fallback": fallback, "cap": trellis.STEP_TIMEOUT_SECONDS, "summary": summary,
     }
 

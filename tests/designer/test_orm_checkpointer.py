@@ -113,6 +113,23 @@ def test_keeping_every_checkpoint_reads_none_of_them_back_at_a_save() -> None:
     assert [info.step for info in cp.history("run_0000000000001")] == [1, 2, 3, 4, 5, 6]
 
 
+def test_keeping_the_last_n_reads_no_kept_state_while_the_dropped_parts_are_live() -> None:
+    """A bounded policy drops a checkpoint at each save; its parts are still the live state's, so the save
+    reads the dropped checkpoint's state but none of the kept ones. Parts that do go are the conformance tests'."""
+    team, workflow = fresh_team()
+    cp = checkpointer_for(team, workflow, history=HistoryPolicy(2))
+    for step in range(1, 6):
+        cp.save(sample_run_state(step=step))
+    with CaptureQueriesContext(connection) as queries:
+        cp.save(sample_run_state(step=6))
+    reads = [q["sql"] for q in queries.captured_queries
+             if q["sql"].startswith("SELECT") and "designer_runcheckpoint" in q["sql"]]
+    states = [sql for sql in reads if '"designer_runcheckpoint"."state"' in sql]
+    assert len(states) == 1 and '"step" IN (4)' in states[0], reads  # the dropped one's, to learn its parts
+    assert [info.step for info in cp.history("run_0000000000001")] == [5, 6]
+    assert RunStatePart.objects.filter(run__team=team).exists()
+
+
 def test_runs_of_another_team_are_invisible() -> None:
     team, workflow = fresh_team()
     other, _ = fresh_team()
