@@ -180,8 +180,9 @@ class InMemoryCheckpointer:
                 else:
                     kept = self._history.setdefault(run_id, {})
                     kept[run_state.step] = (CheckpointInfo.of(run_state), snapshot)
-                    for step in set(kept) - policy.keep(list(kept)):
-                        del kept[step]
+                    if policy.keep_last is not None:  # ``all`` drops nothing: no O(kept) pass per save
+                        for step in set(kept) - policy.keep(list(kept)):
+                            del kept[step]
             self.saves += 1
 
     def history(self, run_id: str) -> list[CheckpointInfo]:

@@ -224,7 +224,10 @@ class SqliteCheckpointer(GroupCommitStore[_Save]):
             db.execute("INSERT OR REPLACE INTO history (run_id, step, status, attempt, trace_seq, state, part_keys) "
                        "VALUES (?, ?, ?, ?, ?, ?, ?)", (run_id, record.step, record.status, record.attempt,
                                                         record.trace_seq, record.state, record.part_keys))
-            steps = [step for (step,) in db.execute("SELECT step FROM history WHERE run_id = ?", (run_id,))]
+            # Only a bounded policy drops checkpoints. With ``all``, listing the kept steps at every save would
+            # make each save O(supersteps) and a long run quadratic.
+            steps = [] if policy.keep_last is None else [
+                step for (step,) in db.execute("SELECT step FROM history WHERE run_id = ?", (run_id,))]
             dropped = sorted(set(steps) - policy.keep(steps))
             for step in dropped:
                 (old,) = db.execute("SELECT part_keys FROM history WHERE run_id = ? AND step = ?",
