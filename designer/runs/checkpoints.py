@@ -100,6 +100,13 @@ def damages_of(runs: Iterable[Run]) -> dict[int, str]:
     return damages
 
 
+def with_damage(runs: Iterable[Run]) -> list[tuple[Run, str | None]]:
+    """Each run with what is wrong with its stored state (``None`` when nothing is), for a table of runs."""
+    runs = list(runs)
+    damages = damages_of(runs)
+    return [(run, damages.get(run.pk)) for run in runs]
+
+
 def last_seq(run: Run) -> int | None:
     return last_stored_seq(run.pk)
 

@@ -52,14 +52,6 @@ def short_id(value: Any) -> str:
 
 
 @register.filter
-def get_item(mapping: Any, key: Any) -> Any:
-    try:
-        return mapping[key]
-    except (KeyError, IndexError, TypeError):
-        return None
-
-
-@register.filter
 def is_scalar(value: Any) -> bool:
     return value is None or isinstance(value, str | int | float | bool)
 

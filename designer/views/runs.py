@@ -37,7 +37,7 @@ from designer.models import Run, RunEvent, Team, Workflow
 from designer.permissions import has_role, require_workflow_role, role_of, workflow_role
 from designer.run_overlay import item_label
 from designer.runs.batches import batch_progress
-from designer.runs.checkpoints import context_of, damage_of, damages_of, last_seq, load_state
+from designer.runs.checkpoints import context_of, damage_of, last_seq, load_state, with_damage
 from designer.selectors.run_history import tolerated_failures
 from designer.services import runs as run_services
 from designer.untrusted import parse_id
@@ -162,7 +162,7 @@ def _history(request: HtmxHttpRequest, *, team: Team | None = None, workflow: Wo
         "workflow": workflow,
         "page": page,
         "runs": page.object_list,
-        "damages": damages_of(page.object_list),
+        "run_rows": with_damage(page.object_list),
         # Runs on this page that may still change: the table refreshes itself until none is left.
         "any_active": any(run.status in ACTIVE for run in page.object_list),
         "filters": filters,
@@ -235,7 +235,7 @@ def _panel_context(request: HtmxHttpRequest, workflow: Workflow, *, version: int
                                                          _sample_input(workflow, version)),
         "recent": recent,
         "recent_active": any(run.status in ACTIVE for run in recent),
-        "recent_damages": damages_of(recent),
+        "recent_rows": with_damage(recent),
         "poll_seconds": POLL_SECONDS,
         **extra,
     }
