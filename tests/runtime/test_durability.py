@@ -163,9 +163,11 @@ def test_a_batched_run_killed_mid_way_resumes_to_a_clean_runs_end(tmp_path: Path
     assert killed_at.status == "running" and stored_x < limit
     # Nothing durable is lost: when the task saw x with f saves in flight, the state with x - f was on disk.
     assert stored_x >= max(x - in_flight for x, in_flight in executed)
-    # At most the in-flight supersteps run again: those the process computed past the stored state.
+    # At most the in-flight supersteps run again: those the process computed past the stored state. The stored
+    # state can also be one ahead of the last line: the task that saw ``last`` returned last + 1, and that save
+    # reached the disk before the next task wrote its line (seen in CI: last 204, stored 205).
     last = max(x for x, _ in executed)
-    assert 0 <= last - stored_x <= child.MAX_PENDING
+    assert -1 <= last - stored_x <= child.MAX_PENDING
 
     engine = Engine(registry=child.registry(None, None), checkpointer=cp, ids=SequentialIds())
     resumed = engine.continue_run(killed_at, workflow=child.workflow(limit))
