@@ -195,7 +195,8 @@ class Results:
 
 
 def table(title: str, headers: list[str], rows: list[list[str]], note: str = "") -> None:
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
+    # max() of one int fails: a section can have no rows (e.g. only variants that skip its sizes were chosen).
+    widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(headers)]
 
     def line(cells: list[str]) -> str:
         first = cells[0].ljust(widths[0])
