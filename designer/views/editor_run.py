@@ -22,7 +22,7 @@ from designer.json_text import pretty_json
 from designer.models import Run
 from designer.models import Workflow as WorkflowModel
 from designer.permissions import require_workflow_role
-from designer.runs.checkpoints import damage_of, damages_of
+from designer.runs.checkpoints import damage_of, with_damage
 from designer.selectors.runs import runs_for
 from designer.views.htmx import HtmxHttpRequest
 from designer.views.pages import signed_in
@@ -58,11 +58,10 @@ def runs(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
     """The workflow's recent runs, newest first, for the canvas's run chooser."""
     workflow = _workflow(request, workflow_id)
     recent = list(runs_for(user=request.user).filter(workflow=workflow).order_by("-created_at", "-pk")[:RECENT_RUNS])
-    damages = damages_of(recent)
     return JsonResponse({"runs": [{"id": run.pk, "status": run.status,
-                                   "label": _label(run) + (" · damaged" if run.pk in damages else ""),
-                                   "damage": damages.get(run.pk), "url": reverse("run-detail", args=[run.pk])}
-                                  for run in recent]})
+                                   "label": _label(run) + (" · damaged" if damage is not None else ""),
+                                   "damage": damage, "url": reverse("run-detail", args=[run.pk])}
+                                  for run, damage in with_damage(recent)]})
 
 
 @signed_in("GET")
