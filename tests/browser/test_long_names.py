@@ -14,7 +14,7 @@ from designer.services import runs as run_services
 from designer.services import teams as team_services
 from designer.services import triggers as trigger_services
 from designer.services import workflows as workflow_services
-from tests.browser.test_small_screen import DOCUMENT, page_width
+from tests.browser.test_small_screen import DOCUMENT, open_editor_and_check_its_header, page_width
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -40,14 +40,7 @@ def test_pages_fit_the_window_whatever_the_names(logged_in_page: Page, live_serv
         width, window = page_width(page)
         assert width <= window, f"{path} is {width - window}px wider than the window"
 
-    page.goto(f"{live_server.url}/workflows/{workflow.pk}/edit/")
-    expect(page.locator("[data-editor-canvas]")).to_have_attribute("data-state", "saved")
-    width, window = page_width(page)
-    assert width <= window, f"the editor is {width - window}px wider than the window"
-    publish = page.get_by_role("button", name="Publish", exact=True).bounding_box()
-    assert publish and publish["x"] + publish["width"] <= window, publish
-    head = page.locator(".editor-head").bounding_box()
-    assert head and head["height"] < 80, f"the header takes {head} of a 900px window"
+    open_editor_and_check_its_header(page, f"{live_server.url}/workflows/{workflow.pk}/edit/", max_height=80)
     expect(page.locator(".editor-title")).to_have_attribute("title", LONG_WORKFLOW)  # the whole name, on hover
 
 
