@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from runtime import CorruptRunStateError, FileCheckpointer, HistoryPolicy, InMemoryCheckpointer, SqliteCheckpointer
+from runtime._sqlite import SCHEMA_VERSION
 from runtime.testing.checkpointer_conformance import CheckpointerConformance, sample_events, sample_run_state
 
 
@@ -251,7 +252,7 @@ def test_a_version_1_sqlite_file_is_converted_on_open_keeping_states_parts_and_e
         converted.save(rs, sample_events(rs.run_id, 7, 1))
         assert [e.seq for e in converted.load_events(rs.run_id)] == list(range(8))
     db = sqlite3.connect(old)
-    assert db.execute("PRAGMA user_version").fetchone() == (2,)
+    assert db.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
     assert {row[1] for row in db.execute("PRAGMA table_info(events)")} == {"id", "events"}
     db.close()
 
