@@ -449,12 +449,12 @@ def _damaged(request: HtmxHttpRequest, run: Run, context: dict[str, Any] | None 
     htmx does not swap a 409 into the page, so an htmx request is told to reload it (``HX-Refresh``): the
     reloaded page is the damaged one, whatever fragment asked.
     """
+    if request.htmx:
+        response = HttpResponseClientRefresh()
+        response.status_code = 409
+        return response
     if context is None:
         context = _detail_context(request, run)
-    if request.htmx:
-        response = TemplateResponse(request, "runs/detail.html#live", context, status=409)
-        response["HX-Refresh"] = "true"
-        return response
     context.update(_events_context(request, run))
     return TemplateResponse(request, "runs/detail.html", context, status=409)
 
