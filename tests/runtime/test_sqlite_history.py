@@ -85,18 +85,24 @@ def test_keeping_the_last_n_stores_exactly_the_parts_the_kept_checkpoints_and_th
 
 
 @pytest.mark.parametrize("policy", [HistoryPolicy(), HistoryPolicy(keep_last=3)], ids=["all", "last 3"])
-def test_a_save_reads_no_kept_state_while_what_the_dropped_one_needed_is_live(
+def test_a_save_reads_kept_checkpoints_only_when_the_policy_can_drop_one_and_their_parts_may_go(
         tmp_path: Path, policy: HistoryPolicy) -> None:
-    """The items, the input and the list chunks a dropped checkpoint needed are nearly always still the latest
-    state's, so pruning reads the dropped state (``last N``) and the kept ones only when one of its parts is no
-    longer live (here once: the foreach's items, when it ends); ``all`` reads none at all."""
+    """With ``all`` nothing is ever dropped, so a save must not read the kept steps back: that made every save
+    O(supersteps) and a long run's history quadratic. A bounded policy lists them (at most N + 1). The items,
+    the input and the list chunks a dropped checkpoint needed are nearly always still the latest state's, so
+    pruning reads the dropped state and the kept ones only when one of its parts is no longer live (here once:
+    the foreach's items, when it ends); ``all`` reads no state at all."""
     statements: list[str] = []
     with SqliteCheckpointer(tmp_path / "history.sqlite3", history=policy) as cp:
         cp._db.set_trace_callback(statements.append)
         result = Engine(registry=_registry(), checkpointer=cp, ids=SequentialIds()).run(
             collecting_workflow(), {"xs": list(range(300))})
         cp._db.set_trace_callback(None)
+        kept = cp.history(result.run_id)
     assert result.status == "completed"
+    assert len(kept) == (result.run_state.step + 1 if policy.keep_last is None else 3)
+    listings = [s for s in statements if s.startswith("SELECT step FROM history")]
+    assert (len(listings) > 0) == (policy.keep_last is not None)
     reads = [s for s in statements if s.startswith("SELECT state FROM history")]
     if policy.keep_last is None:
         assert reads == []
