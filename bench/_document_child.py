@@ -2,15 +2,17 @@
 
 Run by ``bench/bench_document_validation.py`` as a script, never imported by it::
 
-    python bench/_document_child.py RUNTIME_ROOT DOCUMENT_JSON_FILE RUNS WORKLOAD...
+    TRELLIS_BENCH_DOCUMENT=doc.json python bench/_document_child.py RUNTIME_ROOT THIS_ROOT RUNS WORKLOAD...
 
-Prints one JSON object: where ``runtime`` came from, and per workload each run's (CPU seconds, wall seconds).
+(the arguments of ``bench_step_cost.child``). Prints one JSON object: where ``runtime`` came from, and per
+workload its steps (one document) and each run's (CPU seconds, wall seconds).
 """
 
 from __future__ import annotations
 
 import gc
 import json
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -19,7 +21,8 @@ from typing import Any
 
 
 def main(argv: list[str]) -> int:
-    runtime_root, text, runs, names = argv[0], Path(argv[1]).read_text(), int(argv[2]), argv[3:]
+    runtime_root, runs, names = argv[0], int(argv[2]), argv[3:]
+    text = Path(os.environ["TRELLIS_BENCH_DOCUMENT"]).read_text()
     sys.path[:1] = [runtime_root]  # instead of this script's own folder
     import runtime
 
@@ -30,7 +33,7 @@ def main(argv: list[str]) -> int:
         "validate-json": lambda: runtime.Workflow.model_validate_json(text),
         "dump-json": doc.model_dump_json,
     }
-    found: dict[str, Any] = {"runtime": runtime.__file__, "times": {}}
+    found: dict[str, Any] = {"runtime": runtime.__file__, "workloads": {}}
     for name in names:
         times = []
         for number in range(3 + runs):  # 3 untimed warm-ups
@@ -39,7 +42,7 @@ def main(argv: list[str]) -> int:
             calls[name]()
             if number >= 3:
                 times.append((time.process_time() - cpu, time.perf_counter() - wall))
-        found["times"][name] = times
+        found["workloads"][name] = {"steps": 1, "times": times}
     print(json.dumps(found))
     return 0
 

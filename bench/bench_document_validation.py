@@ -18,31 +18,23 @@ Prints the min and median of CPU and wall milliseconds per document for each sid
 Timings are printed, never asserted.
 
     python -m bench document_validation
-    TRELLIS_BENCH_BASE=<commit> TRELLIS_BENCH_ROUNDS=6 python -m bench document_validation
+    TRELLIS_BENCH_BASE=<commit> TRELLIS_BENCH_ROUNDS=6 TRELLIS_BENCH_RUNS=5 python -m bench document_validation
 """
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
-import statistics
-import subprocess
-import sys
-import tempfile
 import time
-from pathlib import Path
 from typing import Any
 
 from bench.bench_engine import table
-from bench.bench_step_cost import HERE, unpack
+from bench.bench_step_cost import HERE, alternate, base_and_this_tree, finished, side_by_side
 
 CHILD = HERE / "bench" / "_document_child.py"
 
 #: The commit before the read-only JSON values (main when this work began).
 BASE = os.environ.get("TRELLIS_BENCH_BASE", "afda6e7")
-ROUNDS = int(os.environ.get("TRELLIS_BENCH_ROUNDS", "6"))
-RUNS = int(os.environ.get("TRELLIS_BENCH_RUNS", "5"))
 NODES = 2_000
 WORKLOADS = ("validate-python", "validate-json", "dump-json")
 
@@ -74,50 +66,19 @@ def large_document(nodes: int = NODES) -> dict[str, Any]:
             "routes": routes, "metadata": {"positions": positions, "sample_input": {"p0": []}}}
 
 
-def _measure(root: Path, document: Path) -> dict[str, Any]:
-    out = subprocess.run([sys.executable, str(CHILD), str(root), str(document), str(RUNS), *WORKLOADS],
-                         capture_output=True, text=True, check=False, cwd=root)
-    if out.returncode != 0:
-        raise SystemExit(f"the child measuring {root} failed:\n{out.stderr}")
-    found: dict[str, Any] = json.loads(out.stdout)
-    if not found["runtime"].startswith(str(root)):
-        raise SystemExit(f"the child meant for {root} imported {found['runtime']}")
-    return found
-
-
 def main() -> int:
     started = time.perf_counter()
-    print(f"load average at start: {' '.join(f'{x:.1f}' for x in os.getloadavg())} on {os.cpu_count()} cores; "
-          f"{ROUNDS} rounds x {RUNS} runs per side and workload; a document of {NODES:,} nodes")
-    folder = Path(tempfile.mkdtemp(prefix="trellis-document-validation-"))
-    try:
+    text = json.dumps(large_document())
+    with base_and_this_tree(BASE, f"; a document of {NODES:,} nodes") as (folder, sides):
         document = folder / "document.json"
-        text = json.dumps(large_document())
         document.write_text(text)
-        sides = {f"base {BASE}": unpack(BASE, folder), "this tree": HERE}
-        times: dict[tuple[str, str], list[tuple[float, float]]] = {}
-        for number in range(ROUNDS):
-            for side in list(sides) if number % 2 == 0 else list(reversed(sides)):
-                for name, pairs in _measure(sides[side], document)["times"].items():
-                    times.setdefault((name, side), []).extend(tuple(pair) for pair in pairs)
-            print(f"  round {number + 1} of {ROUNDS} done", flush=True)
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
-    rows = []
-    for name in WORKLOADS:
-        figures = {}
-        for side in sides:
-            cpu = [c * 1e3 for c, _ in times[(name, side)]]
-            wall = [w * 1e3 for _, w in times[(name, side)]]
-            figures[side] = (min(cpu), statistics.median(cpu), min(wall), statistics.median(wall))
-            rows.append([name, side, f"{len(cpu)}", *(f"{figure:,.2f}" for figure in figures[side])])
-        base, this = figures[f"base {BASE}"], figures["this tree"]
-        rows.append([name, "this / base", "", *(f"{t / b:.2f}x" for t, b in zip(this, base, strict=True))])
+        os.environ["TRELLIS_BENCH_DOCUMENT"] = str(document)  # read by the children
+        steps, times = alternate(sides, WORKLOADS, script=CHILD)
     table(f"Milliseconds per {NODES:,}-node document ({len(text) / 1e6:.1f} MB of JSON), this tree vs {BASE}",
-          ["workload", "side", "runs", "cpu min", "cpu median", "wall min", "wall median"], rows,
+          ["workload", "side", "runs", "cpu min", "cpu median", "wall min", "wall median"],
+          side_by_side(WORKLOADS, sides, steps, times, 1e3),
           note="cpu = process_time; wall = perf_counter; this / base below 1.00x is faster")
-    print(f"\nbench_document_validation took {time.perf_counter() - started:,.0f} s; load average at end: "
-          f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}")
+    finished("bench_document_validation", started)
     return 0
 
 

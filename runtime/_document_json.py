@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any, NoReturn
+from typing import Any, ClassVar, NoReturn
 
 _HOW = ("a workflow document and the JSON values in it are immutable (Engine.compile caches a plan per document): "
         "derive a changed document with model_copy(update=...), or change a copy (copy.deepcopy(value) is an "
@@ -31,57 +31,50 @@ def _refusal(what: str) -> Callable[..., NoReturn]:
     return refuse
 
 
-class FrozenDict(dict[str, Any]):
+class _ReadOnly:
+    """What the two read-only containers share: copies are ordinary values, pickling rebuilds the read-only type
+    (the base types' own pickling would refill the object through its mutators, which refuse)."""
+
+    __slots__ = ()
+    _plain: ClassVar[type[Any]]  # the ordinary type: dict or list
+
+    def __copy__(self) -> Any:
+        return self._plain(self)
+
+    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> Any:
+        return thaw(self)
+
+    def __reduce__(self) -> tuple[type[Any], tuple[Any]]:
+        return type(self), (self._plain(self),)
+
+
+class FrozenDict(_ReadOnly, dict[str, Any]):
     """A JSON object inside a workflow document: a ``dict`` whose mutators raise ``TypeError``."""
 
     __slots__ = ()
-
-    __setitem__ = _refusal("set a key of")
-    __delitem__ = _refusal("delete a key of")
-    __ior__ = _refusal("update")
-    clear = _refusal("clear")
-    pop = _refusal("pop a key of")
-    popitem = _refusal("pop an item of")
-    setdefault = _refusal("set a default in")
-    update = _refusal("update")
-
-    def __copy__(self) -> dict[str, Any]:
-        return dict(self)
-
-    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> dict[str, Any]:
-        return thaw(self)  # type: ignore[no-any-return]
-
-    def __reduce__(self) -> tuple[type[FrozenDict], tuple[dict[str, Any]]]:
-        # dict's own pickling rebuilds the object through __setitem__, which refuses.
-        return FrozenDict, (dict(self),)
+    _plain = dict
 
 
-class FrozenList(list[Any]):
+class FrozenList(_ReadOnly, list[Any]):
     """A JSON array inside a workflow document: a ``list`` whose mutators raise ``TypeError``."""
 
     __slots__ = ()
+    _plain = list
 
-    __setitem__ = _refusal("set an item of")
-    __delitem__ = _refusal("delete an item of")
-    __iadd__ = _refusal("extend")
-    __imul__ = _refusal("repeat")
-    append = _refusal("append to")
-    extend = _refusal("extend")
-    insert = _refusal("insert into")
-    pop = _refusal("pop an item of")
-    remove = _refusal("remove an item of")
-    clear = _refusal("clear")
-    sort = _refusal("sort")
-    reverse = _refusal("reverse")
 
-    def __copy__(self) -> list[Any]:
-        return list(self)
+def _refuse(kind: type, mutators: dict[str, str]) -> None:
+    """Every mutator of ``kind``'s base type (name -> what it would have done) raising instead."""
+    for name, what in mutators.items():
+        setattr(kind, name, _refusal(what))
 
-    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> list[Any]:
-        return thaw(self)  # type: ignore[no-any-return]
 
-    def __reduce__(self) -> tuple[type[FrozenList], tuple[list[Any]]]:
-        return FrozenList, (list(self),)
+_refuse(FrozenDict, {"__setitem__": "set a key of", "__delitem__": "delete a key of", "__ior__": "update",
+                     "clear": "clear", "pop": "pop a key of", "popitem": "pop an item of",
+                     "setdefault": "set a default in", "update": "update"})
+_refuse(FrozenList, {"__setitem__": "set an item of", "__delitem__": "delete an item of", "__iadd__": "extend",
+                     "__imul__": "repeat", "append": "append to", "extend": "extend", "insert": "insert into",
+                     "pop": "pop an item of", "remove": "remove an item of", "clear": "clear", "sort": "sort",
+                     "reverse": "reverse"})
 
 
 def thaw(value: Any) -> Any:
