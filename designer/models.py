@@ -415,7 +415,10 @@ class RunCheckpoint(models.Model):
     step = models.PositiveIntegerField()
     status = models.CharField(max_length=12)
     attempt = models.PositiveIntegerField(default=1)
-    trace_seq = models.PositiveIntegerField()
+    # The engine's own event counter at this checkpoint (``RunState.trace_seq``, what the runtime's
+    # ``CheckpointInfo.trace_seq`` reports). Not a ``RunEvent.seq``: a distributed foreach's batches number their
+    # events in the stored trace too, so stored numbers run ahead of it (``last_stored_seq`` reads those).
+    engine_trace_seq = models.PositiveIntegerField()
     state = ExactJSONField()
 
     objects = TeamScopedQuerySet.as_manager()

@@ -37,7 +37,8 @@ from designer.models import Run, RunEvent, Team, Workflow
 from designer.permissions import has_role, require_workflow_role, role_of, workflow_role
 from designer.run_overlay import item_label
 from designer.runs.batches import batch_progress
-from designer.runs.checkpoints import context_of, damage_of, last_seq, load_state, with_damage
+from designer.runs.checkpointer import last_stored_seq
+from designer.runs.checkpoints import context_of, damage_of, load_state, with_damage
 from designer.selectors.run_history import tolerated_failures
 from designer.services import runs as run_services
 from designer.untrusted import parse_id
@@ -348,7 +349,7 @@ def _counters(run: Run) -> dict[str, Any]:
                 row.done, row.running = batches[row.activation_id]
     # Counted from the stored trace (one step down its index), not the run's own counter: a distributed foreach's
     # batches add their items' events to it too.
-    last = last_seq(run)
+    last = last_stored_seq(run.pk)
     return {
         "step": progress.get("step") if isinstance(progress.get("step"), int) else 0,
         "events": 0 if last is None else last + 1,
