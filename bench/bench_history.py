@@ -69,10 +69,10 @@ def _sqlite_bytes(path: Path) -> int:
     db = sqlite3.connect(path)
     try:
         total = 0
-        for table_name, columns in (("runs", "state"), ("parts", "value"), ("events", "event"),
-                                    ("history", "state + length(part_keys)")):
-            columns = " + ".join(f"length({c})" if "length" not in c else c for c in columns.split(" + "))
-            (size,) = db.execute(f"SELECT coalesce(sum({columns}), 0) FROM {table_name}").fetchone()  # noqa: S608
+        for table_name, column in (("runs", "state"), ("parts", "value"), ("events", "events"),
+                                   ("history", "state")):
+            (size,) = db.execute(f"SELECT coalesce(sum(length({column})), 0) FROM {table_name}"  # noqa: S608
+                                 ).fetchone()
             total += size
         return total
     finally:

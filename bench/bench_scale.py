@@ -43,7 +43,15 @@ from typing import Any
 
 from bench import _workloads as w
 from bench.bench_engine import Timing, table, timed
-from runtime import Engine, FileCheckpointer, InMemoryCheckpointer, SqliteCheckpointer, Workflow, WorkflowBuilder
+from runtime import (
+    Engine,
+    FileCheckpointer,
+    HistoryPolicy,
+    InMemoryCheckpointer,
+    SqliteCheckpointer,
+    Workflow,
+    WorkflowBuilder,
+)
 
 SIZES = (1_000, 10_000, 100_000, 1_000_000)
 MEMORY_SIZES = (100_000, 1_000_000)
@@ -61,6 +69,10 @@ VARIANTS: dict[str, tuple[str, bool, str | None, int | None, int]] = {
     "append": ("append binding, InMemoryCheckpointer", False, "memory", 0, 100_000),
     # Measured for its memory only (events and parts go to disk): 100k and 1M.
     "results-sqlite": ("results=, SqliteCheckpointer(durability='off')", True, "sqlite", 0, SIZES[-1]),
+    # The same keeping every checkpoint (HistoryPolicy()): one history row per superstep, which must not grow
+    # with the items collected so far (it did while each row listed its part keys).
+    "results-sqlite-all": ("results=, SqliteCheckpointer(durability='off', history all)", True, "sqlite-all", 0,
+                           100_000),
     # The point (the GC walking a retained trace) is made at 100k.
     "results-trace": ("results=, whole trace kept", True, None, None, 100_000),
 }
@@ -87,15 +99,18 @@ def collecting(*, results: bool) -> Workflow:
 
 
 def measure_once(variant: str, size: int) -> dict[str, Any]:
-    """Run one foreach of ``size`` items; CPU and wall time, peak RSS before and after (KiB)."""
+    """Run one foreach of ``size`` items; CPU and wall time, peak RSS before and after (KiB), and for SQLite the
+    size of the database file and its WAL after the run."""
     _label, results, store, keep, _largest = VARIANTS[variant]
     workflow = collecting(results=results)
     checkpointer: Any = None
+    directory: tempfile.TemporaryDirectory[str] | None = None
     if store == "memory":
         checkpointer = InMemoryCheckpointer()
-    elif store == "sqlite":
+    elif store in ("sqlite", "sqlite-all"):
         directory = tempfile.TemporaryDirectory(prefix="trellis-bench-")  # removed when the process ends
-        checkpointer = SqliteCheckpointer(Path(directory.name) / "runs.sqlite3", durability="off")
+        checkpointer = SqliteCheckpointer(Path(directory.name) / "runs.sqlite3", durability="off",
+                                          history=HistoryPolicy() if store == "sqlite-all" else None)
     engine = Engine(registry=w.registry(), checkpointer=checkpointer, keep_trace=keep)
     engine.compile(workflow)
     items = list(range(size))
@@ -108,7 +123,9 @@ def measure_once(variant: str, size: int) -> dict[str, Any]:
     out = result.state.get("out")
     if result.status != "completed" or not isinstance(out, list) or len(out) != size or out[-1] != 2 * (size - 1):
         raise RuntimeError(f"{variant} at {size}: wrong result ({result.status}, {len(out or [])} results)")
-    return {"cpu": cpu, "wall": wall, "before_kib": before, "peak_kib": peak, "trace": len(result.trace)}
+    stored = None if directory is None else sum(p.stat().st_size for p in Path(directory.name).iterdir())
+    return {"cpu": cpu, "wall": wall, "before_kib": before, "peak_kib": peak, "trace": len(result.trace),
+            "file_bytes": stored}
 
 
 def measure(variant: str, size: int) -> dict[str, Any]:
@@ -142,8 +159,9 @@ def section_per_item() -> dict[tuple[str, int], dict[str, Any]]:
             if size > largest or (variant == "results-sqlite" and size not in MEMORY_SIZES):
                 continue
             measured[(variant, size)] = found = measure(variant, size)
+            stored = "" if found.get("file_bytes") is None else f", file {found['file_bytes'] / 2**20:,.1f} MiB"
             print(f"  measured {label} at {size:,} items: {found['cpu']:.2f} s CPU, {found['wall']:.2f} s wall, "
-                  f"peak {found['peak_kib'] / 1024:,.0f} MiB", flush=True)
+                  f"peak {found['peak_kib'] / 1024:,.0f} MiB{stored}", flush=True)
         first = measured.get((variant, sizes[0]))
         if first is None:
             continue

@@ -20,10 +20,13 @@ a killed process but not a power cut, and skips the fsync.
 With a ``HistoryPolicy`` each save also writes a ``history`` row for its
 superstep: the state data without its parts, which stay shared in ``parts``
 (a part is dropped only when neither the latest state nor a kept history
-row refers to it). The ``runs`` row stays the latest state alone.
+row refers to it). The ``runs`` row stays the latest state alone. Which
+parts a kept checkpoint needs is read from its state
+(``RunState.parts_left_out``) when pruning: a list of them stored in each row
+held a key per chunk of every collected list, so the row grew with the run.
 
 What a commit writes is what its fsync costs, so the layout keeps a
-superstep's commit to a few pages of the log (schema version 2):
+superstep's commit to a few pages of the log (schema version 3):
 
 * ``runs`` is a rowid table updated in place (an upsert): a state up to
   about 4 KB stays in its leaf page. (A ``WITHOUT ROWID`` row over about
@@ -36,7 +39,13 @@ superstep's commit to a few pages of the log (schema version 2):
   table rebalanced three leaf pages per commit. An event saved again under
   its ``seq`` (a superstep re-run) replaces the earlier one on reading.
 
-A version 1 file (one event per row) is converted when it is opened.
+* ``history`` rows hold the step, status, attempt, trace number and state:
+  nothing that grows with the number of collected items but the state.
+
+Older files are converted when opened: version 1 (one event per row) and
+versions 1 and 2 (history rows with a ``part_keys`` column). A file of a
+newer version is refused rather than written in a layout this code does not
+know.
 """
 
 from __future__ import annotations
@@ -59,7 +68,7 @@ from runtime._parts import CheckpointDelta
 from runtime._state import RunState
 from runtime._trace import TraceEvent
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 #: An events row's key is ``(run rowid << _SEQ_BITS) | seq of its first event``.
 _SEQ_BITS = 32
 _SEQ_LIMIT = 1 << _SEQ_BITS
@@ -71,8 +80,8 @@ _SCHEMA = (
     "PRIMARY KEY (run_id, key)) WITHOUT ROWID",
     "CREATE TABLE IF NOT EXISTS events (id INTEGER PRIMARY KEY, events BLOB NOT NULL)",
     "CREATE TABLE IF NOT EXISTS history (run_id TEXT NOT NULL, step INTEGER NOT NULL, status TEXT NOT NULL, "
-    "attempt INTEGER NOT NULL, trace_seq INTEGER NOT NULL, state BLOB NOT NULL, part_keys BLOB NOT NULL, "
-    "PRIMARY KEY (run_id, step)) WITHOUT ROWID",
+    "attempt INTEGER NOT NULL, trace_seq INTEGER NOT NULL, state BLOB NOT NULL, PRIMARY KEY (run_id, step)) "
+    "WITHOUT ROWID",
 )
 
 
@@ -87,7 +96,6 @@ class _Save:
     trace_seq: int
     ends_history: bool
     state: bytes
-    part_keys: bytes  # JSON list of the part keys the state leaves out (for a history row)
     parts: list[tuple[str, str, bytes]]
     first_seq: int  # of the superstep's first event
     events: bytes  # the superstep's events as one JSON array; b"" when it had none
@@ -112,28 +120,43 @@ class SqliteCheckpointer(GroupCommitStore[_Save]):
         self._lock = threading.Lock()
         self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=30.0)
         self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute(f"PRAGMA synchronous={'FULL' if self.durable else 'NORMAL'}")
-        self._create_schema(self._db)
+        try:
+            self._db.execute(f"PRAGMA synchronous={'FULL' if self.durable else 'NORMAL'}")
+            self._create_schema(self._db)
+        except BaseException:
+            self._db.close()
+            raise
 
-    @staticmethod
-    def _create_schema(db: sqlite3.Connection) -> None:
-        """Create the tables, or convert a version 1 file (one event per row, ``WITHOUT ROWID`` runs)."""
+    def _create_schema(self, db: sqlite3.Connection) -> None:
+        """Create the tables, or convert an older file: version 1's events (one per row, ``WITHOUT ROWID`` runs),
+        and the ``part_keys`` column of version 1 and 2 history rows."""
         db.execute("BEGIN IMMEDIATE")
         try:
             (version,) = db.execute("PRAGMA user_version").fetchone()
-            columns = {row[1] for row in db.execute("PRAGMA table_info(events)")}
-            old = version < SCHEMA_VERSION and "event" in columns
-            if old:
+            if version > SCHEMA_VERSION:
+                raise ValueError(f"{self.path}: the file is SqliteCheckpointer schema version {version}, newer than "
+                                 f"this Trellis writes ({SCHEMA_VERSION}); open it with the Trellis that wrote it, "
+                                 "or use a new file")
+            old_events = version < SCHEMA_VERSION and "event" in _columns(db, "events")
+            old_history = version < SCHEMA_VERSION and "part_keys" in _columns(db, "history")
+            if old_events:
                 db.execute("ALTER TABLE runs RENAME TO runs_v1")
                 db.execute("ALTER TABLE events RENAME TO events_v1")
+            if old_history:
+                db.execute("ALTER TABLE history RENAME TO history_v2")
             for statement in _SCHEMA:
                 db.execute(statement)
-            if old:
+            if old_events:
                 db.execute("INSERT INTO runs (run_id, state) SELECT run_id, state FROM runs_v1")
                 db.execute(f"INSERT INTO events (id, events) SELECT (runs.rowid << {_SEQ_BITS}) | events_v1.seq, "
                            "CAST('[' || event || ']' AS BLOB) FROM events_v1 JOIN runs USING (run_id)")
                 db.execute("DROP TABLE runs_v1")
                 db.execute("DROP TABLE events_v1")
+            if old_history:
+                # The keys each row listed are what its state leaves out (read from the state from now on).
+                db.execute("INSERT INTO history (run_id, step, status, attempt, trace_seq, state) "
+                           "SELECT run_id, step, status, attempt, trace_seq, state FROM history_v2")
+                db.execute("DROP TABLE history_v2")
             if version < SCHEMA_VERSION:
                 db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
             db.execute("COMMIT")
@@ -158,7 +181,6 @@ class SqliteCheckpointer(GroupCommitStore[_Save]):
         record = _Save(
             run_id, run_state.step, run_state.status, run_state.attempt, run_state.trace_seq,
             policy is not None and policy.ends(run_state), pydantic_core.to_json(delta.data),
-            json.dumps(RunState.parts_left_out(delta.data)).encode() if policy is not None else b"",
             [(run_id, key, pydantic_core.to_json(value)) for key, value in delta.new.items()],
             min((event.seq for event in events), default=0),
             pydantic_core.to_json([event.to_dict() for event in events]) if events else b"", delta)
@@ -221,18 +243,18 @@ class SqliteCheckpointer(GroupCommitStore[_Save]):
             db.execute("DELETE FROM history WHERE run_id = ?", (run_id,))
             candidates.update(key for (key,) in db.execute("SELECT key FROM parts WHERE run_id = ?", (run_id,)))
         else:
-            db.execute("INSERT OR REPLACE INTO history (run_id, step, status, attempt, trace_seq, state, part_keys) "
-                       "VALUES (?, ?, ?, ?, ?, ?, ?)", (run_id, record.step, record.status, record.attempt,
-                                                        record.trace_seq, record.state, record.part_keys))
+            db.execute("INSERT OR REPLACE INTO history (run_id, step, status, attempt, trace_seq, state) "
+                       "VALUES (?, ?, ?, ?, ?, ?)", (run_id, record.step, record.status, record.attempt,
+                                                     record.trace_seq, record.state))
             # Only a bounded policy drops checkpoints. With ``all``, listing the kept steps at every save would
             # make each save O(supersteps) and a long run quadratic.
             steps = [] if policy.keep_last is None else [
                 step for (step,) in db.execute("SELECT step FROM history WHERE run_id = ?", (run_id,))]
             dropped = sorted(set(steps) - policy.keep(steps))
             for step in dropped:
-                (old,) = db.execute("SELECT part_keys FROM history WHERE run_id = ? AND step = ?",
+                (old,) = db.execute("SELECT state FROM history WHERE run_id = ? AND step = ?",
                                     (run_id, step)).fetchone()
-                candidates.update(json.loads(old))
+                candidates.update(_parts_needed(old))
                 db.execute("DELETE FROM history WHERE run_id = ? AND step = ?", (run_id, step))
             if delta.fresh:
                 # Another process may have stored parts that neither this state nor the history refers to.
@@ -240,11 +262,14 @@ class SqliteCheckpointer(GroupCommitStore[_Save]):
             elif policy.keep_last is None:
                 # Every part that was ever live is in a kept checkpoint: nothing can be dropped.
                 return
+        # What the latest state still needs stays: a dropped checkpoint's parts (the items, the input, the chunks
+        # of growing lists) are nearly always still live, and then no kept state is read.
+        candidates -= delta.live_keys()
         if not candidates:
             return
-        referenced = delta.live_keys()
-        for (kept,) in db.execute("SELECT part_keys FROM history WHERE run_id = ?", (run_id,)):
-            referenced.update(json.loads(kept))
+        referenced: set[str] = set()
+        for (kept,) in db.execute("SELECT state FROM history WHERE run_id = ?", (run_id,)):
+            referenced.update(_parts_needed(kept))
         db.executemany("DELETE FROM parts WHERE run_id = ? AND key = ?",
                        [(run_id, key) for key in sorted(candidates - referenced)])
 
@@ -298,20 +323,24 @@ class SqliteCheckpointer(GroupCommitStore[_Save]):
             db = self._db
             db.execute("BEGIN")
             try:
-                row = db.execute("SELECT state, part_keys FROM history WHERE run_id = ? AND step = ?",
-                                 (run_id, step)).fetchone()
-                stored = []
+                row = db.execute("SELECT state FROM history WHERE run_id = ? AND step = ?", (run_id, step)).fetchone()
+                data: Any = None
+                stored: list[tuple[str, bytes]] = []
                 if row is not None:
-                    wanted = json.loads(row[1])
-                    stored = db.execute(
-                        f"SELECT key, value FROM parts WHERE run_id = ? AND key IN ({','.join('?' * len(wanted))})",
-                        (run_id, *wanted)).fetchall() if wanted else []  # noqa: S608 - placeholders only
+                    data = _json_of(row[0], run_id, f"kept checkpoint at superstep {step}")
+                    wanted = RunState.parts_left_out(data) if isinstance(data, dict) else []
+                    # In slices: SQLite before 3.32 allows 999 parameters a statement.
+                    for start in range(0, len(wanted), 500):
+                        some = wanted[start:start + 500]
+                        stored += db.execute(
+                            f"SELECT key, value FROM parts WHERE run_id = ? AND key IN ({','.join('?' * len(some))})",
+                            (run_id, *some)).fetchall()  # noqa: S608 - placeholders only
             finally:
                 db.execute("COMMIT")
         if row is None:
             raise CheckpointNotFoundError(f"run {run_id!r} has no kept checkpoint at superstep {step}",
                                           run_id=run_id, step=step)
-        return RunState.join_parts(json.loads(row[0]), {key: json.loads(value) for key, value in stored})
+        return RunState.join_parts(data, {key: json.loads(value) for key, value in stored})
 
     def load_events(self, run_id: str) -> list[TraceEvent]:
         self.flush()
@@ -331,6 +360,30 @@ class SqliteCheckpointer(GroupCommitStore[_Save]):
         self.flush()
         with self._lock:
             return [run_id for (run_id,) in self._db.execute("SELECT run_id FROM runs ORDER BY run_id")]
+
+
+def _columns(db: sqlite3.Connection, table: str) -> set[str]:
+    """The column names of ``table`` (empty when there is no such table)."""
+    return {row[0] for row in db.execute("SELECT name FROM pragma_table_info(?)", (table,))}
+
+
+def _json_of(stored: bytes, run_id: str, what: str) -> Any:
+    try:
+        return json.loads(stored)
+    except ValueError as exc:
+        raise CorruptRunStateError(f"run {run_id!r}: the {what} is not JSON: {exc}", run_id=run_id) from None
+
+
+def _parts_needed(state: bytes) -> list[str]:
+    """The parts a kept checkpoint's ``state`` leaves out. Read from the state itself: a list of them stored in
+    each history row held a key per chunk of every collected list, so the row grew with the run. A state that is
+    not JSON needs nothing: it cannot be loaded anyway (``load_at`` says so), and refusing here would stop every
+    later save of the run."""
+    try:
+        data = json.loads(state)
+    except ValueError:
+        return []
+    return RunState.parts_left_out(data) if isinstance(data, dict) else []
 
 
 def _events_of(db: sqlite3.Connection, run_id: str) -> tuple[int, int]:

@@ -49,7 +49,11 @@ class CheckpointSerializer(serializers.Serializer):
     step = serializers.IntegerField()
     status = serializers.CharField()
     attempt = serializers.IntegerField()
-    trace_seq = serializers.IntegerField()
+    trace_seq = serializers.IntegerField(
+        help_text="the engine's own trace counter at this checkpoint (`run_state.trace_seq`), kept for the runtime's "
+                  "checkpoint history; not an event `seq`: a distributed foreach numbers its items' events in the "
+                  "stored trace too, so stored numbers run ahead of it. Page events with the run's `last_seq` and "
+                  "`events?after=`")
 
 
 class CheckpointListSerializer(serializers.Serializer):

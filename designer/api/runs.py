@@ -29,6 +29,7 @@ from designer.errors import BadRequest, ObjectNotFound
 from designer.filters import RunFilter, apply_filters, openapi_parameters
 from designer.models import Run, RunEvent
 from designer.runs import checkpoints
+from designer.runs.checkpointer import last_stored_seq
 from designer.selectors.run_history import lineage_of
 from designer.selectors.runs import events_after, get_run, runs_for
 from designer.selectors.workflows import get_workflow
@@ -86,7 +87,7 @@ def run_detail(run: Run) -> dict[str, Any]:
             "attempt": checkpoint.state.attempt if checkpoint is not None else 1,
             "subgraph_versions": run.subgraph_versions or {},
             "attempts": run.attempts,
-            "last_seq": checkpoints.last_seq(run),
+            "last_seq": last_stored_seq(run.pk),
             "progress": checkpoints.progress(checkpoint),
             "frames": checkpoints.frames(checkpoint),
         }
@@ -288,8 +289,8 @@ class RunListView(_RunsView):
                              strict=True).queryset
         paginator = RunPagination()
         page = paginator.paginate_queryset(runs, request, view=self) or []
-        damages = checkpoints.damages_of(page)
-        return paginator.get_paginated_response([run_summary(run, damages.get(run.pk, "")) for run in page])
+        return paginator.get_paginated_response([run_summary(run, damage or "")
+                                                  for run, damage in checkpoints.with_damage(page)])
 
 
 class RunDetailView(_RunsView):

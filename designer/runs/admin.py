@@ -20,7 +20,7 @@ from designer.admin_support import ReadOnly, json_field
 from designer.errors import DesignerError
 from designer.json_text import pretty_json_html
 from designer.models import RecoveryChain, Run, RunEvent
-from designer.runs.checkpoints import checkpoint_of, damage_of, damages_of
+from designer.runs.checkpoints import checkpoint_of, damage_of, with_damage
 from runtime import CorruptRunStateError
 
 
@@ -79,9 +79,8 @@ class RunAdmin(admin.ModelAdmin):
         changelist = super().get_changelist_instance(request)
         # One query for the stored parts of the whole page rather than one per row; kept on the row objects
         # of this request (the ModelAdmin itself is shared between requests).
-        damages = damages_of(changelist.result_list)
-        for run in changelist.result_list:
-            run.__dict__[_DAMAGE] = damages.get(run.pk, "")
+        for run, damage in with_damage(changelist.result_list):
+            run.__dict__[_DAMAGE] = damage or ""
         return changelist
 
     @admin.display(description="damage")

@@ -276,9 +276,9 @@ class OrmCheckpointer:
             # One upsert: a superstep redone after a crash replaces the checkpoint it left.
             RunCheckpoint.objects.bulk_create(
                 [RunCheckpoint(run_id=pk, step=run_state.step, status=run_state.status, attempt=run_state.attempt,
-                               trace_seq=run_state.trace_seq, state=delta.data)],
+                               engine_trace_seq=run_state.trace_seq, state=delta.data)],
                 update_conflicts=True, unique_fields=["run", "step"],
-                update_fields=["status", "attempt", "trace_seq", "state"])
+                update_fields=["status", "attempt", "engine_trace_seq", "state"])
             if policy.keep_last is not None:
                 # Only a bounded policy drops checkpoints, and then at most keep_last + 1 rows are kept here. With
                 # ``all``, listing the steps at every save would read every checkpoint so far: O(supersteps) a
@@ -364,7 +364,8 @@ class OrmCheckpointer:
     def history(self, run_id: str) -> list[CheckpointInfo]:
         rows = RunCheckpoint.objects.filter(run__team_id=self.team_id, run__runtime_id=run_id).order_by("step")
         return [CheckpointInfo(step, status, attempt, trace_seq)
-                for step, status, attempt, trace_seq in rows.values_list("step", "status", "attempt", "trace_seq")]
+                for step, status, attempt, trace_seq in rows.values_list("step", "status", "attempt",
+                                                                          "engine_trace_seq")]
 
     def load_at(self, run_id: str, step: int) -> RunState:
         row = RunCheckpoint.objects.filter(run__team_id=self.team_id, run__runtime_id=run_id, step=step).first()

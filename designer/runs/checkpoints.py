@@ -21,7 +21,7 @@ from typing import Any
 
 from designer.errors import ObjectNotFound
 from designer.models import Run, RunStatePart
-from designer.runs.checkpointer import last_stored_seq, run_state_of
+from designer.runs.checkpointer import run_state_of
 from runtime import CorruptRunStateError, RunState, activation_progress, live_frames
 from runtime import frame_context as runtime_frame_context
 
@@ -76,11 +76,13 @@ def damage_of(run: Run) -> str:
     return load_state(run).error
 
 
-def damages_of(runs: Iterable[Run]) -> dict[int, str]:
-    """``damage_of`` for a page of runs, with the stored parts of all of them read in one query."""
-    runs = [run for run in runs if run.run_state is not None]
+def with_damage(runs: Iterable[Run]) -> list[tuple[Run, str | None]]:
+    """Each run with what is wrong with its stored state (``None`` when nothing is), for a table of runs:
+    ``damage_of`` for a page of runs, with the stored parts of all of them read in one query."""
+    runs = list(runs)
+    stated = [run for run in runs if run.run_state is not None]
     wanted: dict[int, list[str]] = {
-        run.pk: RunState.parts_left_out(run.run_state) for run in runs if isinstance(run.run_state, dict)
+        run.pk: RunState.parts_left_out(run.run_state) for run in stated if isinstance(run.run_state, dict)
     }
     keys = {key for found in wanted.values() for key in found}
     stored: dict[int, dict[str, Any]] = {}
@@ -90,25 +92,14 @@ def damages_of(runs: Iterable[Run]) -> dict[int, str]:
         for run_id, key, value in rows:
             stored.setdefault(run_id, {})[key] = value
     damages: dict[int, str] = {}
-    for run in runs:
+    for run in stated:
         try:
             if not isinstance(run.run_state, dict):
                 run_state_of(run)  # raises, with the designer's wording
             RunState.join_parts(run.run_state, stored.get(run.pk, {}))
         except CorruptRunStateError as exc:
             damages[run.pk] = exc.message
-    return damages
-
-
-def with_damage(runs: Iterable[Run]) -> list[tuple[Run, str | None]]:
-    """Each run with what is wrong with its stored state (``None`` when nothing is), for a table of runs."""
-    runs = list(runs)
-    damages = damages_of(runs)
     return [(run, damages.get(run.pk)) for run in runs]
-
-
-def last_seq(run: Run) -> int | None:
-    return last_stored_seq(run.pk)
 
 
 def root_state(checkpoint: Checkpoint | None) -> Any:

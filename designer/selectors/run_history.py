@@ -11,10 +11,12 @@ from runtime import RunState, frame_context, live_frames
 
 
 def checkpoints_of(run: Run) -> list[dict[str, Any]]:
-    """``{step, status, attempt, trace_seq}`` of every kept checkpoint, oldest first."""
+    """``{step, status, attempt, trace_seq}`` of every kept checkpoint, oldest first. ``trace_seq`` is the engine's
+    counter (``RunState.trace_seq``, as in the run's ``run_state``), not a stored event number."""
     rows = RunCheckpoint.objects.filter(run=run).order_by("step")
     return [{"step": step, "status": status, "attempt": attempt, "trace_seq": trace_seq}
-            for step, status, attempt, trace_seq in rows.values_list("step", "status", "attempt", "trace_seq")]
+            for step, status, attempt, trace_seq in rows.values_list("step", "status", "attempt",
+                                                                      "engine_trace_seq")]
 
 
 def checkpoint_detail(row: RunCheckpoint) -> dict[str, Any]:
@@ -34,7 +36,7 @@ def checkpoint_detail(row: RunCheckpoint) -> dict[str, Any]:
         })
     root = state.scopes.get("root")
     return {
-        "step": row.step, "status": row.status, "attempt": row.attempt, "trace_seq": row.trace_seq,
+        "step": row.step, "status": row.status, "attempt": row.attempt, "trace_seq": row.engine_trace_seq,
         "forkable": state.status in ("running", "interrupted"),
         "state": root.state if root is not None else None,
         "interrupts": [{"interrupt_id": i.interrupt_id, "node_id": i.node_id, "frame_id": i.frame_id,

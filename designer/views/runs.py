@@ -37,7 +37,8 @@ from designer.models import Run, RunEvent, Team, Workflow
 from designer.permissions import has_role, require_workflow_role, role_of, workflow_role
 from designer.run_overlay import item_label
 from designer.runs.batches import batch_progress
-from designer.runs.checkpoints import context_of, damage_of, last_seq, load_state, with_damage
+from designer.runs.checkpointer import last_stored_seq
+from designer.runs.checkpoints import context_of, damage_of, load_state, with_damage
 from designer.selectors.run_history import tolerated_failures
 from designer.services import runs as run_services
 from designer.untrusted import parse_id
@@ -348,7 +349,7 @@ def _counters(run: Run) -> dict[str, Any]:
                 row.done, row.running = batches[row.activation_id]
     # Counted from the stored trace (one step down its index), not the run's own counter: a distributed foreach's
     # batches add their items' events to it too.
-    last = last_seq(run)
+    last = last_stored_seq(run.pk)
     return {
         "step": progress.get("step") if isinstance(progress.get("step"), int) else 0,
         "events": 0 if last is None else last + 1,
@@ -448,12 +449,12 @@ def _damaged(request: HtmxHttpRequest, run: Run, context: dict[str, Any] | None 
     htmx does not swap a 409 into the page, so an htmx request is told to reload it (``HX-Refresh``): the
     reloaded page is the damaged one, whatever fragment asked.
     """
+    if request.htmx:
+        response = HttpResponseClientRefresh()
+        response.status_code = 409
+        return response
     if context is None:
         context = _detail_context(request, run)
-    if request.htmx:
-        response = TemplateResponse(request, "runs/detail.html#live", context, status=409)
-        response["HX-Refresh"] = "true"
-        return response
     context.update(_events_context(request, run))
     return TemplateResponse(request, "runs/detail.html", context, status=409)
 

@@ -202,10 +202,12 @@ def version_restore_undo(request: HtmxHttpRequest, workflow_id: int) -> HttpResp
 # --- triggers ---------------------------------------------------------------------------------
 
 
-def _form_error(request: HtmxHttpRequest, workflow: WorkflowModel, role: str, key: str,
+def _form_error(request: HtmxHttpRequest, workflow: WorkflowModel, role: str, form: str,
                 exc: Exception) -> HttpResponse:
-    response = TemplateResponse(request, "workflows/page.html",
-                                _context(request, workflow, role, **{key: error_message(exc)}, form=request.POST))
+    """The page again (400) with ``form``'s error under it and what was typed kept in that form only (the
+    webhook and schedule forms share field names, so each reads its own ``<form>_form`` values)."""
+    response = TemplateResponse(request, "workflows/page.html", _context(
+        request, workflow, role, **{f"{form}_error": error_message(exc), f"{form}_form": request.POST}))
     response.status_code = 400
     return response
 
@@ -221,7 +223,7 @@ def webhook_create(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
     except (DesignerError, WorkflowError) as exc:
         if getattr(exc, "status", 400) in (403, 404):
             raise
-        return _form_error(request, workflow, role, "webhook_error", exc)
+        return _form_error(request, workflow, role, "webhook", exc)
     # The secrets are shown on this answer only: the URL's is stored hashed, the signing one derived.
     return TemplateResponse(request, "workflows/page.html", _context(
         request, workflow, role, new_webhook=created.webhook, new_webhook_signing_secret=created.signing_secret,
@@ -257,7 +259,7 @@ def schedule_create(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
     except (DesignerError, WorkflowError) as exc:
         if getattr(exc, "status", 400) in (403, 404):
             raise
-        return _form_error(request, workflow, role, "schedule_error", exc)
+        return _form_error(request, workflow, role, "schedule", exc)
     local = schedule.next_fire_at.astimezone(trigger_services.ZoneInfo(schedule.timezone))
     messages.success(request, f"Schedule {schedule.name!r} created; it next fires at {local:%Y-%m-%d %H:%M %Z}.")
     return redirect("workflow-page", workflow.pk)

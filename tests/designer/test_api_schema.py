@@ -26,3 +26,15 @@ def test_interactive_docs_use_local_assets(cast, api):
     html = response.content.decode()
     assert "/static/drf_spectacular_sidecar/swagger-ui-dist/" in html
     assert "cdn" not in html.lower()
+
+
+def test_a_kept_checkpoints_trace_seq_is_described_as_the_engines_counter_not_an_event_number(cast, api):
+    """Its value is ``RunState.trace_seq``; a distributed foreach's stored event numbers run ahead of it, so a client
+    must not page events with it."""
+    schema = api(cast.viewer).get(reverse("api-schema"), {"format": "json"}).json()
+    listed = schema["paths"]["/api/runs/{run_id}/checkpoints/"]["get"]["responses"]["200"]["content"]
+    item = listed["application/json"]["schema"]["$ref"].rsplit("/", 1)[-1]
+    checkpoint = schema["components"]["schemas"][item]["properties"]["checkpoints"]["items"]["$ref"].rsplit("/", 1)[-1]
+    for name in (checkpoint, "CheckpointDetail"):
+        described = schema["components"]["schemas"][name]["properties"]["trace_seq"]["description"]
+        assert "engine's own trace counter" in described and "not an event `seq`" in described, name

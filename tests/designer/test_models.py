@@ -6,7 +6,7 @@ import pytest
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from designer.models import Membership, Run, RunEvent, Team, Workflow, WorkflowVersion
+from designer.models import Membership, Run, RunEvent, RunInput, Team, Workflow, WorkflowVersion
 from designer.services import workflows as workflow_services
 
 pytestmark = pytest.mark.django_db
@@ -122,3 +122,24 @@ def test_a_version_with_runs_cannot_be_deleted_on_its_own(cast, workflow):
 
     with pytest.raises(RestrictedError):
         version.delete()
+
+
+def test_a_runs_input_lives_in_its_own_row_and_reads_back_through_the_run(workflow):
+    # Kept out of the run's row, which every checkpoint rewrites (designer/models.py, Run.input).
+    run = _run(workflow, input={"items": [1, 2, 3]})
+    assert RunInput.objects.get(run=run).value == {"items": [1, 2, 3]}
+    assert Run.objects.get(pk=run.pk).input == {"items": [1, 2, 3]}
+    assert "input" not in [field.name for field in Run._meta.concrete_fields]
+
+    run.input = {"items": [4]}
+    run.save()
+    assert Run.objects.get(pk=run.pk).input == {"items": [4]}
+    assert RunInput.objects.filter(run=run).count() == 1
+
+    # A run made without an input reads an empty object, as the column's default did.
+    bare = _run(workflow)
+    assert Run.objects.get(pk=bare.pk).input == {}
+
+    run.delete()
+    assert not RunInput.objects.filter(run_id=run.pk).exists()
+

@@ -40,7 +40,7 @@ def test_the_first_join_with_failed_items_of_the_current_attempt_is_the_one_redr
     event(run, 0, "foreach_completed", 3, "act_1", "first")
     event(run, 1, "foreach_completed", 6, "act_2", "second")
     event(run, 2, "foreach_completed", 9, "act_3", "third")
-    RunCheckpoint.objects.create(run=run, step=5, status="waiting", trace_seq=1, state={})
+    RunCheckpoint.objects.create(run=run, step=5, status="waiting", engine_trace_seq=1, state={})
     assert tolerated_failures(run) == TolerantRedrive("act_2", "second", 5, (1, 3), True)
 
     # Redriven: back to the checkpoint after superstep 5; act_2 joins again (now without failures), and act_3's

@@ -171,6 +171,40 @@ def test_the_schedule_form_offers_the_tz_databases_zones_and_keeps_the_typed_one
     assert "schedule-tz-names" not in client.get(reverse("workflow-page", args=[published.pk])).content.decode()
 
 
+def _field(page: str, element_id: str) -> str:
+    """The opening tag of the page's element ``element_id`` (a select with its options)."""
+    before, rest = page.split(f'id="{element_id}"', 1)
+    return rest.split("</select>" if before.endswith("<select ") else ">", 1)[0]
+
+
+def test_a_refused_webhook_keeps_what_was_typed_in_its_own_form_only(client: Any, cast: Any, published: Any) -> None:
+    client.force_login(cast.owner)
+    refused = client.post(reverse("webhook-create", args=[published.pk]),
+                          {"name": "<b>crm</b>" + "x" * 200, "version": "1", "mode": "signed", "rate_limit": "7"})
+    assert refused.status_code == 400 and "at most 100 characters" in refused.context["webhook_error"]
+    page = refused.content.decode()
+    assert 'value="&lt;b&gt;crm&lt;/b&gt;' in _field(page, "webhook-name")
+    assert 'value="7"' in _field(page, "webhook-limit")
+    assert '<option value="1" selected>' in _field(page, "webhook-version")
+    assert '<option value="signed" selected>' in _field(page, "webhook-mode")
+    # The schedule form, whose fields have the same names, is left as it was.
+    assert "value=\"\"" in _field(page, "schedule-name") and "crm" not in page.split('id="schedules"', 1)[1]
+    assert " selected" not in _field(page, "schedule-version")
+    assert Webhook.objects.count() == 0
+
+
+def test_a_refused_schedule_keeps_its_version_and_missed_ticks_choice(client: Any, cast: Any, published: Any) -> None:
+    client.force_login(cast.owner)
+    refused = client.post(reverse("schedule-create", args=[published.pk]),
+                          {"name": "nightly", "cron": "61 * * * *", "timezone": "UTC", "input": "{}", "version": "1",
+                           "missed": "skip"})
+    page = refused.content.decode()
+    assert refused.status_code == 400 and 'value="nightly"' in _field(page, "schedule-name")
+    assert '<option value="1" selected>' in _field(page, "schedule-version")
+    assert '<option value="skip" selected>' in _field(page, "schedule-missed")
+    assert 'value=""' in _field(page, "webhook-name") and " selected" not in _field(page, "webhook-version")
+
+
 # --- schedule ticks -----------------------------------------------------------------------------
 
 
