@@ -37,6 +37,7 @@ from runtime._document import (
     TaskNode,
     WorkflowRef,
 )
+from runtime._document_json import thaw
 from runtime._errors import (
     BindingError,
     CorruptRunStateError,
@@ -801,7 +802,7 @@ class Scheduler:
         record = Interrupt(
             interrupt_id=interrupt_id, frame_id=frame.frame_id, scope_id=frame.scope_id,
             lineage_id=frame.lineage_id, node_id=node.id, prompt=node.prompt,
-            payload=None if payload is MISSING else to_jsonable_python(payload), resume_schema=node.resume_schema,
+            payload=None if payload is MISSING else to_jsonable_python(payload), resume_schema=thaw(node.resume_schema),
             labels=list(node.labels), step=rs.step,
         )
         rs.interrupts[interrupt_id] = record

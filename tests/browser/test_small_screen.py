@@ -40,6 +40,19 @@ def page_width(page: Page) -> tuple[int, int]:
     return page.evaluate("() => [document.documentElement.scrollWidth, document.documentElement.clientWidth]")
 
 
+def open_editor_and_check_its_header(page: Page, url: str, *, max_height: int) -> None:
+    """Open the editor at ``url``: the page is no wider than the window, Publish is on screen and the header is
+    lower than ``max_height`` px."""
+    page.goto(url)
+    expect(page.locator("[data-editor-canvas]")).to_have_attribute("data-state", "saved")
+    width, window = page_width(page)
+    assert width <= window, f"the editor page is {width - window}px wider than the window"
+    publish = page.get_by_role("button", name="Publish", exact=True).bounding_box()
+    assert publish and publish["x"] + publish["width"] <= window, publish
+    head = page.locator(".editor-head").bounding_box()
+    assert head and head["height"] < max_height, f"the header takes {head} of the window"
+
+
 def test_the_editor_header_fits_a_1024_window_and_task_names_wrap_at_underscores(
     logged_in_page: Page, live_server: Any, user: Any
 ) -> None:
@@ -48,15 +61,7 @@ def test_the_editor_header_fits_a_1024_window_and_task_names_wrap_at_underscores
     team = team_services.create_team(actor=user, name="Purchasing")
     workflow = workflow_services.create_workflow(actor=user, team=team, name="Spending approval review",
                                                  document=DOCUMENT)
-    page.goto(f"{live_server.url}/workflows/{workflow.pk}/edit/")
-    expect(page.locator("[data-editor-canvas]")).to_have_attribute("data-state", "saved")
-
-    width, window = page_width(page)
-    assert width <= window, f"the editor page is {width - window}px wider than the window"
-    publish = page.get_by_role("button", name="Publish", exact=True).bounding_box()
-    assert publish and publish["x"] + publish["width"] <= window, publish
-    head = page.locator(".editor-head").bounding_box()
-    assert head and head["height"] < 60, f"the header takes {head} of a 768px window"
+    open_editor_and_check_its_header(page, f"{live_server.url}/workflows/{workflow.pk}/edit/", max_height=60)
     # The editor fills the window's height below the top bar: no strip of page under it, nothing below the fold.
     editor = page.locator(".editor").bounding_box()
     assert editor and round(editor["y"] + editor["height"]) == SMALL["height"], editor
