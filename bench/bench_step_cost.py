@@ -32,6 +32,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -56,8 +58,9 @@ def unpack(commit: str, into: Path) -> Path:
     return into
 
 
-def child(root: Path, names: tuple[str, ...]) -> dict[str, Any]:
-    out = subprocess.run([sys.executable, str(CHILD), str(root), str(HERE), str(RUNS), *names],
+def child(root: Path, names: tuple[str, ...], script: Path = CHILD) -> dict[str, Any]:
+    """What ``script`` (run as ``script RUNTIME_ROOT THIS_ROOT RUNS WORKLOAD...``) measured with ``root``'s runtime."""
+    out = subprocess.run([sys.executable, str(script), str(root), str(HERE), str(RUNS), *names],
                          capture_output=True, text=True, check=False, cwd=root)
     if out.returncode != 0:
         raise SystemExit(f"the child measuring {root} failed:\n{out.stderr}")
@@ -67,42 +70,69 @@ def child(root: Path, names: tuple[str, ...]) -> dict[str, Any]:
     return found
 
 
-def main() -> int:
-    started = time.perf_counter()
-    print(f"load average at start: {' '.join(f'{x:.1f}' for x in os.getloadavg())} on {os.cpu_count()} cores; "
-          f"{ROUNDS} rounds x {RUNS} runs per side and workload")
-    folder = Path(tempfile.mkdtemp(prefix="trellis-step-cost-"))
-    try:
-        sides = {f"base {BASE}": unpack(BASE, folder), "this tree": HERE}
-        times: dict[tuple[str, str], list[tuple[float, float]]] = {}
-        steps: dict[str, int] = {}
-        for number in range(ROUNDS):
-            order = list(sides) if number % 2 == 0 else list(reversed(sides))
-            for side in order:
-                for name, found in child(sides[side], WORKLOADS)["workloads"].items():
-                    steps[name] = found["steps"]
-                    times.setdefault((name, side), []).extend(tuple(pair) for pair in found["times"])
-            print(f"  round {number + 1} of {ROUNDS} done", flush=True)
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
+Times = dict[tuple[str, str], list[tuple[float, float]]]
+
+
+def alternate(sides: dict[str, Path], names: tuple[str, ...], *, script: Path = CHILD) -> tuple[dict[str, int], Times]:
+    """Each workload's steps per run, and (CPU, wall) seconds per (workload, side), the sides' child processes
+    taking turns for ``ROUNDS`` rounds so that a change of load hits both alike."""
+    times: Times = {}
+    steps: dict[str, int] = {}
+    for number in range(ROUNDS):
+        order = list(sides) if number % 2 == 0 else list(reversed(sides))
+        for side in order:
+            for name, found in child(sides[side], names, script)["workloads"].items():
+                steps[name] = found["steps"]
+                times.setdefault((name, side), []).extend(tuple(pair) for pair in found["times"])
+        print(f"  round {number + 1} of {ROUNDS} done", flush=True)
+    return steps, times
+
+
+def side_by_side(names: tuple[str, ...], sides: dict[str, Path], steps: dict[str, int], times: Times,
+                 unit: float) -> list[list[str]]:
+    """Table rows: per workload and side the min and median CPU and wall time per step (seconds x ``unit``), then
+    the last side / the first."""
     rows = []
-    for name in WORKLOADS:
+    for name in names:
         figures = {}
         for side in sides:
-            cpu = [c / steps[name] * 1e6 for c, _ in times[(name, side)]]
-            wall = [w / steps[name] * 1e6 for _, w in times[(name, side)]]
+            cpu = [c / steps[name] * unit for c, _ in times[(name, side)]]
+            wall = [w / steps[name] * unit for _, w in times[(name, side)]]
             figures[side] = (min(cpu), statistics.median(cpu), min(wall), statistics.median(wall))
-        base, this = figures[f"base {BASE}"], figures["this tree"]
-        for side, (cpu_min, cpu_median, wall_min, wall_median) in figures.items():
-            rows.append([name, side, f"{len(times[(name, side)])}", f"{cpu_min:,.1f}", f"{cpu_median:,.1f}",
-                         f"{wall_min:,.1f}", f"{wall_median:,.1f}"])
+            rows.append([name, side, f"{len(cpu)}", *(f"{figure:,.1f}" for figure in figures[side])])
+        base, this = figures[next(iter(sides))], figures[list(sides)[-1]]
         rows.append([name, "this / base", "", *(f"{t / b:.2f}x" for t, b in zip(this, base, strict=True))])
+    return rows
+
+
+@contextmanager
+def base_and_this_tree(base: str, what: str = "") -> Iterator[tuple[Path, dict[str, Path]]]:
+    """A temporary folder and the two sides' roots: ``base``'s runtime unpacked in the folder, and this tree.
+    Prints the load at the start (and ``what``); the folder is removed afterwards."""
+    print(f"load average at start: {' '.join(f'{x:.1f}' for x in os.getloadavg())} on {os.cpu_count()} cores; "
+          f"{ROUNDS} rounds x {RUNS} runs per side and workload{what}")
+    folder = Path(tempfile.mkdtemp(prefix="trellis-bench-"))
+    try:
+        yield folder, {f"base {base}": unpack(base, folder), "this tree": HERE}
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def finished(name: str, started: float) -> None:
+    print(f"\n{name} took {time.perf_counter() - started:,.0f} s; load average at end: "
+          f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}")
+
+
+def main() -> int:
+    started = time.perf_counter()
+    with base_and_this_tree(BASE) as (_, sides):
+        steps, times = alternate(sides, WORKLOADS)
     table(f"Engine microseconds per node step, this tree vs {BASE} (alternating child processes)",
-          ["workload", "side", "runs", "cpu min", "cpu median", "wall min", "wall median"], rows,
+          ["workload", "side", "runs", "cpu min", "cpu median", "wall min", "wall median"],
+          side_by_side(WORKLOADS, sides, steps, times, 1e6),
           note="cpu = process_time (all threads) / steps; wall = perf_counter / steps; this / base below 1.00x is "
           "faster")
-    print(f"\nbench_step_cost took {time.perf_counter() - started:,.0f} s; load average at end: "
-          f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}")
+    finished("bench_step_cost", started)
     return 0
 
 

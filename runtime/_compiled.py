@@ -19,7 +19,7 @@ from pydantic_core import to_jsonable_python
 from runtime._document import Node, TaskNode, Workflow
 from runtime._errors import InputValidationError
 from runtime._paths import GraphSourcePath, LocalPath
-from runtime._registry import TaskRegistry, TaskSpec
+from runtime._registry import TIMER_ATTRIBUTE, TaskRegistry, TaskSpec
 from runtime._schema_check import SchemaDefect, dialect_of, schema_defects
 from runtime._schema_patterns import (
     PatternRefused,
@@ -27,6 +27,7 @@ from runtime._schema_patterns import (
     ValidationTooExpensive,
     validation_budget,
 )
+from runtime._steps import step_timeout
 
 #: Schemas come from workflow documents, i.e. from users. Without an explicit registry jsonschema
 #: fetches any ``$ref`` it cannot resolve locally with urllib (``http://`` into the server's own
@@ -143,6 +144,18 @@ def check_payload(schema: Mapping[str, Any], validator: Any, value: Any, *, what
     return checked
 
 
+@dataclass(frozen=True, slots=True)
+class CompiledTask:
+    """What every step of one task node needs that never changes, looked up once instead of at each step."""
+
+    spec: TaskSpec
+    #: The input field holding the seconds when the task only waits (``TIMER_ATTRIBUTE``), else None.
+    timer: str | None
+    #: The node's step timeout, else the task's, else the workflow's (``step_timeout``; the engine's cap applies
+    #: on top, per run).
+    timeout: float | None
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class CompiledWorkflow:
     workflow: Workflow
@@ -151,6 +164,7 @@ class CompiledWorkflow:
     specs: Mapping[str, TaskSpec]
     start: str | None
     outputs: tuple[tuple[LocalPath, GraphSourcePath], ...]
+    tasks: Mapping[str, CompiledTask] = field(default_factory=dict)
     _validators: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @property
@@ -181,6 +195,9 @@ def compile_workflow(workflow: Workflow, registry: TaskRegistry) -> CompiledWork
     for route in workflow.routes:
         routes.setdefault(route.source, {})[route.label] = route.target
     specs = {node.id: registry.get(node.task) for node in workflow.nodes if isinstance(node, TaskNode)}
+    tasks = {node.id: CompiledTask(spec=specs[node.id], timer=getattr(specs[node.id].fn, TIMER_ATTRIBUTE, None),
+                                   timeout=step_timeout(node, specs[node.id], workflow, None))
+             for node in workflow.nodes if isinstance(node, TaskNode)}
     return CompiledWorkflow(
         workflow=workflow,
         nodes=workflow.node_map(),
@@ -188,4 +205,5 @@ def compile_workflow(workflow: Workflow, registry: TaskRegistry) -> CompiledWork
         specs=specs,
         start=workflow.start_node,
         outputs=tuple((out.target, out.path) for out in workflow.outputs),
+        tasks=tasks,
     )

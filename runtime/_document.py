@@ -11,7 +11,6 @@ everything that needs schemas or the task registry is the analyzer's job.
 from __future__ import annotations
 
 import functools
-import math
 from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, Final, Literal, Self, TypeVar
 
@@ -31,6 +30,7 @@ from pydantic import (
 )
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
+from runtime._document_json import FrozenDict, FrozenList, freeze
 from runtime._paths import (
     GraphSourcePath,
     LocalPath,
@@ -107,40 +107,10 @@ VersionOne = Annotated[Literal[1], BeforeValidator(_not_a_bool)]
 JsonSchema = dict[str, Any]
 
 
-def _json_problem(value: Any, where: str) -> str | None:
-    """Why ``value`` is not plain JSON, or None. Anything else would not survive a JSON round trip."""
-    if value is None or isinstance(value, (str, bool, int)):
-        return None
-    if isinstance(value, float):
-        return None if math.isfinite(value) else f"{where} is {value!r}, which JSON cannot represent"
-    if isinstance(value, list):
-        for index, item in enumerate(value):
-            problem = _json_problem(item, f"{where}[{index}]")
-            if problem:
-                return problem
-        return None
-    if isinstance(value, dict):
-        for key, item in value.items():
-            if not isinstance(key, str):
-                return f"{where} has the non-string key {key!r}; JSON object keys are strings"
-            problem = _json_problem(item, f"{where}[{key!r}]")
-            if problem:
-                return problem
-        return None
-    return f"{where} is a {type(value).__name__}, which is not JSON (use null, bool, number, string, list or object)"
-
-
-def _require_json(value: Any) -> Any:
-    problem = _json_problem(value, "the value")
-    if problem:
-        raise ValueError(problem)
-    return value
-
-
-#: A JSON literal stored in a document (``null`` included).
-JsonLiteral = Annotated[Any, AfterValidator(_require_json)]
-#: A JSON object stored in a document (schemas, metadata).
-JsonObject = Annotated[dict[str, Any], AfterValidator(_require_json)]
+#: A JSON literal stored in a document (``null`` included), its objects and arrays read-only (``_document_json``).
+JsonLiteral = Annotated[Any, AfterValidator(freeze)]
+#: A JSON object stored in a document (schemas, metadata), read-only down to its leaves.
+JsonObject = Annotated[dict[str, Any], AfterValidator(freeze)]
 
 
 _T = TypeVar("_T")
@@ -158,7 +128,12 @@ Items = Annotated[Sequence[_T], AfterValidator(_as_tuple)]
 
 
 def _empty_object_schema() -> JsonSchema:
-    return {"type": "object", "properties": {}}
+    # Defaults are not validated, so they are made read-only here, as a given value is.
+    return FrozenDict(type="object", properties=FrozenDict())
+
+
+def _empty_object() -> JsonSchema:
+    return FrozenDict()
 
 
 class _Model(BaseModel):
@@ -175,19 +150,39 @@ class _Model(BaseModel):
     )
 
     def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
-        """As pydantic's (``update`` is taken as given, not validated), except that a list given for one of the
-        document's list fields is held as a tuple like every other."""
+        """As pydantic's (``update`` is taken as given, not validated), except that what is given for one of the
+        document's list fields is held as a tuple, and for a JSON field as read-only JSON, like every other."""
         if update:
-            tuples = _tuple_fields(type(self))
-            update = {name: tuple(value) if name in tuples and isinstance(value, list) else value
-                      for name, value in update.items()}
+            held = _held_fields(type(self))
+            update = {name: held[name](value) if name in held else value for name, value in update.items()}
         return super().model_copy(update=update, deep=deep)
+
+    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> Self:
+        # A deep copy of a document is a document: its read-only JSON values are shared (deepcopy of one alone
+        # gives an ordinary dict/list), the rest is copied as pydantic copies it.
+        memo = {} if memo is None else memo
+        for name in _held_fields(type(self)):
+            value = self.__dict__.get(name)
+            if type(value) is FrozenDict or type(value) is FrozenList:
+                memo.setdefault(id(value), value)
+        return super().__deepcopy__(memo)
+
+
+def _held_as_tuple(value: Any) -> Any:
+    return tuple(value) if isinstance(value, list) else value
 
 
 @functools.cache
-def _tuple_fields(model: type[BaseModel]) -> frozenset[str]:
-    return frozenset(name for name, info in model.model_fields.items()
-                     if any(isinstance(m, AfterValidator) and m.func is _as_tuple for m in info.metadata))
+def _held_fields(model: type[BaseModel]) -> dict[str, Any]:
+    """Field name -> how ``model_copy`` holds a value given for it, for the tuple and JSON fields of ``model``."""
+    held: dict[str, Any] = {}
+    for name, info in model.model_fields.items():
+        for rule in info.metadata:
+            if isinstance(rule, AfterValidator) and rule.func is _as_tuple:
+                held[name] = _held_as_tuple
+            elif isinstance(rule, AfterValidator) and rule.func is freeze:
+                held[name] = freeze
+    return held
 
 
 class InputBinding(_Model):
@@ -433,7 +428,7 @@ class Workflow(_Model):
     nodes: Items[Node] = Field(default_factory=tuple)
     routes: Items[WorkflowRoute] = Field(default_factory=tuple)
     outputs: Items[WorkflowOutput] = Field(default_factory=tuple)
-    metadata: JsonObject = Field(default_factory=dict)
+    metadata: JsonObject = Field(default_factory=_empty_object)
     #: Start-to-close limit of each task step whose node and task set none, in seconds.
     step_timeout_seconds: float | None = Field(default=None, gt=0, le=86_400,
                                                exclude_if=lambda value: value is None)
@@ -464,6 +459,18 @@ class Workflow(_Model):
     def routes_from(self, node_id: str) -> dict[str, str]:
         """label -> target for one source node."""
         return {route.label: route.target for route in self.routes if route.source == node_id}
+
+
+def fully_frozen(value: Any) -> bool:
+    """Whether nothing reachable from ``value`` (a document, a node...) can change in place. True for every
+    document pydantic validated or ``model_copy`` derived; a document assembled with ``model_construct`` may
+    hold plain lists and dicts, and then a plan compiled from it must not be cached against its identity."""
+    if isinstance(value, BaseModel):
+        return all(fully_frozen(item) for item in value.__dict__.values())
+    if isinstance(value, tuple):
+        return all(fully_frozen(item) for item in value)
+    kind = type(value)
+    return kind is FrozenDict or kind is FrozenList or not isinstance(value, (dict, list, set, bytearray))
 
 
 def structural_problems(workflow: Workflow) -> list[str]:

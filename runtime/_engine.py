@@ -16,7 +16,7 @@ from runtime._batches import BatchResult, ItemOutcome, ItemTraces, batch_state
 from runtime._checkpoint import Checkpointer
 from runtime._compiled import CompiledWorkflow, compile_workflow
 from runtime._diagnostics import Diagnostic
-from runtime._document import ForeachNode, TaskNode, Workflow, WorkflowRef
+from runtime._document import ForeachNode, TaskNode, Workflow, WorkflowRef, fully_frozen
 from runtime._errors import CorruptRunStateError, NodeFailedError, ResumeError, WorkflowError, WorkflowValidationError
 from runtime._ids import IdFactory, RandomIds
 from runtime._inspect import check_fork
@@ -246,8 +246,9 @@ class Engine:
     def compile(self, workflow: Workflow) -> CompiledWorkflow:
         """Validate ``workflow`` with the analyzer (once per document object) and prepare it to run.
 
-        The plan is cached by the document's identity, which is sound because documents are frozen (a changed
-        document is a new object). Raises ``WorkflowValidationError`` listing every problem.
+        The plan is cached by the document's identity, which is sound because documents are frozen down to the
+        JSON values in them (a changed document is a new object); one that is not (``model_construct``) is
+        compiled again at every call. Raises ``WorkflowValidationError`` listing every problem.
         """
         hit = self._compiled.get(id(workflow))
         if hit is not None and hit[0] is workflow:
@@ -260,6 +261,8 @@ class Engine:
                     f"workflow {workflow.id!r} is invalid: " + "; ".join(d.message for d in too_long),
                     diagnostics=too_long)
         plan = compile_workflow(workflow, self.registry)
+        if not fully_frozen(workflow):  # built with model_construct: it could change under a cached plan
+            return plan
         with self._lock:
             if len(self._compiled) >= _CACHE_LIMIT:
                 self._compiled.pop(next(iter(self._compiled)))

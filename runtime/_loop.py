@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable, Generator, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from runtime._algo import (
     PrepareRules,
@@ -151,7 +151,7 @@ def _failed_attempt(work: Work, attempt: int, attempts: int, exc: Exception) -> 
     """Record an attempt that raised; True when the retry policy allows another one."""
     work.error = exc
     if attempt < attempts:
-        work.retries.append((attempt, f"{type(exc).__name__}: {exc}"))
+        work.retries += ((attempt, f"{type(exc).__name__}: {exc}"),)
         return True
     return False
 
@@ -186,7 +186,8 @@ def _task(work: Work) -> tuple[TaskSpec, RuntimeContext, Callable[[], Any]]:
 
 def _call_sync(work: Work) -> tuple[Any, Exception | None]:
     """One attempt of a sync task: (what it returned, None) or (None, what it raised)."""
-    spec, ctx, call = _task(work)
+    call = work.call
+    assert call is not None
     try:
         begun = time.perf_counter()
         raw = call()
@@ -194,6 +195,7 @@ def _call_sync(work: Work) -> tuple[Any, Exception | None]:
             raw = asyncio.run(_await(raw))
         # A thread cannot be stopped from outside: an over-long sync step is only caught once it returns.
         if work.timeout is not None and time.perf_counter() - begun > work.timeout:
+            spec, ctx, _ = _task(work)
             raise timeout_error(spec.name, ctx, work.timeout)
     except Exception as exc:
         return None, exc
@@ -203,7 +205,8 @@ def _call_sync(work: Work) -> tuple[Any, Exception | None]:
 def _run_sync_task(work: Work) -> None:
     started = time.perf_counter()
     for attempt, last, _ in _attempts(work, time.sleep):
-        if not _settle(work, attempt, last, *_call_sync(work)):
+        raw, error = _call_sync(work)
+        if not _settle(work, attempt, last, raw, error):
             break
     work.duration = time.perf_counter() - started
 
@@ -281,19 +284,11 @@ def _fan_out(pool: ThreadPoolExecutor, run: Callable[[Work], None], tasks: list[
 # The effects the sync and async drivers perform differently
 
 
-@dataclass(frozen=True, slots=True)
-class _Checkpoint:
-    events: list[TraceEvent]
-
-
-@dataclass(frozen=True, slots=True)
-class _Sleep:
-    seconds: float
-
-
-#: Execute is the superstep's own list of ``Work`` (no wrapper to build at every superstep); checkpoint and
-#: sleep are wrapped.
-_Effect = list[Work] | _Checkpoint | _Sleep
+#: An effect is a (kind, argument) pair: execute the superstep's ``Work``, checkpoint its events, or sleep so many
+#: seconds. A pair costs less to build at every superstep than an instance of a frozen dataclass, and the kind
+#: still tells mypy what the argument is.
+_Effect = (tuple[Literal["execute"], list[Work]] | tuple[Literal["checkpoint"], list[TraceEvent]]
+           | tuple[Literal["sleep"], float])
 
 
 class RunLoop:
@@ -417,7 +412,10 @@ class RunLoop:
 
         The superstep is not committed: its frames go back to the ready queue as they were, so the saved
         state is the one before the superstep, plus the cancellation."""
-        if not any(isinstance(w.error, StepCancelledError) for w in works):
+        for work in works:  # a plain loop: any() over a generator costs more at every superstep
+            if isinstance(work.error, StepCancelledError):
+                break
+        else:
             return False
         self.rs.ready.extend(w.frame.frame_id for w in works)
         self.rs.status = "cancelled"
@@ -662,18 +660,18 @@ class RunLoop:
         ``on_superstep`` hook): both drivers' checkpoints would do nothing."""
         saves = self.config.checkpointer is not None or self.config.on_superstep is not None
         while self.rs.status == "running" or (self.rs.status == "waiting" and (yield from self._wakeup())):
-            if self.cancelled() or self.over_step_limit():
-                yield _Checkpoint(self.settle())
+            if (self.config.should_cancel is not None and self.cancelled()) or self.over_step_limit():
+                yield "checkpoint", self.settle()
                 return
             works = self.prepare()
-            yield works
+            yield "execute", works
             if self.cancelled_mid_step(works):
-                yield _Checkpoint(self.settle())
+                yield "checkpoint", self.settle()
                 return
             self.commit(works)
             events = self.settle()
             if saves:
-                yield _Checkpoint(events)
+                yield "checkpoint", events
 
     def _wakeup(self) -> Generator[_Effect, None, bool]:
         """A waiting run: True once it has work again. The engine sleeps in-process until the earliest wake-up
@@ -683,29 +681,29 @@ class RunLoop:
         if self.config.sleep_in_process:
             while (remaining := (self.rs.wake_at or 0.0) - self.config.clock()) > 0:
                 if self.cancelled():
-                    yield _Checkpoint(self.settle())
+                    yield "checkpoint", self.settle()
                     return False
-                yield _Sleep(min(remaining, _SLEEP_SLICE))
+                yield "sleep", min(remaining, _SLEEP_SLICE)
             return self.wake()
         return False
 
     def drive(self) -> None:
         try:
             for effect in self._steps():
-                if isinstance(effect, list):
-                    self.execute(effect)
-                elif isinstance(effect, _Checkpoint):
-                    self.checkpoint(effect.events)
+                if effect[0] == "execute":
+                    self.execute(effect[1])
+                elif effect[0] == "checkpoint":
+                    self.checkpoint(effect[1])
                 else:
-                    time.sleep(effect.seconds)
+                    time.sleep(effect[1])
         finally:
             self.close()
 
     async def adrive(self) -> None:
         for effect in self._steps():
-            if isinstance(effect, list):
-                await self.aexecute(effect)
-            elif isinstance(effect, _Checkpoint):
-                await self.acheckpoint(effect.events)
+            if effect[0] == "execute":
+                await self.aexecute(effect[1])
+            elif effect[0] == "checkpoint":
+                await self.acheckpoint(effect[1])
             else:
-                await asyncio.sleep(effect.seconds)
+                await asyncio.sleep(effect[1])

@@ -46,6 +46,11 @@ def step_timeout(node: TaskNode, spec: TaskSpec, workflow: Workflow, cap: float 
         chosen = spec.timeout_seconds
     if chosen is None:
         chosen = workflow.step_timeout_seconds
+    return capped(chosen, cap)
+
+
+def capped(chosen: float | None, cap: float | None) -> float | None:
+    """A step's own limit (``chosen``, None: unlimited) under the engine's ``cap`` (None: no cap)."""
     if cap is None:
         return chosen
     return cap if chosen is None else min(chosen, cap)

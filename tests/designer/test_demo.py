@@ -18,6 +18,7 @@ from designer import catalog
 from designer.models import Membership, Team, Workflow, WorkflowVersion
 from designer.resolvers import TeamVersionResolver
 from runtime import Engine, RuntimeContext
+from tests.runtime.document_support import plain_twin
 
 pytestmark = pytest.mark.django_db
 
@@ -153,3 +154,14 @@ def test_production_settings_have_no_demo_tasks_and_development_settings_have_th
     development = _catalogue("designer.settings_dev")
     assert development["demo_app"] is True and development["load_demo"] is True
     assert DEMO_TASKS <= set(development["tasks"])  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("entry", demo.WORKFLOWS, ids=lambda entry: entry.build.__name__)
+def test_demo_documents_dump_the_same_bytes_as_with_plain_json_values(entry):
+    # A document's schemas, metadata and literals are read-only dict/list subclasses; what is stored and served
+    # must be byte for byte what the same document holding plain dicts and lists dumps.
+    document = demo.with_sample_input(entry)
+    twin = plain_twin(document)
+    assert type(twin.input_schema) is dict and type(twin.metadata["sample_input"]) is dict
+    assert document.model_dump_json() == twin.model_dump_json()
+    assert json.dumps(document.model_dump(mode="json")) == json.dumps(twin.model_dump(mode="json"))

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import copy
 import json
+import pickle
 from typing import Any
 
 import pytest
@@ -383,28 +385,37 @@ def test_documents_survive_a_json_round_trip_unchanged(doc: Workflow) -> None:
     assert Workflow.model_validate_json(doc.model_dump_json()) == doc
 
 
-#: Fields holding JSON values (schemas, metadata, literals): data, not the document's structure.
-JSON_FIELDS = frozenset({"input_schema", "state_schema", "resume_schema", "metadata", "value"})
-
-
 def _mutable_parts(value: Any, where: str) -> list[str]:
-    """Where the structure of a document holds a container that can change in place."""
+    """Where a document holds a container that can change in place: its structure (models, tuples) and the
+    JSON values in it (schemas, metadata, literals), whose objects and arrays must refuse every change."""
     if isinstance(value, BaseModel):
-        return [found for name in type(value).model_fields if name not in JSON_FIELDS
+        return [found for name in type(value).model_fields
                 for found in _mutable_parts(getattr(value, name), f"{where}.{name}")]
     if isinstance(value, tuple):
         return [found for index, item in enumerate(value) for found in _mutable_parts(item, f"{where}[{index}]")]
-    return [where] if isinstance(value, list | dict | set | bytearray) else []
+    if isinstance(value, dict | list):
+        try:  # a change that changes nothing, so a plain container found here is left as it was
+            value.update({}) if isinstance(value, dict) else value.extend([])
+        except TypeError:
+            pass
+        else:
+            return [where]
+        items = value.items() if isinstance(value, dict) else enumerate(value)
+        return [found for key, item in items for found in _mutable_parts(item, f"{where}[{key!r}]")]
+    return [where] if isinstance(value, set | bytearray) else []
 
 
 @settings(max_examples=100, deadline=None)
 @given(workflows())
-def test_a_documents_structure_is_immutable_however_it_was_made(doc: Workflow) -> None:
+def test_nothing_in_a_document_can_change_in_place_however_it_was_made(doc: Workflow) -> None:
     # Engine.compile caches a plan per document object, so nothing in it may change in place (a node appended,
-    # a binding removed): built from models, validated from JSON data or JSON text, or copied with an update.
+    # a binding removed, a key added to a schema, a literal's item replaced): built from models, validated from
+    # JSON data or JSON text, copied with an update, deep-copied or unpickled.
     data = doc.model_dump(mode="json")
     for made in (doc, Workflow.model_validate(data), Workflow.model_validate_json(json.dumps(data)),
-                 doc.model_copy(update={"nodes": list(doc.nodes), "routes": list(doc.routes)})):
+                 doc.model_copy(update={"nodes": list(doc.nodes), "routes": list(doc.routes),
+                                        "metadata": data["metadata"], "input_schema": data["input_schema"]}),
+                 copy.deepcopy(doc), pickle.loads(pickle.dumps(doc))):
         assert _mutable_parts(made, "workflow") == []
         assert made == doc and made.model_dump(mode="json") == data
 
