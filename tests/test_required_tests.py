@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 TESTS = Path(__file__).parent
-DESIGN = TESTS.parent / "docs" / "design" / "structured-runtime-context.md"
+DESIGN = TESTS.parent / "docs/design/structured-runtime-context.md"
 
 REQUIRED = {
     # Path and authoring
