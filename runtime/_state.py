@@ -341,6 +341,7 @@ class RunState(_StateModel):
                 data[name] = {key: model.__dict__.copy() for key, model in models.items()}
             else:
                 data[name] = {}
+        results: tuple[tuple[str, int, tuple[int, ...]], ...] = ()
         if self.activations:
             activations = {}
             for key, activation in self.activations.items():
@@ -350,14 +351,14 @@ class RunState(_StateModel):
                     copied["failed"] = copied["failed"].copy()
                 activations[key] = copied
             data["activations"] = activations
+            results = tuple((key, activation.next_index, tuple(_parts.running_indices(self, activation)))
+                            for key, activation in self.activations.items() if activation.results_id is not None)
         else:
-            data["activations"] = {}
+            data["activations"] = {}  # and no results to note: a snapshot per superstep skips the generator
         # Growing lists change in place (runtime._parts): note how far each one was, not its contents.
         registry = _parts.lists_of(self, create=False)
         lists = tuple((scope_id, path, values, len(values)) for scope_id, path, values in registry.live(self.scopes)
                       ) if registry is not None and registry.by_path else ()
-        results = tuple((key, activation.next_index, tuple(_parts.running_indices(self, activation)))
-                        for key, activation in self.activations.items() if activation.results_id is not None)
         return RunStateSnapshot(data, lists, results)
 
 
