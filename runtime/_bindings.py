@@ -18,7 +18,7 @@ from types import MappingProxyType
 from typing import Any, Final
 
 from runtime._document import InputBinding, OutputBinding
-from runtime._document_json import thaw
+from runtime._document_json import FrozenDict, FrozenList, thaw
 from runtime._errors import BindingError
 from runtime._paths import GraphSourcePath, LocalPath, StatePath, is_item_index
 
@@ -139,9 +139,14 @@ def build_payload(bindings: Sequence[InputBinding], reader: ScopeReader) -> Any:
     ordered = sorted(bindings, key=lambda b: len(b.target.parts)) if len(bindings) > 1 else bindings
     for binding in ordered:
         parts = binding.target.parts
-        # A literal reaches the task as a new, ordinary value: the document's own is read-only, and a task
-        # that changes its input must change neither the document nor the next step's copy.
-        value = thaw(binding.value) if binding.path is None else reader.read(binding.path)
+        if binding.path is None:
+            # A literal object or array reaches the task as a new, ordinary value: the document's own is
+            # read-only, and a task that changes its input must change neither the document nor the next step's.
+            value = binding.value
+            if type(value) is FrozenDict or type(value) is FrozenList:
+                value = thaw(value)
+        else:
+            value = reader.read(binding.path)
         if value is MISSING:
             if not parts or not is_item_index(parts[-1]):
                 continue

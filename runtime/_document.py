@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping, Sequence
-from typing import Annotated, Any, Final, Literal, Self, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Final, Literal, Self, TypeVar
 
 from pydantic import (
     AfterValidator,
@@ -109,8 +109,13 @@ JsonSchema = dict[str, Any]
 
 #: A JSON literal stored in a document (``null`` included), its objects and arrays read-only (``_document_json``).
 JsonLiteral = Annotated[Any, AfterValidator(freeze)]
-#: A JSON object stored in a document (schemas, metadata), read-only down to its leaves.
-JsonObject = Annotated[dict[str, Any], AfterValidator(freeze)]
+if TYPE_CHECKING:
+    # To a type checker a Mapping, so an assignment into a document's schema or metadata is an error there too.
+    JsonObject = Mapping[str, Any]
+else:
+    #: A JSON object stored in a document (schemas, metadata), read-only down to its leaves. Validated as a dict
+    #: (strict: a Mapping that is not a dict is refused, as before).
+    JsonObject = Annotated[dict[str, Any], AfterValidator(freeze)]
 
 
 _T = TypeVar("_T")

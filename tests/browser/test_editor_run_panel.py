@@ -1,5 +1,6 @@
 """In headless Chromium against a live server: the editor's run panel reloads after each save (the input schema may
-have changed); what the person typed while that reload was in flight survives it, and the run gets it."""
+have changed); what the person typed while that reload was in flight survives it, and the run gets it. A refused
+start shows its error in the panel and leaves the editor as it was, with DEBUG on as under `make run`."""
 
 from __future__ import annotations
 
@@ -65,3 +66,26 @@ def test_input_typed_while_the_panel_reloads_is_kept_and_the_run_gets_it(
     run.refresh_from_db()
     assert run.status == Run.Status.INTERRUPTED
     assert editor.errors == []
+
+
+def test_a_refused_start_shows_its_error_in_the_panel_and_keeps_the_editor_with_debug_on(
+    logged_in_page: Page, live_server: Any, user: Any, settings: Any
+) -> None:
+    # make run serves with DEBUG on; there django-htmx's debug script replaced the whole page with any 400 answer.
+    settings.DEBUG = True
+    team = team_services.create_team(actor=user, name="Acme")
+    workflow = workflow_services.create_workflow(actor=user, team=team, name="Greet", document=GREET)
+    editor = EditorPage(logged_in_page, live_server.url, workflow).open()
+    page = editor.page
+    panel = page.locator("#run-panel")
+    expect(panel.get_by_label("first")).to_have_value("")
+    editor.wait_idle()
+
+    for attempt in range(2):  # the answer swapped in must work again: a second refusal stays in the panel too
+        with page.expect_response(lambda response: "/runs/start/" in response.url) as answer:
+            panel.get_by_role("button", name="Start run").click()
+        assert answer.value.status == 400 and answer.value.request.headers.get("hx-request") == "true", attempt
+        expect(panel).to_contain_text("required")
+        expect(page.locator("[data-editor-canvas]")).to_be_visible()
+        expect(page.locator(".editor-head")).to_contain_text("Greet")
+    assert page.url.endswith(f"/workflows/{workflow.pk}/edit/") and Run.objects.count() == 0
