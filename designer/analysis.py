@@ -21,7 +21,7 @@ from designer.errors import DocumentInvalid, DocumentTooLarge, ObjectNotFound
 from designer.models import Team, WorkflowVersion
 from designer.resolvers import TeamVersionResolver
 from designer.runs.waiting import max_retry_delay
-from runtime import Workflow, analyze, retry_delay_diagnostics
+from runtime import Analysis, Workflow, analyze, retry_delay_diagnostics
 
 
 def max_nodes() -> int:
@@ -65,7 +65,7 @@ def dump_document(workflow: Workflow) -> dict[str, Any]:
     return workflow.model_dump(mode="json")
 
 
-def analyze_document(workflow: Workflow, *, team: Team | int) -> Any:
+def analyze_document(workflow: Workflow, *, team: Team | int) -> Analysis:
     """``runtime.analyze`` with the site's catalogue and this team's published versions, plus this site's
     limits on the document (``retry.delay_too_long`` over ``TRELLIS_RUN_MAX_RETRY_DELAY_SECONDS``)."""
     analysis = analyze(workflow, registry=catalog.registry(), workflows=TeamVersionResolver(team))
@@ -82,7 +82,7 @@ def analyze_document(workflow: Workflow, *, team: Team | int) -> Any:
 # resolved among those). Process-local and bounded: a miss only costs a re-analysis.
 
 _CACHE_SIZE = 64
-_cache: OrderedDict[tuple[int, int, str, int], Any] = OrderedDict()
+_cache: OrderedDict[tuple[int, int, str, int], Analysis] = OrderedDict()
 _cache_lock = threading.Lock()
 _cache_counts = {"hits": 0, "misses": 0}
 
@@ -92,7 +92,7 @@ def _cache_key(workflow: Any) -> tuple[int, int, str, int]:
     return (workflow.pk, workflow.revision, str(workflow.updated_at), newest or 0)
 
 
-def remember_analysis(workflow: Any, analysis: Any) -> None:
+def remember_analysis(workflow: Any, analysis: Analysis) -> None:
     """Keep the analysis of the draft exactly as stored at ``workflow.revision``."""
     key = _cache_key(workflow)
     with _cache_lock:
@@ -102,7 +102,7 @@ def remember_analysis(workflow: Any, analysis: Any) -> None:
             _cache.popitem(last=False)
 
 
-def analysis_for(workflow: Any) -> Any:
+def analysis_for(workflow: Any) -> Analysis:
     """The analysis of ``workflow``'s stored draft, computed once per saved revision."""
     key = _cache_key(workflow)
     with _cache_lock:

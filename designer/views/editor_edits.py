@@ -49,7 +49,7 @@ from designer.services import workflows as workflow_services
 from designer.untrusted import form_json
 from designer.views.htmx import HtmxHttpRequest
 from designer.views.pages import error_message, signed_in
-from runtime import WorkflowError
+from runtime import Analysis, WorkflowError
 
 #: The panels' form actions and the operation each one sends.
 FORM_ACTIONS = {
@@ -104,7 +104,7 @@ def form_ops(form: Any) -> list[dict[str, Any]]:
     return [{"op": name, **args}]
 
 
-def operation_context(workflow: WorkflowModel, analysis: Any) -> ops.Context:
+def operation_context(workflow: WorkflowModel, analysis: Analysis) -> ops.Context:
     """What the operations ask of the analyzer: a node's exit labels, a field's schema."""
     from designer.views import editor_panels as panels
 
@@ -120,7 +120,7 @@ def operation_context(workflow: WorkflowModel, analysis: Any) -> ops.Context:
     def field_schema(node: Mapping[str, Any], name: str) -> Mapping[str, Any] | None:
         # ``name`` is a binding target, maybe a key inside a field (values.count): the analyzer types both.
         node_id = node.get("id")
-        if node_id in getattr(analysis, "reachable", ()):
+        if node_id in analysis.reachable:
             try:
                 found = analysis.field_schema(node_id, f"input.{name}")
             except WorkflowError:
@@ -235,12 +235,11 @@ def edit(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
     })
 
 
-def fix_ops(diagnostic: Mapping[str, Any], document: Mapping[str, Any], analysis: Any) -> list[dict[str, Any]]:
+def fix_ops(diagnostic: Mapping[str, Any], document: Mapping[str, Any], analysis: Analysis) -> list[dict[str, Any]]:
     """One-click fixes: the operations that resolve a diagnostic, when there is an obvious one."""
     return ops.fix_ops(diagnostic, document, _regions(analysis))
 
 
-def _regions(analysis: Any) -> dict[str, list[str]]:
-    reachable = getattr(analysis, "reachable", ())
+def _regions(analysis: Analysis) -> dict[str, list[str]]:
     return {node.id: list(analysis.control_region(node.id))
-            for node in analysis.workflow.nodes if node.id in reachable}
+            for node in analysis.workflow.nodes if node.id in analysis.reachable}

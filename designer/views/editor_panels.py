@@ -17,7 +17,15 @@ from designer import catalog
 from designer.errors import BadRequest
 from designer.models import Workflow as WorkflowModel
 from designer.views.editor_edits import BRANCH_OPS, OUTPUT_MODES, input_target, same_target
-from runtime import LocalPath, PathSyntaxError, UnknownTaskError, WorkflowError, is_item_index, parse_local_path
+from runtime import (
+    Analysis,
+    LocalPath,
+    PathSyntaxError,
+    UnknownTaskError,
+    WorkflowError,
+    is_item_index,
+    parse_local_path,
+)
 from runtime import schema_type_label as type_label  # the analyzer's type text, so rows and pickers agree
 
 CONTROL_NODES: tuple[dict[str, Any], ...] = (
@@ -235,7 +243,7 @@ def _target_parts(text: str) -> tuple[str, ...]:
 
 
 def field_rows(node: Mapping[str, Any], schema: Mapping[str, Any] | None, diagnostics: Iterable[dict[str, Any]],
-               *, analysis: Any = None, adding: str | None = None) -> list[FieldRow]:
+               *, analysis: Analysis | None = None, adding: str | None = None) -> list[FieldRow]:
     """The node's input mapping as rows, parents before their keys: every declared field, every key the
     document binds (``values.name`` shows as ``name`` under ``values``, typed by the analyzer, or marked
     "extra key" when nothing declares it), and ``adding`` (a field key being added, still unbound)."""
@@ -249,7 +257,7 @@ def field_rows(node: Mapping[str, Any], schema: Mapping[str, Any] | None, diagno
     node_id = str(node.get("id"))
 
     def wanted(parts: tuple[str, ...]) -> dict[str, Any] | None:
-        if analysis is None or node_id not in getattr(analysis, "reachable", ()):
+        if analysis is None or node_id not in analysis.reachable:
             return None
         try:
             found = analysis.field_schema(node_id, field_key_of(parts))
@@ -273,7 +281,7 @@ def field_rows(node: Mapping[str, Any], schema: Mapping[str, Any] | None, diagno
         elif want is not None:
             type_text = type_label(dict(want))
         else:
-            type_text = "extra key" if analysis is not None and node_id in getattr(analysis, "reachable", ()) \
+            type_text = "extra key" if analysis is not None and node_id in analysis.reachable \
                 else "not declared"
         items = [k for k in below if is_item_index(k)]
         item_rows = bool(items) and len(items) == len(below)
@@ -339,7 +347,7 @@ def payload_rows(node: Mapping[str, Any], diagnostics: Iterable[dict[str, Any]],
     return rows
 
 
-def field_schema(node: Mapping[str, Any], analysis: Any, name: str) -> dict[str, Any] | None:
+def field_schema(node: Mapping[str, Any], analysis: Analysis | None, name: str) -> dict[str, Any] | None:
     """The schema an input field of ``node`` wants (task input or subgraph child input)."""
     schema = input_schema_of(node, analysis)
     props, _ = _properties(schema)
@@ -347,7 +355,7 @@ def field_schema(node: Mapping[str, Any], analysis: Any, name: str) -> dict[str,
     return prop if isinstance(prop, dict) else None
 
 
-def input_schema_of(node: Mapping[str, Any], analysis: Any) -> dict[str, Any] | None:
+def input_schema_of(node: Mapping[str, Any], analysis: Analysis | None) -> dict[str, Any] | None:
     kind = node.get("kind")
     if kind == "task":
         try:
@@ -355,12 +363,12 @@ def input_schema_of(node: Mapping[str, Any], analysis: Any) -> dict[str, Any] | 
         except UnknownTaskError:
             return None
     if kind == "subgraph":
-        child = analysis.subgraph(node["id"]) if hasattr(analysis, "subgraph") else None
+        child = analysis.subgraph(node["id"]) if analysis is not None else None
         return child.input_schema if child is not None else None
     return None
 
 
-def result_fields(node: Mapping[str, Any], analysis: Any) -> list[str]:
+def result_fields(node: Mapping[str, Any], analysis: Analysis | None) -> list[str]:
     """Top-level result fields offered as output-binding sources ('.' is always offered)."""
     schema: Any = None
     if node.get("kind") == "task":
@@ -369,7 +377,7 @@ def result_fields(node: Mapping[str, Any], analysis: Any) -> list[str]:
         except UnknownTaskError:
             schema = None
     elif node.get("kind") == "subgraph":
-        child = analysis.subgraph(node["id"]) if hasattr(analysis, "subgraph") else None
+        child = analysis.subgraph(node["id"]) if analysis is not None else None
         schema = child.output_schema if child is not None else None
     elif node.get("kind") == "interrupt":
         schema = node.get("resume_schema")
@@ -377,22 +385,22 @@ def result_fields(node: Mapping[str, Any], analysis: Any) -> list[str]:
     return list(props)
 
 
-def state_fields(analysis: Any) -> list[str]:
-    props, _ = _properties(getattr(analysis, "state_schema", None))
+def state_fields(analysis: Analysis | None) -> list[str]:
+    props, _ = _properties(analysis.state_schema if analysis is not None else None)
     return list(props)
 
 
-def state_field_types(analysis: Any) -> list[dict[str, str]]:
+def state_field_types(analysis: Analysis | None) -> list[dict[str, str]]:
     """Declared state fields with their types, for the output-binding target picker."""
-    props, _ = _properties(getattr(analysis, "state_schema", None))
+    props, _ = _properties(analysis.state_schema if analysis is not None else None)
     return [{"name": name, "type": type_label(prop) if isinstance(prop, dict) else "any"}
             for name, prop in props.items()]
 
 
-def workflow_output_paths(analysis: Any) -> list[dict[str, Any]]:
+def workflow_output_paths(analysis: Analysis | None) -> list[dict[str, Any]]:
     """Paths a workflow output can read once the run completes: the input and the state (no loop is active
     then), as the analyzer offers them at the top-level start node, grouped Input then State."""
-    workflow = getattr(analysis, "workflow", None)
+    workflow = analysis.workflow if analysis is not None else None
     if workflow is None or not workflow.nodes:
         return []
     start = workflow.start or workflow.nodes[0].id
