@@ -123,7 +123,7 @@ class Recorder:
         self.recording = saved or keep != 0 or sink is not None
 
     def sync(self) -> None:
-        self.run_state.trace_seq = self.seq
+        self.run_state.__dict__["trace_seq"] = self.seq  # field storage: see prepare_step's steps counter
 
     def take_step(self) -> list[TraceEvent]:
         """The events since the last call (one superstep's), now retained as ``keep`` says."""
@@ -410,7 +410,7 @@ class Scheduler:
             lists, scope_id = lists_of(self.rs), scope.scope_id
             assert lists is not None
             try:
-                scope.state = apply_outputs(
+                scope.__dict__["state"] = apply_outputs(  # field storage: see prepare_step's steps counter
                     scope.state, bindings, result, node_id=node.id,
                     grow=lambda state, parts, values: lists.extend(scope_id, state, parts, values))
             except BindingError as exc:
@@ -429,7 +429,7 @@ class Scheduler:
         if meta is not None and target == meta.node_id:
             self.complete_item(frame, meta, result)
             return
-        frame.node_id = target
+        frame.__dict__["node_id"] = target  # field storage: see prepare_step's steps counter
         self.enqueue(frame)
 
     def end_lineage(self, frame: ExecutionFrame) -> None:
@@ -1085,7 +1085,7 @@ def prepare_step(run_state: RunState, scheduler: Scheduler, plan_for: Callable[[
     consumed for the frames it names.
     """
     rs = run_state
-    rs.step += 1
+    rs.__dict__["step"] += 1  # field storage, as the steps counter below
     ready = rs.ready.copy()
     rs.ready.clear()  # in place: a model attribute write costs more than the copy
     works: list[Work] = []
@@ -1100,9 +1100,11 @@ def prepare_step(run_state: RunState, scheduler: Scheduler, plan_for: Callable[[
         node = plan.nodes.get(frame.node_id)
         if node is None:
             node = scheduler.node_of(frame)  # raises: the frame is at a node its workflow lacks
-        # What Engine(max_steps=) bounds: the steps of each line of work. Written to the model's field storage:
-        # pydantic's __setattr__ (a handler lookup, then the same dict write and a fields-set update) cost a
-        # third of a microsecond per node step; every frame holds the field (trusted() and parsing set it).
+        # What Engine(max_steps=) bounds: the steps of each line of work. Written to the model's field storage
+        # (as the hot writes of every node step are: the superstep, the scope's state, the frame's node, the
+        # trace counter): pydantic's __setattr__ (a handler lookup, then the same dict write and a fields-set
+        # update nothing reads for state models) costs a third of a microsecond a write; every model holds
+        # these fields (trusted() and parsing both set them), and none is validated on assignment.
         frame.__dict__["steps"] += 1
         work = Work(frame, node, scope, plan)
         if woken:

@@ -20,6 +20,7 @@ growing lists (``runtime._parts``), so a save costs what changed.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -341,6 +342,7 @@ class RunState(_StateModel):
                 data[name] = {key: model.__dict__.copy() for key, model in models.items()}
             else:
                 data[name] = {}
+        results: tuple[tuple[str, int, tuple[int, ...]], ...] = ()
         if self.activations:
             activations = {}
             for key, activation in self.activations.items():
@@ -350,14 +352,14 @@ class RunState(_StateModel):
                     copied["failed"] = copied["failed"].copy()
                 activations[key] = copied
             data["activations"] = activations
+            results = tuple((key, activation.next_index, tuple(_parts.running_indices(self, activation)))
+                            for key, activation in self.activations.items() if activation.results_id is not None)
         else:
-            data["activations"] = {}
+            data["activations"] = {}  # and no results to note: a snapshot per superstep skips the generator
         # Growing lists change in place (runtime._parts): note how far each one was, not its contents.
         registry = _parts.lists_of(self, create=False)
         lists = tuple((scope_id, path, values, len(values)) for scope_id, path, values in registry.live(self.scopes)
                       ) if registry is not None and registry.by_path else ()
-        results = tuple((key, activation.next_index, tuple(_parts.running_indices(self, activation)))
-                        for key, activation in self.activations.items() if activation.results_id is not None)
         return RunStateSnapshot(data, lists, results)
 
 
@@ -579,7 +581,7 @@ def trusted[M: _StateModel](cls: type[M], values: dict[str, Any]) -> M:
     return model
 
 
-@dataclass(frozen=True, slots=True, eq=False)
+@dataclass(frozen=True, slots=True, eq=False, init=False)
 class RunStateSnapshot:
     """What ``RunState.snapshot`` took: plain dicts sharing the state's immutable JSON values."""
 
@@ -588,6 +590,15 @@ class RunStateSnapshot:
     lists: tuple[tuple[str, tuple[str, ...], list[Any], int], ...] = ()
     #: (activation id, next index then, running indices then) of every foreach that collects results.
     results: tuple[tuple[str, int, tuple[int, ...]], ...] = ()
+
+    def __init__(self, data: Mapping[str, Any], lists: tuple[tuple[str, tuple[str, ...], list[Any], int], ...] = (),
+                 results: tuple[tuple[str, int, tuple[int, ...]], ...] = ()) -> None:
+        # An in-memory checkpointer takes one per superstep: each slot is written through its descriptor, as
+        # TraceEvent.__init__ does, instead of the generated frozen __init__'s object.__setattr__ by name.
+        set_data, set_lists, set_results = _SNAPSHOT_SLOTS
+        set_data(self, data)
+        set_lists(self, lists)
+        set_results(self, results)
 
     @property
     def run_id(self) -> str:
@@ -784,3 +795,8 @@ def runtime_context(run_state: RunState, frame_id: str, *, workflow_id: str = ""
         foreach=foreach,
         aliases=aliases,
     )
+
+
+#: ``RunStateSnapshot``'s slot setters, in field order (what its ``__init__`` writes through).
+_SNAPSHOT_SLOTS: tuple[Callable[[RunStateSnapshot, Any], None], ...] = tuple(
+    RunStateSnapshot.__dict__[f.name].__set__ for f in dataclasses.fields(RunStateSnapshot))

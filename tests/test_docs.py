@@ -54,3 +54,20 @@ def test_the_architecture_page_names_only_files_that_exist() -> None:
     missing = sorted(span for span in named if not any((base / span).exists() for base in bases))
     assert named, "the pattern found no file names: the check itself is broken"
     assert not missing, f"docs/architecture.md names files that do not exist: {missing}"
+
+
+def test_the_readme_lists_every_benchmark_with_the_variables_it_reads() -> None:
+    """The README's benchmark table names every ``bench/bench_*.py`` module (and nothing else), and each row
+    names the environment variables the module reads, so a benchmark cannot be added or sized unseen."""
+    readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+    rows = {match.group(1): match.group(0) for match in re.finditer(r"^\| `(bench_\w+)` \|.*$", readme, re.M)}
+    modules = {path.stem: path for path in (REPO_ROOT / "bench").glob("bench_*.py")}
+    assert set(rows) == set(modules), f"README benchmark rows {sorted(rows)} != bench/ modules {sorted(modules)}"
+    for name, path in modules.items():
+        read = set(re.findall(r"\b((?:TRELLIS_)?BENCH_[A-Z_]+[A-Z])\b", path.read_text(encoding="utf-8")))
+        row = rows[name]
+        # A row may name a family once: `BENCH_DISTRIBUTED_` + `ITEMS`, `BATCH`, ...
+        prefixes = re.findall(r"`(\w+_)` \+", row)
+        missing = sorted(v for v in read if v not in row and not any(
+            v.startswith(prefix) and f"`{v[len(prefix):]}`" in row for prefix in prefixes))
+        assert not missing, f"README's row for {name} does not name {missing}"

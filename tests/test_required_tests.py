@@ -1,18 +1,21 @@
 """The structured-context design's "Required Tests" are a contract: each line maps to a named test here.
 
 Renaming or deleting one of those tests fails this module, so the contract
-cannot erode silently. The design text lives outside the repository, so the
-mapping is spelled out line by line.
+cannot erode silently; and every bullet of the section in
+docs/design/structured-runtime-context.md must have its line here, so a
+requirement added to the design cannot go unmapped.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
 
 TESTS = Path(__file__).parent
+DESIGN = TESTS.parent / "docs/design/structured-runtime-context.md"
 
 REQUIRED = {
     # Path and authoring
@@ -87,3 +90,23 @@ def test_required_test_exists_and_asserts(requirement: str) -> None:
     body = ast.unparse(functions[name])
     # A required test must check something: an assert or an expected exception.
     assert "assert" in body or "pytest.raises" in body, f"{relative}::{name} asserts nothing"
+
+
+# The one design bullet that names three cases, each with its own test above.
+SPLIT = {"Referencing an inactive, missing, or cross-scope foreach is rejected": (
+    "Referencing an inactive foreach is rejected", "Referencing a missing foreach is rejected",
+    "Referencing a cross-scope foreach is rejected")}
+
+
+def _design_bullets() -> list[str]:
+    section = DESIGN.read_text(encoding="utf-8").split("## Required Tests", 1)[1].split("\n## ", 1)[0]
+    bullets = re.findall(r"^- (.+(?:\n  .+)*)", section, re.M)
+    return [" ".join(bullet.split()).replace("`", "").rstrip(".") for bullet in bullets]
+
+
+def test_every_bullet_of_the_designs_required_tests_is_mapped() -> None:
+    bullets = _design_bullets()
+    assert len(bullets) >= 20, f"found only {len(bullets)} bullets: the section's format changed"
+    mapped = {line for bullet in bullets for line in SPLIT.get(bullet, (bullet,))}
+    assert mapped == set(REQUIRED), (f"design bullets with no test here: {sorted(mapped - set(REQUIRED))}; "
+                                     f"lines here the design does not list: {sorted(set(REQUIRED) - mapped)}")

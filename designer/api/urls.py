@@ -13,6 +13,7 @@ from designer.api.schema import unknown_api_path
 app_name = "api"
 
 urlpatterns: list[URLPattern | URLResolver] = [
+    path("", views.ApiRootView.as_view(), name="root"),
     path("teams/", views.TeamListView.as_view(), name="team-list"),
     path("teams/<int:team_id>/", views.TeamDetailView.as_view(), name="team-detail"),
     path("teams/<int:team_id>/members/", views.TeamMembersView.as_view(), name="team-members"),

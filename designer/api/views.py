@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.http import HttpResponse
+from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import status
@@ -36,6 +37,21 @@ def parse(serializer_class: type[s.serializers.Serializer], data: Any) -> dict[s
 
 class BaseAPIView(APIView):
     parser_classes = [LimitedJSONParser]
+
+
+# --- the root ----------------------------------------------------------------
+
+
+API_ROOT = {"teams": "api:team-list", "workflows": "api:workflow-list", "runs": "api:run-list",
+            "tasks": "api:task-list", "invitations": "api:invitation-list", "schema": "api-schema", "docs": "api-docs"}
+
+
+class ApiRootView(BaseAPIView):
+    """``/api/``: where the collections are (the browsable API's breadcrumbs link here; it was a 404)."""
+
+    @extend_schema(exclude=True)
+    def get(self, request: Request) -> Response:
+        return Response({name: request.build_absolute_uri(reverse(url_name)) for name, url_name in API_ROOT.items()})
 
 
 # --- teams -------------------------------------------------------------------

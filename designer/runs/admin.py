@@ -1,4 +1,4 @@
-"""Admin for run history: filter by status, team, workflow and date; the trace inline and read-only;
+"""Admin for run history: filter by status, team, workflow and date; the trace's first events inline, read-only;
 payloads and the RunState shown as indented JSON; an action to cancel runs. Each run links to its queue task
 (``task_result_id``), and the recovery chain's one row (``RecoveryChain``) is shown read-only.
 
@@ -11,6 +11,7 @@ from typing import Any
 
 from django.contrib import admin, messages
 from django.db.models import QuerySet
+from django.forms.models import BaseInlineFormSet
 from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
 from django.utils.html import format_html
@@ -20,6 +21,7 @@ from designer.admin_support import ReadOnly, json_field
 from designer.errors import DesignerError
 from designer.json_text import pretty_json_html
 from designer.models import RecoveryChain, Run, RunEvent
+from designer.runs.checkpointer import last_stored_seq
 from designer.runs.checkpoints import checkpoint_of, damage_of, with_damage
 from runtime import CorruptRunStateError
 
@@ -34,8 +36,21 @@ def task_result_link(result_id: str) -> str:
     return format_html('<a href="{}">{}</a>', url, result_id)
 
 
+#: Trace events the run's admin page shows: a 100k-item run stores 400k, which the page rendered every one of.
+ADMIN_EVENTS = 100
+
+
+class FirstEvents(BaseInlineFormSet):  # type: ignore[type-arg]
+    """The run's first ``ADMIN_EVENTS`` events only (the inline is read-only, so a slice is all it needs)."""
+
+    def get_queryset(self) -> QuerySet[RunEvent]:
+        return super().get_queryset()[:ADMIN_EVENTS]
+
+
 class RunEventInline(ReadOnly, admin.TabularInline):
     model = RunEvent
+    formset = FirstEvents
+    verbose_name_plural = f"run events (the first {ADMIN_EVENTS})"
     extra = 0
     can_delete = False
     ordering = ("seq",)
@@ -60,7 +75,8 @@ class RunAdmin(admin.ModelAdmin):
     actions = ("cancel_runs",)
     inlines = (RunEventInline,)
     fieldsets = (
-        (None, {"fields": ("team", "workflow", "workflow_version", "status", "created_by", "cancel_requested")}),
+        (None, {"fields": ("team", "workflow", "workflow_version", "status", "created_by", "cancel_requested",
+                           "events")}),
         ("Timing", {"fields": ("created_at", "started_at", "finished_at", "duration", "attempts")}),
         ("Payloads", {"fields": ("input_json", "output_json", "error_json", "interrupts_json",
                                  "resume_request_json")}),
@@ -72,8 +88,16 @@ class RunAdmin(admin.ModelAdmin):
         "team", "workflow", "workflow_version", "status", "created_by", "cancel_requested", "created_at",
         "started_at", "finished_at", "duration", "attempts", "input_json", "output_json", "error_json",
         "interrupts_json", "resume_request_json", "damage", "task_result", "lease_owner", "lease_expires_at",
-        "run_state_json", "document_json",
+        "run_state_json", "document_json", "events",
     )
+
+    @admin.display(description="trace")
+    def events(self, run: Run) -> str:
+        last = last_stored_seq(run.pk)
+        stored = 0 if last is None else last + 1
+        shown = f"the first {ADMIN_EVENTS} below" if stored > ADMIN_EVENTS else "all below"
+        return format_html('{} events stored ({}); <a href="{}">every one, filtered and paged, on the run page</a>',
+                           stored, shown, reverse("run-detail", args=[run.pk]))
 
     def get_changelist_instance(self, request: HttpRequest) -> Any:
         changelist = super().get_changelist_instance(request)

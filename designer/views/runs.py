@@ -266,6 +266,7 @@ def run_panel(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
 @signed_in("POST")
 def run_start(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
     workflow = selectors.get_workflow(user=request.user, workflow_id=workflow_id)
+    require_workflow_role(request.user, workflow, "runner")  # before the form: a viewer is told they cannot run
     version = _version_param(request.POST.get("version"))
     form, value = parse_form(_panel_schema(workflow, version), request.POST)
     error_context: dict[str, Any] = {}

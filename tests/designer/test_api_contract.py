@@ -80,3 +80,15 @@ def test_request_bodies_refuse_unknown_fields_and_wrong_types(cast: Any, api: An
     schema = schema_of(api, cast.owner)["components"]["schemas"]
     assert schema["PatchedWorkflowUpdateRequest"]["additionalProperties"] is False
     assert "pattern" in schema["TeamCreateRequest"]["properties"]["name"]
+
+
+def test_the_api_root_lists_the_collections_every_link_answering(client: Any, cast: Any) -> None:
+    """``/api/`` (the browsable API's breadcrumbs link to it) lists where things are; every link works."""
+    client.force_login(cast.viewer)
+    root = client.get("/api/", HTTP_ACCEPT="application/json")
+    assert root.status_code == 200
+    links = root.json()
+    assert {"teams", "workflows", "runs", "tasks", "invitations", "schema", "docs"} <= set(links)
+    for name, url in links.items():
+        assert client.get(url).status_code == 200, name
+    assert client.get("/api/", HTTP_ACCEPT="text/html").status_code == 200  # the browsable page

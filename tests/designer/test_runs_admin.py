@@ -49,6 +49,22 @@ def test_run_page_shows_trace_inline_and_json_read_only(admin_client: Any, cast:
     assert admin_client.get(reverse("admin:designer_run_add")).status_code == 403
 
 
+def test_run_page_shows_the_first_events_only_and_links_the_whole_trace(admin_client: Any, cast: Any,
+                                                                        workflow: Any) -> None:
+    from designer.runs.admin import ADMIN_EVENTS
+
+    run = start_run(actor=cast.editor, workflow=workflow, input={"amount": 5})
+    now = timezone.now()
+    RunEvent.objects.bulk_create(RunEvent(run=run, seq=seq, kind="node_started", node_id=f"n{seq}", at=now, data={})
+                                 for seq in range(ADMIN_EVENTS + 150))
+    page = admin_client.get(reverse("admin:designer_run_change", args=[run.pk]))
+    html = page.content.decode()
+    assert page.status_code == 200
+    assert f">n{ADMIN_EVENTS - 1}<" in html and f">n{ADMIN_EVENTS}<" not in html  # the first ones, in order
+    assert f"{ADMIN_EVENTS + 150} events stored (the first {ADMIN_EVENTS} below)" in html
+    assert f'href="{reverse("run-detail", args=[run.pk])}"' in html
+
+
 def test_cancel_action(admin_client: Any, cast: Any, workflow: Any) -> None:
     queued = start_run(actor=cast.editor, workflow=workflow, input={"amount": 5})
     running = start_run(actor=cast.editor, workflow=workflow, input={"amount": 6})

@@ -111,6 +111,10 @@ def test_a_draft_with_errors_shows_its_diagnostics(cast: Any, workflow: Any) -> 
 def test_viewer_cannot_start_and_stranger_sees_nothing(cast: Any, workflow: Any) -> None:
     url = reverse("run-start", args=[workflow.pk])
     assert client_for(cast.viewer).post(url, {"field.amount": "1"}).status_code == 403
+    # Told they cannot run, not that their (empty or bad) input is wrong: the role is checked before the form.
+    for refused in ({}, {"field.amount": "not a number"}):
+        answer = client_for(cast.viewer).post(url, refused, **htmx("run-panel"))
+        assert answer.status_code == 403, (refused, answer.status_code)
     assert client_for(cast.stranger).post(url, {"field.amount": "1"}).status_code == 404
     assert client_for(cast.stranger).get(reverse("run-panel", args=[workflow.pk])).status_code == 404
     assert not Run.objects.exists()
