@@ -58,6 +58,23 @@ LIST_CHANGES: dict[str, Callable[[Any], object]] = {
 }
 
 
+#: Methods of dict and list that leave the object as it is (``__init__`` refills it only when called again on
+#: purpose, like ``dict.__setitem__(value, ...)``: a deliberate bypass, not an accident this guards against).
+KEEPS = {"__class__", "__class_getitem__", "__contains__", "__delattr__", "__dir__", "__eq__", "__format__", "__ge__",
+         "__getattribute__", "__getitem__", "__getstate__", "__gt__", "__init__", "__init_subclass__", "__iter__",
+         "__le__", "__len__", "__lt__", "__ne__", "__new__", "__or__", "__ror__", "__add__", "__mul__", "__rmul__",
+         "__reduce__", "__reduce_ex__", "__repr__", "__reversed__", "__setattr__", "__sizeof__", "__str__",
+         "__subclasshook__", "copy", "fromkeys", "get", "items", "keys", "values", "count", "index"}
+
+
+@pytest.mark.parametrize(("base", "frozen"), [(dict, FrozenDict), (list, FrozenList)])
+def test_every_method_that_could_change_the_base_type_is_overridden(base: type, frozen: type) -> None:
+    # A Python that adds a mutator to dict or list fails here until the read-only type refuses it too (what each
+    # refusal does is tested above, one change per mutator).
+    mutators = {name for name in dir(base) if callable(getattr(base, name))} - KEEPS
+    assert mutators and {name for name in mutators if getattr(frozen, name) is getattr(base, name)} == set()
+
+
 def assert_read_only(container: Any) -> None:
     before = thaw(container)
     changes = DICT_CHANGES if isinstance(container, dict) else LIST_CHANGES
@@ -93,7 +110,8 @@ def test_copies_of_a_json_value_are_ordinary_values_the_caller_owns() -> None:
     schema = document().input_schema
     shallow = copy.copy(schema)
     assert type(shallow) is dict and shallow == schema and shallow["properties"] is schema["properties"]
-    assert type(schema.copy()) is dict and type(schema["required"].copy()) is list
+    held: Any = schema  # a Mapping to type checkers; at run time the dict's own copy() works as ever
+    assert type(held.copy()) is dict and type(schema["required"].copy()) is list
     deep = copy.deepcopy(schema)
     assert deep == schema and all(type(c) in (dict, list) for c in containers(deep))
     deep["required"].append("n")
