@@ -92,3 +92,5 @@ def test_the_api_root_lists_the_collections_every_link_answering(client: Any, ca
     for name, url in links.items():
         assert client.get(url).status_code == 200, name
     assert client.get("/api/", HTTP_ACCEPT="text/html").status_code == 200  # the browsable page
+    crumbs = client.get("/api/workflows/", HTTP_ACCEPT="text/html").context["breadcrumblist"]
+    assert [name for name, _ in crumbs] == ["Api Root", "Workflow List"]
