@@ -7,6 +7,7 @@ Services and selectors raise these; the API's single exception handler
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 
@@ -117,6 +118,19 @@ class ResumeInvalid(DesignerError):
 
     code = "resume.invalid"
     status = 400
+
+
+class ProblemsFound(DesignerError):
+    """Several fields of one request are wrong at once (a form that checks every field before answering);
+    ``errors`` lists each as {code, field, message}. 422 when every problem is of that kind, else 400.
+    ``problems`` are designer or runtime errors, each with ``code``, ``message`` and ``details["field"]``."""
+
+    code = "request.invalid"
+
+    def __init__(self, problems: Sequence[Any]) -> None:
+        errors = [{"code": p.code, "field": p.details.get("field"), "message": p.message} for p in problems]
+        super().__init__("; ".join(f"{e['field'] or 'request'}: {e['message']}" for e in errors), errors=errors)
+        self.status = 422 if all(getattr(p, "status", 400) == 422 for p in problems) else 400
 
 
 class RateLimited(DesignerError):

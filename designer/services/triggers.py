@@ -33,13 +33,21 @@ from django.utils import timezone
 from designer import cron
 from designer import webhook_signature as signature
 from designer.conf import trellis
-from designer.errors import BadRequest, CronNeverFires, DesignerError, ObjectNotFound, RateLimited, UnknownTimeZone
+from designer.errors import (
+    BadRequest,
+    CronNeverFires,
+    DesignerError,
+    ObjectNotFound,
+    ProblemsFound,
+    RateLimited,
+    UnknownTimeZone,
+)
 from designer.models import Run, Schedule, TriggerFire, Webhook, WebhookSignatureUse, Workflow, WorkflowVersion
 from designer.models_access import hash_secret
 from designer.permissions import require_workflow_role
 from designer.services._text import short_text
 from designer.services.runs import begin_run
-from designer.untrusted import JSONInputError, loads_json, parse_id
+from designer.untrusted import JSONInputError, form_json, loads_json, parse_id
 from runtime import WorkflowError, check_run_input
 
 logger = logging.getLogger("designer.triggers")
@@ -281,21 +289,65 @@ def enqueue_tick(schedule: Schedule, tick: datetime) -> None:
     queue.enqueue(_fire_task(), schedule.pk, tick.isoformat(), run_after=tick)
 
 
+class _Problems:
+    """Every field's problem of one request, collected before any is reported: one is raised as itself,
+    several as one ``ProblemsFound`` listing each with its field."""
+
+    _UNSET: Final = object()
+
+    def __init__(self) -> None:
+        self.found: list[DesignerError | WorkflowError] = []
+
+    def check(self, field: str, check: Any, *args: Any) -> Any:
+        """``check(*args)``, or ``_UNSET`` after recording its error (naming ``field`` when it names none)."""
+        try:
+            return check(*args)
+        except (DesignerError, WorkflowError) as exc:
+            exc.details.setdefault("field", field)
+            self.found.append(exc)
+            return self._UNSET
+
+    def ok(self, *values: Any) -> bool:
+        return all(value is not self._UNSET for value in values)
+
+    def raise_any(self) -> None:
+        if len(self.found) == 1:
+            raise self.found[0]
+        if self.found:
+            raise ProblemsFound(self.found)
+
+
+def _schedule_input(value: object, text: str | None) -> dict[str, Any]:
+    run_input = form_json(text, field="input", what="the input", empty={}) if text is not None else value
+    if run_input in (None, ""):
+        return {}
+    if not isinstance(run_input, dict):
+        raise BadRequest("a schedule's input is a JSON object, e.g. {\"amount\": 1}", field="input")
+    return run_input
+
+
 @transaction.atomic
 def create_schedule(*, actor: Any, workflow: Workflow, name: object, cron: object, timezone_name: object = "UTC",
-                    input: object = None, version: object = None, missed: object = None) -> Schedule:
-    """A schedule running ``version`` (None: the latest published at each tick) with ``input``. The input is
-    checked against that version's input schema now, so a schedule never fires only to be refused."""
+                    input: object = None, input_text: str | None = None, version: object = None,
+                    missed: object = None) -> Schedule:
+    """A schedule running ``version`` (None: the latest published at each tick) with ``input`` (or
+    ``input_text``, the input as JSON text typed in a form). The input is checked against that version's input
+    schema now, so a schedule never fires only to be refused. Every field is checked before any problem is
+    reported: one problem raises its own error, several one ``ProblemsFound`` naming each field."""
     require_workflow_role(actor, workflow, "editor")
-    zone = _zone(timezone_name)
-    expression = _cron(cron, zone)
-    chosen = _version(workflow, version)
-    run_input = {} if input in (None, "") else input
-    if not isinstance(run_input, dict):
-        raise BadRequest("a schedule's input is a JSON object", field="input")
-    check_run_input(_document_of(workflow, chosen), run_input)
-    schedule = Schedule(workflow=workflow, version=chosen, name=_name(name), cron=expression, timezone=zone.key,
-                        input=run_input, missed=_missed(missed), created_by=actor)
+    problems = _Problems()
+    checked_name = problems.check("name", _name, name)
+    zone = problems.check("timezone", _zone, timezone_name)
+    # A bad zone still lets the expression be checked, against UTC.
+    expression = problems.check("cron", _cron, cron, zone if problems.ok(zone) else ZoneInfo("UTC"))
+    chosen = problems.check("version", _version, workflow, version)
+    checked_missed = problems.check("missed", _missed, missed)
+    run_input = problems.check("input", _schedule_input, input, input_text)
+    if problems.ok(chosen, run_input):
+        problems.check("input", check_run_input, _document_of(workflow, chosen), run_input)
+    problems.raise_any()
+    schedule = Schedule(workflow=workflow, version=chosen, name=checked_name, cron=expression, timezone=zone.key,
+                        input=run_input, missed=checked_missed, created_by=actor)
     schedule.next_fire_at = ticks_after(schedule, timezone.now())[0]
     schedule.save()
     enqueue_tick(schedule, schedule.next_fire_at)

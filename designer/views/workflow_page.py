@@ -27,7 +27,6 @@ from designer.models import Workflow as WorkflowModel
 from designer.permissions import has_role, require_workflow_role, role_of
 from designer.services import triggers as trigger_services
 from designer.services import versions as version_services
-from designer.untrusted import form_json
 from designer.views.htmx import HtmxHttpRequest
 from designer.views.pages import error_message, signed_in
 from runtime import WorkflowError
@@ -206,8 +205,12 @@ def _form_error(request: HtmxHttpRequest, workflow: WorkflowModel, role: str, fo
                 exc: Exception) -> HttpResponse:
     """The page again (400) with ``form``'s error under it and what was typed kept in that form only (the
     webhook and schedule forms share field names, so each reads its own ``<form>_form`` values)."""
+    # Several fields' problems at once (``ProblemsFound``) are listed one per line, each naming its field.
+    problems = [(e["field"], e["message"]) for e in getattr(exc, "details", {}).get("errors") or []
+                if isinstance(e, dict) and "message" in e]
     response = TemplateResponse(request, "workflows/page.html", _context(
-        request, workflow, role, **{f"{form}_error": error_message(exc), f"{form}_form": request.POST}))
+        request, workflow, role, **{f"{form}_error": error_message(exc), f"{form}_problems": problems,
+                                    f"{form}_form": request.POST}))
     response.status_code = 400
     return response
 
@@ -250,11 +253,9 @@ def webhook_revoke(request: HtmxHttpRequest, workflow_id: int, webhook_id: int) 
 def schedule_create(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
     workflow, role = _workflow(request, workflow_id)
     try:
-        require_workflow_role(request.user, workflow, "editor")
-        run_input = form_json(request.POST.get("input", ""), field="input", what="the input", empty={})
         schedule = trigger_services.create_schedule(
             actor=request.user, workflow=workflow, name=request.POST.get("name"), cron=request.POST.get("cron"),
-            timezone_name=request.POST.get("timezone") or "UTC", input=run_input,
+            timezone_name=request.POST.get("timezone") or "UTC", input_text=request.POST.get("input", ""),
             version=request.POST.get("version"), missed=request.POST.get("missed"))
     except (DesignerError, WorkflowError) as exc:
         if getattr(exc, "status", 400) in (403, 404):

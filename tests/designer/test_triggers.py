@@ -155,6 +155,32 @@ def test_a_schedule_form_explains_a_bad_cron_or_zone(client: Any, cast: Any, pub
     assert ticks.count("02:30 CE") == 3  # the next three fire times, in the schedule's zone
 
 
+def test_a_schedule_form_reports_every_fields_problem_at_once_and_keeps_what_was_typed(
+        client: Any, cast: Any, published: Any) -> None:
+    client.force_login(cast.owner)
+    refused = client.post(reverse("schedule-create", args=[published.pk]),
+                          {"name": "<i>n</i>", "cron": "61 * * * *", "timezone": "Mars/Olympus",
+                           "input": '{"amount": ', "missed": "skip"})
+    assert refused.status_code == 400 and Schedule.objects.count() == 0
+    page = refused.content.decode()
+    listed = page.split('id="schedule-problems">', 1)[1].split("</ul>", 1)[0]
+    problems = dict(re.findall(r"<li><strong>(\w+)</strong>: ([^<]+)</li>", listed))
+    assert set(problems) == {"Cron", "Timezone", "Input"}
+    assert "is not a cron expression" in problems["Cron"] and "use an IANA name" in problems["Timezone"]
+    assert "the input is not valid JSON" in problems["Input"] and "line 1" in problems["Input"]
+    assert 'value="&lt;i&gt;n&lt;/i&gt;"' in _field(page, "schedule-name")
+    assert 'value="61 * * * *"' in _field(page, "schedule-cron")
+    assert '{&quot;amount&quot;: </textarea>' in page
+    # The service reports every problem too, each naming its field; one problem keeps its own error.
+    with pytest.raises(triggers.ProblemsFound) as caught:
+        triggers.create_schedule(actor=cast.editor, workflow=published, name="x" * 101, cron="0 9 31 2 *",
+                                 input={"amount": "x"})
+    assert [e["field"] for e in caught.value.details["errors"]] == ["name", "cron", "input"]
+    with pytest.raises(triggers.CronNeverFires):
+        triggers.create_schedule(actor=cast.editor, workflow=published, name="n", cron="0 9 31 2 *",
+                                 input={"amount": 1})
+
+
 def test_the_schedule_form_offers_the_tz_databases_zones_and_keeps_the_typed_one(client: Any, cast: Any,
                                                                                published: Any) -> None:
     client.force_login(cast.owner)
