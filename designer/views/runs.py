@@ -124,6 +124,29 @@ def _people_choices(people: Iterable[Any], chosen: str) -> list[dict[str, Any]]:
     return choices
 
 
+def _hidden_filters(request: HtmxHttpRequest, filters: dict[str, str], url: str, shown: set[str]) -> list[dict[str, str]]:
+    """The applied filters this page has no control for (``/runs/?workflow=N`` from a link, say): each shown as a
+    chip with what it keeps, so "No runs match" never hides its reason, and a link to the list without it."""
+    hidden = []
+    for name, value in filters.items():
+        if not value or name in shown:
+            continue
+        label = value
+        if name == "workflow":
+            label = selectors.workflows_for(user=request.user).filter(pk=value).values_list(
+                "name", flat=True).first() or f"#{value} (not one you can see)"
+        elif name == "team":
+            label = selectors.teams_for(user=request.user).filter(pk=value).values_list(
+                "name", flat=True).first() or f"#{value} (not one of yours)"
+        elif name == "version":
+            label = "draft" if value in ("draft", "null") else f"v{value}"
+        rest = QueryDict(mutable=True)
+        rest.update({key: kept for key, kept in filters.items() if kept and key != name})
+        hidden.append({"name": name, "value": value, "title": name.replace("_", " ").capitalize(), "label": label,
+                       "remove_url": f"{url}?{rest.urlencode()}" if rest else url})
+    return hidden
+
+
 def _history(request: HtmxHttpRequest, *, team: Team | None = None, workflow: Workflow | None = None) -> HttpResponse:
     base = selectors.runs_for(user=request.user).select_related("team")
     if workflow is not None:
@@ -156,9 +179,13 @@ def _history(request: HtmxHttpRequest, *, team: Team | None = None, workflow: Wo
     else:
         title, url = "All runs", reverse("run-list")
         admin_url = _admin_runs_url(request)
+    # The controls history.html shows; any other filter that applies is listed as a chip instead.
+    controls = {"status", "created_by", "since", "until", *(["version"] if workflow else []),
+                *(["workflow"] if team else []), *(["team"] if teams else [])}
     context = {
         "title": title,
         "url": url,
+        "hidden_filters": _hidden_filters(request, filters, url, controls),
         "team": team,
         "workflow": workflow,
         "page": page,

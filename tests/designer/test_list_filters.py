@@ -97,6 +97,37 @@ def test_page_and_api_filter_runs_alike(query: dict[str, str], cast: Any, api: A
     assert 0 < len(from_api) < len(runs)  # each query really narrows the list
 
 
+def _chips(response: Any) -> dict[str, tuple[str, str]]:
+    """The page's hidden-filter chips: name -> (what it shows, the link that drops it)."""
+    found = re.findall(r'<span class="filter-chip" data-filter="(\w+)">.*?: <strong>(.*?)</strong> <a href="([^"]*)"',
+                       response.content.decode())
+    return {name: (label, link.replace("&amp;", "&")) for name, label, link in found}
+
+
+def test_a_filter_the_page_has_no_control_for_is_shown_with_a_link_that_drops_it(
+        cast: Any, workflow: Any, runs: dict[str, Run]) -> None:
+    workflow.name = "<b>Shop</b> orders"
+    workflow.save(update_fields=["name"])
+    client = client_for(cast.viewer)
+    shown = client.get(reverse("run-list"), {"workflow": str(workflow.pk), "version": "1", "status": "failed"})
+    assert page_run_ids(shown) == []  # the pinned run is queued: "No runs match", and the chips say why
+    chips = _chips(shown)
+    assert set(chips) == {"workflow", "version"}  # status has its select
+    assert chips["workflow"][0] == "&lt;b&gt;Shop&lt;/b&gt; orders" and chips["version"][0] == "v1"
+    assert chips["workflow"][1] == f"{reverse('run-list')}?status=failed&version=1"
+    assert page_run_ids(client.get(chips["workflow"][1])) == []
+    assert set(page_run_ids(client.get(chips["version"][1].replace("status=failed", "")))) == {
+        r.pk for r in runs.values()}
+    # Kept when another filter changes: the form carries it as a hidden field.
+    assert f'<input type="hidden" name="workflow" value="{workflow.pk}">' in shown.content.decode()
+    # A team's page has a workflow select but no team one; a workflow's page neither.
+    on_team = client.get(reverse("team-runs", args=[cast.team.pk]), {"team": "999999", "workflow": str(workflow.pk)})
+    assert set(_chips(on_team)) == {"team"} and "not one of yours" in _chips(on_team)["team"][0]
+    on_workflow = client.get(reverse("workflow-runs", args=[workflow.pk]), {"workflow": "999999"})
+    assert page_run_ids(on_workflow) == [] and "#999999" in _chips(on_workflow)["workflow"][0]
+    assert not _chips(client.get(reverse("run-list"), {"status": "failed"}))
+
+
 # --- workflows: shared ones listed, marked, filtered ---------------------------------------------------------
 
 
