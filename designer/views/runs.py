@@ -124,7 +124,8 @@ def _people_choices(people: Iterable[Any], chosen: str) -> list[dict[str, Any]]:
     return choices
 
 
-def _hidden_filters(request: HtmxHttpRequest, filters: dict[str, str], url: str, shown: set[str]) -> list[dict[str, str]]:
+def _hidden_filters(request: HtmxHttpRequest, filters: dict[str, str], url: str,
+                    shown: set[str]) -> list[dict[str, str]]:
     """The applied filters this page has no control for (``/runs/?workflow=N`` from a link, say): each shown as a
     chip with what it keeps, so "No runs match" never hides its reason, and a link to the list without it."""
     hidden = []
