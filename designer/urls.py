@@ -9,6 +9,7 @@ from django.templatetags.static import static
 from django.urls import URLPattern, URLResolver, include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from designer.api.browsable import code_style
 from designer.login_throttle import ThrottledAdminAuthenticationForm, ThrottledLoginView
 from designer.views.home import home
 
@@ -36,6 +37,7 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("admin/", admin.site.urls),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    path("api/code-style.css", code_style, name="api-code-style"),
     path("api/", include("designer.api.urls")),
     path("", include("designer.views.urls")),
 ]

@@ -143,3 +143,15 @@ def test_the_browser_refuses_inline_script_and_style_on_our_pages(page: Page, li
     assert any(v.startswith("script-src") for v in violations), violations
     assert any(v.startswith("style-src") for v in violations), violations
     assert any("Content Security Policy" in problem for problem in watch.problems), watch.problems
+
+
+def test_the_browsable_api_renders_under_the_policy_without_violations(page: Page, live_server: Any,
+                                                                       demo: dict[str, Workflow]) -> None:
+    # DRF's own pages (Bootstrap, jQuery, prettify, its forms) under the same policy as ours.
+    base = live_server.url
+    watch = Watch(page)
+    sign_in(page, base, "admin")
+    for path in ("/api/", "/api/workflows/", f"/api/workflows/{demo['customer-orders'].pk}/", "/api/runs/"):
+        page.goto(base + path)
+        expect(page.locator(".response-info").first).to_be_visible()
+        watch.check(path, htmx=False)

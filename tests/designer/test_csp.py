@@ -128,6 +128,22 @@ def test_api_docs_inline_initialiser_carries_the_nonce_of_its_own_header(logged_
     assert again != nonce
 
 
+def test_the_browsable_api_links_its_code_style_instead_of_an_inline_style(logged_in_client: Client) -> None:
+    from rest_framework.compat import pygments_css
+    from rest_framework.renderers import BrowsableAPIRenderer
+
+    response = logged_in_client.get(reverse("api:workflow-list"), HTTP_ACCEPT="text/html")
+    html = response.content.decode()
+    assert "Django REST framework" in html and ">Workflow List<" in html.replace("\n", "")
+    assert_no_inline_code(html, assert_policy(response))
+    assert "<style" not in html  # style-src 'self' would refuse it
+    rules = pygments_css(BrowsableAPIRenderer.code_style)
+    if rules:  # pygments installed: DRF's rules come from a same-origin stylesheet
+        assert f'<link rel="stylesheet" type="text/css" href="{reverse("api-code-style")}"/>' in html
+        sheet = logged_in_client.get(reverse("api-code-style"))
+        assert sheet["Content-Type"].startswith("text/css") and sheet.content.decode() == rules
+
+
 def test_no_template_carries_inline_code() -> None:
     # Catches a handler or hx-on added to a template branch the page tests above don't render.
     for path in Path(settings.BASE_DIR, "templates").rglob("*.html"):
