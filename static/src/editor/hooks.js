@@ -139,7 +139,8 @@ export function useFitGraph({ flow, store, root, wrapper, frames, nodes }) {
       const box = flow.getNodesBounds(drawn);
       let [x1, y1, x2, y2] = [box.x, box.y, box.x + box.width, box.y + box.height];
       for (const frame of framesRef.current) {
-        x1 = Math.min(x1, frame.x);
+        // A loop's back-edge ("next item") runs round into its for-each node's input, left of that node.
+        x1 = Math.min(x1, frame.x, box.x - 32);
         y1 = Math.min(y1, frame.y);
         x2 = Math.max(x2, frame.x + frame.width);
         y2 = Math.max(y2, frame.y + frame.height + 30);
@@ -153,7 +154,7 @@ export function useFitGraph({ flow, store, root, wrapper, frames, nodes }) {
       const fit = getViewportForBounds(bounds, width, height, 0.05, 1.1, { top: `${top}px`, bottom: "48px", x: "5%" });
       // Never below a zoom where labels stay legible: a graph too big for that
       // shows its start (top left) and the minimap and scrolling give the rest.
-      const viewport = readableViewport(fit, bounds, { left: 24, top });
+      const viewport = readableViewport(fit, bounds, { left: 24, top, bottom: 48 }, { width, height });
       root.dataset.zoom = viewport.zoom.toFixed(3);
       flow.setViewport(viewport, duration ? { duration } : undefined);
     },

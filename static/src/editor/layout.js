@@ -10,11 +10,24 @@ export const NODE_WIDTH = 220;
 export const READABLE_ZOOM = 0.75;
 
 // A fitted viewport, unless it zooms out below READABLE_ZOOM: then the
-// readable zoom, with the graph's top left corner (where it starts) in view.
-export function readableViewport(fitted, bounds, margin) {
+// readable zoom. Along each axis where the graph fits the canvas at that zoom
+// (inside the margins, which are tighter than the fit's padding) it is centred,
+// so the whole of it shows; where it does not, its start (left or top) shows.
+// area: the canvas's {width, height}; margin: {left, top, bottom} (right = left).
+export function readableViewport(fitted, bounds, margin, area) {
   if (fitted.zoom >= READABLE_ZOOM) return fitted;
   const zoom = READABLE_ZOOM;
-  return { x: margin.left - bounds.x * zoom, y: margin.top - bounds.y * zoom, zoom };
+  const place = (start, size, from, room) => {
+    const spare = room - size * zoom;
+    return (spare >= 0 ? from + spare / 2 : from) - start * zoom;
+  };
+  const width = area ? area.width - 2 * margin.left : -Infinity;
+  const height = area ? area.height - margin.top - (margin.bottom ?? 0) : -Infinity;
+  return {
+    x: place(bounds.x, bounds.width ?? 0, margin.left, width),
+    y: place(bounds.y, bounds.height ?? 0, margin.top, height),
+    zoom,
+  };
 }
 
 const GAP = 24;

@@ -37,6 +37,33 @@ describe("readableViewport", () => {
     const view = readableViewport({ x: 0, y: 0, zoom: 0.2 }, { x: 100, y: 50 }, { left: 30, top: 40 });
     expect(view).toEqual({ x: 30 - 100 * READABLE_ZOOM, y: 40 - 50 * READABLE_ZOOM, zoom: READABLE_ZOOM });
   });
+
+  it("shows the whole graph, centred, when it fits the canvas at the readable zoom", () => {
+    // The fit's padding asked for a little less than the readable zoom; the margins leave room for it.
+    const bounds = { x: 100, y: 50, width: 1000, height: 400 };
+    const area = { width: 812, height: 668 };
+    const margin = { left: 24, top: 64, bottom: 48 };
+    const view = readableViewport({ x: 0, y: 0, zoom: 0.7 }, bounds, margin, area);
+    expect(view.zoom).toBe(READABLE_ZOOM);
+    const left = bounds.x * view.zoom + view.x;
+    const right = (bounds.x + bounds.width) * view.zoom + view.x;
+    const top = bounds.y * view.zoom + view.y;
+    const bottom = (bounds.y + bounds.height) * view.zoom + view.y;
+    expect(left).toBeGreaterThanOrEqual(margin.left);
+    expect(right).toBeLessThanOrEqual(area.width - margin.left);
+    expect(left - margin.left).toBeCloseTo(area.width - margin.left - right);
+    expect(top).toBeGreaterThanOrEqual(margin.top);
+    expect(bottom).toBeLessThanOrEqual(area.height - margin.bottom);
+  });
+
+  it("starts at the graph's left when it is too wide, still centring it vertically when that fits", () => {
+    const bounds = { x: -40, y: 10, width: 2000, height: 200 };
+    const area = { width: 800, height: 600 };
+    const view = readableViewport({ x: 0, y: 0, zoom: 0.3 }, bounds, { left: 24, top: 64, bottom: 48 }, area);
+    expect(bounds.x * view.zoom + view.x).toBeCloseTo(24);
+    const top = bounds.y * view.zoom + view.y;
+    expect(top).toBeCloseTo(64 + (600 - 64 - 48 - 200 * READABLE_ZOOM) / 2);
+  });
 });
 
 describe("autoLayout", () => {
