@@ -108,7 +108,51 @@ function runLayout(nodes, routes, regions) {
       y: Math.round(placed.y - placed.height / 2),
     };
   }
+  untangle(nodes, routes, regions, positions);
   return positions;
+}
+
+// Dagre orders a rank's nodes without knowing the order of a node's label
+// handles: a branch's first label ("large") could lead to the lower of two
+// targets and its second to the upper, so the two edges cross and share their
+// bend (which label goes where is then ambiguous). Where a node's targets sit in
+// one column, next to each other and in the same loop body, they are restacked
+// in the order of the handles that reach them.
+function untangle(nodes, routes, regions, positions) {
+  const height = new Map(nodes.map((node) => [node.id, estimatedHeight(node.labels.length)]));
+  const region = (id) => JSON.stringify(regions[id] || []);
+  for (const node of nodes) {
+    const handle = (route) => node.labels.findIndex((label) => label.name === route.label);
+    const targets = [];
+    const handled = routes.filter((r) => r.source === node.id && handle(r) >= 0);
+    for (const route of handled.sort((a, b) => handle(a) - handle(b))) {
+      if (route.target !== node.id && positions[route.target] && !targets.includes(route.target)) {
+        targets.push(route.target);
+      }
+    }
+    const columns = new Map();
+    for (const id of targets) {
+      const key = `${positions[id].x} ${region(id)}`;
+      columns.set(key, [...(columns.get(key) || []), id]);
+    }
+    for (const group of columns.values()) {
+      if (group.length < 2) continue;
+      const stacked = [...group].sort((a, b) => positions[a].y - positions[b].y);
+      const top = positions[stacked[0]].y;
+      const last = stacked[stacked.length - 1];
+      const bottom = positions[last].y + height.get(last);
+      const between = nodes.some((other) => !group.includes(other.id) && positions[other.id]
+        && positions[other.id].x === positions[group[0]].x
+        && positions[other.id].y < bottom && positions[other.id].y + height.get(other.id) > top);
+      if (between || stacked.every((id, i) => id === group[i])) continue;
+      const gaps = stacked.slice(1).map((id, i) => positions[id].y - positions[stacked[i]].y - height.get(stacked[i]));
+      let y = top;
+      group.forEach((id, i) => {
+        positions[id] = { x: positions[id].x, y };
+        y += height.get(id) + (gaps[i] ?? 0);
+      });
+    }
+  }
 }
 
 // Places a node next to the existing ones when there is no drop point

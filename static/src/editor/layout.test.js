@@ -67,6 +67,25 @@ describe("readableViewport", () => {
 });
 
 describe("autoLayout", () => {
+  it("stacks a branch's targets in the order of its label handles, so its edges neither cross nor overlap", () => {
+    // The spending-approval demo: 'large' (the first handle) leads to the review, 'small' to the auto approval.
+    const labelled = (id, names) => ({ id, labels: names.map((name) => ({ name })) });
+    const branch = [labelled("size", ["large", "small", "error"]), labelled("review", ["ok", "error"]),
+      labelled("record", ["approved", "rejected", "error"]), labelled("auto", ["approved", "rejected", "error"])];
+    const wired = [{ source: "size", label: "large", target: "review" }, { source: "size", label: "small", target: "auto" },
+      { source: "review", label: "ok", target: "record" }];
+    for (const order of [branch, [...branch].reverse()]) {
+      const at = autoLayout(order, wired);
+      expect(at.review.x).toBe(at.auto.x);
+      expect(at.review.y).toBeLessThan(at.auto.y);
+      const box = (id) => ({ ...at[id], width: NODE_WIDTH, height: estimatedHeight(order.find((n) => n.id === id).labels.length) });
+      for (const [a, b] of [["review", "auto"], ["review", "record"], ["auto", "record"], ["size", "auto"]]) {
+        expect(apart(box(a), box(b))).toBe(true);
+      }
+    }
+  });
+
+
   const nodes = ["a", "b", "c"].map((id) => ({ id, labels: [{ name: "ok" }] }));
   const routes = [
     { source: "a", target: "b" },
