@@ -65,6 +65,7 @@ def _invitee_only(caller: str) -> tuple[int, str | None]:
 
 
 ENDPOINTS = [
+    Endpoint("root", "get", None, 200),  # the collections listing: nothing of any team in it
     Endpoint("team-list", "get", None, 200,
              shows_team=lambda world, body: any(t["id"] == world.team.pk for t in body)),
     Endpoint("team-list", "post", None, 201, body=lambda w: {"name": "Fresh team"}),
