@@ -10,6 +10,20 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from runtime import (
+    CheckpointNotFoundError,
+    CorruptRunStateError,
+    ForkError,
+    InputValidationError,
+    NodeFailedError,
+    RedriveError,
+    ResumeError,
+    SubgraphResolutionError,
+    UnknownTaskError,
+    WorkflowError,
+    WorkflowValidationError,
+)
+
 
 class DesignerError(Exception):
     code: str = "designer.error"
@@ -24,6 +38,35 @@ class DesignerError(Exception):
         payload: dict[str, Any] = {"code": self.code, "message": self.message}
         payload.update({key: value for key, value in self.details.items() if value is not None})
         return payload
+
+
+#: HTTP status per runtime error class; the most specific class in an error's MRO wins.
+RUNTIME_STATUS: dict[type[WorkflowError], int] = {
+    WorkflowError: 400,
+    WorkflowValidationError: 400,
+    # The request fits the API's schema; its value does not fit the workflow's own (see designer.api.schema).
+    InputValidationError: 422,
+    UnknownTaskError: 400,
+    SubgraphResolutionError: 400,
+    ResumeError: 409,
+    RedriveError: 409,
+    ForkError: 409,
+    CheckpointNotFoundError: 404,
+    NodeFailedError: 422,
+    # A damaged checkpoint conflicts with what the run claims to be; the run itself can still be cancelled or
+    # deleted, so this is not a server fault.
+    CorruptRunStateError: 409,
+}
+
+
+def status_of(error: DesignerError | WorkflowError) -> int:
+    """The HTTP status a designer or runtime error is answered with."""
+    if isinstance(error, DesignerError):
+        return error.status
+    for klass in type(error).__mro__:
+        if klass in RUNTIME_STATUS:
+            return RUNTIME_STATUS[klass]
+    return 400
 
 
 class ObjectNotFound(DesignerError):
@@ -122,7 +165,9 @@ class ResumeInvalid(DesignerError):
 
 class ProblemsFound(DesignerError):
     """Several fields of one request are wrong at once (a form that checks every field before answering);
-    ``errors`` lists each as {code, field, message}. 422 when every problem is of that kind, else 400.
+    ``errors`` lists each as {code, field, message}. 400 when any problem is a malformed field (the request does
+    not fit its schema); otherwise the request is well formed and what it names is wrong (a 422 zone, a 404
+    version), so 422: a 404 for the whole request would say the URL names nothing.
     ``problems`` are designer or runtime errors, each with ``code``, ``message`` and ``details["field"]``."""
 
     code = "request.invalid"
@@ -130,7 +175,7 @@ class ProblemsFound(DesignerError):
     def __init__(self, problems: Sequence[Any]) -> None:
         errors = [{"code": p.code, "field": p.details.get("field"), "message": p.message} for p in problems]
         super().__init__("; ".join(f"{e['field'] or 'request'}: {e['message']}" for e in errors), errors=errors)
-        self.status = 422 if all(getattr(p, "status", 400) == 422 for p in problems) else 400
+        self.status = 400 if any(status_of(problem) == 400 for problem in problems) else 422
 
 
 class RateLimited(DesignerError):

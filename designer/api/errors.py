@@ -17,48 +17,11 @@ from rest_framework import exceptions as drf
 from rest_framework.response import Response
 from rest_framework.views import set_rollback
 
-from designer.errors import DesignerError
+from designer.errors import DesignerError, status_of
 from designer.uploads import TOO_MUCH, too_much_message
-from runtime import (
-    CheckpointNotFoundError,
-    CorruptRunStateError,
-    ForkError,
-    InputValidationError,
-    NodeFailedError,
-    RedriveError,
-    ResumeError,
-    SubgraphResolutionError,
-    UnknownTaskError,
-    WorkflowError,
-    WorkflowValidationError,
-)
+from runtime import WorkflowError
 
 logger = logging.getLogger("designer.api")
-
-#: HTTP status per runtime error class; the most specific class in an error's MRO wins.
-RUNTIME_STATUS: dict[type[WorkflowError], int] = {
-    WorkflowError: 400,
-    WorkflowValidationError: 400,
-    # The request fits the API's schema; its value does not fit the workflow's own (see designer.api.schema).
-    InputValidationError: 422,
-    UnknownTaskError: 400,
-    SubgraphResolutionError: 400,
-    ResumeError: 409,
-    RedriveError: 409,
-    ForkError: 409,
-    CheckpointNotFoundError: 404,
-    NodeFailedError: 422,
-    # A damaged checkpoint conflicts with what the run claims to be; the run itself can still be cancelled or
-    # deleted, so this is not a server fault.
-    CorruptRunStateError: 409,
-}
-
-
-def _runtime_status(exc: WorkflowError) -> int:
-    for klass in type(exc).__mro__:
-        if klass in RUNTIME_STATUS:
-            return RUNTIME_STATUS[klass]
-    return 400
 
 
 def _jsonable(payload: dict[str, Any]) -> dict[str, Any]:
@@ -119,7 +82,7 @@ def render_error(exc: BaseException, request: Any = None) -> tuple[int, dict[str
     if isinstance(exc, DesignerError):
         return exc.status, _jsonable(exc.to_dict())
     if isinstance(exc, WorkflowError):
-        return _runtime_status(exc), _jsonable(exc.to_dict())
+        return status_of(exc), _jsonable(exc.to_dict())
     if isinstance(exc, Http404):
         return 404, {"code": "not_found", "message": "not found"}
     if isinstance(exc, TOO_MUCH):

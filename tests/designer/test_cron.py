@@ -89,6 +89,12 @@ def test_the_api_schema_publishes_the_servers_pattern(client: Any) -> None:
     ({"timezone": "not a zone"}, 400, "request.invalid"),
     ({"input": {}}, 422, "input.invalid"),
     ({"input": {"amount": "x"}}, 422, "input.invalid"),
+    # Several problems: well-formed but wrong together (an unknown zone, an impossible cron, a version that
+    # does not exist) stay 422, as each is alone; one malformed field among them makes the whole request 400.
+    ({"timezone": "Mars/Olympus", "cron": "0 19-8 * * *", "version": 150}, 422, "request.invalid"),
+    ({"timezone": "Mars/Olympus", "version": 150}, 422, "request.invalid"),
+    ({"timezone": "Mars/Olympus", "input": {}}, 422, "request.invalid"),
+    ({"timezone": "not a zone", "version": 150}, 400, "request.invalid"),
 ])
 def test_a_schedule_that_fits_the_schema_but_cannot_run_is_422_and_a_malformed_one_400(
         api: Any, cast: Any, workflow: Any, body: dict[str, Any], status: int, code: str) -> None:
