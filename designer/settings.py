@@ -343,4 +343,7 @@ LOGGING = {
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
+    # Django's default config gives "django" a console handler of its own (debug only) while its records also
+    # reach the root's: under make run every task, request warning and reload line printed twice.
+    "loggers": {"django": {"handlers": [], "propagate": True}},
 }
