@@ -156,6 +156,14 @@ class RunConflict(DesignerError):
     status = 409
 
 
+class NotPublished(DesignerError):
+    """A trigger for a workflow with no published version: the request is fine, the workflow is not ready for
+    it (409, like a run in the wrong state); publishing it resolves the conflict."""
+
+    code = "workflow.not_published"
+    status = 409
+
+
 class ResumeInvalid(DesignerError):
     """The answer does not fit the interrupt (its resume schema or labels); ``errors`` lists [{field, message}]."""
 

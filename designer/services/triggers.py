@@ -37,6 +37,7 @@ from designer.errors import (
     BadRequest,
     CronNeverFires,
     DesignerError,
+    NotPublished,
     ObjectNotFound,
     ProblemsFound,
     RateLimited,
@@ -78,7 +79,7 @@ def _name(name: object) -> str:
 def _version(workflow: Workflow, version: object) -> WorkflowVersion | None:
     """A version of ``workflow`` by number; None/"" means the latest published at each fire."""
     if not workflow.versions.exists():
-        raise BadRequest("publish the workflow first: triggers run published versions", field="version")
+        raise NotPublished("publish the workflow first: triggers run published versions", field="version")
     if version in (None, "", "latest"):
         return None
     number = parse_id(version)
@@ -93,7 +94,7 @@ def _version_number(workflow: Workflow, version: WorkflowVersion | None) -> int:
         return version.number
     latest = workflow.versions.aggregate(latest=Max("number"))["latest"]
     if latest is None:
-        raise BadRequest("the workflow has no published version to run", field="version")
+        raise NotPublished("the workflow has no published version to run; publish it first", field="version")
     return int(latest)
 
 

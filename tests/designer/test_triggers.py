@@ -89,9 +89,9 @@ def test_calls_beyond_the_rate_limit_get_429_with_retry_after(client: Any, cast:
 
 
 def test_a_webhook_needs_a_published_version(cast: Any, workflow: Any) -> None:
-    from designer.errors import BadRequest
+    from designer.errors import NotPublished
 
-    with pytest.raises(BadRequest, match="publish the workflow first"):
+    with pytest.raises(NotPublished, match="publish the workflow first"):
         _hook(cast, workflow)
 
 
@@ -334,6 +334,21 @@ def test_a_lost_tick_task_is_queued_again_and_then_fires_once(cast: Any, publish
 
 
 # --- API ----------------------------------------------------------------------------------------
+
+
+def test_triggers_of_an_unpublished_workflow_are_a_409_conflict_not_a_bad_request(api: Any, cast: Any,
+                                                                                   workflow: Any) -> None:
+    # The request fits the API schema; the workflow's state refuses it, and publishing resolves it.
+    editor = api(cast.editor)
+    hook = editor.post(reverse("api:workflow-webhooks", args=[workflow.pk]), {"name": "crm"}, format="json")
+    schedule = editor.post(reverse("api:workflow-schedules", args=[workflow.pk]),
+                           {"name": "n", "cron": "0 9 * * *", "timezone": "UTC", "input": {"amount": 1}},
+                           format="json")
+    for refused in (hook, schedule):
+        assert (refused.status_code, refused.json()["code"], refused.json()["field"]) == (
+            409, "workflow.not_published", "version"), refused.json()
+        assert "publish the workflow first" in refused.json()["message"]
+    assert not Webhook.objects.exists() and not Schedule.objects.exists()
 
 
 def test_the_api_lists_triggers_to_viewers_and_lets_only_editors_manage_them(api: Any, client: Any, cast: Any,
