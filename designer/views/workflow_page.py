@@ -201,13 +201,18 @@ def version_restore_undo(request: HtmxHttpRequest, workflow_id: int) -> HttpResp
 # --- triggers ---------------------------------------------------------------------------------
 
 
+#: The trigger forms' labels, so a listed problem names the field as the form shows it.
+_FIELD_LABELS = {"name": "Name", "cron": "Cron", "timezone": "Time zone", "version": "Version",
+                 "missed": "Missed ticks", "input": "Input", "mode": "Authentication", "rate_limit": "Calls per minute"}
+
+
 def _form_error(request: HtmxHttpRequest, workflow: WorkflowModel, role: str, form: str,
                 exc: Exception) -> HttpResponse:
     """The page again (400) with ``form``'s error under it and what was typed kept in that form only (the
     webhook and schedule forms share field names, so each reads its own ``<form>_form`` values)."""
-    # Several fields' problems at once (``ProblemsFound``) are listed one per line, each naming its field.
-    problems = [(e["field"], e["message"]) for e in getattr(exc, "details", {}).get("errors") or []
-                if isinstance(e, dict) and "message" in e]
+    # Several fields' problems at once (``ProblemsFound``) are listed one per line, each by its field's label.
+    problems = [(_FIELD_LABELS.get(e["field"], e["field"] or "Form"), e["message"])
+                for e in getattr(exc, "details", {}).get("errors") or [] if isinstance(e, dict) and "message" in e]
     response = TemplateResponse(request, "workflows/page.html", _context(
         request, workflow, role, **{f"{form}_error": error_message(exc), f"{form}_problems": problems,
                                     f"{form}_form": request.POST}))

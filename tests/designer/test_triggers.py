@@ -164,9 +164,10 @@ def test_a_schedule_form_reports_every_fields_problem_at_once_and_keeps_what_was
     assert refused.status_code == 400 and Schedule.objects.count() == 0
     page = refused.content.decode()
     listed = page.split('id="schedule-problems">', 1)[1].split("</ul>", 1)[0]
-    problems = dict(re.findall(r"<li><strong>(\w+)</strong>: ([^<]+)</li>", listed))
-    assert set(problems) == {"Cron", "Timezone", "Input"}
-    assert "is not a cron expression" in problems["Cron"] and "use an IANA name" in problems["Timezone"]
+    problems = dict(re.findall(r"<li><strong>([\w ]+)</strong>: ([^<]+)</li>", listed))
+    # Each problem is named by its field's label in the form.
+    assert set(problems) == {"Cron", "Time zone", "Input"}
+    assert "is not a cron expression" in problems["Cron"] and "use an IANA name" in problems["Time zone"]
     assert "the input is not valid JSON" in problems["Input"] and "line 1" in problems["Input"]
     assert 'value="&lt;i&gt;n&lt;/i&gt;"' in _field(page, "schedule-name")
     assert 'value="61 * * * *"' in _field(page, "schedule-cron")
