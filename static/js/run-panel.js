@@ -2,6 +2,8 @@
 // holds, so the answer keeps it. But the answer carries the input as it was when the request left: typing while
 // it is in flight would be undone by the swap. Such an answer is dropped and the panel asked again with what the
 // form holds now. A reload that lands while someone is in a field gives the focus (and caret) back to that field.
+// A reload also keeps the "Run #N started" notice: a save just before Start (its reload waits 500 ms) used to
+// wipe it as soon as it appeared.
 "use strict";
 
 (function () {
@@ -9,6 +11,7 @@
   const sentAt = new WeakMap(); // the reload's XMLHttpRequest -> the edit count when it left
   let edits = 0;
   let focus = null;
+  let notice = null;
 
   function isReload(detail) {
     return detail.elt instanceof Element && detail.elt.matches(SLOT);
@@ -33,6 +36,7 @@
       htmx.trigger(detail.elt, "trellis:run-panel-stale");
       return;
     }
+    notice = detail.elt.querySelector(".run-panel > .notice");
     const active = document.activeElement;
     focus = active && active.id && detail.elt.contains(active)
       ? { id: active.id, start: active.selectionStart, end: active.selectionEnd }
@@ -40,7 +44,11 @@
   });
 
   document.addEventListener("htmx:afterSwap", function (event) {
-    if (!focus || !isReload(event.detail)) return;
+    if (!isReload(event.detail)) return;
+    const head = event.detail.elt.querySelector(".run-panel > .rp-head");
+    if (notice && head && !event.detail.elt.querySelector(".run-panel > .notice")) head.after(notice);
+    notice = null;
+    if (!focus) return;
     const again = document.getElementById(focus.id);
     const { start, end } = focus;
     focus = null;

@@ -89,3 +89,27 @@ def test_a_refused_start_shows_its_error_in_the_panel_and_keeps_the_editor_with_
         expect(page.locator("[data-editor-canvas]")).to_be_visible()
         expect(page.locator(".editor-head")).to_contain_text("Greet")
     assert page.url.endswith(f"/workflows/{workflow.pk}/edit/") and Run.objects.count() == 0
+
+
+def test_the_started_notice_survives_the_reload_a_save_sets_off(logged_in_page: Page, live_server: Any,
+                                                                user: Any) -> None:
+    # A save reloads the panel 500 ms later; Start pressed in between showed "Run #N started" for a moment only
+    # (CI caught it in the arrays test, the run started but its notice gone).
+    team = team_services.create_team(actor=user, name="Acme")
+    workflow = workflow_services.create_workflow(actor=user, team=team, name="Greet", document=GREET)
+    editor = EditorPage(logged_in_page, live_server.url, workflow).open()
+    page = editor.page
+    panel = page.locator("#run-panel")
+    panel.get_by_label("first").fill("Ada")
+    editor.wait_idle()
+    panel.get_by_role("button", name="Start run").click()
+    started = panel.locator(".notice a")
+    expect(started).to_be_visible()
+    number = started.inner_text()
+    page.evaluate(COUNT_ANSWERS)
+
+    page.evaluate("document.dispatchEvent(new CustomEvent('trellis:document-saved'))")
+    page.wait_for_function("() => window.panelAnswers >= 1")
+    expect(panel.locator("li[data-run]")).to_have_count(1)  # the reloaded panel, listing the run
+    expect(panel.locator(".notice a")).to_have_text(number)
+    assert editor.errors == []
