@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from playwright.sync_api import expect
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS_DIR = REPO_ROOT / "test-artifacts" / "screenshots"
@@ -179,6 +180,12 @@ def background_worker(worker_env: dict[str, str]) -> Iterator[subprocess.Popen[s
 
 
 # --- browser ----------------------------------------------------------------
+
+# CI's two cores run two test processes, each with Chromium, a live server and often a worker: the load
+# average reached 9 during the browser tests, where Playwright's 5 s default for an assertion ran out on pages
+# that were right a moment later. Waiting longer changes no verdict: an assertion about a page that never gets
+# there still fails.
+expect.set_options(timeout=15_000)
 
 
 @pytest.fixture(scope="session")

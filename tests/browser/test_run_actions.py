@@ -17,6 +17,7 @@ from designer.services import runs as run_services
 from designer.services import teams as team_services
 from designer.services import workflows as workflow_services
 from runtime import WorkflowBuilder
+from tests.browser.run_page import show_the_settled_run
 from tests.designer.runs_support import STEP_TASKS, flaky_calls, flaky_document
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -72,7 +73,7 @@ def test_a_refused_interrupt_answer_shows_its_error_in_place(page: Page, live_se
     refused.get_by_role("button", name="Answer").click()
     expect(page.locator("form.interrupt")).to_have_count(0)
     run_worker()
-    page.reload()
+    show_the_settled_run(page)
     expect(page.locator("#run-status")).to_have_text("completed")
     assert json.loads(page.locator("#run-output").inner_text()) == {"answer": {"count": 3}}
 
@@ -92,7 +93,7 @@ def test_the_redrive_button_runs_only_the_failed_item_again(page: Page, live_ser
     expect(page.locator("#run-status")).to_have_text("queued")
     expect(page.locator("#redrive-form")).to_have_count(0)
     run_worker()
-    page.reload()
+    show_the_settled_run(page)
     expect(page.locator("#run-status")).to_have_text("completed")
     expect(page.locator("#run-attempt")).to_have_text("2")
     expect(page.locator("tr.attempt-head")).to_contain_text("Attempt 2")
@@ -130,7 +131,7 @@ def test_the_rerun_form_refuses_bad_input_in_place_then_starts_a_new_run(
     assert new.parent_id == run.pk
     expect(page.locator("#run-parent")).to_contain_text(f"#{run.pk}")
     run_worker()
-    page.reload()
+    show_the_settled_run(page)
     expect(page.locator("#run-status")).to_have_text("completed")
     assert json.loads(page.locator("#run-output").inner_text()) == {"done": ["Z", "Y"]}
 
@@ -157,7 +158,7 @@ def test_a_completed_runs_tolerated_failed_items_are_redriven_from_the_run_page(
     button.click()
     expect(page.locator("#run-status")).to_have_text("queued")
     run_worker()
-    page.reload()
+    show_the_settled_run(page)
     expect(page.locator("#run-status")).to_have_text("completed")
     expect(page.locator("#run-attempt")).to_have_text("2")
     expect(page.locator("tr.attempt-head")).to_contain_text("2 failed items of foreach each run again")
@@ -196,6 +197,6 @@ def test_a_fork_answers_the_open_question_with_its_schema_form_errors_in_place(
     fork = Run.objects.exclude(pk=run.pk).get()
     assert fork.parent_id == run.pk and fork.fork_request["answer"]["value"] == {"count": 4}
     run_worker()
-    page.reload()
+    show_the_settled_run(page)
     expect(page.locator("#run-status")).to_have_text("completed")
     assert json.loads(page.locator("#run-output").inner_text()) == {"answer": {"count": 4}}

@@ -14,6 +14,7 @@ from designer.services import runs as run_services
 from designer.services import teams as team_services
 from designer.services import workflows as workflow_services
 from runtime import WorkflowBuilder
+from tests.browser.run_page import show_the_settled_run
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -67,7 +68,7 @@ def test_a_run_is_forked_from_a_superstep_picked_in_its_trace(page: Page, live_s
     expect(page.locator("#run-parent")).to_contain_text(f"#{original.pk} at superstep 2")
 
     run_worker()
-    page.reload()
+    show_the_settled_run(page)
     expect(page.locator("#run-status")).to_have_text("completed")
     assert json.loads(page.locator("#run-output").inner_text()) == {"products": [10, 2000, 3000]}
     expect(page.locator(".events-table tr.ev-run_forked")).to_have_count(1)
