@@ -3,7 +3,9 @@
 // it is in flight would be undone by the swap. Such an answer is dropped and the panel asked again with what the
 // form holds now. A reload that lands while someone is in a field gives the focus (and caret) back to that field.
 // A reload also keeps the "Run #N started" notice: a save just before Start (its reload waits 500 ms) used to
-// wipe it as soon as it appeared.
+// wipe it as soon as it appeared. And a reload answer that lands while a Start is on its way is dropped: it
+// would replace the form the Start's answer is bound for, so that answer (the notice) would go nowhere. The
+// Start's answer is the whole panel, as current as the reload's.
 "use strict";
 
 (function () {
@@ -12,6 +14,11 @@
   let edits = 0;
   let focus = null;
   let notice = null;
+  const starts = new Set(); // Start requests on their way
+
+  function isStart(detail) {
+    return detail.elt instanceof Element && detail.elt.matches(SLOT + " .run-form");
+  }
 
   function isReload(detail) {
     return detail.elt instanceof Element && detail.elt.matches(SLOT);
@@ -25,11 +32,21 @@
 
   document.addEventListener("htmx:beforeRequest", function (event) {
     if (isReload(event.detail)) sentAt.set(event.detail.xhr, edits);
+    if (isStart(event.detail)) starts.add(event.detail.xhr);
+  });
+
+  // After the answer is swapped, or after an error, a timeout or an abort.
+  document.addEventListener("htmx:afterRequest", function (event) {
+    starts.delete(event.detail.xhr);
   });
 
   document.addEventListener("htmx:beforeSwap", function (event) {
     const detail = event.detail;
     if (!isReload(detail) || !sentAt.has(detail.xhr)) return;
+    if (starts.size) {
+      detail.shouldSwap = false;
+      return;
+    }
     if (sentAt.get(detail.xhr) !== edits) {
       detail.shouldSwap = false;
       // Queued behind this request by htmx (its default "queue last"), so it leaves with the current values.

@@ -113,3 +113,37 @@ def test_the_started_notice_survives_the_reload_a_save_sets_off(logged_in_page: 
     expect(panel.locator("li[data-run]")).to_have_count(1)  # the reloaded panel, listing the run
     expect(panel.locator(".notice a")).to_have_text(number)
     assert editor.errors == []
+
+
+def test_a_reload_landing_while_start_is_on_its_way_does_not_swallow_its_answer(
+    logged_in_page: Page, live_server: Any, user: Any
+) -> None:
+    # CI, under load: the run started, but a reload answer replaced the form first and the Start's answer (the
+    # notice) was swapped into the detached old panel, so the person never saw it.
+    team = team_services.create_team(actor=user, name="Acme")
+    workflow = workflow_services.create_workflow(actor=user, team=team, name="Greet", document=GREET)
+    editor = EditorPage(logged_in_page, live_server.url, workflow).open()
+    page = editor.page
+    panel = page.locator("#run-panel")
+    panel.get_by_label("first").fill("Ada")
+    editor.wait_idle()
+    page.evaluate(COUNT_ANSWERS)
+
+    held: list[Route] = []
+    page.route("**/runs/start/**", lambda route: held.append(route))
+    panel.get_by_role("button", name="Start run").click()
+    page.wait_for_function("() => document.querySelector('.run-form.htmx-request') !== null")
+    assert held
+    page.evaluate("document.dispatchEvent(new CustomEvent('trellis:document-saved'))")
+    page.wait_for_function("() => window.panelAnswers >= 1")
+    held[0].continue_()
+
+    started = panel.locator(".notice a")
+    expect(started).to_be_visible()
+    assert Run.objects.get(pk=int(started.inner_text().lstrip("#"))).input == {"first": "Ada"}
+    # Reloads work again once the Start has its answer.
+    page.evaluate("document.dispatchEvent(new CustomEvent('trellis:document-saved'))")
+    page.wait_for_function("() => window.panelAnswers >= 2")
+    expect(panel.locator("li[data-run]")).to_have_count(1)
+    expect(started).to_be_visible()
+    assert editor.errors == []
