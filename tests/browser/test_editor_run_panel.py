@@ -32,13 +32,29 @@ COUNT_ANSWERS = """() => {
   });
 }"""
 
+# What the editor dispatches once a change is stored; the run panel reloads on it.
+SAVED = "document.dispatchEvent(new CustomEvent('trellis:document-saved'))"
+
+
+@pytest.fixture
+def greet_editor_factory(logged_in_page: Page, live_server: Any, user: Any) -> Callable[[], EditorPage]:
+    """Opens the editor on a new workflow whose input is one required text, ``first``."""
+    def open_editor() -> EditorPage:
+        team = team_services.create_team(actor=user, name="Acme")
+        workflow = workflow_services.create_workflow(actor=user, team=team, name="Greet", document=GREET)
+        return EditorPage(logged_in_page, live_server.url, workflow).open()
+    return open_editor
+
+
+@pytest.fixture
+def greet_editor(greet_editor_factory: Callable[[], EditorPage]) -> EditorPage:
+    return greet_editor_factory()
+
 
 def test_input_typed_while_the_panel_reloads_is_kept_and_the_run_gets_it(
-    logged_in_page: Page, live_server: Any, user: Any, run_worker: Callable[..., Any]
+    greet_editor: EditorPage, run_worker: Callable[..., Any]
 ) -> None:
-    team = team_services.create_team(actor=user, name="Acme")
-    workflow = workflow_services.create_workflow(actor=user, team=team, name="Greet", document=GREET)
-    editor = EditorPage(logged_in_page, live_server.url, workflow).open()
+    editor = greet_editor
     page = editor.page
     panel = page.locator("#run-panel")
     first = panel.get_by_label("first")
@@ -50,7 +66,7 @@ def test_input_typed_while_the_panel_reloads_is_kept_and_the_run_gets_it(
     held: list[Route] = []
     page.route("**/run-panel/**", lambda route: held.append(route) if not held else route.continue_())
     with page.expect_request(lambda request: "/run-panel/" in request.url):
-        page.evaluate("document.dispatchEvent(new CustomEvent('trellis:document-saved'))")
+        page.evaluate(SAVED)
     first.fill("Ada")
     held[0].continue_()
     page.wait_for_function("() => window.panelAnswers >= 1")
@@ -69,13 +85,11 @@ def test_input_typed_while_the_panel_reloads_is_kept_and_the_run_gets_it(
 
 
 def test_a_refused_start_shows_its_error_in_the_panel_and_keeps_the_editor_with_debug_on(
-    logged_in_page: Page, live_server: Any, user: Any, settings: Any
+    settings: Any, greet_editor_factory: Callable[[], EditorPage]
 ) -> None:
     # make run serves with DEBUG on; there django-htmx's debug script replaced the whole page with any 400 answer.
     settings.DEBUG = True
-    team = team_services.create_team(actor=user, name="Acme")
-    workflow = workflow_services.create_workflow(actor=user, team=team, name="Greet", document=GREET)
-    editor = EditorPage(logged_in_page, live_server.url, workflow).open()
+    editor = greet_editor_factory()
     page = editor.page
     panel = page.locator("#run-panel")
     expect(panel.get_by_label("first")).to_have_value("")
@@ -88,16 +102,13 @@ def test_a_refused_start_shows_its_error_in_the_panel_and_keeps_the_editor_with_
         expect(panel).to_contain_text("required")
         expect(page.locator("[data-editor-canvas]")).to_be_visible()
         expect(page.locator(".editor-head")).to_contain_text("Greet")
-    assert page.url.endswith(f"/workflows/{workflow.pk}/edit/") and Run.objects.count() == 0
+    assert page.url.endswith(f"/workflows/{editor.workflow.pk}/edit/") and Run.objects.count() == 0
 
 
-def test_the_started_notice_survives_the_reload_a_save_sets_off(logged_in_page: Page, live_server: Any,
-                                                                user: Any) -> None:
+def test_the_started_notice_survives_the_reload_a_save_sets_off(greet_editor: EditorPage) -> None:
     # A save reloads the panel 500 ms later; Start pressed in between showed "Run #N started" for a moment only
     # (CI caught it in the arrays test, the run started but its notice gone).
-    team = team_services.create_team(actor=user, name="Acme")
-    workflow = workflow_services.create_workflow(actor=user, team=team, name="Greet", document=GREET)
-    editor = EditorPage(logged_in_page, live_server.url, workflow).open()
+    editor = greet_editor
     page = editor.page
     panel = page.locator("#run-panel")
     panel.get_by_label("first").fill("Ada")
@@ -108,21 +119,17 @@ def test_the_started_notice_survives_the_reload_a_save_sets_off(logged_in_page: 
     number = started.inner_text()
     page.evaluate(COUNT_ANSWERS)
 
-    page.evaluate("document.dispatchEvent(new CustomEvent('trellis:document-saved'))")
+    page.evaluate(SAVED)
     page.wait_for_function("() => window.panelAnswers >= 1")
     expect(panel.locator("li[data-run]")).to_have_count(1)  # the reloaded panel, listing the run
     expect(panel.locator(".notice a")).to_have_text(number)
     assert editor.errors == []
 
 
-def test_a_reload_landing_while_start_is_on_its_way_does_not_swallow_its_answer(
-    logged_in_page: Page, live_server: Any, user: Any
-) -> None:
+def test_a_reload_landing_while_start_is_on_its_way_does_not_swallow_its_answer(greet_editor: EditorPage) -> None:
     # CI, under load: the run started, but a reload answer replaced the form first and the Start's answer (the
     # notice) was swapped into the detached old panel, so the person never saw it.
-    team = team_services.create_team(actor=user, name="Acme")
-    workflow = workflow_services.create_workflow(actor=user, team=team, name="Greet", document=GREET)
-    editor = EditorPage(logged_in_page, live_server.url, workflow).open()
+    editor = greet_editor
     page = editor.page
     panel = page.locator("#run-panel")
     panel.get_by_label("first").fill("Ada")
@@ -134,7 +141,7 @@ def test_a_reload_landing_while_start_is_on_its_way_does_not_swallow_its_answer(
     panel.get_by_role("button", name="Start run").click()
     page.wait_for_function("() => document.querySelector('.run-form.htmx-request') !== null")
     assert held
-    page.evaluate("document.dispatchEvent(new CustomEvent('trellis:document-saved'))")
+    page.evaluate(SAVED)
     page.wait_for_function("() => window.panelAnswers >= 1")
     held[0].continue_()
 
@@ -142,7 +149,7 @@ def test_a_reload_landing_while_start_is_on_its_way_does_not_swallow_its_answer(
     expect(started).to_be_visible()
     assert Run.objects.get(pk=int(started.inner_text().lstrip("#"))).input == {"first": "Ada"}
     # Reloads work again once the Start has its answer.
-    page.evaluate("document.dispatchEvent(new CustomEvent('trellis:document-saved'))")
+    page.evaluate(SAVED)
     page.wait_for_function("() => window.panelAnswers >= 2")
     expect(panel.locator("li[data-run]")).to_have_count(1)
     expect(started).to_be_visible()
