@@ -50,6 +50,15 @@ class LoopRun:
 _OPEN = {"node_started": "running", "interrupted": "waiting"}
 
 
+def node_as_ran(run: Run, node_id: str) -> dict[str, Any] | None:
+    """Node ``node_id`` of the document ``run`` ran (the draft may have changed since), or None when it has no
+    such node; a stored document that no longer reads (nodes not a list of objects) has none."""
+    graph = run.document if isinstance(run.document, dict) else {}
+    nodes = graph.get("nodes")
+    return next((n for n in nodes if isinstance(n, dict) and n.get("id") == node_id), None) \
+        if isinstance(nodes, list) else None
+
+
 def overlay(run: Run, events: Sequence[RunEvent]) -> dict[str, Any]:
     """``{"run", "nodes": {id: {status, started, completed, failed, running, waiting}}, "loops": {...}}``."""
     nodes: dict[str, NodeRun] = {}

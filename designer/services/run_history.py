@@ -17,7 +17,7 @@ from typing import Any
 from django.db import transaction
 
 from designer.analysis import analyze_document, dump_document, parse_document
-from designer.errors import BadRequest, ObjectNotFound, ResumeInvalid, RunConflict
+from designer.errors import BadRequest, DesignerError, ObjectNotFound, ResumeInvalid, RunConflict
 from designer.models import Run, RunCheckpoint, WorkflowVersion
 from designer.permissions import require_workflow_role
 from designer.resolvers import TeamVersionResolver
@@ -72,6 +72,25 @@ def redrive_run(*, actor: Any, run: Run) -> Run:
     return locked
 
 
+def stored_run(run: Run) -> tuple[dict[str, Any], dict[str, int]]:
+    """The document and pinned subgraph versions ``run`` ran with, checked: ``RunConflict`` (409) naming the
+    field when what is stored no longer reads (a document the runtime refuses today, pins that are not
+    ``{workflow id: version}``), so a re-run or fork of it is refused instead of failing in the worker."""
+    pins = run.subgraph_versions if run.subgraph_versions is not None else {}
+    if not isinstance(pins, dict) or not all(
+            isinstance(key, str) and isinstance(value, int) and not isinstance(value, bool)
+            for key, value in pins.items()):
+        raise RunConflict(f"run {run.pk}'s stored subgraph_versions is not a map of workflow id to version "
+                          f"number (got {type(pins).__name__}); re-run it with version=current instead",
+                          field="subgraph_versions")
+    try:
+        parse_document(run.document)
+    except DesignerError as exc:
+        raise RunConflict(f"run {run.pk}'s stored document no longer validates ({exc.message}); re-run it "
+                          "with version=current instead", field="document") from None
+    return run.document, dict(pins)
+
+
 def _new_run(*, actor: Any, origin: Run, document: dict[str, Any], version: WorkflowVersion | None,
              pins: dict[str, Any], input: dict[str, Any], **fields: Any) -> Run:
     run = Run.objects.create(
@@ -100,7 +119,7 @@ def rerun(*, actor: Any, run: Run, input: object = None, version: object = "same
     workflow = run.workflow
     chosen = run.workflow_version
     if version == "same":
-        document, pins = run.document, dict(run.subgraph_versions or {})
+        document, pins = stored_run(run)
     else:
         if run.workflow_version_id is not None:
             chosen = WorkflowVersion.objects.filter(workflow=workflow).order_by("-number").first()
@@ -149,8 +168,9 @@ def fork_run(*, actor: Any, run: Run, step: object, state: object = None, answer
     resume schema). Same document and pinned versions; the new run links to ``run`` and the superstep."""
     require_workflow_role(actor, run.workflow, "runner", what="this run")
     row = kept_checkpoint(run, step)
+    document, pins = stored_run(run)
     edits = checked_fork(run, row, state=state, answer=answer)
     request = {"step": row.step, "state": edits.state, "answer": edits.answer}
-    return _new_run(actor=actor, origin=run, document=run.document, version=run.workflow_version,
-                    pins=dict(run.subgraph_versions or {}), input=run.input, forked_from_step=row.step,
+    return _new_run(actor=actor, origin=run, document=document, version=run.workflow_version,
+                    pins=pins, input=run.input, forked_from_step=row.step,
                     fork_request=request)

@@ -18,7 +18,7 @@ from designer.analysis import analyze_document, parse_document
 from designer.errors import BadRequest, ObjectNotFound
 from designer.models import Run, Workflow
 from designer.permissions import require_workflow_role
-from designer.run_overlay import node_detail
+from designer.run_overlay import node_as_ran, node_detail
 
 
 def _task_node(workflow: Workflow, node_id: object) -> dict[str, Any]:
@@ -35,8 +35,7 @@ def sample_from_run(*, workflow: Workflow, run: Run, node_id: str, frame_id: str
     """The values ``node_id``'s bindings read in one frame of a past run (default: its latest visit)."""
     if run.workflow_id != workflow.pk:
         raise ObjectNotFound("this run belongs to another workflow", run=run.pk)
-    graph = run.document if isinstance(run.document, dict) else {}
-    ran = next((n for n in graph.get("nodes", []) if n.get("id") == node_id), None)
+    ran = node_as_ran(run, node_id)
     node = _task_node(workflow, node_id)
     detail = node_detail(run, list(run.events.filter(node_id=node_id).order_by("seq")), ran or node, frame_id)
     if detail["chosen"] is None:

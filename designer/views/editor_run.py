@@ -85,9 +85,7 @@ def node(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
         return HttpResponse(format_html('<p class="error" data-code="runstate.corrupt">Run #{} is damaged: {}</p>',
                                         run.pk, damage), status=409)
     node_id = request.GET.get("node", "")
-    # The run's own document: the node as it ran, even if the draft changed since.
-    graph = run.document if isinstance(run.document, dict) else {}
-    found = next((n for n in graph.get("nodes", []) if n.get("id") == node_id), None)
+    found = run_overlay.node_as_ran(run, node_id)
     if found is None:
         raise ObjectNotFound(f"node {node_id!r} was not part of run #{run.pk}", node=node_id)
     events = list(run.events.filter(node_id=node_id).order_by("seq"))
