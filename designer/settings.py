@@ -262,9 +262,11 @@ TASKS = {
 # --- API --------------------------------------------------------------------
 REST_FRAMEWORK = {
     # The browser's session (with its CSRF token), or a personal access token for scripts (designer/api/auth.py).
+    # The token first: DRF answers a missing or bad credential with the first class's WWW-Authenticate header,
+    # and the session has none, which made it a 403 instead of a 401 a script can act on.
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.SessionAuthentication",
         "designer.api.auth.BearerTokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": [
         "rest_framework.permissions.IsAuthenticated",

@@ -19,7 +19,6 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
-from django.views import defaults
 
 from designer.conf import trellis
 
@@ -64,19 +63,12 @@ def too_much_message(request: HttpRequest, exception: Exception) -> str:
 
 def too_large(request: HttpRequest, exception: Exception) -> HttpResponse:
     message = too_much_message(request, exception)
-    if request.path.startswith("/api/"):
+    if request.path.startswith(("/api/", "/hooks/")):
         return JsonResponse({"code": "request.too_large", "message": message}, status=413)
     if request.path == reverse("workflow-import") and getattr(request, "_messages", None) is not None:
         messages.error(request, f"Could not import: {message}.")
         return redirect("home")
     return TemplateResponse(request, "errors/too_large.html", {"message": message}, status=413)
-
-
-def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
-    """``handler400``: an oversized body gets the app's message; any other 400 is Django's own."""
-    if isinstance(exception, TOO_MUCH):
-        return too_large(request, exception)
-    return defaults.bad_request(request, exception)
 
 
 class RequestSizeMiddleware:

@@ -22,8 +22,11 @@ def favicon(request: HttpRequest) -> HttpResponse:
 # the admin's own login form counts against (and is refused by) the same limits as the site's
 admin.site.login_form = ThrottledAdminAuthenticationForm
 
-# An oversized request body is refused while Django parses it, before any view: answered in the app's words.
-handler400 = "designer.uploads.bad_request"
+# Errors met before any view answers (no route, an oversized body): the app's words, JSON on /api/ and /hooks/.
+handler400 = "designer.error_pages.bad_request"
+handler403 = "designer.error_pages.permission_denied"
+handler404 = "designer.error_pages.page_not_found"
+handler500 = "designer.error_pages.server_error"
 
 urlpatterns: list[URLPattern | URLResolver] = [
     path("", home, name="home"),

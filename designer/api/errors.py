@@ -18,6 +18,7 @@ from rest_framework.response import Response
 from rest_framework.views import set_rollback
 
 from designer.errors import DesignerError, status_of
+from designer.refusals import log_refusal
 from designer.uploads import TOO_MUCH, too_much_message
 from runtime import WorkflowError
 
@@ -104,4 +105,10 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
     headers: dict[str, str] = {}
     if isinstance(exc, drf.Throttled) and exc.wait is not None:
         headers["Retry-After"] = str(int(exc.wait))
-    return Response(body, status=status, headers=headers or None)
+    if getattr(exc, "auth_header", None):
+        # The token scheme's challenge, which DRF's default handler sets and makes the answer a 401.
+        headers["WWW-Authenticate"] = exc.auth_header  # type: ignore[attr-defined]
+    response = Response(body, status=status, headers=headers or None)
+    if 400 <= status < 500 and context.get("request") is not None:
+        log_refusal(context["request"], response, code=str(body.get("code")), message=str(body.get("message")))
+    return response

@@ -50,4 +50,5 @@ urlpatterns.append(path("", include("designer.api.runs")))
 urlpatterns.append(path("", include("designer.api.triggers")))
 
 # Last: anything else under /api/ is a JSON 404 (not Django's HTML page), whatever the method.
-urlpatterns.append(re_path(r"^.*$", unknown_api_path, name="unknown"))
+# [\s\S]: a path with a newline in it is an unknown path too, not a miss of every route (Django's HTML 404).
+urlpatterns.append(re_path(r"^[\s\S]*\Z", unknown_api_path, name="unknown"))

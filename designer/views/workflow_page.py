@@ -16,7 +16,6 @@ from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.views.decorators.csrf import csrf_exempt
-from django.views.decorators.http import require_POST
 
 from designer import selectors
 from designer import webhook_signature as signature
@@ -27,6 +26,7 @@ from designer.models import Workflow as WorkflowModel
 from designer.permissions import has_role, require_workflow_role, role_of
 from designer.services import triggers as trigger_services
 from designer.services import versions as version_services
+from designer.uploads import TOO_MUCH, too_large
 from designer.views.htmx import HtmxHttpRequest
 from designer.views.pages import error_message, signed_in
 from runtime import WorkflowError
@@ -292,12 +292,21 @@ def schedule_update(request: HtmxHttpRequest, workflow_id: int, schedule_id: int
 
 
 @csrf_exempt  # called by other systems; the secret in the URL is the credential
-@require_POST
 def webhook_call(request: HtmxHttpRequest, secret: str) -> HttpResponse:
     """``POST /hooks/<secret>/`` with the run's input as a JSON object: 202 ``{run_id, status, url}``; a signed
-    webhook's call also carries a ``Trellis-Signature`` header (401 without a good one)."""
+    webhook's call also carries a ``Trellis-Signature`` header (401 without a good one). Every answer is JSON,
+    a refused method or an oversized body included: the caller is a program."""
+    if request.method != "POST":
+        response = JsonResponse({"code": "method.not_allowed",
+                                 "message": f"a webhook is called with POST, not {request.method}"}, status=405)
+        response["Allow"] = "POST"
+        return response
     try:
-        run = trigger_services.call_webhook(secret=secret, body=request.body,
+        body = request.body
+    except TOO_MUCH as exc:
+        return too_large(request, exc)
+    try:
+        run = trigger_services.call_webhook(secret=secret, body=body,
                                             signature_header=request.headers.get(signature.HEADER))
     except RateLimited as exc:
         response = JsonResponse(exc.to_dict(), status=exc.status)

@@ -28,10 +28,17 @@ def test_session_writes_need_the_csrf_token(cast, password):
     assert client.get(url).status_code == 200
 
 
-def test_anonymous_gets_json_403(client):
+def test_anonymous_gets_json_401_with_the_token_challenge(client):
     response = client.get(reverse("api:workflow-list"))
-    assert response.status_code == 403
+    assert response.status_code == 401 and response["WWW-Authenticate"] == 'Bearer realm="api"'
     assert response.json()["code"] == "auth.required"
+
+
+@pytest.mark.parametrize("header", ["Bearer trl_not-a-token", "Bearer", "Bearer a b"])
+def test_a_bad_token_gets_json_401_with_the_token_challenge(client, header):
+    response = client.get(reverse("api:workflow-list"), HTTP_AUTHORIZATION=header)
+    assert response.status_code == 401 and response["WWW-Authenticate"] == 'Bearer realm="api"'
+    assert response.json()["code"] == "auth.failed" and response.json()["message"]
 
 
 def test_wrong_method_is_json_405(cast, api):
