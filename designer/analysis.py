@@ -21,7 +21,7 @@ from designer.errors import DocumentInvalid, DocumentTooLarge, ObjectNotFound
 from designer.models import Team, WorkflowVersion
 from designer.resolvers import TeamVersionResolver
 from designer.runs.waiting import max_retry_delay
-from runtime import Analysis, Workflow, analyze, retry_delay_diagnostics
+from runtime import Analysis, Workflow, analyze, retry_delay_diagnostics, step_timeout_diagnostics
 
 
 def max_nodes() -> int:
@@ -67,10 +67,14 @@ def dump_document(workflow: Workflow) -> dict[str, Any]:
 
 def analyze_document(workflow: Workflow, *, team: Team | int) -> Analysis:
     """``runtime.analyze`` with the site's catalogue and this team's published versions, plus this site's
-    limits on the document (``retry.delay_too_long`` over ``TRELLIS_RUN_MAX_RETRY_DELAY_SECONDS``)."""
+    limits on the document (``retry.delay_too_long`` over ``TRELLIS_RUN_MAX_RETRY_DELAY_SECONDS``, the warning
+    ``step.timeout_capped`` for a timeout over ``TRELLIS_STEP_TIMEOUT_SECONDS``, the workers' cap)."""
     analysis = analyze(workflow, registry=catalog.registry(), workflows=TeamVersionResolver(team))
     limit = max_retry_delay()
-    return analysis.extended(retry_delay_diagnostics(workflow, limit)) if limit is not None else analysis
+    if limit is not None:
+        analysis = analysis.extended(retry_delay_diagnostics(workflow, limit))
+    cap = trellis.STEP_TIMEOUT_SECONDS
+    return analysis.extended(step_timeout_diagnostics(workflow, cap)) if cap is not None else analysis
 
 
 # --- one analysis per saved revision ------------------------------------------------------

@@ -37,7 +37,7 @@ from runtime._document import (
     WorkflowRoute,
     document_json_schema,
 )
-from runtime._engine import Engine, RunResult, retry_delay_diagnostics
+from runtime._engine import Engine, RunResult, retry_delay_diagnostics, step_timeout_diagnostics
 from runtime._errors import (
     BindingError,
     CheckpointNotFoundError,
@@ -216,6 +216,7 @@ __all__ = [
     "parse_source_path",
     "parse_state_path",
     "retry_delay_diagnostics",
+    "step_timeout_diagnostics",
     "run_summary",
     "schema_type_label",
     "state_path",

@@ -51,6 +51,28 @@ def retry_delay_diagnostics(workflow: Workflow, limit: float) -> list[Diagnostic
     return found
 
 
+def step_timeout_diagnostics(workflow: Workflow, cap: float) -> list[Diagnostic]:
+    """A ``step.timeout_capped`` warning for each timeout ``workflow`` sets above ``cap`` seconds, the engine's
+    ``step_timeout`` cap (a node's ``timeout_seconds``, the document's ``step_timeout_seconds``): the engine
+    stops such a step at the cap, so the value typed would never be what happens."""
+    found: list[Diagnostic] = []
+    hint = f"set it to {cap:g} s or less, or ask the operator to raise the server's cap"
+    if workflow.step_timeout_seconds is not None and workflow.step_timeout_seconds > cap:
+        found.append(Diagnostic(
+            "step.timeout_capped", "warning", None, "step_timeout_seconds",
+            f"the workflow's step timeout is {workflow.step_timeout_seconds:g} s, but this server stops every "
+            f"step after {cap:g} s", hint=hint,
+            data={"timeout_seconds": workflow.step_timeout_seconds, "cap_seconds": cap}))
+    for node in workflow.nodes:
+        if isinstance(node, TaskNode) and node.timeout_seconds is not None and node.timeout_seconds > cap:
+            found.append(Diagnostic(
+                "step.timeout_capped", "warning", node.id, "timeout_seconds",
+                f"node {node.id!r}: its timeout is {node.timeout_seconds:g} s, but this server stops every step "
+                f"after {cap:g} s", hint=hint,
+                data={"timeout_seconds": node.timeout_seconds, "cap_seconds": cap}))
+    return found
+
+
 @dataclass(frozen=True, slots=True)
 class RunResult:
     """What one engine call ended with.

@@ -138,6 +138,8 @@ def _inspector_context(loaded: Loaded, node_id: str | None, focus: str | None = 
     if kind == "task":
         context["task_description"] = _task_description(node.get("task"))
         context["limits"] = _limits(node, document)
+        # step.timeout_capped and the like: shown next to the field they are about, where the value is typed.
+        context["limit_diagnostics"] = [d for d in diagnostics if d.get("field") in ("timeout_seconds", "retry")]
     if kind == "subgraph":
         context["children"] = _children(loaded.workflow)
     if kind in ("foreach", "branch"):
