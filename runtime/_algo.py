@@ -241,6 +241,9 @@ class Failure:
         described: dict[str, Any] = {"type": type(cause).__name__, "message": str(cause)}
         if isinstance(cause, WorkflowError):
             described = cause.to_dict() | {"type": type(cause).__name__}
+        if not str(described.get("message") or "").strip():
+            # ``raise RuntimeError()``: every message says something, never "...failed: RuntimeError: ".
+            described["message"] = f"{type(cause).__name__} was raised without a message"
         # Details may hold anything a task put in its exception; the run state must stay JSON.
         jsonable: dict[str, Any] = to_jsonable_python(described, fallback=repr)
         return jsonable

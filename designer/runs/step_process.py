@@ -107,6 +107,22 @@ def _portable(exc: BaseException) -> bytes:
         return pickle.dumps(TaskError(f"{type(exc).__name__}: {exc}", type=type(exc).__name__))
 
 
+def out_of_memory(exc: BaseException) -> bool:
+    """Whether ``exc`` was raised while handling a ``MemoryError`` (or from one): Python keeps the error being
+    handled as ``__context__`` even under ``raise ... from None``, so a task cannot hide it that way."""
+    seen: set[int] = set()
+    stack: list[BaseException | None] = [exc]
+    while stack:
+        current = stack.pop()
+        if current is None or id(current) in seen:
+            continue
+        if isinstance(current, MemoryError):
+            return True
+        seen.add(id(current))
+        stack += [current.__cause__, current.__context__]
+    return False
+
+
 def serve(conn: Connection, registry: Any) -> None:
     """Answer step calls until the pool closes the connection (or kills this process)."""
     while True:
@@ -123,7 +139,9 @@ def serve(conn: Connection, registry: Any) -> None:
             # Leaving the except block drops the traceback and with it whatever filled the memory.
             reply = ("memory",)
         except Exception as exc:  # noqa: BLE001 - every task failure goes back to the engine
-            reply = ("error", _portable(exc))
+            # A task that caught the MemoryError and raised its own error still hit the step's limit: the
+            # limit's code (step.memory) wins over whatever the task made of it.
+            reply = ("memory",) if out_of_memory(exc) else ("error", _portable(exc))
         try:
             conn.send_bytes(pickle.dumps(reply))
         except MemoryError:

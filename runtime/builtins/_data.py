@@ -38,19 +38,27 @@ def transform(expression: Annotated[str, Field(min_length=1, max_length=10_000)]
         parsed = _compiled(expression)
     except jmespath.exceptions.JMESPathError as exc:
         raise _invalid(expression, exc) from None
+    except MemoryError:
+        raise  # the step's memory limit, not the expression's fault: the step fails as step.memory
     except Exception as exc:  # noqa: BLE001 - whatever the parser trips over is the expression's fault
-        raise TaskError(f"transform: invalid JMESPath expression {expression!r}: {exc}",
+        raise TaskError(f"transform: invalid JMESPath expression {expression!r}: {_reason(exc)}",
                         expression=expression) from None
     try:
         result = parsed.search(data)
         _refuse_expression_references(expression, result)
         return result
-    except TaskError:
-        raise
+    except (TaskError, MemoryError):
+        raise  # a MemoryError is the step's limit (step.memory), never the expression's failure
     except RecursionError:
         raise TaskError(f"transform: {expression!r} nests too deeply to evaluate", expression=expression) from None
     except Exception as exc:  # noqa: BLE001 - e.g. ValueError for a slice step of 0: the expression's error
-        raise TaskError(f"transform: {expression!r} failed on this data: {exc}", expression=expression) from None
+        raise TaskError(f"transform: {expression!r} failed on this data: {_reason(exc)}",
+                        expression=expression) from None
+
+
+def _reason(exc: Exception) -> str:
+    """The exception's own words, or its type when it has none (a message must never end empty)."""
+    return str(exc) or type(exc).__name__
 
 
 def _refuse_expression_references(expression: str, result: Any) -> None:

@@ -18,6 +18,15 @@ def hog(megabytes: int) -> int:
 
 
 @registry.task
+def hog_quietly(megabytes: int) -> int:
+    """A memory bomb that catches the MemoryError and fails in words of its own, as a careless task might."""
+    try:
+        return len(bytearray(megabytes * 1024 * 1024))
+    except MemoryError:
+        raise RuntimeError("could not make the buffer") from None
+
+
+@registry.task
 def big(size: int) -> str:
     return "x" * size
 

@@ -95,6 +95,25 @@ def test_a_memory_bomb_fails_with_step_memory_and_its_process_is_replaced(pool: 
     assert pool.run_step(call("hog", {"megabytes": 8}), never) == ("ok", 8 * 1024 * 1024)
 
 
+#: Doubles its (shared) list 24 times, then writes it out as JSON: 2**24 copies of "xxxxxxxxxx", far over 64 MB.
+MEMORY_BOMB = " | ".join(["[@,@]"] * 24) + " | to_string(@)"
+
+
+@pytest.mark.parametrize("task, payload", [
+    ("transform", {"expression": MEMORY_BOMB, "data": "xxxxxxxxxx"}),  # the builtin lets the limit through
+    ("hog_quietly", {"megabytes": 1024}),  # a task that catches MemoryError and raises its own error
+])
+def test_a_step_over_its_memory_is_step_memory_whatever_the_task_does_with_the_error(
+        pool: StepProcessPool, task: str, payload: dict[str, Any]) -> None:
+    with pytest.raises(StepMemoryError) as caught:
+        pool.run_step(call(task, payload, index=4), never)
+    error = caught.value
+    assert (error.code, error.details["limit_mb"], error.details["node_id"], error.details["index"]) == (
+        "step.memory", 64, "node", 4)
+    assert "at node 'node'" in error.message and "item 4" in error.message and "64 MB" in error.message
+    assert pool.run_step(call("whoami", {}), never)[0] == "ok"  # a fresh process serves the next step
+
+
 def test_an_oversized_result_fails_with_its_size(pool: StepProcessPool) -> None:
     with pytest.raises(StepResultTooLargeError) as caught:
         pool.run_step(call("big", {"size": 20_000}, max_result_bytes=10_000), never)
