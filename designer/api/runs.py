@@ -27,7 +27,7 @@ from designer.api.schema import JSONObjectField, RequestSerializer, StrictCharFi
 from designer.api.serializers import HAS_TEXT
 from designer.errors import BadRequest, ObjectNotFound
 from designer.filters import RunFilter, apply_filters, openapi_parameters
-from designer.models import Run, RunEvent
+from designer.models import Run, RunEvent, RunInput
 from designer.runs import checkpoints
 from designer.runs.checkpointer import last_stored_seq
 from designer.selectors.run_history import lineage_of
@@ -70,22 +70,46 @@ def run_summary(run: Run, damage: str = "") -> dict[str, Any]:
     }
 
 
+def _stored_input(run: Run) -> dict[str, Any] | None:
+    """The run's input, or None when its stored input is missing or not an object (never shown as ``{}``)."""
+    value = run.input
+    if not isinstance(value, dict):
+        return None
+    if not value and not RunInput.objects.filter(run_id=run.pk).exists():
+        return None
+    return value
+
+
+def _stored_interrupts(run: Run) -> list[dict[str, Any]] | None:
+    value = run.interrupts if run.interrupts is not None else []
+    return value if isinstance(value, list) and all(isinstance(item, dict) for item in value) else None
+
+
+def _stored_pins(run: Run) -> dict[str, int] | None:
+    value = run.subgraph_versions if run.subgraph_versions is not None else {}
+    fits = isinstance(value, dict) and all(
+        isinstance(key, str) and isinstance(number, int) and not isinstance(number, bool)
+        for key, number in value.items())
+    return value if fits else None
+
+
 def run_detail(run: Run) -> dict[str, Any]:
-    """Everything about a run; ``CorruptRunStateError`` when its checkpoint is damaged."""
+    """Everything about a run; ``CorruptRunStateError`` when its checkpoint is damaged. A stored field that no
+    longer has its type (a run row edited by hand, a bad migration) is null, as the schema says, never reshaped."""
     checkpoint = checkpoints.checkpoint_of(run)
     detail = run_summary(run)
     detail.update(
         {
-            "input": run.input,
+            "input": _stored_input(run),
             "output": run.output,
             "error": run.error,
             "state": checkpoints.root_state(checkpoint),
             "run_state": checkpoint.data if checkpoint is not None else None,
-            "interrupts": run.interrupts or [],
+            "interrupts": _stored_interrupts(run),
             "resume_pending": bool(run.resume_request),
             **lineage_of(run),
             "attempt": checkpoint.state.attempt if checkpoint is not None else 1,
-            "subgraph_versions": run.subgraph_versions or {},
+            "subgraph_versions": _stored_pins(run),
             "attempts": run.attempts,
             "last_seq": last_stored_seq(run.pk),
             "progress": checkpoints.progress(checkpoint),
@@ -136,15 +160,18 @@ class RunSummarySerializer(serializers.Serializer):
 
 
 class RunDetailSerializer(RunSummarySerializer):
-    input = JSONObjectField()
+    input = JSONObjectField(allow_null=True, help_text="the run's input; null when the stored input is missing or "
+                                                       "not an object")
     output = serializers.JSONField(allow_null=True, help_text="the workflow's outputs once completed")
     error = serializers.JSONField(allow_null=True, help_text="{code, message, ...} when failed")
     state = serializers.JSONField(allow_null=True, help_text="the root scope's state in the latest checkpoint")
     run_state = serializers.JSONField(allow_null=True, help_text="the latest checkpoint (RunState JSON)")
-    interrupts = serializers.ListField(child=serializers.DictField())
+    interrupts = serializers.ListField(child=serializers.DictField(), allow_null=True,
+                                       help_text="the open questions; null when the stored list is damaged")
     resume_pending = serializers.BooleanField()
-    subgraph_versions = serializers.DictField(child=serializers.IntegerField(),
-                                              help_text="{child workflow ref: pinned version}")
+    subgraph_versions = serializers.DictField(child=serializers.IntegerField(), allow_null=True,
+                                              help_text="{child workflow ref: pinned version}; null when the "
+                                                        "stored value is not such a map")
     attempts = serializers.IntegerField()
     last_seq = serializers.IntegerField(allow_null=True)
     progress = serializers.ListField(child=serializers.DictField())
@@ -339,9 +366,11 @@ class RunResumeView(_RunsView):
 
 
 class RunCancelView(_RunsView):
-    @extend_schema(request=None, responses={200: RunDetailSerializer, 202: RunDetailSerializer},
+    @extend_schema(request=None, responses={200: RunSummarySerializer, 202: RunSummarySerializer},
                    operation_id="runs_cancel",
-                   description="200: cancelled now; 202: flagged, its worker stops at the next superstep.")
+                   description="200: cancelled now; 202: flagged, its worker stops at the next superstep. The body "
+                               "is the run's detail (as GET /api/runs/{run_id}/) when its checkpoint reads, its "
+                               "summary with `damage` when the checkpoint is damaged.")
     def post(self, request: Request, run_id: int) -> Response:
         run = get_run(user=request.user, run_id=run_id)
         run = run_services.cancel_run(actor=request.user, run=run)

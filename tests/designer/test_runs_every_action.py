@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import jsonschema
 import pytest
 from django.db.models import JSONField as JSONModelField
 from django.db.models import Value
@@ -21,7 +22,7 @@ from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from drf_spectacular.generators import SchemaGenerator
 from rest_framework.test import APIClient
 
-from designer.models import Run, RunCheckpoint, RunEvent, RunStatePart
+from designer.models import Run, RunCheckpoint, RunEvent, RunInput, RunStatePart
 from designer.runs.executor import execute
 from designer.services import runs as run_services
 from designer.services import workflows as workflow_services
@@ -53,6 +54,11 @@ DAMAGES: dict[str, Callable[[Run], None]] = {
         document={**run.document, "nodes": [{"id": "ask", "kind": "no such kind"}, "not a node"]}) and None,
     "versions_mistyped": lambda run: Run.objects.filter(pk=run.pk).update(
         subgraph_versions=Value(["child", "three"], output_field=JSONModelField())) and None,
+    "interrupts_not_a_list": lambda run: Run.objects.filter(pk=run.pk).update(
+        interrupts=Value({"not": "a list"}, output_field=JSONModelField())) and None,
+    "input_missing": lambda run: RunInput.objects.filter(run=run).delete() and None,
+    "input_not_object": lambda run: RunInput.objects.filter(run=run).update(
+        value=Value([1, 2], output_field=JSONModelField())) and None,
     "events_not_objects": lambda run: RunEvent.objects.filter(run=run).update(
         data=Value([1, "two"], output_field=JSONModelField())) and None,
 }
@@ -171,6 +177,37 @@ def api_run_operations() -> dict[tuple[str, str], set[str]]:
             for method, operation in item.items() if method in ("get", "post", "put", "patch", "delete")}
 
 
+def _json_schema(node: Any) -> Any:
+    """OpenAPI 3.0's ``nullable`` as JSON Schema (what jsonschema validates)."""
+    if isinstance(node, list):
+        return [_json_schema(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    converted = {key: _json_schema(value) for key, value in node.items() if key != "nullable"}
+    if not node.get("nullable"):
+        return converted
+    if isinstance(converted.get("type"), str) and "$ref" not in converted and "allOf" not in converted:
+        converted["type"] = [converted["type"], "null"]
+        if "enum" in converted:
+            converted["enum"] = [*converted["enum"], None]
+        return converted
+    return {"anyOf": [converted, {"type": "null"}]}
+
+
+COMPONENTS = _json_schema(SCHEMA["components"])
+
+
+def assert_body_fits_the_schema(key: tuple[str, str], status: int, body: Any) -> None:
+    """A 2xx body is one the schema allows for this operation and status (every field, every nested event)."""
+    content = SCHEMA["paths"][key[1]][key[0]]["responses"][str(status)].get("content", {})
+    declared = content.get("application/json", {}).get("schema")
+    assert declared is not None, f"{key} answers {status} with a body its schema does not declare"
+    validator = jsonschema.Draft7Validator({"allOf": [_json_schema(declared)], "components": COMPONENTS})
+    problems = [f"{'/'.join(map(str, error.absolute_path)) or '(body)'}: {error.message[:200]}"
+                for error in validator.iter_errors(body)]
+    assert problems == [], (key, status, problems[:5])
+
+
 def test_every_run_route_and_operation_is_driven() -> None:
     """A new run page or API operation fails here until it has a request in PAGE_CALLS or API_CALLS."""
     assert page_run_routes() - set(PAGE_CALLS) == set()
@@ -217,6 +254,8 @@ def test_every_action_answers_a_documented_status(status: str, damage: str, cast
             assert str(response.status_code) in operations[key], (key, attempt, response.status_code,
                                                                   response.content[:300])
             assert response.status_code == 204 or response["Content-Type"].startswith("application/json"), key
+            if 200 <= response.status_code < 300 and response.status_code != 204:
+                assert_body_fits_the_schema(key, response.status_code, response.json())
 
     run = _run(cast, status, damage)
     for name, make_calls in PAGE_CALLS.items():
