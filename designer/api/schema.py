@@ -22,9 +22,10 @@ from runtime import WorkflowBuilder, document_json_schema
 ERROR_STATUSES: Final[dict[str, str]] = {
     "400": "The request is malformed or fails validation (code request.invalid, request.malformed, "
            "document.invalid, ...; `errors` lists each problem).",
-    "401": "The Bearer token is unknown, revoked or expired (auth.failed).",
-    "403": "Not signed in (auth.required), the role is too low (permission.denied), a read-only token tried to "
-           "write (token.read_only), or the CSRF token is missing (csrf.failed).",
+    "401": "No credentials (auth.required), or the Bearer token is unknown, revoked or expired (auth.failed); "
+           "answered with `WWW-Authenticate: Bearer realm=\"api\"`.",
+    "403": "The role is too low (permission.denied), a read-only token tried to write (token.read_only), or a "
+           "session's write came without its CSRF token (csrf.failed).",
     "404": "The object does not exist or is not shared with you (not_found); unknown paths under /api/ too.",
     "405": "The method is not allowed on this path (method.not_allowed).",
     "406": "The Accept header asks for something other than JSON (request.not_acceptable).",
@@ -193,8 +194,33 @@ def _carries_runtime_data(operation: dict[str, Any], schemas: dict[str, Any]) ->
     return any(DOCUMENT_COMPONENT in text or CHECKED_BEYOND in text for text in bodies)
 
 
+#: Methods that change nothing: a session cookie alone is enough for them.
+SAFE_METHODS = ("get", "head", "options")
+
+CSRF_SCHEME: Final[dict[str, Any]] = {
+    "type": "apiKey", "in": "header", "name": "X-CSRFToken",
+    "description": "The session's CSRF token (the csrftoken cookie's value): a signed-in browser's writes carry it "
+                   "with the session cookie; a Bearer token needs none.",
+}
+
+
+def declare_security(result: dict[str, Any]) -> None:
+    """Say per operation what authenticates it: a Bearer token, or the session cookie, which on a write must come
+    with its CSRF token (DRF's SessionAuthentication refuses a write without one)."""
+    schemes = result.setdefault("components", {}).setdefault("securitySchemes", {})
+    schemes["csrfToken"] = CSRF_SCHEME
+    for path_item in result.get("paths", {}).values():
+        for method, operation in path_item.items():
+            if not isinstance(operation, dict) or "responses" not in operation:
+                continue
+            session = {"cookieAuth": []} if method in SAFE_METHODS else {"cookieAuth": [], "csrfToken": []}
+            operation["security"] = [{"bearerAuth": []}, session]
+
+
 def add_error_responses(result: dict[str, Any], generator: Any, request: Any, public: bool) -> dict[str, Any]:
-    """Postprocessing hook: every operation documents the error answers, with one Error component."""
+    """Postprocessing hook: every operation documents the error answers, with one Error component, and the
+    credentials it takes."""
+    declare_security(result)
     schemas = result.setdefault("components", {}).setdefault("schemas", {})
     for name, component in schemas.items():
         if name.endswith("Request") and component.get("type") == "object":

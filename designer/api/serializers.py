@@ -175,7 +175,7 @@ class VersionSerializer(serializers.ModelSerializer):
         fields: tuple[str, ...] = ("number", "published_at", "published_by", "note")
 
 
-class PublishSerializer(serializers.Serializer):
+class PublishSerializer(RequestSerializer):
     note = serializers.CharField(required=False, allow_blank=True, max_length=2000, default="",
                                  help_text="what changed in this version; shown in the version list")
 

@@ -4,10 +4,12 @@ own example document accepted by the endpoints it is the example for."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
 from django.urls import reverse
+from rest_framework.test import APIClient
 
 pytestmark = pytest.mark.django_db
 
@@ -94,3 +96,78 @@ def test_the_api_root_lists_the_collections_every_link_answering(client: Any, ca
     assert client.get("/api/", HTTP_ACCEPT="text/html").status_code == 200  # the browsable page
     crumbs = client.get("/api/workflows/", HTTP_ACCEPT="text/html").context["breadcrumblist"]
     assert [name for name, _ in crumbs] == ["Api Root", "Workflow List"]
+
+
+def _operations(schema: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
+    return [(method, path, operation) for path, item in schema["paths"].items()
+            for method, operation in item.items() if method in ("get", "post", "put", "patch", "delete")]
+
+
+def _url(path: str, ids: dict[str, int]) -> str:
+    for name, value in ids.items():
+        path = path.replace("{" + name + "}", str(value))
+    return re.sub(r"\{[a-z_]+\}", "1", path)
+
+
+def test_every_operation_says_which_credentials_it_takes(cast: Any, api: Any) -> None:
+    schema = schema_of(api, cast.owner)
+    assert schema["components"]["securitySchemes"]["csrfToken"] == {
+        "type": "apiKey", "in": "header", "name": "X-CSRFToken",
+        "description": schema["components"]["securitySchemes"]["csrfToken"]["description"]}
+    for method, path, operation in _operations(schema):
+        session = {"cookieAuth": []} if method == "get" else {"cookieAuth": [], "csrfToken": []}
+        assert operation["security"] == [{"bearerAuth": []}, session], (method, path)
+
+
+def test_every_operation_answers_401_with_the_challenge_without_credentials(cast: Any, api: Any,
+                                                                             workflow: Any) -> None:
+    """Anonymous, or with a bad token: 401 with WWW-Authenticate on every operation, as the schema documents."""
+    schema = schema_of(api, cast.owner)
+    ids = {"workflow_id": workflow.pk, "team_id": cast.team.pk}
+    anonymous = APIClient()
+    for method, path, operation in _operations(schema):
+        assert "401" in operation["responses"], (method, path)
+        for headers in ({}, {"HTTP_AUTHORIZATION": "Bearer trl_revoked-or-never-made"}):
+            response = getattr(anonymous, method)(_url(path, ids), **headers)
+            assert response.status_code == 401, (method, path, headers, response.status_code)
+            assert response["WWW-Authenticate"] == 'Bearer realm="api"'
+            assert response.json()["code"] in ("auth.required", "auth.failed")
+
+
+def test_a_session_write_without_its_csrf_token_is_refused(cast: Any, workflow: Any) -> None:
+    client = APIClient(enforce_csrf_checks=True)
+    client.force_login(cast.owner)
+    url = reverse("api:workflow-publish", args=[workflow.pk])
+    refused = client.post(url, {"note": "v1"}, format="json")
+    assert refused.status_code == 403 and refused.json()["code"] == "csrf.failed"
+    client.get(reverse("api:workflow-list"))  # any page sets the csrftoken cookie
+    token = client.cookies["csrftoken"].value if "csrftoken" in client.cookies else None
+    if token is None:
+        client.cookies["csrftoken"] = token = "a" * 32
+    accepted = client.post(url, {"note": "v1"}, format="json", HTTP_X_CSRFTOKEN=token)
+    assert accepted.status_code == 201, accepted.json()
+
+
+def test_every_closed_request_body_refuses_an_unknown_field(cast: Any, api: Any, workflow: Any) -> None:
+    """Each operation whose request body the schema closes (additionalProperties: false) answers 400 naming a field
+    it does not have, before doing anything (publish accepted {"bogus": 1} and published)."""
+    schema = schema_of(api, cast.owner)
+    components = schema["components"]["schemas"]
+    ids = {"workflow_id": workflow.pk, "team_id": cast.team.pk, "user_id": cast.editor.pk}
+    client = api(cast.owner)
+    checked = []
+    for method, path, operation in _operations(schema):
+        ref = (operation.get("requestBody", {}).get("content", {}).get("application/json", {})
+               .get("schema", {}).get("$ref", ""))
+        component = components.get(ref.rsplit("/", 1)[-1]) if ref else None
+        if not component or component.get("additionalProperties") is not False:
+            continue
+        response = getattr(client, method)(_url(path, ids), {"unexpected_field": 1}, format="json")
+        if response.status_code == 404:
+            continue  # the path's object (an id of 1) does not exist: nothing was parsed
+        assert response.status_code == 400, (method, path, response.status_code, response.json())
+        assert any(error["loc"] == "unexpected_field" for error in response.json()["errors"]), (method, path)
+        checked.append((method, path))
+    assert ("post", "/api/workflows/{workflow_id}/publish/") in checked
+    assert len(checked) >= 10, checked
+    assert not workflow.versions.exists()  # the refused publish published nothing
