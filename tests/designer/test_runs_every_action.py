@@ -26,6 +26,7 @@ from designer.models import Run, RunCheckpoint, RunEvent, RunInput, RunStatePart
 from designer.runs.executor import execute
 from designer.services import runs as run_services
 from designer.services import workflows as workflow_services
+from runtime import WorkflowBuilder
 from tests.designer.clients import client_for, htmx
 from tests.designer.runs_support import greeting_document
 
@@ -265,3 +266,23 @@ def test_every_action_answers_a_documented_status(status: str, damage: str, cast
                 response = _send(client, call, api=False)
                 assert response.status_code in PAGE_STATUSES, (name, call, attempt, response.status_code,
                                                                response.content[:300])
+
+
+def test_a_double_clicked_redrive_answers_the_second_press_with_a_409_page(cast: Any) -> None:
+    """A real failed run: the first press queues the redrive, the second meets the run already queued (a
+    ``RunConflict``, a 500 before) and says so on a page of its own, linking back to the run."""
+    graph = WorkflowBuilder("dividing", state_schema={"type": "object", "properties": {"out": {}}})
+    graph.use("math", id="divide", input=[{"target": "op", "value": "div"}, {"target": "a", "value": 1},
+                                          {"target": "b", "value": 0}], output=[{"source": ".", "target": "out"}])
+    workflow = workflow_services.create_workflow(actor=cast.owner, team=cast.team, name="Dividing",
+                                                 document=graph.build().model_dump(mode="json"))
+    run = run_services.start_run(actor=cast.owner, workflow=workflow, input={})
+    assert execute(run.pk) == "failed"
+    client = client_for(cast.owner)
+    first = client.post(reverse("run-redrive", args=[run.pk]))
+    assert first.status_code == 302 and Run.objects.get(pk=run.pk).status == "queued"
+    second = client.post(reverse("run-redrive", args=[run.pk]))
+    assert second.status_code == 409
+    page = second.content.decode()
+    assert "run.conflict" in page and "is queued" in page
+    assert f'href="{reverse("run-detail", args=[run.pk])}"' in page
