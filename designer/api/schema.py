@@ -213,7 +213,7 @@ def declare_security(result: dict[str, Any]) -> None:
         for method, operation in path_item.items():
             if not isinstance(operation, dict) or "responses" not in operation:
                 continue
-            session = {"cookieAuth": []} if method in SAFE_METHODS else {"cookieAuth": [], "csrfToken": []}
+            session: dict[str, list[str]] = {"cookieAuth": []} if method in SAFE_METHODS else {"cookieAuth": [], "csrfToken": []}
             operation["security"] = [{"bearerAuth": []}, session]
 
 
