@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from runtime._document import Workflow
-from runtime._engine import Engine, RunResult
+from runtime._engine import DEFAULT_KEEP_TRACE, Engine, RunResult
 from runtime._errors import WorkflowError
 from runtime._group_commit import DURABILITY
 from runtime._ids import RandomIds, SequentialIds
@@ -106,7 +106,7 @@ def _load_workflows(directory: str | None) -> dict[object, Workflow]:
 
 CHECKPOINT_FILE = "runs.sqlite3"
 #: Trace events the command line holds in memory: bounded, so a long run's memory follows its live frames.
-KEEP_TRACE = 1000
+KEEP_TRACE = DEFAULT_KEEP_TRACE
 
 
 def _count(text: str) -> int:
