@@ -129,7 +129,7 @@ def test_a_hundred_run_starts_at_once_are_each_answered_and_each_created(server:
 
 def test_a_burst_of_webhook_calls_within_the_rate_limit_loses_none(server: int, published: tuple[Any, str]) -> None:
     from designer.models import Run
-    from designer.services import triggers
+    from designer.triggers import services as triggers
 
     workflow, _token = published
     hook = triggers.create_webhook(actor=workflow.created_by, workflow=workflow, name="burst", rate_limit=BURST)
