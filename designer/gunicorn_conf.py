@@ -2,9 +2,9 @@
 
 Django's development server listens with a backlog of 5 connections, so a burst of callers (50 run starts at
 once, a webhook sender retrying in parallel) saw connections reset with no run and no error. Here the kernel
-queues up to ``backlog`` connections while threaded workers answer them. Its Trellis settings (threads, backlog, timeout) are declared
-in ``designer.conf`` and read from the environment (``WEB_CONCURRENCY`` is gunicorn's own name for the worker
-count); gunicorn's command line overrides any of them.
+queues up to ``backlog`` connections while threaded workers answer them. Its Trellis settings (threads, backlog,
+timeout) are declared in ``designer.conf`` and read from the environment (``WEB_CONCURRENCY`` is gunicorn's own
+name for the worker count); gunicorn's command line overrides any of them.
 """
 
 from __future__ import annotations
