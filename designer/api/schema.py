@@ -112,6 +112,12 @@ def document_components(max_nodes: int) -> dict[str, dict[str, Any]]:
     definitions = schema.pop("$defs", {})
     components = {f"{DOCUMENT_PREFIX}{name}": _oas30(body) for name, body in definitions.items()}
     root = _oas30(schema)
+    # pydantic titles each model by its class name, and client generators name their models by title: the
+    # document's root was titled "Workflow" like the API's workflow record, so openapi-python-client dropped the
+    # document model and every operation carrying one. Each component is titled by its own (unique) name.
+    for name, body in components.items():
+        body["title"] = name
+    root["title"] = DOCUMENT_COMPONENT
     root["properties"]["nodes"]["maxItems"] = max_nodes
     root["description"] = (
         "A workflow document: the JSON of runtime.Workflow, generated from the runtime's models. Rules across "
@@ -213,7 +219,9 @@ def declare_security(result: dict[str, Any]) -> None:
         for method, operation in path_item.items():
             if not isinstance(operation, dict) or "responses" not in operation:
                 continue
-            session: dict[str, list[str]] = {"cookieAuth": []} if method in SAFE_METHODS else {"cookieAuth": [], "csrfToken": []}
+            session: dict[str, list[str]] = {"cookieAuth": []}
+            if method not in SAFE_METHODS:
+                session["csrfToken"] = []
             operation["security"] = [{"bearerAuth": []}, session]
 
 
