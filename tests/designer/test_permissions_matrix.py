@@ -2,7 +2,7 @@
 
 Viewers read; editors also edit, publish and run; owners also manage
 members; a stranger (member of another team only) gets 404, never 403, for
-anything of this team, and lists never show it; anonymous callers get 403
+anything of this team, and lists never show it; anonymous callers get 401
 ``auth.required``. A guard test makes sure a new endpoint cannot be added
 to designer/api/urls.py without a row here.
 """
@@ -61,7 +61,7 @@ def _invitation(world: Any) -> tuple[Any, ...]:
 
 def _invitee_only(caller: str) -> tuple[int, str | None]:
     """The invitation is addressed to newbie, who is none of the callers: everyone else is told it is not there."""
-    return (403, "auth.required") if caller == "anonymous" else (404, "not_found")
+    return (401, "auth.required") if caller == "anonymous" else (404, "not_found")
 
 
 ENDPOINTS = [
@@ -139,7 +139,7 @@ def _expected(endpoint: Endpoint, caller: str) -> tuple[int, str | None]:
     if endpoint.expected is not None:
         return endpoint.expected(caller)
     if caller == "anonymous":
-        return 403, "auth.required"
+        return 401, "auth.required"
     if endpoint.minimum is None:
         return endpoint.success, None
     if caller == "stranger":
