@@ -238,7 +238,8 @@ class TrellisSettings:
     STEP_TIMEOUT_SECONDS = Setting(
         limit(seconds()), 60,
         "cap on every task step's start-to-close timeout (see \"Step limits\" below); a step still running at "
-        "its limit is killed and fails with `step.timeout`; `0` turns the cap off")
+        "its limit is killed and fails with `step.timeout`; a node or workflow timeout above it gets the "
+        "`step.timeout_capped` warning in the editor and the API; `0` turns the cap off")
     STEP_MAX_MEMORY_MB = Setting(
         limit(count(0)), 512,
         "memory (address space) one task step may add to its idle step process; beyond it the step fails with "
