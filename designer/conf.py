@@ -208,6 +208,21 @@ class TrellisSettings:
         seconds(), 86_400,
         "finished recovery-sweep task rows older than this are deleted by the sweep (one a sweep, thousands a "
         "day); `0` deletes every finished one")
+    RETENTION_DAYS = Setting(
+        count(), 90,
+        "finished runs (completed, failed, cancelled) older than this many days are deleted with their trace, "
+        "checkpoint history and batches by the periodic prune; a team's own policy (admin) overrides it; `0` keeps "
+        "them however old")
+    RETENTION_RUNS = Setting(
+        count(), 0,
+        "besides the age limit, each team keeps at most this many finished runs (the newest); a team's own policy "
+        "overrides it; `0`: no count limit")
+    RETENTION_TASK_DAYS = Setting(
+        count(1), 7, "finished task rows of the queue (runs, batches, ticks, trials) older than this many days are "
+        "deleted by the periodic prune; a live run's own row is always kept")
+    RETENTION_INTERVAL_SECONDS = Setting(
+        seconds(positive=True), 3600, "how often the recovery sweep also prunes by the retention policies (one "
+        "worker at a time; a prune deletes at most 1,000 runs, the next goes on)")
     RUN_MAX_ATTEMPTS = Setting(count(1), 5, "workers that may die on one run before it is failed")
     RUN_MAX_RETRY_DELAY_SECONDS = Setting(
         limit(seconds()), 86_400,
