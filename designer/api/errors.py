@@ -105,6 +105,8 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
     headers: dict[str, str] = {}
     if isinstance(exc, drf.Throttled) and exc.wait is not None:
         headers["Retry-After"] = str(int(exc.wait))
+    elif isinstance(exc, DesignerError) and exc.status == 429 and exc.details.get("retry_after"):
+        headers["Retry-After"] = str(int(exc.details["retry_after"]))
     if getattr(exc, "auth_header", None):
         # The token scheme's challenge, which DRF's default handler sets and makes the answer a 401.
         headers["WWW-Authenticate"] = exc.auth_header  # type: ignore[attr-defined]
