@@ -434,3 +434,29 @@ def test_picker_folds_each_loops_run_ids_below_its_item_fields(cast: Any, nested
     bound = client.get(url, {"node": "inner", "field": "input.value"}, HTTP_HX_REQUEST="true").content.decode()
     assert '<details class="picker__ids" open>' in bound
     assert bound.count('<details class="picker__ids" open>') == 1
+
+
+def test_picker_after_a_concurrent_loop_marks_a_field_its_items_overwrite(cast: Any) -> None:
+    """The inner loop's results land in state.skus once per customer; with four customers at once the picker
+    after the loop says so on that path (and on nothing else)."""
+    document = json.loads(json.dumps(NESTED))
+    document["state_schema"] = {"type": "object", "properties": {"skus": {"type": "array"},
+                                                                 "note": {"type": "string"}}}
+    customers, orders = document["nodes"][0], document["nodes"][1]
+    customers["max_concurrency"] = 4
+    customers["name"] = "Customers"
+    orders["results"] = "skus"
+    document["routes"][-1] = {"source": "after", "label": "ok", "target": "customers"}
+    workflow = cast.workflow("Racing", document)
+    html = client_for(cast.editor).get(f"/workflows/{workflow.pk}/edit/picker/",
+                                       {"node": "after", "field": "input.value", "all": "1"},
+                                       HTTP_HX_REQUEST="true").content.decode()
+    options = {chunk.split('"', 1)[0]: chunk.split("</button>", 1)[0] for chunk in html.split('data-path="')[1:]}
+    assert "last item wins" in options["state.skus"] and "Customers runs items at once" in options["state.skus"]
+    assert [path for path, text in options.items() if "last item wins" in text] == ["state.skus"]
+    customers["max_concurrency"] = 1
+    calm = cast.workflow("Calm", document)
+    html = client_for(cast.editor).get(f"/workflows/{calm.pk}/edit/picker/",
+                                       {"node": "after", "field": "input.value", "all": "1"},
+                                       HTTP_HX_REQUEST="true").content.decode()
+    assert "state.skus" in html and "last item wins" not in html
