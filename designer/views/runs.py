@@ -247,7 +247,8 @@ def _sample_input(workflow: Workflow, version: int | None) -> Any:
 
 
 def _version_param(raw: str | None) -> int | None:
-    return parse_id(raw)
+    """The panel's version choice: a published number, or None for the draft (the form names it "draft")."""
+    return None if raw in (None, "", run_services.DRAFT) else parse_id(raw)
 
 
 def _panel_context(request: HtmxHttpRequest, workflow: Workflow, *, version: int | None = None,
@@ -300,7 +301,8 @@ def run_start(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
     error_context: dict[str, Any] = {}
     if not form.has_errors:
         try:
-            run = run_services.start_run(actor=request.user, workflow=workflow, input=value, version=version)
+            run = run_services.start_run(actor=request.user, workflow=workflow, input=value,
+                                         version=run_services.DRAFT if version is None else version)
         except ActionForbidden:
             raise
         except (DesignerError, WorkflowError) as exc:
