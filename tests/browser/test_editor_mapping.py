@@ -179,7 +179,7 @@ def test_build_compose_and_run_the_nested_order_lines_with_concurrency_4(
     # One key through its own picker: offered both loops' fields, outermost first.
     editor.wait_idle()
     values.get_by_label("New key in values").fill("name")
-    values.get_by_role("button", name="Add a key to values").click()
+    values.get_by_role("button", name="+ key", exact=True).click()
     name_row = editor.inspector.locator('li.field-row[data-field="input.values.name"]')
     expect(name_row.locator(".picker")).to_be_visible()
     offered = editor.picker_paths()
@@ -190,7 +190,7 @@ def test_build_compose_and_run_the_nested_order_lines_with_concurrency_4(
     # The other dragged from the data panel onto its row.
     editor.wait_idle()
     values.get_by_label("New key in values").fill("total")
-    values.get_by_role("button", name="Add a key to values").click()
+    values.get_by_role("button", name="+ key", exact=True).click()
     total_row = editor.inspector.locator('li.field-row[data-field="input.values.total"]')
     expect(total_row).to_contain_text("new: choose a path or set a value")
     editor.wait_idle()

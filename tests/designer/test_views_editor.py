@@ -460,3 +460,20 @@ def test_picker_after_a_concurrent_loop_marks_a_field_its_items_overwrite(cast: 
                                        {"node": "after", "field": "input.value", "all": "1"},
                                        HTTP_HX_REQUEST="true").content.decode()
     assert "state.skus" in html and "last item wins" not in html
+
+
+def test_a_boolean_literal_is_edited_with_a_checkbox_and_an_unchecked_box_saves_false(cast: Any) -> None:
+    workflow = cast.workflow("Tidy", {"id": "tidy", "input_schema": {"type": "object"}, "nodes": [
+        {"id": "tidy", "kind": "task", "task": "collect", "input": [{"target": "items", "value": [1]}]}]})
+    client = client_for(cast.editor)
+    row = inspector(client, workflow, node="tidy").split('data-field="input.flatten"', 1)[1].split("</li>", 1)[0]
+    assert re.search(r'<label class="check"><input type="checkbox" name="value" value="true"> flatten</label>', row)
+    assert 'name="checkbox"' in row and 'type="text" name="value"' not in row
+    post_change(client, workflow, action="literal", node="tidy", field="input.flatten", checkbox="1", value="true")
+    workflow.refresh_from_db()
+    assert {"target": "flatten", "value": True} in _node(workflow, "tidy")["input"]
+    row = inspector(client, workflow, node="tidy").split('data-field="input.flatten"', 1)[1].split("</li>", 1)[0]
+    assert 'value="true" checked>' in row
+    post_change(client, workflow, action="literal", node="tidy", field="input.flatten", checkbox="1")  # unchecked
+    workflow.refresh_from_db()
+    assert {"target": "flatten", "value": False} in _node(workflow, "tidy")["input"]

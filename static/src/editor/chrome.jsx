@@ -53,21 +53,21 @@ export function Toolbar({ canEdit, status, historySize, onUndo, onRedo, onFit, o
     <Panel position="top-left" className="wf-toolbar" aria-label="Canvas tools">
       {canEdit && (
         <>
-          <button type="button" onClick={onUndo} disabled={!historySize.undo} title="Undo (Ctrl+Z)" aria-label="Undo">
-            ↶ Undo
+          <button type="button" onClick={onUndo} disabled={!historySize.undo} title="Undo (Ctrl+Z)">
+            <span aria-hidden="true">↶</span> Undo
           </button>
-          <button type="button" onClick={onRedo} disabled={!historySize.redo} title="Redo (Ctrl+Shift+Z)" aria-label="Redo">
-            ↷ Redo
+          <button type="button" onClick={onRedo} disabled={!historySize.redo} title="Redo (Ctrl+Shift+Z)">
+            <span aria-hidden="true">↷</span> Redo
           </button>
           <span className="wf-toolbar__sep" />
         </>
       )}
-      <button type="button" onClick={onFit} title="Fit the graph in view (F)" aria-label="Fit view">
-        ⤢ Fit
+      <button type="button" onClick={onFit} title="Fit the graph in view (F)">
+        <span aria-hidden="true">⤢</span> Fit
       </button>
       {canEdit && (
-        <button type="button" onClick={onLayout} title="Arrange nodes automatically" aria-label="Auto layout">
-          ⇶ Layout
+        <button type="button" onClick={onLayout} title="Arrange nodes automatically">
+          <span aria-hidden="true">⇶</span> Layout
         </button>
       )}
       <span className="wf-toolbar__sep" />
