@@ -136,6 +136,9 @@ def test_main_pages_have_no_serious_or_critical_axe_violations(
     editor.select("price")
     expect(editor.inspector.locator(".picker-slot").first).to_be_attached()
     refused["editor"] = refused_violations(page, "editor", artifacts_dir)
+    editor.click_empty_canvas()  # the workflow's own inspector: its settings and schema builders
+    expect(editor.inspector).to_have_attribute("data-kind", "workflow")
+    refused["editor-workflow"] = refused_violations(page, "editor-workflow", artifacts_dir)
 
     page.goto(f"{base}/runs/{run.pk}/")
     expect(page.locator("h1").first).to_be_visible()

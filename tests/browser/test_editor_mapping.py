@@ -113,11 +113,11 @@ def test_build_compose_and_run_the_nested_order_lines_with_concurrency_4(
     inputs = _builder(editor, "input_schema")
     _add_field(editor, inputs, "input schema")
     _rename_new_field(editor, inputs, "customers", "array", required=True)
-    _add_field(editor, inputs, "customers")  # a field of each item: the items become objects
+    _add_field(editor, inputs, "each item of customers")  # the items become objects
     _rename_new_field(editor, inputs, "name", "string", required=True)
     _add_field(editor, inputs, "items of customers")
     _rename_new_field(editor, inputs, "orders", "array", required=True)
-    _add_field(editor, inputs, "orders")
+    _add_field(editor, inputs, "each item of orders")
     _rename_new_field(editor, inputs, "total", "number", required=True)
     # A default its own field refuses is flagged where it is typed, and the schema is not saved with it.
     total = _field(inputs, "total")
