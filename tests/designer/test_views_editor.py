@@ -390,7 +390,9 @@ def test_interrupt_payload_rows_are_added_bound_with_the_picker_and_removed(cast
     for key in ("input.amount", "input.note", "input.who.name"):
         assert f'data-field="{key}"' in html
     # a text literal shows as text (no JSON quotes)
-    assert 'aria-label="Remove payload field note"' in html and "= please check<" in html
+    # its Remove button is named by its text and described by the row's field name
+    assert 'aria-describedby="fname-inputnote">Remove</button>' in html and 'id="fname-inputnote">note<' in html
+    assert "= please check<" in html
     # Re-adding a bound field focuses its row instead of adding another.
     html = inspector(client, approval, node="review", target=" amount ")
     assert len(re.findall(r'<li class="field-row[^"]*"\s+data-field="input\.amount"', html)) == 1
