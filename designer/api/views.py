@@ -7,7 +7,6 @@ from typing import Any
 
 from django.http import HttpResponse
 from django.urls import reverse
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.request import Request
@@ -18,6 +17,7 @@ from designer import analysis as doc_analysis
 from designer import catalog, selectors
 from designer.api import serializers as s
 from designer.api.parsers import LimitedJSONParser
+from designer.api.schema import DOCUMENT_SCHEMA
 from designer.filters import WorkflowFilter, apply_filters, openapi_parameters
 from designer.json_text import pretty_json
 from designer.permissions import DUPLICATE_RULE, SEE_SHARING, SHARING_RULE, require_own_team_role, require_role
@@ -97,9 +97,11 @@ class TeamInvitationsView(BaseAPIView):
         return Response(s.InvitationSerializer(selectors.pending_invitations_of(team), many=True).data)
 
     @extend_schema(
-        request=s.InviteSerializer, responses={201: s.InvitationSerializer, **ERRORS},
+        request=s.InviteSerializer, responses={201: s.InvitationSerializer, **ERRORS, 429: s.ErrorSerializer},
         description="Invite someone (owners only). Nobody becomes a member until they accept. The answer is the "
-                    "same whether or not the username or email belongs to an account.",
+                    "same whether or not the username or email belongs to an account. 429 (invitation.rate_limited, "
+                    "with Retry-After) past the sender's invitations an hour (TRELLIS_INVITATIONS_PER_INVITER) or "
+                    "the recipient's a day (TRELLIS_INVITATIONS_PER_ADDRESS).",
     )
     def post(self, request: Request, team_id: int) -> Response:
         team = selectors.get_team(user=request.user, team_id=team_id)
@@ -268,7 +270,9 @@ class WorkflowImportView(BaseAPIView):
 
 
 class WorkflowExportView(BaseAPIView):
-    @extend_schema(responses={(200, "application/json"): OpenApiTypes.OBJECT, **ERRORS})
+    # The export is the draft's document itself (a file to keep or import): typed as one, so a generated client
+    # parses it into its document model rather than a bare object.
+    @extend_schema(responses={(200, "application/json"): DOCUMENT_SCHEMA, **ERRORS})
     def get(self, request: Request, workflow_id: int) -> HttpResponse:
         workflow = _workflow(request, workflow_id)
         response = HttpResponse(pretty_json(workflow.document) + "\n",
