@@ -17,8 +17,8 @@ pytestmark = pytest.mark.django_db
 
 
 def start(client: Any, workflow: Any, **body: Any) -> Any:
-    return client.post(reverse("api:workflow-runs", args=[workflow.pk]), {"input": {"amount": 5}, "version": "draft", **body},
-                       format="json")
+    return client.post(reverse("api:workflow-runs", args=[workflow.pk]),
+                       {"input": {"amount": 5}, "version": "draft", **body}, format="json")
 
 
 def test_starting_a_run_records_it_and_enqueues_its_task(api: Any, cast: Any, workflow: Any) -> None:
