@@ -19,6 +19,11 @@ import { createRoot } from "react-dom/client";
 import { autoLayout } from "../editor/layout.js";
 import { offsetCurve, parallelOffsets } from "./geometry.js";
 
+// The smallest text on the canvas is 13 px (workflows.css): the first view is fitted to the graph but never
+// zoomed out below 12 px on screen; a graph too big for that is fitted as far as it can and panned.
+const SMALLEST_FONT_PX = 13;
+const FIT = { padding: 0.12, minZoom: 12 / SMALLEST_FONT_PX, maxZoom: 1.25 };
+
 const COLORS = { added: "#2e7d32", removed: "#c62828", changed: "#ef6c00", same: "#90a4ae" };
 
 function DiffNode({ data }) {
@@ -90,7 +95,7 @@ function Canvas({ graph }) {
     };
   }, [graph]);
   return (
-    <ReactFlow nodes={nodes} edges={edges} nodeTypes={nodeTypes} edgeTypes={edgeTypes} fitView nodesDraggable={false}
+    <ReactFlow nodes={nodes} edges={edges} nodeTypes={nodeTypes} edgeTypes={edgeTypes} fitView fitViewOptions={FIT} nodesDraggable={false}
                nodesConnectable={false} elementsSelectable={false} proOptions={{ hideAttribution: true }}>
       <Background />
       <Controls showInteractive={false} />
