@@ -156,8 +156,14 @@ def _node_rows(before: Any, after: Any) -> list[Detail]:
                 rows.append(Detail(f"{key} {target}", _maybe(side_old, _binding_text),
                                    _maybe(side_new, _binding_text)))
             continue
+        if key not in old and _empty(new[key]) or key not in new and _empty(old[key]):
+            continue  # an unset field (a null retry, an empty description) on an added or removed node
         rows.extend(_rows(key, old.get(key), new.get(key), present=(key in old, key in new)))
     return rows
+
+
+def _empty(value: Any) -> bool:
+    return value is None or value == "" or value == [] or value == {}
 
 
 def _binding_pairs(old: Any, new: Any) -> list[tuple[Any, Any, str]]:

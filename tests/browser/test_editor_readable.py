@@ -72,7 +72,8 @@ def _overlap(one: dict[str, float], other: dict[str, float]) -> bool:
 #: Every element on the canvas that shows text of its own: (its text, its font size on screen in px).
 _TEXT_ON_SCREEN = """() => {
   const zoom = new DOMMatrixReadOnly(getComputedStyle(document.querySelector('.react-flow__viewport')).transform).a;
-  const shown = [...document.querySelectorAll('.react-flow__node *, .wf-edge-label, .react-flow__edge-text, .wf-frame *')]
+  const selector = '.react-flow__node *, .wf-edge-label, .react-flow__edge-text, .wf-frame *';
+  const shown = [...document.querySelectorAll(selector)]
     .filter(el => [...el.childNodes].some(n => n.nodeType === 3 && n.textContent.trim()))
     .filter(el => el.getClientRects().length);
   return shown.map(el => [el.textContent.trim(), parseFloat(getComputedStyle(el).fontSize) * zoom]);

@@ -85,6 +85,7 @@ def test_each_change_shows_its_before_and_after_values_with_nodes_by_label() -> 
     added = _details(changes[("node", "extra")], labels)
     assert ("task", None, "sum_totals") in added and ("name", None, "Sum it up") in added
     assert ("input items", None, 'template "{{ input.amount }}"') in added
+    assert not any(field == "output" for field, _, _ in added)  # an empty list is not a value worth a line
     # A schema change is the one property that changed, not two whole schemas.
     assert _details(changes[("schema", "input_schema")]) == [("properties.note", None, '{"type": "string"}')]
     assert _details(changes[("output_field", "decision")]) == [("source", "state.decision",
