@@ -21,10 +21,11 @@ PYTHON  ?=
 FRONTEND_SOURCES := $(shell find static/src -type f 2>/dev/null)
 VITE_MANIFEST    := static/dist/manifest.json
 
-.PHONY: help setup run test test-postgres lint bench bench-history bench-step-cost build migrate lock clean
+.PHONY: help setup run dev test test-postgres lint bench bench-history bench-step-cost build migrate lock clean
 
 help:
-	@echo "make run    set up everything, then serve http://$(HOST):$(PORT)/ and run the task worker (Ctrl-C stops both)"
+	@echo "make run    set up everything, then serve http://$(HOST):$(PORT)/ with gunicorn and run the task worker (Ctrl-C stops both)"
+	@echo "make dev    the same with Django's autoreloading development server, for changing the code"
 	@echo "make test   set up everything, then run the whole test suite (incl. headless Chromium tests)"
 	@echo "make test-postgres  the same suite against a private, throw-away PostgreSQL cluster (.ci/postgres.sh)"
 	@echo "make lint   ruff + mypy + ESLint"
@@ -98,16 +99,30 @@ migrate: setup
 	$(PY) manage.py migrate --noinput
 
 # Development settings: production's plus the demo app (its tasks, `load_demo`); see designer/settings_dev.py.
+# `make run` serves with gunicorn (`manage.py serve`, designer/gunicorn_conf.py): threaded workers and a deep listen
+# backlog, so a burst of callers is queued, not reset. `make dev` serves with the autoreloading development server.
+# Starts the task worker and $(1) (the web server's command) in their own process groups; Ctrl-C or either one
+# ending stops both.
+define serve_with_worker
+	@set -m; \
+	$(PY) manage.py run_worker & worker=$$!; \
+	$(1) & web=$$!; \
+	stop() { trap - INT TERM EXIT; kill -TERM -- -$$worker -$$web 2>/dev/null || true; wait 2>/dev/null || true; }; \
+	trap stop INT TERM EXIT; \
+	wait -n
+endef
+
 run: export DJANGO_SETTINGS_MODULE := designer.settings_dev
 run: migrate
 	$(PY) manage.py load_demo
 	@echo "Serving http://$(HOST):$(PORT)/ with a task worker; Ctrl-C stops both."
-	@set -m; \
-	$(PY) manage.py run_worker & worker=$$!; \
-	$(PY) manage.py runserver $(HOST):$(PORT) & web=$$!; \
-	stop() { trap - INT TERM EXIT; kill -TERM -- -$$worker -$$web 2>/dev/null || true; wait 2>/dev/null || true; }; \
-	trap stop INT TERM EXIT; \
-	wait -n
+	$(call serve_with_worker,$(PY) manage.py serve $(HOST):$(PORT))
+
+dev: export DJANGO_SETTINGS_MODULE := designer.settings_dev
+dev: migrate
+	$(PY) manage.py load_demo
+	@echo "Serving http://$(HOST):$(PORT)/ (reloading on code changes) with a task worker; Ctrl-C stops both."
+	$(call serve_with_worker,$(PY) manage.py runserver $(HOST):$(PORT))
 
 # The front end's unit tests (vitest) and lint (ESLint) first: seconds, and they
 # name a broken module before the browser tests fail on it.

@@ -46,9 +46,10 @@ from runtime._engine import DEFAULT_KEEP_TRACE, Engine, RunResult
 from runtime._errors import WorkflowError
 from runtime._group_commit import DURABILITY
 from runtime._ids import RandomIds, SequentialIds
-from runtime._registry import TaskRegistry, builtin_registry, default_registry
+from runtime._registry import TaskRegistry, default_registry
 from runtime._sqlite import SqliteCheckpointer
 from runtime._trace import TraceEvent
+from runtime.builtins import builtin_registry
 
 EXIT = {"completed": 0, "failed": 1, "interrupted": 3, "cancelled": 4}
 EXIT_REFUSED = 2
