@@ -168,6 +168,11 @@ def test_a_node_added_from_the_palette_goes_beside_the_selected_nodes_free_outpu
             assert not _overlap(box, other), (other["id"], box, other)
     assert _edge_points_in(page, box) == []
     assert box["x"] >= record["x"] + record["width"]  # to the right of the selected node
+    # In view, where the person can see it went: inside the drawing and clear of the minimap.
+    pane = _box(page, ".react-flow")
+    assert pane["x"] <= box["x"] and box["x"] + box["width"] <= pane["x"] + pane["width"], (box, pane)
+    assert pane["y"] <= box["y"] and box["y"] + box["height"] <= pane["y"] + pane["height"], (box, pane)
+    assert not _overlap(box, _box(page, ".wf-minimap"))
     free = editor.node("record").locator('.react-flow__handle.source[data-handleid="approved"]').bounding_box()
     assert free
     if scene == "open":

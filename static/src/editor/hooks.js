@@ -263,6 +263,7 @@ export function usePanelEvents({ store, canEdit, flow, wrapper, addTemplate, sel
       const template = event.detail.template;
       const beside = besideSelected(flow, wrapper.current, template);
       if (beside) {
+        showSpot(flow, wrapper.current, beside);
         addTemplate(template, beside, null, { exact: true });
         return;
       }
@@ -314,6 +315,20 @@ function besideSelected(flow, wrapper, template) {
     routes: drawnRoutes(wrapper),
     size: { width: NODE_WIDTH, height: estimatedHeight(labels) },
   });
+}
+
+// Pans (at the same zoom) so that a node about to be added at `spot` is in view and clear of the minimap,
+// when it would not be: the person sees where it went.
+function showSpot(flow, wrapper, spot) {
+  const pane = (wrapper.querySelector(".react-flow") || wrapper).getBoundingClientRect();
+  const minimap = wrapper.querySelector(".wf-minimap");
+  const top = minimap ? minimap.getBoundingClientRect().bottom : pane.top;
+  const from = flow.screenToFlowPosition({ x: pane.left, y: top });
+  const to = flow.screenToFlowPosition({ x: pane.right, y: pane.bottom });
+  const height = estimatedHeight(3);
+  if (spot.x >= from.x && spot.y >= from.y && spot.x + NODE_WIDTH <= to.x && spot.y + height <= to.y) return;
+  const { zoom } = flow.getViewport();
+  flow.setCenter(spot.x + NODE_WIDTH / 2, spot.y + height / 2 - (top - pane.top) / (2 * zoom), { zoom });
 }
 
 // The drawn routes as polylines in flow coordinates: the SVG paths sit inside the viewport's transform,
