@@ -295,8 +295,8 @@ function besideSelected(flow, wrapper, template) {
   const measured = anchor.measured || {};
   const width = measured.width || NODE_WIDTH;
   const height = measured.height || 110;
-  const doc = flow.getEdges().map((edge) => edge.data && edge.data.route).filter(Boolean);
-  const used = new Set(doc.filter((route) => route.source === anchor.id).map((route) => route.label));
+  const routes = flow.getEdges().map((edge) => edge.data && edge.data.route).filter(Boolean);
+  const used = new Set(routes.filter((route) => route.source === anchor.id).map((route) => route.label));
   const handles = ((anchor.internals.handleBounds || {}).source || []).filter((h) => h.id !== "in");
   const free = handles.find((handle) => !used.has(handle.id)) || handles[handles.length - 1];
   const handleY = free ? at.y + free.y + free.height / 2 : at.y + height / 2;
