@@ -9,6 +9,9 @@ VENV    := .venv
 PY      := $(VENV)/bin/python
 PIP     := $(PY) -m pip --disable-pip-version-check
 LOCK    := requirements.lock
+# Tools whose dependencies clash with the project's pins, in a virtualenv of their own (see requirements-tools.lock).
+TOOLS      := .venv-tools
+TOOLS_LOCK := requirements-tools.lock
 HOST    ?= 127.0.0.1
 PORT    ?= 8000
 # Extra pytest arguments, e.g. `make test PYTEST_ARGS="-k login -x"`.
@@ -74,6 +77,12 @@ $(VENV)/.stamp-install-bench: pyproject.toml $(LOCK) $(VENV)/.stamp-install
 	$(PIP) install -q -c $(LOCK) -e '.[dev,bench]'
 	@touch $@
 
+# The API client generator the client tests run (tests/designer/test_api_clients.py).
+$(TOOLS)/.stamp: $(TOOLS_LOCK) | $(PY)
+	$(PY) -m venv --clear $(TOOLS)
+	$(TOOLS)/bin/python -m pip --disable-pip-version-check install -q -r $(TOOLS_LOCK)
+	@touch $@
+
 lock: $(VENV)/.stamp-install-bench
 	@{ echo "# Pinned versions for 'pip install -c $(LOCK)'. Regenerate with 'make lock'."; \
 	   $(PIP) list --format=freeze --exclude-editable --exclude trellis --exclude pip; } > $(LOCK)
@@ -93,7 +102,7 @@ build: $(VITE_MANIFEST)
 
 # --- Set-up, run, test --------------------------------------------------------
 
-setup: $(VENV)/.stamp-install $(VITE_MANIFEST)
+setup: $(VENV)/.stamp-install $(TOOLS)/.stamp $(VITE_MANIFEST)
 
 migrate: setup
 	$(PY) manage.py migrate --noinput
@@ -152,4 +161,4 @@ bench-step-cost: $(VENV)/.stamp-install-bench
 	$(PY) -m bench step_cost
 
 clean:
-	rm -rf $(VENV) node_modules static/dist *.egg-info
+	rm -rf $(VENV) $(TOOLS) node_modules static/dist *.egg-info

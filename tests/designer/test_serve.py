@@ -10,54 +10,21 @@ from __future__ import annotations
 
 import http.client
 import json
-import socket
-import subprocess
-import sys
 import threading
-import time
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
 
 from runtime import WorkflowBuilder
-from tests.designer.runs_support import REPO_ROOT
 
 BURST = 100
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 @pytest.fixture
-def server(worker_env: dict[str, str]) -> Iterator[int]:
-    """``manage.py serve`` on a free port of 127.0.0.1, on this test's database; its port once it answers."""
-    port = free_port()
-    process = subprocess.Popen([sys.executable, "manage.py", "serve", f"127.0.0.1:{port}"], cwd=REPO_ROOT,
-                               env=worker_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=1):
-                    break
-            except OSError:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    output = process.stdout.read() if process.stdout else ""
-                    pytest.fail(f"manage.py serve did not start:\n{output[-3000:]}")
-                time.sleep(0.1)
-        yield port
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+def server(served: str) -> int:
+    """The port of ``manage.py serve`` on this test's database (the ``served`` fixture)."""
+    return int(served.rsplit(":", 1)[1])
 
 
 def one_step_document() -> dict[str, Any]:
