@@ -44,7 +44,7 @@ def empty_document(**extra: Any) -> dict[str, Any]:
 
 
 #: The canvas never zooms below this (static/src/editor/layout.js READABLE_ZOOM): labels stay legible.
-READABLE_ZOOM = 0.75
+READABLE_ZOOM = 0.924  # 12 / 13, rounded up
 
 #: The test task module (``pack_item``) the editor tests add to the catalogue with the public setting.
 EDITOR_TASKS = "tests.browser.editor_tasks"

@@ -228,6 +228,8 @@ def test_publish_answers_with_a_notice(cast: Any, workflow: Any, nested: Any) ->
     assert ok.status_code == 204
     notice = json.loads(ok["HX-Trigger"])["trellis:notice"]
     assert notice == {"kind": "success", "message": "Published version 1 of Simple flow."}
+    # The run panel reloads on this, so it offers the new version without a page reload.
+    assert json.loads(ok["HX-Trigger"])["trellis:version-published"] == {"number": 1}
     # set_value needs no input: still ok
     post_change(client, nested, action="unbind", node="inner", field="input.value")
     nested.refresh_from_db()
@@ -235,7 +237,7 @@ def test_publish_answers_with_a_notice(cast: Any, workflow: Any, nested: Any) ->
     refused = client.post(f"/workflows/{nested.pk}/edit/publish/", HTTP_HX_REQUEST="true")
     notice = json.loads(refused["HX-Trigger"])["trellis:notice"]
     assert notice["kind"] == "error" and notice["message"].startswith("Not published: the draft has 1 error")
-    assert not nested.versions.exists()
+    assert not nested.versions.exists() and "trellis:version-published" not in json.loads(refused["HX-Trigger"])
     assert client_for(cast.viewer).post(f"/workflows/{workflow.pk}/edit/publish/").status_code == 403
 
 
