@@ -416,7 +416,8 @@ def _detail_context(request: HtmxHttpRequest, run: Run, **extra: Any) -> dict[st
         "interrupts": [] if damage else _interrupts(run, extra.pop("forms", None)),
         "answers": _answers(run),
         "progress": progress_rows(inspection.state, events,
-                                  batch_progress(run.pk) if run.status == Run.Status.WAITING else None),
+                                  batch_progress(run.pk) if run.status == Run.Status.WAITING else None,
+                                  finished=run.is_finished),
         "counters": _counters(run),
         # The live poll asks for events from here on; the events table below already has the ones before.
         "cursor": events[-1].seq + 1 if events else 0,

@@ -1,0 +1,102 @@
+"""The run page's graph: each node's state and each loop's done / failed / running / total in one scope of a run
+(the root workflow or one subgraph call's child), from real runs executed in-process."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+
+from designer.models import Run
+from designer.run_overlay import NODE_STATES, NodeRun, frame_state
+from designer.runs.executor import execute
+from designer.services import runs as run_services
+from tests.designer.clients import client_for
+from tests.designer.nested_failure import CUSTOMERS, make_workflows
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def failed_run(cast: Any) -> Run:
+    workflow = make_workflows(cast.owner, cast.team)
+    run = run_services.start_run(actor=cast.editor, workflow=workflow, input={"customers": CUSTOMERS})
+    assert execute(run.pk) == "failed"
+    return Run.objects.get(pk=run.pk)
+
+
+def test_a_failed_nested_run_counts_its_failed_items_as_failed_never_as_running(cast: Any, failed_run: Run) -> None:
+    data = client_for(cast.viewer).get(f"/runs/{failed_run.pk}/graph/").json()
+    assert data["run"] == {"id": failed_run.pk, "status": "failed"}
+    # Bob's item failed (inside his order's subgraph call); Ada's and Cy's were stopped by the failure.
+    assert data["loops"]["customers"] == {"done": 0, "failed": 1, "running": 0, "total": 3, "activations": 1}
+    assert data["loops"]["orders"]["failed"] == 1 and data["loops"]["orders"]["running"] == 0
+    states = {node: entry["state"] for node, entry in data["nodes"].items()}
+    assert states == {"customers": "failed", "fetch": "completed", "orders": "failed", "process": "failed"}
+    # The drawing comes with it: the run's own document and its analysis (labels for the handles).
+    assert [node["id"] for node in data["document"]["nodes"]] == ["customers", "fetch", "orders", "process"]
+    assert data["analysis"]["labels"]["customers"] == ["loop", "done", "error"]
+    assert data["crumbs"] == [{"key": "", "title": "Checked orders"}]
+    assert data["executions_url"] == f"/runs/{failed_run.pk}/nodes/__node__/executions/"
+
+    # The progress list of the run page says the same: 1 failed, nothing running.
+    page = client_for(cast.viewer).get(f"/runs/{failed_run.pk}/").content.decode()
+    row = re.search(r'<div class="progress-row[^"]*"[^>]*data-node="customers"[^>]*>', page)
+    assert row is not None
+    assert 'data-done="0"' in row.group(0) and 'data-failed="1"' in row.group(0)
+    assert 'data-running="0"' in row.group(0)
+    assert "1 failed" in page and " running</span>" not in page
+
+
+def test_each_subgraph_call_opens_as_its_child_scope_with_a_way_back(cast: Any, failed_run: Run) -> None:
+    client = client_for(cast.viewer)
+    calls = client.get(f"/runs/{failed_run.pk}/graph/").json()["calls"]["process"]
+    assert [call["state"] for call in calls] == ["cancelled", "failed", "cancelled"]
+    assert [call["item"].split(" › ")[0] for call in calls] == ["customers[0] 'Ada'", "customers[1] 'Bob'",
+                                                                  "customers[2] 'Cy'"]
+    failed = calls[1]
+    child = client.get(f"/runs/{failed_run.pk}/graph/", {"scope": failed["key"]}).json()
+    assert child["scope"] == {"key": failed["key"], "title": "Check order", "workflow": "check-order"}
+    assert [node["id"] for node in child["document"]["nodes"]] == ["ratio", "price"]
+    assert child["nodes"]["ratio"]["state"] == "failed"
+    assert child["nodes"].get("price", {"state": "not reached"})["state"] == "not reached"
+    assert [crumb["key"] for crumb in child["crumbs"]] == ["", failed["key"]]
+    assert child["crumbs"][1]["title"].startswith("process → Check order · customers[1] 'Bob'")
+    # A poll asks for the states only: the drawing is not sent again.
+    states = client.get(f"/runs/{failed_run.pk}/graph/", {"scope": failed["key"], "states": "1"}).json()
+    assert "document" not in states and states["nodes"] == child["nodes"]
+
+
+def test_the_graph_is_for_the_runs_team_only_and_names_an_unknown_scope(cast: Any, failed_run: Run) -> None:
+    assert client_for(cast.stranger).get(f"/runs/{failed_run.pk}/graph/").status_code == 404
+    missing = client_for(cast.viewer).get(f"/runs/{failed_run.pk}/graph/", {"scope": "frame_nope"})
+    assert missing.status_code == 404
+    assert "no subgraph scope" in missing.content.decode()
+
+
+@pytest.mark.parametrize(("frame", "run", "expected"), [
+    ("ready", "running", "running"),
+    ("ready", "queued", "queued"),
+    ("ready", "waiting", "waiting"),
+    ("suspended", "running", "waiting"),
+    ("waiting", "running", "running"),
+    ("waiting", "interrupted", "waiting"),
+    ("interrupted", "interrupted", "interrupted"),
+    ("ready", "failed", "cancelled"),
+    ("ready", "cancelled", "cancelled"),
+    ("failed", "failed", "failed"),
+])
+def test_a_live_frame_means_a_state_for_its_node(frame: str, run: str, expected: str) -> None:
+    assert frame_state(frame, run) == expected
+
+
+def test_a_node_shows_its_most_pressing_state() -> None:
+    assert NodeRun().state == "not reached"
+    assert NodeRun(completed=2).state == "completed"
+    assert NodeRun(completed=2, failed=1).state == "failed"
+    assert NodeRun(completed=2, failed=1, frames={"running"}).state == "running"
+    assert NodeRun(frames={"cancelled"}, failed=1).state == "failed"
+    assert NodeRun(frames={"interrupted", "running"}).state == "interrupted"
+    assert set(NODE_STATES) == {"queued", "running", "waiting", "interrupted", "completed", "failed", "cancelled",
+                                "not reached"}
