@@ -62,7 +62,8 @@ def _child_document(run: Run, document: Mapping[str, Any], call: run_overlay.Cal
     resolver = PinnedResolver(TeamVersionResolver(run.team_id), run.subgraph_versions
                               if isinstance(run.subgraph_versions, dict) else None)
     try:
-        return dump_document(resolver.resolve(WorkflowRef(id=str(ref.get("id")), version=version if isinstance(version, int) else None)))
+        pinned = WorkflowRef(id=str(ref.get("id")), version=version if isinstance(version, int) else None)
+        return dump_document(resolver.resolve(pinned))
     except SubgraphResolutionError as exc:
         raise ObjectNotFound(f"the child workflow {call.workflow!r} this call ran is no longer published",
                              scope=call.key) from exc

@@ -35,7 +35,7 @@ from designer.errors import ActionForbidden, DesignerError, ObjectNotFound
 from designer.filters import RunFilter, apply_filters
 from designer.models import Run, RunEvent, Team, Workflow
 from designer.permissions import has_role, require_workflow_role, role_of, workflow_role
-from designer.run_overlay import item_label
+from designer.run_overlay import NODE_STATES, item_label
 from designer.runs.batches import batch_progress
 from designer.runs.checkpointer import last_stored_seq
 from designer.runs.checkpoints import context_of, damage_of, load_state, with_damage
@@ -432,6 +432,8 @@ def _detail_context(request: HtmxHttpRequest, run: Run, **extra: Any) -> dict[st
         "elapsed_ms": int((now - run.started_at).total_seconds() * 1000) if run.started_at else None,
         "admin_url": _admin_runs_url(request, id__exact=run.pk),
         "preserve": True,
+        # The canvas's legend: each state in words and in the colour a node in it has.
+        "node_states": [(state, state.replace(" ", "-")) for state in NODE_STATES],
         **extra,
     }
 
