@@ -9,6 +9,9 @@ VENV    := .venv
 PY      := $(VENV)/bin/python
 PIP     := $(PY) -m pip --disable-pip-version-check
 LOCK    := requirements.lock
+# Tools whose dependencies clash with the project's pins, in a virtualenv of their own (see requirements-tools.lock).
+TOOLS      := .venv-tools
+TOOLS_LOCK := requirements-tools.lock
 HOST    ?= 127.0.0.1
 PORT    ?= 8000
 # Extra pytest arguments, e.g. `make test PYTEST_ARGS="-k login -x"`.
@@ -21,10 +24,11 @@ PYTHON  ?=
 FRONTEND_SOURCES := $(shell find static/src -type f 2>/dev/null)
 VITE_MANIFEST    := static/dist/manifest.json
 
-.PHONY: help setup run test test-postgres lint bench bench-history bench-step-cost build migrate lock clean
+.PHONY: help setup run dev test test-postgres lint bench bench-history bench-step-cost build migrate lock clean
 
 help:
-	@echo "make run    set up everything, then serve http://$(HOST):$(PORT)/ and run the task worker (Ctrl-C stops both)"
+	@echo "make run    set up everything, then serve http://$(HOST):$(PORT)/ with gunicorn and run the task worker (Ctrl-C stops both)"
+	@echo "make dev    the same with Django's autoreloading development server, for changing the code"
 	@echo "make test   set up everything, then run the whole test suite (incl. headless Chromium tests)"
 	@echo "make test-postgres  the same suite against a private, throw-away PostgreSQL cluster (.ci/postgres.sh)"
 	@echo "make lint   ruff + mypy + ESLint"
@@ -73,6 +77,12 @@ $(VENV)/.stamp-install-bench: pyproject.toml $(LOCK) $(VENV)/.stamp-install
 	$(PIP) install -q -c $(LOCK) -e '.[dev,bench]'
 	@touch $@
 
+# The API client generator the client tests run (tests/designer/test_api_clients.py).
+$(TOOLS)/.stamp: $(TOOLS_LOCK) | $(PY)
+	$(PY) -m venv --clear $(TOOLS)
+	$(TOOLS)/bin/python -m pip --disable-pip-version-check install -q -r $(TOOLS_LOCK)
+	@touch $@
+
 lock: $(VENV)/.stamp-install-bench
 	@{ echo "# Pinned versions for 'pip install -c $(LOCK)'. Regenerate with 'make lock'."; \
 	   $(PIP) list --format=freeze --exclude-editable --exclude trellis --exclude pip; } > $(LOCK)
@@ -92,22 +102,36 @@ build: $(VITE_MANIFEST)
 
 # --- Set-up, run, test --------------------------------------------------------
 
-setup: $(VENV)/.stamp-install $(VITE_MANIFEST)
+setup: $(VENV)/.stamp-install $(TOOLS)/.stamp $(VITE_MANIFEST)
 
 migrate: setup
 	$(PY) manage.py migrate --noinput
 
 # Development settings: production's plus the demo app (its tasks, `load_demo`); see designer/settings_dev.py.
+# `make run` serves with gunicorn (`manage.py serve`, designer/gunicorn_conf.py): threaded workers and a deep listen
+# backlog, so a burst of callers is queued, not reset. `make dev` serves with the autoreloading development server.
+# Starts the task worker and $(1) (the web server's command) in their own process groups; Ctrl-C or either one
+# ending stops both.
+define serve_with_worker
+	@set -m; \
+	$(PY) manage.py run_worker & worker=$$!; \
+	$(1) & web=$$!; \
+	stop() { trap - INT TERM EXIT; kill -TERM -- -$$worker -$$web 2>/dev/null || true; wait 2>/dev/null || true; }; \
+	trap stop INT TERM EXIT; \
+	wait -n
+endef
+
 run: export DJANGO_SETTINGS_MODULE := designer.settings_dev
 run: migrate
 	$(PY) manage.py load_demo
 	@echo "Serving http://$(HOST):$(PORT)/ with a task worker; Ctrl-C stops both."
-	@set -m; \
-	$(PY) manage.py run_worker & worker=$$!; \
-	$(PY) manage.py runserver $(HOST):$(PORT) & web=$$!; \
-	stop() { trap - INT TERM EXIT; kill -TERM -- -$$worker -$$web 2>/dev/null || true; wait 2>/dev/null || true; }; \
-	trap stop INT TERM EXIT; \
-	wait -n
+	$(call serve_with_worker,$(PY) manage.py serve $(HOST):$(PORT))
+
+dev: export DJANGO_SETTINGS_MODULE := designer.settings_dev
+dev: migrate
+	$(PY) manage.py load_demo
+	@echo "Serving http://$(HOST):$(PORT)/ (reloading on code changes) with a task worker; Ctrl-C stops both."
+	$(call serve_with_worker,$(PY) manage.py runserver $(HOST):$(PORT))
 
 # The front end's unit tests (vitest) and lint (ESLint) first: seconds, and they
 # name a broken module before the browser tests fail on it.
@@ -137,4 +161,4 @@ bench-step-cost: $(VENV)/.stamp-install-bench
 	$(PY) -m bench step_cost
 
 clean:
-	rm -rf $(VENV) node_modules static/dist *.egg-info
+	rm -rf $(VENV) $(TOOLS) node_modules static/dist *.egg-info

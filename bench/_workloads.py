@@ -195,6 +195,15 @@ def tree_cpu(pid: int) -> float:
     return total / TICKS
 
 
+def peak_rss_mib(pid: int) -> float:
+    """The process's peak resident memory (VmHWM) in MiB: the worker's own, where a run's state lives (its step
+    processes are forks that hold no run state)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
 def postmaster() -> int | None:
     """In a leg: the PostgreSQL server's pid (the parent of this connection's backend), None on SQLite."""
     from django.db import connection
@@ -220,9 +229,11 @@ class Measured:
     wall: float  # seconds
     worker_cpu: float  # seconds, the worker processes with their step processes
     db_cpu: float  # seconds, the PostgreSQL server (0 on SQLite)
+    worker_peak_mib: float = 0.0  # the largest peak RSS of one worker process so far (VmHWM)
 
     def figures(self) -> dict[str, float]:
-        return {"wall": self.wall, "worker_cpu": self.worker_cpu, "db_cpu": self.db_cpu}
+        return {"wall": self.wall, "worker_cpu": self.worker_cpu, "db_cpu": self.db_cpu,
+                "worker_peak_mib": self.worker_peak_mib}
 
 
 @dataclass(frozen=True, slots=True)
@@ -253,7 +264,8 @@ class Workers:
         for pk, status, error in Run.objects.filter(pk__in=pks).exclude(status="completed").values_list(
                 "pk", "status", "error"):
             raise RuntimeError(f"benchmark run {pk} ended {status}: {error}")
-        return Measured(pks, wall, cpu - before, db_cpu(self.server) - db_before)
+        peak = max(peak_rss_mib(process.pid) for process in self.processes)
+        return Measured(pks, wall, cpu - before, db_cpu(self.server) - db_before, peak)
 
 
 @contextmanager

@@ -59,8 +59,13 @@ GROWTH_GOAL = 1.3
 DURABLE_GOAL = 2.0
 REPO = Path(__file__).resolve().parents[1]
 
+#: keep_trace of a variant that passes none: the engine's default bound (issue 31: the defaults must be safe).
+DEFAULTS = "default"
 #: variant -> (description, collect with results= (else append), checkpointer, keep_trace, largest size measured)
-VARIANTS: dict[str, tuple[str, bool, str | None, int | None, int]] = {
+VARIANTS: dict[str, tuple[str, bool, str | None, int | str | None, int]] = {
+    # Engine(registry=...) and nothing else: what a user's first program does. Beside "results" (tuned: no trace
+    # kept), it shows what the default trace bound costs in time and memory up to 1M items.
+    "defaults": ("results=, Engine defaults", True, None, DEFAULTS, SIZES[-1]),
     "results": ("results=, no checkpointer", True, None, 0, SIZES[-1]),
     "append-nocp": ("append binding, no checkpointer", False, None, 0, SIZES[-1]),
     # InMemoryCheckpointer keeps every trace event (its load_events), about 2 KB per item: 2 GB at 1M items
@@ -111,7 +116,8 @@ def measure_once(variant: str, size: int) -> dict[str, Any]:
         directory = tempfile.TemporaryDirectory(prefix="trellis-bench-")  # removed when the process ends
         checkpointer = SqliteCheckpointer(Path(directory.name) / "runs.sqlite3", durability="off",
                                           history=HistoryPolicy() if store == "sqlite-all" else None)
-    engine = Engine(registry=w.registry(), checkpointer=checkpointer, keep_trace=keep)
+    options: dict[str, Any] = {} if keep == DEFAULTS else {"keep_trace": keep}
+    engine = Engine(registry=w.registry(), checkpointer=checkpointer, **options)
     engine.compile(workflow)
     items = list(range(size))
     gc.collect()
@@ -182,7 +188,7 @@ def section_per_item() -> dict[tuple[str, int], dict[str, Any]]:
 
 def section_memory(measured: dict[tuple[str, int], dict[str, Any]]) -> None:
     rows = []
-    for variant in ("results", "append-nocp", "results-cp", "append", "results-sqlite"):
+    for variant in ("defaults", "results", "append-nocp", "results-cp", "append", "results-sqlite"):
         label = VARIANTS[variant][0]
         for size in MEMORY_SIZES:
             found = measured.get((variant, size))
@@ -196,7 +202,8 @@ def section_memory(measured: dict[tuple[str, int], dict[str, Any]]) -> None:
               ["variant", "items", "peak MiB", "MiB before the run", "bytes/item added"], rows,
               "before the run = interpreter, imports and the input list; added = what the run needed on top: "
               "the item snapshot and the result list (8 bytes per reference each, plus the result ints) and live "
-              "frames; RunResult.trace is not retained (keep_trace=0). InMemoryCheckpointer keeps every trace "
+              "frames; RunResult.trace is not retained (keep_trace=0) except in the defaults row, which holds the "
+              "engine's default bound of the last 1,000 events. InMemoryCheckpointer keeps every trace "
               "event in memory by design (its load_events), about 2 KB per item; SqliteCheckpointer keeps them "
               "on disk.")
 

@@ -59,7 +59,7 @@ def _leg() -> None:
             rows.append({"vendor": connection.vendor, "items": size,
                          "wall": (done.finished_at - done.started_at).total_seconds(),
                          "worker_cpu": measured.worker_cpu, "db_cpu": measured.db_cpu,
-                         "events": done.events.count()})
+                         "events": done.events.count(), "peak_mib": measured.worker_peak_mib})
             connection.close()
     w.print_rows(rows)
 
@@ -81,13 +81,14 @@ def main() -> int:
         cells.append([row["vendor"], f"{row['items']:,}", f"{row['wall']:.1f}", f"{per_item:,.0f}",
                       f"{row['worker_cpu'] / row['items'] * 1e6:,.0f}", db, f"{cpu_per_item:,.0f}",
                       f"{per_item / first[row['vendor']][0]:.2f}x", f"{cpu_per_item / first[row['vendor']][1]:.2f}x",
-                      f"{row['events']:,}"])
+                      f"{row['events']:,}", f"{row['peak_mib']:,.0f}"])
     table(f"One foreach (math step per item, {CONCURRENCY} at once, results collected) through one run_worker; "
           f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}",
           ["database", "items", "wall s", "wall us/item", "worker CPU us/item", "db CPU us/item", "CPU us/item",
-           "growth wall", "growth CPU", "events"], cells,
+           "growth wall", "growth CPU", "events", "worker peak MiB"], cells,
           f"CPU = worker tree + database server; growth = per item at this size / at {SIZES[0]:,} items on the same "
-          f"database; goal <= {GROWTH_GOAL}x")
+          f"database; goal <= {GROWTH_GOAL}x; worker peak = the worker process's peak RSS so far (VmHWM: sizes run "
+          f"in order on one worker, so each row's peak includes the smaller runs before it)")
     return 0
 
 

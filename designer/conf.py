@@ -139,7 +139,7 @@ class Setting[T]:
     name: str
 
     def __init__(self, kind: Kind[T], default: object, doc: str, *, shown_default: str | None = None,
-                 read_by_runtime: bool = False) -> None:
+                 read_by_runtime: bool = False, read_by_web_server: bool = False) -> None:
         self.kind = kind
         self.default = default  # in the form a settings module gives it; cleaned on read like any value
         self.doc = doc
@@ -147,6 +147,8 @@ class Setting[T]:
         # The framework-free runtime reads these from the environment itself; they are declared (documented
         # and checked) here all the same.
         self.read_by_runtime = read_by_runtime
+        # Gunicorn reads its settings (designer/gunicorn_conf.py) before Django starts: from the environment too.
+        self.read_by_web_server = read_by_web_server
 
     def __set_name__(self, owner: type, name: str) -> None:
         self.name = PREFIX + name
@@ -260,6 +262,15 @@ class TrellisSettings:
         names_list(), [],
         "hosts the `http_request` task may reach although they resolve to loopback/private addresses (`*` for "
         "all)", read_by_runtime=True)
+    # --- the web server (manage.py serve, make run) ---
+    WEB_THREADS = Setting(
+        count(1), 8, "threads per web server process (`manage.py serve`; processes: gunicorn's `WEB_CONCURRENCY`, "
+        "default 2)", read_by_web_server=True)
+    WEB_BACKLOG = Setting(
+        count(1), 2048, "connections the kernel queues while every thread of the web server is busy; a burst "
+        "beyond the threads waits instead of being reset", read_by_web_server=True)
+    WEB_TIMEOUT = Setting(
+        count(1), 60, "seconds a web request may take before gunicorn restarts its process", read_by_web_server=True)
     # --- people ---
     LOGIN_MAX_FAILURES = Setting(
         count(1), 5,
@@ -315,7 +326,8 @@ def markdown_table() -> str:
     """The README's table of ``TRELLIS_*`` settings."""
     rows = ["| variable | default | meaning |", "| --- | --- | --- |"]
     rows += [f"| `{setting.name}` | {setting.default_text()} | {setting.doc}"
-             f"{' (environment only: the engine reads it)' if setting.read_by_runtime else ''} |"
+             f"{' (environment only: the engine reads it)' if setting.read_by_runtime else ''}"
+             f"{' (environment only: gunicorn reads it)' if setting.read_by_web_server else ''} |"
              for setting in SETTINGS]
     return "\n".join(rows) + "\n"
 

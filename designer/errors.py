@@ -109,7 +109,7 @@ class DocumentInvalid(DesignerError):
 
 
 class CronNeverFires(DesignerError):
-    """A cron expression that fits the published grammar (designer.cron) but can never fire: a range that runs
+    """A cron expression that fits the published grammar (designer.triggers.cron) but can never fire: a range that runs
     backwards, a day none of its months has. 422: the request is well formed, its schedule is not."""
 
     code = "cron.never_fires"

@@ -547,7 +547,7 @@ class ForeachBatchItem(models.Model):
 from designer.models_access import ApiToken, Invitation, LoginAttemptWindow  # noqa: E402
 
 # Webhooks and schedules that start runs without a person, likewise.
-from designer.models_triggers import Schedule, TriggerFire, Webhook, WebhookSignatureUse  # noqa: E402
+from designer.triggers.models import Schedule, TriggerFire, Webhook, WebhookSignatureUse  # noqa: E402
 
 __all__ = [
     "ApiToken", "ForeachBatch", "ForeachBatchItem", "Invitation", "LoginAttemptWindow", "Membership",

@@ -290,6 +290,14 @@ SPECTACULAR_SETTINGS = {
         "designer.api.schema.add_error_responses",
     ],
     "COMPONENT_SPLIT_REQUEST": True,
+    # Two fields named "status" (a run's, an invitation's) and two named "role" (a member's, a grant's) carry
+    # different choices: named here, so clients get RunStatusEnum rather than a hash-suffixed StatusF4cEnum.
+    "ENUM_NAME_OVERRIDES": {
+        "RunStatusEnum": "designer.models.Run.Status",
+        "InvitationStatusEnum": "designer.models_access.Invitation.Status",
+        "TeamRoleEnum": "designer.models.Membership.Role",
+        "GrantRoleEnum": "designer.models.WorkflowGrant.Role",
+    },
 }
 
 # --- Trellis (TRELLIS_*) --------------------------------------------------------

@@ -30,8 +30,8 @@ def execute_run(run_id: int) -> str:
 def fire_schedule(schedule_id: int, tick: str) -> str:
     """Fire one tick of a schedule (a run of its workflow) and queue its next tick; a duplicate does nothing.
 
-    Enqueued due at the tick (``run_after``); see ``designer.services.triggers``."""
-    from designer.services.triggers import fire_tick
+    Enqueued due at the tick (``run_after``); see ``designer.triggers.services``."""
+    from designer.triggers.services import fire_tick
 
     return fire_tick(schedule_id, tick)
 

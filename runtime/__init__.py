@@ -92,7 +92,7 @@ from runtime._paths import (
     parse_state_path,
     state_path,
 )
-from runtime._registry import Route, TaskRegistry, TaskSpec, builtin_registry, default_registry, task
+from runtime._registry import Route, TaskRegistry, TaskSpec, default_registry, task
 from runtime._resolver import MappingResolver, WorkflowResolver
 from runtime._sqlite import SqliteCheckpointer
 from runtime._state import (
@@ -108,6 +108,7 @@ from runtime._state import (
 from runtime._steps import StepCall, StepExecutor
 from runtime._summary import ActivationProgress, RunSummary, run_summary
 from runtime._trace import TraceEvent
+from runtime.builtins import builtin_registry
 
 __all__ = [
     "ActivationProgress",

@@ -109,7 +109,7 @@ class Recorder:
     so callers may skip the summaries they would have attached.
     """
 
-    __slots__ = ("run_state", "events", "seq", "step", "sink", "keep", "clock", "recording")
+    __slots__ = ("run_state", "events", "seq", "first_seq", "step", "sink", "keep", "clock", "recording")
 
     def __init__(self, run_state: RunState, *, clock: Callable[[], float], keep: int | None = None,
                  sink: Callable[[TraceEvent], Any] | None = None, saved: bool = True) -> None:
@@ -119,11 +119,15 @@ class Recorder:
         self.events: list[TraceEvent] | deque[TraceEvent] = [] if keep is None else deque(maxlen=keep)
         self.step: list[TraceEvent] = []
         self.sink = sink
-        self.seq = run_state.trace_seq
+        self.seq = self.first_seq = run_state.trace_seq
         self.recording = saved or keep != 0 or sink is not None
 
     def sync(self) -> None:
         self.run_state.__dict__["trace_seq"] = self.seq  # field storage: see prepare_step's steps counter
+
+    def omitted(self) -> int:
+        """Events numbered by this call but not in ``events`` (the retention bound, or nobody recording)."""
+        return self.seq - self.first_seq - len(self.events) - len(self.step)
 
     def take_step(self) -> list[TraceEvent]:
         """The events since the last call (one superstep's), now retained as ``keep`` says."""

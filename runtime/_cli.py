@@ -42,13 +42,14 @@ from pathlib import Path
 from typing import Any
 
 from runtime._document import Workflow
-from runtime._engine import Engine, RunResult
+from runtime._engine import DEFAULT_KEEP_TRACE, Engine, RunResult
 from runtime._errors import WorkflowError
 from runtime._group_commit import DURABILITY
 from runtime._ids import RandomIds, SequentialIds
-from runtime._registry import TaskRegistry, builtin_registry, default_registry
+from runtime._registry import TaskRegistry, default_registry
 from runtime._sqlite import SqliteCheckpointer
 from runtime._trace import TraceEvent
+from runtime.builtins import builtin_registry
 
 EXIT = {"completed": 0, "failed": 1, "interrupted": 3, "cancelled": 4}
 EXIT_REFUSED = 2
@@ -106,7 +107,7 @@ def _load_workflows(directory: str | None) -> dict[object, Workflow]:
 
 CHECKPOINT_FILE = "runs.sqlite3"
 #: Trace events the command line holds in memory: bounded, so a long run's memory follows its live frames.
-KEEP_TRACE = 1000
+KEEP_TRACE = DEFAULT_KEEP_TRACE
 
 
 def _count(text: str) -> int:

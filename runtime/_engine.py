@@ -31,6 +31,8 @@ from runtime._trace import TraceEvent, summarize
 RunStatus = Literal["completed", "interrupted", "waiting", "failed", "cancelled"]
 
 _CACHE_LIMIT = 256
+#: Trace events an engine call keeps for ``RunResult.trace`` unless told otherwise (the command line's default too).
+DEFAULT_KEEP_TRACE = 1000
 
 
 def retry_delay_diagnostics(workflow: Workflow, limit: float) -> list[Diagnostic]:
@@ -55,9 +57,12 @@ def retry_delay_diagnostics(workflow: Workflow, limit: float) -> list[Diagnostic
 class RunResult:
     """What one engine call ended with.
 
-    ``trace`` holds the events of this call only (all of them, or the last
-    ``keep_trace`` when the engine bounds it); a checkpointer or a
-    ``trace_sink`` keeps the whole history. ``run_state`` is the engine's state object after the call:
+    ``trace`` holds the events of this call only: the last ``keep_trace`` of
+    them (``DEFAULT_KEEP_TRACE``, 1,000, unless the engine says otherwise).
+    ``trace_omitted`` counts the events of this call left out of ``trace``,
+    and ``trace_kept_by`` names where every event went when the engine has
+    somewhere to send them (``"checkpointer"``, ``"trace_sink"``,
+    ``"on_superstep"``); empty, the omitted events are gone. ``run_state`` is the engine's state object after the call:
     pass it (or its JSON) to ``resume``, which never modifies it.
 
     ``waiting`` (only from an engine with ``sleep_in_process=False``): frames
@@ -75,6 +80,8 @@ class RunResult:
     interrupts: tuple[Interrupt, ...]
     error: WorkflowError | None
     wake_at: float | None = None
+    trace_omitted: int = 0
+    trace_kept_by: tuple[str, ...] = ()
 
     @property
     def run_id(self) -> str:
@@ -111,11 +118,15 @@ class Engine:
     node and item path where it spins, while a foreach of any size passes
     (each item is a frame of its own).
 
-    ``keep_trace`` bounds ``RunResult.trace``: ``None`` keeps every event of
-    the call, ``N`` the last N, ``0`` none; the checkpointer still receives
-    every event with its superstep, and ``trace_sink(event)`` is called with
-    each event as it happens. With a bound, a run's memory follows its live
-    frames however long it runs.
+    ``keep_trace`` bounds ``RunResult.trace``: by default the last
+    ``DEFAULT_KEEP_TRACE`` (1,000) events of the call, ``N`` the last N, ``0``
+    none, ``None`` every one (memory then grows with the run: about 2 KB an
+    event, 2 GB for a foreach of a million items). The bound is the default
+    because the first program anyone writes against a big foreach should not
+    need a setting to stay small. The checkpointer still receives every event
+    with its superstep, and ``trace_sink(event)`` is called with each event
+    as it happens: those are the ways to keep the whole trace of a long run.
+    ``RunResult.trace_omitted`` says how many events the bound left out.
 
     Step limits (each failure goes through the node's retry policy and
     ``error`` route like any task failure; ``runtime._steps`` has the rules):
@@ -175,7 +186,7 @@ class Engine:
         should_cancel: Callable[[str], bool] | None = None,
         max_depth: int = 32,
         max_steps: int | None = None,
-        keep_trace: int | None = None,
+        keep_trace: int | None = DEFAULT_KEEP_TRACE,
         trace_sink: Callable[[TraceEvent], Any] | None = None,
         step_timeout: float | None = None,
         max_result_bytes: int | None = None,
@@ -375,6 +386,8 @@ class Engine:
             state=scope.state if scope is not None else {},
             run_state=rs,
             trace=tuple(loop.recorder.events),
+            trace_omitted=loop.recorder.omitted(),
+            trace_kept_by=loop.trace_kept_by(),
             interrupts=tuple(rs.interrupts.values()),
             error=error,
             wake_at=rs.wake_at if rs.status == "waiting" else None,

@@ -315,6 +315,12 @@ class RunLoop:
 
     # -- workflows per scope ------------------------------------------------------
 
+    def trace_kept_by(self) -> tuple[str, ...]:
+        """Where every event of the call went, besides the bounded ``RunResult.trace``."""
+        config = self.config
+        return tuple(name for name, there in (("checkpointer", config.checkpointer), ("trace_sink", config.trace_sink),
+                                              ("on_superstep", config.on_superstep)) if there is not None)
+
     def plan_for(self, scope: RuntimeScope) -> CompiledWorkflow:
         if scope.scope_id == ROOT_SCOPE_ID:
             return self.root_plan

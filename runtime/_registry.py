@@ -592,11 +592,3 @@ def spec_of(fn: object) -> TaskSpec | None:
 default_registry = TaskRegistry()
 task = default_registry.task
 
-
-def builtin_registry() -> TaskRegistry:
-    """A fresh registry holding the built-in tasks (``runtime.builtins``)."""
-    from runtime.builtins import register_builtins
-
-    registry = TaskRegistry()
-    register_builtins(registry)
-    return registry

@@ -73,6 +73,11 @@ def _parse(serializer_class: type[serializers.Serializer], data: Any) -> dict[st
     return dict(serializer.validated_data)
 
 
+#: The answer of redrive, re-run and fork: the run's detail, as GET /api/runs/{id}/ gives it (its serializer lives in
+#: designer.api.runs, which includes these routes; the schema names its component instead of importing it).
+RUN_DETAIL_SCHEMA: dict[str, Any] = {"$ref": "#/components/schemas/RunDetail"}
+
+
 def _detail(run: Any) -> dict[str, Any]:
     from designer.api.runs import run_detail  # runs.py includes these routes
 
@@ -84,7 +89,7 @@ class _RunsView(APIView):
 
 
 class RunRedriveView(_RunsView):
-    @extend_schema(request=None, responses={202: serializers.JSONField()}, operation_id="runs_redrive",
+    @extend_schema(request=None, responses={202: RUN_DETAIL_SCHEMA}, operation_id="runs_redrive",
                    description="Run a failed run again from its last checkpoint: only the failed steps and items "
                                "run again, against the same pinned versions; a new attempt of the same run.")
     def post(self, request: Request, run_id: int) -> Response:
@@ -94,7 +99,7 @@ class RunRedriveView(_RunsView):
 
 
 class RunRerunView(_RunsView):
-    @extend_schema(request=RerunSerializer, responses={201: serializers.JSONField()}, operation_id="runs_rerun",
+    @extend_schema(request=RerunSerializer, responses={201: RUN_DETAIL_SCHEMA}, operation_id="runs_rerun",
                    description="Start a new run with the same (or an edited) input and the same or current version.")
     def post(self, request: Request, run_id: int) -> Response:
         run = get_run(user=request.user, run_id=run_id)
@@ -118,7 +123,7 @@ class RunCheckpointView(_RunsView):
 
 
 class RunForkView(_RunsView):
-    @extend_schema(request=ForkSerializer, responses={201: serializers.JSONField()}, operation_id="runs_fork",
+    @extend_schema(request=ForkSerializer, responses={201: RUN_DETAIL_SCHEMA}, operation_id="runs_fork",
                    description="Start a new run from a kept checkpoint of this one, with the state and/or an "
                                "interrupt's answer edited (checked against their schemas).")
     def post(self, request: Request, run_id: int) -> Response:

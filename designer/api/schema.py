@@ -111,6 +111,12 @@ def document_components(max_nodes: int) -> dict[str, dict[str, Any]]:
     definitions = schema.pop("$defs", {})
     components = {f"{DOCUMENT_PREFIX}{name}": _oas30(body) for name, body in definitions.items()}
     root = _oas30(schema)
+    # pydantic titles each model by its class name, and client generators name their models by title: the
+    # document's root was titled "Workflow" like the API's workflow record, so openapi-python-client dropped the
+    # document model and every operation carrying one. Each component is titled by its own (unique) name.
+    for name, body in components.items():
+        body["title"] = name
+    root["title"] = DOCUMENT_COMPONENT
     root["properties"]["nodes"]["maxItems"] = max_nodes
     root["description"] = (
         "A workflow document: the JSON of runtime.Workflow, generated from the runtime's models. Rules across "

@@ -46,8 +46,8 @@ urlpatterns: list[URLPattern | URLResolver] = [
 
 urlpatterns.append(path("", include("designer.api.runs")))
 
-# Triggers: webhooks and schedules (designer/api/triggers.py).
-urlpatterns.append(path("", include("designer.api.triggers")))
+# Triggers: webhooks and schedules (designer/triggers/api.py).
+urlpatterns.append(path("", include("designer.triggers.api")))
 
 # Last: anything else under /api/ is a JSON 404 (not Django's HTML page), whatever the method.
 urlpatterns.append(re_path(r"^.*$", unknown_api_path, name="unknown"))

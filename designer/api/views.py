@@ -7,7 +7,6 @@ from typing import Any
 
 from django.http import HttpResponse
 from django.urls import reverse
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.request import Request
@@ -18,6 +17,7 @@ from designer import analysis as doc_analysis
 from designer import catalog, selectors
 from designer.api import serializers as s
 from designer.api.parsers import LimitedJSONParser
+from designer.api.schema import DOCUMENT_SCHEMA
 from designer.filters import WorkflowFilter, apply_filters, openapi_parameters
 from designer.json_text import pretty_json
 from designer.permissions import DUPLICATE_RULE, SEE_SHARING, SHARING_RULE, require_own_team_role, require_role
@@ -268,7 +268,9 @@ class WorkflowImportView(BaseAPIView):
 
 
 class WorkflowExportView(BaseAPIView):
-    @extend_schema(responses={(200, "application/json"): OpenApiTypes.OBJECT, **ERRORS})
+    # The export is the draft's document itself (a file to keep or import): typed as one, so a generated client
+    # parses it into its document model rather than a bare object.
+    @extend_schema(responses={(200, "application/json"): DOCUMENT_SCHEMA, **ERRORS})
     def get(self, request: Request, workflow_id: int) -> HttpResponse:
         workflow = _workflow(request, workflow_id)
         response = HttpResponse(pretty_json(workflow.document) + "\n",

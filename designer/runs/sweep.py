@@ -29,7 +29,7 @@ from designer.models import RecoveryChain
 from designer.runs import queue
 from designer.runs.lease import expiry_in, lease_seconds
 from designer.runs.recovery import requeue_stale_runs
-from designer.services.triggers import requeue_lost_ticks
+from designer.triggers.services import requeue_lost_ticks
 
 logger = logging.getLogger("designer.runs")
 
@@ -100,7 +100,7 @@ def sweep(token: str) -> str:
             return "superseded"
         _enqueue_sweep(token, delay=every)
     requeued = requeue_stale_runs()
-    requeue_lost_ticks()  # a schedule whose queued tick was lost gets it back (designer.services.triggers)
+    requeue_lost_ticks()  # a schedule whose queued tick was lost gets it back (designer.triggers.services)
     prune_finished_sweeps()
     return f"re-enqueued {len(requeued)}"
 

@@ -7,12 +7,8 @@ expressions are JMESPath and templates only substitute named values.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from runtime._registry import TaskRegistry
 from runtime.builtins import _data, _net, _numbers
-
-if TYPE_CHECKING:
-    from runtime._registry import TaskRegistry
 
 #: Names of the built-in tasks, in registration order.
 BUILTIN_TASKS = ("transform", "template", "set_value", "collect", "length", "math", "compare", "http_request", "wait")
@@ -29,3 +25,10 @@ def register_builtins(registry: TaskRegistry) -> None:
     registry.register(_numbers.compare, name="compare", labels=("true", "false"))
     registry.register(_net.http_request, name="http_request")
     registry.register(_net.wait, name="wait")
+
+
+def builtin_registry() -> TaskRegistry:
+    """A fresh registry holding the built-in tasks."""
+    registry = TaskRegistry()
+    register_builtins(registry)
+    return registry

@@ -3,7 +3,13 @@ in another team, API clients logged in as each, and a small valid workflow."""
 
 from __future__ import annotations
 
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -120,3 +126,38 @@ def enqueued() -> Any:
     task_enqueued.connect(record, weak=False)
     yield seen
     task_enqueued.disconnect(record)
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@pytest.fixture
+def served(worker_env: dict[str, str]) -> Iterator[str]:
+    """``manage.py serve`` (the server ``make run`` starts) on a free port of 127.0.0.1, on this test's database;
+    its base URL once it accepts connections."""
+    port = _free_port()
+    process = subprocess.Popen([sys.executable, "manage.py", "serve", f"127.0.0.1:{port}"],
+                               cwd=Path(__file__).resolve().parents[2], env=worker_env, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=1):
+                    break
+            except OSError:
+                if process.poll() is not None or time.monotonic() > deadline:
+                    output = process.stdout.read() if process.stdout else ""
+                    pytest.fail(f"manage.py serve did not start:\n{output[-3000:]}")
+                time.sleep(0.1)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()

@@ -1,4 +1,5 @@
-"""Trace retention: RunResult.trace keeps all, the last N or no events; sinks and checkpointers see every one."""
+"""Trace retention: RunResult.trace keeps the last 1,000 events by default, or all, the last N or none; sinks and
+checkpointers see every one, and the result says how many it left out and where they went."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from typing import Any
 import pytest
 
 from runtime import Engine, InMemoryCheckpointer, SequentialIds, TaskRegistry, TraceEvent, Workflow, WorkflowBuilder
+from runtime._engine import DEFAULT_KEEP_TRACE
 
 
 def tasks() -> TaskRegistry:
@@ -30,19 +32,44 @@ def loop() -> Workflow:
     return g.build()
 
 
-def run(**engine_kwargs: Any) -> tuple[Any, list[TraceEvent], list[TraceEvent]]:
+def run(items: int = 100, **engine_kwargs: Any) -> tuple[Any, list[TraceEvent], list[TraceEvent]]:
     cp = InMemoryCheckpointer()
     sunk: list[TraceEvent] = []
     eng = Engine(registry=tasks(), ids=SequentialIds(), checkpointer=cp, trace_sink=sunk.append, **engine_kwargs)
-    result = eng.run(loop(), {"xs": list(range(100))})
+    result = eng.run(loop(), {"xs": list(range(items))})
     assert result.status == "completed"
     return result, cp.load_events(result.run_id), sunk
 
 
-def test_by_default_the_result_keeps_every_event() -> None:
-    result, stored, sunk = run()
+def test_asked_to_the_result_keeps_every_event() -> None:
+    result, stored, sunk = run(600, keep_trace=None)
+    assert len(stored) > DEFAULT_KEEP_TRACE
     assert [e.seq for e in result.trace] == list(range(len(stored)))
     assert [e.identity() for e in result.trace] == [e.identity() for e in stored] == [e.identity() for e in sunk]
+    assert result.trace_omitted == 0
+
+
+def test_by_default_the_result_keeps_the_last_thousand_and_says_how_many_it_left_out_and_where() -> None:
+    result, stored, _ = run(600)
+    assert len(stored) > DEFAULT_KEEP_TRACE == 1000
+    assert [e.identity() for e in result.trace] == [e.identity() for e in stored[-DEFAULT_KEEP_TRACE:]]
+    assert result.trace_omitted == len(stored) - DEFAULT_KEEP_TRACE
+    assert result.trace_kept_by == ("checkpointer", "trace_sink")
+
+
+def test_with_no_store_the_default_bound_still_holds_and_nothing_claims_to_keep_the_rest() -> None:
+    result = Engine(registry=tasks(), ids=SequentialIds()).run(loop(), {"xs": list(range(600))})
+    assert result.status == "completed" and result.output["doubled"] == [2 * x for x in range(600)]
+    assert len(result.trace) == DEFAULT_KEEP_TRACE
+    assert result.trace[-1].kind == "run_completed"
+    assert result.trace_omitted == result.run_state.trace_seq - DEFAULT_KEEP_TRACE > 0
+    assert result.trace_kept_by == ()
+
+
+def test_a_small_run_keeps_its_whole_trace_by_default() -> None:
+    result, stored, _ = run(10)
+    assert [e.identity() for e in result.trace] == [e.identity() for e in stored]
+    assert result.trace_omitted == 0
 
 
 @pytest.mark.parametrize("keep", [1, 7, 50])
@@ -50,12 +77,14 @@ def test_keeping_the_last_n_events(keep: int) -> None:
     result, stored, sunk = run(keep_trace=keep)
     assert len(stored) > 300
     assert [e.identity() for e in result.trace] == [e.identity() for e in stored[-keep:]]
+    assert result.trace_omitted == len(stored) - keep
     assert [e.seq for e in sunk] == [e.seq for e in stored]  # the sink and the checkpointer still see all
 
 
 def test_keeping_no_events_streams_them_all_to_the_sink_in_order() -> None:
     result, stored, sunk = run(keep_trace=0)
     assert result.trace == ()
+    assert result.trace_omitted == len(stored)
     assert [e.seq for e in sunk] == list(range(len(stored)))
     assert result.output["doubled"] == [2 * x for x in range(100)]
 

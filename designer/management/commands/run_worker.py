@@ -17,7 +17,7 @@ from django_tasks_db.management.commands.db_worker import Command as DbWorkerCom
 
 from designer.runs import steps, sweep
 from designer.runs.recovery import requeue_stale_runs
-from designer.services.triggers import requeue_lost_ticks
+from designer.triggers.services import requeue_lost_ticks
 
 
 class Command(DbWorkerCommand):

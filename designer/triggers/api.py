@@ -1,5 +1,5 @@
 """Trigger endpoints: a workflow's webhooks and schedules. Everyone who sees the workflow lists them;
-editors and owners create, revoke, pause and delete them (``designer.services.triggers``).
+editors and owners create, revoke, pause and delete them (``designer.triggers.services``).
 
 The webhook call itself (``POST /hooks/<secret>/``) is not under /api/: the secret is its credential.
 """
@@ -16,7 +16,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from designer import cron, selectors
+from designer import selectors
 from designer.api.parsers import LimitedJSONParser
 from designer.api.schema import (
     CHECKED_BEYOND,
@@ -30,7 +30,8 @@ from designer.api.serializers import HAS_TEXT, ErrorSerializer
 from designer.errors import ObjectNotFound
 from designer.models import Schedule, Webhook
 from designer.permissions import require_workflow_role
-from designer.services import triggers as trigger_services
+from designer.triggers import cron
+from designer.triggers import services as trigger_services
 from designer.untrusted import MAX_ID
 
 ERRORS = {400: ErrorSerializer, 403: ErrorSerializer, 404: ErrorSerializer}

@@ -30,8 +30,6 @@ from django.db import IntegrityError, transaction
 from django.db.models import Max
 from django.utils import timezone
 
-from designer import cron
-from designer import webhook_signature as signature
 from designer.conf import trellis
 from designer.errors import (
     BadRequest,
@@ -48,6 +46,7 @@ from designer.models_access import hash_secret
 from designer.permissions import require_workflow_role
 from designer.services._text import short_text
 from designer.services.runs import begin_run
+from designer.triggers import cron, signature
 from designer.untrusted import JSONInputError, form_json, loads_json, parse_id
 from runtime import WorkflowError, check_run_input
 
@@ -186,7 +185,7 @@ def _refuse_replay(webhook: Webhook, call: signature.SignedCall, *, now: float) 
 def call_webhook(*, secret: str, body: bytes, signature_header: str | None = None,
                  now: float | None = None) -> Run:
     """Start a run from a webhook call whose raw body is ``body``. ``ObjectNotFound`` for an unknown or revoked
-    secret, ``webhook_signature.SignatureRefused`` (and subclasses) for a signed webhook's call whose
+    secret, ``signature.SignatureRefused`` (and subclasses) for a signed webhook's call whose
     signature is missing, wrong, outside the replay window or already used, ``RateLimited`` past the webhook's limit,
     ``BadRequest`` / ``runtime.InputValidationError`` for a body the input schema refuses; in every refused
     case nothing is recorded. ``now`` (Unix seconds) is the clock the signature's timestamp is checked against."""
@@ -243,7 +242,7 @@ def _zone(name: object) -> ZoneInfo:
 
 
 def _cron(expression: object, zone: ZoneInfo) -> str:
-    """The expression, whitespace normalised; it must fit ``designer.cron.CRON_PATTERN`` (400 otherwise, the
+    """The expression, whitespace normalised; it must fit ``designer.triggers.cron.CRON_PATTERN`` (400 otherwise, the
     pattern the API schema publishes) and be able to fire (422 ``cron.never_fires`` otherwise)."""
     if not isinstance(expression, str) or not expression.strip():
         raise BadRequest("a schedule needs a cron expression, e.g. '0 9 * * 1-5' (09:00 on weekdays)", field="cron")

@@ -13,10 +13,10 @@ from django.urls import reverse
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from designer import cron
 from designer.models import Schedule
-from designer.services import triggers
 from designer.services import workflows as workflow_services
+from designer.triggers import cron
+from designer.triggers import services as triggers
 
 NOW = datetime(2026, 12, 3, 12, 0, tzinfo=UTC)
 

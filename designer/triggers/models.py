@@ -20,7 +20,7 @@ class Webhook(models.Model):
     """``POST /hooks/<secret>/`` with a JSON body starts a run of ``version`` (None: the latest published
     version when the call arrives) with that body as its input.
 
-    In ``signed`` mode the call must also carry a ``Trellis-Signature`` header (``designer.webhook_signature``):
+    In ``signed`` mode the call must also carry a ``Trellis-Signature`` header (``designer.triggers.signature``):
     the signing secret is derived from ``signing_salt`` and the server's key, never stored."""
 
     class Mode(models.TextChoices):
@@ -147,7 +147,7 @@ class TriggerFire(models.Model):
 
 
 class WebhookSignatureUse(models.Model):
-    """A signed webhook call accepted inside its replay window (``designer.webhook_signature``). The same
+    """A signed webhook call accepted inside its replay window (``designer.triggers.signature``). The same
     timestamp and body again would be a replay: the unique key refuses it in every worker. A row is needed
     only until ``expires_at``, when the signature's timestamp leaves the window; calls prune older rows."""
 

@@ -15,10 +15,10 @@ from django.urls import reverse
 from hypothesis import given
 from hypothesis import strategies as st
 
-from designer import webhook_signature as signature
 from designer.models import Run, TriggerFire, Webhook, WebhookSignatureUse
-from designer.services import triggers
 from designer.services import workflows as workflow_services
+from designer.triggers import services as triggers
+from designer.triggers import signature
 
 pytestmark = pytest.mark.django_db
 
