@@ -37,7 +37,7 @@ class Step:
     scope_id: str
     start: datetime
     end: datetime | None = None
-    status: str = "running"  # running | completed | failed | waiting
+    status: str = "running"  # running | completed | failed | waiting | cancelled (stopped by the run's end)
     label: str = ""
     attempts: int = 1
     left: float = 0.0
@@ -219,7 +219,9 @@ def build_timeline(events: Iterable[RunEvent], *, now: datetime, end: datetime |
     stop = end or now
     for step in open_steps.values():
         if step.end is None and end is not None:
+            # The run ended (failed, cancelled) with this step under way: it was stopped, it is not running.
             step.end = end
+            step.status = "cancelled" if step.status == "running" else step.status
     ends: list[datetime] = [latest or t0]
     for row in rows.values():
         ends.extend(s.end or stop for s in row.steps)

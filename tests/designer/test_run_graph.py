@@ -7,11 +7,13 @@ import re
 from typing import Any
 
 import pytest
+from django.utils import timezone
 
 from designer.models import Run
 from designer.run_overlay import NODE_STATES, NodeRun, frame_state
 from designer.runs.executor import execute
 from designer.services import runs as run_services
+from designer.views.run_display import build_timeline
 from tests.designer.clients import client_for
 from tests.designer.nested_failure import CUSTOMERS, make_workflows
 
@@ -100,3 +102,13 @@ def test_a_node_shows_its_most_pressing_state() -> None:
     assert NodeRun(frames={"interrupted", "running"}).state == "interrupted"
     assert set(NODE_STATES) == {"queued", "running", "waiting", "interrupted", "completed", "failed", "cancelled",
                                 "not reached"}
+
+
+def test_the_timeline_draws_steps_a_failed_run_stopped_as_stopped_not_running(cast: Any, failed_run: Run) -> None:
+    events = list(failed_run.events.order_by("seq"))
+    timeline = build_timeline(events, now=timezone.now(), end=failed_run.finished_at)
+    steps = [step for row in timeline.rows for step in row.steps]
+    assert "running" not in {step.status for step in steps}
+    # Bob's call failed; Ada's and Cy's calls were under way when it did, and were stopped.
+    process = sorted(step.status for step in steps if step.node_id == "process")
+    assert process == ["cancelled", "cancelled", "failed"]

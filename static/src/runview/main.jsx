@@ -297,10 +297,19 @@ function Canvas({ root }) {
       x2 = Math.max(x2, frame.x + frame.width);
       y2 = Math.max(y2, frame.y + frame.height + 30);
     }
-    const area = wrapper.current.getBoundingClientRect();
     const bounds = { x: x1, y: y1, width: x2 - x1, height: y2 - y1 };
-    const fit = getViewportForBounds(bounds, area.width, area.height, 0.05, 1.1, { top: "24px", bottom: "24px", x: "4%" });
-    const viewport = readableViewport(fit, bounds, { left: 24, top: 24, bottom: 24 }, area);
+    const margin = { left: 24, top: 24, bottom: 24 };
+    const place = (area) => {
+      const fit = getViewportForBounds(bounds, area.width, area.height, 0.05, 1.1, { top: "24px", bottom: "24px", x: "4%" });
+      return readableViewport(fit, bounds, margin, area);
+    };
+    // A flat graph gets a flat canvas (no empty band above and below it), so the timeline under it is in view.
+    wrapper.current.style.height = "";
+    const full = wrapper.current.getBoundingClientRect();
+    const first = place(full);
+    const height = Math.min(full.height, Math.max(260, Math.ceil(bounds.height * first.zoom) + 2 * 40));
+    wrapper.current.style.height = `${height}px`;
+    const viewport = place({ width: full.width, height });
     flow.setViewport(viewport);
     fittedFor.current = graph.scope.key;
     root.dataset.fitted = "true";
