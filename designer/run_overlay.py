@@ -107,21 +107,20 @@ class Call:
 
 def subgraph_calls(events: Iterable[RunEvent]) -> list[Call]:
     """Every subgraph call in the trace, in the order they opened their scopes."""
-    open_steps: list[RunEvent] = []
+    open_steps: dict[str, dict[str, RunEvent]] = {}  # node -> {frame: its step under way, not yet matched}
     calls: list[Call] = []
     for event in events:
         if event.kind == "node_started" and event.frame_id:
-            open_steps.append(event)
+            open_steps.setdefault(event.node_id, {})[event.frame_id] = event
         elif event.kind in ("node_completed", "node_failed"):
-            open_steps = [s for s in open_steps if (s.frame_id, s.node_id) != (event.frame_id, event.node_id)]
+            open_steps.get(event.node_id, {}).pop(event.frame_id, None)
         elif event.kind == "scope_opened" and event.frame_id:
             summary = summary_of(event)
             caller_node = str(summary.get("caller_node_id") or "")
             # The trace names the calling node, not its frame: calls open their scopes in the order their
             # steps started, so the caller is that node's oldest step under way not yet matched to a call.
-            step = next((s for s in open_steps if s.node_id == caller_node), None)
-            if step is not None:
-                open_steps.remove(step)
+            waiting = open_steps.get(caller_node)
+            step = waiting.pop(next(iter(waiting))) if waiting else None
             context = summary_of(step).get("context") if step is not None else None
             calls.append(Call(
                 key=event.frame_id, scope_id=event.scope_id, workflow=str(summary.get("workflow") or ""),
@@ -131,21 +130,21 @@ def subgraph_calls(events: Iterable[RunEvent]) -> list[Call]:
     return calls
 
 
-def call_state(events: Iterable[RunEvent], call: Call, run_status: str) -> str:
-    """How one subgraph call went, as its caller's step ended (or not yet): a ``NODE_STATES`` word."""
-    outcome = ""
+def call_states(events: Iterable[RunEvent], calls: Sequence[Call], run_status: str) -> dict[str, str]:
+    """How each subgraph call went (by its key), as its caller's step ended or not yet: ``NODE_STATES`` words."""
+    by_step = {(call.caller_frame, call.caller_node): call.key for call in calls}
+    ended: dict[str, str] = {}
     for event in events:
-        if event.frame_id == call.caller_frame and event.node_id == call.caller_node:
-            if event.kind == "node_completed":
-                outcome = "completed"
-            elif event.kind == "node_failed" and event_data(event).get("label") != "error":
-                outcome = "failed"
-            elif event.kind == "node_failed":
-                outcome = "completed"  # its error route took the failure
-    if outcome:
-        return outcome
-    return {"interrupted": "interrupted", "waiting": "waiting", "queued": "queued"}.get(
-        run_status, "running" if run_status == "running" else "cancelled")
+        key = by_step.get((event.frame_id, event.node_id)) if event.kind in ("node_completed", "node_failed") \
+            else None
+        if key is None:
+            continue
+        # A failure the caller's error route took ended the call as far as the caller goes: it completed.
+        failed = event.kind == "node_failed" and event_data(event).get("label") != "error"
+        ended[key] = "failed" if failed else "completed"
+    open_state = {"interrupted": "interrupted", "waiting": "waiting", "queued": "queued", "running": "running"}.get(
+        run_status, "cancelled")
+    return {call.key: ended.get(call.key, open_state) for call in calls}
 
 
 def overlay(run: Run, events: Sequence[RunEvent], *, scope_id: str = ROOT_SCOPE) -> dict[str, Any]:

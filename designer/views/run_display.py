@@ -364,8 +364,8 @@ def progress_rows(state: RunState | None, events: Iterable[RunEvent],
     lineage_of_item: dict[str, tuple[str, int | None]] = {}
     started_in: dict[str, str] = {}  # activation -> the lineage whose frame started it
     above: dict[str, str] = {}  # lineage -> the lineage it runs under (an item's foreach's, a call's caller's)
-    open_steps: dict[tuple[str, str], str] = {}  # (frame, node) of a step under way -> its lineage
-    calls: dict[str, list[str]] = {}  # caller node -> lineages of its steps under way, oldest first
+    # node -> {frame: lineage} of its steps under way not yet matched to a scope they opened, oldest first
+    calls: dict[str, dict[str, str]] = {}
     failed: dict[str, set[int]] = {}
     tolerated: dict[str, int] = {}
 
@@ -404,12 +404,9 @@ def progress_rows(state: RunState | None, events: Iterable[RunEvent],
             if row.total is None:
                 row.total = row.done
         elif kind == "node_started":
-            open_steps[(event.frame_id, event.node_id)] = event.lineage_id
-            calls.setdefault(event.node_id, []).append(event.lineage_id)
+            calls.setdefault(event.node_id, {})[event.frame_id] = event.lineage_id
         elif kind in ("node_completed", "node_failed"):
-            lineage = open_steps.pop((event.frame_id, event.node_id), None)
-            if lineage is not None and lineage in calls.get(event.node_id, []):
-                calls[event.node_id].remove(lineage)
+            calls.get(event.node_id, {}).pop(event.frame_id, None)
             if kind == "node_failed" and not _handled(event):
                 fail(event.lineage_id)
         elif kind == "item_failed":
@@ -421,7 +418,7 @@ def progress_rows(state: RunState | None, events: Iterable[RunEvent],
             # steps started, so the caller is that node's oldest step under way not yet matched to a scope.
             waiting = calls.get(str(summary_of(event).get("caller_node_id") or ""))
             if waiting:
-                above[event.lineage_id] = waiting.pop(0)
+                above[event.lineage_id] = waiting.pop(next(iter(waiting)))
     if state is not None:
         for live in activation_progress(state):
             entry = rows.get(live.activation_id)

@@ -94,10 +94,11 @@ def scope_graph(run: Run, events: list[RunEvent], key: str, *, states_only: bool
             scope_id = call.scope_id
     overlay = run_overlay.overlay(run, events, scope_id=scope_id)
     made_here: dict[str, list[dict[str, Any]]] = {}
-    for call in calls:
-        if (call.caller_scope or run_overlay.ROOT_SCOPE) == scope_id:
-            child = run_overlay.call_state(events, call, run.status)
-            made_here.setdefault(call.caller_node, []).append({"key": call.key, "item": call.item, "state": child})
+    here = [call for call in calls if (call.caller_scope or run_overlay.ROOT_SCOPE) == scope_id]
+    states = run_overlay.call_states(events, here, run.status)
+    for call in here:
+        made_here.setdefault(call.caller_node, []).append({"key": call.key, "item": call.item,
+                                                           "state": states[call.key]})
     out: dict[str, Any] = {
         **overlay,
         "scope": {"key": key, "title": title, "workflow": document.get("id")},

@@ -181,12 +181,22 @@ function Canvas({ root }) {
 
   // Each poll of the live page (the incremental feed) brings the states of the scope shown. Heard before the
   // poll's answer replaces its element: afterwards the element is out of the page, and so are its events.
+  // The states are read from the run's trace, so their cost grows with it (the poll's own does not): one
+  // request at a time, and after one that took long, a pause of a few times as long before the next.
   useEffect(() => {
     if (root.dataset.live !== "true") return undefined;
+    let busy = false;
+    let notBefore = 0;
     const onPoll = async (event) => {
       const elt = event.detail && event.detail.elt;
       if (!elt || elt.id !== "run-poll" || event.detail.xhr.status !== 200) return;
-      const { status, data } = await fetchGraph(url, root.dataset.scope || "", true);
+      if (busy || performance.now() < notBefore) return;
+      busy = true;
+      const began = performance.now();
+      const { status, data } = await fetchGraph(url, root.dataset.scope || "", true).finally(() => {
+        busy = false;
+      });
+      notBefore = performance.now() + 4 * (performance.now() - began);
       if (status !== 200) return;
       setGraph((current) => (current && current.scope.key === data.scope.key ? { ...current, ...data } : current));
       root.dataset.polls = String(Number(root.dataset.polls || "0") + 1);
