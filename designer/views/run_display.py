@@ -367,7 +367,6 @@ def progress_rows(state: RunState | None, events: Iterable[RunEvent],
     # node -> {frame: lineage} of its steps under way not yet matched to a scope they opened, oldest first
     calls: dict[str, dict[str, str]] = {}
     failed: dict[str, set[int]] = {}
-    tolerated: dict[str, int] = {}
 
     def fail(lineage: str | None) -> None:
         for _ in range(64):  # nesting is bounded; a malformed trace must not loop forever
@@ -411,8 +410,6 @@ def progress_rows(state: RunState | None, events: Iterable[RunEvent],
                 fail(event.lineage_id)
         elif kind == "item_failed":
             fail(event.lineage_id)
-            if act:
-                tolerated[act] = tolerated.get(act, 0) + 1
         elif kind == "scope_opened":
             # The trace names the calling node, not its frame: calls open their scopes in the order their
             # steps started, so the caller is that node's oldest step under way not yet matched to a scope.
@@ -427,7 +424,7 @@ def progress_rows(state: RunState | None, events: Iterable[RunEvent],
                     activation_id=live.activation_id, node_id=live.node_id, done=0, total=None
                 )
             # The engine counts a tolerated failed item as completed: here it counts as failed only.
-            entry.done = max(0, live.done - tolerated.get(live.activation_id, 0))
+            entry.done = max(0, live.done - live.failed)
             entry.total, entry.running, entry.scope_id = live.total, live.running, live.scope_id
             if batches and live.activation_id in batches:
                 # A distributed foreach runs its items in batches elsewhere: committed items and running batches.

@@ -362,11 +362,13 @@ def _counters(run: Run) -> dict[str, Any]:
     for entry in progress.get("foreach") or ():
         if not isinstance(entry, dict):
             continue
-        total, done, running = entry.get("total"), entry.get("done"), entry.get("running")
+        total, done, running, failed = (entry.get(key) for key in ("total", "done", "running", "failed"))
+        failed = failed if isinstance(failed, int) else 0
         rows.append(Progress(
             activation_id=str(entry.get("activation_id") or ""), node_id=str(entry.get("node_id") or ""),
-            done=done if isinstance(done, int) else 0, total=total if isinstance(total, int) else None,
-            running=running if isinstance(running, int) else 0,
+            # The engine counts a tolerated failed item as done: here it is failed only.
+            done=max(0, done - failed) if isinstance(done, int) else 0, failed=failed,
+            total=total if isinstance(total, int) else None, running=running if isinstance(running, int) else 0,
             parent_activation_id=entry.get("parent_activation_id") or None,
             parent_index=entry.get("parent_index") if isinstance(entry.get("parent_index"), int) else None))
     if run.status == Run.Status.WAITING:

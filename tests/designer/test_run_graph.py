@@ -14,6 +14,7 @@ from designer.run_overlay import NODE_STATES, NodeRun, frame_state
 from designer.runs.executor import execute
 from designer.services import runs as run_services
 from designer.views.run_display import build_timeline
+from runtime import WorkflowBuilder
 from tests.designer.clients import client_for
 from tests.designer.nested_failure import CUSTOMERS, make_workflows
 
@@ -112,3 +113,33 @@ def test_the_timeline_draws_steps_a_failed_run_stopped_as_stopped_not_running(ca
     # Bob's call failed; Ada's and Cy's calls were under way when it did, and were stopped.
     process = sorted(step.status for step in steps if step.node_id == "process")
     assert process == ["cancelled", "cancelled", "failed"]
+
+
+def tolerant_loop() -> dict[str, Any]:
+    """Each item divides 1 by itself, then asks a question; the loop lets up to 5 items fail."""
+    g = WorkflowBuilder("tolerant", "Tolerant", input_schema={"type": "object", "properties": {
+        "xs": {"type": "array", "items": {"type": "number"}}}})
+    each = g.foreach("each", "input.xs", tolerated_failure_count=5)
+    ratio = g.use("math", id="ratio", input=[{"target": "op", "value": "div"}, {"target": "a", "value": 1},
+                                             {"target": "b", "path": each.item}])
+    ask = g.interrupt("ask", prompt="Go on?")
+    for source, label, target in ((each, "loop", ratio), (ratio, "ok", ask), (ask, "ok", each)):
+        g.set_route(source, label, target)
+    return g.build().model_dump(mode="json")
+
+
+def test_a_live_loops_tolerated_failed_item_counts_as_failed_not_as_done(cast: Any) -> None:
+    workflow = cast.workflow("Tolerant", tolerant_loop())
+    run = run_services.start_run(actor=cast.editor, workflow=workflow, input={"xs": [0, 1]})
+    # Item 0 fails (1 / 0) and the loop lets it; item 1 waits for an answer, so the loop is still live.
+    assert execute(run.pk) == "interrupted"
+    run = Run.objects.get(pk=run.pk)
+    assert run.progress["foreach"][0]["failed"] == 1  # the live counters the checkpointer keeps
+    data = client_for(cast.viewer).get(f"/runs/{run.pk}/graph/").json()
+    assert data["loops"]["each"] == {"done": 0, "failed": 1, "running": 1, "total": 2, "activations": 1}
+    assert data["nodes"]["each"]["state"] == "running"
+    assert data["nodes"]["ask"]["state"] == "interrupted"
+    assert data["nodes"]["ratio"]["state"] == "failed"
+    page = client_for(cast.viewer).get(f"/runs/{run.pk}/").content.decode()
+    row = re.search(r'<div class="progress-row[^"]*"[^>]*data-node="each"[^>]*>', page)
+    assert row is not None and 'data-done="0"' in row.group(0) and 'data-failed="1"' in row.group(0)
