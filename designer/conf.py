@@ -208,6 +208,21 @@ class TrellisSettings:
         seconds(), 86_400,
         "finished recovery-sweep task rows older than this are deleted by the sweep (one a sweep, thousands a "
         "day); `0` deletes every finished one")
+    RETENTION_DAYS = Setting(
+        count(), 90,
+        "finished runs (completed, failed, cancelled) older than this many days are deleted with their trace, "
+        "checkpoint history and batches by the periodic prune; a team's own policy (admin) overrides it; `0` keeps "
+        "them however old")
+    RETENTION_RUNS = Setting(
+        count(), 0,
+        "besides the age limit, each team keeps at most this many finished runs (the newest); a team's own policy "
+        "overrides it; `0`: no count limit")
+    RETENTION_TASK_DAYS = Setting(
+        count(1), 7, "finished task rows of the queue (runs, batches, ticks, trials) older than this many days are "
+        "deleted by the periodic prune; a live run's own row is always kept")
+    RETENTION_INTERVAL_SECONDS = Setting(
+        seconds(positive=True), 3600, "how often the recovery sweep also prunes by the retention policies (one "
+        "worker at a time; a prune deletes at most 1,000 runs, the next goes on)")
     RUN_MAX_ATTEMPTS = Setting(count(1), 5, "workers that may die on one run before it is failed")
     RUN_MAX_RETRY_DELAY_SECONDS = Setting(
         limit(seconds()), 86_400,
@@ -274,13 +289,23 @@ class TrellisSettings:
     # --- people ---
     LOGIN_MAX_FAILURES = Setting(
         count(1), 5,
-        "sign-in attempts judged for one username, or from one client address, before further attempts are "
-        "refused unjudged (HTTP 429, \"try again in N minutes\")")
+        "sign-in attempts judged for one username from one client address before further attempts of that pair are "
+        "refused unjudged (HTTP 429, \"try again in N minutes\"); other addresses may still sign in as that user")
+    LOGIN_MAX_ADDRESS_FAILURES = Setting(
+        count(1), 20,
+        "sign-in attempts judged from one client address, whatever the usernames, before that address is refused "
+        "(it locks the address, never an account)")
     LOGIN_LOCKOUT_SECONDS = Setting(
         count(1), 900,
-        "the window those attempts are counted in; a locked username or address stays refused until it ends; a "
-        "successful sign-in clears the username's count")
+        "the window those attempts are counted in; a locked username-and-address pair or address stays refused "
+        "until it ends; a successful sign-in clears the pair's count")
     INVITATION_DAYS = Setting(count(1), 14, "how long a team invitation (and its emailed link) stays open")
+    INVITATIONS_PER_INVITER = Setting(
+        count(1), 20, "invitations one person may send in an hour, over all their teams; more are refused (HTTP "
+        "429 with Retry-After) until the oldest of them is an hour old")
+    INVITATIONS_PER_ADDRESS = Setting(
+        count(1), 3, "invitations one username or email address may receive in a day, from anyone; more are refused "
+        "(HTTP 429), so nobody can flood someone's mailbox through Trellis")
     SCHEDULE_GRACE_SECONDS = Setting(
         seconds(), 60,
         "how late a schedule's tick may fire and still count as on time; a later one is missed (its "

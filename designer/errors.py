@@ -186,6 +186,13 @@ class ProblemsFound(DesignerError):
         self.status = 400 if any(status_of(problem) == 400 for problem in problems) else 422
 
 
+class InvitationsLimited(DesignerError):
+    """Too many invitations from one owner, or to one person, in the window; ``retry_after`` in seconds."""
+
+    code = "invitation.rate_limited"
+    status = 429
+
+
 class RateLimited(DesignerError):
     """Too many calls of one trigger in its window; ``retry_after`` says when to try again, in seconds."""
 

@@ -1,12 +1,18 @@
-"""Login throttling: after too many sign-in attempts for one username or from one address, refuse more for a while.
+"""Login throttling: after too many sign-in attempts for one username from one address, or from one address
+whatever the username, refuse more for a while.
+
+The lock is on the account and the address *together* (TRELLIS_LOGIN_MAX_FAILURES for one username from one
+address): a lock by username alone let anyone, anywhere, lock a named account out for the whole window with five
+wrong passwords. One address trying many usernames is limited on its own (TRELLIS_LOGIN_MAX_ADDRESS_FAILURES),
+which locks that address only. So nobody can lock another person out from elsewhere; the cost is that a guesser
+with many addresses gets that many tries per address (see the README's "Sign-in limits").
 
 Counters are rows of ``LoginAttemptWindow`` in the database, so every web process and thread shares
 them. An attempt is counted *before* its password is checked, by one atomic UPDATE per counter
-(``count = count + 1``) whose result decides: once the count passes TRELLIS_LOGIN_MAX_FAILURES the
-attempt is refused unjudged. Parallel attempts therefore each get a different count, and no more
-than the limit are ever judged in one window, however many arrive at once (a read-then-write
-counter let twenty parallel guesses all through). A successful sign-in gives its address slot back
-and clears the username's count.
+(``count = count + 1``) whose result decides: once a count passes its limit the attempt is refused
+unjudged. Parallel attempts therefore each get a different count, and no more than the limit are ever
+judged in one window, however many arrive at once (a read-then-write counter let twenty parallel guesses
+all through). A successful sign-in clears the pair's count and gives its address slot back.
 
 A window opens at the first attempt and lasts TRELLIS_LOGIN_LOCKOUT_SECONDS. Unknown usernames are
 counted exactly like known ones, so the refusal says nothing about which accounts exist.
@@ -55,13 +61,20 @@ def client_address(request: HttpRequest | None) -> str:
     return str(request.META.get("REMOTE_ADDR", ""))
 
 
-def _keys(username: str, address: str) -> list[str]:
+def _user_part(username: str) -> str:
     # usernames are hashed: any text (spaces, very long, non-ASCII) gives a valid key of fixed size
+    return hashlib.sha256(username.strip().casefold().encode()).hexdigest()[:40]
+
+
+def _keys(username: str, address: str) -> list[tuple[str, int]]:
+    """The counters an attempt counts against, each with its limit: the username from this address, and the
+    address whatever the username."""
     keys = []
     if username.strip():
-        keys.append("user:" + hashlib.sha256(username.strip().casefold().encode()).hexdigest())
+        keys.append((f"pair:{_user_part(username)}:{hashlib.sha256(address.encode()).hexdigest()[:32]}",
+                     trellis.LOGIN_MAX_FAILURES))
     if address:
-        keys.append("ip:" + hashlib.sha256(address.encode()).hexdigest())
+        keys.append(("ip:" + hashlib.sha256(address.encode()).hexdigest(), trellis.LOGIN_MAX_ADDRESS_FAILURES))
     return keys
 
 
@@ -72,9 +85,9 @@ def _seconds_left(window_ends: Any, now: Any) -> int:
 def locked_for(username: str, address: str) -> int:
     """Seconds until attempts for this username and address are allowed again (0: allowed now)."""
     now = timezone.now()
-    rows = LoginAttemptWindow.objects.filter(key__in=_keys(username, address), window_ends__gt=now,
-                                             count__gte=trellis.LOGIN_MAX_FAILURES)
-    return max((_seconds_left(row.window_ends, now) for row in rows), default=0)
+    limits = dict(_keys(username, address))
+    rows = LoginAttemptWindow.objects.filter(key__in=limits, window_ends__gt=now)
+    return max((_seconds_left(row.window_ends, now) for row in rows if row.count >= limits[row.key]), default=0)
 
 
 def _count(key: str) -> LoginAttemptWindow:
@@ -100,19 +113,20 @@ def _count(key: str) -> LoginAttemptWindow:
 
 
 def count_attempt(username: str, address: str) -> int:
-    """Count one attempt against the username and the address; seconds it must wait (0: it may be judged)."""
+    """Count one attempt against the username from this address and against the address; seconds it must wait
+    (0: it may be judged)."""
     now = timezone.now()
     wait = 0
-    for key in _keys(username, address):
+    for key, limit in _keys(username, address):
         row = _count(key)
-        if row.count > trellis.LOGIN_MAX_FAILURES:
+        if row.count > limit:
             wait = max(wait, _seconds_left(row.window_ends, now), 1)
     return wait
 
 
 def forget_success(username: str, address: str) -> None:
-    """A successful sign-in: the username's count is cleared and the address gets its slot back."""
-    keys = _keys(username, address)
+    """A successful sign-in: the pair's count is cleared and the address gets its slot back."""
+    keys = [key for key, _limit in _keys(username, address)]
     if username.strip():
         LoginAttemptWindow.objects.filter(key=keys[0]).delete()
     if address:
@@ -122,9 +136,9 @@ def forget_success(username: str, address: str) -> None:
 
 
 def clear_username(username: str) -> None:
-    """Forget the username's count (the address keeps its count)."""
+    """Forget the username's counts from every address (the addresses keep theirs)."""
     if username.strip():
-        LoginAttemptWindow.objects.filter(key__in=_keys(username, "")).delete()
+        LoginAttemptWindow.objects.filter(key__startswith=f"pair:{_user_part(username)}:").delete()
 
 
 def refusal_message(seconds: int) -> str:

@@ -67,6 +67,13 @@ class Team(models.Model):
     name = models.CharField(max_length=120)
     slug = models.SlugField(max_length=140, unique=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    # Retention (designer/runs/retention.py): empty follows the server's TRELLIS_RETENTION_DAYS / _RUNS.
+    retention_days = models.PositiveIntegerField(
+        null=True, blank=True, help_text="delete finished runs older than this many days (0: keep however old); "
+                                         "empty: the server's default")
+    retention_runs = models.PositiveIntegerField(
+        null=True, blank=True, help_text="keep at most this many finished runs, the newest (0: no count limit); "
+                                         "empty: the server's default")
 
     objects = TeamQuerySet.as_manager()
 
@@ -286,6 +293,8 @@ class Run(models.Model):
         indexes = [
             models.Index(fields=("team", "-created_at"), name="run_team_created"),
             models.Index(fields=("workflow", "-created_at"), name="run_workflow_created"),
+            # The retention prune reads each team's finished runs by age (designer/runs/retention.py).
+            models.Index(fields=("team", "finished_at"), name="run_team_finished"),
             # Runs that want a worker now or at their wake-up time (recovery's scan). Not on lease_expires_at:
             # every checkpoint and heartbeat rewrites it, and an indexed column that changes makes PostgreSQL
             # rewrite every index of the row (no heap-only update): measured on 270 checkpoint updates, 0%
@@ -569,6 +578,8 @@ class RecoveryChain(models.Model):
     token = models.CharField(max_length=64, blank=True, default="")
     due_at = models.DateTimeField(null=True, blank=True)
     task_result_id = models.CharField(max_length=64, blank=True, default="")
+    # When a sweep last pruned by the retention policies; claimed by a conditional UPDATE, so one sweep prunes.
+    pruned_at = models.DateTimeField(null=True, blank=True)
 
     def __str__(self) -> str:
         return f"recovery chain {self.token or '(not started)'} due {self.due_at}"

@@ -104,4 +104,6 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
     headers: dict[str, str] = {}
     if isinstance(exc, drf.Throttled) and exc.wait is not None:
         headers["Retry-After"] = str(int(exc.wait))
+    elif isinstance(exc, DesignerError) and exc.status == 429 and exc.details.get("retry_after"):
+        headers["Retry-After"] = str(int(exc.details["retry_after"]))
     return Response(body, status=status, headers=headers or None)

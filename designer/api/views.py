@@ -97,9 +97,11 @@ class TeamInvitationsView(BaseAPIView):
         return Response(s.InvitationSerializer(selectors.pending_invitations_of(team), many=True).data)
 
     @extend_schema(
-        request=s.InviteSerializer, responses={201: s.InvitationSerializer, **ERRORS},
+        request=s.InviteSerializer, responses={201: s.InvitationSerializer, **ERRORS, 429: s.ErrorSerializer},
         description="Invite someone (owners only). Nobody becomes a member until they accept. The answer is the "
-                    "same whether or not the username or email belongs to an account.",
+                    "same whether or not the username or email belongs to an account. 429 (invitation.rate_limited, "
+                    "with Retry-After) past the sender's invitations an hour (TRELLIS_INVITATIONS_PER_INVITER) or "
+                    "the recipient's a day (TRELLIS_INVITATIONS_PER_ADDRESS).",
     )
     def post(self, request: Request, team_id: int) -> Response:
         team = selectors.get_team(user=request.user, team_id=team_id)

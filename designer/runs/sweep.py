@@ -26,7 +26,7 @@ from django_tasks_db.models import DBTaskResult
 
 from designer.conf import trellis
 from designer.models import RecoveryChain
-from designer.runs import queue
+from designer.runs import queue, retention
 from designer.runs.lease import expiry_in, lease_seconds
 from designer.runs.recovery import requeue_stale_runs
 from designer.triggers.services import requeue_lost_ticks
@@ -102,6 +102,9 @@ def sweep(token: str) -> str:
     requeued = requeue_stale_runs()
     requeue_lost_ticks()  # a schedule whose queued tick was lost gets it back (designer.triggers.services)
     prune_finished_sweeps()
+    pruned = retention.prune_if_due()
+    if pruned is not None and (pruned.runs or pruned.task_rows):
+        return f"re-enqueued {len(requeued)}; pruned {pruned.runs} runs and {pruned.task_rows} task rows"
     return f"re-enqueued {len(requeued)}"
 
 

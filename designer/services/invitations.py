@@ -25,7 +25,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from designer.conf import trellis
-from designer.errors import BadRequest, InvitationClosed, ObjectNotFound
+from designer.errors import BadRequest, InvitationClosed, InvitationsLimited, ObjectNotFound
 from designer.models import Invitation, Membership, Team
 from designer.models_access import hash_secret, new_secret
 from designer.permissions import require_role
@@ -90,9 +90,43 @@ def _send(invitation: Invitation, token: str, *, site_url: str) -> None:
     _OneLineLinks(f"Invitation to {invitation.team.name} on Trellis", body, None, [invitation.email]).send()
 
 
+INVITER_WINDOW = timedelta(hours=1)
+ADDRESS_WINDOW = timedelta(days=1)
+
+
+def _wait(oldest: Any, window: timedelta, now: Any) -> int:
+    return max(1, int((oldest + window - now).total_seconds()) + 1)
+
+
+def _check_limits(actor: Any, ref: str, account: Any, email: str, now: Any) -> None:
+    """Refuse an invitation past the sender's hourly or the recipient's daily limit (one owner sent 30 emails to one
+    address in 1.8 s). The sender's row is locked first, so one sender's parallel invitations count one by one."""
+    get_user_model().objects.select_for_update().filter(pk=actor.pk).first()
+    sent = (Invitation.objects.filter(invited_by=actor, created_at__gt=now - INVITER_WINDOW)
+            .order_by("created_at").values_list("created_at", flat=True))
+    if len(sent) >= trellis.INVITATIONS_PER_INVITER:
+        wait = _wait(sent[0], INVITER_WINDOW, now)
+        raise InvitationsLimited(
+            f"you have sent {len(sent)} invitation{'s' if len(sent) != 1 else ''} in the last hour, the most allowed; "
+            f"try again in "
+            f"{max(1, wait // 60)} minute{'s' if wait > 119 else ''}", retry_after=wait, field="user")
+    to_them = Q(invitee__iexact=ref) | (Q(email__iexact=email) if email else Q()) | (
+        Q(user=account) if account is not None else Q())
+    received = (Invitation.objects.filter(to_them, created_at__gt=now - ADDRESS_WINDOW)
+                .order_by("created_at").values_list("created_at", flat=True))
+    if len(received) >= trellis.INVITATIONS_PER_ADDRESS:
+        wait = _wait(received[0], ADDRESS_WINDOW, now)
+        raise InvitationsLimited(
+            f"{ref} has been invited {len(received)} time{'s' if len(received) != 1 else ''} in the last day, the most "
+            f"allowed; try again in "
+            f"{max(1, wait // 3600)} hour{'s' if wait > 7199 else ''}", retry_after=wait, field="user")
+
+
 @transaction.atomic
 def invite(*, actor: Any, team: Team, user: object, role: object, site_url: str) -> SentInvitation:
-    """Invite the person named by username or email (owner only). Re-inviting replaces a pending invitation."""
+    """Invite the person named by username or email (owner only). Re-inviting replaces a pending invitation.
+    ``InvitationsLimited`` (429) past TRELLIS_INVITATIONS_PER_INVITER an hour or TRELLIS_INVITATIONS_PER_ADDRESS a
+    day for one recipient."""
     require_role(actor, team, "owner", what="this team")
     checked_role = check_role_value(role)
     ref = _clean_invitee(user)
@@ -101,12 +135,13 @@ def invite(*, actor: Any, team: Team, user: object, role: object, site_url: str)
         # Owners see their members and their emails, so this tells them nothing new.
         raise BadRequest(f"{ref} is already a member of {team.name}; change their role instead", field="user")
     now = timezone.now()
+    email = (account.email or "") if account is not None else (ref if _is_email(ref) else "")
+    _check_limits(actor, ref, account, email, now)
     same_target = Q(user=account) if account is not None else Q(user__isnull=True, invitee__iexact=ref)
     Invitation.objects.filter(same_target, team=team, status=Invitation.Status.PENDING).update(
         status=Invitation.Status.REVOKED, responded_at=now
     )
     token = new_secret()
-    email = (account.email or "") if account is not None else (ref if _is_email(ref) else "")
     invitation = Invitation.objects.create(
         team=team, invitee=ref, email=email, user=account, role=checked_role, token_hash=hash_secret(token),
         invited_by=actor, expires_at=now + timedelta(days=invitation_days()),

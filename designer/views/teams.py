@@ -138,7 +138,12 @@ def member_invite(request: HtmxHttpRequest, team_id: int) -> HttpResponse:
         raise
     except DesignerError as exc:
         invite = {"user": user_ref, "role": role, "error": error_message(exc)}
-        return _members_response(request, team_id, invite=invite)
+        response = _members_response(request, team_id, invite=invite)
+        if exc.status == 429:
+            # The same limit as the API's, said the same way: the form shows why, the header when to retry.
+            response.status_code = 429
+            response["Retry-After"] = str(exc.details.get("retry_after", 60))
+        return response
     invitation = sent.invitation
     return _members_response(
         request, team_id,
