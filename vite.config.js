@@ -25,6 +25,7 @@ export default defineConfig({
       input: {
         editor: resolve(root, "static/src/editor/main.jsx"),
         compare: resolve(root, "static/src/compare/main.jsx"),
+        runview: resolve(root, "static/src/runview/main.jsx"),
       },
     },
   },

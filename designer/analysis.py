@@ -157,6 +157,7 @@ def _option_json(option: Any, compatibility: str | None) -> dict[str, Any]:
         "group": option.group,
         "foreach_id": option.foreach_id,
         "compatibility": compatibility,
+        "last_item_wins": option.last_item_wins or None,
     }
 
 

@@ -31,6 +31,19 @@ IGNORED = frozenset({"metadata", "id", "schema_version"})
 
 
 @dataclass(frozen=True, slots=True)
+class Detail:
+    """One line of a change as a person reads it: ``field`` (``""`` for the thing itself) went from
+    ``before`` to ``after``, both already written out (``None``: absent on that side)."""
+
+    field: str
+    before: str | None
+    after: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"field": self.field, "before": self.before, "after": self.after}
+
+
+@dataclass(frozen=True, slots=True)
 class Change:
     """One difference. ``what``: ``node``, ``route``, ``input`` / ``output`` (a node's binding),
     ``schema``, ``output_field`` (a workflow output) or ``setting``. ``node``: the node it belongs
@@ -44,24 +57,137 @@ class Change:
     before: Any = None
     after: Any = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, labels: Mapping[str, str] | None = None) -> dict[str, Any]:
+        """The change as the comparison page shows it; ``labels`` (node id -> label, ``labels_of``) names
+        nodes the way the canvas does, ids stay in ``key`` and ``node``."""
         return {"what": self.what, "change": self.change, "key": self.key, "node": self.node,
-                "before": self.before, "after": self.after, "summary": self.summary}
+                "before": self.before, "after": self.after, "summary": self.describe(labels),
+                "details": [d.to_dict() for d in self.details(labels)]}
 
     @property
     def summary(self) -> str:
-        where = f" of {self.node}" if self.node is not None and self.what in BINDINGS else ""
+        return self.describe()
+
+    def describe(self, labels: Mapping[str, str] | None = None) -> str:
+        """One line naming what changed, by node labels when ``labels`` has them."""
+        def name(node_id: Any) -> str:
+            return _label(labels, node_id)
+
+        where = f" of {name(self.node)}" if self.node is not None and self.what in BINDINGS else ""
         label = {"input": "input binding", "output": "output binding", "output_field": "workflow output"}.get(
             self.what, self.what)
-        if self.what == "route" and self.change == "changed":
-            return f"route {self.key}: {self.before} → {self.after}"
         if self.what == "route":
-            target = self.after if self.change == "added" else self.before
-            return f"route {self.key} → {target} {self.change}"
-        if self.what == "node" and self.change == "changed":
-            fields = sorted(k for k in {*self.before, *self.after} if self.before.get(k) != self.after.get(k))
-            return f"node {self.key} changed: {', '.join(fields)}"
+            source, _, route_label = self.key.partition(" --")
+            return f"route {name(source)} --{route_label} {self.change}"
+        if self.what == "node":
+            return f"node {name(self.key)} {self.change}"
         return f"{label} {self.key}{where} {self.change}"
+
+    def details(self, labels: Mapping[str, str] | None = None) -> tuple[Detail, ...]:
+        """The before and after values, field by field: a node's own fields, a binding's source, a
+        route's target (by label), a schema's or setting's parts."""
+        if self.what == "route":
+            return (Detail("target", _maybe(self.before, lambda v: _label(labels, v)),
+                           _maybe(self.after, lambda v: _label(labels, v))),)
+        if self.what in BINDINGS or self.what == "output_field":
+            return (Detail("source" if self.what != "output" else "from",
+                           _maybe(self.before, _binding_text), _maybe(self.after, _binding_text)),)
+        if self.what == "node":
+            return tuple(_node_rows(self.before, self.after))
+        if self.what == "setting" and self.key == "start":
+            return (Detail("", _maybe(self.before, lambda v: _label(labels, v)),
+                           _maybe(self.after, lambda v: _label(labels, v))),)
+        return tuple(_rows("", self.before, self.after, present=(self.change != "added",
+                                                                  self.change != "removed")))
+
+
+def labels_of(*documents: Document) -> dict[str, str]:
+    """Node id -> the label the canvas shows (its ``name``, else its id); later documents win."""
+    labels: dict[str, str] = {}
+    for document in documents:
+        for node in document.get("nodes") or []:
+            if isinstance(node, Mapping) and isinstance(node.get("id"), str):
+                labels[node["id"]] = str(node.get("name") or node["id"])
+    return labels
+
+
+def _label(labels: Mapping[str, str] | None, node_id: Any) -> str:
+    return (labels or {}).get(str(node_id), str(node_id)) if node_id is not None else "—"
+
+
+def _maybe(value: Any, show: Any) -> str | None:
+    return None if value is None else str(show(value))
+
+
+def value_text(value: Any) -> str:
+    """A value as a person reads it: text as written, anything else as compact JSON."""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, separators=(", ", ": "), default=str)
+
+
+def _binding_text(binding: Any) -> str:
+    """Where a binding takes its value from: the path as written, a literal as JSON (so the text
+    "true" and the boolean true differ), a template as its text; other settings after it."""
+    if not isinstance(binding, Mapping):
+        return value_text(binding)
+    if "path" in binding:
+        main = str(binding["path"])
+    elif "value" in binding:
+        main = json.dumps(binding["value"], ensure_ascii=False, default=str)
+    elif "template" in binding:
+        main = f"template {json.dumps(binding['template'], ensure_ascii=False)}"
+    elif "source" in binding:
+        main = str(binding["source"])
+    else:
+        main = ""
+    rest = {k: v for k, v in binding.items() if k not in ("target", "path", "value", "template", "source")}
+    extra = ", ".join(f"{k}: {value_text(v)}" for k, v in sorted(rest.items()))
+    return f"{main} ({extra})" if main and extra else main or extra
+
+
+def _node_rows(before: Any, after: Any) -> list[Detail]:
+    old, new = _mapping(before), _mapping(after)
+    rows: list[Detail] = []
+    for key in sorted((old.keys() | new.keys()) - {"id"}):
+        if key in BINDINGS:
+            # An added or removed node's bindings, one line per target.
+            for side_old, side_new, target in _binding_pairs(old.get(key), new.get(key)):
+                rows.append(Detail(f"{key} {target}", _maybe(side_old, _binding_text),
+                                   _maybe(side_new, _binding_text)))
+            continue
+        if key not in old and _empty(new[key]) or key not in new and _empty(old[key]):
+            continue  # an unset field (a null retry, an empty description) on an added or removed node
+        rows.extend(_rows(key, old.get(key), new.get(key), present=(key in old, key in new)))
+    return rows
+
+
+def _empty(value: Any) -> bool:
+    return value is None or value == "" or value == [] or value == {}
+
+
+def _binding_pairs(old: Any, new: Any) -> list[tuple[Any, Any, str]]:
+    a, b = _keyed(old, _binding_key), _keyed(new, _binding_key)
+    return [(a.get(k), b.get(k), k) for k in sorted(a.keys() | b.keys())
+            if _canonical(a.get(k)) != _canonical(b.get(k))]
+
+
+#: How deep a changed mapping (a schema, a node's settings) is followed before it is shown whole.
+_DEPTH = 4
+
+
+def _rows(field: str, before: Any, after: Any, *, present: tuple[bool, bool], depth: int = 0) -> list[Detail]:
+    """``before`` -> ``after`` as lines; two mappings are followed key by key (``properties.note``) so a
+    one-field change to a schema is one short line rather than two whole schemas."""
+    if _canonical(before) == _canonical(after) and present[0] == present[1]:
+        return []
+    if isinstance(before, Mapping) and isinstance(after, Mapping) and all(present) and depth < _DEPTH:
+        rows: list[Detail] = []
+        for key in sorted(before.keys() | after.keys()):
+            rows.extend(_rows(f"{field}.{key}" if field else str(key), before.get(key), after.get(key),
+                              present=(key in before, key in after), depth=depth + 1))
+        return rows
+    return [Detail(field, value_text(before) if present[0] else None, value_text(after) if present[1] else None)]
 
 
 # --- keyed collections ---------------------------------------------------------------

@@ -16,6 +16,9 @@ from designer.runs.checkpoints import context_of, load_state
 from designer.views.run_display import event_data, progress_rows, summary_of
 from runtime import PathSyntaxError, parse_source_path
 
+#: The root workflow's runtime scope (every subgraph call opens its own).
+ROOT_SCOPE = "root"
+
 
 @dataclass(slots=True)
 class NodeRun:
@@ -24,9 +27,12 @@ class NodeRun:
     failed: int = 0
     running: int = 0
     waiting: int = 0
+    #: What the run's live frames at this node are doing (``frame_state``), from its latest checkpoint.
+    frames: set[str] = field(default_factory=set)
 
     @property
     def status(self) -> str:
+        """The editor overlay's coarse status (done, failed, running, waiting, idle)."""
         if self.waiting:
             return "waiting"
         if self.running:
@@ -36,6 +42,41 @@ class NodeRun:
         if self.completed:
             return "done"
         return "idle"
+
+    @property
+    def state(self) -> str:
+        """One of ``NODE_STATES``: the most pressing thing about the node, live work before its history."""
+        found = set(self.frames)
+        if self.failed:
+            found.add("failed")
+        if self.completed:
+            found.add("completed")
+        return next((state for state in NODE_STATES if state in found), "not reached")
+
+
+#: A node's state on the run's graph, most pressing first: a node shows the first that applies.
+NODE_STATES = ("interrupted", "running", "waiting", "queued", "failed", "cancelled", "completed", "not reached")
+
+
+def frame_state(frame_status: str, run_status: str, *, is_loop: bool = False) -> str:
+    """What a live frame at a node means for that node, given the run's status.
+
+    A frame the run left behind when it failed or was cancelled runs no more: "cancelled" (a failed frame is
+    "failed"). A ``ready`` frame is the step under way in a running run; a ``waiting`` one waits for its
+    foreach's items or its subgraph call (work under way), a ``suspended`` one for a retry's backoff or a timer.
+    """
+    if frame_status == "failed":
+        return "failed"
+    if frame_status == "interrupted":
+        return "interrupted" if run_status not in ("failed", "cancelled", "completed") else "cancelled"
+    if run_status in ("failed", "cancelled", "completed"):
+        return "cancelled"
+    if frame_status == "suspended" or run_status == "waiting":
+        return "waiting"
+    if frame_status == "waiting":
+        return "running" if is_loop or run_status in ("running", "queued") else "waiting"
+    # ready
+    return {"running": "running", "queued": "queued"}.get(run_status, "queued")
 
 
 @dataclass(slots=True)
@@ -48,6 +89,7 @@ class LoopRun:
 
 
 _OPEN = {"node_started": "running", "interrupted": "waiting"}
+_LIVE = ("running", "queued", "interrupted", "waiting")
 
 
 def node_as_ran(run: Run, node_id: str) -> dict[str, Any] | None:
@@ -59,12 +101,68 @@ def node_as_ran(run: Run, node_id: str) -> dict[str, Any] | None:
         if isinstance(nodes, list) else None
 
 
-def overlay(run: Run, events: Sequence[RunEvent]) -> dict[str, Any]:
-    """``{"run", "nodes": {id: {status, started, completed, failed, running, waiting}}, "loops": {...}}``."""
+@dataclass(frozen=True, slots=True)
+class Call:
+    """One subgraph call: the child scope it opened, which node of which scope called it, for which item."""
+
+    key: str  # the child scope's root frame id: how pages name the scope
+    scope_id: str
+    workflow: str
+    caller_node: str
+    caller_scope: str
+    caller_frame: str
+    item: str  # ``customers[0] 'Ada' › orders[1]`` or "the only run"
+
+
+def subgraph_calls(events: Iterable[RunEvent]) -> list[Call]:
+    """Every subgraph call in the trace, in the order they opened their scopes."""
+    open_steps: dict[str, dict[str, RunEvent]] = {}  # node -> {frame: its step under way, not yet matched}
+    calls: list[Call] = []
+    for event in events:
+        if event.kind == "node_started" and event.frame_id:
+            open_steps.setdefault(event.node_id, {})[event.frame_id] = event
+        elif event.kind in ("node_completed", "node_failed"):
+            open_steps.get(event.node_id, {}).pop(event.frame_id, None)
+        elif event.kind == "scope_opened" and event.frame_id:
+            summary = summary_of(event)
+            caller_node = str(summary.get("caller_node_id") or "")
+            # The trace names the calling node, not its frame: calls open their scopes in the order their
+            # steps started, so the caller is that node's oldest step under way not yet matched to a call.
+            waiting = open_steps.get(caller_node)
+            step = waiting.pop(next(iter(waiting))) if waiting else None
+            context = summary_of(step).get("context") if step is not None else None
+            calls.append(Call(
+                key=event.frame_id, scope_id=event.scope_id, workflow=str(summary.get("workflow") or ""),
+                caller_node=caller_node, caller_scope=step.scope_id if step is not None else "",
+                caller_frame=step.frame_id if step is not None else "",
+                item=item_label(context if isinstance(context, Mapping) else None)))
+    return calls
+
+
+def call_states(events: Iterable[RunEvent], calls: Sequence[Call], run_status: str) -> dict[str, str]:
+    """How each subgraph call went (by its key), as its caller's step ended or not yet: ``NODE_STATES`` words."""
+    by_step = {(call.caller_frame, call.caller_node): call.key for call in calls}
+    ended: dict[str, str] = {}
+    for event in events:
+        key = by_step.get((event.frame_id, event.node_id)) if event.kind in ("node_completed", "node_failed") \
+            else None
+        if key is None:
+            continue
+        # A failure the caller's error route took ended the call as far as the caller goes: it completed.
+        failed = event.kind == "node_failed" and event_data(event).get("label") != "error"
+        ended[key] = "failed" if failed else "completed"
+    open_state = {"interrupted": "interrupted", "waiting": "waiting", "queued": "queued", "running": "running"}.get(
+        run_status, "cancelled")
+    return {call.key: ended.get(call.key, open_state) for call in calls}
+
+
+def overlay(run: Run, events: Sequence[RunEvent], *, scope_id: str = ROOT_SCOPE) -> dict[str, Any]:
+    """``{"run", "nodes": {id: {state, status, started, completed, failed, running, waiting}}, "loops": {...}}``
+    for the nodes of one runtime scope of the run (the root workflow's by default)."""
     nodes: dict[str, NodeRun] = {}
     last: dict[str, tuple[str, str]] = {}  # frame id -> (node id, last kind)
     for event in events:
-        if not event.node_id or not event.frame_id:
+        if not event.node_id or not event.frame_id or (event.scope_id or ROOT_SCOPE) != scope_id:
             continue
         entry = nodes.setdefault(event.node_id, NodeRun())
         if event.kind == "node_started":
@@ -75,7 +173,7 @@ def overlay(run: Run, events: Sequence[RunEvent]) -> dict[str, Any]:
             entry.failed += 1
         if event.kind in ("node_started", "node_completed", "node_failed", "interrupted"):
             last[event.frame_id] = (event.node_id, event.kind)
-    live = run.status in ("running", "queued", "interrupted", "waiting")
+    live = run.status in _LIVE
     for node_id, kind in last.values():
         state = _OPEN.get(kind)
         if state == "waiting" and run.status == "interrupted":
@@ -84,28 +182,38 @@ def overlay(run: Run, events: Sequence[RunEvent]) -> dict[str, Any]:
             nodes[node_id].running += 1
     inspection = load_state(run)
     loops: dict[str, LoopRun] = {}
-    owner_of: dict[str, str] = {}
-    for row in progress_rows(inspection.state, events):
+    for row in progress_rows(inspection.state, events, finished=run.status in Run.FINISHED):
+        if (row.scope_id or ROOT_SCOPE) != scope_id:
+            continue
         loop = loops.setdefault(row.node_id, LoopRun())
         loop.done += row.done
+        loop.failed += row.failed
         loop.running += row.running
         loop.total = None if loop.total is None or row.total is None else loop.total + row.total
         loop.activations.append(row.activation_id)
-        owner_of[row.activation_id] = row.node_id
-    for event in events:
-        if event.kind == "node_failed" and event.activation_id in owner_of:
-            loops[owner_of[event.activation_id]].failed += 1
     for node_id, loop in loops.items():
         # A foreach's own frames end when it hands items out; its work is its items.
         entry = nodes.setdefault(node_id, NodeRun())
         entry.completed, entry.failed = loop.done, loop.failed
         entry.started = max(entry.started, loop.done)
+        entry.running = loop.running if live else 0
         if loop.running and live:
-            entry.running = loop.running
+            entry.frames.add("running")
+    if inspection.state is not None:
+        for frame in inspection.state.frames.values():
+            if frame.scope_id == scope_id and frame.node_id:
+                entry = nodes.setdefault(frame.node_id, NodeRun())
+                entry.frames.add(frame_state(frame.status, run.status, is_loop=frame.node_id in loops))
+    elif run.status == "queued" and not events:
+        document = run.document if isinstance(run.document, dict) else {}
+        first = document.get("start") or next((n.get("id") for n in document.get("nodes", []) or []), None)
+        if first and scope_id == ROOT_SCOPE:
+            nodes.setdefault(str(first), NodeRun()).frames.add("queued")
     return {
         "run": {"id": run.pk, "status": run.status},
-        "nodes": {node_id: {"status": entry.status, "started": entry.started, "completed": entry.completed,
-                            "failed": entry.failed, "running": entry.running, "waiting": entry.waiting}
+        "nodes": {node_id: {"state": entry.state, "status": entry.status, "started": entry.started,
+                            "completed": entry.completed, "failed": entry.failed, "running": entry.running,
+                            "waiting": entry.waiting}
                   for node_id, entry in nodes.items()},
         "loops": {node_id: {"done": loop.done, "total": loop.total, "failed": loop.failed, "running": loop.running,
                             "activations": len(loop.activations)}

@@ -50,7 +50,7 @@ def activation_progress(run_state: RunState | Mapping[str, Any] | str | bytes) -
             activation_id=activation.activation_id, node_id=activation.node_id, scope_id=activation.scope_id,
             frame_id=activation.frame_id, parent_activation_id=meta.activation_id if meta else None,
             parent_index=meta.index if meta else None, total=len(activation.items), done=activation.completed,
-            running=len(activation.running),
+            running=len(activation.running), failed=len(activation.failed),
         ))
     return progress
 

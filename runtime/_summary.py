@@ -49,8 +49,9 @@ class ActivationProgress:
     parent_activation_id: str | None
     parent_index: int | None
     total: int
-    done: int
+    done: int  # items over, the tolerated failed ones (``failed``) included, as the engine counts them
     running: int
+    failed: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in self.__slots__}
@@ -185,7 +186,7 @@ def run_summary(run_state: Any, *, foreach_limit: int | None = None) -> RunSumma
             scope_id=_str(activation, "scope_id", field), frame_id=frame_id,
             parent_activation_id=parent_activation_id, parent_index=parent_index,
             total=_len(activation, "items", field), done=_int(activation, "completed", field, 0, least=0),
-            running=_len(activation, "running", field)))
+            running=_len(activation, "running", field), failed=_len(activation, "failed", field)))
     return RunSummary(
         run_id=_str(top, "run_id", ""), status=status, step=_int(top, "step", "", 0),
         trace_seq=_int(top, "trace_seq", "", 0), attempt=_int(top, "attempt", "", 1), frames=len(frames),

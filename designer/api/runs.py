@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.urls import path
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_field
 from rest_framework import exceptions as drf_exceptions
 from rest_framework import serializers, status
 from rest_framework.pagination import PageNumberPagination
@@ -23,7 +23,7 @@ from rest_framework.views import APIView
 
 from designer.api.parsers import LimitedJSONParser
 from designer.api.run_history import urlpatterns as run_history_urls
-from designer.api.schema import JSONObjectField, RequestSerializer, StrictCharField, StrictIntegerField
+from designer.api.schema import JSONObjectField, RequestSerializer, StrictCharField
 from designer.api.serializers import HAS_TEXT
 from designer.errors import BadRequest, ObjectNotFound
 from designer.filters import RunFilter, apply_filters, openapi_parameters
@@ -221,12 +221,33 @@ class FrameContextSerializer(serializers.Serializer):
 # --- request shapes (types only; the services check the rules) -------------------
 
 
+_RUN_VERSION_HELP = ("which version runs: a published version number, or \"draft\" for the current draft (asked for "
+                     "by name only); omitted or null: the latest published version, as webhooks and schedules run "
+                     "(409 workflow.not_published when nothing is published yet)")
+
+
+@extend_schema_field({"oneOf": [{"type": "integer", "minimum": 1, "maximum": MAX_ID},
+                                {"type": "string", "enum": [run_services.DRAFT]}],
+                      "nullable": True, "description": _RUN_VERSION_HELP})
+class RunVersionField(serializers.Field):
+    """A published version number, ``"draft"``, or null (the latest published version)."""
+
+    def to_internal_value(self, data: Any) -> int | str:
+        if data == run_services.DRAFT:
+            return run_services.DRAFT
+        if isinstance(data, bool) or not isinstance(data, int) or not 1 <= data <= MAX_ID:
+            raise serializers.ValidationError(
+                f"must be a published version number (1 to {MAX_ID}), \"draft\" for the current draft, or null "
+                f"for the latest published version")
+        return data
+
+    def to_representation(self, value: Any) -> Any:
+        return value
+
+
 class StartRunSerializer(RequestSerializer):
     input = JSONObjectField(required=False, default=dict, help_text="the run's input (a JSON object)")
-    version = StrictIntegerField(
-        required=False, allow_null=True, default=None, min_value=1, max_value=MAX_ID,
-        help_text="a published version number; null = current draft",
-    )
+    version = RunVersionField(required=False, allow_null=True, default=None, help_text=_RUN_VERSION_HELP)
 
 
 class ResumeRunSerializer(RequestSerializer):
@@ -287,14 +308,22 @@ class _RunsView(APIView):
 
 
 class WorkflowRunsView(_RunsView):
-    @extend_schema(request=StartRunSerializer, responses={201: RunDetailSerializer}, operation_id="runs_start",
-                   description="Start a run of the draft or a published version (runner or above: an editor of the "
-                               "workflow's team, or a team it is shared with as runner or editor).")
+    @extend_schema(request=StartRunSerializer, operation_id="runs_start",
+                   responses={201: RunDetailSerializer,
+                              409: OpenApiResponse(description=(
+                                  "No version was named and the workflow has no published version yet "
+                                  "(workflow.not_published): publish it, or ask for the draft with "
+                                  "`\"version\": \"draft\"`."))},
+                   description="Start a run (runner or above: an editor of the workflow's team, or a team it is "
+                               "shared with as runner or editor). Without `version` (or with null) the latest "
+                               "published version runs, as webhooks and schedules run it; the current draft runs "
+                               "only when asked for by name, `\"version\": \"draft\"`; a number runs that "
+                               "published version.")
     def post(self, request: Request, workflow_id: int) -> Response:
         workflow = get_workflow(user=request.user, workflow_id=workflow_id)
         data = _parse(StartRunSerializer, request.data)
-        run = run_services.start_run(actor=request.user, workflow=workflow, input=data["input"],
-                                     version=data["version"])
+        version = run_services.LATEST if data["version"] is None else data["version"]
+        run = run_services.start_run(actor=request.user, workflow=workflow, input=data["input"], version=version)
         return Response(run_detail(run), status=status.HTTP_201_CREATED)
 
 

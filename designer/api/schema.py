@@ -243,7 +243,8 @@ def add_error_responses(result: dict[str, Any], generator: Any, request: Any, pu
                     continue
                 if status not in responses or "content" not in responses[status]:
                     responses[status] = {
-                        "description": description,
+                        # an operation may say what its own answer of this status means (runs_start's 409)
+                        "description": responses.get(status, {}).get("description") or description,
                         "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
                     }
     return result

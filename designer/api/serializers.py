@@ -215,6 +215,11 @@ class PathOptionSerializer(serializers.Serializer):
     group = serializers.CharField()
     foreach_id = serializers.CharField(allow_null=True)
     compatibility = serializers.CharField(allow_null=True)
+    last_item_wins = serializers.CharField(
+        allow_null=True,
+        help_text="The loop whose items run concurrently and each overwrite this state value (diagnostic "
+                  "state.concurrent_write): read after that loop it holds whichever item finished last; null when "
+                  "no such loop writes it.")
 
 
 class NodeAnalysisSerializer(serializers.Serializer):

@@ -181,7 +181,7 @@ def progress_of(run_state: RunState) -> dict[str, Any]:
     # integrity check at every checkpoint would cost in proportion to the whole state.
     summary = run_summary(run_state, foreach_limit=PROGRESS_ACTIVATIONS)
     rows = [{"activation_id": row.activation_id, "node_id": row.node_id, "done": row.done, "total": row.total,
-             "running": row.running, "parent_activation_id": row.parent_activation_id,
+             "running": row.running, "failed": row.failed, "parent_activation_id": row.parent_activation_id,
              "parent_index": row.parent_index} for row in summary.foreach]
     return {"step": summary.step, "next_seq": summary.trace_seq, "frames": summary.frames,
             "activations": summary.activations, "foreach": rows}

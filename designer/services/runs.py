@@ -9,14 +9,14 @@ does everything else; see ``designer.runs``.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import Max, Q
 from django.utils import timezone
 
 from designer.analysis import analyze_document, dump_document, parse_document
-from designer.errors import BadRequest, ResumeInvalid, RunConflict
+from designer.errors import BadRequest, NotPublished, ResumeInvalid, RunConflict
 from designer.models import Run, Workflow
 from designer.permissions import require_own_team_role, require_workflow_role
 from designer.resolvers import TeamVersionResolver
@@ -24,7 +24,7 @@ from designer.runs import queue
 from designer.runs.checkpoints import checkpoint_of
 from designer.runs.lease import lease_is_free
 from designer.runs.pinning import pin_subgraph_versions
-from designer.selectors.workflows import get_version
+from designer.selectors.workflows import get_version, versions_of
 from runtime import ResumeError, check_resume, check_run_input
 
 
@@ -36,19 +36,34 @@ def _check_input(data: object) -> dict[str, Any]:
     return data
 
 
-def _check_version(version: object) -> int | None:
-    if version is None:
+#: ``version`` of a run of the workflow's current draft: asked for by name, since a run that names no version
+#: runs the latest published one (as webhooks and schedules do).
+DRAFT: Final = "draft"
+#: ``version`` of a run of the workflow's newest published version.
+LATEST: Final = "latest"
+
+
+def _check_version(workflow: Workflow, version: object) -> int | None:
+    """The published version number ``version`` asks for, or None for the draft."""
+    if version == DRAFT:
         return None
+    if version == LATEST:
+        latest = versions_of(workflow).aggregate(latest=Max("number"))["latest"]
+        if latest is None:
+            raise NotPublished(f"workflow {workflow.name!r} has no published version to run: publish it, or ask "
+                               f"for the draft with version \"draft\"", field="version")
+        return int(latest)
     if isinstance(version, bool) or not isinstance(version, int):
-        raise BadRequest("version is a published version number, or null for the current draft", field="version")
+        raise BadRequest(f"version is a published version number or \"draft\" (the current draft), got "
+                         f"{version!r}", field="version")
     return version
 
 
 @transaction.atomic
-def start_run(*, actor: Any, workflow: Workflow, input: object = None, version: object = None) -> Run:
-    """Record a run of ``workflow`` (a published ``version`` number, or the current draft when None) and
-    enqueue it. The draft must be free of errors; its document is snapshotted, so editing it later does
-    not change what runs."""
+def start_run(*, actor: Any, workflow: Workflow, input: object = None, version: object = DRAFT) -> Run:
+    """Record a run of ``workflow`` (a published ``version`` number, ``LATEST`` or ``DRAFT``) and enqueue it.
+    A draft must be free of errors; its document is snapshotted, so editing it later does not change what
+    runs. Code names what it runs; the HTTP API's default, when a request names nothing, is ``LATEST``."""
     require_workflow_role(actor, workflow, "runner")
     return begin_run(workflow=workflow, input=input, version=version,
                      created_by=actor if getattr(actor, "is_authenticated", False) else None)
@@ -59,7 +74,7 @@ def begin_run(*, workflow: Workflow, input: object, version: object, created_by:
     """``start_run`` without the permission check, for starters that were authorised when they were set up
     (a webhook's secret, a schedule): records the run and enqueues it, or raises with nothing recorded."""
     run_input = _check_input(input)
-    number = _check_version(version)
+    number = _check_version(workflow, version)
     workflow_version = None
     if number is None:
         document = parse_document(workflow.document)

@@ -482,6 +482,7 @@ def publish(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
         message = (f"Not published: the draft has {count} error{'s' if count != 1 else ''}; "
                    "fix them in the diagnostics panel first.") if count else f"Not published: {error_message(exc)}"
         return _triggers(HttpResponse(status=204), notice={"kind": "error", "message": message})
+    # ``version-published``: the run panel reloads on it, so the new version is listed at once.
     return _triggers(HttpResponse(status=204), notice={
         "kind": "success", "message": f"Published version {version.number} of {loaded.workflow.name}.",
-    })
+    }, version_published={"number": version.number})

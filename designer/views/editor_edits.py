@@ -94,7 +94,10 @@ def form_ops(form: Any) -> list[dict[str, Any]]:
             continue
         args[key] = values if len(values) > 1 or key.startswith("case_") else values[0]
     if name == "bind_literal":
-        args["text"] = args.pop("value", "")
+        text = args.pop("value", "")
+        if args.pop("checkbox", None) is not None:  # a boolean's checkbox: unchecked sends no value at all
+            text = "true" if text == "true" else "false"
+        args["text"] = text
     if name == "add_output":  # the state-field picker's "new state field…" choice is typed in new_target
         typed = args.pop("new_target", "")
         if not args.get("target"):

@@ -37,7 +37,7 @@ class Step:
     scope_id: str
     start: datetime
     end: datetime | None = None
-    status: str = "running"  # running | completed | failed | waiting
+    status: str = "running"  # running | completed | failed | waiting | cancelled (stopped by the run's end)
     label: str = ""
     attempts: int = 1
     left: float = 0.0
@@ -219,7 +219,9 @@ def build_timeline(events: Iterable[RunEvent], *, now: datetime, end: datetime |
     stop = end or now
     for step in open_steps.values():
         if step.end is None and end is not None:
+            # The run ended (failed, cancelled) with this step under way: it was stopped, it is not running.
             step.end = end
+            step.status = "cancelled" if step.status == "running" else step.status
     ends: list[datetime] = [latest or t0]
     for row in rows.values():
         ends.extend(s.end or stop for s in row.steps)
@@ -308,6 +310,9 @@ class Progress:
     total: int | None
     running: int = 0
     finished: bool = False
+    #: Items that failed (a failure anywhere inside one, a subgraph it called included); not in ``done``.
+    failed: int = 0
+    scope_id: str = ""
     parent_activation_id: str | None = None
     parent_index: int | None = None
     lineage_id: str = ""
@@ -320,6 +325,12 @@ class Progress:
             return 100.0 if self.finished else 0.0
         return round(100.0 * min(self.done, self.total) / self.total, 1)
 
+    @property
+    def failed_percent(self) -> float:
+        if not self.total:
+            return 0.0
+        return round(100.0 * min(self.failed, self.total - min(self.done, self.total)) / self.total, 1)
+
 
 def recorded_context(events: Iterable[RunEvent]) -> dict[str, Any] | None:
     """The context the engine recorded when the frame's step started, if it recorded one."""
@@ -330,39 +341,81 @@ def recorded_context(events: Iterable[RunEvent]) -> dict[str, Any] | None:
     return None
 
 
+def _handled(event: RunEvent) -> bool:
+    """A failure the node's ``error`` route took: the item goes on along that route, it did not fail."""
+    return event_data(event).get("label") == "error"
+
+
 def progress_rows(state: RunState | None, events: Iterable[RunEvent],
-                  batches: Mapping[str, tuple[int, int]] | None = None) -> list[Progress]:
+                  batches: Mapping[str, tuple[int, int]] | None = None, *, finished: bool = False) -> list[Progress]:
     """One row per foreach activation, children under the item of their parent activation.
 
     Live activations come from the runtime (``activation_progress``); ones
     that already finished are pruned from RunState and come from their trace
     events (``foreach_started`` .. ``foreach_completed`` and the completed
-    items in between).
+    items in between). An item fails when a step inside it fails for good
+    (inside an inner loop's item or a subgraph it called too): the trace's
+    lineages lead from the failed step up to every item it ran in. Those
+    items count as failed, never as running, and ``finished`` (the run is
+    over) leaves nothing running.
     """
     rows: dict[str, Progress] = {}
     # The trace first: it knows every activation, including finished ones.
     lineage_of_item: dict[str, tuple[str, int | None]] = {}
+    started_in: dict[str, str] = {}  # activation -> the lineage whose frame started it
+    above: dict[str, str] = {}  # lineage -> the lineage it runs under (an item's foreach's, a call's caller's)
+    # node -> {frame: lineage} of its steps under way not yet matched to a scope they opened, oldest first
+    calls: dict[str, dict[str, str]] = {}
+    failed: dict[str, set[int]] = {}
+
+    def fail(lineage: str | None) -> None:
+        for _ in range(64):  # nesting is bounded; a malformed trace must not loop forever
+            if lineage is None:
+                return
+            item = lineage_of_item.get(lineage)
+            if item is not None and item[1] is not None:
+                failed.setdefault(item[0], set()).add(item[1])
+            lineage = above.get(lineage)
+
     for event in events:
         kind, act = event.kind, event.activation_id
         if kind == "foreach_started" and act:
             total = summary_of(event).get("total")
             parent = lineage_of_item.get(event.lineage_id)
+            started_in[act] = event.lineage_id
             rows[act] = Progress(
                 activation_id=act, node_id=event.node_id, done=0,
                 total=total if isinstance(total, int) and not isinstance(total, bool) else None,
                 parent_activation_id=parent[0] if parent else None,
                 parent_index=parent[1] if parent else None,
-                lineage_id=event.lineage_id,
+                lineage_id=event.lineage_id, scope_id=event.scope_id,
             )
         elif kind == "item_started" and act:
             lineage_of_item[event.lineage_id] = (act, event.index)
+            if act in started_in:
+                above[event.lineage_id] = started_in[act]
         elif kind == "item_completed" and act in rows:
             rows[act].done += 1
+            failed.get(act, set()).discard(event.index if event.index is not None else -1)  # redriven: done now
         elif kind == "foreach_completed" and act in rows:
             row = rows[act]
             row.finished = True
             if row.total is None:
                 row.total = row.done
+        elif kind == "node_started":
+            calls.setdefault(event.node_id, {})[event.frame_id] = event.lineage_id
+        elif kind in ("node_completed", "node_failed"):
+            calls.get(event.node_id, {}).pop(event.frame_id, None)
+            if kind == "node_failed" and not _handled(event):
+                fail(event.lineage_id)
+        elif kind == "item_failed":
+            fail(event.lineage_id)
+        elif kind == "scope_opened":
+            # The trace names the calling node, not its frame: calls open their scopes in the order their
+            # steps started, so the caller is that node's oldest step under way not yet matched to a scope.
+            waiting = calls.get(str(summary_of(event).get("caller_node_id") or ""))
+            if waiting:
+                above[event.lineage_id] = waiting.pop(next(iter(waiting)))
     if state is not None:
         for live in activation_progress(state):
             entry = rows.get(live.activation_id)
@@ -370,12 +423,19 @@ def progress_rows(state: RunState | None, events: Iterable[RunEvent],
                 entry = rows[live.activation_id] = Progress(
                     activation_id=live.activation_id, node_id=live.node_id, done=0, total=None
                 )
-            entry.done, entry.total, entry.running = live.done, live.total, live.running
+            # The engine counts a tolerated failed item as completed: here it counts as failed only.
+            entry.done = max(0, live.done - live.failed)
+            entry.total, entry.running, entry.scope_id = live.total, live.running, live.scope_id
             if batches and live.activation_id in batches:
                 # A distributed foreach runs its items in batches elsewhere: committed items and running batches.
                 entry.done, entry.running = batches[live.activation_id]
             entry.parent_activation_id = live.parent_activation_id or entry.parent_activation_id
             entry.parent_index = live.parent_index if live.parent_index is not None else entry.parent_index
+    for act, entry in rows.items():
+        entry.failed = len(failed.get(act, ()))
+        # A finished run's items left in its state (a redrive runs the failed ones again) run no more.
+        if finished:
+            entry.running = 0
     return nest_progress(rows)
 
 

@@ -35,7 +35,7 @@ from designer.errors import ActionForbidden, DesignerError, ObjectNotFound
 from designer.filters import RunFilter, apply_filters
 from designer.models import Run, RunEvent, Team, Workflow
 from designer.permissions import has_role, require_workflow_role, role_of, workflow_role
-from designer.run_overlay import item_label
+from designer.run_overlay import NODE_STATES, item_label
 from designer.runs.batches import batch_progress
 from designer.runs.checkpointer import last_stored_seq
 from designer.runs.checkpoints import context_of, damage_of, load_state, with_damage
@@ -247,7 +247,8 @@ def _sample_input(workflow: Workflow, version: int | None) -> Any:
 
 
 def _version_param(raw: str | None) -> int | None:
-    return parse_id(raw)
+    """The panel's version choice: a published number, or None for the draft (the form names it "draft")."""
+    return None if raw in (None, "", run_services.DRAFT) else parse_id(raw)
 
 
 def _panel_context(request: HtmxHttpRequest, workflow: Workflow, *, version: int | None = None,
@@ -300,7 +301,8 @@ def run_start(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
     error_context: dict[str, Any] = {}
     if not form.has_errors:
         try:
-            run = run_services.start_run(actor=request.user, workflow=workflow, input=value, version=version)
+            run = run_services.start_run(actor=request.user, workflow=workflow, input=value,
+                                         version=run_services.DRAFT if version is None else version)
         except ActionForbidden:
             raise
         except (DesignerError, WorkflowError) as exc:
@@ -362,11 +364,13 @@ def _counters(run: Run) -> dict[str, Any]:
     for entry in progress.get("foreach") or ():
         if not isinstance(entry, dict):
             continue
-        total, done, running = entry.get("total"), entry.get("done"), entry.get("running")
+        total, done, running, failed = (entry.get(key) for key in ("total", "done", "running", "failed"))
+        failed = failed if isinstance(failed, int) else 0
         rows.append(Progress(
             activation_id=str(entry.get("activation_id") or ""), node_id=str(entry.get("node_id") or ""),
-            done=done if isinstance(done, int) else 0, total=total if isinstance(total, int) else None,
-            running=running if isinstance(running, int) else 0,
+            # The engine counts a tolerated failed item as done: here it is failed only.
+            done=max(0, done - failed) if isinstance(done, int) else 0, failed=failed,
+            total=total if isinstance(total, int) else None, running=running if isinstance(running, int) else 0,
             parent_activation_id=entry.get("parent_activation_id") or None,
             parent_index=entry.get("parent_index") if isinstance(entry.get("parent_index"), int) else None))
     if run.status == Run.Status.WAITING:
@@ -416,7 +420,8 @@ def _detail_context(request: HtmxHttpRequest, run: Run, **extra: Any) -> dict[st
         "interrupts": [] if damage else _interrupts(run, extra.pop("forms", None)),
         "answers": _answers(run),
         "progress": progress_rows(inspection.state, events,
-                                  batch_progress(run.pk) if run.status == Run.Status.WAITING else None),
+                                  batch_progress(run.pk) if run.status == Run.Status.WAITING else None,
+                                  finished=run.is_finished),
         "counters": _counters(run),
         # The live poll asks for events from here on; the events table below already has the ones before.
         "cursor": events[-1].seq + 1 if events else 0,
@@ -431,6 +436,8 @@ def _detail_context(request: HtmxHttpRequest, run: Run, **extra: Any) -> dict[st
         "elapsed_ms": int((now - run.started_at).total_seconds() * 1000) if run.started_at else None,
         "admin_url": _admin_runs_url(request, id__exact=run.pk),
         "preserve": True,
+        # The canvas's legend: each state in words and in the colour a node in it has.
+        "node_states": [(state, state.replace(" ", "-")) for state in NODE_STATES],
         **extra,
     }
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.urls import URLPattern, URLResolver, path
 
-from designer.views import run_history, runs, teams
+from designer.views import run_graph, run_history, runs, teams
 
 urlpatterns: list[URLPattern | URLResolver] = []
 
@@ -46,6 +46,7 @@ urlpatterns += [
     path("runs/<int:run_id>/", runs.run_detail, name="run-detail"),
     path("runs/<int:run_id>/events/", runs.run_events, name="run-events"),
     path("runs/<int:run_id>/live/", runs.run_live, name="run-live"),
+    path("runs/<int:run_id>/graph/", run_graph.run_graph, name="run-graph"),
     path("runs/<int:run_id>/frames/<str:frame_id>/", runs.run_frame, name="run-frame"),
     path("runs/<int:run_id>/resume/", runs.run_resume, name="run-resume"),
     path("runs/<int:run_id>/cancel/", runs.run_cancel, name="run-cancel"),

@@ -18,7 +18,7 @@ from django.urls import reverse
 from django.views.decorators.csrf import csrf_exempt
 
 from designer import selectors
-from designer.document_diff import diff, node_marks, route_target
+from designer.document_diff import diff, labels_of, node_marks, route_target
 from designer.errors import DesignerError, ObjectNotFound, RateLimited, RevisionConflict
 from designer.models import Schedule, TriggerFire, Webhook
 from designer.models import Workflow as WorkflowModel
@@ -133,6 +133,20 @@ def _graph(a: dict[str, Any], b: dict[str, Any], changes: list[Any]) -> dict[str
             "edges": [e for e in edges.values() if e["source"] in wanted and e["target"] in wanted]}
 
 
+def _comparison(workflow: WorkflowModel, a: tuple[str, dict[str, Any]],
+                b: tuple[str, dict[str, Any]]) -> dict[str, Any]:
+    """What the comparison page shows of ``a`` -> ``b`` (each a label and a document): the changes with
+    their before and after values (nodes named by label) and the canvas's graph."""
+    (a_label, a_doc), (b_label, b_doc) = a, b
+    changes = diff(a_doc, b_doc)
+    labels = labels_of(a_doc, b_doc)
+    return {
+        "workflow": workflow, "a_label": a_label, "b_label": b_label,
+        "changes": [c.to_dict(labels) for c in changes], "graph": _graph(a_doc, b_doc, changes),
+        "counts": {kind: sum(1 for c in changes if c.change == kind) for kind in ("added", "removed", "changed")},
+    }
+
+
 @signed_in("GET")
 def version_compare(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
     """Two versions (or the draft and a version) side by side: the changes as a list and on a canvas."""
@@ -141,14 +155,9 @@ def version_compare(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
     default_a = str(versions[1].number if len(versions) > 1 else versions[0].number) if versions else DRAFT
     a_key = request.GET.get("a") or default_a
     b_key = request.GET.get("b") or (DRAFT if a_key != DRAFT else default_a)
-    a_label, a_doc = _side(workflow, a_key)
-    b_label, b_doc = _side(workflow, b_key)
-    changes = diff(a_doc, b_doc)
     return TemplateResponse(request, "workflows/compare.html", {
-        "workflow": workflow, "role": role, "versions": versions, "a": a_key, "b": b_key,
-        "a_label": a_label, "b_label": b_label, "changes": [c.to_dict() for c in changes],
-        "graph": _graph(a_doc, b_doc, changes),
-        "counts": {kind: sum(1 for c in changes if c.change == kind) for kind in ("added", "removed", "changed")},
+        **_comparison(workflow, _side(workflow, a_key), _side(workflow, b_key)),
+        "role": role, "versions": versions, "a": a_key, "b": b_key,
     })
 
 
@@ -159,11 +168,19 @@ def _revision(value: object) -> object:
         return -1
 
 
-@signed_in("POST")
+@signed_in("GET", "POST")
 def version_restore(request: HtmxHttpRequest, workflow_id: int, number: int) -> HttpResponse:
-    """Make a version the draft, against the revision the page showed; the page then offers to undo it."""
-    workflow, _ = _workflow(request, workflow_id)
+    """GET: the restore's preview, what the draft would become (the comparison of the draft with the
+    version) and a button to do it. POST: make the version the draft, against the revision the preview
+    showed; the workflow's page then offers to undo it."""
+    workflow, role = _workflow(request, workflow_id)
     require_workflow_role(request.user, workflow, "editor")
+    if request.method == "GET":
+        version = selectors.get_version(workflow=workflow, number=number)
+        return TemplateResponse(request, "workflows/compare.html", {
+            **_comparison(workflow, _side(workflow, DRAFT), (f"v{version.number}", version.document)),
+            "role": role, "restore": version,
+        })
     try:
         edited = version_services.restore_version(actor=request.user, workflow=workflow, number=number,
                                                   revision=_revision(request.POST.get("revision")))

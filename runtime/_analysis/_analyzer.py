@@ -11,6 +11,7 @@ from typing import Any
 from runtime._analysis import _schemas as S
 from runtime._analysis._batches import batch_diagnostics
 from runtime._analysis._checks import Checker
+from runtime._analysis._concurrent import concurrent_write_diagnostics, concurrent_writes, last_item_wins
 from runtime._analysis._cycles import no_exit_diagnostics
 from runtime._analysis._document_schemas import schema_diagnostics
 from runtime._analysis._error_payload import ERROR_PAYLOAD_SCHEMA
@@ -463,6 +464,8 @@ class _Session:
         diagnostics += no_exit_diagnostics(doc, nodes, routes, labels, regions.stacks)
         diagnostics += _aliases(doc, nodes, regions.stacks)
         diagnostics += batch_diagnostics(doc, nodes, regions.stacks)
+        overwritten = list(concurrent_writes(doc, nodes, regions.stacks))
+        diagnostics += concurrent_write_diagnostics(nodes, overwritten)
 
         foreach_nodes = {nid: n for nid, n in nodes.items() if isinstance(n, ForeachNode)}
         inner_foreach = caller_foreach | frozenset(foreach_nodes)
@@ -498,7 +501,8 @@ class _Session:
         scope = Scope(doc.id, foreach_nodes, frozenset(nodes) - frozenset(foreach_nodes), regions.stacks,
                       self.prepare(doc.input_schema), view.schema, caller_foreach, caller_aliases)
         # built before the checks (it is lazy) so a foreach hint can name the lists its node could iterate
-        options = OptionIndex(scope, {n.id: n.title for n in foreach_nodes.values()}, view.writers)
+        options = OptionIndex(scope, {n.id: n.title for n in foreach_nodes.values()}, view.writers,
+                              last_item_wins(nodes, overwritten))
         for node_id, node in nodes.items():
             stack = regions.stacks.get(node_id)
             if isinstance(node, TaskNode):

@@ -67,6 +67,10 @@ _TABLE: Final[tuple[CodeInfo, ...]] = (
              "stay in their batch", addition=True),
     CodeInfo("foreach.batch_settings_unused", "warning",
              "max_batches_in_flight set on a foreach without batch_size", addition=True),
+    CodeInfo("state.concurrent_write", "warning",
+             "a set output, or an inner foreach's results, writes a state field inside the body of a foreach "
+             "that runs items concurrently (max_concurrency > 1): each item overwrites it and the last to finish "
+             "wins (data: target, concurrent_foreach, inner_foreach)", addition=True),
     CodeInfo("document.invalid", "error",
              "analyze() was given a mapping that is not a valid workflow document (raised, not returned)",
              addition=True),

@@ -23,6 +23,9 @@ class PathOption:
     schema: ``exact`` (same type), ``compatible`` (fits, e.g. integer into
     number, or an unknown schema), ``optional`` (may not fit at run time, e.g.
     a nullable value into a non-nullable field: a warning if bound).
+    ``last_item_wins`` names the loop whose concurrent items each overwrite
+    this state value (``state.concurrent_write``): read after that loop, it
+    holds whichever item finished last.
     ``schema`` is shared with the analysis; treat it as read-only.
     """
 
@@ -35,6 +38,7 @@ class PathOption:
     group: str
     foreach_id: str | None = None
     compatibility: Compatibility | None = None
+    last_item_wins: str = ""
 
 
 #: How many segments below a root (or below a loop item) the options descend.
@@ -84,8 +88,10 @@ def _walk(out: list[PathOption], path: GraphSourcePath, schema: Schema, title: s
 class OptionIndex:
     """Path options per control region, built lazily and cached (regions share foreach entries)."""
 
-    def __init__(self, scope: Scope, foreach_titles: Mapping[str, str], writers: Mapping[str, list[str]]) -> None:
+    def __init__(self, scope: Scope, foreach_titles: Mapping[str, str], writers: Mapping[str, list[str]],
+                 overwritten: Mapping[str, str] | None = None) -> None:
         self.scope = scope
+        self.overwritten = overwritten or {}
         self.foreach_titles = foreach_titles
         self.writers = writers
         self._base: list[PathOption] | None = None
@@ -103,8 +109,18 @@ class OptionIndex:
             _walk(state, GraphSourcePath("state"), self.scope.state_schema, "State",
                   "The workflow's whole state", "State", None, 0, MAX_OPTIONS_PER_ROOT, notes,
                   absent_is_null=False)
+            if self.overwritten:
+                state = [self._mark(option) for option in state]
             self._base = out + state
         return self._base
+
+    def _mark(self, option: PathOption) -> PathOption:
+        """Mark an overwritten state path and everything read inside it (``state.lines.0`` of ``state.lines``)."""
+        for target, loop in self.overwritten.items():
+            if option.path_str == target or option.path_str[len(target):len(target) + 1] in (".", "[") and \
+                    option.path_str.startswith(target):
+                return replace(option, last_item_wins=loop)
+        return option
 
     def group(self, foreach_id: str) -> str:
         return f"Loop: {self.foreach_titles.get(foreach_id, foreach_id)}"

@@ -44,7 +44,7 @@ def empty_document(**extra: Any) -> dict[str, Any]:
 
 
 #: The canvas never zooms below this (static/src/editor/layout.js READABLE_ZOOM): labels stay legible.
-READABLE_ZOOM = 0.75
+READABLE_ZOOM = 0.924  # 12 / 13, rounded up
 
 #: The test task module (``pack_item``) the editor tests add to the catalogue with the public setting.
 EDITOR_TASKS = "tests.browser.editor_tasks"
@@ -201,8 +201,14 @@ class EditorPage:
         expect(self.canvas).to_have_attribute("data-state", "saved")
         self.page.wait_for_function("() => document.querySelector('.htmx-request') === null")
 
+    def field_row(self, field_label: str) -> Locator:
+        """The inspector's row of a field (``over``, ``path`` or the input field ``field_label``): its buttons
+        are named by their text ("Clear", "Choose path…"), the row's field name describes them."""
+        return self.inspector.locator(f"li.field-row[data-field='{field_label}'], "
+                                      f"li.field-row[data-field='input.{field_label}']").first
+
     def open_picker(self, field_label: str) -> Locator:
-        button = self.inspector.get_by_role("button", name=f"Choose a path for {field_label}", exact=True)
+        button = self.field_row(field_label).get_by_role("button", name="Choose path…", exact=True)
         picker = self.inspector.locator(".picker")
         # A refresh of the inspector triggered by an earlier edit can still swap in after the click and take
         # the freshly opened picker with it; wait for quiet, and open it again if that happened anyway.

@@ -128,7 +128,9 @@ def test_interrupt_prompt_labels_resume_schema_and_payload(
     editor.inspector.get_by_label("New payload field").fill("requester")
     editor.inspector.get_by_role("button", name="Add field", exact=True).click()
     editor.choose("input.requester")
-    editor.press("Remove payload field requester")
+    before = editor.revision()
+    editor.field_row("requester").get_by_role("button", name="Remove", exact=True).click()
+    editor.wait_saved(before + 1)
     expect(editor.inspector.locator('li.field-row[data-field="input.requester"]')).to_have_count(0)
 
     # Its answer fields are offered as output-binding sources.

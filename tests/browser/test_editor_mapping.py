@@ -113,11 +113,11 @@ def test_build_compose_and_run_the_nested_order_lines_with_concurrency_4(
     inputs = _builder(editor, "input_schema")
     _add_field(editor, inputs, "input schema")
     _rename_new_field(editor, inputs, "customers", "array", required=True)
-    _add_field(editor, inputs, "customers")  # a field of each item: the items become objects
+    _add_field(editor, inputs, "each item of customers")  # the items become objects
     _rename_new_field(editor, inputs, "name", "string", required=True)
     _add_field(editor, inputs, "items of customers")
     _rename_new_field(editor, inputs, "orders", "array", required=True)
-    _add_field(editor, inputs, "orders")
+    _add_field(editor, inputs, "each item of orders")
     _rename_new_field(editor, inputs, "total", "number", required=True)
     # A default its own field refuses is flagged where it is typed, and the schema is not saved with it.
     total = _field(inputs, "total")
@@ -179,7 +179,7 @@ def test_build_compose_and_run_the_nested_order_lines_with_concurrency_4(
     # One key through its own picker: offered both loops' fields, outermost first.
     editor.wait_idle()
     values.get_by_label("New key in values").fill("name")
-    values.get_by_role("button", name="Add a key to values").click()
+    values.get_by_role("button", name="+ key", exact=True).click()
     name_row = editor.inspector.locator('li.field-row[data-field="input.values.name"]')
     expect(name_row.locator(".picker")).to_be_visible()
     offered = editor.picker_paths()
@@ -190,7 +190,7 @@ def test_build_compose_and_run_the_nested_order_lines_with_concurrency_4(
     # The other dragged from the data panel onto its row.
     editor.wait_idle()
     values.get_by_label("New key in values").fill("total")
-    values.get_by_role("button", name="Add a key to values").click()
+    values.get_by_role("button", name="+ key", exact=True).click()
     total_row = editor.inspector.locator('li.field-row[data-field="input.values.total"]')
     expect(total_row).to_contain_text("new: choose a path or set a value")
     editor.wait_idle()

@@ -87,7 +87,7 @@ def test_provoke_a_diagnostic_and_fix_it_from_the_panel(
     # Provoke: clear a required input.
     editor.select("pack_item")
     before = editor.revision()
-    editor.inspector.get_by_role("button", name="Clear the binding of sku").click()
+    editor.field_row("sku").get_by_role("button", name="Clear", exact=True).click()
     editor.wait_saved(before + 1)
     problem = editor.diagnostics.locator('.diag-item[data-code="binding.missing_required"]')
     expect(problem).to_have_count(1)

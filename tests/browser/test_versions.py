@@ -63,12 +63,18 @@ def test_publish_with_a_note_compare_two_versions_and_restore(
     expect(changes).to_have_count(3)
     expect(page.locator("li[data-what='node'][data-change='added'][data-key='audit']")).to_be_visible()
     expect(page.locator("li[data-what='route'][data-change='added']")).to_contain_text("record --approved")
-    expect(page.locator("li[data-what='input'][data-change='changed']")).to_contain_text("approved of record")
+    changed = page.locator("li[data-what='input'][data-change='changed']")
+    expect(changed).to_contain_text("approved of record")
+    expect(changed.locator("td[data-before]")).to_have_text("true")
+    expect(changed.locator("td[data-after]")).to_have_text("false")
     page.screenshot(path=artifacts_dir / "versions-compare.png", full_page=True)
 
     # Restore v1 into the draft, see the draft equal v1, then undo.
     page.goto(f"{base}/workflows/{versioned.pk}/")
-    page.locator("tr[data-version='1']").get_by_role("button", name="Restore into draft").click()
+    page.locator("tr[data-version='1']").get_by_role("link", name="Restore into draft…").click()
+    expect(page.get_by_role("heading", name="Restore v1 into the draft")).to_be_visible()
+    assert Workflow.objects.get(pk=versioned.pk).revision == versioned.revision  # the preview changes nothing
+    page.get_by_role("button", name="Restore v1").click()
     expect(page.get_by_text("Version 1 is now the draft")).to_be_visible()
     assert Workflow.objects.get(pk=versioned.pk).document == versioned.versions.get(number=1).document
     page.get_by_role("link", name="Compare with draft").nth(1).click()  # v1's row (v2 is listed first)
@@ -161,3 +167,103 @@ def test_two_routes_between_the_same_nodes_are_drawn_apart(
     # into the one input handle.
     assert max(shared) < 0.5, shared
     page.screenshot(path=artifacts_dir / "editor-parallel-routes.png")
+
+
+# --- before and after values, a fitted and readable canvas, the restore's preview ---------------------------
+
+#: The comparison canvas's zoom and every text on it: (text, font size on screen in px).
+_CANVAS_TEXT = """() => {
+  const canvas = document.querySelector('[data-diff-canvas]');
+  const zoom = new DOMMatrixReadOnly(getComputedStyle(canvas.querySelector('.react-flow__viewport')).transform).a;
+  return [...canvas.querySelectorAll('.react-flow__node *, .diff-edge-label')]
+    .filter(el => [...el.childNodes].some(n => n.nodeType === 3 && n.textContent.trim()))
+    .map(el => [el.textContent.trim(), parseFloat(getComputedStyle(el).fontSize) * zoom]);
+}"""
+
+
+@pytest.fixture
+def labelled(user: Any) -> Workflow:
+    """Two versions of a workflow whose nodes have labels: v2 changes a binding's path and a literal, sends
+    "review" elsewhere and adds a node."""
+    team = team_services.create_team(actor=user, name="Acme")
+    document = simple_document()
+    document["nodes"][0]["name"] = "Assess the request"
+    document["nodes"][1]["name"] = "Record decision"
+    document["metadata"] = {"positions": {"assess": {"x": 0, "y": 0}, "record": {"x": 320, "y": 0}}}
+    workflow = workflow_services.create_workflow(actor=user, team=team, name="Orders", document=document)
+    workflow_services.publish_workflow(actor=user, workflow=workflow, note="first")
+    document = copy.deepcopy(workflow.document)
+    document["nodes"].append({"id": "audit", "name": "Audit", "kind": "task", "task": "assess_request",
+                              "input": [{"target": "amount", "path": "input.amount"}], "output": []})
+    document["nodes"][0]["input"][0]["value"] = 5
+    del document["nodes"][0]["input"][0]["path"]
+    document["nodes"][1]["input"][0]["value"] = False
+    for route in document["routes"]:
+        if route["label"] == "review":
+            route["target"] = "audit"
+    document["metadata"]["positions"]["audit"] = {"x": 640, "y": 200}
+    workflow_services.save_document(actor=user, workflow=workflow, revision=workflow.revision, document=document)
+    workflow_services.publish_workflow(actor=user, workflow=workflow, note="second")
+    workflow.refresh_from_db()
+    return workflow
+
+
+def _fitted_and_readable(page: Page) -> None:
+    canvas = page.locator("[data-diff-canvas]")
+    expect(canvas.locator("[data-testid='diff-node']")).to_have_count(3)
+    box = canvas.bounding_box()
+    assert box
+    for node in canvas.locator(".react-flow__node").all():
+        inner = node.bounding_box()
+        assert inner and inner["x"] >= box["x"] and inner["y"] >= box["y"], (inner, box)
+        assert inner["x"] + inner["width"] <= box["x"] + box["width"], (inner, box)
+        assert inner["y"] + inner["height"] <= box["y"] + box["height"], (inner, box)
+    texts = page.evaluate(_CANVAS_TEXT)
+    assert any(text == "Assess the request" for text, _ in texts), texts
+    small = [(text, round(px, 2)) for text, px in texts if px < 12]
+    assert small == [], small
+
+
+def _row(page: Page, what: str, key: str) -> Any:
+    return page.locator(f"li[data-what='{what}'][data-key='{key}']")
+
+
+@pytest.mark.parametrize("size", [(1440, 900), (1024, 768)])
+def test_compare_shows_before_and_after_by_label_on_a_fitted_readable_canvas_and_so_does_restore(
+    logged_in_page: Page, live_server: Any, labelled: Workflow, artifacts_dir: Path, size: tuple[int, int]
+) -> None:
+    page, base = logged_in_page, live_server.url
+    page.set_viewport_size({"width": size[0], "height": size[1]})
+    page.goto(f"{base}/workflows/{labelled.pk}/versions/compare/?a=1&b=2")
+    expect(page.locator("[data-diff-canvas][data-ready='true'] .react-flow__node")).to_have_count(3)
+    expect(page.locator("[data-diff-canvas]")).to_have_attribute("data-fitted", "true")
+    page.screenshot(path=artifacts_dir / f"versions-compare-values-{size[0]}x{size[1]}.png", full_page=True)
+    amount = _row(page, "input", "amount")
+    expect(amount.locator(".change-summary")).to_have_text("input binding amount of Assess the request changed")
+    expect(amount.locator("td[data-before]")).to_have_text("input.amount")
+    expect(amount.locator("td[data-after]")).to_have_text("5")
+    review = _row(page, "route", "assess --review")
+    expect(review.locator(".change-summary")).to_have_text("route Assess the request --review changed")
+    expect(review.locator("td[data-before]")).to_have_text("Record decision")
+    expect(review.locator("td[data-after]")).to_have_text("Audit")
+    added = _row(page, "node", "audit")
+    expect(added.locator("tr[data-field='task'] td[data-after]")).to_have_text("assess_request")
+    expect(added.locator("tr[data-field='task'] td[data-before]")).to_have_text("—")
+    expect(added.locator("tr[data-field='retry']")).to_have_count(0)  # unset fields are not listed
+    _fitted_and_readable(page)
+
+    # The restore's preview: the same list and canvas, from the draft (= v2) back to v1.
+    page.goto(f"{base}/workflows/{labelled.pk}/")
+    page.locator("tr[data-version='1']").get_by_role("link", name="Restore into draft…").click()
+    expect(page.get_by_role("heading", name="Restore v1 into the draft")).to_be_visible()
+    expect(page.locator("[data-diff-canvas][data-ready='true'] .react-flow__node")).to_have_count(3)
+    expect(page.locator("[data-diff-canvas]")).to_have_attribute("data-fitted", "true")
+    page.screenshot(path=artifacts_dir / f"versions-restore-preview-{size[0]}x{size[1]}.png", full_page=True)
+    amount = _row(page, "input", "amount")
+    expect(amount.locator("td[data-before]")).to_have_text("5")
+    expect(amount.locator("td[data-after]")).to_have_text("input.amount")
+    expect(_row(page, "node", "audit")).to_have_attribute("data-change", "removed")
+    _fitted_and_readable(page)
+    page.get_by_role("button", name="Restore v1").click()
+    expect(page.get_by_text("Version 1 is now the draft")).to_be_visible()
+    assert Workflow.objects.get(pk=labelled.pk).document == labelled.versions.get(number=1).document

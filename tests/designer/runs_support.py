@@ -117,8 +117,8 @@ def work_until_finished(env: dict[str, str], runs: Sequence[dict[str, Any]], *, 
 
 
 def start_run(client: Any, workflow: Any, run_input: dict[str, Any], **body: Any) -> dict[str, Any]:
-    response = client.post(reverse("api:workflow-runs", args=[workflow.pk]), {"input": run_input, **body},
-                           format="json")
+    response = client.post(reverse("api:workflow-runs", args=[workflow.pk]),
+                           {"input": run_input, "version": "draft", **body}, format="json")
     assert response.status_code == 201, response.json()
     return response.json()
 

@@ -55,6 +55,14 @@ def test_runs_and_events_are_typed_in_the_schema(cast: Any, api: Any) -> None:
     start = schema["paths"]["/api/workflows/{workflow_id}/runs/"]["post"]["requestBody"]["content"]
     assert components["StartRunRequest"]["properties"]["input"]["type"] == "object"
     assert "application/json" in start
+    # Without a version the latest published version runs; the draft only by name; nothing published is a 409.
+    version = components["StartRunRequest"]["properties"]["version"]
+    assert {"type": "string", "enum": ["draft"]} in version["oneOf"] and version["nullable"] is True
+    assert "latest published version" in version["description"]
+    operation = schema["paths"]["/api/workflows/{workflow_id}/runs/"]["post"]
+    assert "latest published version" in operation["description"]
+    conflict = operation["responses"]["409"]
+    assert "workflow.not_published" in conflict["description"] and "content" in conflict
 
 
 def test_the_schemas_example_document_validates_and_saves(cast: Any, api: Any, workflow: Any) -> None:

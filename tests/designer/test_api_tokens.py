@@ -96,7 +96,8 @@ def test_a_read_only_token_reads_and_validates_but_cannot_write(cast: Any, workf
         client.patch(reverse("api:workflow-detail", args=[workflow.pk]), {"name": "x"}, format="json"),
         client.post(reverse("api:workflow-list"), {"team": cast.team.pk, "name": "x"}, format="json"),
         client.post(reverse("api:workflow-publish", args=[workflow.pk]), {}, format="json"),
-        client.post(reverse("api:workflow-runs", args=[workflow.pk]), {"input": {"amount": 1}}, format="json"),
+        client.post(reverse("api:workflow-runs", args=[workflow.pk]), {"input": {"amount": 1}, "version": "draft"},
+                    format="json"),
         client.delete(reverse("api:workflow-detail", args=[workflow.pk])),
         client.post(reverse("api:team-list"), {"name": "New"}, format="json"),
     ]

@@ -17,7 +17,7 @@ from demo import data as demo
 from designer import catalog
 from designer.models import Membership, Team, Workflow, WorkflowVersion
 from designer.resolvers import TeamVersionResolver
-from runtime import Engine, RuntimeContext
+from runtime import Engine, RuntimeContext, analyze
 from tests.runtime.document_support import plain_twin
 
 pytestmark = pytest.mark.django_db
@@ -74,6 +74,21 @@ def test_every_demo_workflow_validates_in_the_team(loaded, api):
         assert body["ok"], (workflow.slug, body["diagnostics"])
         assert workflow.document["metadata"]["sample_input"]
     assert Workflow.objects.get(team=loaded, slug="process-order").versions.count() == 1
+
+
+def test_demo_workflows_collect_loop_results_without_a_last_item_wins_write(loaded):
+    """The demo's loops run one customer at a time, so ``fetch``'s state.orders and the orders loop's results are
+    never overwritten by a sibling item; the same document at concurrency 4 is what the analyzer warns about."""
+    registry = catalog.registry()
+    for workflow in Workflow.objects.filter(team=loaded):
+        analysis = analyze(workflow.document, registry=registry, workflows=TeamVersionResolver(loaded))
+        assert not [d for d in analysis.diagnostics if d.code == "state.concurrent_write"], workflow.slug
+    document = _document(loaded, "customer-orders")
+    for node in document["nodes"]:
+        if node["id"] == "customers":
+            node["max_concurrency"] = 4
+    racing = analyze(document, registry=registry)
+    assert {d.node_id for d in racing.diagnostics if d.code == "state.concurrent_write"} == {"fetch", "orders"}
 
 
 def test_nested_foreach_reads_both_items_in_one_task(loaded):

@@ -9,7 +9,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from designer.document_diff import apply_changes, diff, node_marks, normalized
+from designer.document_diff import apply_changes, diff, labels_of, node_marks, normalized
 from tests.designer.conftest import simple_document
 
 # --- examples ------------------------------------------------------------------------
@@ -46,8 +46,68 @@ def test_each_kind_of_change_is_listed_with_its_node() -> None:
     }
     assert node_marks(diff(a, b)) == {"assess": "changed", "record": "changed", "extra": "added"}
     summaries = [c.summary for c in diff(a, b)]
-    assert "node record changed: task" in summaries
-    assert "route assess --review → record removed" in summaries
+    assert "node record changed" in summaries
+    assert "route assess --review removed" in summaries
+
+
+def _details(change: Any, labels: dict[str, str] | None = None) -> list[tuple[str, str | None, str | None]]:
+    return [(d.field, d.before, d.after) for d in change.details(labels)]
+
+
+def test_each_change_shows_its_before_and_after_values_with_nodes_by_label() -> None:
+    a = simple_document()
+    a["nodes"][0]["name"] = "Assess the request"
+    a["nodes"][1]["name"] = "Record decision"
+    b = copy.deepcopy(a)
+    b["nodes"][0]["input"][0]["path"] = "input.total"
+    b["nodes"][1]["input"][0]["value"] = False
+    b["nodes"][1]["task"] = "ship_order"
+    b["nodes"].append({"id": "extra", "name": "Sum it up", "kind": "task", "task": "sum_totals",
+                       "input": [{"target": "items", "template": "{{ input.amount }}"}], "output": []})
+    for route in b["routes"]:
+        if route["label"] == "review":
+            route["target"] = "extra"
+    b["input_schema"]["properties"]["note"] = {"type": "string"}
+    b["outputs"][0]["path"] = "state.decision.approved"
+    labels = labels_of(a, b)
+    changes = {(c.what, c.key): c for c in diff(a, b)}
+
+    binding = changes[("input", "amount")]
+    assert binding.describe(labels) == "input binding amount of Assess the request changed"
+    assert _details(binding, labels) == [("source", "input.amount", "input.total")]
+    # A literal is shown as JSON, so the boolean false is not mistaken for a path or text.
+    assert _details(changes[("input", "approved")], labels) == [("source", "true", "false")]
+    assert _details(changes[("node", "record")], labels) == [("task", "record_decision", "ship_order")]
+    assert changes[("node", "record")].describe(labels) == "node Record decision changed"
+    route = changes[("route", "assess --review")]
+    assert route.describe(labels) == "route Assess the request --review changed"
+    assert _details(route, labels) == [("target", "Record decision", "Sum it up")]
+    added = _details(changes[("node", "extra")], labels)
+    assert ("task", None, "sum_totals") in added and ("name", None, "Sum it up") in added
+    assert ("input items", None, 'template "{{ input.amount }}"') in added
+    assert not any(field == "output" for field, _, _ in added)  # an empty list is not a value worth a line
+    # A schema change is the one property that changed, not two whole schemas.
+    assert _details(changes[("schema", "input_schema")]) == [("properties.note", None, '{"type": "string"}')]
+    assert _details(changes[("output_field", "decision")]) == [("source", "state.decision",
+                                                                "state.decision.approved")]
+    as_dict = route.to_dict(labels)
+    assert as_dict["summary"] == "route Assess the request --review changed"
+    assert as_dict["details"] == [{"field": "target", "before": "Record decision", "after": "Sum it up"}]
+
+
+def test_a_removed_node_and_a_moved_start_are_shown_by_label() -> None:
+    a = simple_document()
+    a["nodes"][1]["name"] = "Record decision"
+    a["start"] = "assess"
+    b = copy.deepcopy(a)
+    b["start"] = "record"
+    b["nodes"] = [n for n in b["nodes"] if n["id"] != "assess"]
+    b["routes"] = []
+    labels = labels_of(a, b)
+    changes = {(c.what, c.key): c for c in diff(a, b)}
+    removed = _details(changes[("node", "assess")], labels)
+    assert ("task", "assess_request", None) in removed and ("input amount", "input.amount", None) in removed
+    assert _details(changes[("setting", "start")], labels) == [("", "assess", "Record decision")]
 
 
 def test_moving_the_implicit_start_is_a_change() -> None:

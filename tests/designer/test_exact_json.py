@@ -114,8 +114,8 @@ def test_nul_in_a_document_and_a_run_input_round_trips_through_the_api_and_a_wor
     loaded = client.get(reverse("api:workflow-document", args=[workflow.pk])).json()["document"]
     assert keys_in_order(loaded["metadata"]) == keys_in_order(document["metadata"])
 
-    started = client.post(reverse("api:workflow-runs", args=[workflow.pk]), {"input": {"name": "x\u0000y"}},
-                          format="json")
+    started = client.post(reverse("api:workflow-runs", args=[workflow.pk]),
+                          {"input": {"name": "x\u0000y"}, "version": "draft"}, format="json")
     assert started.status_code == 201, started.json()
     run_worker()
 

@@ -56,7 +56,7 @@ CALLS = [
     Call("workflow-grants", "get", OWN_TEAM_ONLY, 200),
     Call("workflow-grants", "post", OWN_TEAM_ONLY, 201, body=lambda w: {"team": w.other.slug, "role": "editor"}),
     Call("workflow-grant", "delete", OWN_TEAM_ONLY, 204, args=lambda w: (w.workflow.pk, w.grant_id or 1)),
-    Call("workflow-runs", "post", "runner", 201, body=lambda w: {"input": {"amount": 5}}),
+    Call("workflow-runs", "post", "runner", 201, body=lambda w: {"input": {"amount": 5}, "version": "draft"}),
     Call("run-detail", "get", "viewer", 200, args=lambda w: (w.run.pk,)),
     Call("run-events", "get", "viewer", 200, args=lambda w: (w.run.pk,)),
     Call("run-cancel", "post", "runner", 200, args=lambda w: (w.run.pk,), body=lambda w: {}),

@@ -27,7 +27,7 @@ def test_the_api_carries_the_cycle_and_refuses_to_start_it(api: Any, cast: Any, 
     [problem] = [d for d in saved.json()["diagnostics"] if d["code"] == "route.no_exit"]
     assert problem["node_id"] == "assess" and problem["data"] == {"nodes": ["assess", "record"]}
     assert all(d["data"] == {} for d in saved.json()["diagnostics"] if d["code"] != "route.no_exit")
-    started = api(cast.editor).post(reverse("api:workflow-runs", args=[workflow.pk]), {"input": {"amount": 5}},
-                                    format="json")
+    started = api(cast.editor).post(reverse("api:workflow-runs", args=[workflow.pk]),
+                                    {"input": {"amount": 5}, "version": "draft"}, format="json")
     assert started.status_code == 400 and started.json()["code"] == "workflow.invalid"
     assert not Run.objects.exists()

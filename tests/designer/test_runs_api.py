@@ -17,12 +17,12 @@ pytestmark = pytest.mark.django_db
 
 
 def start(client: Any, workflow: Any, **body: Any) -> Any:
-    return client.post(reverse("api:workflow-runs", args=[workflow.pk]), {"input": {"amount": 5}, **body},
-                       format="json")
+    return client.post(reverse("api:workflow-runs", args=[workflow.pk]),
+                       {"input": {"amount": 5}, "version": "draft", **body}, format="json")
 
 
 def test_starting_a_run_records_it_and_enqueues_its_task(api: Any, cast: Any, workflow: Any) -> None:
-    response = start(api(cast.editor), workflow)
+    response = start(api(cast.editor), workflow)  # "version": "draft"
 
     assert response.status_code == 201, response.json()
     body = response.json()
@@ -66,7 +66,39 @@ def test_a_draft_with_errors_is_refused_with_its_diagnostics(api: Any, cast: Any
     assert not Run.objects.exists() and enqueued == []
 
 
-@pytest.mark.parametrize("body", [{"input": [1, 2]}, {"version": "two"}])
+def test_without_a_version_the_latest_published_version_runs_and_the_draft_only_by_name(
+        api: Any, cast: Any, workflow: Any, enqueued: list[Any]) -> None:
+    client = api(cast.editor)
+    url = reverse("api:workflow-runs", args=[workflow.pk])
+    for body in ({"input": {"amount": 5}}, {"input": {"amount": 5}, "version": None}):
+        refused = client.post(url, body, format="json")
+        assert refused.status_code == 409, refused.json()
+        assert refused.json()["code"] == "workflow.not_published" and refused.json()["field"] == "version"
+        assert '"draft"' in refused.json()["message"] and "publish" in refused.json()["message"]
+    assert not Run.objects.exists() and enqueued == []
+
+    first = workflow_services.publish_workflow(actor=cast.owner, workflow=workflow)
+    edited = {**workflow.document, "description": "second"}
+    workflow.refresh_from_db()
+    workflow_services.save_document(actor=cast.owner, workflow=workflow, revision=workflow.revision, document=edited)
+    workflow.refresh_from_db()
+    second = workflow_services.publish_workflow(actor=cast.owner, workflow=workflow)
+    workflow.refresh_from_db()
+    workflow_services.save_document(actor=cast.owner, workflow=workflow, revision=workflow.revision,
+                                    document={**edited, "description": "draft only"})
+
+    latest = client.post(url, {"input": {"amount": 5}}, format="json").json()
+    assert latest["version"] == second.number > first.number
+    assert Run.objects.get(pk=latest["id"]).document.get("description") == "second"
+    draft = client.post(url, {"input": {"amount": 5}, "version": "draft"}, format="json").json()
+    assert draft["version"] is None
+    assert Run.objects.get(pk=draft["id"]).document.get("description") == "draft only"
+    pinned = client.post(url, {"input": {"amount": 5}, "version": first.number}, format="json").json()
+    assert pinned["version"] == first.number
+
+
+@pytest.mark.parametrize("body", [{"input": [1, 2]}, {"version": "two"}, {"version": "Draft"}, {"version": 0},
+                                  {"version": True}, {"version": "1"}])
 def test_malformed_start_requests_are_400(api: Any, cast: Any, workflow: Any, body: dict[str, Any]) -> None:
     response = api(cast.editor).post(reverse("api:workflow-runs", args=[workflow.pk]), body, format="json")
     assert response.status_code == 400 and response.json()["code"] in ("request.invalid",)

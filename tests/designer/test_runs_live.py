@@ -108,7 +108,7 @@ def test_the_poll_shows_the_counters_the_checkpointer_keeps(cast: Any, workflow:
     run = live_run(cast, workflow, 30)
     assert run.items_done == 29 and run.failures == 0
     assert run.progress["foreach"][0] | {"activation_id": "-"} == {
-        "activation_id": "-", "node_id": "each", "done": 29, "total": 30, "running": 1,
+        "activation_id": "-", "node_id": "each", "done": 29, "total": 30, "running": 1, "failed": 0,
         "parent_activation_id": None, "parent_index": None}
     body = client_for(cast.viewer).get(reverse("run-live", args=[run.pk]), {"since": 0}, **htmx()).content.decode()
     assert body.lstrip().startswith('<div id="run-poll"')

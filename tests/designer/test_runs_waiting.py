@@ -138,7 +138,8 @@ def test_a_retry_policy_over_the_total_delay_cap_is_refused(api: Any, cast: Any,
     settings.TRELLIS_TASK_MODULES = ["tests.designer.step_tasks"]
     client = api(cast.editor)
     workflow = cast.workflow("Flaky", flaky_document(fail=0, attempts=4, backoff=30))  # 90 s in all
-    response = client.post(reverse("api:workflow-runs", args=[workflow.pk]), {"input": {}}, format="json")
+    response = client.post(reverse("api:workflow-runs", args=[workflow.pk]), {"input": {}, "version": "draft"},
+                           format="json")
     assert response.status_code == 400
     body = response.json()
     (diagnostic,) = [d for d in body["diagnostics"] if d["code"] == "retry.delay_too_long"]
@@ -147,7 +148,8 @@ def test_a_retry_policy_over_the_total_delay_cap_is_refused(api: Any, cast: Any,
     assert not Run.objects.filter(workflow=workflow).exists()
 
     settings.TRELLIS_RUN_MAX_RETRY_DELAY_SECONDS = 90
-    response = client.post(reverse("api:workflow-runs", args=[workflow.pk]), {"input": {}}, format="json")
+    response = client.post(reverse("api:workflow-runs", args=[workflow.pk]), {"input": {}, "version": "draft"},
+                           format="json")
     assert response.status_code == 201
 
 

@@ -47,7 +47,7 @@ def test_saving_reports_it_and_starting_the_draft_is_refused(api: Any, cast: Any
     assert "too complex: more than 10000 subschemas, the limit is 10000" in problem["message"]
 
     started = api(cast.editor).post(reverse("api:workflow-runs", args=[workflow.pk]),
-                                    {"input": {"amount": 1}}, format="json")
+                                    {"input": {"amount": 1}, "version": "draft"}, format="json")
     assert started.status_code == 400
     assert started.json()["code"] == "workflow.invalid"
     assert any("too complex" in d["message"] for d in started.json()["diagnostics"])

@@ -140,7 +140,7 @@ def test_api_refuses_deep_json_with_a_400(cast: Any, api: Any, workflow: Any) ->
     assert workflow.revision == 1  # nothing stored
 
     runs = client.post(reverse("api:workflow-runs", args=[workflow.pk]),
-                       data=json.dumps({"input": {"amount": 1, "extra": nested(300)}}),
+                       data=json.dumps({"input": {"amount": 1, "extra": nested(300)}, "version": "draft"}),
                        content_type="application/json")
     assert runs.status_code == 400 and runs.json()["code"] == "request.malformed"
 

@@ -59,9 +59,35 @@ def test_comparing_lists_each_change_and_marks_the_graph(client: Any, cast: Any,
                      ("route", "added", "record --approved")}
     marks = {node["id"]: node["mark"] for node in response.context["graph"]["nodes"]}
     assert marks == {"assess": "same", "record": "changed", "ship": "added"}
+    approved = next(c for c in response.context["changes"] if c["key"] == "approved")
+    assert approved["details"] == [{"field": "source", "before": "true", "after": "false"}]
+    page = response.content.decode()
+    assert '<td data-before><code>true</code></td>' in page and '<td data-after><code>false</code></td>' in page
     same = client.get(reverse("version-compare", args=[workflow.pk]), {"a": "2", "b": "draft"})
     assert same.context["changes"] == [] and "data-no-changes" in same.content.decode()
     assert client.get(reverse("version-compare", args=[workflow.pk]), {"a": "9", "b": "draft"}).status_code == 404
+
+
+def test_restore_previews_what_the_draft_becomes_before_it_changes_anything(
+    client: Any, cast: Any, workflow: Any
+) -> None:
+    workflow = _two_versions(cast, workflow)
+    client.force_login(cast.editor)
+    response = client.get(reverse("version-restore", args=[workflow.pk, 1]))
+    assert response.status_code == 200
+    assert Workflow.objects.get(pk=workflow.pk).revision == workflow.revision  # a preview saves nothing
+    found = {(c["what"], c["change"], c["key"]): c["details"] for c in response.context["changes"]}
+    # From the draft (= v2) back to v1: the shipping node goes, the literal goes back to true.
+    assert found[("input", "changed", "approved")] == [{"field": "source", "before": "false", "after": "true"}]
+    assert ("node", "removed", "ship") in found and ("route", "removed", "record --approved") in found
+    assert {n["id"]: n["mark"] for n in response.context["graph"]["nodes"]}["ship"] == "removed"
+    page = response.content.decode()
+    assert "Restore v1 into the draft" in page and 'name="csrfmiddlewaretoken"' in page
+    assert f'name="revision" value="{workflow.revision}"' in page
+    client.force_login(cast.viewer)
+    assert client.get(reverse("version-restore", args=[workflow.pk, 1])).status_code == 403
+    client.force_login(cast.editor)
+    assert client.get(reverse("version-restore", args=[workflow.pk, 9])).status_code == 404
 
 
 def test_restore_makes_a_version_the_draft_and_can_be_undone(client: Any, cast: Any, workflow: Any) -> None:

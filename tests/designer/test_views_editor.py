@@ -228,6 +228,8 @@ def test_publish_answers_with_a_notice(cast: Any, workflow: Any, nested: Any) ->
     assert ok.status_code == 204
     notice = json.loads(ok["HX-Trigger"])["trellis:notice"]
     assert notice == {"kind": "success", "message": "Published version 1 of Simple flow."}
+    # The run panel reloads on this, so it offers the new version without a page reload.
+    assert json.loads(ok["HX-Trigger"])["trellis:version-published"] == {"number": 1}
     # set_value needs no input: still ok
     post_change(client, nested, action="unbind", node="inner", field="input.value")
     nested.refresh_from_db()
@@ -235,7 +237,7 @@ def test_publish_answers_with_a_notice(cast: Any, workflow: Any, nested: Any) ->
     refused = client.post(f"/workflows/{nested.pk}/edit/publish/", HTTP_HX_REQUEST="true")
     notice = json.loads(refused["HX-Trigger"])["trellis:notice"]
     assert notice["kind"] == "error" and notice["message"].startswith("Not published: the draft has 1 error")
-    assert not nested.versions.exists()
+    assert not nested.versions.exists() and "trellis:version-published" not in json.loads(refused["HX-Trigger"])
     assert client_for(cast.viewer).post(f"/workflows/{workflow.pk}/edit/publish/").status_code == 403
 
 
@@ -390,7 +392,9 @@ def test_interrupt_payload_rows_are_added_bound_with_the_picker_and_removed(cast
     for key in ("input.amount", "input.note", "input.who.name"):
         assert f'data-field="{key}"' in html
     # a text literal shows as text (no JSON quotes)
-    assert 'aria-label="Remove payload field note"' in html and "= please check<" in html
+    # its Remove button is named by its text and described by the row's field name
+    assert 'aria-describedby="fname-inputnote">Remove</button>' in html and 'id="fname-inputnote">note<' in html
+    assert "= please check<" in html
     # Re-adding a bound field focuses its row instead of adding another.
     html = inspector(client, approval, node="review", target=" amount ")
     assert len(re.findall(r'<li class="field-row[^"]*"\s+data-field="input\.amount"', html)) == 1
@@ -434,3 +438,46 @@ def test_picker_folds_each_loops_run_ids_below_its_item_fields(cast: Any, nested
     bound = client.get(url, {"node": "inner", "field": "input.value"}, HTTP_HX_REQUEST="true").content.decode()
     assert '<details class="picker__ids" open>' in bound
     assert bound.count('<details class="picker__ids" open>') == 1
+
+
+def test_picker_after_a_concurrent_loop_marks_a_field_its_items_overwrite(cast: Any) -> None:
+    """The inner loop's results land in state.skus once per customer; with four customers at once the picker
+    after the loop says so on that path (and on nothing else)."""
+    document = json.loads(json.dumps(NESTED))
+    document["state_schema"] = {"type": "object", "properties": {"skus": {"type": "array"},
+                                                                 "note": {"type": "string"}}}
+    customers, orders = document["nodes"][0], document["nodes"][1]
+    customers["max_concurrency"] = 4
+    customers["name"] = "Customers"
+    orders["results"] = "skus"
+    document["routes"][-1] = {"source": "after", "label": "ok", "target": "customers"}
+    workflow = cast.workflow("Racing", document)
+    html = client_for(cast.editor).get(f"/workflows/{workflow.pk}/edit/picker/",
+                                       {"node": "after", "field": "input.value", "all": "1"},
+                                       HTTP_HX_REQUEST="true").content.decode()
+    options = {chunk.split('"', 1)[0]: chunk.split("</button>", 1)[0] for chunk in html.split('data-path="')[1:]}
+    assert "last item wins" in options["state.skus"] and "Customers runs items at once" in options["state.skus"]
+    assert [path for path, text in options.items() if "last item wins" in text] == ["state.skus"]
+    customers["max_concurrency"] = 1
+    calm = cast.workflow("Calm", document)
+    html = client_for(cast.editor).get(f"/workflows/{calm.pk}/edit/picker/",
+                                       {"node": "after", "field": "input.value", "all": "1"},
+                                       HTTP_HX_REQUEST="true").content.decode()
+    assert "state.skus" in html and "last item wins" not in html
+
+
+def test_a_boolean_literal_is_edited_with_a_checkbox_and_an_unchecked_box_saves_false(cast: Any) -> None:
+    workflow = cast.workflow("Tidy", {"id": "tidy", "input_schema": {"type": "object"}, "nodes": [
+        {"id": "tidy", "kind": "task", "task": "collect", "input": [{"target": "items", "value": [1]}]}]})
+    client = client_for(cast.editor)
+    row = inspector(client, workflow, node="tidy").split('data-field="input.flatten"', 1)[1].split("</li>", 1)[0]
+    assert re.search(r'<label class="check"><input type="checkbox" name="value" value="true"> flatten</label>', row)
+    assert 'name="checkbox"' in row and 'type="text" name="value"' not in row
+    post_change(client, workflow, action="literal", node="tidy", field="input.flatten", checkbox="1", value="true")
+    workflow.refresh_from_db()
+    assert {"target": "flatten", "value": True} in _node(workflow, "tidy")["input"]
+    row = inspector(client, workflow, node="tidy").split('data-field="input.flatten"', 1)[1].split("</li>", 1)[0]
+    assert 'value="true" checked>' in row
+    post_change(client, workflow, action="literal", node="tidy", field="input.flatten", checkbox="1")  # unchecked
+    workflow.refresh_from_db()
+    assert {"target": "flatten", "value": False} in _node(workflow, "tidy")["input"]

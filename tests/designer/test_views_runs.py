@@ -35,6 +35,8 @@ def test_panel_builds_the_input_form_from_the_input_schema(cast: Any, workflow: 
     assert 'id="run-panel"' in body and "Start run" in body
     assert 'type="number" step="any" name="field.amount"' in body
     assert 'name="_json"' in body  # the expert JSON editor is always there
+    # the draft is asked for by name, as the API wants it (a run that names no version runs the latest published)
+    assert '<option value="draft">Current draft</option>' in body
 
 
 def test_panel_prefills_the_documents_sample_input(cast: Any, workflow: Any) -> None:
@@ -61,7 +63,7 @@ def test_viewer_sees_runs_but_no_start_form(cast: Any, workflow: Any) -> None:
 
 def test_starting_from_the_panel_queues_a_run_and_polls_its_status(cast: Any, workflow: Any) -> None:
     response = client_for(cast.editor).post(
-        reverse("run-start", args=[workflow.pk]), {"version": "", "_mode": "fields", "field.amount": "250"},
+        reverse("run-start", args=[workflow.pk]), {"version": "draft", "_mode": "fields", "field.amount": "250"},
         **htmx("run-panel"),
     )
     run = Run.objects.get()

@@ -68,6 +68,9 @@ EXAMPLES: dict[str, Callable[[], Analysis]] = {
     "foreach.batch_state_write": lambda: analyze(workflow(
         [{**foreach("f", "input.xs"), "batch_size": 10}, task("b", output=[{"source": ".", "target": "seen"}])],
         [route("f", "loop", "b"), route("b", "ok", "f")])),
+    "state.concurrent_write": lambda: analyze(workflow(
+        [{**foreach("f", "input.xs"), "max_concurrency": 4}, task("b", output=[{"source": ".", "target": "seen"}])],
+        [route("f", "loop", "b"), route("b", "ok", "f")])),
     "foreach.batch_settings_unused": lambda: analyze(workflow(
         [{**foreach("f", "input.xs"), "max_batches_in_flight": 3}, task("b")],
         [route("f", "loop", "b"), route("b", "ok", "f")])),
@@ -82,7 +85,7 @@ def test_every_code_has_an_example() -> None:
     additions = {code for code, info in CODES.items() if info.addition}
     assert additions == {"task.unknown", "route.unknown_source", "workflow.no_start", "schema.invalid",
                          "document.invalid", "route.no_exit", "foreach.batch_interrupt",
-                         "foreach.batch_state_write", "foreach.batch_settings_unused"}
+                         "foreach.batch_state_write", "foreach.batch_settings_unused", "state.concurrent_write"}
 
 
 @pytest.mark.parametrize("code", sorted(EXAMPLES))

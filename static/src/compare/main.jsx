@@ -12,12 +12,37 @@ import {
   Position,
   ReactFlow,
   ReactFlowProvider,
+  getViewportForBounds,
+  useNodesInitialized,
+  useReactFlow,
 } from "@xyflow/react";
-import { memo, StrictMode, useMemo } from "react";
+import { memo, StrictMode, useEffect, useMemo } from "react";
 import { createRoot } from "react-dom/client";
 
-import { autoLayout } from "../editor/layout.js";
+import { autoLayout, readableViewport } from "../editor/layout.js";
 import { offsetCurve, parallelOffsets } from "./geometry.js";
+
+// The smallest text on the canvas is 13 px (workflows.css), the editor's too: the first view is fitted to
+// the graph but never zoomed out below the editor's READABLE_ZOOM (12 px on screen); a graph too big for
+// that shows its start (top left), and the rest is a pan away.
+const MARGIN = 24;
+
+function useReadableFit(element) {
+  const flow = useReactFlow();
+  const measured = useNodesInitialized();
+  useEffect(() => {
+    if (!measured) return;
+    const nodes = flow.getNodes();
+    if (!nodes.length) return;
+    const bounds = flow.getNodesBounds(nodes);
+    const { width, height } = element.getBoundingClientRect();
+    const fitted = getViewportForBounds(bounds, width, height, 0.05, 1.25, `${MARGIN}px`);
+    const viewport = readableViewport(fitted, bounds, { left: MARGIN, top: MARGIN, bottom: MARGIN }, { width, height });
+    flow.setViewport(viewport);
+    element.dataset.fitted = "true";
+    element.dataset.zoom = viewport.zoom.toFixed(3);
+  }, [measured, flow, element]);
+}
 
 const COLORS = { added: "#2e7d32", removed: "#c62828", changed: "#ef6c00", same: "#90a4ae" };
 
@@ -59,7 +84,8 @@ function DiffEdge({ id, sourceX, sourceY, targetX, targetY, style, markerEnd, la
 
 const edgeTypes = { diff: memo(DiffEdge) };
 
-function Canvas({ graph }) {
+function Canvas({ graph, element }) {
+  useReadableFit(element);
   const { nodes, edges } = useMemo(() => {
     const offsets = parallelOffsets(graph.edges);
     const missing = graph.nodes.filter((node) => !node.position);
@@ -90,7 +116,9 @@ function Canvas({ graph }) {
     };
   }, [graph]);
   return (
-    <ReactFlow nodes={nodes} edges={edges} nodeTypes={nodeTypes} edgeTypes={edgeTypes} fitView nodesDraggable={false}
+    // Uncontrolled (the drawing never changes): React Flow then records the nodes' measured sizes itself,
+    // which the first fit waits for.
+    <ReactFlow defaultNodes={nodes} defaultEdges={edges} nodeTypes={nodeTypes} edgeTypes={edgeTypes} nodesDraggable={false}
                nodesConnectable={false} elementsSelectable={false} proOptions={{ hideAttribution: true }}>
       <Background />
       <Controls showInteractive={false} />
@@ -105,7 +133,7 @@ if (element && source) {
   createRoot(element).render(
     <StrictMode>
       <ReactFlowProvider>
-        <Canvas graph={graph} />
+        <Canvas graph={graph} element={element} />
       </ReactFlowProvider>
     </StrictMode>,
   );

@@ -2,7 +2,7 @@
 // document, its save state and the undo/redo history, every edit through the
 // tab's one queue) and the hooks (hooks.js) that draw it with React Flow and
 // turn what a person does into edits.
-import { Background, Controls, MiniMap, Panel, ReactFlow, ReactFlowProvider, useReactFlow } from "@xyflow/react";
+import { Background, MiniMap, Panel, ReactFlow, ReactFlowProvider, useReactFlow } from "@xyflow/react";
 import { useCallback, useEffect, useRef, useState } from "react";
 import { useStore } from "zustand";
 
@@ -17,7 +17,7 @@ import {
   useRunOverlay,
   useShortcuts,
 } from "./hooks.js";
-import { READABLE_ZOOM } from "./layout.js";
+import { MINIMAP, READABLE_ZOOM } from "./layout.js";
 import { discardQueued, sendOps, setRevision } from "./queue.js";
 import { createEditorStore } from "./store.js";
 import { edgeTypes } from "./edges.jsx";
@@ -74,64 +74,69 @@ function Canvas({ workflowId, apiBase, canEdit, root }) {
 
   return (
     <div className="wf-canvas" ref={wrapper} onDragOver={actions.onDragOver} onDrop={actions.onDrop}>
-      <ReactFlow
-        nodes={nodes}
-        edges={drawnEdges}
-        nodeTypes={nodeTypes}
-        edgeTypes={edgeTypes}
-        onNodesChange={onNodesChange}
-        onEdgesChange={onEdgesChange}
-        onDelete={actions.onDelete}
-        onConnect={actions.onConnect}
-        onReconnect={actions.onReconnect}
-        onReconnectStart={actions.onReconnectStart}
-        onReconnectEnd={actions.onReconnectEnd}
-        onSelectionChange={actions.onSelectionChange}
-        onNodeClick={onNodeClick}
-        nodesDraggable={canEdit}
-        nodesConnectable={canEdit}
-        edgesReconnectable={canEdit}
-        deleteKeyCode={canEdit ? ["Delete", "Backspace"] : null}
-        multiSelectionKeyCode={["Meta", "Control"]}
-        selectionKeyCode="Shift"
-        minZoom={READABLE_ZOOM}
-        maxZoom={2}
-        proOptions={{ hideAttribution: true }}
-        aria-label="Workflow canvas"
-      >
-        <Frames frames={frames} loops={runOverlay ? runOverlay.loops : null} />
-        <Background gap={20} size={1.2} color="#d3d8e0" />
-        <MiniMap
-          pannable
-          zoomable
-          className="wf-minimap"
-          style={{ width: 168, height: 112 }}
-          nodeStrokeWidth={3}
-          nodeColor={minimapColor}
-          ariaLabel="Overview of the whole graph"
-        />
-        <Controls showInteractive={false} position="bottom-left" />
-        <Toolbar
-          canEdit={canEdit}
-          status={status}
-          historySize={{ undo: history.undo.length, redo: history.redo.length }}
-          onUndo={undo}
-          onRedo={redo}
-          onFit={fit}
-          onLayout={actions.layoutAll}
-          runs={runs}
-          run={runOverlay}
-          onRunsOpen={loadRuns}
-          onRun={showRun}
-        />
-        {empty && (
-          <Panel position="top-center" className="wf-empty">
-            {canEdit
-              ? "Drag a task or a control node from the palette to start."
-              : "This workflow has no nodes yet."}
-          </Panel>
-        )}
-      </ReactFlow>
+      <Toolbar
+        canEdit={canEdit}
+        status={status}
+        historySize={{ undo: history.undo.length, redo: history.redo.length }}
+        onUndo={undo}
+        onRedo={redo}
+        onFit={fit}
+        onZoomIn={() => flow.zoomIn({ duration: 150 })}
+        onZoomOut={() => flow.zoomOut({ duration: 150 })}
+        onLayout={actions.layoutAll}
+        runs={runs}
+        run={runOverlay}
+        onRunsOpen={loadRuns}
+        onRun={showRun}
+      />
+      <div className="wf-flow">
+        <ReactFlow
+          nodes={nodes}
+          edges={drawnEdges}
+          nodeTypes={nodeTypes}
+          edgeTypes={edgeTypes}
+          onNodesChange={onNodesChange}
+          onEdgesChange={onEdgesChange}
+          onDelete={actions.onDelete}
+          onConnect={actions.onConnect}
+          onReconnect={actions.onReconnect}
+          onReconnectStart={actions.onReconnectStart}
+          onReconnectEnd={actions.onReconnectEnd}
+          onSelectionChange={actions.onSelectionChange}
+          onNodeClick={onNodeClick}
+          nodesDraggable={canEdit}
+          nodesConnectable={canEdit}
+          edgesReconnectable={canEdit}
+          deleteKeyCode={canEdit ? ["Delete", "Backspace"] : null}
+          multiSelectionKeyCode={["Meta", "Control"]}
+          selectionKeyCode="Shift"
+          minZoom={READABLE_ZOOM}
+          maxZoom={2}
+          proOptions={{ hideAttribution: true }}
+          aria-label="Workflow canvas"
+        >
+          <Frames frames={frames} loops={runOverlay ? runOverlay.loops : null} />
+          <Background gap={20} size={1.2} color="#d3d8e0" />
+          {/* Top right, above where the fit starts the drawing (useFitGraph), so it covers no node at first. */}
+          <MiniMap
+            pannable
+            zoomable
+            position="top-right"
+            className="wf-minimap"
+            style={{ width: MINIMAP.width, height: MINIMAP.height }}
+            nodeStrokeWidth={3}
+            nodeColor={minimapColor}
+            ariaLabel="Overview of the whole graph"
+          />
+          {empty && (
+            <Panel position="top-center" className="wf-empty">
+              {canEdit
+                ? "Drag a task or a control node from the palette to start."
+                : "This workflow has no nodes yet."}
+            </Panel>
+          )}
+        </ReactFlow>
+      </div>
     </div>
   );
 }

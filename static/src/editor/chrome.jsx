@@ -1,5 +1,6 @@
-// The canvas's own chrome: loop-body frames drawn under the nodes, and the toolbar.
-import { Panel, ViewportPortal } from "@xyflow/react";
+// The canvas's own chrome: loop-body frames drawn under the nodes, and the toolbar (a row above the
+// drawing, so it never covers a node however narrow the canvas).
+import { ViewportPortal } from "@xyflow/react";
 
 import { KindIcon } from "./icons.jsx";
 
@@ -48,26 +49,35 @@ function statusText(status) {
   return `Saved · revision ${status.revision}`;
 }
 
-export function Toolbar({ canEdit, status, historySize, onUndo, onRedo, onFit, onLayout, runs, run, onRunsOpen, onRun }) {
+export function Toolbar({
+  canEdit, status, historySize, onUndo, onRedo, onFit, onZoomIn, onZoomOut, onLayout, runs, run, onRunsOpen, onRun,
+}) {
   return (
-    <Panel position="top-left" className="wf-toolbar" aria-label="Canvas tools">
+    <div className="wf-toolbar" role="toolbar" aria-label="Canvas tools">
       {canEdit && (
         <>
           <button type="button" onClick={onUndo} disabled={!historySize.undo} title="Undo (Ctrl+Z)" aria-label="Undo">
-            ↶ Undo
+            <span aria-hidden="true">↶</span> <span className="wf-tool__text">Undo</span>
           </button>
           <button type="button" onClick={onRedo} disabled={!historySize.redo} title="Redo (Ctrl+Shift+Z)" aria-label="Redo">
-            ↷ Redo
+            <span aria-hidden="true">↷</span> <span className="wf-tool__text">Redo</span>
           </button>
           <span className="wf-toolbar__sep" />
         </>
       )}
-      <button type="button" onClick={onFit} title="Fit the graph in view (F)" aria-label="Fit view">
-        ⤢ Fit
+      {/* The zoom buttons live here rather than over the drawing, where they covered nodes. */}
+      <button type="button" onClick={onZoomIn} title="Zoom in" aria-label="Zoom in">
+        <span aria-hidden="true">+</span>
+      </button>
+      <button type="button" onClick={onZoomOut} title="Zoom out" aria-label="Zoom out">
+        <span aria-hidden="true">−</span>
+      </button>
+      <button type="button" onClick={onFit} title="Fit the graph in view (F)" aria-label="Fit">
+        <span aria-hidden="true">⤢</span> <span className="wf-tool__text">Fit</span>
       </button>
       {canEdit && (
-        <button type="button" onClick={onLayout} title="Arrange nodes automatically" aria-label="Auto layout">
-          ⇶ Layout
+        <button type="button" onClick={onLayout} title="Arrange nodes automatically" aria-label="Layout">
+          <span aria-hidden="true">⇶</span> <span className="wf-tool__text">Layout</span>
         </button>
       )}
       <span className="wf-toolbar__sep" />
@@ -85,10 +95,10 @@ export function Toolbar({ canEdit, status, historySize, onUndo, onRedo, onFit, o
           </option>
         ))}
       </select>
-            <span className={`wf-status wf-status--${status.state}`} role="status" data-testid="save-status">
+      <span className={`wf-status wf-status--${status.state}`} role="status" data-testid="save-status">
         {statusText(status)}
       </span>
       {!canEdit && <span className="wf-readonly">Read-only</span>}
-    </Panel>
+    </div>
   );
 }

@@ -14,7 +14,7 @@ import { request } from "./api.js";
 import { positionsOf, routeOps } from "./doc.js";
 import { emit, EVENTS, notice } from "./events.js";
 import { buildEdges, buildFrames, buildNodes, withChannels } from "./graph.js";
-import { autoLayout, dropSpot, NODE_WIDTH, readableViewport } from "./layout.js";
+import { autoLayout, besideOutput, dropSpot, estimatedHeight, NODE_WIDTH, readableViewport } from "./layout.js";
 
 // The nodes and edges React Flow draws, rebuilt whenever the document or what
 // the server says about it changes; React Flow's own changes (selection,
@@ -122,9 +122,9 @@ export function useNodeMoves({ canEdit, flow, store, setNodes }) {
 }
 
 // Fit the whole drawing: nodes, the loop frames around them and the
-// back-edges under the frames, clear of the toolbar (top left) and the zoom
-// controls and minimap (bottom corners). Fits once by itself, when the first
-// drawing is measured.
+// back-edges under the frames, below the minimap (top right; the other
+// controls are in the toolbar, above the drawing). Fits once by itself, when
+// the first drawing is measured.
 export function useFitGraph({ flow, store, root, wrapper, frames, nodes }) {
   const framesRef = useRef(frames);
   useEffect(() => {
@@ -145,16 +145,18 @@ export function useFitGraph({ flow, store, root, wrapper, frames, nodes }) {
         x2 = Math.max(x2, frame.x + frame.width);
         y2 = Math.max(y2, frame.y + frame.height + 30);
       }
-      const area = wrapper.current.getBoundingClientRect();
+      // The drawing's own area (the toolbar is a row above it).
+      const pane = wrapper.current.querySelector(".react-flow") || wrapper.current;
+      const area = pane.getBoundingClientRect();
       const { width, height } = area;
-      // Clear of the toolbar, however many rows a narrow canvas wraps it into.
-      const toolbar = wrapper.current.querySelector(".wf-toolbar");
-      const top = toolbar ? Math.max(64, Math.round(toolbar.getBoundingClientRect().bottom - area.top + 16)) : 64;
+      // Start below the minimap (top right), so at first it covers no node.
+      const minimap = pane.querySelector(".wf-minimap");
+      const top = minimap ? Math.max(24, Math.round(minimap.getBoundingClientRect().bottom - area.top + 16)) : 24;
       const bounds = { x: x1, y: y1, width: x2 - x1, height: y2 - y1 };
-      const fit = getViewportForBounds(bounds, width, height, 0.05, 1.1, { top: `${top}px`, bottom: "48px", x: "5%" });
+      const fit = getViewportForBounds(bounds, width, height, 0.05, 1.1, { top: `${top}px`, bottom: "24px", x: "5%" });
       // Never below a zoom where labels stay legible: a graph too big for that
       // shows its start (top left) and the minimap and scrolling give the rest.
-      const viewport = readableViewport(fit, bounds, { left: 24, top, bottom: 48 }, { width, height });
+      const viewport = readableViewport(fit, bounds, { left: 24, top, bottom: 24 }, { width, height });
       root.dataset.zoom = viewport.zoom.toFixed(3);
       flow.setViewport(viewport, duration ? { duration } : undefined);
     },
@@ -258,9 +260,16 @@ export function usePanelEvents({ store, canEdit, flow, wrapper, addTemplate, sel
     };
     const onAdd = (event) => {
       if (!canEdit || !store.getState().doc) return;
+      const template = event.detail.template;
+      const beside = besideSelected(flow, wrapper.current, template);
+      if (beside) {
+        showSpot(flow, wrapper.current, beside);
+        addTemplate(template, beside, null, { exact: true });
+        return;
+      }
       const box = wrapper.current.getBoundingClientRect();
       const centre = flow.screenToFlowPosition({ x: box.left + box.width / 2, y: box.top + box.height / 2 });
-      addTemplate(event.detail.template, { x: centre.x - NODE_WIDTH / 2, y: centre.y - 40 });
+      addTemplate(template, { x: centre.x - NODE_WIDTH / 2, y: centre.y - 40 });
     };
     document.addEventListener(EVENTS.applyOps, onOps);
     document.addEventListener(EVENTS.documentChanged, onChanged);
@@ -273,6 +282,67 @@ export function usePanelEvents({ store, canEdit, flow, wrapper, addTemplate, sel
       document.removeEventListener(EVENTS.addNode, onAdd);
     };
   }, [addTemplate, canEdit, flow, selectOnly, store, wrapper]);
+}
+
+// Where a palette item added with no drop point goes when one node is selected: beside that node's free
+// output (layout.js besideOutput), clear of every node and of every drawn route. Null with no single selection.
+function besideSelected(flow, wrapper, template) {
+  const picked = flow.getNodes().filter((node) => node.selected);
+  if (picked.length !== 1) return null;
+  const anchor = flow.getInternalNode(picked[0].id);
+  if (!anchor) return null;
+  const at = anchor.internals.positionAbsolute;
+  const measured = anchor.measured || {};
+  const width = measured.width || NODE_WIDTH;
+  const height = measured.height || 110;
+  const routes = flow.getEdges().map((edge) => edge.data && edge.data.route).filter(Boolean);
+  const used = new Set(routes.filter((route) => route.source === anchor.id).map((route) => route.label));
+  const handles = ((anchor.internals.handleBounds || {}).source || []).filter((h) => h.id !== "in");
+  const free = handles.find((handle) => !used.has(handle.id)) || handles[handles.length - 1];
+  const handleY = free ? at.y + free.y + free.height / 2 : at.y + height / 2;
+  const boxes = flow.getNodes().map((node) => {
+    const inner = flow.getInternalNode(node.id);
+    const position = inner ? inner.internals.positionAbsolute : node.position;
+    return { x: position.x, y: position.y, width: (node.measured && node.measured.width) || NODE_WIDTH,
+             height: (node.measured && node.measured.height) || 110 };
+  });
+  // A task's labels are known only once it is stored; room for three is enough for most.
+  const labels = Array.isArray(template.node.labels) ? template.node.labels.length : 3;
+  return besideOutput({
+    anchor: { x: at.x, y: at.y, width, height },
+    handleY,
+    boxes,
+    routes: drawnRoutes(wrapper),
+    size: { width: NODE_WIDTH, height: estimatedHeight(labels) },
+  });
+}
+
+// Pans (at the same zoom) so that a node about to be added at `spot` is in view and clear of the minimap,
+// when it would not be: the person sees where it went.
+function showSpot(flow, wrapper, spot) {
+  const pane = (wrapper.querySelector(".react-flow") || wrapper).getBoundingClientRect();
+  const minimap = wrapper.querySelector(".wf-minimap");
+  const top = minimap ? minimap.getBoundingClientRect().bottom : pane.top;
+  const from = flow.screenToFlowPosition({ x: pane.left, y: top });
+  const to = flow.screenToFlowPosition({ x: pane.right, y: pane.bottom });
+  const height = estimatedHeight(3);
+  if (spot.x >= from.x && spot.y >= from.y && spot.x + NODE_WIDTH <= to.x && spot.y + height <= to.y) return;
+  const { zoom } = flow.getViewport();
+  flow.setCenter(spot.x + NODE_WIDTH / 2, spot.y + height / 2 - (top - pane.top) / (2 * zoom), { zoom });
+}
+
+// The drawn routes as polylines in flow coordinates: the SVG paths sit inside the viewport's transform,
+// so their own coordinates are the flow's. Sampled every 8 px.
+function drawnRoutes(wrapper) {
+  return [...wrapper.querySelectorAll(".react-flow__edge path.react-flow__edge-path")].map((path) => {
+    const total = path.getTotalLength();
+    const points = [];
+    for (let at = 0; at <= total; at += 8) {
+      const point = path.getPointAtLength(at);
+      points.push({ x: point.x, y: point.y });
+    }
+    return points;
+  });
 }
 
 function isTyping(target) {
@@ -363,7 +433,7 @@ export function useEditActions({ store, canEdit, flow, framesRef, nodes, analysi
   );
 
   const addTemplate = useCallback(
-    (template, position, into = null) => {
+    (template, position, into = null, { exact = false } = {}) => {
       // Boxes of the drawn nodes, to keep a new node clear of them.
       const boxes = flow.getNodes().map((node) => ({
         x: node.position.x,
@@ -371,7 +441,8 @@ export function useEditActions({ store, canEdit, flow, framesRef, nodes, analysi
         width: (node.measured && node.measured.width) || NODE_WIDTH,
         height: (node.measured && node.measured.height) || 110,
       }));
-      const spot = dropSpot(boxes, position);
+      // An exact position was already chosen clear of nodes and routes (besideSelected).
+      const spot = exact ? position : dropSpot(boxes, position);
       // A new loop or branch needs its path first: open the inspector on that field's picker.
       const field = { foreach: "over", branch: "path" }[template.node.kind] || null;
       const op = { op: "add_node", node: template.node, id_hint: template.id_hint, position: spot };

@@ -5,9 +5,16 @@ import { Graph, layout } from "@dagrejs/dagre";
 
 export const NODE_WIDTH = 220;
 
-// The smallest zoom at which a node's title and labels stay legible; neither
-// fit, layout nor the wheel goes below it (the minimap and scrolling show the rest).
-export const READABLE_ZOOM = 0.75;
+// The smallest text on the canvas, in px (editor.css: node kind, labels, route labels, frames).
+export const SMALLEST_FONT_PX = 13;
+
+// The smallest zoom at which every text on the canvas is still 12 px on screen
+// (12 / SMALLEST_FONT_PX, rounded up); neither fit, layout nor the wheel goes below
+// it (the minimap and scrolling show the rest).
+export const READABLE_ZOOM = Math.ceil((12 / SMALLEST_FONT_PX) * 1000) / 1000;
+
+// The minimap's size: it sits top right, and the first fit starts the drawing below it.
+export const MINIMAP = { width: 132, height: 80 };
 
 // A fitted viewport, unless it zooms out below READABLE_ZOOM: then the
 // readable zoom. Along each axis where the graph fits the canvas at that zoom
@@ -58,8 +65,9 @@ export function dropSpot(boxes, preferred, size = { width: NODE_WIDTH, height: 1
   return { x: first.x, y: first.y };
 }
 
+// A node's drawn height before it is measured (editor.css: head, title, subtitle, then a row per label).
 export function estimatedHeight(labelCount) {
-  return 62 + 24 * Math.max(1, labelCount);
+  return 88 + 24 * Math.max(1, labelCount);
 }
 
 // nodes: [{id, labels}], routes: [{source, target}], regions: {id: [foreach ids]}
@@ -166,4 +174,42 @@ export function freeSpot(positions, preferred) {
     y += 110;
   }
   return { x: Math.round(x), y: Math.round(y) };
+}
+
+// How far right of the selected node a new node goes (room for the route's curve), and the
+// clearance it keeps from other nodes and from routes.
+export const BESIDE_GAP = 80;
+const CLEARANCE = 16;
+
+function inside(point, box, margin) {
+  return point.x > box.x - margin && point.x < box.x + box.width + margin
+    && point.y > box.y - margin && point.y < box.y + box.height + margin;
+}
+
+// Where a node added from the palette goes when a node is selected: right of
+// it, level with its free output (the label handle no route leaves yet), so the
+// route from that handle is a short straight line. Never on another node (with
+// CLEARANCE around it) nor on a route: `routes` are the drawn routes as
+// polylines (points sampled along each path). When that place is taken, the
+// nearest free one in that column (down first), then columns further right.
+// anchor: {x, y, width, height} of the selected node; handleY: its free
+// output's y (flow coordinates); boxes: the other nodes; size: the new node's.
+export function besideOutput({ anchor, handleY, boxes, routes = [], size = { width: NODE_WIDTH, height: 110 } }) {
+  // The new node's input handle is half way down its left side; line it up with the output.
+  const top = Math.round(handleY - size.height / 2);
+  const free = (box) =>
+    !boxes.some((other) => box.x < other.x + other.width + CLEARANCE && other.x < box.x + box.width + CLEARANCE
+      && box.y < other.y + other.height + CLEARANCE && other.y < box.y + box.height + CLEARANCE)
+    && !routes.some((line) => line.some((point) => inside(point, box, CLEARANCE)));
+  const step = 20;
+  for (let column = 0; column < 40; column += 1) {
+    const x = Math.round(anchor.x + anchor.width + BESIDE_GAP + column * (size.width / 2));
+    for (let ring = 0; ring < 80; ring += 1) {
+      for (const dy of ring ? [ring * step, -ring * step] : [0]) {
+        const box = { x, y: top + dy, ...size };
+        if (free(box)) return { x: box.x, y: box.y };
+      }
+    }
+  }
+  return { x: Math.round(anchor.x + anchor.width + BESIDE_GAP), y: top };
 }

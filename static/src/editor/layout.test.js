@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 
-import { autoLayout, dropSpot, estimatedHeight, freeSpot, NODE_WIDTH, READABLE_ZOOM, readableViewport } from "./layout.js";
+import { autoLayout, dropSpot, estimatedHeight, freeSpot, NODE_WIDTH, READABLE_ZOOM, readableViewport,
+  SMALLEST_FONT_PX, besideOutput, BESIDE_GAP } from "./layout.js";
 
 const box = (x, y) => ({ x, y, width: NODE_WIDTH, height: 110 });
 const apart = (a, b) =>
@@ -28,6 +29,11 @@ describe("dropSpot", () => {
 });
 
 describe("readableViewport", () => {
+  it("is a zoom at which the smallest canvas text is still 12 px on screen", () => {
+    expect(SMALLEST_FONT_PX * READABLE_ZOOM).toBeGreaterThanOrEqual(12);
+    expect(SMALLEST_FONT_PX * READABLE_ZOOM).toBeLessThan(12.05);
+  });
+
   it("keeps a fit that is legible", () => {
     const fitted = { x: 10, y: 20, zoom: 1 };
     expect(readableViewport(fitted, { x: 0, y: 0 }, { left: 5, top: 5 })).toBe(fitted);
@@ -41,9 +47,9 @@ describe("readableViewport", () => {
   it("shows the whole graph, centred, when it fits the canvas at the readable zoom", () => {
     // The fit's padding asked for a little less than the readable zoom; the margins leave room for it.
     const bounds = { x: 100, y: 50, width: 1000, height: 400 };
-    const area = { width: 812, height: 668 };
+    const area = { width: 1000, height: 668 };
     const margin = { left: 24, top: 64, bottom: 48 };
-    const view = readableViewport({ x: 0, y: 0, zoom: 0.7 }, bounds, margin, area);
+    const view = readableViewport({ x: 0, y: 0, zoom: 0.9 }, bounds, margin, area);
     expect(view.zoom).toBe(READABLE_ZOOM);
     const left = bounds.x * view.zoom + view.x;
     const right = (bounds.x + bounds.width) * view.zoom + view.x;
@@ -134,5 +140,45 @@ describe("freeSpot and estimatedHeight", () => {
   it("grows with the labels a node shows, with room for one at least", () => {
     expect(estimatedHeight(0)).toBe(estimatedHeight(1));
     expect(estimatedHeight(3)).toBeGreaterThan(estimatedHeight(2));
+  });
+});
+
+describe("besideOutput", () => {
+  const size = { width: NODE_WIDTH, height: 110 };
+  const anchor = { x: 0, y: 0, width: NODE_WIDTH, height: 130 };
+  const overlaps = (a, b) => a.x < b.x + b.width && b.x < a.x + a.width && a.y < b.y + b.height && b.y < a.y + a.height;
+  const boxOf = (spot) => ({ ...spot, ...size });
+
+  it("goes right of the selected node, level with its free output", () => {
+    const spot = besideOutput({ anchor, handleY: 100, boxes: [anchor], size });
+    expect(spot.x).toBe(anchor.x + anchor.width + BESIDE_GAP);
+    expect(spot.y).toBe(100 - size.height / 2);
+  });
+
+  it("never lands on another node: the next free place in that column", () => {
+    const blocker = { x: anchor.width + BESIDE_GAP, y: 40, width: NODE_WIDTH, height: 120 };
+    const spot = besideOutput({ anchor, handleY: 100, boxes: [anchor, blocker], size });
+    expect(overlaps(boxOf(spot), blocker)).toBe(false);
+    expect(overlaps(boxOf(spot), anchor)).toBe(false);
+    expect(spot.x).toBe(anchor.x + anchor.width + BESIDE_GAP);
+    // Only as far from the free output as the blocker makes it: just below it (with its clearance).
+    expect(spot.y).toBeGreaterThanOrEqual(blocker.y + blocker.height);
+    expect(spot.y).toBeLessThanOrEqual(blocker.y + blocker.height + 40);
+  });
+
+  it("never lands on a route", () => {
+    // A route running straight across where the node would go.
+    const line = Array.from({ length: 100 }, (_, i) => ({ x: 200 + i * 8, y: 110 }));
+    const spot = besideOutput({ anchor, handleY: 100, boxes: [anchor], routes: [line], size });
+    expect(line.some((p) => p.x >= spot.x && p.x <= spot.x + size.width && p.y >= spot.y
+      && p.y <= spot.y + size.height)).toBe(false);
+  });
+
+  it("moves to a further column when its column is full from top to bottom", () => {
+    const wall = { x: anchor.width + BESIDE_GAP - 10, y: -5000, width: 60, height: 10000 };
+    const spot = besideOutput({ anchor, handleY: 100, boxes: [anchor, wall], size });
+    expect(spot.x).toBeGreaterThan(wall.x + wall.width);
+    expect(overlaps(boxOf(spot), wall)).toBe(false);
+    expect(spot.y).toBe(100 - size.height / 2);
   });
 });

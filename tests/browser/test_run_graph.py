@@ -1,0 +1,157 @@
+"""The run page is the graph, in headless Chromium with a REAL worker process: a failed nested run (customers ->
+orders -> a subgraph call per order, concurrency 4) read on its graph, each node in its state and each loop's
+failed items counted as failed; a subgraph call opened as its child scope and left by the breadcrumb; a node's
+click asking for its executions in the side panel; and a running run's graph moving with the page's poll, with
+no reload. Screenshots at 1440x900 and 1024x768 go to test-artifacts/."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.sync_api import Page, ViewportSize, expect
+
+from demo.data import load_demo
+from designer.models import Run, Team
+from designer.services import runs as run_services
+from designer.services import workflows as workflow_services
+from tests.browser.test_runs import FINISH_MS, sign_in
+from tests.browser.test_runs_live_feed import slow_foreach
+from tests.designer.nested_failure import CUSTOMERS, make_workflows
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+WIDE: ViewportSize = {"width": 1440, "height": 900}
+SMALL: ViewportSize = {"width": 1024, "height": 768}
+#: Items of the live run: each waits 0.3 s, so it runs long enough for several polls.
+ITEMS = 24
+
+
+def demo_user() -> Any:
+    from django.contrib.auth import get_user_model
+
+    load_demo()
+    return get_user_model().objects.get(username="demo")
+
+
+def node(page: Page, node_id: str) -> Any:
+    return page.locator(f'[data-testid="run-node"][data-node="{node_id}"]')
+
+
+def open_graph(page: Page, url: str) -> None:
+    page.goto(url)
+    expect(page.locator("[data-run-canvas]")).to_have_attribute("data-fitted", "true")
+
+
+def test_a_failed_nested_run_reads_on_its_graph_with_failures_counted_as_failures(
+    page: Page, live_server: Any, run_worker: Any, artifacts_dir: Path
+) -> None:
+    user = demo_user()
+    workflow = make_workflows(user, Team.objects.get(slug="demo"))
+    run = run_services.start_run(actor=user, workflow=workflow, input={"customers": CUSTOMERS})
+    run_worker()
+    assert Run.objects.get(pk=run.pk).status == "failed"
+    base = live_server.url
+    sign_in(page, base, "demo")
+    page.set_viewport_size(WIDE)
+    open_graph(page, f"{base}/runs/{run.pk}/")
+
+    # Every node in its state, in words; the customers loop: Bob's item failed, the others stopped, none running.
+    expect(node(page, "customers")).to_have_attribute("data-state", "failed")
+    expect(node(page, "customers").get_by_test_id("run-state")).to_have_text("failed")
+    expect(node(page, "customers").get_by_test_id("run-counts")).to_have_text("0 done · 1 failed · 0 running / 3")
+    expect(node(page, "fetch")).to_have_attribute("data-state", "completed")
+    expect(node(page, "fetch").get_by_test_id("run-counts")).to_have_text("3 done")
+    expect(node(page, "process")).to_have_attribute("data-state", "failed")
+    expect(page.locator('[data-foreach="customers"] [data-testid="loop-progress"]')).to_have_text(
+        "0/3 done, 1 failed")
+    # Each node is a real button named by its label.
+    expect(page.get_by_role("button", name="customers", exact=True)).to_be_visible()
+    # The progress list agrees: failures are failures, nothing is "running" in a failed run.
+    row = page.locator('.progress-row[data-node="customers"]')
+    expect(row).to_have_attribute("data-failed", "1")
+    expect(row.locator(".pr-count")).to_have_text(re.compile(r"^0 / 3\s*· 1 failed$"))
+    expect(page.locator(".progress .pr-count .running")).to_have_count(0)
+    # The timeline is under the canvas.
+    canvas_box = page.locator(".run-graph__canvas").bounding_box()
+    timeline_box = page.locator("section.trace").bounding_box()
+    assert canvas_box and timeline_box and timeline_box["y"] >= canvas_box["y"] + canvas_box["height"]
+    page.screenshot(path=artifacts_dir / "run-graph-failed-1440.png")
+
+    # A click on a node asks the server for its executions, shown in the side panel beside the canvas.
+    with page.expect_request(re.compile(rf"/runs/{run.pk}/nodes/fetch/executions/$")):
+        page.get_by_role("button", name="fetch", exact=True).click()
+    side = page.locator("#run-node-side")
+    expect(side).to_be_visible()
+    expect(side).to_have_attribute("data-node", "fetch")
+    expect(side.get_by_role("heading", name="fetch")).to_be_visible()
+    side.get_by_role("button", name="Close").click()
+    expect(side).to_be_hidden()
+
+    # The subgraph node opens its failed call first, as the child scope; the breadcrumb leads back.
+    page.get_by_role("button", name=re.compile(r"^Open check-order \(3 calls\)$")).click()
+    expect(page.get_by_test_id("scope-current")).to_contain_text("process → Check order · customers[1] 'Bob'")
+    expect(node(page, "ratio")).to_have_attribute("data-state", "failed")
+    expect(node(page, "price")).to_have_attribute("data-state", "not reached")
+    calls = page.get_by_label("Call")
+    expect(calls.locator("option")).to_have_count(3)
+    with page.expect_request(re.compile(rf"/runs/{run.pk}/nodes/ratio/executions/\?scope=frame_\w+$")):
+        page.get_by_role("button", name="ratio", exact=True).click()
+    page.screenshot(path=artifacts_dir / "run-graph-child-scope-1440.png")
+    # Another call of the same node: Ada's, stopped by Bob's failure before its price step ran.
+    calls.select_option(index=0)
+    expect(page.get_by_test_id("scope-current")).to_contain_text("customers[0] 'Ada'")
+    expect(node(page, "ratio")).to_have_attribute("data-state", "completed")
+    expect(node(page, "price")).to_have_attribute("data-state", "cancelled")
+    page.get_by_role("navigation", name="Scope").get_by_role("button", name="Checked orders").click()
+    expect(node(page, "customers")).to_have_attribute("data-state", "failed")
+    expect(page.get_by_test_id("scope-current")).to_have_text("Checked orders")
+
+    # Readable at 1024x768: the canvas is in view with the nodes at a readable zoom, the page does not scroll
+    # sideways.
+    page.set_viewport_size(SMALL)
+    open_graph(page, f"{base}/runs/{run.pk}/")
+    assert float(page.locator("[data-run-canvas]").get_attribute("data-zoom") or 0) >= 0.75
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+    page.locator(".run-graph").scroll_into_view_if_needed()
+    page.screenshot(path=artifacts_dir / "run-graph-failed-1024.png")
+    page.get_by_role("button", name="orders", exact=True).click()
+    expect(page.locator("#run-node-side")).to_be_visible()
+    page.screenshot(path=artifacts_dir / "run-graph-panel-1024.png")
+
+
+def test_a_running_runs_graph_moves_with_the_poll_without_a_reload(
+    page: Page, live_server: Any, background_worker: Any, artifacts_dir: Path
+) -> None:
+    user = demo_user()
+    workflow = workflow_services.create_workflow(actor=user, team=Team.objects.get(slug="demo"), name="Slow",
+                                                 document=slow_foreach())
+    base = live_server.url
+    sign_in(page, base, "demo")
+    page.set_viewport_size(WIDE)
+    run = run_services.start_run(actor=user, workflow=workflow, input={"xs": list(range(ITEMS))})
+    open_graph(page, f"{base}/runs/{run.pk}/")
+    page.evaluate("window.notReloaded = true")
+
+    # While it runs: the loop is under way, its done count grows poll after poll, on the same page.
+    each = node(page, "each")
+    expect(each).to_have_attribute("data-state", "running", timeout=FINISH_MS)
+    counts = each.get_by_test_id("run-counts")
+    expect(counts).to_have_text(re.compile(rf"^\d+ done · 0 failed · [01] running / {ITEMS}$"))
+    first = int((counts.inner_text()).split(" ")[0])
+    page.wait_for_function(
+        "first => { const counts = document.querySelector("
+        "'[data-testid=\"run-node\"][data-node=\"each\"] [data-testid=\"run-counts\"]');"
+        " return counts !== null && parseInt(counts.textContent) > first; }", arg=first, timeout=FINISH_MS)
+    assert page.evaluate("window.notReloaded === true")
+    assert int(page.locator("[data-run-canvas]").get_attribute("data-polls") or 0) >= 1
+    page.screenshot(path=artifacts_dir / "run-graph-live-1440.png")
+
+    # The end: the page refreshes itself into the finished run, every node completed.
+    expect(page.locator("#run-status")).to_have_text("completed", timeout=FINISH_MS)
+    expect(node(page, "each")).to_have_attribute("data-state", "completed")
+    expect(node(page, "each").get_by_test_id("run-counts")).to_have_text(
+        f"{ITEMS} done · 0 failed · 0 running / {ITEMS}")
+    expect(node(page, "pause")).to_have_attribute("data-state", "completed")
