@@ -165,7 +165,7 @@ def setup_leg() -> tuple[Any, Any]:
     django_leg()
     from django.contrib.auth import get_user_model
 
-    from designer.services import teams as team_services
+    from designer.access import teams as team_services
 
     user = get_user_model().objects.create_user("bench", password="x")
     return user, team_services.create_team(actor=user, name="Bench")

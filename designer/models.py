@@ -553,7 +553,7 @@ class ForeachBatchItem(models.Model):
 
 
 # Invitations, API tokens and login counters live in their own module; re-exported here.
-from designer.models_access import ApiToken, Invitation, LoginAttemptWindow  # noqa: E402
+from designer.access.models import ApiToken, Invitation, LoginAttemptWindow  # noqa: E402
 
 # Webhooks and schedules that start runs without a person, likewise.
 from designer.triggers.models import Schedule, TriggerFire, Webhook, WebhookSignatureUse  # noqa: E402

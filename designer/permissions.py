@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any, Final, Literal
 
+from designer.access.models import token_limits
 from designer.errors import ActionForbidden, ObjectNotFound
 from designer.models import Membership, Team, Workflow, WorkflowGrant
-from designer.models_access import token_limits
 from designer.untrusted import parse_id
 
 Role = Literal["viewer", "runner", "editor", "owner"]

@@ -296,7 +296,7 @@ SPECTACULAR_SETTINGS = {
     # different choices: named here, so clients get RunStatusEnum rather than a hash-suffixed StatusF4cEnum.
     "ENUM_NAME_OVERRIDES": {
         "RunStatusEnum": "designer.models.Run.Status",
-        "InvitationStatusEnum": "designer.models_access.Invitation.Status",
+        "InvitationStatusEnum": "designer.access.models.Invitation.Status",
         "TeamRoleEnum": "designer.models.Membership.Role",
         "GrantRoleEnum": "designer.models.WorkflowGrant.Role",
     },

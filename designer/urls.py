@@ -9,8 +9,8 @@ from django.templatetags.static import static
 from django.urls import URLPattern, URLResolver, include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from designer.access.login_throttle import ThrottledAdminAuthenticationForm, ThrottledLoginView
 from designer.api.browsable import code_style
-from designer.login_throttle import ThrottledAdminAuthenticationForm, ThrottledLoginView
 from designer.views.home import home
 
 

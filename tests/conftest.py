@@ -242,7 +242,7 @@ def logged_in_page(page: Any, login: Callable[..., None], user: Any) -> Iterator
 
 @pytest.fixture(autouse=True)
 def _forget_login_failures() -> Iterator[None]:
-    """Sign-in attempts are counted in database rows (designer/login_throttle.py), which each test's database
+    """Sign-in attempts are counted in database rows (designer/access/login_throttle.py), which each test's database
     reset removes; the cache is cleared too so nothing cached by one test leaks into the next."""
     yield
     from django.core.cache import cache

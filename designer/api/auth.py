@@ -18,9 +18,9 @@ from rest_framework.authentication import BaseAuthentication, get_authorization_
 from rest_framework.permissions import SAFE_METHODS, BasePermission
 from rest_framework.request import Request
 
+from designer.access.models import hash_secret
 from designer.errors import TokenReadOnly
 from designer.models import ApiToken
-from designer.models_access import hash_secret
 
 #: last_used_at is written at most this often per token, so a busy script does not write on every call.
 LAST_USED_RESOLUTION = timedelta(minutes=1)

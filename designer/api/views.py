@@ -15,15 +15,15 @@ from rest_framework.views import APIView
 
 from designer import analysis as doc_analysis
 from designer import catalog, selectors
+from designer.access import grants as grant_services
+from designer.access import invitations as invitation_services
+from designer.access import teams as team_services
 from designer.api import serializers as s
 from designer.api.parsers import LimitedJSONParser
 from designer.api.schema import DOCUMENT_SCHEMA
 from designer.filters import WorkflowFilter, apply_filters, openapi_parameters
 from designer.json_text import pretty_json
 from designer.permissions import DUPLICATE_RULE, SEE_SHARING, SHARING_RULE, require_own_team_role, require_role
-from designer.services import grants as grant_services
-from designer.services import invitations as invitation_services
-from designer.services import teams as team_services
 from designer.services import workflows as workflow_services
 
 ERRORS = {400: s.ErrorSerializer, 403: s.ErrorSerializer, 404: s.ErrorSerializer}

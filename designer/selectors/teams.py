@@ -5,9 +5,9 @@ from typing import Any
 from django.db.models import QuerySet
 from django.utils import timezone
 
+from designer.access.models import hash_secret, token_limits
 from designer.errors import ObjectNotFound
 from designer.models import ApiToken, Invitation, Membership, Team
-from designer.models_access import hash_secret, token_limits
 from designer.untrusted import parse_id
 
 

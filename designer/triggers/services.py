@@ -30,6 +30,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Max
 from django.utils import timezone
 
+from designer.access.models import hash_secret
 from designer.conf import trellis
 from designer.errors import (
     BadRequest,
@@ -42,7 +43,6 @@ from designer.errors import (
     UnknownTimeZone,
 )
 from designer.models import Run, Schedule, TriggerFire, Webhook, WebhookSignatureUse, Workflow, WorkflowVersion
-from designer.models_access import hash_secret
 from designer.permissions import require_workflow_role
 from designer.services._text import short_text
 from designer.services.runs import begin_run

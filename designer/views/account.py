@@ -12,8 +12,8 @@ from django.template.response import TemplateResponse
 from django.views.decorators.http import require_http_methods
 
 from designer import selectors
+from designer.access import tokens as token_services
 from designer.errors import DesignerError
-from designer.services import tokens as token_services
 from designer.views.htmx import HtmxHttpRequest
 from designer.views.pages import error_message, signed_in
 

@@ -1,6 +1,6 @@
 """Team pages: your teams, members and roles, and what a workflow shares with whom.
 
-Every change goes through ``designer.services.teams`` / ``workflows`` (which
+Every change goes through ``designer.access.teams`` / ``workflows`` (which
 check roles); every read goes through the selectors (which scope to the
 caller's teams). Member forms post with htmx and get the members partial back;
 without htmx they redirect, so the pages also work as plain forms.
@@ -24,6 +24,9 @@ from django.views.decorators.http import require_http_methods
 from django_htmx.http import HttpResponseClientRedirect
 
 from designer import selectors
+from designer.access import grants as grant_services
+from designer.access import invitations as invitation_services
+from designer.access import teams as team_services
 from designer.errors import ActionForbidden, DesignerError, ObjectNotFound
 from designer.models import Membership, Run, Team, Workflow, WorkflowGrant
 from designer.permissions import (
@@ -34,9 +37,6 @@ from designer.permissions import (
     may_duplicate,
     require_own_team_role,
 )
-from designer.services import grants as grant_services
-from designer.services import invitations as invitation_services
-from designer.services import teams as team_services
 from designer.services import workflows as workflow_services
 from designer.views.htmx import HtmxHttpRequest
 from designer.views.pages import designer_errors, error_message, signed_in

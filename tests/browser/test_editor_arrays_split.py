@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from playwright.sync_api import Page, expect
 
+from designer.access import teams as team_services
 from designer.models import Run
-from designer.services import teams as team_services
 from designer.services import workflows as workflow_services
 from tests.browser.editor_page import EditorPage
 

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import Page, Request, Route, expect
 
-from designer.services import teams as team_services
+from designer.access import teams as team_services
 from designer.services import workflows as workflow_services
 from tests.browser.editor_page import EDITOR_TASKS, READABLE_ZOOM, EditorPage, nested_document
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import Page, expect
 
-from designer.services import teams as team_services
+from designer.access import teams as team_services
 from designer.services import workflows as workflow_services
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from playwright.sync_api import Page, expect
 
-from designer.services import grants as grant_services
-from designer.services import teams as team_services
+from designer.access import grants as grant_services
+from designer.access import teams as team_services
 from designer.services import workflows as workflow_services
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from rest_framework.test import APIClient
 
+from designer.access import teams as team_services
 from designer.models import Membership
-from designer.services import teams as team_services
 from designer.services import workflows as workflow_services
 from runtime import WorkflowBuilder
 

@@ -106,7 +106,7 @@ def doubling_document() -> dict[str, Any]:
 
 def test_the_python_client_generates_cleanly_and_a_script_does_a_workflows_whole_life_through_it_alone(
         python_client: tuple[Any, str, dict[str, Any]], served: str, env: dict[str, str], make_user: Any) -> None:
-    from designer.services import teams, tokens
+    from designer.access import teams, tokens
 
     package, output, schema = python_client
     assert "Warning" not in output and "Unable" not in output, output

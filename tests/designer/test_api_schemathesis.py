@@ -12,8 +12,8 @@ import pytest
 import schemathesis
 from hypothesis import HealthCheck, settings
 
+from designer.access.models import hash_secret
 from designer.models import ApiToken
-from designer.models_access import hash_secret
 from designer.wsgi import application
 
 #: "Schema-valid data is accepted" runs on every operation and also allows 422: the status the schema declares (only on
@@ -46,7 +46,7 @@ def _keep_the_test_connection() -> Any:
 
 @pytest.fixture
 def owner_token(cast: Any, workflow: Any) -> str:
-    from designer.services import tokens as token_services
+    from designer.access import tokens as token_services
     from designer.services import workflows as workflow_services
     from designer.services.runs import start_run
 

@@ -12,8 +12,8 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
+from designer.access import grants as grant_services
 from designer.models import Run
-from designer.services import grants as grant_services
 from designer.services import workflows as workflow_services
 from designer.services.runs import start_run
 from tests.designer.clients import client_for

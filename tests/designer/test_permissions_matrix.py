@@ -16,11 +16,11 @@ from typing import Any
 import pytest
 from django.urls import URLPattern, reverse
 
+from designer.access import grants as grant_services
+from designer.access import invitations as invitation_services
+from designer.access import teams as team_services
 from designer.api import urls as api_urls
 from designer.models import Membership
-from designer.services import grants as grant_services
-from designer.services import invitations as invitation_services
-from designer.services import teams as team_services
 from designer.services import workflows as workflow_services
 
 pytestmark = pytest.mark.django_db

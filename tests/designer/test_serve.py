@@ -38,7 +38,8 @@ def one_step_document() -> dict[str, Any]:
 @pytest.fixture
 def published(make_user: Any) -> tuple[Any, str]:
     """A published one-step workflow and an API token of its owner."""
-    from designer.services import teams, tokens, workflows
+    from designer.access import teams, tokens
+    from designer.services import workflows
 
     owner = make_user("burst-owner")
     team = teams.create_team(actor=owner, name="Burst")

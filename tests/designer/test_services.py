@@ -4,6 +4,8 @@ import copy
 
 import pytest
 
+from designer.access import invitations as invitation_services
+from designer.access import teams as team_services
 from designer.errors import (
     ActionForbidden,
     BadRequest,
@@ -14,8 +16,6 @@ from designer.errors import (
     TeamRuleViolation,
 )
 from designer.models import Membership, Workflow, WorkflowVersion
-from designer.services import invitations as invitation_services
-from designer.services import teams as team_services
 from designer.services import workflows as workflow_services
 from runtime import WorkflowValidationError
 

@@ -10,9 +10,9 @@ from typing import Any, Final
 from django.db import transaction
 from django.utils import timezone
 
+from designer.access.models import hash_secret
 from designer.errors import BadRequest, ObjectNotFound
 from designer.models import ApiToken
-from designer.models_access import hash_secret
 from designer.permissions import require_role
 from designer.services._text import short_text
 from designer.untrusted import parse_id

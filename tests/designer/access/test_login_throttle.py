@@ -13,7 +13,7 @@ from django.core.cache import cache
 from django.test import Client
 from django.urls import reverse
 
-from designer.login_throttle import client_address, locked_for
+from designer.access.login_throttle import client_address, locked_for
 from designer.models import LoginAttemptWindow
 
 pytestmark = pytest.mark.django_db

@@ -15,8 +15,8 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
+from designer.access import grants as grant_services
 from designer.models import Run, WorkflowGrant
-from designer.services import grants as grant_services
 from designer.services import workflows as workflow_services
 from designer.services.runs import start_run
 from runtime import WorkflowBuilder, WorkflowValidationError

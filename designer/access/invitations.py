@@ -24,13 +24,13 @@ from django.db.models import Q
 from django.urls import reverse
 from django.utils import timezone
 
+from designer.access.models import hash_secret, new_secret
+from designer.access.teams import check_role_value
 from designer.conf import trellis
 from designer.errors import BadRequest, InvitationClosed, InvitationsLimited, ObjectNotFound
 from designer.models import Invitation, Membership, Team
-from designer.models_access import hash_secret, new_secret
 from designer.permissions import require_role
 from designer.services._text import short_text
-from designer.services.teams import check_role_value
 from designer.untrusted import parse_id
 
 

@@ -16,8 +16,8 @@ from django.urls import reverse
 from django.utils import timezone
 from rest_framework.test import APIClient
 
+from designer.access import tokens as token_services
 from designer.models import ApiToken, Membership, Team, Workflow
-from designer.services import tokens as token_services
 
 pytestmark = pytest.mark.django_db
 

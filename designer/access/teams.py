@@ -5,13 +5,13 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.utils.text import slugify
 
+from designer.access.models import token_limits
 from designer.errors import ActionForbidden, BadRequest, ObjectNotFound, TeamRuleViolation
 from designer.models import Membership, Team
-from designer.models_access import token_limits
 from designer.permissions import require_role
 from designer.untrusted import parse_id
 
-# People join a team only by accepting an invitation (designer.services.invitations): nobody can be added.
+# People join a team only by accepting an invitation (designer.access.invitations): nobody can be added.
 
 ROLES = tuple(Membership.Role.values)
 
