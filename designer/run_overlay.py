@@ -230,7 +230,7 @@ class Visit:
     seq: int
 
 
-def _item_text(item: object) -> str:
+def item_text(item: object) -> str:
     if isinstance(item, Mapping):
         for key in ("name", "title", "id", "sku"):
             value = item.get(key)
@@ -249,7 +249,7 @@ def item_label(context: Mapping[str, Any] | None) -> str:
     parts = []
     for loop_id, entry in loops.items():
         if isinstance(entry, Mapping):
-            parts.append(f"{loop_id}[{entry.get('index')}]{_item_text(entry.get('item'))}")
+            parts.append(f"{loop_id}[{entry.get('index')}]{item_text(entry.get('item'))}")
     return " › ".join(parts) or "the only run"
 
 

@@ -45,6 +45,8 @@ urlpatterns: list[URLPattern | URLResolver] = [
 ]
 
 urlpatterns.append(path("", include("designer.api.runs")))
+# A node's executions in a run (designer/api/run_executions.py).
+urlpatterns.append(path("", include("designer.api.run_executions")))
 
 # Triggers: webhooks and schedules (designer/triggers/api.py).
 urlpatterns.append(path("", include("designer.triggers.api")))

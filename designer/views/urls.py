@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.urls import URLPattern, URLResolver, path
 
-from designer.views import run_graph, run_history, runs, teams
+from designer.views import run_executions, run_graph, run_history, runs, teams
 
 urlpatterns: list[URLPattern | URLResolver] = []
 
@@ -48,6 +48,8 @@ urlpatterns += [
     path("runs/<int:run_id>/live/", runs.run_live, name="run-live"),
     path("runs/<int:run_id>/graph/", run_graph.run_graph, name="run-graph"),
     path("runs/<int:run_id>/frames/<str:frame_id>/", runs.run_frame, name="run-frame"),
+    path("runs/<int:run_id>/nodes/<str:node_id>/executions/", run_executions.run_node_executions,
+         name="run-node-executions"),
     path("runs/<int:run_id>/resume/", runs.run_resume, name="run-resume"),
     path("runs/<int:run_id>/cancel/", runs.run_cancel, name="run-cancel"),
     path("runs/<int:run_id>/delete/", runs.run_delete, name="run-delete"),

@@ -87,6 +87,17 @@ def test_a_failed_nested_run_reads_on_its_graph_with_failures_counted_as_failure
     expect(side).to_be_visible()
     expect(side).to_have_attribute("data-node", "fetch")
     expect(side.get_by_role("heading", name="fetch")).to_be_visible()
+    # Its executions: one per customer, each with where it ran, and the input field, its source and value.
+    executions = side.get_by_test_id("execution")
+    expect(executions).to_have_count(3)
+    expect(executions.nth(1)).to_contain_text("customers item 2 'Bob'")
+    expect(executions.nth(1).locator("tbody tr").first).to_contain_text("context.foreach.customers.item")
+    expect(executions.nth(1).get_by_test_id("input-value")).to_contain_text('"name": "Bob"')
+    # The item picker narrows to one customer.
+    side.get_by_label("customers").select_option(label="item 3 'Cy'")
+    expect(executions).to_have_count(1)
+    expect(executions.first).to_contain_text("customers item 3 'Cy'")
+    page.screenshot(path=artifacts_dir / "run-graph-executions-1440.png")
     side.get_by_role("button", name="Close").click()
     expect(side).to_be_hidden()
 
@@ -99,6 +110,11 @@ def test_a_failed_nested_run_reads_on_its_graph_with_failures_counted_as_failure
     expect(calls.locator("option")).to_have_count(3)
     with page.expect_request(re.compile(rf"/runs/{run.pk}/nodes/ratio/executions/\?scope=frame_\w+$")):
         page.get_by_role("button", name="ratio", exact=True).click()
+    # Bob's call: the step that divided by his credit of 0, its input read from the call's own input, its error.
+    ratio = page.locator("#run-node-side").get_by_test_id("execution")
+    expect(ratio).to_have_count(1)
+    expect(ratio.first).to_contain_text("input.customer.credit")
+    expect(ratio.first.get_by_test_id("execution-error")).to_be_visible()
     page.screenshot(path=artifacts_dir / "run-graph-child-scope-1440.png")
     # Another call of the same node: Ada's, stopped by Bob's failure before its price step ran.
     calls.select_option(index=0)

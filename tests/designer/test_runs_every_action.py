@@ -103,6 +103,11 @@ PAGE_CALLS: dict[str, Callable[[Run], list[Call]]] = {
     "run-graph": lambda run: [Call("GET", reverse("run-graph", args=[run.pk])),
                               Call("GET", reverse("run-graph", args=[run.pk]), {"states": "1"}),
                               Call("GET", reverse("run-graph", args=[run.pk]), {"scope": _frame_id(run)})],
+    "run-node-executions": lambda run: [
+        Call("GET", reverse("run-node-executions", args=[run.pk, "ask"])),
+        Call("GET", reverse("run-node-executions", args=[run.pk, "ask"]), {"only": "failed", "item.people": "0"},
+             headers=htmx("run-node-panel")),
+        Call("GET", reverse("run-node-executions", args=[run.pk, "ask"]), {"scope": _frame_id(run)})],
     "run-frame": lambda run: [Call("GET", reverse("run-frame", args=[run.pk, _frame_id(run)])),
                               Call("GET", reverse("run-frame", args=[run.pk, _frame_id(run)]),
                                    headers=htmx("frame-panel"))],
@@ -141,6 +146,8 @@ API_CALLS: dict[tuple[str, str], Callable[[Run], Call]] = {
     ("get", "/api/runs/{run_id}/events/"): lambda run: Call("GET", f"/api/runs/{run.pk}/events/"),
     ("get", "/api/runs/{run_id}/frames/{frame_id}/context/"):
         lambda run: Call("GET", f"/api/runs/{run.pk}/frames/{_frame_id(run)}/context/"),
+    ("get", "/api/runs/{run_id}/nodes/{node_id}/executions/"):
+        lambda run: Call("GET", f"/api/runs/{run.pk}/nodes/ask/executions/", {"page_size": "1"}),
     ("get", "/api/runs/{run_id}/checkpoints/"): lambda run: Call("GET", f"/api/runs/{run.pk}/checkpoints/"),
     ("get", "/api/runs/{run_id}/checkpoints/{step}/"):
         lambda run: Call("GET", f"/api/runs/{run.pk}/checkpoints/{_step(run)}/"),

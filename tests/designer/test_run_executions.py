@@ -1,0 +1,95 @@
+"""A node's executions in a run: the run page's node panel and its API, from a real failed nested run (customers
+-> fetch -> orders -> a subgraph call per order; Bob's credit of 0 fails his order's child run).
+
+Each execution is one (item, attempt) of the node: where it ran (loop names and item positions, not frame ids),
+its resolved input as target / source as written / value, its output, the state it wrote, its route, error,
+attempt and duration; pickers per enclosing loop narrow the list; only=failed and only=slow filter and sort.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from designer.models import Run
+from designer.runs.executor import execute
+from designer.services import runs as run_services
+from tests.designer.clients import client_for
+from tests.designer.nested_failure import CUSTOMERS, make_workflows
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def failed_run(cast: Any) -> Run:
+    workflow = make_workflows(cast.owner, cast.team)
+    run = run_services.start_run(actor=cast.editor, workflow=workflow, input={"customers": CUSTOMERS})
+    assert execute(run.pk) == "failed"
+    return Run.objects.get(pk=run.pk)
+
+
+def panel(client: Any, run: Run, node: str, **query: str) -> str:
+    response = client.get(f"/runs/{run.pk}/nodes/{node}/executions/", query)
+    assert response.status_code == 200, response.content[:500]
+    return str(response.content.decode())
+
+
+def test_each_execution_says_where_it_ran_and_what_it_read_from_where(cast: Any, failed_run: Run) -> None:
+    html = panel(client_for(cast.viewer), failed_run, "fetch")
+    assert "3 executions" in html
+    # Names and positions, 1-based, with the item's name: never a frame id outside the details fold.
+    assert "customers item 1 &#x27;Ada&#x27;" in html and "customers item 2 &#x27;Bob&#x27;" in html
+    assert "frame_" not in html.split("<details class=\"execution__ids\">")[0]
+    # The resolved input: the field, the path as written, the value the step got.
+    assert "<code>customer</code>" in html and "<code>context.foreach.customers.item</code>" in html
+    assert "&quot;name&quot;: &quot;Bob&quot;" in html
+    # What it wrote into the state.
+    assert "<code>state.orders</code> (set)" in html
+
+
+def test_pickers_narrow_to_one_item_and_failed_only_finds_the_failure(cast: Any, failed_run: Run) -> None:
+    client = client_for(cast.viewer)
+    events = failed_run.events.filter(kind="scope_opened").order_by("seq")
+    assert events.count() == 3
+    html = panel(client, failed_run, "fetch", **{"item.customers": "1"})
+    assert html.count('data-testid="execution"') == 1 and "customers item 2 &#x27;Bob&#x27;" in html
+    assert '<option value="1" selected>item 2 &#x27;Bob&#x27;</option>' in html
+    failed = panel(client, failed_run, "process", only="failed")
+    assert failed.count('data-testid="execution"') == 1
+    assert "customers item 2 &#x27;Bob&#x27; › orders item 1" in failed
+    assert 'data-testid="execution-error"' in failed
+
+
+def test_a_subgraph_calls_child_nodes_are_read_in_their_scope(cast: Any, failed_run: Run) -> None:
+    client = client_for(cast.viewer)
+    calls = client.get(f"/runs/{failed_run.pk}/graph/").json()["calls"]["process"]
+    bob = next(call for call in calls if call["state"] == "failed")
+    html = panel(client, failed_run, "ratio", scope=bob["key"])
+    assert "in Check order" in html and "failed" in html
+    assert "<code>input.customer.credit</code>" in html and ">0</code>" in html
+
+
+def test_the_api_gives_the_same_paginated_and_documented(cast: Any, failed_run: Run) -> None:
+    client = client_for(cast.viewer)
+    body = client.get(f"/api/runs/{failed_run.pk}/nodes/fetch/executions/", {"item.customers": "0"}).json()
+    assert body["count"] == 1 and body["total"] == 3
+    (one,) = body["results"]
+    assert one["where"] == "customers item 1 'Ada'" and one["items"] == [{"loop": "customers", "index": 0}]
+    assert one["status"] == "completed" and one["attempt"] in (None, 1)
+    assert one["input"][0] == {"target": "customer", "source": "context.foreach.customers.item",
+                               "value": CUSTOMERS[0], "recorded": True}
+    paged = client.get(f"/api/runs/{failed_run.pk}/nodes/fetch/executions/", {"page_size": "2"}).json()
+    assert paged["count"] == 3 and len(paged["results"]) == 2 and paged["next"]
+    schema = client.get("/api/schema/?format=json").json()
+    assert "/api/runs/{run_id}/nodes/{node_id}/executions/" in schema["paths"]
+
+
+def test_only_the_runs_team_sees_it_and_unknown_nodes_or_bad_pickers_are_named(cast: Any, failed_run: Run) -> None:
+    assert client_for(cast.stranger).get(f"/runs/{failed_run.pk}/nodes/fetch/executions/").status_code == 404
+    assert client_for(cast.stranger).get(f"/api/runs/{failed_run.pk}/nodes/fetch/executions/").status_code == 404
+    viewer = client_for(cast.viewer)
+    missing = viewer.get(f"/api/runs/{failed_run.pk}/nodes/nope/executions/")
+    assert missing.status_code == 404 and "no node 'nope'" in missing.json()["message"]
+    bad = viewer.get(f"/api/runs/{failed_run.pk}/nodes/fetch/executions/", {"item.customers": "x"})
+    assert bad.status_code == 400 and bad.json()["field"] == "item.customers"
