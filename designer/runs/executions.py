@@ -297,3 +297,50 @@ def read(run: Run, node_id: str, query: QueryDict, *, page_size: int = PAGE_SIZE
         node=node, loop_names={loop: str(nodes.get(loop, {}).get("name") or loop) for loop in nodes},
         scope_key=key, scope_title=title, pickers=pickers(found, items), items=items, only=only,
         total=len(found), page=paginator.get_page(query.get("page")))
+
+
+@dataclass(frozen=True, slots=True)
+class ReadableError:
+    """A run's error said with names: the node's label, the workflow it is in, the call and item it ran for."""
+
+    code: str
+    headline: str  # "ratio in Check order (called by process for customers item 2 'Bob' › orders item 1) failed"
+    reason: str  # the task's own message, without the ids
+
+
+def _where(events: Sequence[RunEvent], frame_id: str, names: Mapping[str, str]) -> str:
+    started = next((e for e in events if e.frame_id == frame_id and e.kind == "node_started"), None)
+    positions = _positions(summary_of(started).get("context")) if started is not None else ()
+    return " › ".join(f"{names.get(p.loop, p.loop)} item {p.index + 1}{p.item}" for p in positions)
+
+
+def readable_error(run: Run, events: Sequence[RunEvent]) -> ReadableError | None:
+    """The run's error with node labels, loop names and item positions in place of frame and scope ids (those
+    stay in the raw error, which the page keeps in a details fold and the API returns)."""
+    error = run.error if isinstance(run.error, Mapping) else None
+    if error is None or not error.get("node_id"):
+        return None
+    node_id, frame_id = str(error.get("node_id")), str(error.get("frame_id") or "")
+    calls = run_overlay.subgraph_calls(events)
+    call = next((c for c in calls if c.scope_id == error.get("scope_id")), None)
+    try:
+        document, _scope_id, title, _crumbs = scope_document(run, calls, call.key if call else "")
+        root, _, _, _ = scope_document(run, calls, "") if call else (document, "", "", [])
+    except ObjectNotFound:
+        document, root, title = {}, {}, ""
+    names = {str(n.get("id")): str(n.get("name") or n.get("id")) for n in document.get("nodes", []) or []
+             if isinstance(n, Mapping)}
+    root_names = {str(n.get("id")): str(n.get("name") or n.get("id")) for n in root.get("nodes", []) or []
+                  if isinstance(n, Mapping)}
+    headline = names.get(node_id, node_id)
+    where = _where(events, frame_id, names) if frame_id else ""
+    if call is not None:
+        caller_where = _where(events, call.caller_frame, root_names)
+        headline += f" in {title} (called by {root_names.get(call.caller_node, call.caller_node)}"
+        headline += f" for {caller_where})" if caller_where else ")"
+    if where:
+        headline += f" at {where}"
+    cause = error.get("cause")
+    reason = str(cause.get("message")) if isinstance(cause, Mapping) and cause.get("message") else \
+        str(error.get("message", ""))
+    return ReadableError(code=str(error.get("code") or "error"), headline=f"{headline} failed", reason=reason)

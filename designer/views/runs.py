@@ -39,6 +39,7 @@ from designer.run_overlay import NODE_STATES, item_label
 from designer.runs.batches import batch_progress
 from designer.runs.checkpointer import last_stored_seq
 from designer.runs.checkpoints import context_of, damage_of, load_state, with_damage
+from designer.runs.executions import readable_error
 from designer.selectors.run_history import tolerated_failures
 from designer.services import runs as run_services
 from designer.untrusted import parse_id
@@ -451,6 +452,8 @@ def run_detail(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
     if request.htmx and request.htmx.target == "run-live":
         return _live_response(request, context)
     context.update(_events_context(request, run))
+    context["readable_error"] = readable_error(run, list(run.events.order_by("seq")[:MAX_EVENTS])) \
+        if run.error else None
     return TemplateResponse(request, "runs/detail.html", context)
 
 

@@ -8,6 +8,7 @@ attempt and duration; pickers per enclosing loop narrow the list; only=failed an
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -93,3 +94,18 @@ def test_only_the_runs_team_sees_it_and_unknown_nodes_or_bad_pickers_are_named(c
     assert missing.status_code == 404 and "no node 'nope'" in missing.json()["message"]
     bad = viewer.get(f"/api/runs/{failed_run.pk}/nodes/fetch/executions/", {"item.customers": "x"})
     assert bad.status_code == 400 and bad.json()["field"] == "item.customers"
+
+
+def test_the_run_error_names_the_node_workflow_call_and_items_and_keeps_the_ids_in_a_fold(cast: Any,
+                                                                                         failed_run: Run) -> None:
+    html = client_for(cast.viewer).get(f"/runs/{failed_run.pk}/").content.decode()
+    headline = html.split('data-testid="run-error-headline">')[1].split("</strong>")[0]
+    # (The order's name is whichever customer's orders the shared state.orders held: the analyzer's
+    # state.concurrent_write warning is about exactly that race.)
+    assert re.fullmatch(r"ratio in Check order \(called by process for customers item 2 &#x27;Bob&#x27; › orders "
+                        r"item 1( &#x27;[\w-]+&#x27;)?\) failed", headline), headline
+    assert "frame_" not in headline
+    banner = html.split('class="card run-error"')[1].split("</div>")[0]
+    assert ": math: division by zero (1 / 0)" in banner
+    # The raw message, ids and all, is still there for whoever needs it: in the fold.
+    assert "<summary>Details</summary><code>node.failed</code>: node &#x27;ratio&#x27; (frame frame_" in banner
