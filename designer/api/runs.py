@@ -172,7 +172,10 @@ class RunDetailSerializer(RunSummarySerializer):
     subgraph_versions = serializers.DictField(child=serializers.IntegerField(), allow_null=True,
                                               help_text="{child workflow ref: pinned version}; null when the "
                                                         "stored value is not such a map")
-    attempts = serializers.IntegerField()
+    attempt = serializers.IntegerField(help_text="the run's attempt: 1, then one more per redrive (the run page's "
+                                                 "and the admin's 'Attempt')")
+    attempts = serializers.IntegerField(help_text="workers that took the run (a run whose worker died is taken "
+                                                  "again); not the redrive attempt")
     last_seq = serializers.IntegerField(allow_null=True)
     progress = serializers.ListField(child=serializers.DictField())
     frames = serializers.ListField(child=serializers.DictField())

@@ -109,3 +109,21 @@ def test_the_run_error_names_the_node_workflow_call_and_items_and_keeps_the_ids_
     assert ": math: division by zero (1 / 0)" in banner
     # The raw message, ids and all, is still there for whoever needs it: in the fold.
     assert "<summary>Details</summary><code>node.failed</code>: node &#x27;ratio&#x27; (frame frame_" in banner
+
+
+def test_one_attempt_count_on_the_run_page_the_admin_and_the_api(cast: Any, failed_run: Run, make_user: Any) -> None:
+    from django.urls import reverse
+
+    from designer.services import run_history
+
+    # A redrive makes the run's second attempt (it fails again: Bob's credit is still 0).
+    run_history.redrive_run(actor=cast.editor, run=failed_run)
+    assert execute(failed_run.pk) == "failed"
+    page = client_for(cast.viewer).get(f"/runs/{failed_run.pk}/").content.decode()
+    assert '<div class="fact-v" id="run-attempt">2</div>' in page
+    assert client_for(cast.viewer).get(f"/api/runs/{failed_run.pk}/").json()["attempt"] == 2
+    admin = make_user("root", is_staff=True, is_superuser=True)
+    html = client_for(admin).get(reverse("admin:designer_run_change", args=[failed_run.pk])).content.decode()
+    attempt = html.split("<label>Attempt:</label>")[1].split("</div>")[0]
+    assert attempt.split('class="readonly">')[1].strip() == "2"
+    assert "Worker claims" in html
