@@ -80,14 +80,49 @@ class Row:
 @dataclass(frozen=True, slots=True)
 class Timeline:
     rows: list[Row]
-    total_ms: int
+    total_ms: int  # the axis: active time, waits for a person or a redrive left out
     ticks: list[tuple[float, int]]  # (percent, ms)
     hidden_rows: int = 0
     truncated: bool = False
+    wall_ms: int = 0  # first event to the last, waits included
+    gaps: list[Gap] = field(default_factory=list)
 
     @property
     def empty(self) -> bool:
         return not self.rows
+
+
+@dataclass(slots=True)
+class Gap:
+    """A wait the axis leaves out: for a person's answer, or between a failure and its redrive."""
+
+    start: datetime
+    end: datetime
+    reason: str  # "an answer", "a redrive"
+    left: float = 0.0  # where it is drawn, in percent of the axis
+
+    @property
+    def waited_ms(self) -> int:
+        return int((self.end - self.start).total_seconds() * 1000)
+
+
+#: Events that start a wait the axis leaves out, and the events that end it.
+_GAP_STARTS = {"run_interrupted": "an answer", "run_failed": "a redrive", "run_cancelled": "a redrive"}
+_GAP_ENDS = ("resumed", "run_redriven")
+
+
+def _gaps(events: Sequence[RunEvent]) -> list[Gap]:
+    """Waits for a person or a redrive: from the run stopping to the event that set it going again."""
+    gaps: list[Gap] = []
+    waiting: tuple[datetime, str] | None = None
+    for event in events:
+        if event.kind in _GAP_STARTS and waiting is None:
+            waiting = (event.at, _GAP_STARTS[event.kind])
+        elif event.kind in _GAP_ENDS and waiting is not None:
+            if event.at > waiting[0]:
+                gaps.append(Gap(waiting[0], event.at, waiting[1]))
+            waiting = None
+    return gaps
 
 
 def _ticks(total_ms: int, count: int = 5) -> list[tuple[float, int]]:
@@ -144,6 +179,7 @@ def build_timeline(events: Iterable[RunEvent], *, now: datetime, end: datetime |
     step: Step | None
     span: Span | None
     row: Row | None
+    events = list(events)
     for event in events:
         t0 = t0 or event.at
         latest = event.at if latest is None or event.at > latest else latest
@@ -227,10 +263,23 @@ def build_timeline(events: Iterable[RunEvent], *, now: datetime, end: datetime |
         ends.extend(s.end or stop for s in row.steps)
         ends.extend(s.end or stop for s in row.spans)
     finish = max(ends)
-    total_ms = max(1, int((finish - t0).total_seconds() * 1000))
+    gaps = [gap for gap in _gaps(events) if gap.end <= finish]
+    wall_ms = max(1, int((finish - t0).total_seconds() * 1000))
+
+    def active_ms(moment: datetime) -> float:
+        """Milliseconds from the first event to ``moment``, the waits before it left out (a bar spanning a wait,
+        the interrupted step's, is drawn across the wait's mark, not stretched by it)."""
+        waited = sum(((min(moment, gap.end) - gap.start).total_seconds() for gap in gaps if moment > gap.start),
+                     0.0)
+        return ((moment - t0).total_seconds() - waited) * 1000
+
+    total_ms = max(1, int(active_ms(finish)))
 
     def pct(moment: datetime) -> float:
-        return max(0.0, min(100.0, (moment - t0).total_seconds() * 1000 * 100.0 / total_ms))
+        return max(0.0, min(100.0, active_ms(moment) * 100.0 / total_ms))
+
+    for gap in gaps:
+        gap.left = round(pct(gap.start), 3)
 
     for row in rows.values():
         bars: list[Step | Span] = [*row.steps, *row.spans]
@@ -242,7 +291,7 @@ def build_timeline(events: Iterable[RunEvent], *, now: datetime, end: datetime |
     ordered = _tree_order(rows)
     hidden = max(0, len(ordered) - MAX_ROWS)
     return Timeline(rows=ordered[:MAX_ROWS], total_ms=total_ms, ticks=_ticks(total_ms), hidden_rows=hidden,
-                    truncated=truncated)
+                    truncated=truncated, wall_ms=wall_ms, gaps=gaps)
 
 
 def _tree_order(rows: dict[str, Row]) -> list[Row]:

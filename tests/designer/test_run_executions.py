@@ -127,3 +127,33 @@ def test_one_attempt_count_on_the_run_page_the_admin_and_the_api(cast: Any, fail
     attempt = html.split("<label>Attempt:</label>")[1].split("</div>")[0]
     assert attempt.split('class="readonly">')[1].strip() == "2"
     assert "Worker claims" in html
+
+
+def test_a_redrive_28_s_later_is_a_gap_not_a_stretched_axis(cast: Any, failed_run: Run) -> None:
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from designer.models import RunEvent
+    from designer.services import run_history
+    from designer.views.run_display import build_timeline
+
+    run_history.redrive_run(actor=cast.editor, run=failed_run)
+    assert execute(failed_run.pk) == "failed"
+    redriven = RunEvent.objects.get(run=failed_run, kind="run_redriven").seq
+    # The redrive came 28 s after the failure, as in the tour.
+    for event in RunEvent.objects.filter(run=failed_run, seq__gte=redriven):
+        RunEvent.objects.filter(pk=event.pk).update(at=event.at + timedelta(seconds=28))
+    Run.objects.filter(pk=failed_run.pk).update(finished_at=timezone.now() + timedelta(seconds=28))
+    run = Run.objects.get(pk=failed_run.pk)
+    events = list(run.events.order_by("seq"))
+    timeline = build_timeline(events, now=timezone.now(), end=run.finished_at)
+    assert [gap.reason for gap in timeline.gaps] == ["a redrive"]
+    assert timeline.gaps[0].waited_ms >= 28_000
+    assert timeline.wall_ms >= 28_000 and timeline.total_ms < 10_000
+    # The second attempt's steps start where the first attempt's ended, not squeezed against the right edge.
+    second = [step for row in timeline.rows for step in row.steps if step.seq > redriven]
+    assert second and min(step.left for step in second) < 95
+    page = client_for(cast.viewer).get(f"/runs/{run.pk}/").content.decode()
+    assert 'data-testid="timeline-gap"' in page and "for a redrive" in page
+    assert 'id="run-active"' in page and "Wall time" in page
