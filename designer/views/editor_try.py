@@ -19,6 +19,7 @@ from designer.json_text import pretty_json
 from designer.models import Run
 from designer.models import Workflow as WorkflowModel
 from designer.permissions import has_role, require_workflow_role
+from designer.runs import executions as node_executions
 from designer.selectors.runs import runs_for
 from designer.services import trials
 from designer.untrusted import form_json
@@ -59,6 +60,28 @@ def _sample(request: HtmxHttpRequest, workflow: WorkflowModel, node_id: str) -> 
         return trials.sample_from_run(workflow=workflow, run=run, node_id=node_id,
                                       frame_id=request.POST.get("frame") or None)
     return form_json(request.POST.get("sample", ""), field="sample", what="the sample input", empty={})
+
+
+@signed_in("GET")
+def executions(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
+    """The executions of the node in the past run chosen in the form (one per item of each enclosing loop), to
+    pick which one's values the trial uses: a run of a foreach ran the node once per item, and the values differ."""
+    workflow, _role = _workflow(request, workflow_id)
+    node_id, run_id = request.GET.get("node", ""), request.GET.get("run", "")
+    choices: list[tuple[str, str]] = []
+    if run_id:
+        run: Run = selectors.get_run(user=request.user, run_id=run_id)
+        document = run.document if isinstance(run.document, dict) else workflow.document
+        nodes = {str(n.get("id")): n for n in document.get("nodes", []) or [] if isinstance(n, dict)}
+        node = nodes.get(node_id)
+        if node is not None:
+            found = node_executions.executions(run.events.filter(node_id=node_id).order_by("seq"), node,
+                                               scope_id="root", run_input=run.input)
+            for execution in reversed(found):
+                where = " › ".join(f"{nodes.get(p.loop, {}).get('name') or p.loop} item {p.index + 1}{p.item}"
+                                   for p in execution.positions) or "the only run"
+                choices.append((execution.frame_id, f"{where} · {execution.status}"))
+    return TemplateResponse(request, f"{TEMPLATE}#try-executions", {"choices": choices, "run_id": run_id})
 
 
 @signed_in("POST")

@@ -111,6 +111,8 @@ from designer.views import editor_try  # noqa: E402
 urlpatterns += [
     path("workflows/<int:workflow_id>/edit/try-node/", editor_try.form, name="editor-try-node"),
     path("workflows/<int:workflow_id>/edit/try-node/start/", editor_try.start, name="editor-try-node-start"),
+    path("workflows/<int:workflow_id>/edit/try-node/executions/", editor_try.executions,
+         name="editor-try-node-executions"),
     path("workflows/<int:workflow_id>/edit/try-node/<str:result_id>/", editor_try.outcome,
          name="editor-try-node-outcome"),
 ]

@@ -89,3 +89,28 @@ def test_viewers_cannot_try_a_node(client: Any, cast: Any, workflow: Any) -> Non
     client.force_login(cast.stranger)
     assert _start(client, workflow, "assess", sample='{"amount": 1}').status_code == 404
     assert not DBTaskResult.objects.filter(task_path="designer.tasks.try_node").exists()
+
+
+def test_a_past_run_of_a_loop_offers_each_execution_and_the_chosen_ones_values_are_the_sample(
+        client: Any, cast: Any, env: dict[str, str]) -> None:
+    from designer.runs.executor import execute
+    from designer.services import runs as run_services
+    from tests.designer.nested_failure import CUSTOMERS, make_workflows
+
+    parent = make_workflows(cast.owner, cast.team)
+    run = run_services.start_run(actor=cast.editor, workflow=parent, input={"customers": CUSTOMERS})
+    assert execute(run.pk) == "failed"
+    client.force_login(cast.editor)
+    form = client.get(reverse("editor-try-node", args=[parent.pk]), {"node": "fetch"}).content.decode()
+    assert "hx-get=\"/workflows/%d/edit/try-node/executions/\"" % parent.pk in form
+    picker = client.get(reverse("editor-try-node-executions", args=[parent.pk]),
+                        {"node": "fetch", "run": run.pk}).content.decode()
+    options = re.findall(r'<option value="(frame_\w+)">([^<]*)</option>', picker)
+    assert [label.split(" · ")[0] for _frame, label in options] == [
+        "customers item 3 &#x27;Cy&#x27;", "customers item 2 &#x27;Bob&#x27;", "customers item 1 &#x27;Ada&#x27;"]
+    bob = options[1][0]
+    started = _start(client, parent, "fetch", run=str(run.pk), frame=bob)
+    assert 'data-try-status="pending"' in started.content.decode()
+    # The trial's sample is Bob's values, not whichever execution came first or last.
+    sample = DBTaskResult.objects.order_by("-enqueued_at").first()
+    assert '"name": "Bob"' in str(sample.args_kwargs).replace("'", '"')
