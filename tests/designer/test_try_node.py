@@ -102,7 +102,7 @@ def test_a_past_run_of_a_loop_offers_each_execution_and_the_chosen_ones_values_a
     assert execute(run.pk) == "failed"
     client.force_login(cast.editor)
     form = client.get(reverse("editor-try-node", args=[parent.pk]), {"node": "fetch"}).content.decode()
-    assert "hx-get=\"/workflows/%d/edit/try-node/executions/\"" % parent.pk in form
+    assert f'hx-get="/workflows/{parent.pk}/edit/try-node/executions/"' in form
     picker = client.get(reverse("editor-try-node-executions", args=[parent.pk]),
                         {"node": "fetch", "run": run.pk}).content.decode()
     options = re.findall(r'<option value="(frame_\w+)">([^<]*)</option>', picker)
