@@ -86,7 +86,8 @@ def _rename_new_field(editor: EditorPage, builder: Locator, name: str, type_: st
         row.get_by_label(f"Type of {name}").select_option(type_)
         _settle(editor)
     if required:
-        _field(builder, name).get_by_label(f"{name} is required").check()
+        # Named by its visible text; the field's name input describes it (aria-describedby).
+        _field(builder, name).get_by_label("required", exact=True).check()
         _settle(editor)
 
 
