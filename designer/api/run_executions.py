@@ -34,7 +34,9 @@ class ExecutionSerializer(serializers.Serializer):
     frame_id = serializers.CharField()
     where = serializers.CharField(help_text="loop names and item positions, e.g. customers item 2 'Bob'")
     items = ItemSerializer(many=True)
-    status = serializers.ChoiceField(choices=["completed", "failed", "running", "waiting"])
+    status = serializers.ChoiceField(choices=["completed", "failed", "running", "waiting", "stopped"],
+                                     help_text="stopped: the run ended (failed, cancelled) while this step was under "
+                                               "way")
     attempt = serializers.IntegerField(allow_null=True)
     duration_ms = serializers.IntegerField(allow_null=True)
     started_at = serializers.CharField()

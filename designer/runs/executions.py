@@ -56,7 +56,7 @@ class Execution:
     frame_id: str
     seq: int
     positions: tuple[LoopPosition, ...]
-    status: str = "running"  # completed, failed, running, waiting
+    status: str = "running"  # completed, failed, running, waiting, stopped (a finished run left it under way)
     attempt: int | None = None
     duration_ms: int | None = None
     started_at: str = ""
@@ -148,9 +148,11 @@ def _writes(node: Mapping[str, Any], output: Any) -> list[dict[str, Any]]:
     return out
 
 
-def executions(events: Iterable[RunEvent], node: Mapping[str, Any], *, scope_id: str, run_input: Any
-               ) -> list[Execution]:
-    """Every execution of ``node`` in the scope ``scope_id``, oldest first: one per (frame, attempt)."""
+def executions(events: Iterable[RunEvent], node: Mapping[str, Any], *, scope_id: str, run_input: Any,
+               run_finished: bool = False) -> list[Execution]:
+    """Every execution of ``node`` in the scope ``scope_id``, oldest first: one per (frame, attempt). A foreach
+    node's own step ends when it has read its collection (``foreach_started``); a step a finished run left under way
+    was stopped, not running."""
     node_id = str(node.get("id", ""))
     open_: dict[str, Execution] = {}
     done: list[Execution] = []
@@ -177,8 +179,16 @@ def executions(events: Iterable[RunEvent], node: Mapping[str, Any], *, scope_id:
             open_.pop(event.frame_id)
             _finish(under_way, event, data, node)
             done.append(under_way)
+        elif event.kind == "foreach_started":
+            open_.pop(event.frame_id)
+            under_way.status, under_way.route = "completed", None
+            under_way.output = {"items": summary_of(event).get("total")}
+            done.append(under_way)
         elif event.kind == "interrupted":
             under_way.status = "waiting"
+    for left in open_.values():
+        if run_finished and left.status == "running":
+            left.status = "stopped"
     done.extend(open_.values())
     done.sort(key=lambda e: e.seq)
     return done
@@ -289,7 +299,7 @@ def read(run: Run, node_id: str, query: QueryDict, *, page_size: int = PAGE_SIZE
     node = nodes.get(node_id)
     if node is None:
         raise ObjectNotFound(f"the workflow {title!r} has no node {node_id[:80]!r}", node=node_id[:80])
-    found = executions(events, node, scope_id=scope_id, run_input=run.input)
+    found = executions(events, node, scope_id=scope_id, run_input=run.input, run_finished=run.is_finished)
     items = _items(query)
     chosen = select(found, items=items, only=only)
     paginator = Paginator(chosen, page_size)

@@ -76,7 +76,7 @@ def executions(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
         node = nodes.get(node_id)
         if node is not None:
             found = node_executions.executions(run.events.filter(node_id=node_id).order_by("seq"), node,
-                                               scope_id="root", run_input=run.input)
+                                               scope_id="root", run_input=run.input, run_finished=run.is_finished)
             for execution in reversed(found):
                 where = " › ".join(f"{nodes.get(p.loop, {}).get('name') or p.loop} item {p.index + 1}{p.item}"
                                    for p in execution.positions) or "the only run"

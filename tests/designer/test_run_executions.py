@@ -157,3 +157,17 @@ def test_a_redrive_28_s_later_is_a_gap_not_a_stretched_axis(cast: Any, failed_ru
     page = client_for(cast.viewer).get(f"/runs/{run.pk}/").content.decode()
     assert 'data-testid="timeline-gap"' in page and "for a redrive" in page
     assert 'id="run-active"' in page and "Wall time" in page
+
+
+def test_a_foreach_nodes_own_step_ends_when_it_read_its_collection_and_a_failed_runs_open_steps_are_stopped(
+        cast: Any, failed_run: Run) -> None:
+    body = client_for(cast.viewer).get(f"/api/runs/{failed_run.pk}/nodes/orders/executions/").json()
+    assert body["total"] == 3
+    assert {e["status"] for e in body["results"]} == {"completed"}
+    # Its own step's output is how many items it found (each customer's orders).
+    assert all(isinstance(e["output"]["items"], int) and e["output"]["items"] > 0 for e in body["results"])
+    # Ada's and Cy's calls were under way when Bob's failure ended the run: stopped, not running.
+    calls = client_for(cast.viewer).get(f"/api/runs/{failed_run.pk}/nodes/process/executions/").json()["results"]
+    assert "running" not in {e["status"] for e in calls}
+    assert {e["status"] for e in calls} <= {"failed", "stopped", "completed"}
+    assert "failed" in {e["status"] for e in calls}
