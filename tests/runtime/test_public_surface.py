@@ -120,6 +120,7 @@ PUBLIC_NAMES = frozenset({
     "parse_local_path",
     "parse_source_path",
     "retry_delay_diagnostics",
+    "step_timeout_diagnostics",
     "run_summary",
     "parse_state_path",
     "state_path",
