@@ -10,7 +10,12 @@ function inspector() {
   return document.getElementById("inspector");
 }
 
-let pending = null; // URL of the inspector load in flight, to skip identical repeats
+// htmx queues a second request on the same element behind the one in flight and resolves the second's
+// promise at once, before it is even sent; a load started then ("refresh what is shown") dumped the queued
+// selection and the inspector kept the old panel. So the loads are serialized here: one in flight, and the
+// latest wanted one after it.
+let inFlight = null; // URL of the inspector load in flight
+let wanted = null; // the load asked for while another was in flight; only the latest counts
 
 function loadInspector(nodeId, field) {
   const panel = inspector();
@@ -20,20 +25,37 @@ function loadInspector(nodeId, field) {
   if (field) params.set("field", field);
   panel.dataset.node = nodeId || "";
   const url = `${panel.dataset.url}?${params}`;
-  if (url === pending) return;
-  pending = url;
-  const another = (nodeId || "") !== (shownNode() || "");
-  const done = () => {
-    if (pending === url) pending = null;
+  if (inFlight) {
+    wanted = url === inFlight ? null : { url, field, another: (nodeId || "") !== (shownNode() || "") };
+    return;
+  }
+  issueInspectorLoad({ url, field, another: (nodeId || "") !== (shownNode() || "") });
+}
+
+function issueInspectorLoad({ url, field, another }) {
+  const panel = inspector();
+  if (!panel) return;
+  inFlight = url;
+  const next = () => {
+    inFlight = null;
+    const after = wanted;
+    wanted = null;
+    if (after) issueInspectorLoad(after);
   };
   const shown = () => {
-    done();
     // Another node starts at its top; a focused field is brought into view.
-    const row = field && panel.querySelector(".field-row.is-focused");
-    if (row) row.scrollIntoView({ block: "nearest" });
-    else if (another) panel.closest(".editor-side")?.scrollTo({ top: 0 });
+    if (!wanted) {
+      const row = field && panel.querySelector(".field-row.is-focused");
+      if (row) row.scrollIntoView({ block: "nearest" });
+      else if (another) panel.closest(".editor-side")?.scrollTo({ top: 0 });
+    }
+    next();
   };
-  window.htmx.ajax("GET", url, { target: "#inspector", swap: "innerHTML" }).then(shown, done);
+  window.htmx.ajax("GET", url, { target: "#inspector", swap: "innerHTML" }).then(shown, next);
+}
+
+function inspectorLoading() {
+  return Boolean(inFlight || wanted);
 }
 
 function showNotice(message, kind) {
@@ -197,7 +219,7 @@ export function installGlue() {
   // A canvas edit can change what the inspector shows (reachability, the
   // diagnostics of a field); refresh it unless the person is working in it.
   document.addEventListener(EVENTS.documentSaved, () => {
-    if (!inspectorBusy() && !pending) loadInspector(shownNode());
+    if (!inspectorBusy() && !inspectorLoading()) loadInspector(shownNode());
   });
 
   document.addEventListener("click", (event) => {
