@@ -38,7 +38,7 @@ def _leg() -> None:
 
     from designer.models import Run
     from designer.services import runs as run_services
-    from designer.services import workflows as workflow_services
+    from designer.workflows import services as workflow_services
 
     batched = workflow_services.create_workflow(actor=user, team=team, name="Batched", document=w.items_foreach(
         "Batched", CONCURRENCY, batch_size=BATCH, max_batches_in_flight=IN_FLIGHT))

@@ -37,7 +37,7 @@ def _leg() -> None:
 
     from designer.models import Run
     from designer.services import runs as run_services
-    from designer.services import workflows as workflow_services
+    from designer.workflows import services as workflow_services
 
     workflow = workflow_services.create_workflow(actor=user, team=team, name="Items",
                                                  document=w.items_foreach("Items", CONCURRENCY))

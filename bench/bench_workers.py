@@ -53,7 +53,7 @@ def _leg() -> None:
     from django.db import connection
 
     from designer.services import runs as run_services
-    from designer.services import workflows as workflow_services
+    from designer.workflows import services as workflow_services
 
     server = w.postmaster()
     small = workflow_services.create_workflow(actor=user, team=team, name="Small", document=_small())

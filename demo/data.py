@@ -29,7 +29,7 @@ from pydantic import BaseModel
 
 from demo.workflow_tasks import Customer, Decision, Order, PricedOrder, Shipment, Totals
 from designer.models import Membership, Team, Workflow
-from designer.services import workflows as workflow_services
+from designer.workflows import services as workflow_services
 from runtime import ForeachNode, SubgraphNode, TaskNode, WorkflowBuilder
 from runtime import Workflow as Document
 

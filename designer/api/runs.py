@@ -32,9 +32,9 @@ from designer.runs import checkpoints
 from designer.runs.checkpointer import last_stored_seq
 from designer.selectors.run_history import lineage_of
 from designer.selectors.runs import events_after, get_run, runs_for
-from designer.selectors.workflows import get_workflow
 from designer.services import runs as run_services
 from designer.untrusted import MAX_ID
+from designer.workflows.selectors import get_workflow
 
 PAGE_SIZE = 50
 MAX_PAGE_SIZE = 200

@@ -24,7 +24,7 @@ from designer.api.schema import DOCUMENT_SCHEMA
 from designer.filters import WorkflowFilter, apply_filters, openapi_parameters
 from designer.json_text import pretty_json
 from designer.permissions import DUPLICATE_RULE, SEE_SHARING, SHARING_RULE, require_own_team_role, require_role
-from designer.services import workflows as workflow_services
+from designer.workflows import services as workflow_services
 
 ERRORS = {400: s.ErrorSerializer, 403: s.ErrorSerializer, 404: s.ErrorSerializer}
 

@@ -14,7 +14,7 @@ from designer.selectors.teams import (
     teams_for,
     tokens_of,
 )
-from designer.selectors.workflows import (
+from designer.workflows.selectors import (
     get_version,
     get_workflow,
     grants_of,

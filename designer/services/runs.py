@@ -24,7 +24,7 @@ from designer.runs import queue
 from designer.runs.checkpoints import checkpoint_of
 from designer.runs.lease import lease_is_free
 from designer.runs.pinning import pin_subgraph_versions
-from designer.selectors.workflows import get_version, versions_of
+from designer.workflows.selectors import get_version, versions_of
 from runtime import ResumeError, check_resume, check_run_input
 
 

@@ -19,19 +19,19 @@ from django.urls import reverse
 from django_htmx.http import reswap, retarget, trigger_client_event
 
 from designer import analysis as doc_analysis
-from designer import document_ops as doc_ops
-from designer import schema_builder as sb
 from designer import selectors
 from designer.errors import BadRequest, DesignerError, RevisionConflict
 from designer.json_text import pretty_json
 from designer.models import Workflow as WorkflowModel
 from designer.permissions import has_role, require_workflow_role, role_of
-from designer.services import workflows as workflow_services
 from designer.untrusted import form_json
 from designer.views import editor_edits as edits
 from designer.views import editor_panels as panels
 from designer.views.htmx import HtmxHttpRequest
 from designer.views.pages import error_message, signed_in
+from designer.workflows import operations as doc_ops
+from designer.workflows import schema_builder as sb
+from designer.workflows import services as workflow_services
 from runtime import RetryPolicy, WorkflowError
 
 TEMPLATE = "editor/editor.html"

@@ -1,7 +1,7 @@
 """The editor's one write path: named edit operations, checked against the revision, saved.
 
 The canvas island and the htmx side panels send the same operations
-(``designer.document_ops``) to the one endpoint here. The canvas posts JSON
+(``designer.workflows.operations``) to the one endpoint here. The canvas posts JSON
 ``{"revision", "ops"}`` and gets the saved document, its analysis and the
 operations that undo the change; a panel posts its form (``action`` and the
 fields, or ``ops`` as JSON) and gets its refreshed inspector, with the same
@@ -21,12 +21,18 @@ from django.http import HttpResponse, JsonResponse
 from django.template.response import TemplateResponse
 
 from designer import analysis as doc_analysis
-from designer import document_ops as ops
-from designer.document_ops import (  # noqa: F401 - the panels' helpers live with the operations
+from designer.errors import BadRequest, DesignerError, RevisionConflict
+from designer.models import Workflow as WorkflowModel
+from designer.permissions import require_workflow_role
+from designer.untrusted import form_json
+from designer.views.htmx import HtmxHttpRequest
+from designer.views.pages import error_message, signed_in
+from designer.workflows import operations as ops
+from designer.workflows import services as workflow_services
+from designer.workflows.operations import (  # noqa: F401 - the panels' helpers live with the operations
     BRANCH_OPS,
     OUTPUT_MODES,
     SCHEMA_KEYS,
-    BadRequest,
     add_workflow_output,
     bind_literal,
     bind_path,
@@ -42,13 +48,6 @@ from designer.document_ops import (  # noqa: F401 - the panels' helpers live wit
     unbind,
     unbind_tree,
 )
-from designer.errors import DesignerError, RevisionConflict
-from designer.models import Workflow as WorkflowModel
-from designer.permissions import require_workflow_role
-from designer.services import workflows as workflow_services
-from designer.untrusted import form_json
-from designer.views.htmx import HtmxHttpRequest
-from designer.views.pages import error_message, signed_in
 from runtime import Analysis, WorkflowError
 
 #: The panels' form actions and the operation each one sends.

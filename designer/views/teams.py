@@ -37,9 +37,9 @@ from designer.permissions import (
     may_duplicate,
     require_own_team_role,
 )
-from designer.services import workflows as workflow_services
 from designer.views.htmx import HtmxHttpRequest
 from designer.views.pages import designer_errors, error_message, signed_in
+from designer.workflows import services as workflow_services
 
 ROLE_CHOICES = Membership.Role.choices
 

@@ -2,7 +2,7 @@
 the draft, and the triggers that start its runs without a person (webhooks and schedules).
 
 Viewers see all of it; editors and owners also restore and manage triggers. Every write goes
-through a service (``services.versions``, ``designer.triggers.services``); this module only parses, calls
+through a service (``designer.workflows.versions``, ``designer.triggers.services``); this module only parses, calls
 and renders.
 """
 
@@ -18,17 +18,17 @@ from django.urls import reverse
 from django.views.decorators.csrf import csrf_exempt
 
 from designer import selectors
-from designer.document_diff import diff, labels_of, node_marks, route_target
 from designer.errors import DesignerError, ObjectNotFound, RateLimited, RevisionConflict
 from designer.models import Schedule, TriggerFire, Webhook
 from designer.models import Workflow as WorkflowModel
 from designer.permissions import has_role, require_workflow_role, role_of
-from designer.services import versions as version_services
 from designer.triggers import services as trigger_services
 from designer.triggers import signature
 from designer.uploads import TOO_MUCH, too_large
 from designer.views.htmx import HtmxHttpRequest
 from designer.views.pages import error_message, signed_in
+from designer.workflows import versions as version_services
+from designer.workflows.diff import diff, labels_of, node_marks, route_target
 from runtime import WorkflowError
 
 #: Fires listed per trigger, newest first.

@@ -21,9 +21,9 @@ from designer import selectors
 from designer.errors import DesignerError
 from designer.filters import WorkflowFilter, apply_filters
 from designer.permissions import has_role
-from designer.services import workflows as workflow_services
 from designer.untrusted import json_error_message, loads_json, parse_id
 from designer.views.pages import error_message, signed_in
+from designer.workflows import services as workflow_services
 from runtime import WorkflowError
 
 

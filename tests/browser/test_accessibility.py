@@ -22,7 +22,7 @@ from playwright.sync_api import Page, expect
 from demo.data import load_demo
 from designer.models import Run, Workflow
 from designer.services import runs as run_services
-from designer.services import workflows as workflow_services
+from designer.workflows import services as workflow_services
 from tests.browser.editor_page import EditorPage
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

@@ -11,7 +11,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from designer.access import teams as team_services
-from designer.services import workflows as workflow_services
+from designer.workflows import services as workflow_services
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

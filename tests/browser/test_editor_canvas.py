@@ -17,7 +17,7 @@ import pytest
 from playwright.sync_api import Page, Request, Route, expect
 
 from designer.access import teams as team_services
-from designer.services import workflows as workflow_services
+from designer.workflows import services as workflow_services
 from tests.browser.editor_page import EDITOR_TASKS, READABLE_ZOOM, EditorPage, nested_document
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

@@ -12,7 +12,7 @@ from playwright.sync_api import Page, expect
 from demo.data import TEAM_SLUG, load_demo
 from designer.access import teams as team_services
 from designer.models import Membership, Team, Workflow
-from designer.services import workflows as workflow_services
+from designer.workflows import services as workflow_services
 from tests.browser.editor_page import EditorPage
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

@@ -21,7 +21,7 @@ from designer import catalog
 from designer.access import teams as team_services
 from designer.analysis import parse_document
 from designer.models import Membership, Run
-from designer.services import workflows as workflow_services
+from designer.workflows import services as workflow_services
 from runtime import Engine
 from tests.browser.editor_page import EditorPage
 

@@ -13,7 +13,7 @@ from playwright.sync_api import Page, expect
 from designer.access import invitations as invitation_services
 from designer.access import teams as team_services
 from designer.models import Invitation, Membership, Team, Workflow
-from designer.services import workflows as workflow_services
+from designer.workflows import services as workflow_services
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

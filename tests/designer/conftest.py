@@ -17,7 +17,7 @@ from rest_framework.test import APIClient
 
 from designer.access import teams as team_services
 from designer.models import Membership
-from designer.services import workflows as workflow_services
+from designer.workflows import services as workflow_services
 from runtime import WorkflowBuilder
 
 ROLES = ("owner", "editor", "viewer", "stranger")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from designer.services import workflows as workflow_services
+from designer.workflows import services as workflow_services
 from runtime import WorkflowBuilder
 
 #: Bob's credit of 0 fails his first order in the child workflow.

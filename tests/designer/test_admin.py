@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from designer.services import workflows as services
+from designer.workflows import services
 
 pytestmark = pytest.mark.django_db
 

@@ -7,7 +7,7 @@ import pytest
 from django.urls import reverse
 
 from designer.models import Workflow, WorkflowVersion
-from designer.services import workflows as services
+from designer.workflows import services
 
 pytestmark = pytest.mark.django_db
 

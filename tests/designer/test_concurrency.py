@@ -14,7 +14,7 @@ from django.db import connection
 
 from designer.errors import RevisionConflict
 from designer.models import Workflow, WorkflowVersion
-from designer.services import workflows as services
+from designer.workflows import services
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from designer import document_ops as ops
 from designer.errors import BadRequest
+from designer.workflows import operations as ops
 from runtime import Workflow
 from tests.designer.clients import client_for
 

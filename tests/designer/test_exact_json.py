@@ -102,7 +102,7 @@ def test_nul_in_a_document_and_a_run_input_round_trips_through_the_api_and_a_wor
     """What the API accepts (NUL in any JSON string) is stored, run by a real worker and given back exactly."""
     from django.urls import reverse
 
-    from designer.services import workflows as workflow_services
+    from designer.workflows import services as workflow_services
 
     workflow = workflow_services.create_workflow(actor=cast.owner, team=cast.team, name="Nul",
                                                  document=nul_document())

@@ -15,8 +15,8 @@ from django.urls import reverse
 
 from designer.models import Run
 from designer.services import runs as run_services
-from designer.services import workflows as workflow_services
 from designer.triggers import services as triggers
+from designer.workflows import services as workflow_services
 from tests.designer.clients import client_for
 
 pytestmark = pytest.mark.django_db

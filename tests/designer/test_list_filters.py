@@ -14,8 +14,8 @@ from django.utils import timezone
 
 from designer.access import grants as grant_services
 from designer.models import Run
-from designer.services import workflows as workflow_services
 from designer.services.runs import start_run
+from designer.workflows import services as workflow_services
 from tests.designer.clients import client_for
 
 pytestmark = pytest.mark.django_db

@@ -7,7 +7,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from designer.models import Membership, Run, RunEvent, RunInput, Team, Workflow, WorkflowVersion
-from designer.services import workflows as workflow_services
+from designer.workflows import services as workflow_services
 
 pytestmark = pytest.mark.django_db
 

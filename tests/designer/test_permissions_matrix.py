@@ -21,7 +21,7 @@ from designer.access import invitations as invitation_services
 from designer.access import teams as team_services
 from designer.api import urls as api_urls
 from designer.models import Membership
-from designer.services import workflows as workflow_services
+from designer.workflows import services as workflow_services
 
 pytestmark = pytest.mark.django_db
 

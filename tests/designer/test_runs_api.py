@@ -10,8 +10,8 @@ from django.tasks import TaskResultStatus
 from django.urls import reverse
 
 from designer.models import Run
-from designer.services import workflows as workflow_services
 from designer.tasks import execute_run
+from designer.workflows import services as workflow_services
 
 pytestmark = pytest.mark.django_db
 

@@ -28,7 +28,7 @@ import pytest
 from django.db import connection
 
 from designer.models import Run
-from designer.services import workflows as workflow_services
+from designer.workflows import services as workflow_services
 from tests.designer.runs_support import (
     REPO_ROOT,
     all_events,

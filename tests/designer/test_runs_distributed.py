@@ -15,7 +15,7 @@ import pytest
 from django.urls import reverse
 
 from designer.models import ForeachBatch, ForeachBatchItem, Run
-from designer.services import workflows as workflow_services
+from designer.workflows import services as workflow_services
 from runtime import WorkflowBuilder
 from tests.designer.runs_support import (
     all_events,

@@ -25,7 +25,7 @@ from rest_framework.test import APIClient
 from designer.models import Run, RunCheckpoint, RunEvent, RunInput, RunStatePart
 from designer.runs.executor import execute
 from designer.services import runs as run_services
-from designer.services import workflows as workflow_services
+from designer.workflows import services as workflow_services
 from runtime import WorkflowBuilder
 from tests.designer.clients import client_for, htmx
 from tests.designer.runs_support import greeting_document

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from django.urls import reverse
 
-from designer.services import workflows as workflow_services
+from designer.workflows import services as workflow_services
 from tests.designer.runs_support import (
     all_events,
     greeting_document,

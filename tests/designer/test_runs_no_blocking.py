@@ -21,7 +21,7 @@ from django.utils import timezone
 from designer.models import Run
 from designer.runs import lease
 from designer.runs.recovery import requeue_stale_runs
-from designer.services import workflows as workflow_services
+from designer.workflows import services as workflow_services
 from tests.designer.runs_support import all_events, counting_document, run_batch, run_detail, start_run
 
 pytestmark = [

@@ -9,7 +9,7 @@ from django.urls import reverse
 
 from demo.data import orders_via_subgraph, process_order, spending_approval
 from designer.models import Run
-from designer.services import workflows as workflow_services
+from designer.workflows import services as workflow_services
 from tests.designer.runs_support import (
     all_events,
     counting_document,

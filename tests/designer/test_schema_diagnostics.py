@@ -9,7 +9,7 @@ import pytest
 
 from designer.models import Run
 from designer.services import runs as run_services
-from designer.services import workflows as workflow_services
+from designer.workflows import services as workflow_services
 from runtime import WorkflowValidationError
 
 pytestmark = pytest.mark.django_db

@@ -39,7 +39,7 @@ def one_step_document() -> dict[str, Any]:
 def published(make_user: Any) -> tuple[Any, str]:
     """A published one-step workflow and an API token of its owner."""
     from designer.access import teams, tokens
-    from designer.services import workflows
+    from designer.workflows import services as workflows
 
     owner = make_user("burst-owner")
     team = teams.create_team(actor=owner, name="Burst")

@@ -16,7 +16,7 @@ from designer.errors import (
     TeamRuleViolation,
 )
 from designer.models import Membership, Workflow, WorkflowVersion
-from designer.services import workflows as workflow_services
+from designer.workflows import services as workflow_services
 from runtime import WorkflowValidationError
 
 pytestmark = pytest.mark.django_db

@@ -11,7 +11,7 @@ from django.urls import reverse
 from django_tasks_db.models import DBTaskResult
 
 from designer.models import Run, Workflow
-from designer.services import workflows as workflow_services
+from designer.workflows import services as workflow_services
 from runtime import WorkflowBuilder
 from tests.designer.runs_support import run_batch, start_run
 

@@ -282,7 +282,7 @@ def test_pages_refuse_nul_characters(cast: Any, workflow: Any) -> None:
 
 
 def test_run_form_keeps_nul_characters(cast: Any) -> None:
-    from designer.services import workflows as workflow_services
+    from designer.workflows import services as workflow_services
     from runtime import WorkflowBuilder
 
     graph = WorkflowBuilder("greet", "Greet", input_schema={

@@ -10,7 +10,7 @@ import pytest
 from django.urls import reverse
 
 from designer.models import Workflow
-from designer.services import workflows as workflow_services
+from designer.workflows import services as workflow_services
 
 pytestmark = pytest.mark.django_db
 

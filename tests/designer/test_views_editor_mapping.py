@@ -157,7 +157,7 @@ def _builder(client: Client, workflow: Any, **data: Any) -> Any:
 
 
 def test_schema_builder_adds_fields_infers_from_a_sample_and_saves(cast: Any, loops: Any) -> None:
-    from designer import schema_builder as sb
+    from designer.workflows import schema_builder as sb
 
     client = client_for(cast.editor)
     start = sb.form_data(sb.fields_of({"type": "object", "properties": {}}))
@@ -181,7 +181,7 @@ def test_schema_builder_adds_fields_infers_from_a_sample_and_saves(cast: Any, lo
 
 def test_a_default_that_breaks_its_field_is_refused_where_it_is_typed_and_not_saved(
         cast: Any, loops: Any) -> None:
-    from designer import schema_builder as sb
+    from designer.workflows import schema_builder as sb
 
     client = client_for(cast.editor)
     schema = {"type": "object", "properties": {"tier": {"type": "string", "enum": ["gold", "silver"]}}}
@@ -210,7 +210,7 @@ def test_builder_is_for_editors_and_names_bad_input(cast: Any, loops: Any) -> No
 
 
 def test_resume_schema_builder_on_an_interrupt_and_the_question_form_keeps_it(cast: Any) -> None:
-    from designer import schema_builder as sb
+    from designer.workflows import schema_builder as sb
 
     doc = {"id": "ask", "nodes": [{"id": "ask", "kind": "interrupt", "prompt": "?", "labels": ["ok"],
                                    "resume_schema": {"type": "object", "properties": {"ok": {"type": "boolean"}}}}]}

@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from designer.models import Run
 from designer.services import runs as run_services
-from designer.services import workflows as workflow_services
+from designer.workflows import services as workflow_services
 from tests.designer.clients import client_for, htmx
 
 pytestmark = pytest.mark.django_db

@@ -10,7 +10,7 @@ from django.test import Client
 from django.urls import reverse
 
 from designer.models import Workflow
-from designer.services import workflows as services
+from designer.workflows import services
 
 pytestmark = pytest.mark.django_db
 

@@ -17,8 +17,8 @@ from django.urls import reverse
 
 from designer.access import grants as grant_services
 from designer.models import Run, WorkflowGrant
-from designer.services import workflows as workflow_services
 from designer.services.runs import start_run
+from designer.workflows import services as workflow_services
 from runtime import WorkflowBuilder, WorkflowValidationError
 
 pytestmark = pytest.mark.django_db

@@ -14,9 +14,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from designer.models import Schedule
-from designer.services import workflows as workflow_services
 from designer.triggers import cron
 from designer.triggers import services as triggers
+from designer.workflows import services as workflow_services
 
 NOW = datetime(2026, 12, 3, 12, 0, tzinfo=UTC)
 

@@ -15,8 +15,8 @@ from django.utils import timezone
 from django_tasks_db.models import DBTaskResult
 
 from designer.models import Run, Schedule, TriggerFire, Webhook
-from designer.services import workflows as workflow_services
 from designer.triggers import services as triggers
+from designer.workflows import services as workflow_services
 from tests.designer.runs_support import REPO_ROOT, WORKER
 
 pytestmark = pytest.mark.django_db

@@ -16,9 +16,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from designer.models import Run, TriggerFire, Webhook, WebhookSignatureUse
-from designer.services import workflows as workflow_services
 from designer.triggers import services as triggers
 from designer.triggers import signature
+from designer.workflows import services as workflow_services
 
 pytestmark = pytest.mark.django_db
 

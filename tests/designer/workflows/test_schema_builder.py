@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from designer import schema_builder as sb
+from designer.workflows import schema_builder as sb
 
 #: Text a database can store (no NUL, no lone surrogate), as every document is.
 texts = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), max_size=8)

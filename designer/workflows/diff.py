@@ -2,7 +2,7 @@
 
 ``diff(a, b)`` lists the changes that turn document ``a`` into ``b``; ``apply_changes(a, changes)``
 replays them. Both are pure functions on the documents' plain JSON (the same form
-``designer.document_ops`` edits), so the version comparison page, its list and its
+``designer.workflows.operations`` edits), so the version comparison page, its list and its
 canvas colouring come from one answer that is tested without a database.
 
 What counts as a difference is what changes a run. Canvas positions (``metadata``) and

@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from designer import document_ops as ops
 from designer.analysis import dump_document, parse_document
 from designer.errors import BadRequest
+from designer.workflows import operations as ops
 
 RAW: dict[str, Any] = {
     "id": "orders",
@@ -373,6 +373,6 @@ def test_a_foreach_collects_results_into_a_state_field_set_and_cleared_in_the_lo
     cleared = ops.apply(kept, {"op": "set_foreach", "node": "each", "as": "order", "max_concurrency": "3",
                                "results": ""}, CONTEXT).document
     assert "results" not in node(cleared, "each")
-    with pytest.raises(ops.BadRequest) as caught:
+    with pytest.raises(BadRequest) as caught:
         ops.apply(doc, {"op": "set_foreach", "node": "each", "results": "a..b"}, CONTEXT)
     assert caught.value.details["field"] == "results"

@@ -1,7 +1,7 @@
 """Restoring a published version into the draft, through the editor's one write path.
 
 The restore is an edit like any other: the ``replace_document`` operation
-(``designer.document_ops``) applied to the stored draft and saved against the revision the
+(``designer.workflows.operations``) applied to the stored draft and saved against the revision the
 person was looking at. A stale revision is refused (``RevisionConflict``) and the draft keeps
 its revision; the operation's undo puts the draft back as it was, through the same path.
 """
@@ -11,11 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from designer import document_ops as ops
 from designer.models import Workflow
 from designer.permissions import require_workflow_role
-from designer.selectors.workflows import get_version
-from designer.services.workflows import SavedDocument, save_document
+from designer.workflows import operations as ops
+from designer.workflows.selectors import get_version
+from designer.workflows.services import SavedDocument, save_document
 
 
 @dataclass(frozen=True, slots=True)

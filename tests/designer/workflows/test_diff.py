@@ -9,7 +9,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from designer.document_diff import apply_changes, diff, labels_of, node_marks, normalized
+from designer.workflows.diff import apply_changes, diff, labels_of, node_marks, normalized
 from tests.designer.conftest import simple_document
 
 # --- examples ------------------------------------------------------------------------
