@@ -59,8 +59,10 @@ urlpatterns += [
     path("runs/<int:run_id>/checkpoints/<int:step>/fork/", run_history.run_fork, name="run-fork"),
 ]
 
-# --- workflow editor (designer/views/editor.py) ---
-from designer.views import editor, editor_edits, editor_run  # noqa: E402
+# --- workflow editor (designer/editor/) ---
+from designer.editor import edits as editor_edits  # noqa: E402
+from designer.editor import run as editor_run  # noqa: E402
+from designer.editor import views as editor  # noqa: E402
 
 urlpatterns += [
     path("workflows/<int:workflow_id>/edit/", editor.editor, name="editor"),
@@ -105,8 +107,8 @@ urlpatterns += [
     path("hooks/<str:secret>/", workflow_page.webhook_call, name="webhook-call"),
 ]
 
-# --- "Try this node" in the inspector (designer/views/editor_try.py) ---
-from designer.views import editor_try  # noqa: E402
+# --- "Try this node" in the inspector (designer/editor/trial.py) ---
+from designer.editor import trial as editor_try  # noqa: E402
 
 urlpatterns += [
     path("workflows/<int:workflow_id>/edit/try-node/", editor_try.form, name="editor-try-node"),

@@ -4,7 +4,7 @@ An operation is plain JSON, ``{"op": "<name>", ...arguments}``. ``apply`` runs
 one on the stored document (plain JSON too) and returns the changed copy with
 the operations that undo it, so undo and redo are just more operations sent the
 same way. Nothing here saves or analyses: the editor's one write endpoint
-(``designer.views.editor_edits``) applies a batch, saves it with the revision
+(``designer.editor.edits``) applies a batch, saves it with the revision
 the person was looking at and lets the analyzer judge the result. The canvas
 and the side panels both send these operations; neither edits documents
 itself.

@@ -39,7 +39,7 @@ RAW: dict[str, Any] = {
 
 
 def labels(node: Mapping[str, Any]) -> tuple[str, ...]:
-    # What the analyzer answers for these kinds (designer.views.editor_edits asks it for real).
+    # What the analyzer answers for these kinds (designer.editor.edits asks it for real).
     return {"foreach": ("loop", "done", "error"), "branch": ("yes", "default", "error")}.get(
         str(node.get("kind")), ("ok", "error"))
 

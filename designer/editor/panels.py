@@ -16,7 +16,7 @@ from designer import analysis as doc_analysis
 from designer import catalog
 from designer.errors import BadRequest
 from designer.models import Workflow as WorkflowModel
-from designer.views.editor_edits import BRANCH_OPS, OUTPUT_MODES, input_target, same_target
+from designer.workflows.operations import BRANCH_OPS, OUTPUT_MODES, input_target, same_target
 from runtime import (
     Analysis,
     LocalPath,

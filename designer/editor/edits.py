@@ -21,6 +21,8 @@ from django.http import HttpResponse, JsonResponse
 from django.template.response import TemplateResponse
 
 from designer import analysis as doc_analysis
+from designer.editor import panels
+from designer.editor.context import TEMPLATE, inspector_context, load, with_events
 from designer.errors import BadRequest, DesignerError, RevisionConflict
 from designer.models import Workflow as WorkflowModel
 from designer.permissions import require_workflow_role
@@ -29,25 +31,6 @@ from designer.views.htmx import HtmxHttpRequest
 from designer.views.pages import error_message, signed_in
 from designer.workflows import operations as ops
 from designer.workflows import services as workflow_services
-from designer.workflows.operations import (  # noqa: F401 - the panels' helpers live with the operations
-    BRANCH_OPS,
-    OUTPUT_MODES,
-    SCHEMA_KEYS,
-    add_workflow_output,
-    bind_literal,
-    bind_path,
-    field_key,
-    find_node,
-    input_target,
-    literal_value,
-    payload_field,
-    remove_workflow_output,
-    rename_node,
-    same_target,
-    set_schema,
-    unbind,
-    unbind_tree,
-)
 from runtime import Analysis, WorkflowError
 
 #: The panels' form actions and the operation each one sends.
@@ -108,8 +91,6 @@ def form_ops(form: Any) -> list[dict[str, Any]]:
 
 def operation_context(workflow: WorkflowModel, analysis: Analysis) -> ops.Context:
     """What the operations ask of the analyzer: a node's exit labels, a field's schema."""
-    from designer.views import editor_panels as panels
-
     def exit_labels(node: Mapping[str, Any]) -> Sequence[str]:
         # The analyzer's labels of the node alone (a one-node workflow): no copy of its rules here.
         probe = {"id": "probe", "nodes": [{**node, "id": "probe_node"}]}
@@ -149,7 +130,7 @@ def commit(*, actor: Any, workflow: WorkflowModel, revision: object, operations:
     return Committed(saved, applied)
 
 
-def _revision(value: object) -> object:
+def parse_revision(value: object) -> object:
     if isinstance(value, str):
         try:
             return int(value)
@@ -198,22 +179,20 @@ def _edit_json(request: HtmxHttpRequest, workflow: WorkflowModel, analysis: Any)
 @signed_in("POST")
 def edit(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
     """Apply a batch of edit operations to the stored draft (canvas: JSON; panels: a form)."""
-    from designer.views import editor as pages  # the panels' renderers; they import this module
-
-    loaded = pages._load(request, workflow_id)
+    loaded = load(request, workflow_id)
     require_workflow_role(request.user, loaded.workflow, "editor")
     if request.content_type == "application/json":
         return _edit_json(request, loaded.workflow, loaded.analysis)
     node_id = request.POST.get("node", "")
     try:
         committed = commit(actor=request.user, workflow=loaded.workflow,
-                           revision=_revision(request.POST.get("revision", "")),
+                           revision=parse_revision(request.POST.get("revision", "")),
                            operations=form_ops(request.POST), analysis=loaded.analysis)
     except RevisionConflict as exc:
-        fresh = pages._load(request, workflow_id)
-        response = TemplateResponse(request, f"{pages.TEMPLATE}#inspector",
-                                    pages._inspector_context(fresh, node_id or None))
-        return pages._triggers(
+        fresh = load(request, workflow_id)
+        response = TemplateResponse(request, f"{TEMPLATE}#inspector",
+                                    inspector_context(fresh, node_id or None))
+        return with_events(
             response,
             document_changed={"revision": fresh.workflow.revision},
             notice={"kind": "conflict", "message": (
@@ -222,26 +201,17 @@ def edit(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
             )},
         )
     except (DesignerError, WorkflowError) as exc:
-        context = pages._inspector_context(loaded, node_id or None, request.POST.get("field") or None)
+        context = inspector_context(loaded, node_id or None, request.POST.get("field") or None)
         context["error"] = error_message(exc)
         context["error_field"] = getattr(exc, "details", {}).get("field") or ""
-        return TemplateResponse(request, f"{pages.TEMPLATE}#inspector", context)
+        return TemplateResponse(request, f"{TEMPLATE}#inspector", context)
     saved = committed.saved
     show = committed.applied.select if committed.applied.select is not None else (node_id or None)
     if request.POST.get("action") == "settings":
         show = None
-    fresh = pages._load(request, workflow_id, workflow=saved.workflow, analysis=saved.analysis)
-    response = TemplateResponse(request, f"{pages.TEMPLATE}#inspector", pages._inspector_context(fresh, show))
-    return pages._triggers(response, document_changed={
+    fresh = load(request, workflow_id, workflow=saved.workflow, analysis=saved.analysis)
+    response = TemplateResponse(request, f"{TEMPLATE}#inspector", inspector_context(fresh, show))
+    return with_events(response, document_changed={
         "revision": saved.workflow.revision, "node": show, "undo": committed.applied.undo,
     })
 
-
-def fix_ops(diagnostic: Mapping[str, Any], document: Mapping[str, Any], analysis: Analysis) -> list[dict[str, Any]]:
-    """One-click fixes: the operations that resolve a diagnostic, when there is an obvious one."""
-    return ops.fix_ops(diagnostic, document, _regions(analysis))
-
-
-def _regions(analysis: Analysis) -> dict[str, list[str]]:
-    return {node.id: list(analysis.control_region(node.id))
-            for node in analysis.workflow.nodes if node.id in analysis.reachable}

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from designer.views import editor_edits as edits
+from designer.errors import BadRequest
+from designer.workflows import operations as edits
 from tests.designer.clients import client_for, inspector, post_change
 
 pytestmark = pytest.mark.django_db
@@ -116,7 +117,7 @@ def test_literal_values_are_typed_by_the_field_schema(cast: Any, nested: Any) ->
     assert edits.literal_value("hello", {"type": "string"}) == "hello"
     assert edits.literal_value("42", {"type": "string"}) == "42"
     assert edits.literal_value("42", {"type": "integer"}) == 42
-    with pytest.raises(edits.BadRequest, match="not a valid integer"):
+    with pytest.raises(BadRequest, match="not a valid integer"):
         edits.literal_value("forty", {"type": "integer"})
 
 

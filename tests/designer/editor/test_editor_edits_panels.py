@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from designer.errors import BadRequest
-from designer.views import editor_edits as edits
+from designer.workflows import operations as edits
 
 
 def _doc() -> dict[str, Any]:
