@@ -18,6 +18,7 @@ from drf_spectacular.utils import OpenApiParameter
 
 from designer.errors import BadRequest
 from designer.models import Run, Team, Workflow, WorkflowGrant
+from designer.runs import values as run_values
 from designer.untrusted import MAX_ID, parse_id
 
 ID_SCHEMA: Final[dict[str, Any]] = {"type": "integer", "minimum": 1, "maximum": MAX_ID}
@@ -25,6 +26,11 @@ _STATUS = "(" + "|".join(Run.Status.values) + ")"
 #: Longest username Django's user model stores; a longer ``created_by`` cannot name anyone.
 MAX_USERNAME = 150
 MAX_SEARCH = 200
+MAX_VALUE_SEARCHES = 5
+#: Query parameters named ``input.<path>`` or ``output.<path>`` are value searches too (``?input.order=A-1042``).
+VALUE_PREFIXES: Final = ("input.", "output.", "input[", "output[")
+_LINE = run_values.LINE_PATTERN
+VALUE_SEARCH_PATTERN: Final = rf"^(|{_LINE}(\n{_LINE}){{0,{MAX_VALUE_SEARCHES - 1}}})$"
 #: A day, or nothing (an empty value is no filter, as for every parameter here).
 DAY_SCHEMA: Final[dict[str, Any]] = {"anyOf": [{"type": "string", "format": "date"},
                                                {"type": "string", "maxLength": 0}]}
@@ -108,6 +114,25 @@ class YesNoField(forms.Field):
         raise forms.ValidationError(f"must be true or false, got {text[:40]!r}")
 
 
+class ValueSearchField(forms.CharField):
+    """``input.<path> = <value>`` or ``output.<path> = <value>``; several (one a line) must all match."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(strip=True, **kwargs)
+
+    def to_python(self, value: Any) -> list[run_values.ValueQuery] | None:
+        text = super().to_python(value)
+        lines = [line for line in text.split("\n") if line.strip()]
+        if not lines:
+            return None
+        if len(lines) > MAX_VALUE_SEARCHES:
+            raise forms.ValidationError(f"at most {MAX_VALUE_SEARCHES} value searches at once")
+        try:
+            return [run_values.parse_query(line) for line in lines]
+        except BadRequest as exc:
+            raise forms.ValidationError(exc.message) from None
+
+
 # --- filters: a form field, a lookup, and the OpenAPI schema of the parameter --------------------------------
 
 
@@ -163,6 +188,15 @@ class SearchFilter(_Documented):
         return qs.filter(Q(name__icontains=value) | Q(slug__icontains=value) | Q(description__icontains=value))
 
 
+class ValueFilter(_Documented):
+    field_class = ValueSearchField
+
+    def filter(self, qs: QuerySet[Any], value: list[run_values.ValueQuery] | None) -> QuerySet[Any]:
+        for query in value or ():
+            qs = run_values.matching(qs, query)
+        return qs
+
+
 class YesNoFilter(_Documented):
     """A yes/no the FilterSet itself applies (``WorkflowFilter.filter_queryset``: it needs the caller's teams)."""
 
@@ -202,6 +236,11 @@ class RunFilter(django_filters.FilterSet):
                       help="created on or after this day (YYYY-MM-DD)")
     until = DayFilter(field_name="created_at", lookup_expr="date__lte", schema=DAY_SCHEMA,
                       help="created on or before this day (YYYY-MM-DD)")
+    value = ValueFilter(schema={"type": "string", "maxLength": 1000, "pattern": VALUE_SEARCH_PATTERN},
+                        help="runs whose input or output holds a value at a path: `input.order = A-1042`, "
+                             "`input.customers[*].id = C-200` ([*]: any item of a list), `output.total = 42`; "
+                             "several, one a line, must all match. A parameter named `input.<path>` or "
+                             "`output.<path>` is the same search (`?input.order=A-1042`)")
 
     class Meta:
         model = Run
@@ -265,6 +304,10 @@ def apply_filters(filterset_class: type[django_filters.FilterSet], params: Any, 
     """
     names = list(filterset_class.base_filters)
     data = {name: str(params.get(name, "")).strip() for name in names if params.get(name) not in (None, "")}
+    if "value" in names:
+        searches = [f"{key} = {params.get(key)}" for key in params if str(key).startswith(VALUE_PREFIXES)]
+        if searches:
+            data["value"] = "\n".join([data.get("value", ""), *searches]).strip()
     filterset = filterset_class(data, queryset=queryset, request=request)
     dropped: dict[str, str] = {}
     if not filterset.is_valid():

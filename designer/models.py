@@ -15,6 +15,8 @@ from django.db import models, transaction
 from django.db.models import OuterRef, Subquery
 
 from designer.fields import ExactJSONField
+from designer.runs import values as run_values
+from designer.runs.models import RunValue
 
 _INPUT = "_trellis_input"  # Run.input, once read or set
 _INPUT_UNSAVED = "_trellis_input_unsaved"
@@ -349,6 +351,7 @@ class Run(models.Model):
             super().save(*args, **kwargs)
             RunInput.objects.using(kwargs.get("using")).update_or_create(
                 run_id=self.pk, defaults={"value": self.__dict__[_INPUT]})
+            run_values.record(run_id=self.pk, side="input", value=self.__dict__[_INPUT])
         self.__dict__[_INPUT_UNSAVED] = False
 
     @property
@@ -560,8 +563,8 @@ from designer.triggers.models import Schedule, TriggerFire, Webhook, WebhookSign
 
 __all__ = [
     "ApiToken", "ForeachBatch", "ForeachBatchItem", "Invitation", "LoginAttemptWindow", "Membership",
-    "Run", "RunCheckpoint", "RunEvent", "RunStatePart", "Schedule", "Team", "TeamScopedQuerySet", "TriggerFire",
-    "Webhook", "WebhookSignatureUse",
+    "Run", "RunCheckpoint", "RunEvent", "RunStatePart", "RunValue", "Schedule", "Team", "TeamScopedQuerySet",
+    "TriggerFire", "Webhook", "WebhookSignatureUse",
     "Workflow", "WorkflowGrant", "WorkflowVersion",
 ]
 

@@ -39,6 +39,7 @@ from designer.conf import trellis
 from designer.models import Run, RunCheckpoint
 from designer.resolvers import TeamVersionResolver
 from designer.runs import batches, steps, waiting
+from designer.runs import values as run_values
 from designer.runs.checkpointer import OrmCheckpointer, checkpoint_state_of, run_state_of
 from designer.runs.lease import Heartbeat, LeaseLost, claim, new_owner_id, release
 from designer.runs.pinning import PinnedResolver
@@ -199,8 +200,11 @@ class Execution:
                 if not left:
                     batches.wake(self.run.pk)
             return status
-        if not release(self.run.pk, self.owner, **fields):
-            raise LeaseLost(f"run {self.run.pk}: lease lost before the outcome was stored")
+        with transaction.atomic():
+            if not release(self.run.pk, self.owner, **fields):
+                raise LeaseLost(f"run {self.run.pk}: lease lost before the outcome was stored")
+            if result.output is not None:
+                run_values.record(run_id=self.run.pk, side="output", value=result.output)
         return status
 
     def fail(self, exc: BaseException) -> str:

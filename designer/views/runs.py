@@ -182,7 +182,7 @@ def _history(request: HtmxHttpRequest, *, team: Team | None = None, workflow: Wo
         title, url = "All runs", reverse("run-list")
         admin_url = _admin_runs_url(request)
     # The controls history.html shows; any other filter that applies is listed as a chip instead.
-    controls = {"status", "created_by", "since", "until", *(["version"] if workflow else []),
+    controls = {"status", "created_by", "since", "until", "value", *(["version"] if workflow else []),
                 *(["workflow"] if team else []), *(["team"] if teams else [])}
     context = {
         "title": title,

@@ -1,0 +1,148 @@
+"""Runs found by a value of their input or output (issue 29): ``?input.order=A-1042`` on the API, the runs list's
+Value box, ``[*]`` for any item of a list; scoped to the caller's teams; a search that cannot mean anything is a
+400 (API) or a notice (page) saying how to write it. The values come from the real worker's outputs."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
+from hypothesis import given
+from hypothesis import strategies as st
+
+from designer.access import teams as team_services
+from designer.errors import BadRequest
+from designer.models import Run, RunValue
+from designer.runs import values as run_values
+from designer.services import runs as run_services
+from designer.workflows import services as workflow_services
+from runtime import WorkflowBuilder
+
+
+def totals_document() -> dict[str, Any]:
+    """The order's total (a + b) as the run's output, the order and its customers as the input."""
+    g = WorkflowBuilder("totals", "Totals", input_schema={"type": "object", "properties": {
+        "order": {"type": "string"}, "a": {"type": "integer"}, "b": {"type": "integer"},
+        "customers": {"type": "array", "items": {"type": "object"}}}, "required": ["order", "a", "b"]})
+    g.use("math", id="add", input=[{"target": "op", "value": "add"}, {"target": "a", "path": "input.a"},
+                                   {"target": "b", "path": "input.b"}],
+          output=[{"source": ".", "target": "total"}])
+    g.output("total", "state.total")
+    g.output("order", "input.order")
+    return g.build().model_dump(mode="json")
+
+
+@pytest.fixture
+def runs(make_user: Any, run_worker: Any) -> dict[str, Any]:
+    owner, stranger = make_user("vera"), make_user("sam")
+    team = team_services.create_team(actor=owner, name="Orders")
+    elsewhere = team_services.create_team(actor=stranger, name="Elsewhere")
+    mine = workflow_services.create_workflow(actor=owner, team=team, name="Totals", document=totals_document())
+    theirs = workflow_services.create_workflow(actor=stranger, team=elsewhere, name="Totals",
+                                               document=totals_document())
+    started = {
+        "a1042": run_services.start_run(actor=owner, workflow=mine, input={
+            "order": "A-1042", "a": 40, "b": 2, "customers": [{"id": "C-100"}, {"id": "C-200"}]}),
+        "a1043": run_services.start_run(actor=owner, workflow=mine, input={
+            "order": "A-1043", "a": 1, "b": 1, "customers": [{"id": "C-300"}]}),
+        "foreign": run_services.start_run(actor=stranger, workflow=theirs, input={
+            "order": "A-1042", "a": 40, "b": 2, "customers": [{"id": "C-200"}]}),
+    }
+    run_worker()
+    assert set(Run.objects.values_list("status", flat=True)) == {"completed"}
+    return {"owner": owner, **{key: run.pk for key, run in started.items()}}
+
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def found(api: Any, user: Any, query: str) -> list[int]:
+    response = api(user).get(f"/api/runs/?{query}")
+    assert response.status_code == 200, response.content
+    body = response.json()
+    return sorted(row["id"] for row in (body["results"] if isinstance(body, dict) else body))
+
+
+def test_the_api_finds_runs_by_input_and_output_values_of_the_callers_teams_only(runs: dict[str, Any],
+                                                                                   api: Any) -> None:
+    owner = runs["owner"]
+    assert found(api, owner, "input.order=A-1042") == [runs["a1042"]]  # not the other team's run
+    assert found(api, owner, "value=input.customers[*].id = C-200") == [runs["a1042"]]
+    assert found(api, owner, "input.customers[*].id=C-300") == [runs["a1043"]]
+    assert found(api, owner, "output.total=42") == [runs["a1042"]]  # written by the worker when the run ended
+    assert found(api, owner, 'input.order="A-1042"') == [runs["a1042"]]  # a value may be written in quotes
+    assert found(api, owner, "input.a=40&output.total=2") == []  # several searches must all match
+    assert found(api, owner, "input.a=1&output.total=2") == [runs["a1043"]]
+    assert found(api, owner, "input.order=A-9999") == []
+
+
+def test_a_search_that_cannot_mean_anything_is_a_400_saying_how_to_write_it(runs: dict[str, Any],
+                                                                             api: Any) -> None:
+    response = api(runs["owner"]).get("/api/runs/?value=customers.id C-200")
+    assert response.status_code == 400
+    body = response.json()
+    assert body["field"] == "value" and "input.<path> = <value>" in body["message"]
+    response = api(runs["owner"]).get("/api/runs/", {"value": "input.customers[0].id = C-200"})
+    assert response.status_code == 400 and "[*]" in response.json()["message"]
+
+
+def test_the_runs_list_has_a_value_box(runs: dict[str, Any], client: Any) -> None:
+    client.force_login(runs["owner"])
+    page = client.get("/runs/", {"value": "input.customers[*].id = C-200"}).content.decode()
+    assert f'href="/runs/{runs["a1042"]}/"' in page and f'href="/runs/{runs["a1043"]}/"' not in page
+    assert '<label for="f-value">Value</label>' in page and 'value="input.customers[*].id = C-200"' in page
+    page = client.get("/runs/", {"value": "order is A-1042"}).content.decode()
+    assert "Some filters were ignored" in page and f'href="/runs/{runs["a1043"]}/"' in page
+
+
+def test_values_are_bounded_per_run() -> None:
+    pairs = run_values.pairs_of({"items": [{"id": n} for n in range(100_000)], "name": "x" * 500})
+    assert len(pairs) == run_values.MAX_VALUES
+    assert all(path == "items[*].id" for path, _ in pairs)
+    assert run_values.pairs_of({"tags": ["a", "a", "b"]}) == [("tags[*]", "a"), ("tags[*]", "b")]
+
+
+keys = st.text(alphabet="abcdefghijklmnopqrstuvwxyz_-0123456789", min_size=1, max_size=8)
+scalars = st.one_of(st.none(), st.booleans(), st.integers(), st.text(
+    alphabet=st.characters(blacklist_categories=("Cs", "Cc", "Zs", "Zl", "Zp")), max_size=20))
+documents = st.recursive(scalars, lambda inner: st.one_of(st.lists(inner, max_size=3),
+                                                          st.dictionaries(keys, inner, max_size=3)), max_leaves=12)
+
+
+@given(st.dictionaries(keys, documents, max_size=4))
+def test_every_kept_value_is_found_by_the_search_that_names_it(value: dict[str, Any]) -> None:
+    for path, text in run_values.pairs_of(value):
+        written = text if not text.startswith('"') else json.dumps(text)
+        query = run_values.parse_query(f"input.{path} = {written}")
+        assert (query.side, query.path, query.text) == ("input", path, text)
+
+
+def test_parse_query_refuses_what_names_no_path() -> None:
+    for text in ("", "input = 1", "order = 1", "input.a", "state.a = 1", "input.a[0] = 1"):
+        with pytest.raises(BadRequest):
+            run_values.parse_query(text)
+
+
+def test_the_migration_copies_existing_runs_values() -> None:
+    executor = MigrationExecutor(connection)
+    before, after = [("designer", "0023_team_retention")], [("designer", "0024_run_values")]
+    executor.migrate(before)
+    try:
+        old = MigrationExecutor(connection).loader.project_state(before).apps
+        team = old.get_model("designer", "Team").objects.create(name="Migrate", slug="migrate")
+        workflow = old.get_model("designer", "Workflow").objects.create(team=team, slug="w", name="W")
+        run = old.get_model("designer", "Run").objects.create(team=team, workflow=workflow, document={},
+                                                              output={"total": 42})
+        old.get_model("designer", "RunInput").objects.create(run=run, value={"order": "A-1"})
+        executor = MigrationExecutor(connection)
+        executor.migrate(after)
+        assert sorted(RunValue.objects.filter(run_id=run.pk).values_list("side", "path", "text")) == [
+            ("input", "order", "A-1"), ("output", "total", "42")]
+        MigrationExecutor(connection).migrate(before)  # and back: the table goes, the runs stay
+        assert old.get_model("designer", "Run").objects.filter(pk=run.pk).exists()
+    finally:
+        executor = MigrationExecutor(connection)
+        executor.migrate(executor.loader.graph.leaf_nodes("designer"))
