@@ -22,6 +22,7 @@ import os
 import pickle
 import resource
 import signal
+import sys
 from collections.abc import Collection, Sequence
 from multiprocessing import reduction
 from multiprocessing.connection import Connection
@@ -123,25 +124,55 @@ def out_of_memory(exc: BaseException) -> bool:
     return False
 
 
+#: Set when a MemoryError is raised anywhere in the step process during the current call. A task that catches the
+#: error and returns normally leaves no trace of it in its result, yet it hit the step's limit: the flag makes the
+#: limit's code (step.memory) win. A one-slot list, so the hook sets it without allocating.
+_MEMORY_HIT = [False]
+#: One of the tool ids ``sys.monitoring`` reserves for tools other than debuggers, profilers and coverage.
+_MONITORING_TOOL = 4
+
+
+def _on_raise(code: Any, offset: int, exception: BaseException) -> None:
+    if isinstance(exception, MemoryError):
+        _MEMORY_HIT[0] = True
+
+
+def watch_memory_errors() -> bool:
+    """Have every raised MemoryError noted in ``_MEMORY_HIT`` (``sys.monitoring``'s RAISE event, Python 3.12+:
+    it sees an exception where it is raised, before any ``except`` can swallow it, and costs nothing until one is
+    raised). Returns whether the watch is on."""
+    monitoring = getattr(sys, "monitoring", None)
+    if monitoring is None:
+        return False
+    if monitoring.get_tool(_MONITORING_TOOL) is None:
+        monitoring.use_tool_id(_MONITORING_TOOL, "trellis-step-memory")
+        monitoring.register_callback(_MONITORING_TOOL, monitoring.events.RAISE, _on_raise)
+    monitoring.set_events(_MONITORING_TOOL, monitoring.events.RAISE)
+    return True
+
+
 def serve(conn: Connection, registry: Any) -> None:
     """Answer step calls until the pool closes the connection (or kills this process)."""
+    watch_memory_errors()
     while True:
         try:
             message = conn.recv_bytes()
         except (EOFError, OSError):
             return
         reply: tuple[Any, ...]
+        _MEMORY_HIT[0] = False
         try:
             call = pickle.loads(message)
             label, data = call.run_here(registry)
-            reply = ("ok", label, data)
+            # A task that caught its MemoryError and returned still went over the step's memory.
+            reply = ("memory",) if _MEMORY_HIT[0] else ("ok", label, data)
         except MemoryError:
             # Leaving the except block drops the traceback and with it whatever filled the memory.
             reply = ("memory",)
         except Exception as exc:  # noqa: BLE001 - every task failure goes back to the engine
             # A task that caught the MemoryError and raised its own error still hit the step's limit: the
             # limit's code (step.memory) wins over whatever the task made of it.
-            reply = ("memory",) if out_of_memory(exc) else ("error", _portable(exc))
+            reply = ("memory",) if out_of_memory(exc) or _MEMORY_HIT[0] else ("error", _portable(exc))
         try:
             conn.send_bytes(pickle.dumps(reply))
         except MemoryError:

@@ -27,6 +27,15 @@ def hog_quietly(megabytes: int) -> int:
 
 
 @registry.task
+def hog_silently(megabytes: int) -> int:
+    """A memory bomb that catches the MemoryError and returns as if nothing happened, hiding it in its result."""
+    try:
+        return len(bytearray(megabytes * 1024 * 1024))
+    except MemoryError:
+        return 0
+
+
+@registry.task
 def big(size: int) -> str:
     return "x" * size
 

@@ -102,6 +102,7 @@ MEMORY_BOMB = " | ".join(["[@,@]"] * 24) + " | to_string(@)"
 @pytest.mark.parametrize("task, payload", [
     ("transform", {"expression": MEMORY_BOMB, "data": "xxxxxxxxxx"}),  # the builtin lets the limit through
     ("hog_quietly", {"megabytes": 1024}),  # a task that catches MemoryError and raises its own error
+    ("hog_silently", {"megabytes": 1024}),  # a task that catches MemoryError and returns normally
 ])
 def test_a_step_over_its_memory_is_step_memory_whatever_the_task_does_with_the_error(
         pool: StepProcessPool, task: str, payload: dict[str, Any]) -> None:
