@@ -33,7 +33,7 @@ class RerunSerializer(RequestSerializer):
 
 class AnswerSerializer(RequestSerializer):
     interrupt_id = StrictCharField(min_length=1)
-    value = serializers.JSONField(required=False, default=None)
+    value = serializers.JSONField(required=False, allow_null=True, default=None)
     label = StrictCharField(required=False, allow_null=True, default=None, min_length=1)
 
 

@@ -255,7 +255,7 @@ class StartRunSerializer(RequestSerializer):
 
 class ResumeRunSerializer(RequestSerializer):
     interrupt_id = StrictCharField(min_length=1, validators=[HAS_TEXT])
-    value = serializers.JSONField(required=False, default=None)
+    value = serializers.JSONField(required=False, allow_null=True, default=None)
     label = StrictCharField(required=False, allow_null=True, default=None, min_length=1)
 
 
