@@ -187,7 +187,9 @@ def build_timeline(events: Iterable[RunEvent], *, now: datetime, end: datetime |
         if kind == "node_started":
             # A frame is at one node at a time: a step it left without an end event (a foreach that
             # only evaluated its collection, say) ends where the next one starts.
-            for key in [key for key in open_steps if key[0] == event.frame_id and key[1] != event.node_id]:
+            # The same node started again in its frame after waiting (a wait step, a suspended frame): its first
+            # stretch ends here, drawn as the wait it was.
+            for key in [key for key in open_steps if key[0] == event.frame_id]:
                 left = open_steps.pop(key)
                 left.end, left.status = event.at, "completed" if left.status == "running" else left.status
             step = Step(event.seq, event.node_id, event.frame_id, event.lineage_id, event.scope_id, event.at)
@@ -202,6 +204,10 @@ def build_timeline(events: Iterable[RunEvent], *, now: datetime, end: datetime |
             step = open_steps.get((event.frame_id, event.node_id))
             if step is not None:
                 step.attempts += 1
+        elif kind == "node_waiting":
+            step = open_steps.get((event.frame_id, event.node_id))
+            if step is not None:
+                step.status = "waiting"
         elif kind == "interrupted":
             step = open_steps.get((event.frame_id, event.node_id))
             if step is not None:

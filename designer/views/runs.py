@@ -394,19 +394,23 @@ def _counters(run: Run) -> dict[str, Any]:
     }
 
 
+def _timeline(run: Run, state: Any, events: list[RunEvent], now: Any) -> Any:
+    in_flight = [
+        InFlight(frame.frame_id, frame.lineage_id, frame.scope_id, frame.node_id)
+        for frame in (state.frames.values() if state is not None and run.status in ACTIVE else ())
+        if frame.status == "ready"
+    ]
+    return build_timeline(events, now=now, end=run.finished_at if run.is_finished else None,
+                          truncated=len(events) >= MAX_EVENTS, in_flight=in_flight)
+
+
 def _detail_context(request: HtmxHttpRequest, run: Run, **extra: Any) -> dict[str, Any]:
     role = workflow_role(request.user, run.workflow)
     inspection = load_state(run)
     damage = inspection.error
     events = list(run.events.order_by("seq")[:MAX_EVENTS])
     now = timezone.now()
-    in_flight = [
-        InFlight(frame.frame_id, frame.lineage_id, frame.scope_id, frame.node_id)
-        for frame in (inspection.state.frames.values() if inspection.state and run.status in ACTIVE else ())
-        if frame.status == "ready"
-    ]
-    timeline = build_timeline(events, now=now, end=run.finished_at if run.is_finished else None,
-                              truncated=len(events) >= MAX_EVENTS, in_flight=in_flight)
+    timeline = _timeline(run, inspection.state, events, now)
     scope_state = inspection.state.root_scope.state if inspection.state and "root" in inspection.state.scopes else None
     return {
         "run": run,
@@ -479,7 +483,24 @@ def run_live(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
         "poll_seconds": POLL_SECONDS,
         "oob": True,
     }
-    return TemplateResponse(request, "runs/detail.html#poll", context)
+    response = TemplateResponse(request, "runs/detail.html#poll", context)
+    # New steps: the timeline and the events table fetch themselves again (each at most every few seconds).
+    return trigger_client_event(response, "run-progress") if new_events else response
+
+
+@signed_in("GET")
+def run_timeline(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
+    """The run page's timeline alone: what a live page swaps in as steps start and end, with no reload."""
+    run = selectors.get_run(user=request.user, run_id=run_id)
+    inspection = load_state(run)
+    if inspection.error:
+        return _damaged(request, run)
+    if not request.htmx:
+        return redirect(reverse("run-detail", args=[run.pk]) + "#timeline")
+    events = list(run.events.order_by("seq")[:MAX_EVENTS])
+    context = {"run": run, "active": run.status in LIVE,
+               "timeline": _timeline(run, inspection.state, events, timezone.now())}
+    return TemplateResponse(request, "runs/detail.html#timeline", context)
 
 
 def _damaged(request: HtmxHttpRequest, run: Run, context: dict[str, Any] | None = None) -> HttpResponse:

@@ -46,6 +46,7 @@ urlpatterns += [
     path("runs/<int:run_id>/", runs.run_detail, name="run-detail"),
     path("runs/<int:run_id>/events/", runs.run_events, name="run-events"),
     path("runs/<int:run_id>/live/", runs.run_live, name="run-live"),
+    path("runs/<int:run_id>/timeline/", runs.run_timeline, name="run-timeline"),
     path("runs/<int:run_id>/graph/", run_graph.run_graph, name="run-graph"),
     path("runs/<int:run_id>/frames/<str:frame_id>/", runs.run_frame, name="run-frame"),
     path("runs/<int:run_id>/nodes/<str:node_id>/executions/", run_executions.run_node_executions,

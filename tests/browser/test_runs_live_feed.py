@@ -1,6 +1,7 @@
 """The live run page in headless Chromium, with a real worker process: while the run goes, each poll appends
-the events checkpointed since the previous one to the feed (in order, none twice) and moves the counters; when
-the run ends the page reloads into the finished run."""
+the events checkpointed since the previous one to the feed (in order, none twice), moves the counters and
+redraws the timeline with the new steps, all without a reload; when the run ends the page reloads into the
+finished run."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from tests.browser.test_runs import FINISH_MS, sign_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
-ITEMS = 30
+ITEMS = 40
 
 
 def slow_foreach() -> dict[str, Any]:
@@ -53,6 +54,8 @@ def test_the_live_page_keeps_appending_events_until_the_run_ends(
     run = run_services.start_run(actor=user, workflow=workflow, input={"xs": list(range(ITEMS))})
     page.goto(f"{base}/runs/{run.pk}/")
     expect(page.locator("#run-poll")).to_have_count(1)
+    page.evaluate("() => { window.notReloaded = true; }")  # gone if the page reloads
+    bars_at_first = page.locator("#timeline a.tl-bar").count()
 
     # Events arrive poll after poll: wait for some, then for more, without reloading the page.
     page.wait_for_function("() => document.querySelectorAll('#live-feed li[data-seq]').length >= 3",
@@ -72,6 +75,10 @@ def test_the_live_page_keeps_appending_events_until_the_run_ends(
     # then "queued" until a worker claims it again), so a poll may show either state of a run in progress:
     # under load CI saw only "waiting" for the whole 5 s.
     expect(page.locator("#run-status")).to_have_text(re.compile(r"^\s*(running|waiting)\s*$"), timeout=FINISH_MS)
+    # The timeline draws the new steps as they happen, in the same page (no reload).
+    page.wait_for_function(f"() => window.notReloaded === true && "
+                           f"document.querySelectorAll('#timeline a.tl-bar').length > {bars_at_first} + 2",
+                           timeout=FINISH_MS)
     page.screenshot(path=artifacts_dir / "runs-live-feed.png", full_page=True)
 
     # The end: the page reloads into the finished run (full progress from the trace, no more polling).

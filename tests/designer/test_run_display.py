@@ -99,3 +99,23 @@ def _event(seq: int, kind: str, at: datetime) -> Any:
 def test_short_ids_keep_prefix_and_tail() -> None:
     assert short_id("frame_1234567890123") == "frame_…0123"
     assert short_id("root") == "root" and short_id("") == ""
+
+
+def test_a_step_that_waited_and_started_again_ends_its_first_stretch_as_a_wait() -> None:
+    """A wait step through the worker: node_started, node_waiting (the frame is suspended), node_started again
+    when it wakes, node_completed. The first stretch is a waiting bar up to the restart, never a running bar
+    left open to the end of the run (the live timeline showed every finished item as still running)."""
+    from designer.models import RunEvent
+
+    t0 = datetime(2026, 12, 5, 7, 0, tzinfo=UTC)
+
+    def event(seq: int, kind: str, ms: int) -> RunEvent:
+        return RunEvent(run_id=1, seq=seq, kind=kind, node_id="pause", frame_id="f1", lineage_id="l1",
+                        scope_id="root", at=t0 + timedelta(milliseconds=ms), data={})
+
+    events = [event(0, "node_started", 0), event(1, "node_waiting", 5), event(2, "node_started", 300),
+              event(3, "node_completed", 302)]
+    timeline = build_timeline(events, now=t0 + timedelta(seconds=10), end=t0 + timedelta(milliseconds=302))
+    steps = [(step.status, step.start, step.end) for row in timeline.rows for step in row.steps]
+    assert steps == [("waiting", t0, t0 + timedelta(milliseconds=300)),
+                     ("completed", t0 + timedelta(milliseconds=300), t0 + timedelta(milliseconds=302))]

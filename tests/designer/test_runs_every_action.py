@@ -100,6 +100,8 @@ PAGE_CALLS: dict[str, Callable[[Run], list[Call]]] = {
     "run-events": lambda run: [Call("GET", reverse("run-events", args=[run.pk])),
                                Call("GET", reverse("run-events", args=[run.pk]), headers=htmx("run-events"))],
     "run-live": lambda run: [Call("GET", reverse("run-live", args=[run.pk]))],
+    "run-timeline": lambda run: [Call("GET", reverse("run-timeline", args=[run.pk])),
+                                 Call("GET", reverse("run-timeline", args=[run.pk]), headers=htmx("timeline"))],
     "run-graph": lambda run: [Call("GET", reverse("run-graph", args=[run.pk])),
                               Call("GET", reverse("run-graph", args=[run.pk]), {"states": "1"}),
                               Call("GET", reverse("run-graph", args=[run.pk]), {"scope": _frame_id(run)})],

@@ -221,6 +221,9 @@ def test_diagnostics_partial_lists_every_diagnostic_with_its_node_and_field(cast
     html = client.get(f"/workflows/{nested.pk}/edit/diagnostics/", HTTP_HX_REQUEST="true").content.decode()
     assert 'data-focus-node="after" data-focus-field="input.value"' in html
     assert 'data-code="path.inactive_foreach"' in html
+    # The severity is a word people see and hear alike; the shape beside it is hidden from screen readers.
+    assert '<span class="sev" aria-hidden="true">●</span>' in html and '<span class="sev-word">error</span>' in html
+    assert 'aria-label="error"' not in html
 
 
 def test_publish_answers_with_a_notice(cast: Any, workflow: Any, nested: Any) -> None:
