@@ -80,7 +80,7 @@ def test_a_refused_interrupt_answer_shows_its_error_in_place(page: Page, live_se
 
 def test_the_redrive_button_runs_only_the_failed_item_again(page: Page, live_server: Any, make_user: Any,
                                                              login: Any, run_worker: Any, step_tasks: None,
-                                                             tmp_path: Path) -> None:
+                                                             tmp_path: Path, artifacts_dir: Path) -> None:
     owner, run = ran(make_user, run_worker, "rhea", "Redrives", "Flaky", flaky_document(),
                      {"keys": ["a", "bad1", "b"], "folder": str(tmp_path)})
     assert run.status == "failed"
@@ -100,6 +100,29 @@ def test_the_redrive_button_runs_only_the_failed_item_again(page: Page, live_ser
     assert json.loads(page.locator("#run-output").inner_text()) == {"done": ["A", "BAD1", "B"]}
     assert flaky_calls(tmp_path) == {"a": 1, "bad1": 2, "b": 1}
     expect(page.locator("#redrive-form")).to_have_count(0)
+
+    # The time between the failure and the redrive is a gap on the timeline, not axis: the page shows the active
+    # time beside the wall time, and the gap's mark says what it waited for.
+    expect(page.locator('[data-testid="timeline-gap"]')).to_have_count(1)
+    expect(page.locator('[data-testid="timeline-gap"]')).to_contain_text("for a redrive")
+    expect(page.locator("#run-active")).to_be_visible()
+    expect(page.locator('[data-testid="timeline-wall"]')).to_be_visible()
+    track = page.locator(".timeline .tl-row").nth(1).locator(".tl-track").bounding_box()
+    bars = page.locator(".timeline a.tl-bar")
+    assert track and bars.count() >= 4
+    # Every bar keeps a readable width: the wait no longer squeezes the real work into a sliver.
+    widths = [box["width"] for box in (bars.nth(i).bounding_box() for i in range(bars.count())) if box]
+    assert max(widths) > track["width"] * 0.05
+    for width, height in ((1440, 900), (1024, 768)):
+        page.set_viewport_size({"width": width, "height": height})
+        page.locator("section.trace").screenshot(path=artifacts_dir / f"run-redriven-timeline-{width}x{height}.png")
+
+    # One attempt count everywhere: the admin's change page says what the run page says.
+    type(owner).objects.filter(pk=owner.pk).update(is_staff=True, is_superuser=True)
+    page.goto(f"{live_server.url}/admin/designer/run/{run.pk}/change/")
+    expect(page.locator(".field-attempt .readonly")).to_have_text("2")
+    page.locator(".field-attempt").scroll_into_view_if_needed()
+    page.screenshot(path=artifacts_dir / "run-redriven-admin.png")
 
 
 def test_the_rerun_form_refuses_bad_input_in_place_then_starts_a_new_run(
