@@ -52,6 +52,7 @@ from runtime._errors import (
 from runtime._ids import IdFactory
 from runtime._parts import GrowList, lists_of, new_list_id
 from runtime._registry import TaskSpec
+from runtime._secrets import SecretResolver, conceal, reveal, scrub, scrub_error
 from runtime._state import (
     ROOT_SCOPE_ID,
     Barrier,
@@ -1052,6 +1053,18 @@ class Work:
     clock: Callable[[], float] | None = None
     #: The frame suspends: (wake-up time, reason, next attempt, result when it wakes).
     wake: tuple[float, str, int, Any] | None = None
+    #: The secrets the step's payload revealed (value -> name), to scrub from what it returns; None: none.
+    revealed: dict[str, str] | None = None
+    #: The payload with the secrets' values, for a step executor (``payload`` keeps ``secret <name>``).
+    revealed_payload: Any = None
+
+    def scrub(self) -> None:
+        """Take every revealed secret out of the step's result, error and retry messages."""
+        revealed = self.revealed or {}
+        self.result = scrub(self.result, revealed)
+        if self.error is not None:
+            scrub_error(self.error, revealed)
+        self.retries = tuple((attempt, scrub(message, revealed)) for attempt, message in self.retries)
 
     @property
     def runnable(self) -> bool:
@@ -1070,6 +1083,8 @@ class PrepareRules:
     max_result_bytes: int | None
     #: The clock a frame suspends by (a backoff, a ``wait``); None when the engine sleeps in-process instead.
     suspend_clock: Callable[[], float] | None
+    #: Gives the value of a secret a binding names (None: the engine has no secrets).
+    secrets: SecretResolver | None = None
 
 
 def _context_summary(mapping: Mapping[str, Any]) -> dict[str, Any]:
@@ -1172,6 +1187,10 @@ def prepare_work(work: Work, scheduler: Scheduler, rules: PrepareRules) -> None:
             return
         work.timeout = capped(task.timeout, rules.step_timeout)
         work.max_result_bytes = rules.max_result_bytes
+        if task.secrets:
+            work.revealed_payload, work.revealed = reveal(payload, rules.secrets, node_id=node.id)
+            work.call = spec.bind(work.revealed_payload, ctx)
+            return
         work.call = spec.bind(payload, ctx)
     elif isinstance(node, BranchNode):
         work.value = choose_branch(node, _reader(work, scheduler).read(node.path))
@@ -1191,10 +1210,11 @@ def prepare_work(work: Work, scheduler: Scheduler, rules: PrepareRules) -> None:
                 f"(is workflow {node.workflow.id!r} calling itself?)",
                 node_id=node.id, workflow=node.workflow.id, depth=depth, limit=rules.max_depth)
         child = rules.subgraph_plan(node.workflow)
-        payload = build_payload(node.input, _reader(work, scheduler))
+        # Secrets reach tasks only: what a subgraph or a person is given shows their names, never their values.
+        payload = conceal(build_payload(node.input, _reader(work, scheduler)))
         work.value = (child, child.check_input(payload, what=f"input of subgraph {node.id!r}", node_id=node.id))
     elif isinstance(node, InterruptNode):
-        work.value = build_payload(node.input, _reader(work, scheduler)) if node.input else None
+        work.value = conceal(build_payload(node.input, _reader(work, scheduler))) if node.input else None
 
 
 def _prepare_timer(work: Work, spec: TaskSpec, ctx: RuntimeContext, field_name: str) -> None:

@@ -21,6 +21,7 @@ from runtime._document import InputBinding, OutputBinding
 from runtime._document_json import FrozenDict, FrozenList, thaw
 from runtime._errors import BindingError
 from runtime._paths import GraphSourcePath, LocalPath, StatePath, is_item_index
+from runtime._secrets import SecretRef
 
 
 class _Missing:
@@ -139,7 +140,10 @@ def build_payload(bindings: Sequence[InputBinding], reader: ScopeReader) -> Any:
     ordered = sorted(bindings, key=lambda b: len(b.target.parts)) if len(bindings) > 1 else bindings
     for binding in ordered:
         parts = binding.target.parts
-        if binding.path is None:
+        value: Any
+        if binding.secret is not None:
+            value = SecretRef(binding.secret, binding.template)  # revealed only for the step (runtime._secrets)
+        elif binding.path is None:
             # A literal object or array reaches the task as a new, ordinary value: the document's own is
             # read-only, and a task that changes its input must change neither the document nor the next step's.
             value = binding.value

@@ -154,6 +154,8 @@ class CompiledTask:
     #: The node's step timeout, else the task's, else the workflow's (``step_timeout``; the engine's cap applies
     #: on top, per run).
     timeout: float | None
+    #: Whether a binding of the node names a secret (revealed for each step, runtime._secrets).
+    secrets: bool = False
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -196,7 +198,8 @@ def compile_workflow(workflow: Workflow, registry: TaskRegistry) -> CompiledWork
         routes.setdefault(route.source, {})[route.label] = route.target
     specs = {node.id: registry.get(node.task) for node in workflow.nodes if isinstance(node, TaskNode)}
     tasks = {node.id: CompiledTask(spec=specs[node.id], timer=getattr(specs[node.id].fn, TIMER_ATTRIBUTE, None),
-                                   timeout=step_timeout(node, specs[node.id], workflow, None))
+                                   timeout=step_timeout(node, specs[node.id], workflow, None),
+                                   secrets=any(binding.secret is not None for binding in node.input))
              for node in workflow.nodes if isinstance(node, TaskNode)}
     return CompiledWorkflow(
         workflow=workflow,

@@ -42,6 +42,7 @@ from runtime._paths import (
     parse_source_path,
     parse_state_path,
 )
+from runtime._secrets import PLACEHOLDER, SECRET_NAME
 
 SCHEMA_VERSION: Final = 1
 #: Batches of a distributed foreach that run at once when its node does not say.
@@ -191,36 +192,59 @@ def _held_fields(model: type[BaseModel]) -> dict[str, Any]:
 
 
 class InputBinding(_Model):
-    """Fills one field of a payload: from a graph path, or with a literal JSON value.
+    """Fills one field of a payload: from a graph path, with a literal JSON value, or with a secret.
 
     ``value`` may legitimately be ``null``, so "no value" is told apart by
-    whether the field was given at all, not by ``None``.
+    whether the field was given at all, not by ``None``. A ``secret`` names one
+    of the secrets the run is given; ``template`` (optional) places it in a text,
+    e.g. ``"Bearer {secret}"``. The secret's value reaches the task only
+    (``runtime._secrets``): everywhere else it is shown as ``secret <name>``.
     """
 
     target: LocalPathField
     path: SourcePathField | None = None
     value: JsonLiteral = None
+    secret: Annotated[str, Field(pattern=SECRET_NAME.pattern, description="the name of a secret of the "
+                                                                            "workflow's team")] | None = None
+    template: Annotated[str, Field(max_length=1000, description="text around the secret, with {secret} where "
+                                                                "its value goes, e.g. 'Bearer {secret}'")] | None = None
 
     @model_validator(mode="after")
     def _exactly_one_source(self) -> InputBinding:
         has_value = "value" in self.model_fields_set
-        if self.path is not None and has_value:
+        given = [name for name, there in (("a path", self.path is not None), ("a value", has_value),
+                                          ("a secret", self.secret is not None)) if there]
+        if len(given) > 1:
+            both = "both " if len(given) == 2 else "all of "
             raise ValueError(
-                f"binding for {str(self.target)!r} has both a path and a value; give exactly one"
+                f"binding for {str(self.target)!r} has {both}{' and '.join(given)}; give exactly one"
             )
-        if self.path is None and not has_value:
+        if not given:
             raise ValueError(
                 f"binding for {str(self.target)!r} has neither a path nor a value; give exactly one"
+            )
+        if self.template is not None and (self.secret is None or self.template.count(PLACEHOLDER) != 1):
+            raise ValueError(
+                f"binding for {str(self.target)!r}: a template goes with a secret and holds {PLACEHOLDER} once, "
+                f"where the secret's value goes (e.g. 'Bearer {PLACEHOLDER}')"
             )
         return self
 
     @property
     def is_literal(self) -> bool:
-        return self.path is None
+        return self.path is None and self.secret is None
 
     @model_serializer(mode="wrap")
     def _drop_unused_source(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         data: dict[str, Any] = handler(self)
+        if self.secret is not None:
+            data.pop("path", None)
+            data.pop("value", None)
+            if self.template is None:
+                data.pop("template", None)
+            return data
+        data.pop("secret", None)
+        data.pop("template", None)
         if self.path is None:
             data.pop("path", None)
         else:

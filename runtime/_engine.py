@@ -24,6 +24,7 @@ from runtime._loop import LoopConfig, RunLoop
 from runtime._parts import adopt as adopt_lists
 from runtime._registry import TaskRegistry, default_registry
 from runtime._resolver import WorkflowResolver, as_resolver
+from runtime._secrets import MappingSecrets, SecretResolver
 from runtime._state import ROOT_SCOPE_ID, Interrupt, RunState, RuntimeScope
 from runtime._steps import StepExecutor
 from runtime._trace import TraceEvent, summarize
@@ -217,6 +218,7 @@ class Engine:
         max_retry_delay: float | None = None,
         clock: Callable[[], float] | None = None,
         distribute: Callable[[ForeachNode, int], bool] | None = None,
+        secrets: SecretResolver | Mapping[str, str] | None = None,
     ) -> None:
         self.registry = registry if registry is not None else default_registry
         self.resolver = as_resolver(workflows)
@@ -249,6 +251,8 @@ class Engine:
         self.max_retry_delay = max_retry_delay
         self.clock = clock if clock is not None else time.time
         self.distribute = distribute
+        # A binding may name a secret; its value is revealed to that step only (runtime._secrets).
+        self.secrets: SecretResolver | None = MappingSecrets(secrets) if isinstance(secrets, Mapping) else secrets
         self._compiled: dict[int, tuple[Workflow, CompiledWorkflow]] = {}
         self._known: dict[str, Workflow] = {}
         self._pool: ThreadPoolExecutor | None = None
@@ -309,7 +313,7 @@ class Engine:
             max_depth=self.max_depth, max_steps=self.max_steps, keep_trace=self.keep_trace,
             trace_sink=self.trace_sink, step_timeout=self.step_timeout,
             max_result_bytes=self.max_result_bytes, step_executor=self.step_executor, distribute=self.distribute,
-            sleep_in_process=self.sleep_in_process, clock=self.clock,
+            sleep_in_process=self.sleep_in_process, clock=self.clock, secrets=self.secrets,
         )
 
     @staticmethod

@@ -62,6 +62,7 @@ from runtime._ids import IdFactory
 from runtime._inspect import check_resume_value
 from runtime._registry import TaskSpec
 from runtime._resolver import WorkflowResolver
+from runtime._secrets import SecretResolver
 from runtime._state import ROOT_SCOPE_ID, RunState, RuntimeScope, Wakeup, frame_of
 from runtime._steps import StepCall, StepExecutor, check_result_size, timeout_error
 from runtime._trace import TraceEvent, summarize
@@ -91,6 +92,8 @@ class LoopConfig:
     #: nothing else to do stops as ``waiting``; True: the engine sleeps in its own process instead.
     sleep_in_process: bool = True
     clock: Callable[[], float] = time.time
+    #: Gives the value of a secret a binding names, for the one step that uses it.
+    secrets: SecretResolver | None = None
 
 
 #: The longest an in-process wait for a wake-up sleeps before looking at the cancel hook again.
@@ -256,7 +259,8 @@ def _run_executed_task(work: Work, executor: StepExecutor, cancelled: Callable[[
     assert spec is not None and ctx is not None
     started = time.perf_counter()
     for attempt, last, _ in _attempts(work, time.sleep):
-        call = StepCall.of(spec.name, work.payload, ctx, timeout=work.timeout,
+        call = StepCall.of(spec.name, work.payload if work.revealed is None else work.revealed_payload, ctx,
+                           timeout=work.timeout,
                            max_result_bytes=work.max_result_bytes)
         try:
             work.label, work.result = executor.run_step(call, cancelled)
@@ -311,7 +315,7 @@ class RunLoop:
         self._rules = PrepareRules(
             subgraph_plan=self._subgraph_plan, max_depth=config.max_depth, step_timeout=config.step_timeout,
             max_result_bytes=config.max_result_bytes,
-            suspend_clock=None if config.sleep_in_process else config.clock)
+            suspend_clock=None if config.sleep_in_process else config.clock, secrets=config.secrets)
 
     # -- workflows per scope ------------------------------------------------------
 
@@ -474,6 +478,8 @@ class RunLoop:
             frame = work.frame
             if rs.frames.get(frame.frame_id) is not frame:
                 continue  # dropped by an earlier commit of this superstep (its child scope failed)
+            if work.revealed:  # the step saw secrets: none of them goes into state, the trace or an error
+                work.scrub()
             node = work.node
             for attempt, message in work.retries:
                 emit("node_retrying", frame, attempt=attempt, summary=message)

@@ -18,6 +18,8 @@ from dataclasses import dataclass, fields
 from datetime import UTC, datetime
 from typing import Any
 
+from runtime._secrets import SecretRef
+
 #: Every event kind the engine emits.
 EVENT_KINDS = (
     "run_started",
@@ -68,7 +70,7 @@ def summarize(value: Any, depth: int = _SUMMARY_DEPTH) -> Any:
             return f"{{…{len(value)} keys}}"
         if isinstance(value, list | tuple):
             return f"[…{len(value)} items]"
-        return f"<{type(value).__name__}>"
+        return str(value) if type(value) is SecretRef else f"<{type(value).__name__}>"
     if isinstance(value, Mapping):
         out: dict[str, Any] = {}
         for count, (key, item) in enumerate(value.items()):
@@ -82,7 +84,7 @@ def summarize(value: Any, depth: int = _SUMMARY_DEPTH) -> Any:
         if len(value) > _SUMMARY_ITEMS:
             items.append(f"…+{len(value) - _SUMMARY_ITEMS} items")
         return items
-    return f"<{type(value).__name__}>"
+    return str(value) if type(value) is SecretRef else f"<{type(value).__name__}>"
 
 
 @dataclass(frozen=True, slots=True, init=False)

@@ -216,6 +216,8 @@ class Checker:
             field = self._field_text(binding.target.parts)
             if binding.path is not None:
                 source = self.read(scope, node_id, field, binding.path, stack)
+            elif binding.secret is not None:
+                source = {"type": "string"}  # a secret is text, whatever its template puts around it
             else:
                 source = S.schema_of_value(binding.value)
             if target is None:
@@ -240,7 +242,8 @@ class Checker:
                 continue
             level = self.fits.fit(source, want)
             if level in _SEVERITY:
-                shown = repr(str(binding.path)) if binding.path is not None else "the literal value"
+                shown = (repr(str(binding.path)) if binding.path is not None
+                         else f"secret {binding.secret!r}" if binding.secret is not None else "the literal value")
                 reason = S.why_not(source, want)
                 tail = f": {reason}" if reason else ": it may not fit" if level == S.OPTIONAL else ""
                 self.add("binding.type_mismatch", _SEVERITY[level], node_id, field,
