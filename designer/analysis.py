@@ -21,7 +21,9 @@ from designer.errors import DocumentInvalid, DocumentTooLarge, ObjectNotFound
 from designer.models import Team, WorkflowVersion
 from designer.resolvers import TeamVersionResolver
 from designer.runs.waiting import max_retry_delay
+from designer.secrets.selectors import secret_names
 from runtime import Analysis, Workflow, analyze, retry_delay_diagnostics, step_timeout_diagnostics
+from runtime.secrets import secret_diagnostics
 
 
 def max_nodes() -> int:
@@ -68,8 +70,11 @@ def dump_document(workflow: Workflow) -> dict[str, Any]:
 def analyze_document(workflow: Workflow, *, team: Team | int) -> Analysis:
     """``runtime.analyze`` with the site's catalogue and this team's published versions, plus this site's
     limits on the document (``retry.delay_too_long`` over ``TRELLIS_RUN_MAX_RETRY_DELAY_SECONDS``, the warning
-    ``step.timeout_capped`` for a timeout over ``TRELLIS_STEP_TIMEOUT_SECONDS``, the workers' cap)."""
+    ``step.timeout_capped`` for a timeout over ``TRELLIS_STEP_TIMEOUT_SECONDS``, the workers' cap) and
+    ``binding.unknown_secret`` for a secret the team does not have."""
     analysis = analyze(workflow, registry=catalog.registry(), workflows=TeamVersionResolver(team))
+    if any(binding.secret is not None for node in workflow.nodes for binding in getattr(node, "input", ()) or ()):
+        analysis = analysis.extended(secret_diagnostics(workflow, secret_names(team_id=getattr(team, "pk", team))))
     limit = max_retry_delay()
     if limit is not None:
         analysis = analysis.extended(retry_delay_diagnostics(workflow, limit))
@@ -83,17 +88,19 @@ def analyze_document(workflow: Workflow, *, team: Team | int) -> Analysis:
 # right after every edit. A saved revision never changes, so its analysis is kept, keyed by
 # the workflow, its revision and save time (any write, even one that bypasses the revision,
 # bumps ``updated_at``) and the newest published version of its team (a subgraph's child is
-# resolved among those). Process-local and bounded: a miss only costs a re-analysis.
+# resolved among those) and the team's secret names (a binding's secret is checked against them).
+# Process-local and bounded: a miss only costs a re-analysis.
 
 _CACHE_SIZE = 64
-_cache: OrderedDict[tuple[int, int, str, int], Analysis] = OrderedDict()
+_cache: OrderedDict[tuple[int, int, str, int, tuple[str, ...]], Analysis] = OrderedDict()
 _cache_lock = threading.Lock()
 _cache_counts = {"hits": 0, "misses": 0}
 
 
-def _cache_key(workflow: Any) -> tuple[int, int, str, int]:
+def _cache_key(workflow: Any) -> tuple[int, int, str, int, tuple[str, ...]]:
     newest = WorkflowVersion.objects.filter(workflow__team_id=workflow.team_id).aggregate(newest=Max("pk"))["newest"]
-    return (workflow.pk, workflow.revision, str(workflow.updated_at), newest or 0)
+    names = tuple(sorted(secret_names(team_id=workflow.team_id)))
+    return (workflow.pk, workflow.revision, str(workflow.updated_at), newest or 0, names)
 
 
 def remember_analysis(workflow: Any, analysis: Analysis) -> None:

@@ -13,6 +13,7 @@ class DesignerConfig(AppConfig):
         # Like admin.py: import every installed app's workflow_tasks.py now, so a
         # broken task module fails at start-up, not on the first request.
         from designer import catalog, conf
+        from designer.secrets import checks  # noqa: F401 - registers the deploy check
 
         conf.check_all()
         catalog.autodiscover()

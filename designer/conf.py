@@ -307,6 +307,13 @@ class TrellisSettings:
     INVITATIONS_PER_ADDRESS = Setting(
         count(1), 3, "invitations one username or email address may receive in a day, from anyone; more are refused "
         "(HTTP 429), so nobody can flood someone's mailbox through Trellis")
+    # --- secrets ---
+    SECRET_KEYS = Setting(
+        names_list(), [], "Fernet keys (comma-separated, each `Fernet.generate_key()`) that encrypt teams' secrets: "
+        "the first encrypts, every one decrypts, so a new key goes first and the old one stays until `manage.py "
+        "rotate_secret_keys` has re-encrypted everything; empty: one key derived from Django's SECRET_KEY (fine "
+        "for development; set your own in production, where `manage.py check --deploy` warns without it)",
+        shown_default="empty (derived from SECRET_KEY)")
     SCHEDULE_GRACE_SECONDS = Setting(
         seconds(), 60,
         "how late a schedule's tick may fire and still count as on time; a later one is missed (its "

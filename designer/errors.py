@@ -100,6 +100,13 @@ class RevisionConflict(DesignerError):
     status = 409
 
 
+class SecretExists(DesignerError):
+    """A team already has a secret of that name (rotate it instead)."""
+
+    code = "secret.exists"
+    status = 409
+
+
 class DocumentInvalid(DesignerError):
     """A JSON object the runtime does not read as a workflow document (pydantic refused it: a wrong type, a rule
     across fields); ``errors`` lists [{loc, msg}]. 422: the request is well formed, its document is not."""

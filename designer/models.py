@@ -558,12 +558,16 @@ class ForeachBatchItem(models.Model):
 # Invitations, API tokens and login counters live in their own module; re-exported here.
 from designer.access.models import ApiToken, Invitation, LoginAttemptWindow  # noqa: E402
 
+# Teams' secrets and where runs used them, likewise.
+from designer.secrets.models import Secret, SecretUse  # noqa: E402
+
 # Webhooks and schedules that start runs without a person, likewise.
 from designer.triggers.models import Schedule, TriggerFire, Webhook, WebhookSignatureUse  # noqa: E402
 
 __all__ = [
     "ApiToken", "ForeachBatch", "ForeachBatchItem", "Invitation", "LoginAttemptWindow", "Membership",
-    "Run", "RunCheckpoint", "RunEvent", "RunStatePart", "RunValue", "Schedule", "Team", "TeamScopedQuerySet",
+    "Run", "RunCheckpoint", "RunEvent", "RunStatePart", "RunValue", "Schedule", "Secret", "SecretUse", "Team",
+    "TeamScopedQuerySet",
     "TriggerFire", "Webhook", "WebhookSignatureUse",
     "Workflow", "WorkflowGrant", "WorkflowVersion",
 ]

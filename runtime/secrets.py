@@ -9,6 +9,6 @@ document's secret names against those a host knows (``binding.unknown_secret``).
 
 from __future__ import annotations
 
-from runtime._secrets import MappingSecrets, SecretNotFoundError, SecretResolver, secret_diagnostics
+from runtime._secrets import SECRET_NAME, MappingSecrets, SecretNotFoundError, SecretResolver, secret_diagnostics
 
-__all__ = ["MappingSecrets", "SecretNotFoundError", "SecretResolver", "secret_diagnostics"]
+__all__ = ["SECRET_NAME", "MappingSecrets", "SecretNotFoundError", "SecretResolver", "secret_diagnostics"]

@@ -48,6 +48,9 @@ urlpatterns.append(path("", include("designer.api.runs")))
 # A node's executions in a run (designer/api/run_executions.py).
 urlpatterns.append(path("", include("designer.api.run_executions")))
 
+# A team's secrets (designer/secrets/api.py).
+urlpatterns.append(path("", include("designer.secrets.api")))
+
 # Triggers: webhooks and schedules (designer/triggers/api.py).
 urlpatterns.append(path("", include("designer.triggers.api")))
 

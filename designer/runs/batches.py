@@ -64,6 +64,7 @@ from designer.runs.lease import (
     new_owner_id,
 )
 from designer.runs.pinning import PinnedResolver
+from designer.secrets.services import TeamSecrets
 from runtime import BatchResult, DistributedForeach, Engine, ForeachNode, ItemOutcome, RunState, TraceEvent
 
 logger = logging.getLogger("designer.runs")
@@ -338,6 +339,7 @@ def execute_batch(batch_id: int) -> str:
                     max_steps=trellis.RUN_MAX_STEPS, keep_trace=0,
                     # A backoff or a wait step of its items frees the worker (the batch waits, as a run does).
                     sleep_in_process=False, max_retry_delay=waiting.max_retry_delay(),
+                    secrets=TeamSecrets(team_id=run.team_id, run_id=run.pk),
                     **steps.engine_options())
                 with engine:
                     if saved is not None:

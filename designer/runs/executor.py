@@ -43,6 +43,7 @@ from designer.runs import values as run_values
 from designer.runs.checkpointer import OrmCheckpointer, checkpoint_state_of, run_state_of
 from designer.runs.lease import Heartbeat, LeaseLost, claim, new_owner_id, release
 from designer.runs.pinning import PinnedResolver
+from designer.secrets.services import TeamSecrets
 from designer.selectors.run_history import TolerantRedrive, tolerated_failures
 from runtime import (
     CheckpointNotFoundError,
@@ -124,6 +125,7 @@ class Execution:
             # A backoff or a wait step suspends the run (designer.runs.waiting): no worker sleeps for it.
             sleep_in_process=False,
             max_retry_delay=waiting.max_retry_delay(),
+            secrets=TeamSecrets(team_id=run.team_id, run_id=run.pk),
             **steps.engine_options(),
         )
         with engine, steps.CancelWatch(run.pk, self._cancel_seen):

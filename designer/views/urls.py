@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.urls import URLPattern, URLResolver, path
 
+from designer.secrets import views as secret_views
 from designer.views import run_executions, run_graph, run_history, runs, teams
 
 urlpatterns: list[URLPattern | URLResolver] = []
@@ -40,6 +41,10 @@ urlpatterns += [
 urlpatterns += [
     path("runs/", runs.run_list, name="run-list"),
     path("teams/<int:team_id>/runs/", runs.team_runs, name="team-runs"),
+    path("teams/<int:team_id>/secrets/", secret_views.page, name="team-secrets"),
+    path("teams/<int:team_id>/secrets/new/", secret_views.create, name="team-secret-create"),
+    path("teams/<int:team_id>/secrets/<str:name>/rotate/", secret_views.rotate, name="team-secret-rotate"),
+    path("teams/<int:team_id>/secrets/<str:name>/delete/", secret_views.delete, name="team-secret-delete"),
     path("workflows/<int:workflow_id>/runs/", runs.workflow_runs, name="workflow-runs"),
     path("workflows/<int:workflow_id>/run-panel/", runs.run_panel, name="run-panel"),
     path("workflows/<int:workflow_id>/runs/start/", runs.run_start, name="run-start"),

@@ -1,0 +1,77 @@
+"""The team's Secrets page: members see the names; owners and editors add, rotate and delete. A value is typed
+once and never shown again (the forms' value fields are always empty)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import HttpResponse
+from django.shortcuts import redirect
+from django.template.response import TemplateResponse
+
+from designer import selectors as designer_selectors
+from designer.errors import DesignerError
+from designer.permissions import has_role, role_of
+from designer.secrets import selectors
+from designer.secrets import services as secret_services
+from designer.views.htmx import HtmxHttpRequest
+from designer.views.pages import error_message, signed_in
+
+TEMPLATE = "secrets/page.html"
+
+
+def _context(request: HtmxHttpRequest, team: Any, **extra: Any) -> dict[str, Any]:
+    role = role_of(request.user, team)
+    return {"team": team, "role": role, "can_edit": has_role(role, "editor"),
+            "secrets": selectors.secrets_of(user=request.user, team_id=team.pk), **extra}
+
+
+def _answer(request: HtmxHttpRequest, team: Any, *, status: int = 200, **extra: Any) -> HttpResponse:
+    if request.htmx:
+        return TemplateResponse(request, f"{TEMPLATE}#secrets", _context(request, team, **extra), status=status)
+    if status >= 400:
+        return TemplateResponse(request, TEMPLATE, _context(request, team, **extra), status=status)
+    return redirect("team-secrets", team_id=team.pk)
+
+
+@signed_in("GET")
+def page(request: HtmxHttpRequest, team_id: int) -> HttpResponse:
+    team = designer_selectors.get_team(user=request.user, team_id=team_id)
+    return TemplateResponse(request, TEMPLATE, _context(request, team))
+
+
+@signed_in("POST")
+def create(request: HtmxHttpRequest, team_id: int) -> HttpResponse:
+    team = designer_selectors.get_team(user=request.user, team_id=team_id)
+    try:
+        created = secret_services.create_secret(actor=request.user, team=team, name=request.POST.get("name", ""),
+                                                value=request.POST.get("value", ""),
+                                                description=request.POST.get("description", ""))
+    except DesignerError as exc:
+        # The name and description come back; the value never does, not even into a refused form.
+        return _answer(request, team, status=exc.status, error=error_message(exc),
+                       typed={"name": request.POST.get("name", ""),
+                              "description": request.POST.get("description", "")})
+    return _answer(request, team, notice=f"Secret {created.name} saved. Its value will not be shown again.")
+
+
+@signed_in("POST")
+def rotate(request: HtmxHttpRequest, team_id: int, name: str) -> HttpResponse:
+    team = designer_selectors.get_team(user=request.user, team_id=team_id)
+    try:
+        secret = selectors.get_secret(user=request.user, team_id=team.pk, name=name)
+        secret_services.rotate_secret(actor=request.user, secret=secret, value=request.POST.get("value", ""))
+    except DesignerError as exc:
+        return _answer(request, team, status=exc.status, error=error_message(exc))
+    return _answer(request, team, notice=f"Secret {name} has a new value; runs started from now on use it.")
+
+
+@signed_in("POST")
+def delete(request: HtmxHttpRequest, team_id: int, name: str) -> HttpResponse:
+    team = designer_selectors.get_team(user=request.user, team_id=team_id)
+    try:
+        secret = selectors.get_secret(user=request.user, team_id=team.pk, name=name)
+        secret_services.delete_secret(actor=request.user, secret=secret)
+    except DesignerError as exc:
+        return _answer(request, team, status=exc.status, error=error_message(exc))
+    return _answer(request, team, notice=f"Secret {name} deleted; workflows that bind it now show an error.")
