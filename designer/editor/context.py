@@ -19,6 +19,7 @@ from designer.editor import panels
 from designer.json_text import pretty_json
 from designer.models import Workflow as WorkflowModel
 from designer.permissions import has_role, require_workflow_role
+from designer.secrets.selectors import secret_names
 from designer.views.htmx import HtmxHttpRequest
 from designer.workflows import operations as doc_ops
 from designer.workflows import schema_builder as sb
@@ -83,6 +84,8 @@ def inspector_context(loaded: Loaded, node_id: str | None, focus: str | None = N
         "focus": focus or "",
         "choices": panels.EDITOR_CHOICES,
         "document": document,
+        # What a field can be bound to besides paths and values (the inspector's "Secret…").
+        "team_secrets": sorted(secret_names(team_id=loaded.workflow.team_id)),
     }
     if node is None:
         context["settings"] = {

@@ -37,6 +37,7 @@ from runtime import Analysis, WorkflowError
 FORM_ACTIONS = {
     "bind": "bind_path",
     "literal": "bind_literal",
+    "secret": "bind_secret",
     "unbind": "unbind",
     "basics": "set_basics",
     "start": "set_start",

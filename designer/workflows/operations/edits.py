@@ -32,6 +32,7 @@ from runtime import (
     parse_source_path,
     parse_state_path,
 )
+from runtime.secrets import SECRET_NAME
 
 
 def bind_path(document: Document, node_id: str, field: str, path: str) -> Document:
@@ -49,6 +50,20 @@ def bind_path(document: Document, node_id: str, field: str, path: str) -> Docume
 def bind_literal(document: Document, node_id: str, field: str, value: Any) -> Document:
     doc = copy.deepcopy(document)
     set_binding(find_node(doc, node_id), input_target(field), {"value": value})
+    return doc
+
+
+def bind_secret(document: Document, node_id: str, field: str, name: str, template: str = "") -> Document:
+    """Fill a node's field with one of its team's secrets, optionally inside a template ("Bearer {secret}")."""
+    if not SECRET_NAME.fullmatch(name or ""):
+        raise BadRequest("choose one of the team's secrets (a name of letters, digits and _)", field="secret")
+    template = template.strip()
+    if template and template.count("{secret}") != 1:
+        raise BadRequest("a template holds {secret} once, where the value goes, e.g. Bearer {secret}",
+                         field="template")
+    doc = copy.deepcopy(document)
+    set_binding(find_node(doc, node_id), input_target(field),
+                {"secret": name, **({"template": template} if template else {})})
     return doc
 
 

@@ -14,6 +14,7 @@ from designer.workflows.operations.edits import (
     add_workflow_output,
     bind_literal,
     bind_path,
+    bind_secret,
     remove_branch_case,
     remove_output,
     remove_workflow_output,
@@ -76,6 +77,14 @@ def _bind_literal(document: Document, args: Args, context: Context) -> Applied:
     else:
         value = args.get("value")
     return diffed(document, bind_literal(document, node_id, field_name, value), node_id)
+
+
+@operation("bind_secret")
+def _bind_secret(document: Document, args: Args, context: Context) -> Applied:
+    """``node``, ``field`` (``input.<target>``), ``secret`` (a name) and an optional ``template``."""
+    node_id = args.node()
+    return diffed(document, bind_secret(document, node_id, str(args.get("field", "")), str(args.get("secret", "")),
+                                        str(args.get("template", "") or "")), node_id)
 
 
 @operation("unbind")

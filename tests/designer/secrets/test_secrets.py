@@ -170,3 +170,26 @@ def test_the_analyzer_names_a_secret_the_team_does_not_have(cast: Any, api: Any)
     assert not [d for d in body["diagnostics"] if d["code"] == "binding.unknown_secret"]  # not a stale analysis
 
 
+
+
+@pytest.mark.django_db
+def test_the_inspector_binds_a_field_to_a_secret_in_a_template(cast: Any, client: Any) -> None:
+    secret_services.create_secret(actor=cast.editor, team=cast.team, name="billing_key", value=VALUE)
+    document = caller_document("https://example.com/")
+    document["nodes"][0]["input"] = [b for b in document["nodes"][0]["input"] if b["target"] == "url"]
+    workflow = workflow_services.create_workflow(actor=cast.editor, team=cast.team, name="Caller", document=document)
+    client.force_login(cast.editor)
+    panel = client.get(f"/workflows/{workflow.pk}/edit/inspector/", {"node": "call"}).content.decode()
+    assert '<option value="billing_key">billing_key</option>' in panel and "<summary>Secret…</summary>" in panel
+    saved = client.post(f"/workflows/{workflow.pk}/edit/change/", {
+        "action": "secret", "node": "call", "field": "input.headers.Authorization", "secret": "billing_key",
+        "template": "Bearer {secret}", "revision": workflow.revision}, HTTP_HX_REQUEST="true")
+    assert saved.status_code == 200, saved.content.decode()[:500]
+    workflow.refresh_from_db()
+    assert {"target": "headers.Authorization", "secret": "billing_key", "template": "Bearer {secret}"} in \
+        workflow.document["nodes"][0]["input"]
+    assert "secret billing_key in “Bearer {secret}”" in saved.content.decode()
+    refused = client.post(f"/workflows/{workflow.pk}/edit/change/", {
+        "action": "secret", "node": "call", "field": "input.headers.X", "secret": "billing_key",
+        "template": "Bearer", "revision": workflow.revision}, HTTP_HX_REQUEST="true")
+    assert "holds {secret} once" in refused.content.decode()
