@@ -40,8 +40,16 @@ class ValueQuery:
         return f"{self.side}.{self.path} = {self.text}"
 
 
+def _storable(text: str) -> str:
+    """PostgreSQL's text columns refuse NUL, so it is kept as JSON writes it (the six characters ``\\u0000``).
+
+    A query's path and value go through the same function, so a NUL in a search finds the same NUL in a run.
+    """
+    return text.replace("\x00", "\\u0000")[:MAX_TEXT]
+
+
 def _text(value: Any) -> str:
-    return (value if isinstance(value, str) else json.dumps(value, ensure_ascii=False))[:MAX_TEXT]
+    return _storable(value if isinstance(value, str) else json.dumps(value, ensure_ascii=False))
 
 
 def _scalars(value: Any, path: str) -> Iterator[tuple[str, str]]:
@@ -52,7 +60,7 @@ def _scalars(value: Any, path: str) -> Iterator[tuple[str, str]]:
         for inner in value:
             yield from _scalars(inner, f"{path}[*]")
     elif path:
-        yield path[:MAX_TEXT], _text(value)
+        yield _storable(path), _text(value)
 
 
 def pairs_of(value: Any) -> list[tuple[str, str]]:
@@ -93,5 +101,6 @@ def parse_query(text: str, *, field: str = "value") -> ValueQuery:
 
 
 def matching(queryset: QuerySet[Any], query: ValueQuery) -> QuerySet[Any]:
-    runs = RunValue.objects.filter(side=query.side, path=query.path, text=query.text).values("run_id")
+    runs = RunValue.objects.filter(side=query.side, path=_storable(query.path),
+                                   text=_storable(query.text)).values("run_id")
     return queryset.filter(pk__in=runs)

@@ -146,3 +146,12 @@ def test_the_migration_copies_existing_runs_values() -> None:
     finally:
         executor = MigrationExecutor(connection)
         executor.migrate(executor.loader.graph.leaf_nodes("designer"))
+
+
+def test_a_nul_in_a_value_is_kept_and_found_though_postgresql_text_refuses_it(runs: dict[str, Any]) -> None:
+    run_values.record(run_id=runs["a1043"], side="input", value={"\u0000key": "a\u0000b", "plain": "nul"})
+    assert set(RunValue.objects.filter(run_id=runs["a1043"], side="input").values_list("path", "text")) == {
+        ("\\u0000key", "a\\u0000b"), ("plain", "nul")}
+    query = run_values.parse_query('input.\u0000key = "a\\u0000b"')
+    assert [run.pk for run in run_values.matching(Run.objects.all(), query)] == [runs["a1043"]]
+    assert not run_values.matching(Run.objects.all(), run_values.parse_query("input.\u0000key = a"))
