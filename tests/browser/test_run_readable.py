@@ -87,6 +87,14 @@ def test_a_redriven_run_shows_its_wait_as_a_gap_and_one_attempt_count_on_the_pag
     gap_left = float(gap.evaluate("e => parseFloat(e.style.left)"))
     lefts = timeline.locator("a.tl-bar").evaluate_all("bars => bars.map(b => parseFloat(b.style.left))")
     assert any(left < gap_left for left in lefts) and any(left >= gap_left for left in lefts), (gap_left, lefts)
+    # The last tick's label ends inside the track (the wait's mark after it in the page must not push it out).
+    track = timeline.locator(".tl-axis .tl-track").bounding_box()
+    last_tick = timeline.locator(".tl-axis .tick").last.bounding_box()
+    assert track and last_tick and last_tick["x"] + last_tick["width"] <= track["x"] + track["width"] + 0.5
+    # The graph agrees: the step that failed and was redriven to completion is completed, not failed.
+    call = page.locator('[data-testid="run-node"][data-node="call"]')
+    expect(call).to_have_attribute("data-state", "completed")
+    expect(call.get_by_test_id("run-counts")).to_have_text("3 done")
     timeline.scroll_into_view_if_needed()
     page.screenshot(path=artifacts_dir / "run-redriven-gap-1440.png", full_page=True)
     page.set_viewport_size(SMALL)
