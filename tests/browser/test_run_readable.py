@@ -127,6 +127,10 @@ def test_trying_a_node_from_a_past_run_of_a_loop_uses_the_execution_chosen(
     page.set_viewport_size(WIDE)
     editor.select("fetch")
     section = editor.inspector.locator("[data-try-node='fetch']")
+    # The try form loads into the inspector after it; htmx binds its run menu's change when the swap settles
+    # (it drops the htmx-added class then): a choice made before would ask for no executions.
+    page.wait_for_function("() => { const menu = document.querySelector('#try-run');"
+                           " return menu !== null && menu.closest('.htmx-added') === null; }")
     section.get_by_label("…or the values it read in a past run").select_option(str(run.pk))
     # The node ran once per customer: each execution is offered by its loop and item, the latest first.
     picker = section.get_by_label("Execution")
