@@ -167,3 +167,7 @@ def test_a_step_a_redrive_ran_again_to_completion_is_completed_not_failed(cast: 
     # Every item's step ended well in the end: the node is completed, its earlier failure redriven away.
     assert (call["state"], call["completed"], call["failed"]) == ("completed", 3, 0)
     assert client.get(f"/runs/{run.pk}/graph/").json()["loops"]["each"]["failed"] == 0
+    # The failure is history, still there for whoever opens the node: its executions list both attempts of bad1.
+    panel = client.get(f"/runs/{run.pk}/nodes/call/executions/").content.decode()
+    assert "4 executions" in panel and panel.count("execution--failed") == 1
+    assert "bad1: service unavailable" in panel
