@@ -171,3 +171,8 @@ def test_a_step_a_redrive_ran_again_to_completion_is_completed_not_failed(cast: 
     panel = client.get(f"/runs/{run.pk}/nodes/call/executions/").content.decode()
     assert "4 executions" in panel and panel.count("execution--failed") == 1
     assert "bad1: service unavailable" in panel
+    # One attempt count: the redriven step says attempt 2, as the run page does, not its own try count (1).
+    attempts = re.findall(r'<p class="muted small">attempt (\d+)', panel)
+    assert attempts == ["1", "1", "2", "2"], attempts
+    api = client.get(f"/api/runs/{run.pk}/nodes/call/executions/").json()
+    assert [(e["run_attempt"], e["attempt"]) for e in api["results"]] == [(1, 1), (1, 1), (2, 1), (2, 1)]
