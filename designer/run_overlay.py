@@ -161,6 +161,9 @@ def overlay(run: Run, events: Sequence[RunEvent], *, scope_id: str = ROOT_SCOPE)
     for the nodes of one runtime scope of the run (the root workflow's by default)."""
     nodes: dict[str, NodeRun] = {}
     last: dict[str, tuple[str, str]] = {}  # frame id -> (node id, last kind)
+    # A step's failure stands until the same step (frame and node) ends well: a redrive runs the failed step
+    # again in its frame, and once that completes the node's failure is history, not its state.
+    failures: dict[tuple[str, str], int] = {}
     for event in events:
         if not event.node_id or not event.frame_id or (event.scope_id or ROOT_SCOPE) != scope_id:
             continue
@@ -169,8 +172,11 @@ def overlay(run: Run, events: Sequence[RunEvent], *, scope_id: str = ROOT_SCOPE)
             entry.started += 1
         elif event.kind == "node_completed":
             entry.completed += 1
+            entry.failed -= failures.pop((event.frame_id, event.node_id), 0)
         elif event.kind == "node_failed":
             entry.failed += 1
+            step = (event.frame_id, event.node_id)
+            failures[step] = failures.get(step, 0) + 1
         if event.kind in ("node_started", "node_completed", "node_failed", "interrupted"):
             last[event.frame_id] = (event.node_id, event.kind)
     live = run.status in _LIVE

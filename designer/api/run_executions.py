@@ -37,7 +37,10 @@ class ExecutionSerializer(serializers.Serializer):
     status = serializers.ChoiceField(choices=["completed", "failed", "running", "waiting", "stopped"],
                                      help_text="stopped: the run ended (failed, cancelled) while this step was under "
                                                "way")
-    attempt = serializers.IntegerField(allow_null=True)
+    attempt = serializers.IntegerField(allow_null=True, help_text="the step's try within its run attempt (retries "
+                                                                  "by the node's retry policy), from 1")
+    run_attempt = serializers.IntegerField(help_text="the run's attempt the step ran in, as the run's own attempt "
+                                                     "counts them: 1, then one more per redrive")
     duration_ms = serializers.IntegerField(allow_null=True)
     started_at = serializers.CharField()
     input = InputRowSerializer(many=True)

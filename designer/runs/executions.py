@@ -57,7 +57,8 @@ class Execution:
     seq: int
     positions: tuple[LoopPosition, ...]
     status: str = "running"  # completed, failed, running, waiting, stopped (a finished run left it under way)
-    attempt: int | None = None
+    attempt: int | None = None  # the step's try within its run attempt (a retry policy's), from 1
+    run_attempt: int = 1  # the run's attempt it ran in, as the run page counts them: 1, then one more per redrive
     duration_ms: int | None = None
     started_at: str = ""
     inputs: list[InputRow] = field(default_factory=list)
@@ -74,7 +75,8 @@ class Execution:
         return {
             "frame_id": self.frame_id, "where": self.where,
             "items": [{"loop": p.loop, "index": p.index} for p in self.positions],
-            "status": self.status, "attempt": self.attempt, "duration_ms": self.duration_ms,
+            "status": self.status, "attempt": self.attempt, "run_attempt": self.run_attempt,
+            "duration_ms": self.duration_ms,
             "started_at": self.started_at,
             "input": [{"target": r.target, "source": r.source, "value": r.value, "recorded": r.recorded}
                       for r in self.inputs],
@@ -156,7 +158,11 @@ def executions(events: Iterable[RunEvent], node: Mapping[str, Any], *, scope_id:
     node_id = str(node.get("id", ""))
     open_: dict[str, Execution] = {}
     done: list[Execution] = []
+    run_attempt = 1  # one more at each redrive in the trace (events without the run's own are all attempt 1)
     for event in events:
+        if event.kind == "run_redriven":
+            run_attempt += 1
+            continue
         if event.node_id != node_id or (event.scope_id or "root") != scope_id or not event.frame_id:
             continue
         data = event_data(event)
@@ -165,6 +171,7 @@ def executions(events: Iterable[RunEvent], node: Mapping[str, Any], *, scope_id:
             context = summary.get("context")
             execution = Execution(frame_id=event.frame_id, seq=event.seq, positions=_positions(context),
                                   attempt=data.get("attempt") if isinstance(data.get("attempt"), int) else None,
+                                  run_attempt=run_attempt,
                                   started_at=event.at.isoformat() if event.at else "")
             execution.inputs = _inputs(node, summary.get("input"), context, run_input)
             previous = open_.pop(event.frame_id, None)

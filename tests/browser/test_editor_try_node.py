@@ -35,6 +35,10 @@ def test_a_trial_takes_the_values_of_the_execution_chosen_by_loop_item(
     editor.select("fetch")
     section = editor.inspector.locator("section.try-node")
     section.scroll_into_view_if_needed()
+    # The try form loads into the inspector after it; htmx binds its run menu's change when that swap settles
+    # (it drops the htmx-added class then): a run chosen before asks for no executions (seen 2 runs in 7).
+    page.wait_for_function("() => { const menu = document.querySelector('#try-run');"
+                           " return menu !== null && menu.closest('.htmx-added') === null; }")
     section.get_by_label("…or the values it read in a past run").select_option(str(run.pk))
     executions = section.get_by_label("Execution")
     expect(executions.locator("option")).to_have_count(len(CUSTOMERS))

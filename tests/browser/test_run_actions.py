@@ -113,6 +113,13 @@ def test_the_redrive_button_runs_only_the_failed_item_again(page: Page, live_ser
     # Every bar keeps a readable width: the wait no longer squeezes the real work into a sliver.
     widths = [box["width"] for box in (bars.nth(i).bounding_box() for i in range(bars.count())) if box]
     assert max(widths) > track["width"] * 0.05
+    # The axis's last tick ends inside the track, the gap's mark after it in the page notwithstanding.
+    last_tick = page.locator(".timeline .tl-axis .tick").last.bounding_box()
+    assert last_tick and last_tick["x"] + last_tick["width"] <= track["x"] + track["width"] + 0.5
+    # The graph agrees with the run: the step the redrive ran again to completion is completed, not failed.
+    call = page.locator('[data-testid="run-node"][data-node="call"]')
+    expect(call).to_have_attribute("data-state", "completed")
+    expect(call.get_by_test_id("run-counts")).to_have_text("3 done")
     for width, height in ((1440, 900), (1024, 768)):
         page.set_viewport_size({"width": width, "height": height})
         page.locator("section.trace").screenshot(path=artifacts_dir / f"run-redriven-timeline-{width}x{height}.png")

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,11 +13,13 @@ from django.utils import timezone
 from designer.models import Run
 from designer.run_overlay import NODE_STATES, NodeRun, frame_state
 from designer.runs.executor import execute
+from designer.services import run_history
 from designer.services import runs as run_services
 from designer.views.run_display import build_timeline
 from runtime import WorkflowBuilder
 from tests.designer.clients import client_for
 from tests.designer.nested_failure import CUSTOMERS, make_workflows
+from tests.designer.runs_support import STEP_TASKS, flaky_calls, flaky_document
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -143,3 +146,33 @@ def test_a_live_loops_tolerated_failed_item_counts_as_failed_not_as_done(cast: A
     page = client_for(cast.viewer).get(f"/runs/{run.pk}/").content.decode()
     row = re.search(r'<div class="progress-row[^"]*"[^>]*data-node="each"[^>]*>', page)
     assert row is not None and 'data-done="0"' in row.group(0) and 'data-failed="1"' in row.group(0)
+
+
+def test_a_step_a_redrive_ran_again_to_completion_is_completed_not_failed(cast: Any, settings: Any,
+                                                                           tmp_path: Path) -> None:
+    settings.TRELLIS_TASK_MODULES = [STEP_TASKS]
+    workflow = cast.workflow("Flaky", flaky_document())
+    run = run_services.start_run(actor=cast.editor, workflow=workflow,
+                                 input={"keys": ["a", "bad1", "b"], "folder": str(tmp_path)})
+    assert execute(run.pk) == "failed"
+    client = client_for(cast.viewer)
+    failed = client.get(f"/runs/{run.pk}/graph/").json()["nodes"]["call"]
+    assert (failed["state"], failed["completed"], failed["failed"]) == ("failed", 1, 1)
+
+    # The redrive runs bad1 again (it fails only its first call) and then b: the run completes.
+    run_history.redrive_run(actor=cast.editor, run=Run.objects.get(pk=run.pk))
+    assert execute(run.pk) == "completed"
+    assert flaky_calls(tmp_path) == {"a": 1, "bad1": 2, "b": 1}
+    call = client.get(f"/runs/{run.pk}/graph/").json()["nodes"]["call"]
+    # Every item's step ended well in the end: the node is completed, its earlier failure redriven away.
+    assert (call["state"], call["completed"], call["failed"]) == ("completed", 3, 0)
+    assert client.get(f"/runs/{run.pk}/graph/").json()["loops"]["each"]["failed"] == 0
+    # The failure is history, still there for whoever opens the node: its executions list both attempts of bad1.
+    panel = client.get(f"/runs/{run.pk}/nodes/call/executions/").content.decode()
+    assert "4 executions" in panel and panel.count("execution--failed") == 1
+    assert "bad1: service unavailable" in panel
+    # One attempt count: the redriven step says attempt 2, as the run page does, not its own try count (1).
+    attempts = re.findall(r'<p class="muted small">attempt (\d+)', panel)
+    assert attempts == ["1", "1", "2", "2"], attempts
+    api = client.get(f"/api/runs/{run.pk}/nodes/call/executions/").json()
+    assert [(e["run_attempt"], e["attempt"]) for e in api["results"]] == [(1, 1), (1, 1), (2, 1), (2, 1)]
