@@ -37,6 +37,9 @@ class TeamAdmin(admin.ModelAdmin):
         ("Retention", {"fields": ("retention_days", "retention_runs", "retention_policy", "retention_preview"),
                        "description": "Finished runs the policy expires are deleted, with their traces and "
                                       "checkpoint history, by the periodic prune; live runs are never touched."}),
+        ("Fair queues", {"fields": ("queue_weight", "max_running", "workflow_max_running"),
+                         "description": "run_worker picks queued tasks in weighted round robin across teams; "
+                                        "these limits hold across all workers."}),
     )
     readonly_fields = ("retention_policy", "retention_preview")
 

@@ -249,6 +249,20 @@ class TrellisSettings:
         seconds(), 0.5,
         "how often a running batch commits the items that have ended; a worker killed mid-batch re-runs only "
         "items it had not committed")
+    # --- fair queues (designer/runs/fairness.py) ---
+    WORKER_SLOTS = Setting(
+        count(1), 2,
+        "tasks (runs, foreach batches) one `run_worker` process executes at once; with more than one, a worker "
+        "keeps its last free slot, and one of its step processes, for a team other than the one holding the rest "
+        "(see \"Fair queues and limits\")")
+    TEAM_MAX_RUNNING = Setting(
+        count(0), 0,
+        "tasks one team may have running at once across all workers; a team's own limit (admin) overrides it; "
+        "`0`: no limit")
+    WORKFLOW_MAX_RUNNING = Setting(
+        count(0), 0,
+        "tasks one workflow may have running at once across all workers; a team's own limit (admin) overrides "
+        "it; `0`: no limit")
     # --- steps ---
     STEP_TIMEOUT_SECONDS = Setting(
         limit(seconds()), 60,

@@ -16,7 +16,7 @@ from django.db.models import OuterRef, Subquery
 
 from designer.fields import ExactJSONField
 from designer.runs import values as run_values
-from designer.runs.models import RunValue
+from designer.runs.models import FairShare, QueuedTask, RunValue
 
 _INPUT = "_trellis_input"  # Run.input, once read or set
 _INPUT_UNSAVED = "_trellis_input_unsaved"
@@ -75,6 +75,16 @@ class Team(models.Model):
                                          "empty: the server's default")
     retention_runs = models.PositiveIntegerField(
         null=True, blank=True, help_text="keep at most this many finished runs, the newest (0: no count limit); "
+                                         "empty: the server's default")
+    # Fair queues (designer/runs/fairness.py): empty limits follow TRELLIS_TEAM_MAX_RUNNING / _WORKFLOW_MAX_RUNNING.
+    queue_weight = models.PositiveSmallIntegerField(
+        default=1, help_text="this team's share of the workers against other teams with work queued (2: twice "
+                             "as many tasks picked as a team of weight 1)")
+    max_running = models.PositiveIntegerField(
+        null=True, blank=True, help_text="tasks this team may have running at once across all workers (0: no "
+                                         "limit); empty: the server's default")
+    workflow_max_running = models.PositiveIntegerField(
+        null=True, blank=True, help_text="tasks one workflow of this team may have running at once (0: no limit); "
                                          "empty: the server's default")
 
     objects = TeamQuerySet.as_manager()
@@ -565,9 +575,9 @@ from designer.secrets.models import Secret, SecretUse  # noqa: E402
 from designer.triggers.models import Schedule, TriggerFire, Webhook, WebhookSignatureUse  # noqa: E402
 
 __all__ = [
-    "ApiToken", "ForeachBatch", "ForeachBatchItem", "Invitation", "LoginAttemptWindow", "Membership",
-    "Run", "RunCheckpoint", "RunEvent", "RunStatePart", "RunValue", "Schedule", "Secret", "SecretUse", "Team",
-    "TeamScopedQuerySet",
+    "ApiToken", "FairShare", "ForeachBatch", "ForeachBatchItem", "Invitation", "LoginAttemptWindow", "Membership",
+    "QueuedTask", "Run", "RunCheckpoint", "RunEvent", "RunStatePart", "RunValue", "Schedule", "Secret", "SecretUse",
+    "Team", "TeamScopedQuerySet",
     "TriggerFire", "Webhook", "WebhookSignatureUse",
     "Workflow", "WorkflowGrant", "WorkflowVersion",
 ]

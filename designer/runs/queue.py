@@ -23,7 +23,7 @@ from django.tasks import TaskResultStatus
 from django.tasks.exceptions import TaskResultDoesNotExist, TaskResultMismatch
 
 from designer.models import ForeachBatch, Run
-from designer.runs import task_backend
+from designer.runs import fairness, task_backend
 from designer.runs.lease import expiry_in, lease_seconds
 from designer.tasks import execute_batch, execute_run
 
@@ -78,9 +78,20 @@ def enqueue_run(run_id: int, *, run_after: datetime | None = None) -> None:
     deadline = expiry_in(lease_seconds()) if run_after is None else run_after + timedelta(seconds=lease_seconds())
     Run.objects.filter(pk=run_id).update(lease_owner="", lease_expires_at=deadline)
     if run_after is None or not _already_queued_for(run_id, run_after):
-        enqueue(execute_run, run_id, run_after=run_after,
-                record=lambda result_id: Run.objects.filter(pk=run_id).update(task_result_id=result_id))
+        owner = Run.objects.filter(pk=run_id).values_list("team_id", "workflow_id").first()
+
+        def recorded(result_id: str) -> None:
+            Run.objects.filter(pk=run_id).update(task_result_id=result_id)
+            _own(execute_run, result_id, owner)
+
+        enqueue(execute_run, run_id, run_after=run_after, record=recorded)
     sweep.ensure_chain()
+
+
+def _own(task: Any, result_id: str, owner: tuple[int, int] | None) -> None:
+    """Say whose work the task is, for ``run_worker``'s fair pick (only the database backend's rows can)."""
+    if owner is not None and task_backend.enqueues_in_transaction(task):
+        fairness.record_owner(result_id, team_id=owner[0], workflow_id=owner[1])
 
 
 def _already_queued_for(run_id: int, run_after: datetime) -> bool:
@@ -102,4 +113,6 @@ def enqueue_batch(batch_pk: int, *, run_after: datetime | None = None) -> None:
     deadline = expiry_in(lease_seconds()) if run_after is None else run_after + timedelta(seconds=lease_seconds())
     ForeachBatch.objects.filter(pk=batch_pk).update(status=ForeachBatch.Status.QUEUED, lease_owner="",
                                                     lease_expires_at=deadline)
-    enqueue(execute_batch, batch_pk, run_after=run_after)
+    owner = ForeachBatch.objects.filter(pk=batch_pk).values_list("run__team_id", "run__workflow_id").first()
+    enqueue(execute_batch, batch_pk, run_after=run_after,
+            record=lambda result_id: _own(execute_batch, result_id, owner))

@@ -38,6 +38,7 @@ import signal
 import threading
 import time
 import warnings
+from collections import Counter
 from collections.abc import Callable, Sequence
 from multiprocessing import reduction
 from multiprocessing.connection import Connection
@@ -168,7 +169,12 @@ class StepProcessPool:
         self.task_modules = tuple(task_modules)
         self.max_memory_mb = max_memory_mb
         self._zygote = _Zygote(self.task_modules, max_memory_mb)
-        self._slots = threading.BoundedSemaphore(processes)
+        #: Processes a run that already holds one leaves free for other runs (``run_worker`` with several slots
+        #: sets 1): a step of another team's run then starts at once instead of after a long step ends.
+        self.reserve = 0
+        self._free = processes
+        self._held: Counter[str] = Counter()
+        self._turn = threading.Condition()
         self._idle: list[_StepProcess] = []
         self._lock = threading.Lock()
         self._closed = False
@@ -196,13 +202,28 @@ class StepProcessPool:
                 return
         child.kill()
 
+    def _may_take(self, run_id: str) -> bool:
+        return self._free > (self.reserve if self._held[run_id] else 0)
+
     def run_step(self, call: StepCall, cancelled: Callable[[], bool]) -> tuple[str, Any]:
-        with self._slots:  # waiting for a free process does not count against the step's timeout
+        run_id = call.context.run_id
+        with self._turn:  # waiting for a free process does not count against the step's timeout
+            self._turn.wait_for(lambda: self._may_take(run_id))
+            self._free -= 1
+            self._held[run_id] += 1
+        try:
             child = self._take()
             try:
                 return child.run(call, cancelled, self.max_memory_mb)
             finally:
                 self._give_back(child)
+        finally:
+            with self._turn:
+                self._free += 1
+                self._held[run_id] -= 1
+                if not self._held[run_id]:
+                    del self._held[run_id]
+                self._turn.notify_all()
 
     def warm_up(self) -> None:
         """Start every process now rather than on first use."""

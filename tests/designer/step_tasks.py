@@ -79,3 +79,13 @@ def flaky_once(key: str, folder: str) -> str:
     if key.startswith("bad") and count == 1:
         raise ConnectionError(f"{key}: service unavailable")
     return key.upper()
+
+
+@registry.task
+def snooze_logged(seconds: float, folder: str) -> float:
+    """``snooze``, then note when it ended (a line of epoch seconds in ``folder``/ends): when the step really
+    ended, which the run's events (written when the engine takes the result) only follow."""
+    time.sleep(seconds)
+    with open(os.path.join(folder, "ends"), "a") as log:
+        log.write(f"{time.time()}\n")
+    return seconds

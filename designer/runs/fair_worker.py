@@ -1,0 +1,138 @@
+"""``run_worker``'s loop: several slots per process, each taking the next task fairly (``designer.runs.fairness``).
+
+django-tasks-db's worker runs one task at a time in first-come order, so one team's long foreach held a worker
+for minutes while another team's one-step run waited. Here a process runs ``slots`` tasks at once, on threads
+(a task mostly waits: for its step processes, which do the work, and for the database), each slot claiming
+through ``fairness.claim_next``; the step processes are shared, and a run that holds some of them leaves the
+last one free for another slot's run (``steps.StepProcessPool.reserve``).
+
+Alongside the slots, a ``RecoverySweep`` thread re-enqueues orphaned runs every sweep interval: the queued
+recovery chain (``designer.runs.sweep``) waits for a free slot like any task, this does not.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import sys
+import threading
+import time
+from collections import Counter
+from types import FrameType
+from typing import Any
+
+from django.db import close_old_connections, connection
+from django.db.utils import OperationalError
+from django_tasks_db.management.commands.db_worker import Worker
+from django_tasks_db.models import DBTaskResult
+from django_tasks_db.utils import is_locked_database_exception
+
+from designer.runs import fairness, sweep
+from designer.runs.periodic import PeriodicThread
+from designer.runs.recovery import requeue_stale_runs
+from designer.triggers.services import requeue_lost_ticks
+
+logger = logging.getLogger("designer.runs")
+
+
+class RecoverySweep(PeriodicThread):
+    """Re-enqueues runs whose worker died and lost schedule ticks every sweep interval, whatever the slots do."""
+
+    failure = "recovery sweep %s failed; retrying"
+
+    def __init__(self, worker_id: str) -> None:
+        super().__init__(f"recovery-sweep-{worker_id}")
+        self.run_id = 0
+        self.interval = sweep.interval()
+
+    def tick(self) -> bool:
+        requeued = requeue_stale_runs()
+        if requeued:
+            logger.info("re-enqueued stale run(s): %s", ", ".join(map(str, requeued)))
+        requeue_lost_ticks()
+        return False
+
+
+class FairWorker(Worker):
+    """A db_worker whose ``slots`` threads each claim and run tasks, fairly across teams."""
+
+    def __init__(self, *, slots: int, **options: Any) -> None:
+        super().__init__(**options)
+        self.slots = slots
+        self._claiming = threading.Lock()
+        self._busy = 0
+        self._teams: Counter[int] = Counter()
+
+    def _ready(self) -> Any:
+        tasks = DBTaskResult.objects.ready().filter(backend_name=self.backend_name)
+        if not self.process_all_queues:
+            tasks = tasks.filter(queue_name__in=self.queue_names)
+        if self.excluded_queue_names:
+            tasks = tasks.exclude(queue_name__in=self.excluded_queue_names)
+        return tasks
+
+    def _claim(self) -> tuple[fairness.Claimed | None, bool]:
+        """The task this slot runs next (reserved in the slot count) and whether the queue could be read."""
+        with self._claiming:  # one slot claims at a time, so each sees the others' reservations
+            try:
+                claimed = fairness.claim_next(self._ready(), worker_id=self.worker_id, worker_teams=self._teams,
+                                              free_slots=self.slots - self._busy, slots=self.slots)
+            except OperationalError as exc:
+                if not is_locked_database_exception(exc):
+                    raise
+                return None, False
+            if claimed is not None:
+                self._busy += 1
+                if claimed.team_id is not None:
+                    self._teams[claimed.team_id] += 1
+            return claimed, True
+
+    def _release(self, claimed: fairness.Claimed) -> None:
+        with self._claiming:
+            self._busy -= 1
+            if claimed.team_id is not None:
+                self._teams[claimed.team_id] -= 1
+
+    def _slot(self) -> None:
+        try:
+            while self.running:
+                close_old_connections()
+                claimed, read = self._claim()
+                if claimed is not None:
+                    try:
+                        self.run_task(claimed.task)
+                    finally:
+                        self._release(claimed)
+                if self.batch and read and claimed is None:
+                    return
+                if self.max_tasks is not None and self._run_tasks >= self.max_tasks:
+                    self.running = False
+                    return
+                close_old_connections()
+                if self.running and claimed is None:
+                    time.sleep(self.interval)
+        finally:
+            connection.close()
+
+    def run(self) -> None:
+        logger.info("Starting worker worker_id=%s slots=%d queues=%s", self.worker_id, self.slots,
+                    ",".join(self.queue_names))
+        slots = [threading.Thread(target=self._slot, name=f"slot-{number}", daemon=True)
+                 for number in range(self.slots)]
+        with RecoverySweep(self.worker_id):
+            for thread in slots:
+                thread.start()
+            while any(thread.is_alive() for thread in slots):
+                for thread in slots:
+                    thread.join(0.2)  # short joins: the main thread stays free to take a signal
+
+    def shutdown(self, signum: int, frame: FrameType | None) -> None:
+        if not self.running:
+            logger.warning("Received %s again - stopping now, abandoning running tasks.", signal.strsignal(signum))
+            self.reset_signals()
+            sys.exit(1)
+        logger.warning("Received %s - finishing running tasks (press Ctrl+C again to stop now)",
+                       signal.strsignal(signum))
+        self.running = False
+        if not self._busy:
+            sys.exit(0)

@@ -1,0 +1,180 @@
+"""Which queued task a ``run_worker`` slot takes next: fair across teams, round robin across a team's workflows.
+
+The queue's own order is first come, first served: one team that queues a thousand foreach batches makes
+every other team wait behind them. ``run_worker`` instead picks in two steps:
+
+1. The team. Stride scheduling (a weighted round robin without rounds): each team has a pass, ``served``;
+   a pick adds ``1 / queue_weight`` to the picked team's pass and the team with the smallest pass among those
+   with work queued goes next, so a team of weight 2 gets two picks for every one of a team of weight 1.
+   A team that had nothing queued for a while does not come back with a tiny pass and take every pick: no
+   pass counts as lower than the ``floor``, the pass the last picked team had when it was picked.
+2. The workflow inside that team: the one picked least recently, then the queue's own order.
+
+Limits hold across all workers: a team (``Team.max_running``, else ``TRELLIS_TEAM_MAX_RUNNING``) and each of
+its workflows (``Team.workflow_max_running``, else ``TRELLIS_WORKFLOW_MAX_RUNNING``) have at most that many
+tasks running. And a worker with more than one slot gives its last free slot only to a team that runs
+nothing else on it, so a newcomer never waits for a long step of another team to end.
+
+``choose`` is the decision, pure; ``claim_next`` reads the queue, calls it and claims the task in one
+transaction (exclusive on SQLite; on PostgreSQL the picked team's share row is locked while its running tasks
+are counted, so two workers cannot both take a team's last allowed slot).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from django.db.models import Count, Max, Min
+from django.utils import timezone
+from django_tasks_db.models import DBTaskResult, DBTaskResultQuerySet
+from django_tasks_db.utils import exclusive_transaction
+
+from designer.conf import trellis
+from designer.models import FairShare, QueuedTask, Team
+
+#: ``FairShare`` row that holds the floor (no team has id 0).
+FLOOR_ROW = (0, 0)
+#: The oldest moment: a workflow never picked goes before every workflow that was.
+NEVER = datetime.min.replace(tzinfo=UTC)
+
+
+@dataclass(frozen=True, slots=True)
+class Queued:
+    """The queued work of one workflow: its team, and where its first ready task stands in the queue's order."""
+
+    team_id: int
+    workflow_id: int
+    position: int
+
+
+@dataclass(frozen=True, slots=True)
+class Policy:
+    """A team's weight and limits (0: no limit)."""
+
+    weight: int = 1
+    max_running: int = 0
+    workflow_max_running: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Load:
+    """What is running and what each team and workflow has had."""
+
+    team_running: Mapping[int, int]
+    workflow_running: Mapping[int, int]
+    served: Mapping[int, float]
+    floor: float
+    last_picked: Mapping[int, datetime]
+    #: Tasks this worker runs per team, and its free slots (of ``slots``).
+    worker_teams: Mapping[int, int]
+    free_slots: int
+    slots: int
+
+
+def _allowed(queued: Queued, policy: Policy, load: Load) -> bool:
+    if policy.max_running and load.team_running.get(queued.team_id, 0) >= policy.max_running:
+        return False
+    if policy.workflow_max_running and load.workflow_running.get(queued.workflow_id, 0) >= policy.workflow_max_running:
+        return False
+    # The worker's last free slot is kept for a team that runs nothing else here.
+    return not (load.slots > 1 and load.free_slots <= 1 and load.worker_teams.get(queued.team_id, 0) > 0)
+
+
+def choose(queued: Sequence[Queued], policies: Mapping[int, Policy], load: Load) -> Queued | None:
+    """The workflow whose first ready task goes next, or None when every one is held back by a limit."""
+    allowed = [entry for entry in queued if _allowed(entry, policies.get(entry.team_id, Policy()), load)]
+    if not allowed:
+        return None
+
+    def team_key(entry: Queued) -> tuple[float, int]:
+        first = min(other.position for other in allowed if other.team_id == entry.team_id)
+        return max(load.served.get(entry.team_id, 0.0), load.floor), first
+
+    team = min(allowed, key=team_key).team_id
+    return min((entry for entry in allowed if entry.team_id == team),
+               key=lambda entry: (load.last_picked.get(entry.workflow_id, NEVER), entry.position))
+
+
+def advance(served: float, floor: float, weight: int) -> tuple[float, float]:
+    """A pick's new (pass of the picked team, floor): the pass moves on by ``1 / weight`` from where it starts."""
+    start = max(served, floor)
+    return start + 1 / weight, start
+
+
+def limits_of(team: Mapping[str, int | None]) -> Policy:
+    """A team's policy: its own limits, else the server's."""
+    own_team, own_workflow = team["max_running"], team["workflow_max_running"]
+    return Policy(weight=max(team["queue_weight"] or 1, 1),
+                  max_running=trellis.TEAM_MAX_RUNNING if own_team is None else own_team,
+                  workflow_max_running=trellis.WORKFLOW_MAX_RUNNING if own_workflow is None else own_workflow)
+
+
+def _running(field: str) -> dict[int, int]:
+    rows = (DBTaskResult.objects.running().filter(fair_key__isnull=False).values(f"fair_key__{field}")
+            .annotate(n=Count("pk")).order_by())
+    return {row[f"fair_key__{field}"]: row["n"] for row in rows}
+
+
+@dataclass(frozen=True, slots=True)
+class Claimed:
+    """A task this worker now runs, and whose it is (``team_id`` None: a recovery sweep, a schedule tick)."""
+
+    task: DBTaskResult
+    team_id: int | None
+
+
+def claim_next(tasks: DBTaskResultQuerySet, *, worker_id: str, worker_teams: Counter[int], free_slots: int,
+               slots: int) -> Claimed | None:
+    """Claim the next of the ``tasks`` ready for this worker (its backend and queues) fairly; None: none may go."""
+    with exclusive_transaction(tasks.db):
+        ownerless = tasks.filter(fair_key__isnull=True).get_locked()
+        if ownerless is not None:
+            ownerless.claim(worker_id)
+            return Claimed(ownerless, None)
+        groups = list(tasks.filter(fair_key__isnull=False)
+                      .values("fair_key__team_id", "fair_key__workflow_id")
+                      .annotate(priority=Max("priority"), since=Min("enqueued_at")).order_by())
+        if not groups:
+            return None
+        groups.sort(key=lambda row: (-row["priority"], row["since"]))
+        queued = [Queued(row["fair_key__team_id"], row["fair_key__workflow_id"], position)
+                  for position, row in enumerate(groups)]
+        teams = {entry.team_id for entry in queued}
+        policies = {row["pk"]: limits_of(row) for row in Team.objects.filter(pk__in=teams).values(
+            "pk", "queue_weight", "max_running", "workflow_max_running")}
+        shares = {(row.team_id, row.workflow_id): row for row in FairShare.objects.filter(
+            team_id__in=[*teams, 0])}
+        floor_row = shares.get(FLOOR_ROW)
+        load = Load(
+            team_running=_running("team_id"), workflow_running=_running("workflow_id"),
+            served={team: row.served for (team, workflow), row in shares.items() if not workflow},
+            floor=floor_row.served if floor_row else 0.0,
+            last_picked={workflow: row.last_picked or NEVER for (team, workflow), row in shares.items() if workflow},
+            worker_teams=worker_teams, free_slots=free_slots, slots=slots)
+        picked = choose(queued, policies, load)
+        if picked is None:
+            return None
+        team_share, _ = FairShare.objects.select_for_update().get_or_create(team_id=picked.team_id, workflow_id=0)
+        limit = policies[picked.team_id].max_running
+        if limit and _running("team_id").get(picked.team_id, 0) >= limit:
+            return None  # another worker took the team's last slot since it was counted
+        task = tasks.filter(fair_key__team_id=picked.team_id, fair_key__workflow_id=picked.workflow_id).get_locked()
+        if task is None:
+            return None  # taken by another worker meanwhile; the slot asks again
+        task.claim(worker_id)
+        team_share.served, floor = advance(team_share.served, load.floor, policies[picked.team_id].weight)
+        team_share.last_picked = timezone.now()
+        team_share.save(update_fields=["served", "last_picked"])
+        FairShare.objects.update_or_create(team_id=FLOOR_ROW[0], workflow_id=FLOOR_ROW[1],
+                                           defaults={"served": floor})
+        FairShare.objects.update_or_create(team_id=picked.team_id, workflow_id=picked.workflow_id,
+                                           defaults={"last_picked": timezone.now()})
+        return Claimed(task, picked.team_id)
+
+
+def record_owner(task_id: str, *, team_id: int, workflow_id: int) -> None:
+    """Mark a task just enqueued (in this transaction) as work of ``team_id``'s ``workflow_id``."""
+    QueuedTask.objects.create(task_id=task_id, team_id=team_id, workflow_id=workflow_id)
