@@ -229,6 +229,17 @@ class TrellisSettings:
         "total backoff one node's retry policy may ask for (the waits before all of its attempts added up); a "
         "document over it gets the `retry.delay_too_long` diagnostic on the node's `retry` in the editor and "
         "cannot be run; `0` turns the cap off (see \"Waiting without a worker\" below)")
+    RUN_MAX_SECONDS = Setting(
+        limit(seconds()), 0,
+        "cap on a run's wall-time budget, from the start of a run attempt (a redrive starts a new one) to its "
+        "end, waits for people included; a workflow's own `run_timeout_seconds` applies under it. A step still "
+        "running when it is spent is stopped; the run fails with `run.timeout` through the node's error route. "
+        "`0`: no cap", shown_default="`0` (no cap)")
+    RUN_MAX_STEP_SECONDS = Setting(
+        limit(seconds()), 14_400,
+        "cap on a run's step-seconds budget: the seconds of all its task steps together, in every worker; a "
+        "workflow's own `run_step_seconds` applies under it; spent, the run fails with `run.budget` through the "
+        "node's error route. `0`: no cap", shown_default="`14400` (4 hours of step time)")
     RUN_MAX_STEPS = Setting(
         count(1), 100_000,
         "node steps one frame (one line of work: the run's root, one foreach item, one subgraph's root) may "

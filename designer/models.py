@@ -297,6 +297,10 @@ class Run(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # The run's budgets (designer/runs/budgets.py): when this attempt first started (a redrive starts a new one)
+    # and the step-seconds its drives and batches used so far.
+    budget_started_at = models.DateTimeField(null=True, blank=True)
+    step_seconds_used = models.FloatField(default=0.0)
 
     objects = TeamScopedQuerySet.as_manager()
 

@@ -10,6 +10,7 @@ from runtime._analysis import Analysis, PathOption, analyze
 from runtime._analysis._schemas import json_type
 from runtime._analysis._schemas import type_label as schema_type_label
 from runtime._batches import BatchResult, DistributedForeach, ItemOutcome, distributed_foreach
+from runtime._budget import RunBudget
 from runtime._builder import WorkflowBuilder
 from runtime._checkpoint import (
     AsyncCheckpointer,
@@ -50,6 +51,8 @@ from runtime._errors import (
     PathSyntaxError,
     RedriveError,
     ResumeError,
+    RunBudgetExceededError,
+    RunTimeoutError,
     StepCancelledError,
     StepLimitError,
     StepMemoryError,
@@ -111,6 +114,9 @@ from runtime._trace import TraceEvent
 from runtime.builtins import builtin_registry
 
 __all__ = [
+    "RunBudget",
+    "RunBudgetExceededError",
+    "RunTimeoutError",
     "ActivationProgress",
     "Analysis",
     "AsyncCheckpointer",

@@ -1057,6 +1057,9 @@ class Work:
     revealed: dict[str, str] | None = None
     #: The payload with the secrets' values, for a step executor (``payload`` keeps ``secret <name>``).
     revealed_payload: Any = None
+    #: Set when ``timeout`` is what is left of a run budget (the meter, which budget): its expiry fails the
+    #: step with that budget's code.
+    budget_limit: tuple[Any, str] | None = None
 
     def scrub(self) -> None:
         """Take every revealed secret out of the step's result, error and retry messages."""

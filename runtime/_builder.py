@@ -98,9 +98,13 @@ class WorkflowBuilder:
         state_schema: SchemaLike | None = None,
         metadata: Mapping[str, Any] | None = None,
         step_timeout_seconds: float | None = None,
+        run_timeout_seconds: float | None = None,
+        run_step_seconds: float | None = None,
     ) -> None:
         self.id = id
         self.step_timeout_seconds = step_timeout_seconds
+        self.run_timeout_seconds = run_timeout_seconds
+        self.run_step_seconds = run_step_seconds
         self.name = name
         self.description = description
         self.input_schema = schema_from(input_schema, "input_schema")
@@ -285,8 +289,9 @@ class WorkflowBuilder:
         start = self._start if self._start is not None else next(iter(self._nodes), None)
         if start is not None:
             data["start"] = start
-        if self.step_timeout_seconds is not None:
-            data["step_timeout_seconds"] = self.step_timeout_seconds
+        for setting in ("step_timeout_seconds", "run_timeout_seconds", "run_step_seconds"):
+            if getattr(self, setting) is not None:
+                data[setting] = getattr(self, setting)
         return _make(Workflow, f"workflow {self.id!r}", **data)
 
     # -- helpers ------------------------------------------------------------------------------------

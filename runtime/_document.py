@@ -461,6 +461,11 @@ class Workflow(_Model):
     #: Start-to-close limit of each task step whose node and task set none, in seconds.
     step_timeout_seconds: float | None = Field(default=None, gt=0, le=86_400,
                                                exclude_if=lambda value: value is None)
+    #: The run's budgets as a whole (``runtime.RunBudget``, applied by the host that drives it, under its own
+    #: caps): wall time from the start of a run attempt, and seconds of all its steps together.
+    run_timeout_seconds: float | None = Field(default=None, gt=0, le=31 * 86_400,
+                                              exclude_if=lambda value: value is None)
+    run_step_seconds: float | None = Field(default=None, gt=0, le=10_000_000, exclude_if=lambda value: value is None)
 
     @model_validator(mode="after")
     def _structure(self) -> Workflow:

@@ -13,6 +13,7 @@ from typing import Any, Literal
 from runtime._algo import fork_state, forkable, mint, reopen_foreach
 from runtime._analysis import analyze
 from runtime._batches import BatchResult, ItemOutcome, ItemTraces, batch_state
+from runtime._budget import BudgetMeter, RunBudget
 from runtime._checkpoint import Checkpointer
 from runtime._compiled import CompiledWorkflow, compile_workflow
 from runtime._diagnostics import Diagnostic
@@ -219,6 +220,7 @@ class Engine:
         clock: Callable[[], float] | None = None,
         distribute: Callable[[ForeachNode, int], bool] | None = None,
         secrets: SecretResolver | Mapping[str, str] | None = None,
+        budget: RunBudget | None = None,
     ) -> None:
         self.registry = registry if registry is not None else default_registry
         self.resolver = as_resolver(workflows)
@@ -253,6 +255,8 @@ class Engine:
         self.distribute = distribute
         # A binding may name a secret; its value is revealed to that step only (runtime._secrets).
         self.secrets: SecretResolver | None = MappingSecrets(secrets) if isinstance(secrets, Mapping) else secrets
+        # What is left of the run's budgets; the meter counts the step-seconds this engine's calls use.
+        self.budget_meter = BudgetMeter(budget) if budget is not None else None
         self._compiled: dict[int, tuple[Workflow, CompiledWorkflow]] = {}
         self._known: dict[str, Workflow] = {}
         self._pool: ThreadPoolExecutor | None = None
@@ -314,6 +318,7 @@ class Engine:
             trace_sink=self.trace_sink, step_timeout=self.step_timeout,
             max_result_bytes=self.max_result_bytes, step_executor=self.step_executor, distribute=self.distribute,
             sleep_in_process=self.sleep_in_process, clock=self.clock, secrets=self.secrets,
+            budget=self.budget_meter,
         )
 
     @staticmethod

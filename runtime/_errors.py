@@ -195,6 +195,21 @@ class StepTimeoutError(TaskError):
     code = "step.timeout"
 
 
+class RunTimeoutError(TaskError):
+    """The run as a whole ran past its wall-time budget (``runtime.RunBudget``): the step that was running when
+    it ran out was stopped, or the step about to start was not. Details as ``StepTimeoutError``, with
+    ``budget_seconds``. Goes through the node's ``error`` route like any failure; never retried."""
+
+    code = "run.timeout"
+
+
+class RunBudgetExceededError(TaskError):
+    """The run's steps together used up its step-seconds budget (``runtime.RunBudget``). Details as
+    ``RunTimeoutError``, with ``budget_seconds`` and ``used_seconds``."""
+
+    code = "run.budget"
+
+
 class StepMemoryError(TaskError):
     """A task step ran out of the memory its step process may use (``limit_mb``); the process was ended."""
 

@@ -36,6 +36,7 @@ from runtime._algo import (
     reset_failed,
     wake_time,
 )
+from runtime._budget import BudgetMeter
 from runtime._checkpoint import AsyncCheckpointer, Checkpointer
 from runtime._compiled import CompiledWorkflow
 from runtime._context import RuntimeContext
@@ -55,6 +56,7 @@ from runtime._errors import (
     StepCancelledError,
     StepLimitError,
     StepResultTooLargeError,
+    StepTimeoutError,
     TaskResultError,
     WorkflowError,
 )
@@ -66,6 +68,7 @@ from runtime._secrets import SecretResolver
 from runtime._state import ROOT_SCOPE_ID, RunState, RuntimeScope, Wakeup, frame_of
 from runtime._steps import StepCall, StepExecutor, check_result_size, timeout_error
 from runtime._trace import TraceEvent, summarize
+from runtime.builtins import DATA_TASKS
 
 
 @dataclass(slots=True)
@@ -94,6 +97,8 @@ class LoopConfig:
     clock: Callable[[], float] = time.time
     #: Gives the value of a secret a binding names, for the one step that uses it.
     secrets: SecretResolver | None = None
+    #: What is left of the run's budgets (wall time, step-seconds), and what this engine's steps used.
+    budget: BudgetMeter | None = None
 
 
 #: The longest an in-process wait for a wake-up sleeps before looking at the cancel hook again.
@@ -151,7 +156,14 @@ _PLAIN = frozenset({dict, list, str, int, float, bool, type(None)})  # never awa
 
 
 def _failed_attempt(work: Work, attempt: int, attempts: int, exc: Exception) -> bool:
-    """Record an attempt that raised; True when the retry policy allows another one."""
+    """Record an attempt that raised; True when the retry policy allows another one. A step stopped by the run's
+    budget (its timeout was what was left of it) fails with the budget's code and is not tried again."""
+    if work.budget_limit is not None and isinstance(exc, StepTimeoutError):
+        meter, which = work.budget_limit
+        spec, ctx = work.spec, work.context
+        assert spec is not None and ctx is not None
+        work.error = meter.error(which, spec.name, ctx, ran=work.timeout or 0.0)
+        return False
     work.error = exc
     if attempt < attempts:
         work.retries += ((attempt, f"{type(exc).__name__}: {exc}"),)
@@ -362,6 +374,33 @@ class RunLoop:
 
     def execute(self, works: list[Work]) -> None:
         """Run the tasks of a superstep from synchronous code."""
+        meter = self.config.budget
+        if meter is not None:
+            self._within_budget(works, meter)
+            try:
+                self._execute(works)
+            finally:
+                meter.add(sum(work.duration or 0.0 for work in works))
+            return
+        self._execute(works)
+
+    def _within_budget(self, works: list[Work], meter: BudgetMeter) -> None:
+        """Fail the steps the run's budgets no longer allow to start; give the others at most what is left."""
+        left = meter.limit(self.config.clock())
+        if left is None:
+            return
+        seconds, which = left
+        for work in works:
+            if not work.runnable or work.spec is None or work.spec.fn in DATA_TASKS:
+                continue
+            if seconds <= 0:
+                spec, ctx = work.spec, work.context
+                assert spec is not None and ctx is not None
+                work.error = meter.error(which, spec.name, ctx)
+            elif work.timeout is None or seconds < work.timeout:
+                work.timeout, work.budget_limit = seconds, (meter, which)
+
+    def _execute(self, works: list[Work]) -> None:
         executor = self.config.step_executor
         if executor is not None:
             self._execute_elsewhere(works, executor)
@@ -385,6 +424,16 @@ class RunLoop:
         self._run_coroutine(self._gather(tasks))
 
     async def aexecute(self, works: list[Work]) -> None:
+        meter = self.config.budget
+        if meter is not None:
+            self._within_budget(works, meter)
+        try:
+            await self._aexecute(works)
+        finally:
+            if meter is not None:
+                meter.add(sum(work.duration or 0.0 for work in works))
+
+    async def _aexecute(self, works: list[Work]) -> None:
         tasks = [w for w in works if w.runnable]
         if not tasks:
             return

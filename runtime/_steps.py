@@ -56,13 +56,13 @@ def capped(chosen: float | None, cap: float | None) -> float | None:
     return cap if chosen is None else min(chosen, cap)
 
 
-def _where(context: RuntimeContext) -> dict[str, Any]:
+def where_of(context: RuntimeContext) -> dict[str, Any]:
     inner = context.innermost
     return {"node_id": context.node_id, "frame_id": context.frame_id,
             "index": inner.index if inner is not None else None, "attempt": context.attempt}
 
 
-def _label(task: str, context: RuntimeContext) -> str:
+def step_label(task: str, context: RuntimeContext) -> str:
     inner = context.innermost
     item = f", item {inner.index}" if inner is not None else ""
     return f"task {task!r} at node {context.node_id!r} (frame {context.frame_id}{item})"
@@ -70,26 +70,26 @@ def _label(task: str, context: RuntimeContext) -> str:
 
 def timeout_error(task: str, context: RuntimeContext, limit: float) -> StepTimeoutError:
     return StepTimeoutError(
-        f"{_label(task, context)} ran longer than its {limit:g} s limit and was stopped; raise the node's "
+        f"{step_label(task, context)} ran longer than its {limit:g} s limit and was stopped; raise the node's "
         f"timeout_seconds if it needs longer (the server's cap still applies)",
-        task=task, limit_seconds=limit, **_where(context))
+        task=task, limit_seconds=limit, **where_of(context))
 
 
 def memory_error(task: str, context: RuntimeContext, limit_mb: int | None) -> StepMemoryError:
     bound = f"the {limit_mb} MB" if limit_mb is not None else "the"
     return StepMemoryError(
-        f"{_label(task, context)} ran out of {bound} memory a step may use and was stopped; give it less data "
+        f"{step_label(task, context)} ran out of {bound} memory a step may use and was stopped; give it less data "
         f"to hold at once (split the input, e.g. with a foreach)",
-        task=task, limit_mb=limit_mb, **_where(context))
+        task=task, limit_mb=limit_mb, **where_of(context))
 
 
 def result_too_large_error(task: str, context: RuntimeContext, limit: int, size: int | None
                            ) -> StepResultTooLargeError:
     got = f"{size:,} bytes" if size is not None else "more than that"
     return StepResultTooLargeError(
-        f"{_label(task, context)} returned a result of {got} as JSON; the limit is {limit:,} bytes. Return less "
+        f"{step_label(task, context)} returned a result of {got} as JSON; the limit is {limit:,} bytes. Return less "
         f"(select fields, page through the data) or keep large data outside the run",
-        task=task, limit_bytes=limit, size_bytes=size, **_where(context))
+        task=task, limit_bytes=limit, size_bytes=size, **where_of(context))
 
 
 def check_result_size(task: str, context: RuntimeContext, result: Any, limit: int | None) -> bytes | None:

@@ -51,7 +51,7 @@ from designer import catalog
 from designer.conf import trellis
 from designer.models import ForeachBatch, ForeachBatchItem, Run, RunStatePart
 from designer.resolvers import TeamVersionResolver
-from designer.runs import queue, steps, waiting
+from designer.runs import budgets, queue, steps, waiting
 from designer.runs.checkpointer import append_events, run_state_of
 from designer.runs.lease import (
     Heartbeat,
@@ -340,14 +340,18 @@ def execute_batch(batch_id: int) -> str:
                     # A backoff or a wait step of its items frees the worker (the batch waits, as a run does).
                     sleep_in_process=False, max_retry_delay=waiting.max_retry_delay(),
                     secrets=TeamSecrets(team_id=run.team_id, run_id=run.pk),
+                    budget=budgets.budget_for(run),
                     **steps.engine_options())
-                with engine:
-                    if saved is not None:
-                        result = engine.continue_batch(saved[0], batch.activation_id, workflow=run.document,
-                                                       on_items=committer.add, held=saved[1])
-                    else:
-                        result = engine.run_batch(run_state_of(run) or {}, batch.activation_id, left,
-                                                  workflow=run.document, on_items=committer.add)
+                try:
+                    with engine:
+                        if saved is not None:
+                            result = engine.continue_batch(saved[0], batch.activation_id, workflow=run.document,
+                                                           on_items=committer.add, held=saved[1])
+                        else:
+                            result = engine.run_batch(run_state_of(run) or {}, batch.activation_id, left,
+                                                      workflow=run.document, on_items=committer.add)
+                finally:
+                    budgets.record_use(run.pk, engine)  # the batch's steps count against the run's budget
                 if result.status == "waiting":
                     return _wait(batch, owner, result, committer)
                 committer.flush()

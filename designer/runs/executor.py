@@ -38,7 +38,7 @@ from designer import catalog
 from designer.conf import trellis
 from designer.models import Run, RunCheckpoint
 from designer.resolvers import TeamVersionResolver
-from designer.runs import batches, steps, waiting
+from designer.runs import batches, budgets, steps, waiting
 from designer.runs import values as run_values
 from designer.runs.checkpointer import OrmCheckpointer, checkpoint_state_of, run_state_of
 from designer.runs.lease import Heartbeat, LeaseLost, claim, new_owner_id, release
@@ -87,6 +87,8 @@ class Execution:
         self.fork = run.fork_request if isinstance(run.fork_request, dict) else None
         self.checkpointer = OrmCheckpointer(run.team_id, owner=owner, extra_fields=self._extra_fields)
         self.checkpointer.cancel_requested = run.cancel_requested
+        #: The engine of the drive, once it started (its budget meter holds the step-seconds it used).
+        self.engine: Engine | None = None
 
     def _extra_fields(self, run_state: RunState) -> dict[str, Any]:
         if self.fork is not None:
@@ -126,8 +128,10 @@ class Execution:
             sleep_in_process=False,
             max_retry_delay=waiting.max_retry_delay(),
             secrets=TeamSecrets(team_id=run.team_id, run_id=run.pk),
+            budget=budgets.budget_for(run),
             **steps.engine_options(),
         )
+        self.engine = engine
         with engine, steps.CancelWatch(run.pk, self._cancel_seen):
             checkpoint = run_state_of(run)
             if checkpoint is None and self.fork is not None:
@@ -250,3 +254,5 @@ def execute(run_id: int) -> str:
         if not isinstance(exc, WorkflowError):
             logger.exception("run %s: unexpected error in the worker", run_id)
         return execution.fail(exc)
+    finally:
+        budgets.record_use(run.pk, execution.engine)

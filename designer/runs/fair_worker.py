@@ -33,6 +33,8 @@ from designer.runs.recovery import requeue_stale_runs
 from designer.triggers.services import requeue_lost_ticks
 
 logger = logging.getLogger("designer.runs")
+#: The queue's own logger, which ``db_worker``'s options (``-v``) configure: worker start and stop go there.
+worker_logger = logging.getLogger("django_tasks_db")
 
 
 class RecoverySweep(PeriodicThread):
@@ -79,7 +81,11 @@ class FairWorker(Worker):
                                               free_slots=self.slots - self._busy, slots=self.slots)
             except OperationalError as exc:
                 if not is_locked_database_exception(exc):
-                    raise
+                    logger.exception("worker %s: claiming a task failed; trying again", self.worker_id)
+                    close_old_connections()
+                return None, False
+            except Exception:  # a slot that died here would leave the worker running with fewer slots, silently
+                logger.exception("worker %s: claiming a task failed; trying again", self.worker_id)
                 return None, False
             if claimed is not None:
                 self._busy += 1
@@ -115,7 +121,7 @@ class FairWorker(Worker):
             connection.close()
 
     def run(self) -> None:
-        logger.info("Starting worker worker_id=%s slots=%d queues=%s", self.worker_id, self.slots,
+        worker_logger.info("Starting worker worker_id=%s slots=%d queues=%s", self.worker_id, self.slots,
                     ",".join(self.queue_names))
         slots = [threading.Thread(target=self._slot, name=f"slot-{number}", daemon=True)
                  for number in range(self.slots)]
@@ -128,10 +134,11 @@ class FairWorker(Worker):
 
     def shutdown(self, signum: int, frame: FrameType | None) -> None:
         if not self.running:
-            logger.warning("Received %s again - stopping now, abandoning running tasks.", signal.strsignal(signum))
+            worker_logger.warning("Received %s again - stopping now, abandoning running tasks.",
+                                  signal.strsignal(signum))
             self.reset_signals()
             sys.exit(1)
-        logger.warning("Received %s - finishing running tasks (press Ctrl+C again to stop now)",
+        worker_logger.warning("Received %s - finishing running tasks (press Ctrl+C again to stop now)",
                        signal.strsignal(signum))
         self.running = False
         if not self._busy:

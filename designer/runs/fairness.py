@@ -118,6 +118,12 @@ def _running(field: str) -> dict[int, int]:
     return {row[f"fair_key__{field}"]: row["n"] for row in rows}
 
 
+def _locked(tasks: DBTaskResultQuerySet) -> DBTaskResult | None:
+    """The first of ``tasks`` no other worker holds, locked. Only the task row is locked (``of``): PostgreSQL
+    cannot lock the nullable side of the outer join to ``QueuedTask``."""
+    return tasks.select_for_update(skip_locked=True, of=("self",)).first()
+
+
 @dataclass(frozen=True, slots=True)
 class Claimed:
     """A task this worker now runs, and whose it is (``team_id`` None: a recovery sweep, a schedule tick)."""
@@ -130,7 +136,7 @@ def claim_next(tasks: DBTaskResultQuerySet, *, worker_id: str, worker_teams: Cou
                slots: int) -> Claimed | None:
     """Claim the next of the ``tasks`` ready for this worker (its backend and queues) fairly; None: none may go."""
     with exclusive_transaction(tasks.db):
-        ownerless = tasks.filter(fair_key__isnull=True).get_locked()
+        ownerless = _locked(tasks.filter(fair_key__isnull=True))
         if ownerless is not None:
             ownerless.claim(worker_id)
             return Claimed(ownerless, None)
@@ -161,7 +167,7 @@ def claim_next(tasks: DBTaskResultQuerySet, *, worker_id: str, worker_teams: Cou
         limit = policies[picked.team_id].max_running
         if limit and _running("team_id").get(picked.team_id, 0) >= limit:
             return None  # another worker took the team's last slot since it was counted
-        task = tasks.filter(fair_key__team_id=picked.team_id, fair_key__workflow_id=picked.workflow_id).get_locked()
+        task = _locked(tasks.filter(fair_key__team_id=picked.team_id, fair_key__workflow_id=picked.workflow_id))
         if task is None:
             return None  # taken by another worker meanwhile; the slot asks again
         task.claim(worker_id)

@@ -124,6 +124,7 @@ def claim(run_id: int, owner: str) -> Run | None:
             wake_at=None,
             attempts=F("attempts") + 1,
             started_at=Coalesce(F("started_at"), lease_now()),
+            budget_started_at=Coalesce(F("budget_started_at"), lease_now()),
         )
     if claimed != 1:
         return None

@@ -66,7 +66,11 @@ def redrive_run(*, actor: Any, run: Run) -> Run:
     locked.error = None
     locked.finished_at = None
     locked.attempts = 0  # counts workers lost within one stretch of running, as after a resume
-    locked.save(update_fields=["redrive_requested", "status", "error", "finished_at", "attempts"])
+    # A new run attempt has its budgets whole again (designer/runs/budgets.py).
+    locked.budget_started_at = None
+    locked.step_seconds_used = 0.0
+    locked.save(update_fields=["redrive_requested", "status", "error", "finished_at", "attempts",
+                               "budget_started_at", "step_seconds_used"])
     queue.enqueue_run(locked.pk)
     locked.refresh_from_db()
     return locked

@@ -23,7 +23,7 @@ ChangeKind = Literal["added", "removed", "changed"]
 
 #: Top-level fields compared as a whole, and how the list names them.
 SCHEMAS = ("input_schema", "state_schema")
-SETTINGS = ("name", "description", "start", "step_timeout_seconds")
+SETTINGS = ("name", "description", "start", "step_timeout_seconds", "run_timeout_seconds", "run_step_seconds")
 #: A node's bindings, each diffed per binding rather than as part of the node.
 BINDINGS = ("input", "output")
 #: Top-level fields that are not part of the comparison at all.

@@ -14,6 +14,13 @@ from runtime.builtins import _data, _net, _numbers
 BUILTIN_TASKS = ("transform", "template", "set_value", "collect", "length", "math", "compare", "http_request", "wait")
 
 
+#: The built-ins that only reshape data already in the run: a spent run budget still lets them run (an error
+#: route can record what happened and shape the output), while ``http_request``, ``wait`` and every other task
+#: are held to it.
+DATA_TASKS = frozenset({_data.transform, _data.template, _data.set_value, _data.collect, _data.length,
+                        _numbers.math, _numbers.compare})
+
+
 def register_builtins(registry: TaskRegistry) -> None:
     """Register every built-in task into ``registry``."""
     registry.register(_data.transform, name="transform")

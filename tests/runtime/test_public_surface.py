@@ -14,6 +14,9 @@ import runtime
 from runtime import WorkflowError
 
 PUBLIC_NAMES = frozenset({
+    "RunBudget",
+    "RunBudgetExceededError",
+    "RunTimeoutError",
     "ActivationProgress",
     "Analysis",
     "AsyncCheckpointer",
