@@ -100,7 +100,9 @@ def prune(*, now: datetime | None = None) -> Pruned:
                 logger.info("retention: deleted %d finished runs of team %s (%s), %d rows with their traces and "
                             "history", runs, team.pk, policy_for(team).describe(), rows)
     task_pks = list(expired_task_rows(now=now).values_list("pk", flat=True)[:TASK_LIMIT])
-    task_rows = DBTaskResult.objects.filter(pk__in=task_pks).delete()[0] if task_pks else 0
+    # Counted by the queue's own rows: the delete also takes each task's QueuedTask with it.
+    task_rows = (DBTaskResult.objects.filter(pk__in=task_pks).delete()[1].get(DBTaskResult._meta.label, 0)
+                 if task_pks else 0)
     return Pruned(runs=deleted_runs, task_rows=task_rows)
 
 
