@@ -12,11 +12,11 @@ recovery chain (``designer.runs.sweep``) waits for a free slot like any task, th
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import signal
 import sys
 import threading
-import time
 from collections import Counter
 from types import FrameType
 from typing import Any
@@ -27,7 +27,7 @@ from django_tasks_db.management.commands.db_worker import Worker
 from django_tasks_db.models import DBTaskResult
 from django_tasks_db.utils import is_locked_database_exception
 
-from designer.runs import fairness, sweep
+from designer.runs import fairness, sweep, wakeup
 from designer.runs.periodic import PeriodicThread
 from designer.runs.recovery import requeue_stale_runs
 from designer.triggers.services import requeue_lost_ticks
@@ -116,7 +116,7 @@ class FairWorker(Worker):
                     return
                 close_old_connections()
                 if self.running and claimed is None:
-                    time.sleep(self.interval)
+                    self._waiter.wait(self.interval)
         finally:
             connection.close()
 
@@ -125,7 +125,8 @@ class FairWorker(Worker):
                     ",".join(self.queue_names))
         slots = [threading.Thread(target=self._slot, name=f"slot-{number}", daemon=True)
                  for number in range(self.slots)]
-        with RecoverySweep(self.worker_id):
+        self._waiter = wakeup.Waiter()
+        with RecoverySweep(self.worker_id), contextlib.closing(self._waiter):
             for thread in slots:
                 thread.start()
             while any(thread.is_alive() for thread in slots):

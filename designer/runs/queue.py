@@ -23,7 +23,7 @@ from django.tasks import TaskResultStatus
 from django.tasks.exceptions import TaskResultDoesNotExist, TaskResultMismatch
 
 from designer.models import ForeachBatch, Run
-from designer.runs import fairness, task_backend
+from designer.runs import fairness, task_backend, wakeup
 from designer.runs.lease import expiry_in, lease_seconds
 from designer.tasks import execute_batch, execute_run
 
@@ -45,6 +45,8 @@ def enqueue(task: Any, *args: Any, record: Callable[[str], object] | None = None
         result = task.enqueue(*args)
         if record is not None:
             record(result.id)
+        if run_after is None:
+            wakeup.announce()
 
     if task_backend.enqueues_in_transaction(task):
         send()

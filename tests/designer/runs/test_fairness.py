@@ -27,6 +27,7 @@ from designer.services import runs as run_services
 from designer.workflows import services as workflow_services
 from runtime import WorkflowBuilder
 from tests.conftest import REPO_ROOT
+from tests.designer.runs_support import stop_worker, wait_for
 
 
 def one_step() -> dict[str, Any]:
@@ -234,3 +235,26 @@ def test_the_worker_recovers_runs_on_a_thread_of_its_own(queue: dict[str, Any], 
     assert again.task_result_id != stale.task_result_id and again.lease_owner == ""
     assert DBTaskResult.objects.get(pk=stale.task_result_id).status == "FAILED"  # the dead worker's task, closed
     assert QueuedTask.objects.filter(task_id=again.task_result_id, team=queue["b"]).exists()
+
+
+@pytestmark_db
+def test_an_idle_worker_is_woken_by_new_work_not_by_its_poll(make_user: Any, worker_env: dict[str, str]) -> None:
+    """With a poll interval of ten minutes, only the announcement of the enqueue (NOTIFY on PostgreSQL, the wake
+    file beside an SQLite database) can get the runs taken while the test waits."""
+    owner = make_user("wendy")
+    team = team_services.create_team(actor=owner, name="Woken")
+    workflow = workflow_services.create_workflow(actor=owner, team=team, name="One", document=one_step())
+    process = subprocess.Popen(
+        [sys.executable, "manage.py", "run_worker", "--interval", "600", "--no-startup-delay", "--no-reload"],
+        cwd=REPO_ROOT, env=worker_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        # Idle first: it has run the recovery sweep it queued at start-up, and both slots have gone back to
+        # waiting (a claim takes milliseconds) before any run exists.
+        wait_for(lambda: DBTaskResult.objects.filter(status="SUCCESSFUL").exists(), message="the worker's first sweep",
+                 worker=process)
+        time.sleep(1)
+        runs = [run_services.start_run(actor=owner, workflow=workflow) for _ in range(3)]
+        wait_for(lambda: Run.objects.filter(pk__in=[run.pk for run in runs], status="completed").count() == 3,
+                 timeout=120, message="the runs to complete", worker=process)
+    finally:
+        stop_worker(process)

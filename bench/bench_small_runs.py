@@ -1,0 +1,97 @@
+"""Many small runs (issue 33): 50 one-step runs started at once on one worker, from creation to their end.
+
+An idle ``run_worker`` is woken by the enqueue (NOTIFY on PostgreSQL, a wake file beside an SQLite database;
+``designer.runs.wakeup``) and runs ``TRELLIS_WORKER_SLOTS`` at once; the peer is the queue's plain ``db_worker``,
+which looks at the queue once a second when idle and runs one task at a time. Both with the default poll
+interval of one second. Each setup is measured twice, the worker idle before each burst. Nothing is asserted.
+
+    python -m bench small_runs
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from bench import _workloads as w
+from bench.bench_engine import table
+
+RUNS = int(os.environ.get("BENCH_SMALL_RUNS", "50"))
+BURSTS = 2
+
+
+def _one_step() -> dict[str, Any]:
+    from runtime import WorkflowBuilder
+
+    g = WorkflowBuilder("one", "One step")
+    g.use("math", id="add", input=[{"target": "op", "value": "add"}, {"target": "a", "value": 1},
+                                   {"target": "b", "value": 2}], output=[{"source": ".", "target": "sum"}])
+    g.output("sum", "state.sum")
+    return g.build().model_dump(mode="json")
+
+
+def _leg() -> None:
+    user, team = w.setup_leg()
+    from django.db import connection
+
+    from designer.models import Run
+    from designer.services import runs as run_services
+    from designer.workflows import services as workflow_services
+
+    workflow = workflow_services.create_workflow(actor=user, team=team, name="One", document=_one_step())
+    env = w.leg_env()
+    rows = []
+    for command in ("run_worker", "db_worker"):
+        connection.close()
+        with tempfile.NamedTemporaryFile("w+", suffix=".log") as log:
+            worker = subprocess.Popen([sys.executable, "manage.py", command, "--no-startup-delay", "--no-reload"],
+                                      cwd=w.REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+            try:
+                while "Starting worker" not in Path(log.name).read_text():
+                    if worker.poll() is not None:
+                        raise RuntimeError(Path(log.name).read_text()[-3000:])
+                    time.sleep(0.1)
+                took: list[float] = []
+                for _ in range(BURSTS):
+                    time.sleep(2)  # idle: the worker waits for work (or for its next poll)
+                    pks = [run_services.start_run(actor=user, workflow=workflow).pk for _ in range(RUNS)]
+                    while Run.objects.filter(pk__in=pks, status__in=w.TERMINAL).count() < len(pks):
+                        time.sleep(0.02)
+                    for created, finished, status in Run.objects.filter(pk__in=pks).values_list(
+                            "created_at", "finished_at", "status"):
+                        if status != "completed":
+                            raise RuntimeError(f"a benchmark run ended {status}")
+                        took.append((finished - created).total_seconds())
+            finally:
+                worker.terminate()
+                worker.wait()
+        took.sort()
+        rows.append({"vendor": connection.vendor, "command": command, "runs": len(took),
+                     "median": statistics.median(took), "p95": took[round(0.95 * len(took)) - 1], "max": took[-1]})
+    w.print_rows(rows)
+
+
+def main() -> int:
+    env = w.leg_env()
+    rows = w.run_sqlite_leg("bench.bench_small_runs", env)
+    if os.environ.get("BENCH_SMALL_RUNS_POSTGRES", "1") != "0" and w.postgres_available():
+        rows += w.run_postgres_leg("bench.bench_small_runs", env)
+    peer = {row["vendor"]: row["p95"] for row in rows if row["command"] == "db_worker"}
+    cells = [[row["vendor"], row["command"], str(row["runs"]), f"{row['median']:.3f}", f"{row['p95']:.3f}",
+              f"{row['max']:.3f}", f"{peer[row['vendor']] / row['p95']:.1f}x"] for row in rows]
+    table(f"{RUNS} one-step runs started at once on one worker, creation to end (s), {BURSTS} bursts; "
+          f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}",
+          ["database", "worker", "runs", "median s", "p95 s", "max s", "db_worker p95 / this"], cells,
+          "run_worker is woken by the enqueue and runs its slots at once; db_worker polls once a second and runs "
+          "one task at a time")
+    return 0
+
+
+if __name__ == "__main__":
+    w.leg_or_main(_leg, main)

@@ -1,0 +1,115 @@
+"""Waking idle workers when work is queued, instead of leaving it until their next poll (issue 33).
+
+A worker with nothing to do used to look at the queue once a second, so a one-step run that takes 8 ms waited
+up to a second to start. Now every enqueue, once committed, ``announce``s it, and an idle ``run_worker`` slot
+waits on a ``Waiter`` that returns as soon as it hears one (its poll interval stays as the fallback, for work
+that becomes due later, like a backoff's ``run_after``, and for a lost announcement):
+
+* PostgreSQL: ``NOTIFY trellis_work``; each worker process keeps one connection that ``LISTEN``s on a thread.
+  Works across machines, as the database does.
+* SQLite (one machine by nature): the announcement touches a file beside the database, and an idle worker
+  looks at its modification time every ``FILE_POLL_SECONDS``: a ``stat`` call, no query and no lock.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from django.db import connection, transaction
+
+logger = logging.getLogger("designer.runs")
+
+CHANNEL = "trellis_work"
+FILE_POLL_SECONDS = 0.02
+
+
+def _wake_file() -> Path | None:
+    name = str(connection.settings_dict.get("NAME") or "")
+    if connection.vendor != "sqlite" or not name or name == ":memory:" or name.startswith("file:"):
+        return None
+    return Path(f"{name}.wake")
+
+
+def _announce_now() -> None:
+    try:
+        if connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute(f"NOTIFY {CHANNEL}")
+            return
+        path = _wake_file()
+        if path is not None:
+            path.touch()
+    except Exception:  # a lost announcement only costs the worker's poll interval
+        logger.warning("could not announce queued work; workers will find it at their next poll", exc_info=True)
+
+
+def announce() -> None:
+    """Tell idle workers there is work, once the current transaction (which queued it) commits."""
+    transaction.on_commit(_announce_now)
+
+
+class Waiter:
+    """What an idle worker slot waits on: ``wait(timeout)`` returns early when work is announced."""
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._file = _wake_file()
+        #: The file's time each slot (thread) last woke for: every slot wakes for an announcement.
+        self._seen: dict[int, float] = {}
+        self._start = self._mtime()
+        if connection.vendor == "postgresql":
+            self._params: dict[str, Any] = connection.get_connection_params()
+            self._thread = threading.Thread(target=self._listen, name="work-listener", daemon=True)
+            self._thread.start()
+
+    def _mtime(self) -> float:
+        if self._file is None:
+            return 0.0
+        try:
+            return self._file.stat().st_mtime
+        except OSError:
+            return 0.0
+
+    def _listen(self) -> None:
+        params = {key: value for key, value in self._params.items() if key not in ("cursor_factory", "context")}
+        while not self._stop.is_set():
+            try:
+                with psycopg.connect(**params, autocommit=True) as listener:
+                    listener.execute(f"LISTEN {CHANNEL}")
+                    self._event.set()  # anything announced while (re)connecting: look once
+                    while not self._stop.is_set():
+                        for _ in listener.notifies(timeout=1.0, stop_after=1):
+                            self._event.set()
+            except Exception:
+                logger.warning("listening for queued work failed; polling until it reconnects", exc_info=True)
+                self._stop.wait(1.0)
+
+    def wait(self, timeout: float) -> None:
+        """Sleep up to ``timeout`` seconds, less when work is announced meanwhile."""
+        if self._thread is not None:
+            if self._event.wait(timeout):
+                self._event.clear()
+            return
+        if self._file is None:
+            time.sleep(timeout)
+            return
+        slot = threading.get_ident()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            seen = self._mtime()
+            if seen != self._seen.get(slot, self._start):
+                self._seen[slot] = seen
+                return
+            time.sleep(FILE_POLL_SECONDS)
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=2)
