@@ -16,6 +16,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from designer.api.parsers import LimitedJSONParser
+from designer.api.runs import run_detail
 from designer.api.schema import JSONObjectField, RequestSerializer, StrictCharField, StrictIntegerField
 from designer.selectors.run_history import checkpoint_detail, checkpoints_of
 from designer.selectors.runs import get_run
@@ -73,14 +74,12 @@ def _parse(serializer_class: type[serializers.Serializer], data: Any) -> dict[st
     return dict(serializer.validated_data)
 
 
-#: The answer of redrive, re-run and fork: the run's detail, as GET /api/runs/{id}/ gives it (its serializer lives in
-#: designer.api.runs, which includes these routes; the schema names its component instead of importing it).
+#: The answer of redrive, re-run and fork: the run's detail, as GET /api/runs/{id}/ gives it (the schema names its
+#: component, which designer.api.runs declares).
 RUN_DETAIL_SCHEMA: dict[str, Any] = {"$ref": "#/components/schemas/RunDetail"}
 
 
 def _detail(run: Any) -> dict[str, Any]:
-    from designer.api.runs import run_detail  # runs.py includes these routes
-
     return run_detail(run)
 
 

@@ -22,7 +22,6 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from designer.api.parsers import LimitedJSONParser
-from designer.api.run_history import urlpatterns as run_history_urls
 from designer.api.schema import JSONObjectField, RequestSerializer, StrictCharField
 from designer.api.serializers import HAS_TEXT
 from designer.errors import BadRequest, ObjectNotFound
@@ -423,5 +422,4 @@ urlpatterns = [
          name="run-frame-context"),
     path("runs/<int:run_id>/resume/", RunResumeView.as_view(), name="run-resume"),
     path("runs/<int:run_id>/cancel/", RunCancelView.as_view(), name="run-cancel"),
-    *run_history_urls,
 ]

@@ -45,6 +45,7 @@ urlpatterns: list[URLPattern | URLResolver] = [
 ]
 
 urlpatterns.append(path("", include("designer.api.runs")))
+urlpatterns.append(path("", include("designer.api.run_history")))  # redrive, re-run, fork, checkpoints
 # A node's executions in a run (designer/api/run_executions.py).
 urlpatterns.append(path("", include("designer.api.run_executions")))
 
