@@ -21,6 +21,7 @@ from designer.admin_support import ReadOnly, json_field
 from designer.errors import DesignerError
 from designer.json_text import pretty_json_html
 from designer.models import RecoveryChain, Run, RunEvent
+from designer.runs import budgets as run_budgets
 from designer.runs.checkpointer import last_stored_seq
 from designer.runs.checkpoints import checkpoint_of, damage_of, load_state, with_damage
 from runtime import CorruptRunStateError
@@ -77,7 +78,8 @@ class RunAdmin(admin.ModelAdmin):
     fieldsets = (
         (None, {"fields": ("team", "workflow", "workflow_version", "status", "created_by", "cancel_requested",
                            "events")}),
-        ("Timing", {"fields": ("created_at", "started_at", "finished_at", "duration", "attempt", "worker_claims")}),
+        ("Timing", {"fields": ("created_at", "started_at", "finished_at", "duration", "attempt", "worker_claims",
+                               "budgets")}),
         ("Payloads", {"fields": ("input_json", "output_json", "error_json", "interrupts_json",
                                  "resume_request_json")}),
         ("Execution", {"fields": ("damage", "task_result", "lease_owner", "lease_expires_at", "run_state_json",
@@ -88,8 +90,19 @@ class RunAdmin(admin.ModelAdmin):
         "team", "workflow", "workflow_version", "status", "created_by", "cancel_requested", "created_at",
         "started_at", "finished_at", "duration", "attempt", "worker_claims", "input_json", "output_json", "error_json",
         "interrupts_json", "resume_request_json", "damage", "task_result", "lease_owner", "lease_expires_at",
-        "run_state_json", "document_json", "events",
+        "run_state_json", "document_json", "events", "budgets",
     )
+
+    @admin.display(description="budgets")
+    def budgets(self, run: Run) -> str:
+        """What the run's budgets are and how much of its step-seconds it used (designer/runs/budgets.py)."""
+        budget = run_budgets.budget_for(run)
+        used = f"{run.step_seconds_used:.1f} step-seconds used"
+        if budget is None:
+            return f"{used}; no budgets"
+        limits = [f"{budget.total_step_seconds:g} step-seconds" if budget.total_step_seconds else "",
+                  f"{budget.wall_seconds:g} s of wall time" if budget.wall_seconds else ""]
+        return f"{used} of {' and '.join(limit for limit in limits if limit)}"
 
     @admin.display(description="attempt")
     def attempt(self, run: Run) -> str:

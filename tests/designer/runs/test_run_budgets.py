@@ -63,8 +63,8 @@ def start(owner: Any, document: dict[str, Any], items: list[float]) -> Run:
     return run_services.start_run(actor=owner, workflow=workflow, input={"items": items})
 
 
-def test_a_workflows_step_seconds_budget_fails_the_run_with_run_budget(owner: Any, worker_env: dict[str, str]
-                                                                       ) -> None:
+def test_a_workflows_step_seconds_budget_fails_the_run_with_run_budget(owner: Any, worker_env: dict[str, str],
+                                                                       admin_client: Any) -> None:
     run = start(owner, naps(run_step_seconds=1), [0.4] * 6)
     work(worker_env)
     run.refresh_from_db()
@@ -75,6 +75,8 @@ def test_a_workflows_step_seconds_budget_fails_the_run_with_run_budget(owner: An
     assert 1 <= run.step_seconds_used < 2  # what the drive used, kept on the run
     # Three naps fit, the third cut short; the other items never started.
     assert run.events.filter(kind="node_completed", node_id="nap").count() == 2
+    page = admin_client.get(f"/admin/designer/run/{run.pk}/change/").content.decode()
+    assert f"{run.step_seconds_used:.1f} step-seconds used of 1 step-seconds" in page
 
     run_history.redrive_run(actor=owner, run=run)
     run.refresh_from_db()
