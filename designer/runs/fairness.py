@@ -16,8 +16,9 @@ tasks running. And a worker with more than one slot gives its last free slot onl
 nothing else on it, so a newcomer never waits for a long step of another team to end.
 
 ``choose`` is the decision, pure; ``claim_next`` reads the queue, calls it and claims the task in one
-transaction (exclusive on SQLite; on PostgreSQL the picked team's share row is locked while its running tasks
-are counted, so two workers cannot both take a team's last allowed slot).
+transaction (exclusive on SQLite; on PostgreSQL a limited team's share row is locked while its running tasks
+are counted, so two workers cannot both take its last allowed slot; two workers picking for one unlimited team
+at once may count one pick instead of two, which only nudges the order).
 """
 
 from __future__ import annotations
@@ -112,12 +113,6 @@ def limits_of(team: Mapping[str, int | None]) -> Policy:
                   workflow_max_running=trellis.WORKFLOW_MAX_RUNNING if own_workflow is None else own_workflow)
 
 
-def _running(field: str) -> dict[int, int]:
-    rows = (DBTaskResult.objects.running().filter(fair_key__isnull=False).values(f"fair_key__{field}")
-            .annotate(n=Count("pk")).order_by())
-    return {row[f"fair_key__{field}"]: row["n"] for row in rows}
-
-
 def _locked(tasks: DBTaskResultQuerySet) -> DBTaskResult | None:
     """The first of ``tasks`` no other worker holds, locked. Only the task row is locked (``of``): PostgreSQL
     cannot lock the nullable side of the outer join to ``QueuedTask``."""
@@ -132,20 +127,42 @@ class Claimed:
     team_id: int | None
 
 
+def _running() -> tuple[dict[int, int], dict[int, int]]:
+    """Tasks running now, per team and per workflow, in one query."""
+    teams: Counter[int] = Counter()
+    workflows: Counter[int] = Counter()
+    for team, workflow, count in (DBTaskResult.objects.running().filter(fair_key__isnull=False)
+                                  .values_list("fair_key__team_id", "fair_key__workflow_id")
+                                  .annotate(n=Count("pk")).order_by()):
+        teams[team] += count
+        workflows[workflow] += count
+    return dict(teams), dict(workflows)
+
+
+def _store(team_id: int, workflow_id: int, **fields: object) -> None:
+    """Write a share row's fields, creating the row the first time (two workers creating it: one row wins)."""
+    if not FairShare.objects.filter(team_id=team_id, workflow_id=workflow_id).update(**fields):
+        FairShare.objects.bulk_create([FairShare(team_id=team_id, workflow_id=workflow_id, **fields)],
+                                      ignore_conflicts=True)
+
+
 def claim_next(tasks: DBTaskResultQuerySet, *, worker_id: str, worker_teams: Counter[int], free_slots: int,
                slots: int) -> Claimed | None:
     """Claim the next of the ``tasks`` ready for this worker (its backend and queues) fairly; None: none may go."""
     with exclusive_transaction(tasks.db):
-        ownerless = _locked(tasks.filter(fair_key__isnull=True))
-        if ownerless is not None:
-            ownerless.claim(worker_id)
-            return Claimed(ownerless, None)
-        groups = list(tasks.filter(fair_key__isnull=False)
-                      .values("fair_key__team_id", "fair_key__workflow_id")
+        groups = list(tasks.values("fair_key__team_id", "fair_key__workflow_id")
                       .annotate(priority=Max("priority"), since=Min("enqueued_at")).order_by())
         if not groups:
             return None
-        groups.sort(key=lambda row: (-row["priority"], row["since"]))
+        if any(row["fair_key__team_id"] is None for row in groups):
+            ownerless = _locked(tasks.filter(fair_key__isnull=True))
+            if ownerless is not None:
+                ownerless.claim(worker_id)
+                return Claimed(ownerless, None)
+        groups = sorted((row for row in groups if row["fair_key__team_id"] is not None),
+                        key=lambda row: (-row["priority"], row["since"]))
+        if not groups:
+            return None
         queued = [Queued(row["fair_key__team_id"], row["fair_key__workflow_id"], position)
                   for position, row in enumerate(groups)]
         teams = {entry.team_id for entry in queued}
@@ -154,8 +171,9 @@ def claim_next(tasks: DBTaskResultQuerySet, *, worker_id: str, worker_teams: Cou
         shares = {(row.team_id, row.workflow_id): row for row in FairShare.objects.filter(
             team_id__in=[*teams, 0])}
         floor_row = shares.get(FLOOR_ROW)
+        team_running, workflow_running = _running()
         load = Load(
-            team_running=_running("team_id"), workflow_running=_running("workflow_id"),
+            team_running=team_running, workflow_running=workflow_running,
             served={team: row.served for (team, workflow), row in shares.items() if not workflow},
             floor=floor_row.served if floor_row else 0.0,
             last_picked={workflow: row.last_picked or NEVER for (team, workflow), row in shares.items() if workflow},
@@ -163,21 +181,22 @@ def claim_next(tasks: DBTaskResultQuerySet, *, worker_id: str, worker_teams: Cou
         picked = choose(queued, policies, load)
         if picked is None:
             return None
-        team_share, _ = FairShare.objects.select_for_update().get_or_create(team_id=picked.team_id, workflow_id=0)
-        limit = policies[picked.team_id].max_running
-        if limit and _running("team_id").get(picked.team_id, 0) >= limit:
-            return None  # another worker took the team's last slot since it was counted
+        policy = policies[picked.team_id]
+        if policy.max_running:
+            # Held until commit: another worker deciding for this team waits, then counts this claim too.
+            list(FairShare.objects.select_for_update().filter(team_id=picked.team_id, workflow_id=0))
+            if _running()[0].get(picked.team_id, 0) >= policy.max_running:
+                return None  # another worker took the team's last slot since it was counted
         task = _locked(tasks.filter(fair_key__team_id=picked.team_id, fair_key__workflow_id=picked.workflow_id))
         if task is None:
             return None  # taken by another worker meanwhile; the slot asks again
         task.claim(worker_id)
-        team_share.served, floor = advance(team_share.served, load.floor, policies[picked.team_id].weight)
-        team_share.last_picked = timezone.now()
-        team_share.save(update_fields=["served", "last_picked"])
-        FairShare.objects.update_or_create(team_id=FLOOR_ROW[0], workflow_id=FLOOR_ROW[1],
-                                           defaults={"served": floor})
-        FairShare.objects.update_or_create(team_id=picked.team_id, workflow_id=picked.workflow_id,
-                                           defaults={"last_picked": timezone.now()})
+        share = shares.get((picked.team_id, 0))
+        served, floor = advance(share.served if share else 0.0, load.floor, policy.weight)
+        now = timezone.now()
+        _store(picked.team_id, 0, served=served, last_picked=now)
+        _store(*FLOOR_ROW, served=floor)
+        _store(picked.team_id, picked.workflow_id, last_picked=now)
         return Claimed(task, picked.team_id)
 
 
