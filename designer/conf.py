@@ -260,6 +260,18 @@ class TrellisSettings:
         seconds(), 0.5,
         "how often a running batch commits the items that have ended; a worker killed mid-batch re-runs only "
         "items it had not committed")
+    # --- notifications (designer/notifications/) ---
+    SITE_URL = Setting(
+        TEXT, "http://127.0.0.1:8000",
+        "the address people open Trellis at, for the links in notifications (a worker has no request to take it "
+        "from), e.g. `https://trellis.example.com`")
+    NOTIFY_MAX_ATTEMPTS = Setting(
+        count(1), 5, "attempts at one notification (an email, a webhook call) before its delivery is failed")
+    NOTIFY_RETRY_SECONDS = Setting(
+        seconds(positive=True), 10,
+        "wait before a notification's second attempt; each later wait is twice the one before")
+    ANSWER_LINK_HOURS = Setting(
+        count(1), 72, "hours the link in a notification can answer its interrupt (once) before it expires")
     # --- fair queues (designer/runs/fairness.py) ---
     WORKER_SLOTS = Setting(
         count(1), 2,

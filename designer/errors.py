@@ -205,3 +205,10 @@ class RateLimited(DesignerError):
 
     code = "trigger.rate_limited"
     status = 429
+
+
+class AnswerLinkClosed(DesignerError):
+    """A notification's answer link that can no longer answer: used, expired, or its question already answered."""
+
+    code = "answer_link.closed"
+    status = 410

@@ -573,12 +573,14 @@ class ForeachBatchItem(models.Model):
 from designer.access.models import ApiToken, Invitation, LoginAttemptWindow  # noqa: E402
 
 # Teams' secrets and where runs used them, likewise.
+from designer.notifications.models import AnswerLink, Delivery, NotificationRule  # noqa: E402
 from designer.secrets.models import Secret, SecretUse  # noqa: E402
 
 # Webhooks and schedules that start runs without a person, likewise.
 from designer.triggers.models import Schedule, TriggerFire, Webhook, WebhookSignatureUse  # noqa: E402
 
 __all__ = [
+    "AnswerLink", "Delivery", "NotificationRule",
     "ApiToken", "FairShare", "ForeachBatch", "ForeachBatchItem", "Invitation", "LoginAttemptWindow", "Membership",
     "QueuedTask", "Run", "RunCheckpoint", "RunEvent", "RunStatePart", "RunValue", "Schedule", "Secret", "SecretUse",
     "Team", "TeamScopedQuerySet",

@@ -62,3 +62,12 @@ def recover_runs(token: str) -> str:
     from designer.runs import sweep
 
     return sweep.sweep(token)
+
+
+@task()
+def deliver_notification(delivery_id: int) -> str:
+    """One attempt at one notification (an email or a signed webhook call); a failed one queues its retry
+    (``designer.notifications.services.deliver``). Returns the delivery's status."""
+    from designer.notifications.services import deliver
+
+    return deliver(delivery_id)

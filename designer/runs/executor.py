@@ -37,6 +37,7 @@ from django.utils import timezone
 from designer import catalog
 from designer.conf import trellis
 from designer.models import Run, RunCheckpoint
+from designer.notifications import services as notifications
 from designer.resolvers import TeamVersionResolver
 from designer.runs import batches, budgets, steps, waiting
 from designer.runs import values as run_values
@@ -211,6 +212,7 @@ class Execution:
                 raise LeaseLost(f"run {self.run.pk}: lease lost before the outcome was stored")
             if result.output is not None:
                 run_values.record(run_id=self.run.pk, side="output", value=result.output)
+            notifications.run_reached(run_id=self.run.pk, status=status)
         return status
 
     def fail(self, exc: BaseException) -> str:
@@ -220,8 +222,10 @@ class Execution:
         if self.resume is not None and isinstance(exc, WorkflowError) and exc.code == "resume.invalid":
             release(self.run.pk, self.owner, status="interrupted", resume_request=None, error=_error(exc))
             return "interrupted"
-        release(self.run.pk, self.owner, status="failed", error=_error(exc), resume_request=None,
-                finished_at=timezone.now())
+        with transaction.atomic():
+            if release(self.run.pk, self.owner, status="failed", error=_error(exc), resume_request=None,
+                       finished_at=timezone.now()):
+                notifications.run_reached(run_id=self.run.pk, status="failed")
         return "failed"
 
 

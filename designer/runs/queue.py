@@ -25,7 +25,7 @@ from django.tasks.exceptions import TaskResultDoesNotExist, TaskResultMismatch
 from designer.models import ForeachBatch, Run
 from designer.runs import fairness, task_backend, wakeup
 from designer.runs.lease import expiry_in, lease_seconds
-from designer.tasks import execute_batch, execute_run
+from designer.tasks import deliver_notification, execute_batch, execute_run
 
 logger = logging.getLogger("designer.runs")
 
@@ -118,3 +118,8 @@ def enqueue_batch(batch_pk: int, *, run_after: datetime | None = None) -> None:
     owner = ForeachBatch.objects.filter(pk=batch_pk).values_list("run__team_id", "run__workflow_id").first()
     enqueue(execute_batch, batch_pk, run_after=run_after,
             record=lambda result_id: _own(execute_batch, result_id, owner))
+
+
+def enqueue_delivery(delivery_id: int, *, run_after: datetime | None = None) -> None:
+    """Enqueue one attempt at a notification (``designer.notifications``), with the caller's transaction."""
+    enqueue(deliver_notification, delivery_id, run_after=run_after)

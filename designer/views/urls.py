@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.urls import URLPattern, URLResolver, path
 
+from designer.notifications import views as notification_views
 from designer.secrets import views as secret_views
 from designer.views import run_executions, run_graph, run_history, runs, teams
 
@@ -41,6 +42,13 @@ urlpatterns += [
 urlpatterns += [
     path("runs/", runs.run_list, name="run-list"),
     path("teams/<int:team_id>/runs/", runs.team_runs, name="team-runs"),
+    path("teams/<int:team_id>/notifications/", notification_views.page, name="team-notifications"),
+    path("teams/<int:team_id>/notifications/save/", notification_views.save, name="team-notifications-save"),
+    path("teams/<int:team_id>/notifications/<int:rule_id>/test/", notification_views.send_test,
+         name="team-notifications-test"),
+    path("teams/<int:team_id>/notifications/<int:rule_id>/delete/", notification_views.delete,
+         name="team-notifications-delete"),
+    path("answer/<str:token>/", notification_views.answer, name="answer-link"),
     path("teams/<int:team_id>/secrets/", secret_views.page, name="team-secrets"),
     path("teams/<int:team_id>/secrets/new/", secret_views.create, name="team-secret-create"),
     path("teams/<int:team_id>/secrets/<str:name>/rotate/", secret_views.rotate, name="team-secret-rotate"),
