@@ -1,5 +1,6 @@
 """axe-core in Chromium on the pages a person reads most: the workflow list, the editor with a node's inspector
-open, the page of a finished nested run, the runs list and the compare page. Each must have no serious or
+open, the page of a finished nested run, the runs list, the team's notifications, the page a notification's
+answer link opens and the compare page. Each must have no serious or
 critical violation (names that say what a control does, contrast, labels, landmarks...).
 
 axe-core comes from npm (devDependency, ``node_modules/axe-core/axe.min.js``); it is evaluated through the
@@ -13,6 +14,7 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 from django.conf import settings
@@ -21,6 +23,7 @@ from playwright.sync_api import Page, expect
 
 from demo.data import load_demo
 from designer.models import Run, Workflow
+from designer.notifications import services as notification_services
 from designer.services import runs as run_services
 from designer.workflows import services as workflow_services
 from tests.browser.editor_page import EditorPage
@@ -115,8 +118,17 @@ def test_main_pages_have_no_serious_or_critical_axe_violations(
     orders = demo["customer-orders"]
     run = run_services.start_run(actor=owner, workflow=orders, version=run_services.DRAFT,
                                  input=orders.document["metadata"]["sample_input"])
+    approval = demo["spending-approval"]
+    asking = run_services.start_run(actor=owner, workflow=approval, version=run_services.DRAFT,
+                                    input=approval.document["metadata"]["sample_input"])
     run_worker()  # the real worker process runs the nested customers > orders loops to the end
     assert Run.objects.get(pk=run.pk).status == "completed"
+    asking.refresh_from_db()
+    assert asking.status == "interrupted"
+    notification_services.save_rule(actor=owner, team=orders.team, on_failure=True, on_interrupt=True,
+                                    on_completion=False, members=[owner.pk], webhook_url="https://example.com/h")
+    answer_path = urlsplit(notification_services.answer_link(
+        run=asking, interrupt_id=asking.interrupts[0]["id"], recipient=owner)).path
     workflow_services.publish_workflow(actor=owner, workflow=orders)
     orders.refresh_from_db()
     changed = json.loads(json.dumps(orders.document))
@@ -147,6 +159,16 @@ def test_main_pages_have_no_serious_or_critical_axe_violations(
     page.goto(f"{base}/runs/")
     expect(page.locator("h1").first).to_be_visible()
     refused["runs-list"] = refused_violations(page, "runs-list", artifacts_dir)
+
+    page.goto(f"{base}/teams/{orders.team_id}/notifications/")
+    expect(page.get_by_role("button", name="Send a test")).to_be_visible()
+    refused["notifications"] = refused_violations(page, "notifications", artifacts_dir)
+    page.screenshot(path=artifacts_dir / "axe-notifications.png", full_page=True)
+
+    page.goto(f"{base}{answer_path}")
+    expect(page.locator("form.interrupt")).to_be_visible()
+    refused["answer-link"] = refused_violations(page, "answer-link", artifacts_dir)
+    page.screenshot(path=artifacts_dir / "axe-answer-link.png", full_page=True)
 
     page.goto(f"{base}/workflows/{orders.pk}/versions/compare/?a=1&b=draft")
     expect(page.locator("[data-diff-canvas] [data-testid='diff-node']").first).to_be_visible()
