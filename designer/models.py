@@ -578,11 +578,14 @@ from designer.secrets.models import Secret, SecretUse  # noqa: E402
 # Webhooks and schedules that start runs without a person, likewise.
 from designer.triggers.models import Schedule, TriggerFire, Webhook, WebhookSignatureUse  # noqa: E402
 
+# The workers' heartbeat (designer/monitoring/), likewise.
+from designer.monitoring.models import WorkerHeartbeat  # noqa: E402
+
 __all__ = [
     "ApiToken", "FairShare", "ForeachBatch", "ForeachBatchItem", "Invitation", "LoginAttemptWindow", "Membership",
     "QueuedTask", "Run", "RunCheckpoint", "RunEvent", "RunStatePart", "RunValue", "Schedule", "Secret", "SecretUse",
     "Team", "TeamScopedQuerySet",
-    "TriggerFire", "Webhook", "WebhookSignatureUse",
+    "TriggerFire", "Webhook", "WebhookSignatureUse", "WorkerHeartbeat",
     "Workflow", "WorkflowGrant", "WorkflowVersion",
 ]
 
