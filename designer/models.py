@@ -572,14 +572,14 @@ class ForeachBatchItem(models.Model):
 # Invitations, API tokens and login counters live in their own module; re-exported here.
 from designer.access.models import ApiToken, Invitation, LoginAttemptWindow  # noqa: E402
 
+# The workers' heartbeat (designer/monitoring/), likewise.
+from designer.monitoring.models import WorkerHeartbeat  # noqa: E402
+
 # Teams' secrets and where runs used them, likewise.
 from designer.secrets.models import Secret, SecretUse  # noqa: E402
 
 # Webhooks and schedules that start runs without a person, likewise.
 from designer.triggers.models import Schedule, TriggerFire, Webhook, WebhookSignatureUse  # noqa: E402
-
-# The workers' heartbeat (designer/monitoring/), likewise.
-from designer.monitoring.models import WorkerHeartbeat  # noqa: E402
 
 __all__ = [
     "ApiToken", "FairShare", "ForeachBatch", "ForeachBatchItem", "Invitation", "LoginAttemptWindow", "Membership",

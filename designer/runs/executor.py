@@ -37,6 +37,7 @@ from django.utils import timezone
 from designer import catalog
 from designer.conf import trellis
 from designer.models import Run, RunCheckpoint
+from designer.monitoring import metrics
 from designer.resolvers import TeamVersionResolver
 from designer.runs import batches, budgets, steps, waiting
 from designer.runs import values as run_values
@@ -129,6 +130,7 @@ class Execution:
             max_retry_delay=waiting.max_retry_delay(),
             secrets=TeamSecrets(team_id=run.team_id, run_id=run.pk),
             budget=budgets.budget_for(run),
+            on_superstep=metrics.StepObserver(run.document).on_superstep,  # step durations, foreach items
             **steps.engine_options(),
         )
         self.engine = engine
@@ -243,16 +245,21 @@ def execute(run_id: int) -> str:
     if run.runtime_id is None:
         Run.objects.filter(pk=run.pk).update(runtime_id=Run.runtime_id_for(run.pk))
         run.runtime_id = Run.runtime_id_for(run.pk)
+    team = metrics.team_label(run.team_id)
+    metrics.EXECUTIONS_STARTED.labels(team).inc()
+    outcome = "failed"
     try:
         with Heartbeat(run.pk, owner):
             result = execution.drive()
-        return execution.finish(result)
+        outcome = execution.finish(result)
     except LeaseLost as exc:
         logger.warning("%s; another worker owns the run now", exc)
-        return "lease-lost"
+        outcome = "lease-lost"
     except Exception as exc:
         if not isinstance(exc, WorkflowError):
             logger.exception("run %s: unexpected error in the worker", run_id)
-        return execution.fail(exc)
+        outcome = execution.fail(exc)
     finally:
         budgets.record_use(run.pk, execution.engine)
+        metrics.EXECUTIONS_FINISHED.labels(team, outcome).inc()
+    return outcome
