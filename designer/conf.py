@@ -127,6 +127,20 @@ def port() -> Kind[int | None]:
     return Kind("a TCP port (0: none)", clean)
 
 
+def trace_exporter() -> Kind[str]:
+    """Where spans go: ``otlp``, ``console``, ``file:<path>`` (JSON lines), ``off``, or empty (the default)."""
+
+    def clean(value: object) -> str:
+        if not isinstance(value, str):
+            raise _Invalid(f"{value!r} is not text")
+        value = value.strip()
+        if value in ("", "off", "otlp", "console") or (value.startswith("file:") and len(value) > 5):
+            return value
+        raise _Invalid(f"{value!r} is none of otlp, console, file:<path>, off")
+
+    return Kind("otlp, console, file:<path>, off, or empty", clean)
+
+
 def _split(text: str) -> list[str]:
     return [item.strip() for item in text.split(",") if item.strip()]
 
@@ -383,6 +397,13 @@ class TrellisSettings:
         "port on 127.0.0.1 where each `run_worker` process serves its own Prometheus metrics (step durations, "
         "foreach items, runs started and finished); `0`: not served",
         shown_default="`0` (off)")
+    TRACES = Setting(
+        trace_exporter(), "",
+        "where OpenTelemetry spans go (a span per run execution, a child per step, the web request that started "
+        "the run as their parent): `otlp` (OTLP over HTTP, configured by the standard `OTEL_EXPORTER_OTLP_*` "
+        "variables), `console`, `file:<path>` (one JSON object a line), `off`; empty: `otlp` when "
+        "`OTEL_EXPORTER_OTLP_ENDPOINT` (or `..._TRACES_ENDPOINT`) is set, else off",
+        shown_default="empty (off unless `OTEL_EXPORTER_OTLP_ENDPOINT` is set)")
 
 trellis = TrellisSettings()
 

@@ -301,6 +301,9 @@ class Run(models.Model):
     # and the step-seconds its drives and batches used so far.
     budget_started_at = models.DateTimeField(null=True, blank=True)
     step_seconds_used = models.FloatField(default=0.0)
+    # The W3C traceparent of the span that first enqueued the run (designer/monitoring/tracing.py): the worker's
+    # run spans are its children, so the run's trace starts at the web request that started it.
+    traceparent = models.CharField(max_length=64, blank=True, default="")
 
     objects = TeamScopedQuerySet.as_manager()
 
@@ -371,6 +374,12 @@ class Run(models.Model):
     @property
     def is_finished(self) -> bool:
         return self.status in self.FINISHED
+
+    @property
+    def trace_id(self) -> str:
+        """The OpenTelemetry trace id of the run (from ``traceparent``), ``""`` when it has none."""
+        parts = self.traceparent.split("-")
+        return parts[1] if len(parts) == 4 and len(parts[1]) == 32 else ""
 
     @property
     def duration_ms(self) -> int | None:

@@ -7,6 +7,11 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
+        migrations.AddField(
+            model_name="run",
+            name="traceparent",
+            field=models.CharField(blank=True, default="", max_length=64),
+        ),
         migrations.CreateModel(
             name="WorkerHeartbeat",
             fields=[
