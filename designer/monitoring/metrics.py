@@ -138,6 +138,20 @@ class StepObserver:
         return self.tasks.get(node_id or "")
 
     def on_superstep(self, run_state: object, events: list[TraceEvent]) -> None:
+        self.steps(events)
+        for event in events:
+            if event.kind == "item_completed":
+                FOREACH_ITEMS.labels("done").inc()
+            elif event.kind == "item_failed":
+                FOREACH_ITEMS.labels("failed").inc()
+
+    def batch_items(self, *, done: int, failed: int, events: Iterable[TraceEvent]) -> None:
+        """A distributed foreach batch committed ``done`` and ``failed`` items whose steps left ``events``."""
+        FOREACH_ITEMS.labels("done").inc(done)
+        FOREACH_ITEMS.labels("failed").inc(failed)
+        self.steps(events)
+
+    def steps(self, events: Iterable[TraceEvent]) -> None:
         for event in events:
             kind = event.kind
             if kind == "node_completed" and event.duration is not None:
@@ -148,7 +162,3 @@ class StepObserver:
                 task = self.task_of(event.node_id)
                 if task is not None:
                     STEP_FAILURES.labels(task).inc()
-            elif kind == "item_completed":
-                FOREACH_ITEMS.labels("done").inc()
-            elif kind == "item_failed":
-                FOREACH_ITEMS.labels("failed").inc()

@@ -50,6 +50,7 @@ from django.utils import timezone
 from designer import catalog
 from designer.conf import trellis
 from designer.models import ForeachBatch, ForeachBatchItem, Run, RunStatePart
+from designer.monitoring import metrics
 from designer.resolvers import TeamVersionResolver
 from designer.runs import budgets, queue, steps, waiting
 from designer.runs.checkpointer import append_events, run_state_of
@@ -193,6 +194,7 @@ class Committer:
         self.buffer: list[ItemOutcome] = []
         self.last = time.monotonic()
         self.committed = 0
+        self.observer = metrics.StepObserver(batch.run.document)
 
     def add(self, ended: tuple[ItemOutcome, ...]) -> None:
         self.buffer.extend(ended)
@@ -217,6 +219,10 @@ class Committer:
                 Run.objects.filter(pk=batch.run_id).update(items_done=F("items_done") + len(rows) - failed,
                                                            failures=F("failures") + failed)
                 append_events(batch.run_id, [event for outcome in rows for event in outcome.events])
+        # The worker's metrics (designer/monitoring/metrics.py), once the items are committed.
+        failed = sum(1 for outcome in rows if outcome.error is not None)
+        self.observer.batch_items(done=len(rows) - failed, failed=failed,
+                                  events=(event for outcome in rows for event in outcome.events))
         self.committed += len(rows)
         self.buffer = []
         self.last = time.monotonic()

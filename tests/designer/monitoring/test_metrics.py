@@ -15,7 +15,7 @@ from django.utils import timezone
 from prometheus_client.parser import text_string_to_metric_families
 
 from designer.access import teams as team_services
-from designer.models import Run, WorkerHeartbeat
+from designer.models import ForeachBatch, Run, WorkerHeartbeat
 from designer.services import runs as run_services
 from designer.workflows import services as workflow_services
 from runtime import WorkflowBuilder
@@ -33,11 +33,11 @@ pytestmark = pytest.mark.django_db(transaction=True)
 TOKEN = "s3cret-scrape-token"
 
 
-def adding_document() -> dict[str, Any]:
-    """``math`` adds 1 to each of ``input.xs`` in a foreach; ``input.a + input.b`` before it."""
+def adding_document(*, batch_size: int | None = None) -> dict[str, Any]:
+    """``math`` adds 1 to each of ``input.xs`` in a foreach (distributed in batches of ``batch_size``)."""
     g = WorkflowBuilder("adding", "Adding", input_schema={"type": "object", "properties": {
         "xs": {"type": "array", "items": {"type": "integer"}}}, "required": ["xs"]})
-    each = g.foreach("each", "input.xs", results="sums")
+    each = g.foreach("each", "input.xs", results="sums", batch_size=batch_size)
     add = g.use("math", id="add", input=[{"target": "op", "value": "add"}, {"target": "a", "path": each.item},
                                          {"target": "b", "value": 1}])
     g.set_route(each, "loop", add)
@@ -141,3 +141,26 @@ def test_a_real_worker_serves_its_own_metrics_on_loopback(make_user: Any, worker
     assert found[("trellis_run_executions_started_total", (("team", team.slug),))] == 2
     assert found[("trellis_run_executions_finished_total", (("status", "completed"), ("team", team.slug)))] == 2
     assert found[("process_resident_memory_bytes", ())] > 0
+
+
+def test_a_distributed_foreach_counts_its_batches_items_and_steps_once(make_user: Any,
+                                                                       worker_env: dict[str, str]) -> None:
+    owner = make_user("vera")
+    team = team_services.create_team(actor=owner, name="Orders")
+    workflow = workflow_services.create_workflow(actor=owner, team=team, name="Adding",
+                                                 document=adding_document(batch_size=2))
+    run = run_services.start_run(actor=owner, workflow=workflow, input={"xs": [1, 2, 3, 4, 5]})
+    port = free_port()
+    worker = start_worker({**worker_environment(worker_env), "TRELLIS_WORKER_METRICS_PORT": str(port),
+                           "TRELLIS_FOREACH_DISTRIBUTE_ABOVE": "0"})
+    try:
+        wait_for(lambda: status_of(run.pk) in FINISHED, message="the run", worker=worker)
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=30) as answer:
+            found = samples(answer.read().decode())
+    finally:
+        stop_worker(worker)
+    assert status_of(run.pk) == "completed"
+    assert ForeachBatch.objects.filter(run_id=run.pk).count() == 3  # the items ran as distributed batches
+    assert Run.objects.get(pk=run.pk).items_done == 5
+    assert found[("trellis_foreach_items_total", (("outcome", "done"),))] == 5
+    assert found[("trellis_step_duration_seconds_count", (("task", "math"),))] == 5
