@@ -115,3 +115,10 @@ def test_an_unapplied_migration_makes_readyz_fail_and_the_verdict_is_kept_once_t
         assert ready(client)[0] == 200
     finally:
         recorder.create(app="designer", name="0028_ops")
+
+
+def test_probes_are_answered_over_plain_http_where_pages_redirect_to_https(client: Client, settings: Any) -> None:
+    settings.SECURE_SSL_REDIRECT = True  # the exemptions are designer/settings.py's own
+    assert client.get("/healthz").status_code == 200
+    assert client.get("/readyz").status_code in (200, 503)
+    assert client.get("/accounts/login/").status_code == 301
