@@ -74,6 +74,7 @@ def test_tracing_is_off_by_default(api: Any, make_user: Any, monkeypatch: pytest
                                                  document=doubling_document())
     started = start_run(api(owner), workflow, {"xs": [1]})
     assert Run.objects.get(pk=started["id"]).traceparent == ""
+    assert api(owner).get(reverse("api:run-detail", args=[started["id"]])).json()["trace_id"] is None
 
 
 def test_an_otlp_endpoint_turns_tracing_on_and_off_wins(settings: Any, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -129,6 +130,7 @@ def test_a_run_is_one_trace_from_the_web_request_through_the_real_worker(
     assert doubles[1]["status"] == "ERROR"
     assert doubles[1]["attributes"]["trellis.error.code"] == failed_code
 
+    assert api(owner).get(reverse("api:run-detail", args=[run.pk])).json()["trace_id"] == run.trace_id
     page = client
     page.force_login(owner)
     response = page.get(reverse("run-detail", args=[run.pk]))
