@@ -243,3 +243,20 @@ def finish(run_trace: RunTrace | None, status: str) -> None:
     run_trace.span.set_attribute("trellis.run.status", status)
     if status in ("failed", "lease-lost"):
         run_trace.span.set_status(Status(StatusCode.ERROR, status))
+
+
+@contextmanager
+def batch_span(run: Run, *, node_id: str, number: int) -> Iterator[RunTrace | None]:
+    """A span around one execution of a distributed foreach batch of ``run``, in the run's trace (a child of its
+    traceparent, beside the run's own executions); its items' steps are its children. None with tracing off."""
+    chosen = tracer()
+    if chosen is None:
+        yield None
+        return
+    parent = PROPAGATOR.extract({"traceparent": run.traceparent}) if run.traceparent else None
+    attributes = {"trellis.run.id": run.pk, "trellis.workflow.id": run.workflow_id, "trellis.node.id": node_id,
+                  "trellis.batch.number": number}
+    with chosen.start_as_current_span("foreach batch", context=parent, kind=SpanKind.CONSUMER,
+                                      attributes=attributes, record_exception=False,
+                                      set_status_on_exception=True) as span:
+        yield RunTrace(chosen, span, run.document)

@@ -34,11 +34,11 @@ STEP_ATTRIBUTES = {"trellis.node.id", "trellis.node.label", "trellis.task", "tre
                    "trellis.step.attempt", "trellis.step.route", "trellis.error.code"}
 
 
-def doubling_document() -> dict[str, Any]:
+def doubling_document(*, batch_size: int | None = None) -> dict[str, Any]:
     """Each of ``input.xs`` times two in a foreach (a string item fails its step); ``input.note`` is unused."""
     g = WorkflowBuilder("doubling", "Doubling", input_schema={"type": "object", "properties": {
         "xs": {"type": "array"}, "note": {"type": "string"}}, "required": ["xs"]})
-    each = g.foreach("each", "input.xs", results="doubled")
+    each = g.foreach("each", "input.xs", results="doubled", batch_size=batch_size)
     double = g.use("math", id="double", input=[{"target": "op", "value": "mul"}, {"target": "a", "path": each.item},
                                                {"target": "b", "value": 2}])
     g.set_route(each, "loop", double)
@@ -156,3 +156,32 @@ def test_a_run_started_without_a_request_span_takes_its_first_executions_trace(
     assert run.traceparent.startswith(f"00-{run_span['trace_id']}-{run_span['span_id']}-")
     assert run_span["attributes"]["trellis.run.status"] == "completed"
     assert run_span["status"] == "UNSET"
+
+
+def test_a_distributed_foreachs_batches_and_their_steps_join_the_runs_trace(
+        api: Any, make_user: Any, worker_env: dict[str, str], tmp_path: Path,
+        web_spans: InMemorySpanExporter) -> None:
+    owner = make_user("vera")
+    team = team_services.create_team(actor=owner, name="Orders")
+    workflow = workflow_services.create_workflow(actor=owner, team=team, name="Doubling",
+                                                 document=doubling_document(batch_size=2))
+    started = start_run(api(owner), workflow, {"xs": [1, 2, 3], "note": MARKER})
+    spans_file = tmp_path / "spans.jsonl"
+    run_batch({**worker_environment(worker_env), "TRELLIS_TRACES": f"file:{spans_file}",
+               "TRELLIS_FOREACH_DISTRIBUTE_ABOVE": "0"})
+    run = Run.objects.get(pk=started["id"])
+    assert run.status == "completed"
+    assert MARKER not in spans_file.read_text()
+    spans = spans_in(spans_file)
+    request_span_id = run.traceparent.split("-")[2]
+    assert {span["trace_id"] for span in spans} == {run.trace_id}
+    runs = [span for span in spans if span["name"] == "run"]
+    assert [span["attributes"]["trellis.run.status"] for span in runs] == ["waiting", "completed"]
+    batches = [span for span in spans if span["name"] == "foreach batch"]
+    assert sorted(span["attributes"]["trellis.batch.number"] for span in batches) == [0, 1]
+    assert all(span["parent_span_id"] == request_span_id for span in runs + batches)
+    items = {span["attributes"]["trellis.item.index"]: span for span in spans
+             if span["name"].startswith("step ") and span["attributes"]["trellis.node.id"] == "double"}
+    assert sorted(items) == [0, 1, 2]
+    batch_ids = {span["span_id"] for span in batches}
+    assert all(span["parent_span_id"] in batch_ids for span in items.values())
