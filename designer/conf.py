@@ -103,6 +103,44 @@ def optional[T](base: Kind[T]) -> Kind[T | None]:
     return Kind(f"{base.describe}, or empty", clean, base.from_text)
 
 
+def text() -> Kind[str]:
+    def clean(value: object) -> str:
+        if not isinstance(value, str):
+            raise _Invalid(f"{value!r} is not text")
+        return value.strip()
+
+    return Kind("text", clean)
+
+
+def port() -> Kind[int | None]:
+    """A TCP port, ``0`` (or empty) for none."""
+
+    def clean(value: object) -> int | None:
+        if value is None or (isinstance(value, str) and not value.strip()):
+            return None
+        number = int(_number(value, integer=True))
+        _at_least(0, number)
+        if number > 65535:
+            raise _Invalid(f"{number!r} is above 65535")
+        return number or None
+
+    return Kind("a TCP port (0: none)", clean)
+
+
+def trace_exporter() -> Kind[str]:
+    """Where spans go: ``otlp``, ``console``, ``file:<path>`` (JSON lines), ``off``, or empty (the default)."""
+
+    def clean(value: object) -> str:
+        if not isinstance(value, str):
+            raise _Invalid(f"{value!r} is not text")
+        value = value.strip()
+        if value in ("", "off", "otlp", "console") or (value.startswith("file:") and len(value) > 5):
+            return value
+        raise _Invalid(f"{value!r} is none of otlp, console, file:<path>, off")
+
+    return Kind("otlp, console, file:<path>, off, or empty", clean)
+
+
 def _split(text: str) -> list[str]:
     return [item.strip() for item in text.split(",") if item.strip()]
 
@@ -356,6 +394,28 @@ class TrellisSettings:
         "how late a schedule's tick may fire and still count as on time; a later one is missed (its "
         "missed-tick policy decides)")
 
+    # --- the operator's toolbox (designer/monitoring/) ---
+    WORKER_SEEN_SECONDS = Setting(
+        limit(seconds()), 60,
+        "`/readyz` answers 503 unless a worker (`manage.py run_worker`) renewed its heartbeat within this many "
+        "seconds (workers beat every third of it, at most every 10 s); `0`: `/readyz` does not ask for a worker")
+    METRICS_TOKEN = Setting(
+        text(), "",
+        "bearer token Prometheus must send to scrape `/metrics` on the web process (`Authorization: Bearer ...`); "
+        "empty: `/metrics` is off (404), since its figures name every team",
+        shown_default="empty (off)")
+    WORKER_METRICS_PORT = Setting(
+        port(), 0,
+        "port on 127.0.0.1 where each `run_worker` process serves its own Prometheus metrics (step durations, "
+        "foreach items, runs started and finished); `0`: not served",
+        shown_default="`0` (off)")
+    TRACES = Setting(
+        trace_exporter(), "",
+        "where OpenTelemetry spans go (a span per run execution, a child per step, the web request that started "
+        "the run as their parent): `otlp` (OTLP over HTTP, configured by the standard `OTEL_EXPORTER_OTLP_*` "
+        "variables), `console`, `file:<path>` (one JSON object a line), `off`; empty: `otlp` when "
+        "`OTEL_EXPORTER_OTLP_ENDPOINT` (or `..._TRACES_ENDPOINT`) is set, else off",
+        shown_default="empty (off unless `OTEL_EXPORTER_OTLP_ENDPOINT` is set)")
 
 trellis = TrellisSettings()
 

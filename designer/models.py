@@ -301,6 +301,9 @@ class Run(models.Model):
     # and the step-seconds its drives and batches used so far.
     budget_started_at = models.DateTimeField(null=True, blank=True)
     step_seconds_used = models.FloatField(default=0.0)
+    # The W3C traceparent of the span that first enqueued the run (designer/monitoring/tracing.py): the worker's
+    # run spans are its children, so the run's trace starts at the web request that started it.
+    traceparent = models.CharField(max_length=64, blank=True, default="")
 
     objects = TeamScopedQuerySet.as_manager()
 
@@ -371,6 +374,12 @@ class Run(models.Model):
     @property
     def is_finished(self) -> bool:
         return self.status in self.FINISHED
+
+    @property
+    def trace_id(self) -> str:
+        """The OpenTelemetry trace id of the run (from ``traceparent``), ``""`` when it has none."""
+        parts = self.traceparent.split("-")
+        return parts[1] if len(parts) == 4 and len(parts[1]) == 32 else ""
 
     @property
     def duration_ms(self) -> int | None:
@@ -572,6 +581,9 @@ class ForeachBatchItem(models.Model):
 # Invitations, API tokens and login counters live in their own module; re-exported here.
 from designer.access.models import ApiToken, Invitation, LoginAttemptWindow  # noqa: E402
 
+# The workers' heartbeat (designer/monitoring/), likewise.
+from designer.monitoring.models import WorkerHeartbeat  # noqa: E402
+
 # Teams' secrets and where runs used them, likewise.
 from designer.notifications.models import AnswerLink, Delivery, NotificationRule  # noqa: E402
 from designer.secrets.models import Secret, SecretUse  # noqa: E402
@@ -584,7 +596,7 @@ __all__ = [
     "ApiToken", "FairShare", "ForeachBatch", "ForeachBatchItem", "Invitation", "LoginAttemptWindow", "Membership",
     "QueuedTask", "Run", "RunCheckpoint", "RunEvent", "RunStatePart", "RunValue", "Schedule", "Secret", "SecretUse",
     "Team", "TeamScopedQuerySet",
-    "TriggerFire", "Webhook", "WebhookSignatureUse",
+    "TriggerFire", "Webhook", "WebhookSignatureUse", "WorkerHeartbeat",
     "Workflow", "WorkflowGrant", "WorkflowVersion",
 ]
 

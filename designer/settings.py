@@ -101,6 +101,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "designer.monitoring.tracing.TracingMiddleware",  # a span per request when tracing is on
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -339,6 +340,8 @@ SECURE_CSP = {
 }
 
 # --- Security (production) --------------------------------------------------
+# An orchestrator's probes speak plain HTTP to the process: answered, not redirected to https.
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$"]
 if not DEBUG:
     SESSION_COOKIE_SECURE = _env_bool("DJANGO_SECURE_COOKIES", True)
     CSRF_COOKIE_SECURE = _env_bool("DJANGO_SECURE_COOKIES", True)

@@ -11,6 +11,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from designer.access.login_throttle import ThrottledAdminAuthenticationForm, ThrottledLoginView
 from designer.api.browsable import code_style
+from designer.monitoring import health, metrics
 from designer.views.home import home
 
 
@@ -31,6 +32,11 @@ handler500 = "designer.error_pages.server_error"
 urlpatterns: list[URLPattern | URLResolver] = [
     path("", home, name="home"),
     path("favicon.ico", favicon, name="favicon"),
+    # For load balancers and orchestrators: unauthenticated, cheap, JSON (designer/monitoring/health.py).
+    path("healthz", health.healthz, name="healthz"),
+    path("readyz", health.readyz, name="readyz"),
+    # For Prometheus, with the TRELLIS_METRICS_TOKEN bearer token; 404 without one (designer/monitoring/metrics.py).
+    path("metrics", metrics.metrics, name="metrics"),
     path(
         "accounts/login/",
         ThrottledLoginView.as_view(redirect_authenticated_user=True),

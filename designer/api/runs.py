@@ -113,6 +113,7 @@ def run_detail(run: Run) -> dict[str, Any]:
             "last_seq": last_stored_seq(run.pk),
             "progress": checkpoints.progress(checkpoint),
             "frames": checkpoints.frames(checkpoint),
+            "trace_id": run.trace_id or None,
         }
     )
     return detail
@@ -178,6 +179,8 @@ class RunDetailSerializer(RunSummarySerializer):
     last_seq = serializers.IntegerField(allow_null=True)
     progress = serializers.ListField(child=serializers.DictField())
     frames = serializers.ListField(child=serializers.DictField())
+    trace_id = serializers.CharField(allow_null=True, help_text="the run's OpenTelemetry trace id (32 hex "
+                                     "digits) when tracing is on; null otherwise")
 
 
 class RunPageSerializer(serializers.Serializer):

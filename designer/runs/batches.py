@@ -50,6 +50,7 @@ from django.utils import timezone
 from designer import catalog
 from designer.conf import trellis
 from designer.models import ForeachBatch, ForeachBatchItem, Run, RunStatePart
+from designer.monitoring import metrics, tracing
 from designer.resolvers import TeamVersionResolver
 from designer.runs import budgets, queue, steps, waiting
 from designer.runs.checkpointer import append_events, run_state_of
@@ -193,6 +194,8 @@ class Committer:
         self.buffer: list[ItemOutcome] = []
         self.last = time.monotonic()
         self.committed = 0
+        self.observer = metrics.StepObserver(batch.run.document)
+        self.trace: tracing.RunTrace | None = None
 
     def add(self, ended: tuple[ItemOutcome, ...]) -> None:
         self.buffer.extend(ended)
@@ -217,6 +220,12 @@ class Committer:
                 Run.objects.filter(pk=batch.run_id).update(items_done=F("items_done") + len(rows) - failed,
                                                            failures=F("failures") + failed)
                 append_events(batch.run_id, [event for outcome in rows for event in outcome.events])
+        # The worker's metrics (designer/monitoring/metrics.py), once the items are committed.
+        failed = sum(1 for outcome in rows if outcome.error is not None)
+        self.observer.batch_items(done=len(rows) - failed, failed=failed,
+                                  events=(event for outcome in rows for event in outcome.events))
+        if self.trace is not None:  # the items' step spans (designer/monitoring/tracing.py)
+            self.trace.on_superstep(None, [event for outcome in rows for event in outcome.events])
         self.committed += len(rows)
         self.buffer = []
         self.last = time.monotonic()
@@ -330,7 +339,8 @@ def execute_batch(batch_id: int) -> str:
         committed = set(ForeachBatchItem.objects.filter(batch=batch).values_list("index", flat=True))
         left = [index for index in range(batch.start, batch.stop) if index not in committed]
         committer = Committer(batch, owner)
-        with Heartbeat(batch.pk, owner, renewer=renew):
+        with tracing.batch_span(run, node_id=batch.node_id, number=batch.number) as committer.trace, \
+                Heartbeat(batch.pk, owner, renewer=renew):
             if left:
                 engine = Engine(
                     registry=catalog.registry(),

@@ -28,7 +28,7 @@ processes (``designer.runs.steps``), which enforces the step limits.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from django.db import transaction
@@ -37,6 +37,7 @@ from django.utils import timezone
 from designer import catalog
 from designer.conf import trellis
 from designer.models import Run, RunCheckpoint
+from designer.monitoring import metrics, tracing
 from designer.notifications import services as notifications
 from designer.resolvers import TeamVersionResolver
 from designer.runs import batches, budgets, steps, waiting
@@ -53,6 +54,7 @@ from runtime import (
     RedriveError,
     RunResult,
     RunState,
+    TraceEvent,
     WorkflowError,
     distributed_foreach,
     run_summary,
@@ -90,6 +92,13 @@ class Execution:
         self.checkpointer.cancel_requested = run.cancel_requested
         #: The engine of the drive, once it started (its budget meter holds the step-seconds it used).
         self.engine: Engine | None = None
+        #: The engine's ``on_superstep`` hooks: the worker's metrics, the execution's trace when tracing is on.
+        self.observers: list[Callable[[RunState, list[TraceEvent]], object]] = [
+            metrics.StepObserver(run.document).on_superstep]
+
+    def _on_superstep(self, run_state: RunState, events: list[TraceEvent]) -> None:
+        for observer in self.observers:
+            observer(run_state, events)
 
     def _extra_fields(self, run_state: RunState) -> dict[str, Any]:
         if self.fork is not None:
@@ -130,6 +139,7 @@ class Execution:
             max_retry_delay=waiting.max_retry_delay(),
             secrets=TeamSecrets(team_id=run.team_id, run_id=run.pk),
             budget=budgets.budget_for(run),
+            on_superstep=self._on_superstep,  # step durations, foreach items, step spans
             **steps.engine_options(),
         )
         self.engine = engine
@@ -240,23 +250,34 @@ def execute(run_id: int) -> str:
     # recovered forever.
     if run.attempts > trellis.RUN_MAX_ATTEMPTS:
         logger.error("run %s: giving up after %d attempts", run_id, run.attempts - 1)
-        release(run.pk, owner, status="failed", finished_at=timezone.now(),
-                error={"code": "run.attempts_exhausted",
-                       "message": f"{run.attempts - 1} workers stopped while executing this run; giving up"})
+        with transaction.atomic():
+            if release(run.pk, owner, status="failed", finished_at=timezone.now(),
+                       error={"code": "run.attempts_exhausted",
+                              "message": f"{run.attempts - 1} workers stopped while executing this run; giving up"}):
+                notifications.run_reached(run_id=run.pk, status="failed")
         return "failed"
     if run.runtime_id is None:
         Run.objects.filter(pk=run.pk).update(runtime_id=Run.runtime_id_for(run.pk))
         run.runtime_id = Run.runtime_id_for(run.pk)
-    try:
-        with Heartbeat(run.pk, owner):
-            result = execution.drive()
-        return execution.finish(result)
-    except LeaseLost as exc:
-        logger.warning("%s; another worker owns the run now", exc)
-        return "lease-lost"
-    except Exception as exc:
-        if not isinstance(exc, WorkflowError):
-            logger.exception("run %s: unexpected error in the worker", run_id)
-        return execution.fail(exc)
-    finally:
-        budgets.record_use(run.pk, execution.engine)
+    team = metrics.team_label(run.team_id)
+    metrics.EXECUTIONS_STARTED.labels(team).inc()
+    outcome = "failed"
+    with tracing.run_span(run, team=team) as run_trace:
+        if run_trace is not None:
+            execution.observers.append(run_trace.on_superstep)
+        try:
+            with Heartbeat(run.pk, owner):
+                result = execution.drive()
+            outcome = execution.finish(result)
+        except LeaseLost as exc:
+            logger.warning("%s; another worker owns the run now", exc)
+            outcome = "lease-lost"
+        except Exception as exc:
+            if not isinstance(exc, WorkflowError):
+                logger.exception("run %s: unexpected error in the worker", run_id)
+            outcome = execution.fail(exc)
+        finally:
+            budgets.record_use(run.pk, execution.engine)
+            metrics.EXECUTIONS_FINISHED.labels(team, outcome).inc()
+            tracing.finish(run_trace, outcome)
+    return outcome

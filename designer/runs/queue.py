@@ -23,6 +23,7 @@ from django.tasks import TaskResultStatus
 from django.tasks.exceptions import TaskResultDoesNotExist, TaskResultMismatch
 
 from designer.models import ForeachBatch, Run
+from designer.monitoring import tracing
 from designer.runs import fairness, task_backend, wakeup
 from designer.runs.lease import expiry_in, lease_seconds
 from designer.tasks import deliver_notification, execute_batch, execute_run
@@ -79,6 +80,9 @@ def enqueue_run(run_id: int, *, run_after: datetime | None = None) -> None:
 
     deadline = expiry_in(lease_seconds()) if run_after is None else run_after + timedelta(seconds=lease_seconds())
     Run.objects.filter(pk=run_id).update(lease_owner="", lease_expires_at=deadline)
+    traceparent = tracing.current_traceparent()
+    if traceparent:  # the span that first enqueued the run is its trace's root (designer/monitoring/tracing.py)
+        Run.objects.filter(pk=run_id, traceparent="").update(traceparent=traceparent)
     if run_after is None or not _already_queued_for(run_id, run_after):
         owner = Run.objects.filter(pk=run_id).values_list("team_id", "workflow_id").first()
 

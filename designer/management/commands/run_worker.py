@@ -19,6 +19,7 @@ from django.utils.autoreload import DJANGO_AUTORELOAD_ENV, run_with_reloader
 from django_tasks_db.management.commands.db_worker import Command as DbWorkerCommand
 
 from designer.conf import trellis
+from designer.monitoring import worker as monitoring
 from designer.runs import steps, sweep
 from designer.runs.fair_worker import FairWorker
 from designer.runs.recovery import requeue_stale_runs
@@ -65,10 +66,12 @@ class Command(DbWorkerCommand):
         if not reload:
             self._start_up(slots)
             worker.configure_signals()
-            worker.run()
+            with monitoring.watched(worker.worker_id):  # heartbeat row, metrics port (designer/monitoring/)
+                worker.run()
         elif os.environ.get(DJANGO_AUTORELOAD_ENV) == "true":
             self._start_up(slots)
             worker.configure_signals()
-            run_with_reloader(worker.run)
+            with monitoring.watched(worker.worker_id):
+                run_with_reloader(worker.run)
         else:
             run_with_reloader(worker.run)
