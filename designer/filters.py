@@ -17,7 +17,7 @@ from django.db.models import Q, QuerySet
 from drf_spectacular.utils import OpenApiParameter
 
 from designer.errors import BadRequest
-from designer.models import Run, Team, Workflow, WorkflowGrant
+from designer.models import Run, RunValue, Team, Workflow, WorkflowGrant
 from designer.runs import values as run_values
 from designer.untrusted import MAX_ID, parse_id
 
@@ -193,7 +193,7 @@ class ValueFilter(_Documented):
 
     def filter(self, qs: QuerySet[Any], value: list[run_values.ValueQuery] | None) -> QuerySet[Any]:
         for query in value or ():
-            qs = run_values.matching(qs, query)
+            qs = qs.filter(pk__in=RunValue.objects.run_ids_matching(query))
         return qs
 
 

@@ -1,7 +1,9 @@
-"""Who may come in and how: team invitations, personal API tokens and the login-attempt counters.
+"""Who may come in and how: teams and their members, workflow grants, team invitations, personal API tokens
+and the login-attempt counters.
 
-Kept apart from ``designer.models`` (the workflow data) so the two change independently;
-``designer.models`` re-exports these, so ``from designer.models import Invitation`` works.
+Teams, their members and the workflows shared with them are here too: every other domain's rows hang off a
+team, so this module imports no other domain. ``designer.models`` re-exports these, so
+``from designer.models import Team`` works.
 """
 
 from __future__ import annotations
@@ -12,9 +14,133 @@ from typing import Any, ClassVar
 
 from django.conf import settings
 from django.db import models
+from django.db.models import OuterRef, Subquery
 from django.utils import timezone
 
-from designer.models import Team, TeamScopedQuerySet
+
+class TeamScopedQuerySet(models.QuerySet):
+    """Scopes rows to the teams a user belongs to.
+
+    ``team_lookup`` on the model names the path from the row to its ``Team``
+    ("" for ``Team`` itself). Filtering through a team-id subquery instead of a
+    join keeps rows unique without ``distinct()``.
+    """
+
+    def for_user(self, user: Any) -> TeamScopedQuerySet:
+        if user is None or not getattr(user, "is_authenticated", False):
+            return self.none()
+        team_ids = Membership.objects.filter(user=user)
+        # An API token limited to one team (designer.api.auth) sees nothing of the user's other teams.
+        token = getattr(user, "trellis_api_token", None)
+        if token is not None and token.team_id is not None:
+            team_ids = team_ids.filter(team_id=token.team_id)
+        team_ids = team_ids.values("team_id")
+        lookup = self.model.team_lookup
+        field = f"{lookup}__in" if lookup == "pk" else f"{lookup}_id__in"
+        visible = models.Q(**{field: team_ids})
+        # Rows that hang off a workflow are also visible through a grant of that workflow to one of the teams.
+        workflow_lookup = getattr(self.model, "workflow_lookup", None)
+        if workflow_lookup is not None:
+            granted = WorkflowGrant.objects.filter(team_id__in=team_ids).values("workflow_id")
+            wf_field = f"{workflow_lookup}__in" if workflow_lookup == "pk" else f"{workflow_lookup}_id__in"
+            visible |= models.Q(**{wf_field: granted})
+        return self.filter(visible)
+
+
+class TeamQuerySet(TeamScopedQuerySet):
+    def with_role(self, user: Any) -> TeamQuerySet:
+        """Annotate ``role``: the caller's role in each team."""
+        role = Membership.objects.filter(team=OuterRef("pk"), user=user).values("role")[:1]
+        return self.annotate(role=Subquery(role))
+
+
+class Team(models.Model):
+    team_lookup: ClassVar[str] = "pk"
+
+    name = models.CharField(max_length=120)
+    slug = models.SlugField(max_length=140, unique=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    # Retention (designer/runs/retention.py): empty follows the server's TRELLIS_RETENTION_DAYS / _RUNS.
+    retention_days = models.PositiveIntegerField(
+        null=True, blank=True, help_text="delete finished runs older than this many days (0: keep however old); "
+                                         "empty: the server's default")
+    retention_runs = models.PositiveIntegerField(
+        null=True, blank=True, help_text="keep at most this many finished runs, the newest (0: no count limit); "
+                                         "empty: the server's default")
+    # Fair queues (designer/runs/fairness.py): empty limits follow TRELLIS_TEAM_MAX_RUNNING / _WORKFLOW_MAX_RUNNING.
+    queue_weight = models.PositiveSmallIntegerField(
+        default=1, help_text="this team's share of the workers against other teams with work queued (2: twice "
+                             "as many tasks picked as a team of weight 1)")
+    max_running = models.PositiveIntegerField(
+        null=True, blank=True, help_text="tasks this team may have running at once across all workers (0: no "
+                                         "limit); empty: the server's default")
+    workflow_max_running = models.PositiveIntegerField(
+        null=True, blank=True, help_text="tasks one workflow of this team may have running at once (0: no limit); "
+                                         "empty: the server's default")
+
+    objects = TeamQuerySet.as_manager()
+
+    class Meta:
+        ordering = ("name", "pk")
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Membership(models.Model):
+    class Role(models.TextChoices):
+        OWNER = "owner", "Owner"
+        EDITOR = "editor", "Editor"
+        VIEWER = "viewer", "Viewer"
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="memberships")
+    role = models.CharField(max_length=10, choices=Role.choices, default=Role.VIEWER)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ("team_id", "user_id")
+        constraints = [
+            models.UniqueConstraint(fields=("user", "team"), name="membership_unique_user_team"),
+            models.CheckConstraint(
+                condition=models.Q(role__in=("owner", "editor", "viewer")), name="membership_role_valid"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user} in {self.team} ({self.role})"
+
+
+class WorkflowGrant(models.Model):
+    """An owner's grant of one workflow to another team: ``viewer`` reads it and sees its runs, ``runner`` also
+    starts runs (and may use it as a subgraph), ``editor`` also edits and publishes it. The workflow and its
+    runs stay with the owning team; revoking the grant ends the access at once."""
+
+    class Role(models.TextChoices):
+        VIEWER = "viewer", "Viewer"
+        RUNNER = "runner", "Runner"
+        EDITOR = "editor", "Editor"
+
+    workflow = models.ForeignKey("designer.Workflow", on_delete=models.CASCADE, related_name="grants")
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="workflow_grants",
+                             help_text="the team the workflow is shared with")
+    role = models.CharField(max_length=10, choices=Role.choices, default=Role.VIEWER)
+    granted_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ("workflow_id", "team_id")
+        constraints = [
+            models.UniqueConstraint(fields=("workflow", "team"), name="workflowgrant_unique_workflow_team"),
+            models.CheckConstraint(condition=models.Q(role__in=("viewer", "runner", "editor")),
+                                   name="workflowgrant_role_valid"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.workflow} shared with {self.team} ({self.role})"
+
 
 
 def new_secret() -> str:

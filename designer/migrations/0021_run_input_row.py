@@ -1,4 +1,4 @@
-"""A run's input moves from its row to ``RunInput`` (designer/models.py, ``Run.input``): every checkpoint updates the
+"""A run's input moves from its row to ``RunInput`` (designer/runs/models.py, ``Run.input``): every checkpoint updates the
 run's row, and SQLite rewrites the whole row, a 100,000-item input included, at each update."""
 
 from typing import Any

@@ -36,12 +36,11 @@ from django.utils import timezone
 
 from designer import catalog
 from designer.conf import trellis
-from designer.models import Run, RunCheckpoint
+from designer.models import Run, RunCheckpoint, RunValue
 from designer.monitoring import metrics, tracing
 from designer.notifications import services as notifications
 from designer.resolvers import TeamVersionResolver
 from designer.runs import batches, budgets, steps, waiting
-from designer.runs import values as run_values
 from designer.runs.checkpointer import OrmCheckpointer, checkpoint_state_of, run_state_of
 from designer.runs.lease import Heartbeat, LeaseLost, claim, new_owner_id, release
 from designer.runs.pinning import PinnedResolver
@@ -221,7 +220,7 @@ class Execution:
             if not release(self.run.pk, self.owner, **fields):
                 raise LeaseLost(f"run {self.run.pk}: lease lost before the outcome was stored")
             if result.output is not None:
-                run_values.record(run_id=self.run.pk, side="output", value=result.output)
+                RunValue.objects.record(run_id=self.run.pk, side="output", value=result.output)
             notifications.run_reached(run_id=self.run.pk, status=status)
         return status
 

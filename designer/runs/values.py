@@ -13,10 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from django.db.models import QuerySet
-
 from designer.errors import BadRequest
-from designer.runs.models import RunValue
 
 #: At most this many scalars of a side are kept per run (the first ones, depth first): enough for the ids and
 #: names people search by, while a 100,000-item input costs a bounded number of rows.
@@ -38,6 +35,10 @@ class ValueQuery:
 
     def __str__(self) -> str:
         return f"{self.side}.{self.path} = {self.text}"
+
+    def stored(self) -> tuple[str, str]:
+        """The path and text as ``RunValue`` rows keep them."""
+        return _storable(self.path), _storable(self.text)
 
 
 def _storable(text: str) -> str:
@@ -73,13 +74,6 @@ def pairs_of(value: Any) -> list[tuple[str, str]]:
     return list(pairs)
 
 
-def record(*, run_id: int, side: str, value: Any) -> None:
-    """Replace what is kept of one side of a run (its input when stored, its output when the run ends)."""
-    RunValue.objects.filter(run_id=run_id, side=side).delete()
-    RunValue.objects.bulk_create(RunValue(run_id=run_id, side=side, path=path, text=text)
-                                 for path, text in pairs_of(value))
-
-
 def parse_query(text: str, *, field: str = "value") -> ValueQuery:
     """``input.customers[*].id = C-200``; a query that cannot mean anything is a ``BadRequest`` saying why."""
     found = _QUERY.match(text or "")
@@ -98,9 +92,3 @@ def parse_query(text: str, *, field: str = "value") -> ValueQuery:
         if isinstance(quoted, str):
             value = quoted  # "42" in quotes: the string, as JSON writes it
     return ValueQuery(side=side, path=path, text=value)
-
-
-def matching(queryset: QuerySet[Any], query: ValueQuery) -> QuerySet[Any]:
-    runs = RunValue.objects.filter(side=query.side, path=_storable(query.path),
-                                   text=_storable(query.text)).values("run_id")
-    return queryset.filter(pk__in=runs)

@@ -12,8 +12,10 @@ from typing import ClassVar
 from django.conf import settings
 from django.db import models
 
+from designer.access.models import TeamScopedQuerySet
 from designer.fields import ExactJSONField
-from designer.models import Run, TeamScopedQuerySet, Workflow, WorkflowVersion
+from designer.runs.models import Run
+from designer.workflows.models import Workflow, WorkflowVersion
 
 
 class Webhook(models.Model):

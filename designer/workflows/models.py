@@ -1,0 +1,83 @@
+"""The workflows domain's rows: a workflow's editable draft and its published, immutable versions."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from django.conf import settings
+from django.db import models
+
+from designer.access.models import Team, TeamScopedQuerySet
+from designer.fields import ExactJSONField
+
+
+def empty_document() -> dict[str, Any]:
+    """A workflow row's document before any save: nothing (the services always store a whole document)."""
+    return {}
+
+
+class Workflow(models.Model):
+    """The editable draft. ``revision`` guards concurrent edits of ``document``."""
+
+    team_lookup: ClassVar[str] = "team"
+    workflow_lookup: ClassVar[str] = "pk"
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="workflows")
+    slug = models.SlugField(max_length=140)
+    name = models.CharField(max_length=200)
+    description = models.TextField(blank=True, default="")
+    document = ExactJSONField(default=empty_document)
+    revision = models.PositiveIntegerField(default=1)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    objects = TeamScopedQuerySet.as_manager()
+
+    class Meta:
+        ordering = ("team_id", "name", "pk")
+        constraints = [
+            models.UniqueConstraint(fields=("team", "slug"), name="workflow_unique_team_slug"),
+        ]
+        indexes = [models.Index(fields=("team", "updated_at"), name="workflow_team_updated")]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class WorkflowVersion(models.Model):
+    """A published, immutable copy of a workflow's document.
+
+    Subgraph nodes and runs refer to versions, so nothing ever updates a row
+    once written; ``save`` refuses to, to make a mistake loud.
+    """
+
+    team_lookup: ClassVar[str] = "workflow__team"
+    workflow_lookup: ClassVar[str] = "workflow"
+
+    workflow = models.ForeignKey(Workflow, on_delete=models.CASCADE, related_name="versions")
+    number = models.PositiveIntegerField()
+    document = ExactJSONField()
+    published_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    published_at = models.DateTimeField(auto_now_add=True)
+    note = models.TextField(blank=True, default="", help_text="what changed, in the publisher's words")
+
+    objects = TeamScopedQuerySet.as_manager()
+
+    class Meta:
+        ordering = ("workflow_id", "-number")
+        constraints = [
+            models.UniqueConstraint(fields=("workflow", "number"), name="version_unique_workflow_number"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.workflow} v{self.number}"
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        if self.pk is not None and not self._state.adding:
+            raise ValueError("a published WorkflowVersion is immutable")
+        super().save(*args, **kwargs)
