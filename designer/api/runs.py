@@ -26,10 +26,9 @@ from designer.api.schema import JSONObjectField, RequestSerializer, StrictCharFi
 from designer.api.serializers import HAS_TEXT
 from designer.errors import BadRequest, ObjectNotFound
 from designer.filters import RunFilter, apply_filters, openapi_parameters
-from designer.models import Run, RunEvent, RunInput
+from designer.models import Run, RunInput
 from designer.runs import checkpoints
 from designer.runs.checkpointer import last_stored_seq
-from designer.selectors.run_history import lineage_of
 from designer.selectors.runs import events_after, get_run, runs_for
 from designer.services import runs as run_services
 from designer.untrusted import MAX_ID
@@ -39,34 +38,56 @@ PAGE_SIZE = 50
 MAX_PAGE_SIZE = 200
 
 
-# --- rendering ----------------------------------------------------------------
+# --- response shapes: each answer is its serializer's rendering of the run --------------------------
 
 
-def _iso(value: Any) -> str | None:
-    return value.isoformat() if value is not None else None
+class IsoDateTimeField(serializers.DateTimeField):
+    """A moment as the database gave it (ISO 8601 with its offset, ``+00:00``): not DRF's rewrite to ``Z`` in
+    the server's time zone, so the API's timestamps read the same as before the serializers built them."""
+
+    def to_representation(self, value: Any) -> str | None:
+        return value.isoformat() if value is not None else None
 
 
-def run_summary(run: Run, damage: str = "") -> dict[str, Any]:
-    """The list shape: everything about a run except its payloads and state; ``damage`` says why its
-    checkpoint cannot be read (null when it can)."""
-    return {
-        "id": run.pk,
-        "workflow": run.workflow_id,
-        "workflow_name": run.workflow.name,
-        "workflow_slug": run.workflow.slug,
-        "team": run.team_id,
-        "version": run.workflow_version.number if run.workflow_version_id else None,
-        "status": run.status,
-        "cancel_requested": run.cancel_requested,
-        "created_by": run.created_by.get_username() if run.created_by_id else None,
-        "created_at": _iso(run.created_at),
-        "started_at": _iso(run.started_at),
-        "finished_at": _iso(run.finished_at),
-        "wake_at": _iso(run.wake_at) if run.status == Run.Status.WAITING else None,
-        "duration_ms": run.duration_ms,
-        "error_code": (run.error or {}).get("code") if isinstance(run.error, dict) else None,
-        "damage": damage or None,
-    }
+@extend_schema_field({"type": "string", "format": "date-time", "nullable": True})
+class WakeAtField(IsoDateTimeField):
+    def get_attribute(self, instance: Run) -> Any:
+        return instance.wake_at if instance.status == Run.Status.WAITING else None
+
+
+@extend_schema_field({"type": "string", "nullable": True})
+class ErrorCodeField(serializers.CharField):
+    def get_attribute(self, instance: Run) -> Any:
+        return instance.error.get("code") if isinstance(instance.error, dict) else None
+
+
+# The docstrings of response serializers are the schema's descriptions: written for the API's users.
+class RunSummarySerializer(serializers.Serializer):
+    """A run as lists show it: everything about it except its payloads and state."""
+
+    id = serializers.IntegerField(source="pk")
+    workflow = serializers.IntegerField(source="workflow_id")
+    workflow_name = serializers.CharField(source="workflow.name")
+    workflow_slug = serializers.CharField(source="workflow.slug")
+    team = serializers.IntegerField(source="team_id")
+    version = serializers.IntegerField(source="workflow_version.number", allow_null=True,
+                                       help_text="null: the run used the draft")
+    status = serializers.ChoiceField(choices=Run.Status.choices)
+    cancel_requested = serializers.BooleanField()
+    created_by = serializers.CharField(source="created_by.get_username", allow_null=True)
+    created_at = IsoDateTimeField()
+    started_at = IsoDateTimeField(allow_null=True)
+    finished_at = IsoDateTimeField(allow_null=True)
+    wake_at = WakeAtField(
+        source="*", allow_null=True, help_text="a waiting run's next attempt (a retry's backoff or a wait step ends "
+                                               "then); null unless the status is waiting")
+    duration_ms = serializers.IntegerField(allow_null=True)
+    error_code = ErrorCodeField(source="*", allow_null=True)
+    damage = serializers.SerializerMethodField(help_text="why the run's checkpoint cannot be read; null if it can")
+
+    @extend_schema_field({"type": "string", "nullable": True})
+    def get_damage(self, run: Run) -> str | None:
+        return self.context.get("damage") or None
 
 
 def _stored_input(run: Run) -> dict[str, Any] | None:
@@ -92,95 +113,102 @@ def _stored_pins(run: Run) -> dict[str, int] | None:
     return value if fits else None
 
 
-def run_detail(run: Run) -> dict[str, Any]:
-    """Everything about a run; ``CorruptRunStateError`` when its checkpoint is damaged. A stored field that no
-    longer has its type (a run row edited by hand, a bad migration) is null, as the schema says, never reshaped."""
-    checkpoint = checkpoints.checkpoint_of(run)
-    detail = run_summary(run)
-    detail.update(
-        {
-            "input": _stored_input(run),
-            "output": run.output,
-            "error": run.error,
-            "state": checkpoints.root_state(checkpoint),
-            "run_state": checkpoint.data if checkpoint is not None else None,
-            "interrupts": _stored_interrupts(run),
-            "resume_pending": bool(run.resume_request),
-            **lineage_of(run),
-            "attempt": checkpoint.state.attempt if checkpoint is not None else 1,
-            "subgraph_versions": _stored_pins(run),
-            "attempts": run.attempts,
-            "last_seq": last_stored_seq(run.pk),
-            "progress": checkpoints.progress(checkpoint),
-            "frames": checkpoints.frames(checkpoint),
-            "trace_id": run.trace_id or None,
-        }
-    )
-    return detail
-
-
-def event_json(event: RunEvent) -> dict[str, Any]:
-    return {
-        "seq": event.seq,
-        "kind": event.kind,
-        "node_id": event.node_id or None,
-        "frame_id": event.frame_id or None,
-        "scope_id": event.scope_id or None,
-        "lineage_id": event.lineage_id or None,
-        "activation_id": event.activation_id or None,
-        "index": event.index,
-        "data": event.data,
-        "at": _iso(event.at),
-        "duration_ms": event.duration_ms,
-    }
-
-
-# --- response shapes (what the functions above return, for the schema) ----------------------
-
-
-class RunSummarySerializer(serializers.Serializer):
-    id = serializers.IntegerField()
-    workflow = serializers.IntegerField()
-    workflow_name = serializers.CharField()
-    workflow_slug = serializers.CharField()
-    team = serializers.IntegerField()
-    version = serializers.IntegerField(allow_null=True, help_text="null: the run used the draft")
-    status = serializers.ChoiceField(choices=Run.Status.choices)
-    cancel_requested = serializers.BooleanField()
-    created_by = serializers.CharField(allow_null=True)
-    created_at = serializers.DateTimeField()
-    started_at = serializers.DateTimeField(allow_null=True)
-    finished_at = serializers.DateTimeField(allow_null=True)
-    wake_at = serializers.DateTimeField(
-        allow_null=True, help_text="a waiting run's next attempt (a retry's backoff or a wait step ends then); "
-                                   "null unless the status is waiting")
-    duration_ms = serializers.IntegerField(allow_null=True)
-    error_code = serializers.CharField(allow_null=True)
-    damage = serializers.CharField(allow_null=True, help_text="why the run's checkpoint cannot be read; null if it can")
-
-
+# Rendered by run_detail, which reads the checkpoint once (a damaged one is CorruptRunStateError, a 409). A stored
+# field that no longer has its type (a run row edited by hand, a bad migration) is null, never reshaped.
 class RunDetailSerializer(RunSummarySerializer):
-    input = JSONObjectField(allow_null=True, help_text="the run's input; null when the stored input is missing or "
-                                                       "not an object")
+    """Everything about a run: its input, output or error, state, open questions, progress and live frames."""
+
+    input = serializers.SerializerMethodField(help_text="the run's input; null when the stored input is missing "
+                                                        "or not an object")
     output = serializers.JSONField(allow_null=True, help_text="the workflow's outputs once completed")
     error = serializers.JSONField(allow_null=True, help_text="{code, message, ...} when failed")
-    state = serializers.JSONField(allow_null=True, help_text="the root scope's state in the latest checkpoint")
-    run_state = serializers.JSONField(allow_null=True, help_text="the latest checkpoint (RunState JSON)")
-    interrupts = serializers.ListField(child=serializers.DictField(), allow_null=True,
-                                       help_text="the open questions; null when the stored list is damaged")
-    resume_pending = serializers.BooleanField()
-    subgraph_versions = serializers.DictField(child=serializers.IntegerField(), allow_null=True,
-                                              help_text="{child workflow ref: pinned version}; null when the "
-                                                        "stored value is not such a map")
-    attempt = serializers.IntegerField(help_text="the run's attempt: 1, then one more per redrive (the run page's "
-                                                 "and the admin's 'Attempt')")
+    state = serializers.SerializerMethodField(help_text="the root scope's state in the latest checkpoint")
+    run_state = serializers.SerializerMethodField(help_text="the latest checkpoint (RunState JSON)")
+    interrupts = serializers.SerializerMethodField(help_text="the open questions; null when the stored list is "
+                                                             "damaged")
+    resume_pending = serializers.SerializerMethodField()
+    parent = serializers.IntegerField(source="parent_id", allow_null=True,
+                                      help_text="the run this one was forked or re-run from")
+    forked_from_step = serializers.IntegerField(allow_null=True, help_text="the parent's superstep a fork started "
+                                                                           "from")
+    redrive_pending = serializers.SerializerMethodField()
+    fork_pending = serializers.SerializerMethodField()
+    subgraph_versions = serializers.SerializerMethodField(help_text="{child workflow ref: pinned version}; null "
+                                                                    "when the stored value is not such a map")
+    attempt = serializers.SerializerMethodField(help_text="the run's attempt: 1, then one more per redrive (the "
+                                                          "run page's and the admin's 'Attempt')")
     attempts = serializers.IntegerField(help_text="workers that took the run (a run whose worker died is taken "
                                                   "again); not the redrive attempt")
-    last_seq = serializers.IntegerField(allow_null=True)
-    progress = serializers.ListField(child=serializers.DictField())
-    frames = serializers.ListField(child=serializers.DictField())
-    trace_id = serializers.CharField(allow_null=True, help_text="the run's OpenTelemetry trace id (32 hex "
-                                     "digits) when tracing is on; null otherwise")
+    last_seq = serializers.SerializerMethodField()
+    progress = serializers.SerializerMethodField()
+    frames = serializers.SerializerMethodField()
+    trace_id = serializers.SerializerMethodField(help_text="the run's OpenTelemetry trace id (32 hex digits) when "
+                                                           "tracing is on; null otherwise")
+
+    def _checkpoint(self) -> Any:
+        return self.context["checkpoint"]
+
+    @extend_schema_field({"type": "object", "additionalProperties": {}, "nullable": True})
+    def get_input(self, run: Run) -> dict[str, Any] | None:
+        return _stored_input(run)
+
+    @extend_schema_field({"nullable": True})
+    def get_state(self, run: Run) -> Any:
+        return checkpoints.root_state(self._checkpoint())
+
+    @extend_schema_field({"nullable": True})
+    def get_run_state(self, run: Run) -> Any:
+        checkpoint = self._checkpoint()
+        return checkpoint.data if checkpoint is not None else None
+
+    @extend_schema_field({"type": "array", "items": {"type": "object", "additionalProperties": {}},
+                          "nullable": True})
+    def get_interrupts(self, run: Run) -> list[dict[str, Any]] | None:
+        return _stored_interrupts(run)
+
+    @extend_schema_field({"type": "boolean"})
+    def get_resume_pending(self, run: Run) -> bool:
+        return bool(run.resume_request)
+
+    @extend_schema_field({"type": "boolean"})
+    def get_redrive_pending(self, run: Run) -> bool:
+        return bool(run.redrive_requested)
+
+    @extend_schema_field({"type": "boolean"})
+    def get_fork_pending(self, run: Run) -> bool:
+        return bool(run.fork_request)
+
+    @extend_schema_field({"type": "object", "additionalProperties": {"type": "integer"}, "nullable": True})
+    def get_subgraph_versions(self, run: Run) -> dict[str, int] | None:
+        return _stored_pins(run)
+
+    @extend_schema_field({"type": "integer"})
+    def get_attempt(self, run: Run) -> int:
+        checkpoint = self._checkpoint()
+        return checkpoint.state.attempt if checkpoint is not None else 1
+
+    @extend_schema_field({"type": "integer", "nullable": True})
+    def get_last_seq(self, run: Run) -> int | None:
+        return last_stored_seq(run.pk)
+
+    @extend_schema_field({"type": "array", "items": {"type": "object", "additionalProperties": {}}})
+    def get_progress(self, run: Run) -> list[dict[str, Any]]:
+        return checkpoints.progress(self._checkpoint())
+
+    @extend_schema_field({"type": "array", "items": {"type": "object", "additionalProperties": {}}})
+    def get_frames(self, run: Run) -> list[dict[str, Any]]:
+        return checkpoints.frames(self._checkpoint())
+
+    @extend_schema_field({"type": "string", "nullable": True})
+    def get_trace_id(self, run: Run) -> str | None:
+        return run.trace_id or None
+def run_summary(run: Run, damage: str = "") -> dict[str, Any]:
+    return RunSummarySerializer(run, context={"damage": damage}).data
+
+
+def run_detail(run: Run) -> dict[str, Any]:
+    """The run's detail; ``CorruptRunStateError`` when its checkpoint is damaged (read once, here)."""
+    return RunDetailSerializer(run, context={"checkpoint": checkpoints.checkpoint_of(run)}).data
 
 
 class RunPageSerializer(serializers.Serializer):
@@ -193,17 +221,24 @@ class RunPageSerializer(serializers.Serializer):
     results = RunSummarySerializer(many=True)
 
 
+class BlankAsNullField(serializers.CharField):
+    """An id column stored as ``""`` when the event has none, answered as null."""
+
+    def to_representation(self, value: Any) -> str | None:
+        return str(value) or None
+
+
 class EventSerializer(serializers.Serializer):
     seq = serializers.IntegerField()
     kind = serializers.CharField()
-    node_id = serializers.CharField(allow_null=True)
-    frame_id = serializers.CharField(allow_null=True)
-    scope_id = serializers.CharField(allow_null=True)
-    lineage_id = serializers.CharField(allow_null=True)
-    activation_id = serializers.CharField(allow_null=True)
+    node_id = BlankAsNullField(allow_null=True)
+    frame_id = BlankAsNullField(allow_null=True)
+    scope_id = BlankAsNullField(allow_null=True)
+    lineage_id = BlankAsNullField(allow_null=True)
+    activation_id = BlankAsNullField(allow_null=True)
     index = serializers.IntegerField(allow_null=True)
     data = serializers.JSONField()
-    at = serializers.DateTimeField()
+    at = IsoDateTimeField()
     duration_ms = serializers.IntegerField(allow_null=True)
 
 
@@ -378,8 +413,8 @@ class RunEventsView(_RunsView):
         checkpoints.checkpoint_of(run)  # a damaged run is refused here too, never shown as a plain trace
         events, next_after = events_after(run, after=request.query_params.get("after"),
                                           limit=request.query_params.get("limit"))
-        return Response({"events": [event_json(e) for e in events], "next_after": next_after,
-                         "status": run.status})
+        page = {"events": events, "next_after": next_after, "status": run.status}
+        return Response(EventPageSerializer(page).data)
 
 
 class RunFrameContextView(_RunsView):

@@ -46,16 +46,6 @@ def checkpoint_detail(row: RunCheckpoint) -> dict[str, Any]:
     }
 
 
-def lineage_of(run: Run) -> dict[str, Any]:
-    """Where the run came from (a fork's parent and superstep, a re-run's origin) and its redrive attempt."""
-    return {
-        "parent": run.parent_id,
-        "forked_from_step": run.forked_from_step,
-        "redrive_pending": bool(run.redrive_requested),
-        "fork_pending": bool(run.fork_request),
-    }
-
-
 @dataclass(frozen=True, slots=True)
 class TolerantRedrive:
     """What redriving a completed run runs again: the tolerated failed items ``indices`` of the distributed foreach
