@@ -189,3 +189,16 @@ def test_events_page_after_a_cursor(api: Any, cast: Any, workflow: Any) -> None:
     assert [e["seq"] for e in rest["events"]] == [2, 3, 4] and rest["next_after"] == 4
     empty = api(cast.viewer).get(url, {"after": 4}).json()
     assert empty["events"] == [] and empty["next_after"] == 4
+
+
+def test_every_key_a_run_answer_has_is_declared_by_its_schema(api: Any, cast: Any, workflow: Any) -> None:
+    """The answers are their serializers' renderings, so the schema names exactly what they hold (before, four
+    lineage keys were answered and never declared)."""
+    client = api(cast.editor)
+    body = start(client, workflow).json()
+    schemas = client.get(reverse("api-schema"), {"format": "json"}).json()["components"]["schemas"]
+    assert set(body) == set(schemas["RunDetail"]["properties"])
+    listed = client.get(reverse("api:run-list")).json()["results"][0]
+    assert set(listed) == set(schemas["RunSummary"]["properties"])
+    events = client.get(reverse("api:run-events", args=[body["id"]])).json()
+    assert set(events) == set(schemas["EventPage"]["properties"])
