@@ -25,7 +25,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypedDict
 
-from runtime import Checkpointer, Engine, ForeachNode, Route, TaskRegistry, Workflow, WorkflowBuilder
+from runtime import Engine, Workflow, WorkflowBuilder
+from runtime.checkpoint import Checkpointer
+from runtime.document import ForeachNode
+from runtime.tasks import Route, TaskRegistry
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 

@@ -26,7 +26,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from runtime import TaskRegistry, Workflow, analyze
+from runtime import Workflow, analyze
+from runtime.tasks import TaskRegistry
 
 DEPTH = 10
 SIZES = (100, 1_000, 10_000)

@@ -30,7 +30,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from bench import _workloads as w
-from runtime import Engine, InMemoryCheckpointer, RunState, Workflow, frame_context
+from runtime import Engine, RunState, Workflow
+from runtime.checkpoint import InMemoryCheckpointer
+from runtime.inspect import frame_context
 
 GOAL = 5.0
 LANGGRAPH_BUDGET_S = 40.0

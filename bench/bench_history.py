@@ -23,15 +23,9 @@ from typing import Any
 
 from bench import _workloads as w
 from bench.bench_engine import table
-from runtime import (
-    Engine,
-    FileCheckpointer,
-    HistoryPolicy,
-    SequentialIds,
-    SqliteCheckpointer,
-    Workflow,
-    WorkflowBuilder,
-)
+from runtime import Engine, Workflow, WorkflowBuilder
+from runtime.checkpoint import FileCheckpointer, HistoryPolicy, SqliteCheckpointer
+from runtime.state import SequentialIds
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 ITEMS = int(os.environ.get("TRELLIS_BENCH_HISTORY_ITEMS", "2000"))

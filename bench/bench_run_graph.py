@@ -27,7 +27,8 @@ from designer import catalog  # noqa: E402
 from designer.run_overlay import call_states, subgraph_calls  # noqa: E402
 from designer.runs.checkpointer import event_row  # noqa: E402
 from designer.views.run_display import progress_rows  # noqa: E402
-from runtime import Engine, MappingResolver  # noqa: E402
+from runtime import Engine  # noqa: E402
+from runtime.engine import MappingResolver  # noqa: E402
 from tests.designer.nested_failure import check_order, checked_orders  # noqa: E402
 
 SIZES = [int(size) for size in os.environ.get("TRELLIS_BENCH_RUN_GRAPH_CUSTOMERS", "10,100,400").split(",")]

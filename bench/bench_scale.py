@@ -43,15 +43,8 @@ from typing import Any
 
 from bench import _workloads as w
 from bench.bench_engine import Timing, table, timed
-from runtime import (
-    Engine,
-    FileCheckpointer,
-    HistoryPolicy,
-    InMemoryCheckpointer,
-    SqliteCheckpointer,
-    Workflow,
-    WorkflowBuilder,
-)
+from runtime import Engine, Workflow, WorkflowBuilder
+from runtime.checkpoint import FileCheckpointer, HistoryPolicy, InMemoryCheckpointer, SqliteCheckpointer
 
 SIZES = (1_000, 10_000, 100_000, 1_000_000)
 MEMORY_SIZES = (100_000, 1_000_000)

@@ -16,8 +16,11 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from runtime import Engine, RunState, SequentialIds, TaskRegistry, WorkflowBuilder, activation_progress, run_summary
+from runtime import Engine, RunState, WorkflowBuilder
 from runtime._integrity import check_run_state
+from runtime.inspect import activation_progress, run_summary
+from runtime.state import SequentialIds
+from runtime.tasks import TaskRegistry
 
 CASES = ((10, 1), (100_000, 1), (100_000, 100), (100_000, 1_000))
 

@@ -75,7 +75,9 @@ def main() -> int:
     _setup_django()
     from designer import catalog
     from designer.runs.steps import StepProcessPool
-    from runtime import Engine, RuntimeContext, StepCall
+    from runtime import Engine
+    from runtime.engine import StepCall
+    from runtime.state import RuntimeContext
 
     print(f"load average at start: {' '.join(f'{x:.1f}' for x in os.getloadavg())} on {os.cpu_count()} cores")
     registry = catalog.registry()

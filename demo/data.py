@@ -30,8 +30,9 @@ from pydantic import BaseModel
 from demo.workflow_tasks import Customer, Decision, Order, PricedOrder, Shipment, Totals
 from designer.models import Membership, Team, Workflow
 from designer.workflows import services as workflow_services
-from runtime import ForeachNode, SubgraphNode, TaskNode, WorkflowBuilder
 from runtime import Workflow as Document
+from runtime import WorkflowBuilder
+from runtime.document import ForeachNode, SubgraphNode, TaskNode
 
 TEAM_SLUG = "demo"
 TEAM_NAME = "Demo"

@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from runtime import Route, TaskRegistry
+from runtime.tasks import Route, TaskRegistry
 
 registry = TaskRegistry()
 

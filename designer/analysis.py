@@ -22,7 +22,8 @@ from designer.models import Team, WorkflowVersion
 from designer.resolvers import TeamVersionResolver
 from designer.runs.waiting import max_retry_delay
 from designer.secrets.selectors import secret_names
-from runtime import Analysis, Workflow, analyze, retry_delay_diagnostics, step_timeout_diagnostics
+from runtime import Analysis, Workflow, analyze
+from runtime.analysis import retry_delay_diagnostics, step_timeout_diagnostics
 from runtime.secrets import secret_diagnostics
 
 

@@ -4,7 +4,7 @@ It holds the runtime's built-in tasks plus the tasks of every installed app
 that has a ``workflow_tasks.py`` module, discovered at start-up the way the
 admin discovers ``admin.py``. Such a module declares its own registry::
 
-    from runtime import TaskRegistry
+    from runtime.tasks import TaskRegistry
     registry = TaskRegistry()
 
     @registry.task(labels=("ok", "empty"))
@@ -36,7 +36,8 @@ from django.core.signals import setting_changed
 from django.utils.module_loading import module_has_submodule
 
 from designer.conf import trellis
-from runtime import TaskRegistrationError, TaskRegistry, builtin_registry
+from runtime.errors import TaskRegistrationError
+from runtime.tasks import TaskRegistry, builtin_registry
 
 MODULE_NAME = "workflow_tasks"
 SETTING = "TRELLIS_TASK_MODULES"
@@ -62,7 +63,7 @@ def _declared(module_path: str) -> TaskRegistry:
     declared = getattr(module, "registry", None)
     if not isinstance(declared, TaskRegistry):
         raise TaskRegistrationError(
-            f"{module_path} must define `registry = runtime.TaskRegistry()` and register its tasks on it",
+            f"{module_path} must define `registry = runtime.tasks.TaskRegistry()` and register its tasks on it",
             module=module_path,
         )
     return declared

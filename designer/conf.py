@@ -21,7 +21,7 @@ from typing import Any, overload
 from django.conf import settings as django_settings
 from django.core.exceptions import ImproperlyConfigured
 
-from runtime import HistoryPolicy
+from runtime.checkpoint import HistoryPolicy
 
 PREFIX = "TRELLIS_"
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from runtime import (
+from runtime import WorkflowError
+from runtime.errors import (
     CheckpointNotFoundError,
     CorruptRunStateError,
     ForkError,
@@ -20,7 +21,6 @@ from runtime import (
     ResumeError,
     SubgraphResolutionError,
     UnknownTaskError,
-    WorkflowError,
     WorkflowValidationError,
 )
 

@@ -16,7 +16,9 @@ from __future__ import annotations
 from django.db.models import QuerySet
 
 from designer.models import Team, WorkflowGrant, WorkflowVersion
-from runtime import SubgraphResolutionError, Workflow, WorkflowRef
+from runtime import Workflow
+from runtime.document import WorkflowRef
+from runtime.errors import SubgraphResolutionError
 
 
 class TeamVersionResolver:

@@ -14,7 +14,8 @@ from typing import Any
 from designer.models import Run, RunEvent
 from designer.runs.checkpoints import context_of, load_state
 from designer.views.run_display import event_data, progress_rows, summary_of
-from runtime import PathSyntaxError, parse_source_path
+from runtime.errors import PathSyntaxError
+from runtime.paths import parse_source_path
 
 #: The root workflow's runtime scope (every subgraph call opens its own).
 ROOT_SCOPE = "root"

@@ -1,5 +1,8 @@
 """Background tasks (``django.tasks``). The default backend is django-tasks-db; its worker runs them.
 
+The designer app imports this module when it is ready, which hands the task objects to ``designer.runs.dispatch``
+(``dispatch.provide``): everything that enqueues goes through the queue, and nothing imports this module back.
+
 Any worker process runs them: ``manage.py run_worker`` (``db_worker`` that also forks the step processes up
 front and recovers at once when it starts) or the backend's plain ``db_worker``. Recovery of orphaned runs
 travels through the queue itself (``recover_runs``, designer/runs/sweep.py), so it needs no process of its own.
@@ -11,6 +14,13 @@ from typing import Any
 
 from django.tasks import task
 
+from designer.notifications.services import deliver
+from designer.runs import chain, dispatch, sweep
+from designer.runs.batches import execute_batch as run_batch
+from designer.runs.executor import execute
+from designer.runs.trial import run_trial
+from designer.triggers.services import fire_tick
+
 
 @task()
 def execute_run(run_id: int) -> str:
@@ -19,10 +29,7 @@ def execute_run(run_id: int) -> str:
     Returns what happened, for the task result: the run's final status, or ``skipped`` when another
     worker holds the run or it no longer needs one (a duplicate enqueue is harmless by design).
     """
-    from designer.runs import sweep
-    from designer.runs.executor import execute  # keeps task discovery free of runtime imports
-
-    sweep.ensure_chain()  # a worker that takes work keeps recovery alive too
+    chain.ensure_chain()  # a worker that takes work keeps recovery alive too
     return execute(run_id)
 
 
@@ -31,8 +38,6 @@ def fire_schedule(schedule_id: int, tick: str) -> str:
     """Fire one tick of a schedule (a run of its workflow) and queue its next tick; a duplicate does nothing.
 
     Enqueued due at the tick (``run_after``); see ``designer.triggers.services``."""
-    from designer.triggers.services import fire_tick
-
     return fire_tick(schedule_id, tick)
 
 
@@ -40,8 +45,6 @@ def fire_schedule(schedule_id: int, tick: str) -> str:
 def execute_batch(batch_id: int) -> str:
     """Run one batch of a distributed foreach (``designer.runs.batches``): ``done``, ``cancelled``, or ``skipped``
     when another worker holds it or it is over (a duplicate enqueue is harmless)."""
-    from designer.runs.batches import execute_batch as run_batch
-
     return run_batch(batch_id)
 
 
@@ -50,8 +53,6 @@ def try_node(workflow_id: int, node_id: str, document: dict[str, Any]) -> dict[s
     """Run one task node on sample data (``designer.runs.trial``); nothing is saved but this task's result.
 
     ``workflow_id`` and ``node_id`` tell the editor whose trial a result is."""
-    from designer.runs.trial import run_trial
-
     return run_trial(document)
 
 
@@ -59,8 +60,6 @@ def try_node(workflow_id: int, node_id: str, document: dict[str, Any]) -> dict[s
 def recover_runs(token: str) -> str:
     """One sweep of the recovery chain: enqueue the next sweep, then re-enqueue runs, batches and schedule ticks
     whose worker stopped or whose task was lost."""
-    from designer.runs import sweep
-
     return sweep.sweep(token)
 
 
@@ -68,6 +67,10 @@ def recover_runs(token: str) -> str:
 def deliver_notification(delivery_id: int) -> str:
     """One attempt at one notification (an email or a signed webhook call); a failed one queues its retry
     (``designer.notifications.services.deliver``). Returns the delivery's status."""
-    from designer.notifications.services import deliver
-
     return deliver(delivery_id)
+
+
+# Enqueued by name (designer.runs.dispatch): their bodies enqueue, so nothing that enqueues imports this module.
+dispatch.provide({"execute_run": execute_run, "execute_batch": execute_batch,
+                  "deliver_notification": deliver_notification, "fire_schedule": fire_schedule,
+                  "recover_runs": recover_runs, "try_node": try_node})

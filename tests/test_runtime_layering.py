@@ -36,9 +36,9 @@ def test_runtime_works_where_django_cannot_be_imported():
         else:
             raise SystemExit("django import was not blocked")
 
-        import runtime
+        import runtime.paths
 
-        path = runtime.parse_source_path("context.foreach.orders.item")
+        path = runtime.paths.parse_source_path("context.foreach.orders.item")
         print(path.root, ".".join(path.parts))
         print(sorted(m for m in sys.modules if m.split(".")[0] == "django"))
         """

@@ -16,7 +16,8 @@ from rest_framework.views import APIView
 
 from designer.analysis import max_nodes
 from designer.errors import ObjectNotFound
-from runtime import WorkflowBuilder, document_json_schema
+from runtime import WorkflowBuilder
+from runtime.document import document_json_schema
 
 #: Errors the one exception handler (designer.api.errors) can answer on any operation, all as {code, message}.
 ERROR_STATUSES: Final[dict[str, str]] = {

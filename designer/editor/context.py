@@ -23,7 +23,8 @@ from designer.secrets.selectors import secret_names
 from designer.views.htmx import HtmxHttpRequest
 from designer.workflows import operations as doc_ops
 from designer.workflows import schema_builder as sb
-from runtime import Analysis, RetryPolicy, WorkflowError
+from runtime import Analysis, WorkflowError
+from runtime.document import RetryPolicy
 
 TEMPLATE = "editor/editor.html"
 

@@ -17,16 +17,10 @@ from designer import catalog
 from designer.errors import BadRequest
 from designer.models import Workflow as WorkflowModel
 from designer.workflows.operations import BRANCH_OPS, OUTPUT_MODES, input_target, same_target
-from runtime import (
-    Analysis,
-    LocalPath,
-    PathSyntaxError,
-    UnknownTaskError,
-    WorkflowError,
-    is_item_index,
-    parse_local_path,
-)
-from runtime import schema_type_label as type_label  # the analyzer's type text, so rows and pickers agree
+from runtime import Analysis, WorkflowError
+from runtime.analysis import schema_type_label as type_label  # the analyzer's type text, so rows and pickers agree
+from runtime.errors import PathSyntaxError, UnknownTaskError
+from runtime.paths import LocalPath, is_item_index, parse_local_path
 
 CONTROL_NODES: tuple[dict[str, Any], ...] = (
     {

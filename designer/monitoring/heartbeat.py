@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from designer.conf import trellis
 from designer.monitoring.models import WorkerHeartbeat
-from designer.runs.periodic import PeriodicThread
+from designer.periodic import PeriodicThread
 
 #: A row not seen for this long belongs to a worker that was killed: the next worker to start deletes it.
 FORGET_AFTER = timedelta(days=1)

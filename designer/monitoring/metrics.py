@@ -28,7 +28,7 @@ from prometheus_client.registry import Collector
 
 from designer.conf import trellis
 from designer.models import Run, Team, WorkerHeartbeat
-from runtime import TraceEvent
+from runtime.state import TraceEvent
 
 #: Heartbeats older than this are not listed per worker on /metrics (a killed worker's row lingers a day).
 LISTED_HEARTBEATS = timedelta(hours=1)

@@ -40,7 +40,7 @@ from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapProp
 
 from designer.conf import trellis
 from designer.models import Run
-from runtime import TraceEvent
+from runtime.state import TraceEvent
 
 PROPAGATOR = TraceContextTextMapPropagator()
 OTLP_ENDPOINT_VARIABLES = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")

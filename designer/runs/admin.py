@@ -24,7 +24,8 @@ from designer.models import RecoveryChain, Run, RunEvent
 from designer.runs import budgets as run_budgets
 from designer.runs.checkpointer import last_stored_seq
 from designer.runs.checkpoints import checkpoint_of, damage_of, load_state, with_damage
-from runtime import CorruptRunStateError
+from designer.services.runs import cancel
+from runtime.errors import CorruptRunStateError
 
 
 def task_result_link(result_id: str) -> str:
@@ -183,8 +184,6 @@ class RunAdmin(admin.ModelAdmin):
 
     @admin.action(description="Cancel selected runs")
     def cancel_runs(self, request: HttpRequest, queryset: QuerySet[Run]) -> None:
-        from designer.services.runs import cancel
-
         done = 0
         for run in queryset.exclude(status__in=Run.FINISHED):
             try:

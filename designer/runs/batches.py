@@ -66,7 +66,10 @@ from designer.runs.lease import (
 )
 from designer.runs.pinning import PinnedResolver
 from designer.secrets.services import TeamSecrets
-from runtime import BatchResult, DistributedForeach, Engine, ForeachNode, ItemOutcome, RunState, TraceEvent
+from runtime import Engine, RunState
+from runtime.document import ForeachNode
+from runtime.engine import BatchResult, DistributedForeach, ItemOutcome
+from runtime.state import TraceEvent
 
 logger = logging.getLogger("designer.runs")
 

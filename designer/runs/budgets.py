@@ -16,7 +16,8 @@ from django.db.models import F
 
 from designer.conf import trellis
 from designer.models import Run
-from runtime import Engine, RunBudget
+from runtime import Engine
+from runtime.engine import RunBudget
 
 
 def _under(own: Any, cap: float | None) -> float | None:

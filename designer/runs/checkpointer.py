@@ -40,18 +40,11 @@ from django.db.models import F
 from designer.conf import trellis
 from designer.models import Run, RunCheckpoint, RunEvent, RunStatePart, Team
 from designer.runs.lease import LeaseLost, expiry_in, lease_seconds
-from runtime import (
-    CheckpointDelta,
-    CheckpointInfo,
-    CheckpointNotFoundError,
-    CorruptRunStateError,
-    HistoryPolicy,
-    PartLedger,
-    RunState,
-    TraceEvent,
-    WorkflowError,
-    run_summary,
-)
+from runtime import RunState, WorkflowError
+from runtime.checkpoint import CheckpointDelta, CheckpointInfo, HistoryPolicy, PartLedger
+from runtime.errors import CheckpointNotFoundError, CorruptRunStateError
+from runtime.inspect import run_summary
+from runtime.state import TraceEvent
 
 _SETTING = object()
 

@@ -22,8 +22,10 @@ from typing import Any
 from designer.errors import ObjectNotFound
 from designer.models import Run, RunStatePart
 from designer.runs.checkpointer import run_state_of
-from runtime import CorruptRunStateError, RunState, activation_progress, live_frames
-from runtime import frame_context as runtime_frame_context
+from runtime import RunState
+from runtime.errors import CorruptRunStateError
+from runtime.inspect import activation_progress, live_frames
+from runtime.inspect import frame_context as runtime_frame_context
 
 
 @dataclass(frozen=True, slots=True)

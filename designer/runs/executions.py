@@ -23,7 +23,8 @@ from designer.models import Run, RunEvent
 from designer.run_overlay import item_text
 from designer.runs.scopes import scope_document
 from designer.views.run_display import MAX_EVENTS, event_data, summary_of
-from runtime import PathSyntaxError, parse_source_path
+from runtime.errors import PathSyntaxError
+from runtime.paths import parse_source_path
 
 #: Executions one page shows.
 PAGE_SIZE = 20

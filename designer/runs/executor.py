@@ -38,26 +38,18 @@ from designer import catalog
 from designer.conf import trellis
 from designer.models import Run, RunCheckpoint, RunValue
 from designer.monitoring import metrics, tracing
-from designer.notifications import services as notifications
 from designer.resolvers import TeamVersionResolver
-from designer.runs import batches, budgets, steps, waiting
+from designer.runs import batches, budgets, signals, steps, waiting
 from designer.runs.checkpointer import OrmCheckpointer, checkpoint_state_of, run_state_of
 from designer.runs.lease import Heartbeat, LeaseLost, claim, new_owner_id, release
 from designer.runs.pinning import PinnedResolver
 from designer.secrets.services import TeamSecrets
 from designer.selectors.run_history import TolerantRedrive, tolerated_failures
-from runtime import (
-    CheckpointNotFoundError,
-    Engine,
-    Interrupt,
-    RedriveError,
-    RunResult,
-    RunState,
-    TraceEvent,
-    WorkflowError,
-    distributed_foreach,
-    run_summary,
-)
+from runtime import Engine, RunResult, RunState, WorkflowError
+from runtime.engine import distributed_foreach
+from runtime.errors import CheckpointNotFoundError, RedriveError
+from runtime.inspect import run_summary
+from runtime.state import Interrupt, TraceEvent
 
 logger = logging.getLogger("designer.runs")
 
@@ -221,7 +213,7 @@ class Execution:
                 raise LeaseLost(f"run {self.run.pk}: lease lost before the outcome was stored")
             if result.output is not None:
                 RunValue.objects.record(run_id=self.run.pk, side="output", value=result.output)
-            notifications.run_reached(run_id=self.run.pk, status=status)
+            signals.run_reached.send(sender=Run, run_id=self.run.pk, status=status)
         return status
 
     def fail(self, exc: BaseException) -> str:
@@ -234,7 +226,7 @@ class Execution:
         with transaction.atomic():
             if release(self.run.pk, self.owner, status="failed", error=_error(exc), resume_request=None,
                        finished_at=timezone.now()):
-                notifications.run_reached(run_id=self.run.pk, status="failed")
+                signals.run_reached.send(sender=Run, run_id=self.run.pk, status="failed")
         return "failed"
 
 
@@ -253,7 +245,7 @@ def execute(run_id: int) -> str:
             if release(run.pk, owner, status="failed", finished_at=timezone.now(),
                        error={"code": "run.attempts_exhausted",
                               "message": f"{run.attempts - 1} workers stopped while executing this run; giving up"}):
-                notifications.run_reached(run_id=run.pk, status="failed")
+                signals.run_reached.send(sender=Run, run_id=run.pk, status="failed")
         return "failed"
     if run.runtime_id is None:
         Run.objects.filter(pk=run.pk).update(runtime_id=Run.runtime_id_for(run.pk))

@@ -27,10 +27,10 @@ from django_tasks_db.management.commands.db_worker import Worker
 from django_tasks_db.models import DBTaskResult
 from django_tasks_db.utils import is_locked_database_exception
 
-from designer.runs import fairness, sweep, wakeup
-from designer.runs.periodic import PeriodicThread
+from designer.models import RecoveryChain
+from designer.periodic import PeriodicThread
+from designer.runs import chain, fairness, signals, wakeup
 from designer.runs.recovery import requeue_stale_runs
-from designer.triggers.services import requeue_lost_ticks
 
 logger = logging.getLogger("designer.runs")
 #: The queue's own logger, which ``db_worker``'s options (``-v``) configure: worker start and stop go there.
@@ -45,13 +45,13 @@ class RecoverySweep(PeriodicThread):
     def __init__(self, worker_id: str) -> None:
         super().__init__(f"recovery-sweep-{worker_id}")
         self.run_id = 0
-        self.interval = sweep.interval()
+        self.interval = chain.interval()
 
     def tick(self) -> bool:
         requeued = requeue_stale_runs()
         if requeued:
             logger.info("re-enqueued stale run(s): %s", ", ".join(map(str, requeued)))
-        requeue_lost_ticks()
+        signals.recovery_swept.send(sender=RecoveryChain)  # e.g. lost schedule ticks
         return False
 
 

@@ -33,7 +33,7 @@ from django.utils import timezone
 
 from designer.conf import trellis
 from designer.models import Run
-from designer.runs.periodic import PeriodicThread
+from designer.periodic import PeriodicThread
 
 #: Statuses in which a run wants a worker.
 RUNNABLE = (Run.Status.QUEUED, Run.Status.RUNNING)
@@ -95,11 +95,15 @@ def bounded_lock_wait() -> None:
             cursor.execute(f"SET LOCAL lock_timeout = {int(LOCK_TIMEOUT_MS)}")
 
 
+#: How far before its ``wake_at`` a waiting run may be claimed: the task's ``run_after`` is judged by the
+#: worker's clock and the claim by the database's, which may be a little behind. A run claimed before its
+#: time just waits again (the engine wakes nothing early) and is enqueued for the same time.
+CLOCK_SLACK_SECONDS = 5.0
+
+
 def claimable() -> Q:
     """Runs a worker may take: runnable ones, and waiting ones whose wake-up time has come (give or take the
     clock slack between the worker that picked the task and the database)."""
-    from designer.runs.waiting import CLOCK_SLACK_SECONDS
-
     return Q(status__in=RUNNABLE) | Q(status=Run.Status.WAITING, wake_at__lte=expiry_in(CLOCK_SLACK_SECONDS))
 
 

@@ -12,7 +12,9 @@ the run's resolver answers with those pins from then on.
 from __future__ import annotations
 
 from designer.resolvers import TeamVersionResolver
-from runtime import SubgraphNode, SubgraphResolutionError, Workflow, WorkflowRef
+from runtime import Workflow
+from runtime.document import SubgraphNode, WorkflowRef
+from runtime.errors import SubgraphResolutionError
 
 
 def pin_subgraph_versions(document: Workflow, resolver: TeamVersionResolver) -> dict[str, int]:

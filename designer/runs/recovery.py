@@ -26,8 +26,8 @@ from django.tasks import TaskResultStatus
 from designer.models import Run
 from designer.runs import queue, task_backend
 from designer.runs.batches import requeue_stale_batches
+from designer.runs.dispatch import status_of, task_named
 from designer.runs.lease import RUNNABLE, WANTS_WORKER, bounded_lock_wait, lease_now
-from designer.tasks import execute_run
 
 logger = logging.getLogger(__name__)
 
@@ -56,7 +56,7 @@ def requeue_stale_runs() -> list[int]:
         return []
     requeued: list[int] = []
     for run_id, expired_at, result_id in candidates:
-        status = queue.status_of(execute_run, result_id)
+        status = status_of(task_named("execute_run"), result_id)
         if status == TaskResultStatus.READY:  # still waiting in the queue (a backlog longer than the deadline)
             continue
         try:
@@ -72,7 +72,7 @@ def requeue_stale_runs() -> list[int]:
                 still_stale.update(lease_owner="")
                 if status == TaskResultStatus.RUNNING:  # taken by a worker that stopped renewing the lease
                     task_backend.close_abandoned(
-                        execute_run, result_id,
+                        task_named("execute_run"), result_id,
                         WorkerLost(f"the worker executing run {run_id} stopped renewing its lease"))
                 queue.enqueue_run(run_id)
         except DatabaseError:  # a lock wait that timed out (a task row held by a frozen worker): next time

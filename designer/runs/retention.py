@@ -111,7 +111,7 @@ def prune_if_due(*, now: datetime | None = None) -> Pruned | None:
     another sweep claimed it."""
     at = now or timezone.now()
     due = Q(pruned_at__isnull=True) | Q(pruned_at__lte=at - timedelta(seconds=trellis.RETENTION_INTERVAL_SECONDS))
-    # The recovery chain's one row (designer.runs.sweep.CHAIN), which every sweep already reads.
+    # The recovery chain's one row (designer.runs.chain.CHAIN), which every sweep already reads.
     if not RecoveryChain.objects.filter(due, pk=1).update(pruned_at=at):
         return None
     return prune(now=at)

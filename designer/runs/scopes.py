@@ -13,7 +13,8 @@ from designer.errors import ObjectNotFound
 from designer.models import Run
 from designer.resolvers import TeamVersionResolver
 from designer.runs.pinning import PinnedResolver
-from runtime import SubgraphResolutionError, WorkflowRef
+from runtime.document import WorkflowRef
+from runtime.errors import SubgraphResolutionError
 
 
 def _node(document: Mapping[str, Any], node_id: str) -> Mapping[str, Any] | None:

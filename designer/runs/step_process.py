@@ -28,6 +28,8 @@ from multiprocessing import reduction
 from multiprocessing.connection import Connection
 from typing import Any
 
+from runtime.errors import TaskError
+
 _PR_SET_PDEATHSIG = 1
 
 #: Room for the reply's framing beyond the result's JSON (label, pickle overhead).
@@ -103,8 +105,6 @@ def _portable(exc: BaseException) -> bytes:
         pickle.loads(data)
         return data
     except Exception:  # noqa: BLE001 - any exception type may fail to pickle in its own way
-        from runtime import TaskError
-
         return pickle.dumps(TaskError(f"{type(exc).__name__}: {exc}", type=type(exc).__name__))
 
 

@@ -46,10 +46,13 @@ from typing import Any
 
 from pydantic_core import from_json
 
+from designer import catalog
 from designer.conf import trellis
-from designer.runs.periodic import PeriodicThread
+from designer.models import Run
+from designer.periodic import PeriodicThread
 from designer.runs.step_process import REPLY_OVERHEAD_BYTES, zygote
-from runtime import StepCall, StepCancelledError, TaskError
+from runtime.engine import StepCall
+from runtime.errors import StepCancelledError, TaskError
 
 logger = logging.getLogger("designer.runs")
 
@@ -252,8 +255,6 @@ _shared_lock = threading.Lock()
 
 def shared_pool() -> StepProcessPool:
     """The worker's pool, kept across runs; rebuilt when its settings (or the task modules) change."""
-    from designer import catalog
-
     global _shared
     wanted = (trellis.STEP_PROCESSES, tuple(catalog.task_modules()), trellis.STEP_MAX_MEMORY_MB)
     with _shared_lock:
@@ -285,8 +286,6 @@ class CancelWatch(PeriodicThread):
         self.interval = interval
 
     def tick(self) -> bool:
-        from designer.models import Run
-
         if Run.objects.filter(pk=self.run_id, cancel_requested=True).exists():
             self.on_cancel()
             return True

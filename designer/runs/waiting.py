@@ -29,11 +29,6 @@ from designer.models import Run
 from designer.runs import queue
 from designer.runs.lease import LeaseLost, release
 
-#: How far before its ``wake_at`` a waiting run may be claimed: the task's ``run_after`` is judged by the
-#: worker's clock and the claim by the database's, which may be a little behind. A run claimed before its
-#: time just waits again (the engine wakes nothing early) and is enqueued for the same time.
-CLOCK_SLACK_SECONDS = 5.0
-
 
 def max_retry_delay() -> float | None:
     """Seconds of backoff one node's retry policy may add up to; ``0`` (or less) turns the cap off."""

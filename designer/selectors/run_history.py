@@ -7,7 +7,8 @@ from typing import Any
 
 from designer.models import ForeachBatchItem, Run, RunCheckpoint, RunEvent
 from designer.runs.checkpointer import checkpoint_state_of
-from runtime import RunState, frame_context, live_frames
+from runtime import RunState
+from runtime.inspect import frame_context, live_frames
 
 
 def checkpoints_of(run: Run) -> list[dict[str, Any]]:

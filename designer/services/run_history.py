@@ -26,7 +26,9 @@ from designer.runs.checkpointer import checkpoint_state_of
 from designer.runs.checkpoints import checkpoint_of
 from designer.runs.pinning import pin_subgraph_versions
 from designer.selectors.run_history import tolerated_failures
-from runtime import ForkEdits, ResumeError, RunState, check_fork, check_redrive, check_run_input
+from runtime import RunState
+from runtime.errors import ResumeError
+from runtime.inspect import ForkEdits, check_fork, check_redrive, check_run_input
 
 RERUN_VERSIONS = ("same", "current")
 

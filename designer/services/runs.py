@@ -25,7 +25,8 @@ from designer.runs.checkpoints import checkpoint_of
 from designer.runs.lease import lease_is_free
 from designer.runs.pinning import pin_subgraph_versions
 from designer.workflows.selectors import get_version, versions_of
-from runtime import ResumeError, check_resume, check_run_input
+from runtime.errors import ResumeError
+from runtime.inspect import check_resume, check_run_input
 
 
 def _check_input(data: object) -> dict[str, Any]:

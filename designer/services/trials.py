@@ -13,12 +13,14 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.tasks import TaskResult
+from django.tasks.exceptions import TaskResultDoesNotExist, TaskResultMismatch
 
 from designer.analysis import analyze_document, parse_document
 from designer.errors import BadRequest, ObjectNotFound
 from designer.models import Run, Workflow
 from designer.permissions import require_workflow_role
 from designer.run_overlay import node_as_ran, node_detail
+from designer.runs.dispatch import task_named
 
 
 def _task_node(workflow: Workflow, node_id: object) -> dict[str, Any]:
@@ -67,20 +69,14 @@ def start_trial(*, actor: Any, workflow: Workflow, node_id: str, sample: object)
     require_workflow_role(actor, workflow, "runner")
     document = trial_document(workflow, node_id, sample)
     analyze_document(parse_document(document), team=workflow.team_id).raise_for_errors()
-    from designer.tasks import try_node
-
-    return try_node.enqueue(workflow.pk, node_id, document)
+    return task_named("try_node").enqueue(workflow.pk, node_id, document)
 
 
 def trial_result(*, actor: Any, workflow: Workflow, result_id: str) -> TaskResult:
     """A queued trial of this workflow, by its task result id."""
     require_workflow_role(actor, workflow, "runner")
-    from django.tasks.exceptions import TaskResultDoesNotExist, TaskResultMismatch
-
-    from designer.tasks import try_node
-
     try:
-        result = try_node.get_result(result_id)
+        result = task_named("try_node").get_result(result_id)
     except (TaskResultDoesNotExist, TaskResultMismatch, ValueError, ValidationError):
         raise ObjectNotFound("no such trial", trial=result_id) from None
     if not result.args or result.args[0] != workflow.pk:

@@ -44,11 +44,13 @@ from designer.errors import (
 )
 from designer.models import Run, Schedule, TriggerFire, Webhook, WebhookSignatureUse, Workflow, WorkflowVersion
 from designer.permissions import require_workflow_role
+from designer.runs.dispatch import enqueue, task_named
 from designer.services._text import short_text
 from designer.services.runs import begin_run
 from designer.triggers import cron, signature
 from designer.untrusted import JSONInputError, form_json, loads_json, parse_id
-from runtime import WorkflowError, check_run_input
+from runtime import WorkflowError
+from runtime.inspect import check_run_input
 
 logger = logging.getLogger("designer.triggers")
 
@@ -276,17 +278,13 @@ def _missed(value: object) -> str:
 
 
 def _fire_task() -> Any:
-    from designer.tasks import fire_schedule
-
-    return fire_schedule
+    return task_named("fire_schedule")
 
 
 def enqueue_tick(schedule: Schedule, tick: datetime) -> None:
     """Hand ``tick`` to the queue, due at that time. Inside the transaction that set ``next_fire_at``:
     with the database backend the task row commits (or rolls back) with it."""
-    from designer.runs import queue
-
-    queue.enqueue(_fire_task(), schedule.pk, tick.isoformat(), run_after=tick)
+    enqueue(_fire_task(), schedule.pk, tick.isoformat(), run_after=tick)
 
 
 class _Problems:

@@ -16,7 +16,8 @@ from datetime import datetime
 from typing import Any
 
 from designer.models import RunEvent
-from runtime import RunState, activation_progress
+from runtime import RunState
+from runtime.inspect import activation_progress
 
 #: More rows than this make the timeline unreadable; the events table still has everything.
 MAX_ROWS = 150

@@ -58,7 +58,8 @@ from designer.views.run_display import (
     short_id,
 )
 from designer.views.schema_form import JSON_FIELD, MODE_FIELD, SchemaForm, build_form, parse_form, with_error
-from runtime import RunState, WorkflowError, live_frames
+from runtime import RunState, WorkflowError
+from runtime.inspect import live_frames
 
 PAGE_SIZE = 25
 EVENTS_PAGE_SIZE = 100

@@ -24,7 +24,11 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from runtime import InputValidationError, WorkflowError, check_run_input, json_type
+from designer.untrusted import JSONInputError, loads_json
+from runtime import WorkflowError
+from runtime.analysis import json_type
+from runtime.errors import InputValidationError
+from runtime.inspect import check_run_input
 
 #: Types the builder offers; ``any`` writes no ``type`` keyword at all.
 TYPES = ("string", "integer", "number", "boolean", "object", "array", "any")
@@ -355,8 +359,6 @@ def enum_text(node: Field) -> str:
 
 
 def _read_json(text: str, *, fid: str, what: str) -> Any:
-    from designer.untrusted import JSONInputError, loads_json
-
     try:
         return loads_json(text)
     except (json.JSONDecodeError, JSONInputError) as exc:

@@ -13,8 +13,9 @@ from designer.errors import BadRequest, ObjectNotFound, RevisionConflict
 from designer.models import Team, Workflow, WorkflowVersion
 from designer.permissions import require_duplicate, require_own_team_role, require_role, require_workflow_role
 from designer.untrusted import parse_id
-from runtime import Analysis, Diagnostic
+from runtime import Analysis
 from runtime import Workflow as Document
+from runtime.analysis import Diagnostic
 
 _SLUG_ATTEMPTS = 5
 

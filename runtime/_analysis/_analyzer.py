@@ -8,6 +8,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import ValidationError
+
 from runtime._analysis import _schemas as S
 from runtime._analysis._batches import batch_diagnostics
 from runtime._analysis._checks import Checker
@@ -255,8 +257,6 @@ def _coerce_workflow(workflow: Workflow | Mapping[str, Any]) -> Workflow:
     if isinstance(workflow, Workflow):
         return workflow
     if isinstance(workflow, Mapping):
-        from pydantic import ValidationError
-
         try:
             return Workflow.model_validate(workflow)
         except ValidationError as error:

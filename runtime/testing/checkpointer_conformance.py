@@ -21,24 +21,22 @@ from typing import Any
 
 import pytest
 
-from runtime import (
+from runtime import Engine, RunState, Workflow
+from runtime._checkpoint import Checkpointer
+from runtime.checkpoint import HistoryPolicy
+from runtime.document import WorkflowRef
+from runtime.errors import CheckpointNotFoundError
+from runtime.state import (
     Barrier,
-    CheckpointNotFoundError,
-    Engine,
     ExecutionFrame,
     ForeachActivation,
-    HistoryPolicy,
     Interrupt,
     Lineage,
-    RunState,
     RuntimeScope,
     SequentialIds,
-    TaskRegistry,
     TraceEvent,
-    Workflow,
-    WorkflowRef,
 )
-from runtime._checkpoint import Checkpointer
+from runtime.tasks import TaskRegistry
 
 
 def sample_run_state(run_id: str = "run_0000000000001", *, step: int = 3, item: Any = None) -> RunState:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from runtime import TaskRegistry
+from runtime.tasks import TaskRegistry
 
 registry = TaskRegistry()
 

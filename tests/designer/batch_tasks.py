@@ -7,7 +7,8 @@ import os
 import time
 from typing import Any
 
-from runtime import RuntimeContext, TaskRegistry
+from runtime.state import RuntimeContext
+from runtime.tasks import TaskRegistry
 
 registry = TaskRegistry()
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import os
 import time
 
-from runtime import RuntimeContext, TaskRegistry
+from runtime.state import RuntimeContext
+from runtime.tasks import TaskRegistry
 
 registry = TaskRegistry()
 

@@ -62,7 +62,7 @@ def test_unexpected_errors_become_a_generic_json_500(cast, api, monkeypatch):
 
 
 def test_runtime_errors_keep_their_code_and_details():
-    from runtime import SubgraphResolutionError
+    from runtime.errors import SubgraphResolutionError
 
     status, body = render_error(SubgraphResolutionError("no such child", workflow="child", version=None))
     assert status == 400

@@ -8,7 +8,8 @@ from django.core.exceptions import ImproperlyConfigured
 from django.test import override_settings
 
 from designer import catalog
-from runtime import TaskRegistrationError, TaskRegistry, builtin_registry
+from runtime.errors import TaskRegistrationError
+from runtime.tasks import TaskRegistry, builtin_registry
 
 
 def _app(tmp_path, name: str, tasks_source: str | None) -> str:
@@ -21,7 +22,7 @@ def _app(tmp_path, name: str, tasks_source: str | None) -> str:
 
 
 GOOD = """
-    from runtime import TaskRegistry
+    from runtime.tasks import TaskRegistry
 
     registry = TaskRegistry()
 
@@ -56,7 +57,7 @@ def test_tasks_of_any_installed_app_are_discovered(tmp_path, monkeypatch):
 def test_duplicate_task_names_name_the_module(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(tmp_path))
     _app(tmp_path, "clash_app", """
-        from runtime import TaskRegistry
+        from runtime.tasks import TaskRegistry
 
         registry = TaskRegistry()
 
@@ -87,7 +88,7 @@ def test_reset_rebuilds(monkeypatch):
 
 
 def test_demo_tasks_are_deterministic_and_typed():
-    from runtime import RuntimeContext
+    from runtime.state import RuntimeContext
 
     registry = catalog.registry()
     customer = {"id": "C-7", "name": "Ada", "tier": "gold"}
@@ -117,7 +118,7 @@ def test_task_modules_setting_adds_a_module_and_the_catalogue_follows_the_settin
 def test_task_modules_setting_clash_and_shape_errors_name_the_setting_or_module(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(tmp_path))
     (tmp_path / "clashing_tasks.py").write_text(textwrap.dedent("""
-        from runtime import TaskRegistry
+        from runtime.tasks import TaskRegistry
 
         registry = TaskRegistry()
 

@@ -15,7 +15,7 @@ from django.test import override_settings
 
 from designer import conf
 from designer.conf import trellis
-from runtime import HistoryPolicy
+from runtime.checkpoint import HistoryPolicy
 
 ROOT = Path(__file__).resolve().parents[2]
 

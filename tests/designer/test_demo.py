@@ -17,7 +17,8 @@ from demo import data as demo
 from designer import catalog
 from designer.models import Membership, Team, Workflow, WorkflowVersion
 from designer.resolvers import TeamVersionResolver
-from runtime import Engine, RuntimeContext, analyze
+from runtime import Engine, analyze
+from runtime.state import RuntimeContext
 from tests.runtime.document_support import plain_twin
 
 pytestmark = pytest.mark.django_db

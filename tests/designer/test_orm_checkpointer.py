@@ -16,7 +16,10 @@ from django.test.utils import CaptureQueriesContext
 from designer.models import Run, RunCheckpoint, RunEvent, RunStatePart, Team, Workflow
 from designer.runs import lease
 from designer.runs.checkpointer import OrmCheckpointer, UnknownRunError, run_state_of
-from runtime import CorruptRunStateError, HistoryPolicy, RunState, WorkflowBuilder, input_path
+from runtime import RunState, WorkflowBuilder
+from runtime.checkpoint import HistoryPolicy
+from runtime.errors import CorruptRunStateError
+from runtime.paths import input_path
 from runtime.testing.checkpointer_conformance import CheckpointerConformance, sample_events, sample_run_state
 from tests.runtime.engine_helpers import engine
 

@@ -16,7 +16,7 @@ from django.utils import timezone
 from django_tasks_db.models import DBTaskResult
 
 from designer.models import RecoveryChain, Run, RunCheckpoint, RunEvent
-from designer.runs import retention, sweep
+from designer.runs import chain, retention
 from designer.services import runs as run_services
 from tests.designer.runs_support import counting_document, run_batch
 
@@ -91,12 +91,12 @@ def test_the_workers_sweep_prunes_once_an_interval(cast: Any, env: dict[str, str
     old, kept = finished_runs(cast, env, 2)
     age(old, 60)
     age(kept, 1)
-    sweep.ensure_chain()
-    RecoveryChain.objects.filter(pk=sweep.CHAIN).update(due_at=timezone.now() - timedelta(minutes=1),
+    chain.ensure_chain()
+    RecoveryChain.objects.filter(pk=chain.CHAIN).update(due_at=timezone.now() - timedelta(minutes=1),
                                                         pruned_at=None)
     run_batch(env)
     assert not Run.objects.filter(pk=old.pk).exists() and Run.objects.filter(pk=kept.pk).exists()
-    pruned_at = RecoveryChain.objects.get(pk=sweep.CHAIN).pruned_at
+    pruned_at = RecoveryChain.objects.get(pk=chain.CHAIN).pruned_at
     assert pruned_at is not None
     # Not due again within the interval: another call claims nothing.
     assert retention.prune_if_due() is None

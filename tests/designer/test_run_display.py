@@ -12,7 +12,8 @@ from demo.data import customer_orders, orders_via_subgraph, process_order, spend
 from designer import catalog
 from designer.runs.checkpointer import event_row
 from designer.views.run_display import InFlight, build_timeline, short_id
-from runtime import Engine, MappingResolver
+from runtime import Engine
+from runtime.engine import MappingResolver
 
 CUSTOMERS = [{"id": "C-1", "name": "Ada", "tier": "gold"}, {"id": "C-2", "name": "Bob", "tier": "standard"}]
 
@@ -90,7 +91,7 @@ def test_frames_ready_in_the_checkpoint_are_drawn_as_running() -> None:
 
 
 def _event(seq: int, kind: str, at: datetime) -> Any:
-    from runtime import TraceEvent
+    from runtime.state import TraceEvent
 
     return TraceEvent(seq=seq, kind=kind, run_id="run_1", step=seq, time=at.astimezone(UTC).timestamp(),
                       scope_id="root", frame_id="frame_1", lineage_id="lineage_1", node_id="a")

@@ -110,9 +110,9 @@ def test_run_page_links_its_queue_task_while_the_queue_has_it(admin_client: Any,
 
 def test_the_recovery_chain_is_shown_read_only(admin_client: Any) -> None:
     from designer.models import RecoveryChain
-    from designer.runs import sweep
+    from designer.runs import chain
 
-    token = sweep.ensure_chain()
+    token = chain.ensure_chain()
     assert token is not None
     chain = RecoveryChain.objects.get()
     listing = admin_client.get(reverse("admin:designer_recoverychain_changelist")).content.decode()

@@ -16,7 +16,9 @@ from django.urls import reverse
 from designer.models import ForeachBatch, ForeachBatchItem, Run, RunEvent
 from designer.runs.checkpointer import OrmCheckpointer
 from designer.views.runs import LIVE_EVENTS
-from runtime import Engine, RunState, SequentialIds, TaskRegistry, Workflow, WorkflowBuilder
+from runtime import Engine, RunState, Workflow, WorkflowBuilder
+from runtime.state import SequentialIds
+from runtime.tasks import TaskRegistry
 from tests.designer.clients import client_for
 
 pytestmark = pytest.mark.django_db
@@ -128,7 +130,7 @@ def test_the_poll_shows_the_counters_the_checkpointer_keeps(cast: Any, workflow:
 
 
 def test_a_failed_step_is_counted(cast: Any, workflow: Any) -> None:
-    from runtime import TraceEvent
+    from runtime.state import TraceEvent
 
     run = live_run(cast, workflow, 3)
     state = OrmCheckpointer(cast.team).load(run.runtime_id)
@@ -167,7 +169,7 @@ def waiting_distributed_run(cast: Any, workflow: Any, size: int, committed: int)
     with the first ``committed`` items committed through the batches' own commit path (``Committer``)."""
     from designer.runs import batches
     from designer.runs.lease import expiry_in
-    from runtime import ItemOutcome, distributed_foreach
+    from runtime.engine import ItemOutcome, distributed_foreach
 
     registry = TaskRegistry()
 

@@ -14,17 +14,10 @@ import pytest
 
 from designer import catalog
 from designer.runs.steps import StepProcessPool
-from runtime import (
-    Engine,
-    RuntimeContext,
-    StepCall,
-    StepCancelledError,
-    StepMemoryError,
-    StepResultTooLargeError,
-    StepTimeoutError,
-    TaskError,
-    WorkflowBuilder,
-)
+from runtime import Engine, WorkflowBuilder
+from runtime.engine import StepCall
+from runtime.errors import StepCancelledError, StepMemoryError, StepResultTooLargeError, StepTimeoutError, TaskError
+from runtime.state import RuntimeContext
 
 STEP_TASKS = "tests.designer.step_tasks"
 BOMB = " | ".join(["[@,@][]"] * 25) + " | length(@)"
@@ -44,7 +37,7 @@ def call(task: str, payload: dict[str, Any], *, timeout: float | None = 30, max_
          index: int | None = None) -> StepCall:
     context = RuntimeContext(node_id="node", frame_id="frame_7")
     if index is not None:
-        from runtime import ForeachContext
+        from runtime.state import ForeachContext
 
         context.foreach = {"each": ForeachContext("each", "act_1", "frame_6", "root", "lin_1", index, "item")}
     return StepCall.of(task, payload, context, timeout=timeout, max_result_bytes=max_result_bytes)
@@ -182,7 +175,8 @@ import django
 django.setup()
 from designer import catalog
 from designer.runs.steps import StepProcessPool
-from runtime import RuntimeContext, StepCall
+from runtime.engine import StepCall
+from runtime.state import RuntimeContext
 
 pool = StepProcessPool(processes=1, task_modules=[*catalog.task_modules(), "tests.designer.step_tasks"],
                        max_memory_mb=None)
@@ -222,7 +216,7 @@ def test_a_running_step_dies_with_its_worker_even_when_the_worker_is_killed() ->
 
 def test_a_cancel_while_a_step_runs_kills_it_and_cancels_the_run_without_committing_the_superstep(
         pool: StepProcessPool) -> None:
-    from runtime import InMemoryCheckpointer
+    from runtime.checkpoint import InMemoryCheckpointer
 
     graph = WorkflowBuilder("napping", state_schema={"type": "object", "properties": {"first": {}, "slept": {}}})
     first = graph.use("math", id="first", input=[{"target": "op", "value": "add"}, {"target": "a", "value": 1},

@@ -17,7 +17,7 @@ from django.tasks import TaskResultStatus
 from django.utils import timezone
 
 from designer.models import RecoveryChain, Run
-from designer.runs import lease, queue, sweep
+from designer.runs import chain, lease, queue, sweep
 from designer.tasks import recover_runs
 
 pytestmark = pytest.mark.django_db
@@ -27,7 +27,7 @@ def sweeps(enqueued: list[Any]) -> list[Any]:
     return [result for result in enqueued if result.task.name == "recover_runs"]
 
 
-def chain() -> RecoveryChain:
+def chain_row() -> RecoveryChain:
     return RecoveryChain.objects.get()
 
 
@@ -38,13 +38,13 @@ def test_the_first_enqueue_of_a_run_starts_one_chain(workflow: Any, enqueued: li
     queue.enqueue_run(second.pk)
 
     [started] = sweeps(enqueued)
-    assert started.status == TaskResultStatus.READY and started.args == [chain().token]
-    assert chain().task_result_id == str(started.id)
-    assert sweep.ensure_chain() is None  # alive: nothing more
+    assert started.status == TaskResultStatus.READY and started.args == [chain_row().token]
+    assert chain_row().task_result_id == str(started.id)
+    assert chain.ensure_chain() is None  # alive: nothing more
 
 
 def test_a_sweep_enqueues_its_successor_later_then_recovers(workflow: Any, enqueued: list[Any]) -> None:
-    token = sweep.ensure_chain()
+    token = chain.ensure_chain()
     assert token is not None
     stale = Run.objects.create(team=workflow.team, workflow=workflow, document=workflow.document,
                                lease_expires_at=timezone.now() - timedelta(seconds=1))
@@ -53,30 +53,30 @@ def test_a_sweep_enqueues_its_successor_later_then_recovers(workflow: Any, enque
     assert sweep.sweep(token) == "re-enqueued 1"
 
     successor = sweeps(enqueued)[-1]
-    assert successor.args == [token] and chain().task_result_id == str(successor.id)
+    assert successor.args == [token] and chain_row().task_result_id == str(successor.id)
     assert recover_runs.get_result(successor.id).status == TaskResultStatus.READY
     # Deferred by one interval: no worker takes it before then, so the chain does not spin.
-    assert successor.task.run_after >= before + timedelta(seconds=sweep.interval() * 0.9)
+    assert successor.task.run_after >= before + timedelta(seconds=chain.interval() * 0.9)
     assert Run.objects.get(pk=stale.pk).task_result_id  # the stale run was enqueued again
 
 
 def test_a_superseded_sweep_ends_its_chain(enqueued: list[Any]) -> None:
-    token = sweep.ensure_chain()
+    token = chain.ensure_chain()
     assert token is not None
     count = len(sweeps(enqueued))
 
     assert sweep.sweep("an-older-chain") == "superseded"
-    assert len(sweeps(enqueued)) == count and chain().token == token
+    assert len(sweeps(enqueued)) == count and chain_row().token == token
 
 
 def test_a_broken_chain_is_restarted_and_the_old_one_ends(enqueued: list[Any]) -> None:
-    old = sweep.ensure_chain()
+    old = chain.ensure_chain()
     assert old is not None
     # The worker that took the last sweep died before enqueuing the next: due_at passes and stays past.
     RecoveryChain.objects.update(due_at=timezone.now() - timedelta(hours=1))
 
-    new = sweep.ensure_chain()
-    assert new is not None and new != old and chain().token == new
+    new = chain.ensure_chain()
+    assert new is not None and new != old and chain_row().token == new
     assert sweeps(enqueued)[-1].args == [new]
     assert sweep.sweep(old) == "superseded"  # should the old sweep still turn up
 
@@ -89,7 +89,7 @@ def test_processes_that_find_the_chain_broken_at_once_start_exactly_one(enqueued
     def look() -> None:
         try:
             barrier.wait()
-            token = sweep.ensure_chain()
+            token = chain.ensure_chain()
             if token is not None:
                 started.append(token)
         finally:
@@ -101,7 +101,7 @@ def test_processes_that_find_the_chain_broken_at_once_start_exactly_one(enqueued
     for thread in threads:
         thread.join()
 
-    assert len(started) == 1 and chain().token == started[0]
+    assert len(started) == 1 and chain_row().token == started[0]
     assert [result.args for result in sweeps(enqueued)] == [started]
 
 
@@ -113,7 +113,7 @@ def test_a_worker_taking_a_run_keeps_the_chain_alive(workflow: Any, enqueued: li
     assert lease.claim(run.pk, "someone")  # execute_run will skip it: only the chain check matters here
 
     assert execute_run.call(run.pk) == "skipped"
-    assert chain().token != "dead" and sweeps(enqueued)[-1].args == [chain().token]
+    assert chain_row().token != "dead" and sweeps(enqueued)[-1].args == [chain_row().token]
 
 
 def test_a_sweep_prunes_finished_sweep_rows_past_the_retention_only(settings: Any, workflow: Any) -> None:
@@ -134,13 +134,13 @@ def test_a_sweep_prunes_finished_sweep_rows_past_the_retention_only(settings: An
     recent = finished(recover_runs, "old-chain", age=timedelta(minutes=5))
     old_run_task = finished(execute_run, 1, age=timedelta(days=3))  # not a sweep: left alone
     waiting = str(recover_runs.enqueue("old-chain").id)  # not finished: left alone
-    token = sweep.ensure_chain()
+    token = chain.ensure_chain()
     assert token is not None
 
     sweep.sweep(token)
 
     left = set(DBTaskResult.objects.values_list("pk", flat=True).order_by())
-    assert {str(pk) for pk in left} >= {recent, old_run_task, waiting, chain().task_result_id}
+    assert {str(pk) for pk in left} >= {recent, old_run_task, waiting, chain_row().task_result_id}
     assert not {str(pk) for pk in left} & set(old)
 
     settings.TRELLIS_SWEEP_RETENTION_SECONDS = 0  # every finished sweep

@@ -10,7 +10,7 @@ import pytest
 from designer.models import Run
 from designer.services import runs as run_services
 from designer.workflows import services as workflow_services
-from runtime import WorkflowValidationError
+from runtime.errors import WorkflowValidationError
 
 pytestmark = pytest.mark.django_db
 

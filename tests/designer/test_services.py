@@ -17,7 +17,7 @@ from designer.errors import (
 )
 from designer.models import Membership, Workflow, WorkflowVersion
 from designer.workflows import services as workflow_services
-from runtime import WorkflowValidationError
+from runtime.errors import WorkflowValidationError
 
 pytestmark = pytest.mark.django_db
 

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 from django.urls import reverse
 
-from runtime import Workflow, step_timeout_diagnostics
+from runtime import Workflow
+from runtime.analysis import step_timeout_diagnostics
 from tests.designer.clients import client_for
 
 pytestmark = pytest.mark.django_db

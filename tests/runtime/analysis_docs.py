@@ -55,7 +55,7 @@ def shop_registry() -> Any:
     """A real registry with typed tasks used across the analyzer tests."""
     from pydantic import BaseModel
 
-    from runtime import Route, TaskRegistry
+    from runtime.tasks import Route, TaskRegistry
 
     class Order(BaseModel):
         sku: str

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from runtime import TaskRegistry
+from runtime.tasks import TaskRegistry
 
 registry = TaskRegistry()
 

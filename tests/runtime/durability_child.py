@@ -13,7 +13,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from runtime import Engine, FileCheckpointer, Route, SequentialIds, SqliteCheckpointer, TaskRegistry, WorkflowBuilder
+from runtime import Engine, WorkflowBuilder
+from runtime.checkpoint import FileCheckpointer, SqliteCheckpointer
+from runtime.state import SequentialIds
+from runtime.tasks import Route, TaskRegistry
 
 MAX_PENDING = 8
 COUNTER = {"type": "object", "properties": {"x": {"type": "integer", "default": 0}}}

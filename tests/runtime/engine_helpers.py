@@ -6,20 +6,11 @@ import asyncio
 import random
 from typing import Any
 
-from runtime import (
-    Engine,
-    ForeachNode,
-    RunResult,
-    RunState,
-    RuntimeContext,
-    SequentialIds,
-    TaskNode,
-    TaskRegistry,
-    Workflow,
-    WorkflowBuilder,
-    input_path,
-    state_path,
-)
+from runtime import Engine, RunResult, RunState, Workflow, WorkflowBuilder
+from runtime.document import ForeachNode, TaskNode
+from runtime.paths import input_path, state_path
+from runtime.state import RuntimeContext, SequentialIds
+from runtime.tasks import TaskRegistry
 
 ITEMS = {"type": "array", "items": {"type": "integer"}}
 #: A workflow input of one list of integers, ``xs``.
@@ -71,7 +62,7 @@ def registry() -> TaskRegistry:
 
     @reg.task(labels=("small", "big"))
     def size(x: int) -> Any:
-        from runtime import Route
+        from runtime.tasks import Route
 
         return Route("big" if x >= 10 else "small", x)
 

@@ -6,8 +6,9 @@ from collections.abc import Callable
 
 import pytest
 
-from runtime import Workflow, WorkflowValidationError, analyze
+from runtime import Workflow, analyze
 from runtime._analysis import CODES, Analysis
+from runtime.errors import WorkflowValidationError
 from tests.runtime.analysis_docs import bind, chain, foreach, route, shop_registry, subgraph, task, workflow
 
 REGISTRY = shop_registry()

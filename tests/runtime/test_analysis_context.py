@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from runtime import UnreachableNodeError, Workflow, analyze
+from runtime import Workflow, analyze
+from runtime.errors import UnreachableNodeError
 from tests.runtime.analysis_docs import bind, foreach, out, route, shop_registry, subgraph, task, workflow
 
 INPUT = {

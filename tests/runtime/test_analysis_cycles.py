@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from runtime import Engine, WorkflowValidationError, analyze
+from runtime import Engine, analyze
+from runtime.errors import WorkflowValidationError
 from tests.runtime.analysis_docs import chain, foreach, route, shop_registry, task, workflow
 
 REGISTRY = shop_registry()

@@ -18,7 +18,9 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from runtime import Engine, RuntimeContext, SequentialIds, TaskRegistry, Workflow, analyze
+from runtime import Engine, Workflow, analyze
+from runtime.state import RuntimeContext, SequentialIds
+from runtime.tasks import TaskRegistry
 
 Tree = list[Any]  # a block: a list of ("task",) | ("cycle",) | ("foreach", concurrency, block)
 

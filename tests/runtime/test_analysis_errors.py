@@ -14,8 +14,11 @@ import jsonschema
 import pytest
 from pydantic import BaseModel
 
-from runtime import Engine, SequentialIds, TaskError, TaskRegistry, analyze
+from runtime import Engine, analyze
 from runtime._analysis._error_payload import ERROR_PAYLOAD_SCHEMA, ERROR_SCHEMA
+from runtime.errors import TaskError
+from runtime.state import SequentialIds
+from runtime.tasks import TaskRegistry
 from tests.runtime.analysis_docs import bind, foreach, out, route, shop_registry, subgraph, task, workflow
 
 SHOP = shop_registry()

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from runtime import UnknownNodeError, analyze
+from runtime import analyze
+from runtime.errors import UnknownNodeError
 from tests.runtime.analysis_docs import bind, chain, foreach, route, shop_registry, task, workflow
 
 REGISTRY = shop_registry()

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from runtime import GraphSourcePath, analyze
+from runtime import analyze
+from runtime.paths import GraphSourcePath
 from tests.runtime.analysis_docs import bind, foreach, out, route, shop_registry, task, workflow
 
 INPUT = {"type": "object", "properties": {

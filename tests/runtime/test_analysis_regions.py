@@ -6,8 +6,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from runtime import UnknownNodeError, UnreachableNodeError, Workflow, WorkflowValidationError, analyze
+from runtime import Workflow, analyze
 from runtime._analysis import CODES
+from runtime.errors import UnknownNodeError, UnreachableNodeError, WorkflowValidationError
 from tests.runtime.analysis_docs import chain, foreach, route, task, workflow
 
 

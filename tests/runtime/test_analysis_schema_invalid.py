@@ -6,17 +6,12 @@ from typing import Any
 
 import pytest
 
-from runtime import (
-    Engine,
-    InputValidationError,
-    Workflow,
-    WorkflowValidationError,
-    analyze,
-    builtin_registry,
-    check_run_input,
-)
+from runtime import Engine, Workflow, analyze
 from runtime._analysis import CODES
 from runtime._diagnostics import Diagnostic
+from runtime.errors import InputValidationError, WorkflowValidationError
+from runtime.inspect import check_run_input
+from runtime.tasks import builtin_registry
 from tests.runtime.analysis_docs import route, subgraph, task, workflow
 
 

@@ -138,7 +138,7 @@ def test_a_union_warning_says_which_alternative_does_not_fit() -> None:
 def test_an_object_with_extra_fields_does_not_fit_a_closed_target() -> None:
     from pydantic import BaseModel, ConfigDict
 
-    from runtime import TaskRegistry
+    from runtime.tasks import TaskRegistry
 
     class Strict(BaseModel):
         model_config = ConfigDict(extra="forbid")

@@ -7,7 +7,9 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, ValidationError
 
-from runtime import TaskRegistry, Workflow, WorkflowBuilder, analyze, input_path, is_item_index
+from runtime import Workflow, WorkflowBuilder, analyze
+from runtime.paths import input_path, is_item_index
+from runtime.tasks import TaskRegistry
 from tests.runtime.engine_helpers import engine
 
 

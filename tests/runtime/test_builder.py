@@ -7,25 +7,20 @@ import json
 import pytest
 from pydantic import BaseModel, ValidationError
 
-from runtime import (
+from runtime import Workflow, WorkflowBuilder
+from runtime.document import (
     BranchCase,
     ForeachNode,
-    GraphSourcePath,
     InputBinding,
     OutputBinding,
-    PathSyntaxError,
     RetryPolicy,
     SubgraphNode,
     TaskNode,
-    TaskRegistry,
-    Workflow,
-    WorkflowBuilder,
-    WorkflowBuildError,
     WorkflowRef,
-    input_path,
-    parse_source_path,
-    state_path,
 )
+from runtime.errors import PathSyntaxError, WorkflowBuildError
+from runtime.paths import GraphSourcePath, input_path, parse_source_path, state_path
+from runtime.tasks import TaskRegistry
 
 registry = TaskRegistry()
 

@@ -15,18 +15,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from runtime import (
-    Engine,
-    InputValidationError,
-    RuntimeContext,
-    TaskError,
-    TaskRegistry,
-    WorkflowBuilder,
-    builtin_registry,
-    default_registry,
-    state_path,
-)
+from runtime import Engine, WorkflowBuilder
 from runtime.builtins import BUILTIN_TASKS
+from runtime.errors import InputValidationError, TaskError
+from runtime.paths import state_path
+from runtime.state import RuntimeContext
+from runtime.tasks import TaskRegistry, builtin_registry, default_registry
 
 REGISTRY = builtin_registry()
 

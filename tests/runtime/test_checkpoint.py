@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from runtime import CorruptRunStateError, FileCheckpointer, HistoryPolicy, InMemoryCheckpointer, SqliteCheckpointer
 from runtime._sqlite import SCHEMA_VERSION
+from runtime.checkpoint import FileCheckpointer, HistoryPolicy, InMemoryCheckpointer, SqliteCheckpointer
+from runtime.errors import CorruptRunStateError
 from runtime.testing.checkpointer_conformance import CheckpointerConformance, sample_events, sample_run_state
 
 
@@ -155,7 +156,8 @@ def test_a_save_writes_what_changed_not_what_the_lists_hold(tmp_path: Path) -> N
     def watch(run_state: object, _events: object) -> None:
         sizes.append(cp.log_path(run_state.run_id).stat().st_size)  # type: ignore[attr-defined]
 
-    from runtime import Engine, SequentialIds
+    from runtime import Engine
+    from runtime.state import SequentialIds
     from runtime.testing.checkpointer_conformance import _registry
 
     engine = Engine(registry=_registry(), checkpointer=cp, ids=SequentialIds(), on_superstep=watch, keep_trace=0)
@@ -186,7 +188,8 @@ def test_in_memory_checkpointer_counts_saves() -> None:
 
 def test_file_history_reuses_the_logs_parts_so_it_costs_what_changed(tmp_path: Path) -> None:
     """A kept checkpoint is a line the log writes anyway: history must not store a whole state per superstep."""
-    from runtime import Engine, RunState, SequentialIds
+    from runtime import Engine, RunState
+    from runtime.state import SequentialIds
     from runtime.testing.checkpointer_conformance import _registry, collecting_workflow
 
     sizes = {}
@@ -271,7 +274,8 @@ def test_sqlite_events_saved_again_under_their_seq_replace_the_earlier_ones(tmp_
 @pytest.mark.parametrize("keep_last", [None, 3], ids=["all", "last 3"])
 def test_in_memory_history_asks_what_to_keep_only_when_the_policy_can_drop_one(keep_last: int | None) -> None:
     """The in-memory store's ``all`` history must not walk every kept checkpoint at each save (quadratic)."""
-    from runtime import Engine, SequentialIds
+    from runtime import Engine
+    from runtime.state import SequentialIds
     from runtime.testing.checkpointer_conformance import _registry, collecting_workflow
 
     asked: list[int] = []

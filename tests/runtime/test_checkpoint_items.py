@@ -16,16 +16,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from runtime import (
-    CorruptRunStateError,
-    FileCheckpointer,
-    InMemoryCheckpointer,
-    RunState,
-    TraceEvent,
-    WorkflowBuilder,
-    input_path,
-)
+from runtime import RunState, WorkflowBuilder
 from runtime._state import PART_KINDS, parse_part_key, part_key
+from runtime.checkpoint import FileCheckpointer, InMemoryCheckpointer
+from runtime.errors import CorruptRunStateError
+from runtime.paths import input_path
+from runtime.state import TraceEvent
 from runtime.testing.checkpointer_conformance import sample_run_state
 from tests.runtime.engine_helpers import answer_all, engine, nested_capture
 

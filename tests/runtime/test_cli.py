@@ -18,8 +18,10 @@ from typing import Any
 
 import pytest
 
-from runtime import SqliteCheckpointer, Workflow, WorkflowBuilder, input_path, state_path
+from runtime import Workflow, WorkflowBuilder
 from runtime._cli import main
+from runtime.checkpoint import SqliteCheckpointer
+from runtime.paths import input_path, state_path
 
 REPO = Path(__file__).resolve().parents[2]
 TASKS = "tests.runtime.cli_tasks"

@@ -8,7 +8,10 @@ from typing import Any
 
 import pytest
 
-from runtime import CorruptRunStateError, Engine, RandomIds, RunState, frame_context
+from runtime import Engine, RunState
+from runtime.errors import CorruptRunStateError
+from runtime.inspect import frame_context
+from runtime.state import RandomIds
 from tests.runtime.engine_helpers import (
     CUSTOMERS,
     answer_all,

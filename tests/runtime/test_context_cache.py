@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from runtime import CorruptRunStateError
 from runtime._state import EntryCache, foreach_entries, runtime_context
+from runtime.errors import CorruptRunStateError
 from tests.runtime.engine_helpers import CUSTOMERS, engine, nested_capture
 
 

@@ -14,15 +14,10 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from runtime import (
-    CheckpointNotFoundError,
-    Engine,
-    RunState,
-    SequentialIds,
-    SqliteCheckpointer,
-    Workflow,
-    WorkflowBuilder,
-)
+from runtime import Engine, RunState, Workflow, WorkflowBuilder
+from runtime.checkpoint import SqliteCheckpointer
+from runtime.errors import CheckpointNotFoundError
+from runtime.state import SequentialIds
 from tests.runtime.engine_helpers import CUSTOMERS, answer_all, loop_then_total, nested_capture, registry
 from tests.runtime.test_cli import REPO, TASKS, cli, doubling_workflow
 from tests.runtime.test_scope_isolation import child_capture, parent

@@ -8,7 +8,10 @@ import threading
 import time
 from typing import Any
 
-from runtime import Engine, SequentialIds, TaskRegistry, WorkflowBuilder, input_path, state_path
+from runtime import Engine, WorkflowBuilder
+from runtime.paths import input_path, state_path
+from runtime.state import SequentialIds
+from runtime.tasks import TaskRegistry
 from tests.runtime.engine_helpers import ANY_LIST
 
 GROUPS = {"type": "array", "items": {"type": "array", "items": {"type": "integer"}}}

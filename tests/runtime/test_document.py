@@ -12,28 +12,22 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, ValidationError
 
-from runtime import (
+from runtime import Workflow
+from runtime.document import (
     BranchCase,
     BranchNode,
     ForeachNode,
-    GraphSourcePath,
     InputBinding,
     InterruptNode,
-    LocalPath,
     OutputBinding,
     RetryPolicy,
-    StatePath,
     SubgraphNode,
     TaskNode,
-    Workflow,
     WorkflowOutput,
     WorkflowRef,
     WorkflowRoute,
-    context_path,
-    input_path,
-    is_item_index,
-    state_path,
 )
+from runtime.paths import GraphSourcePath, LocalPath, StatePath, context_path, input_path, is_item_index, state_path
 
 
 def validation_message(doc: dict[str, Any]) -> str:
@@ -421,7 +415,7 @@ def test_nothing_in_a_document_can_change_in_place_however_it_was_made(doc: Work
 
 
 def test_foreach_distribution_settings_round_trip_and_are_left_out_when_unset() -> None:
-    from runtime import ForeachNode
+    from runtime.document import ForeachNode
 
     plain = ForeachNode(id="f", over="input.xs")
     assert set(plain.model_dump(mode="json")) == {"kind", "id", "name", "description", "over", "as",
@@ -436,7 +430,7 @@ def test_foreach_distribution_settings_round_trip_and_are_left_out_when_unset() 
 
 
 def test_failure_tolerance_is_exceeded_when_either_limit_is() -> None:
-    from runtime import ForeachNode
+    from runtime.document import ForeachNode
 
     assert ForeachNode(id="f", over="input.xs").too_many_failures(1, 100)
     assert not ForeachNode(id="f", over="input.xs").too_many_failures(0, 100)

@@ -12,8 +12,9 @@ from typing import Any
 import jsonschema
 import pytest
 
-from runtime import Workflow, WorkflowBuilder, document_json_schema
+from runtime import Workflow, WorkflowBuilder
 from runtime._document_json import FrozenDict, FrozenList, freeze, thaw
+from runtime.document import document_json_schema
 from tests.runtime.document_support import containers, plain_twin
 
 SCHEMA = {"type": "object", "properties": {"tags": {"type": "array", "items": {"type": "string"}},

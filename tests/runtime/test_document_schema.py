@@ -6,7 +6,8 @@ import jsonschema
 import pytest
 from pydantic import ValidationError
 
-from runtime import Workflow, WorkflowBuilder, document_json_schema
+from runtime import Workflow, WorkflowBuilder
+from runtime.document import document_json_schema
 
 
 def example() -> dict:

@@ -18,14 +18,10 @@ from typing import Any
 
 import pytest
 
-from runtime import (
-    CheckpointWriteError,
-    Engine,
-    FileCheckpointer,
-    RunState,
-    SequentialIds,
-    SqliteCheckpointer,
-)
+from runtime import Engine, RunState
+from runtime.checkpoint import FileCheckpointer, SqliteCheckpointer
+from runtime.errors import CheckpointWriteError
+from runtime.state import SequentialIds
 from runtime.testing.checkpointer_conformance import sample_run_state
 from tests.runtime import durability_child as child
 from tests.runtime.test_checkpoint import TestFileCheckpointer, TestSqliteCheckpointer

@@ -7,19 +7,13 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from runtime import (
-    Engine,
-    InMemoryCheckpointer,
-    InputValidationError,
-    RunState,
-    SequentialIds,
-    TaskNode,
-    TaskRegistry,
-    WorkflowBuilder,
-    WorkflowValidationError,
-    input_path,
-    state_path,
-)
+from runtime import Engine, RunState, WorkflowBuilder
+from runtime.checkpoint import InMemoryCheckpointer
+from runtime.document import TaskNode
+from runtime.errors import InputValidationError, WorkflowValidationError
+from runtime.paths import input_path, state_path
+from runtime.state import SequentialIds
+from runtime.tasks import TaskRegistry
 from tests.runtime.engine_helpers import engine, registry
 
 
@@ -345,7 +339,7 @@ def test_default_registry_is_used_when_none_is_given() -> None:
 
 
 def test_check_run_input_applies_the_same_checks_as_run() -> None:
-    from runtime import check_run_input
+    from runtime.inspect import check_run_input
 
     g = WorkflowBuilder("d", input_schema={"type": "object", "properties": {
         "x": {"type": "integer", "default": 4}, "name": {"type": "string"}}, "required": ["name"]})

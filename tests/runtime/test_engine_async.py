@@ -7,18 +7,11 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-from runtime import (
-    AsyncCheckpointer,
-    Engine,
-    InMemoryCheckpointer,
-    RunState,
-    SequentialIds,
-    TaskRegistry,
-    TraceEvent,
-    WorkflowBuilder,
-    input_path,
-    state_path,
-)
+from runtime import Engine, RunState, WorkflowBuilder
+from runtime.checkpoint import AsyncCheckpointer, InMemoryCheckpointer
+from runtime.paths import input_path, state_path
+from runtime.state import SequentialIds, TraceEvent
+from runtime.tasks import TaskRegistry
 from tests.runtime.engine_helpers import ANY_LIST, ITEMS
 
 
@@ -123,7 +116,7 @@ def test_mixed_sync_and_async_tasks_in_one_superstep() -> None:
 
     @reg.task(labels=("sync", "async"))
     def pick(x: int) -> Any:
-        from runtime import Route
+        from runtime.tasks import Route
 
         return Route("sync" if x % 2 else "async", x)
 

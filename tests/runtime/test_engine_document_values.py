@@ -7,8 +7,11 @@ from typing import Any
 
 import pytest
 
-from runtime import Engine, InputValidationError, RunState, TaskRegistry, Workflow, WorkflowBuilder, input_path
+from runtime import Engine, RunState, Workflow, WorkflowBuilder
 from runtime._document_json import FrozenDict, thaw
+from runtime.errors import InputValidationError
+from runtime.paths import input_path
+from runtime.tasks import TaskRegistry
 from tests.runtime.engine_helpers import engine
 
 

@@ -6,23 +6,18 @@ from typing import Any
 
 import pytest
 
-from runtime import (
-    Engine,
-    InMemoryCheckpointer,
-    NodeFailedError,
-    RunState,
-    SequentialIds,
-    TaskRegistry,
-    WorkflowBuilder,
-    input_path,
-    state_path,
-)
+from runtime import Engine, RunState, WorkflowBuilder
+from runtime.checkpoint import InMemoryCheckpointer
+from runtime.errors import NodeFailedError
+from runtime.paths import input_path, state_path
+from runtime.state import SequentialIds
+from runtime.tasks import TaskRegistry
 from tests.runtime.engine_helpers import ANY_LIST, ITEMS
 
 
 def flaky_registry(failures: int, *, is_async: bool = False) -> tuple[TaskRegistry, list[int]]:
     """A task that raises ``failures`` times, then returns its attempt number (seen via RuntimeContext)."""
-    from runtime import RuntimeContext
+    from runtime.state import RuntimeContext
 
     calls: list[int] = []
     reg = TaskRegistry()

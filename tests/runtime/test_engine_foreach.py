@@ -5,18 +5,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from runtime import (
-    Engine,
-    InMemoryCheckpointer,
-    RunState,
-    SequentialIds,
-    TaskRegistry,
-    WorkflowBuilder,
-    activation_progress,
-    input_path,
-    live_frames,
-    state_path,
-)
+from runtime import Engine, RunState, WorkflowBuilder
+from runtime.checkpoint import InMemoryCheckpointer
+from runtime.inspect import activation_progress, live_frames
+from runtime.paths import input_path, state_path
+from runtime.state import SequentialIds
+from runtime.tasks import TaskRegistry
 from tests.runtime.engine_helpers import ANY_LIST, CUSTOMERS, ITEMS, engine, nested_capture
 
 
@@ -175,7 +169,7 @@ def test_body_lineage_ending_without_returning_still_completes_the_item() -> Non
 
     @reg.task(labels=("ok", "stop"))
     def maybe(x: int) -> Any:
-        from runtime import Route
+        from runtime.tasks import Route
 
         return Route("stop" if x == 2 else "ok", x)
 

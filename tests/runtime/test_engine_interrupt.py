@@ -7,14 +7,11 @@ from typing import Any
 
 import pytest
 
-from runtime import (
-    InMemoryCheckpointer,
-    ResumeError,
-    WorkflowBuilder,
-    check_resume,
-    input_path,
-    state_path,
-)
+from runtime import WorkflowBuilder
+from runtime.checkpoint import InMemoryCheckpointer
+from runtime.errors import ResumeError
+from runtime.inspect import check_resume
+from runtime.paths import input_path, state_path
 from tests.runtime.engine_helpers import ANY_LIST, ITEMS, engine, json_round_trip
 
 APPROVAL = {"type": "object", "properties": {"approved": {"type": "boolean"}, "note": {"type": "string"}},

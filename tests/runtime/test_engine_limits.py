@@ -8,7 +8,9 @@ import asyncio
 
 import pytest
 
-from runtime import InMemoryCheckpointer, StepLimitError, WorkflowBuilder
+from runtime import WorkflowBuilder
+from runtime.checkpoint import InMemoryCheckpointer
+from runtime.errors import StepLimitError
 
 from .engine_helpers import engine
 

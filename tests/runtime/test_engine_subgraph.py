@@ -6,16 +6,11 @@ from typing import Any
 
 import pytest
 
-from runtime import (
-    Engine,
-    SequentialIds,
-    TaskRegistry,
-    Workflow,
-    WorkflowBuilder,
-    WorkflowRef,
-    input_path,
-    state_path,
-)
+from runtime import Engine, Workflow, WorkflowBuilder
+from runtime.document import WorkflowRef
+from runtime.paths import input_path, state_path
+from runtime.state import SequentialIds
+from runtime.tasks import TaskRegistry
 from tests.runtime.engine_helpers import ANY_LIST, ITEMS, engine, registry
 
 
@@ -114,7 +109,7 @@ def test_child_failure_takes_the_callers_error_route() -> None:
 
 
 def test_unknown_child_is_refused_up_front() -> None:
-    from runtime import WorkflowValidationError
+    from runtime.errors import WorkflowValidationError
 
     with pytest.raises(WorkflowValidationError):
         engine(workflows={}).run(caller(), {"n": 1})

@@ -13,19 +13,12 @@ from typing import Any
 
 import pytest
 
-from runtime import (
-    CorruptRunStateError,
-    Engine,
-    RunResult,
-    RunState,
-    RuntimeContext,
-    TaskRegistry,
-    WorkflowBuilder,
-    WorkflowValidationError,
-    builtin_registry,
-    retry_delay_diagnostics,
-)
+from runtime import Engine, RunResult, RunState, WorkflowBuilder
 from runtime._registry import TIMER_ATTRIBUTE
+from runtime.analysis import retry_delay_diagnostics
+from runtime.errors import CorruptRunStateError, WorkflowValidationError
+from runtime.state import RuntimeContext
+from runtime.tasks import TaskRegistry, builtin_registry
 
 
 class Clock:

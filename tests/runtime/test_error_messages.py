@@ -3,7 +3,8 @@ exception without a message."""
 
 from __future__ import annotations
 
-from runtime import Engine, TaskRegistry, WorkflowBuilder
+from runtime import Engine, WorkflowBuilder
+from runtime.tasks import TaskRegistry
 
 ITEMS = {"type": "object", "properties": {"xs": {"type": "array", "items": {"type": "integer"}}}, "required": ["xs"]}
 

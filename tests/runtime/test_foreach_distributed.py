@@ -11,23 +11,13 @@ from typing import Any
 
 import pytest
 
-from runtime import (
-    Engine,
-    ForeachNode,
-    HistoryPolicy,
-    InMemoryCheckpointer,
-    ItemOutcome,
-    RedriveError,
-    RunResult,
-    RunState,
-    RuntimeContext,
-    SequentialIds,
-    TaskRegistry,
-    TraceEvent,
-    Workflow,
-    WorkflowBuilder,
-    distributed_foreach,
-)
+from runtime import Engine, RunResult, RunState, Workflow, WorkflowBuilder
+from runtime.checkpoint import HistoryPolicy, InMemoryCheckpointer
+from runtime.document import ForeachNode
+from runtime.engine import ItemOutcome, distributed_foreach
+from runtime.errors import RedriveError
+from runtime.state import RuntimeContext, SequentialIds, TraceEvent
+from runtime.tasks import TaskRegistry
 from tests.runtime.engine_helpers import loop_then_total
 
 CUSTOMERS = [

@@ -7,18 +7,12 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from runtime import (
-    Engine,
-    ForeachNode,
-    InMemoryCheckpointer,
-    RunState,
-    SequentialIds,
-    TaskRegistry,
-    Workflow,
-    WorkflowBuilder,
-    WorkflowValidationError,
-    analyze,
-)
+from runtime import Engine, RunState, Workflow, WorkflowBuilder, analyze
+from runtime.checkpoint import InMemoryCheckpointer
+from runtime.document import ForeachNode
+from runtime.errors import WorkflowValidationError
+from runtime.state import SequentialIds
+from runtime.tasks import TaskRegistry
 from tests.runtime.engine_helpers import XS_INPUT, asking
 from tests.runtime.engine_helpers import registry as engine_registry
 

@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from runtime import InMemoryCheckpointer, RunState, Workflow, WorkflowBuilder
+from runtime import RunState, Workflow, WorkflowBuilder
+from runtime.checkpoint import InMemoryCheckpointer
 
 from .engine_helpers import CUSTOMERS, answer_all, engine, nested_capture
 from .test_engine_limits import _foreach_over_cycles

@@ -15,7 +15,9 @@ from typing import Any
 
 import pytest
 
-from runtime import RuntimeContext, TaskError, builtin_registry
+from runtime.errors import TaskError
+from runtime.state import RuntimeContext
+from runtime.tasks import builtin_registry
 
 PUBLIC_ADDRESS = "93.184.215.14"  # a global unicast address; never connected to in these tests
 

@@ -9,10 +9,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from runtime import (
+from runtime.errors import PathSyntaxError
+from runtime.paths import (
     GraphSourcePath,
     LocalPath,
-    PathSyntaxError,
     StatePath,
     context_path,
     input_path,

@@ -7,20 +7,11 @@ from typing import Any
 
 import pytest
 
-from runtime import (
-    Engine,
-    ForkError,
-    HistoryPolicy,
-    InMemoryCheckpointer,
-    InputValidationError,
-    RedriveError,
-    ResumeError,
-    RunResult,
-    SequentialIds,
-    TaskRegistry,
-    Workflow,
-    WorkflowBuilder,
-)
+from runtime import Engine, RunResult, Workflow, WorkflowBuilder
+from runtime.checkpoint import HistoryPolicy, InMemoryCheckpointer
+from runtime.errors import ForkError, InputValidationError, RedriveError, ResumeError
+from runtime.state import SequentialIds
+from runtime.tasks import TaskRegistry
 from tests.runtime.engine_helpers import asking
 
 GROUPS = [{"name": "g0", "xs": [1, 2]}, {"name": "g1", "xs": [3]}, {"name": "g2", "xs": [4, 5, 6]},

@@ -10,18 +10,10 @@ from typing import Any, Literal
 import pytest
 from pydantic import BaseModel, Field
 
-from runtime import (
-    InputValidationError,
-    Route,
-    RuntimeContext,
-    TaskRegistrationError,
-    TaskRegistry,
-    TaskResultError,
-    TaskSpec,
-    UnknownTaskError,
-    default_registry,
-    task,
-)
+from runtime import task
+from runtime.errors import InputValidationError, TaskRegistrationError, TaskResultError, UnknownTaskError
+from runtime.state import RuntimeContext
+from runtime.tasks import Route, TaskRegistry, TaskSpec, default_registry
 
 
 class Address(BaseModel):

@@ -6,7 +6,10 @@ from typing import Any
 
 import pytest
 
-from runtime import MappingResolver, SubgraphResolutionError, WorkflowRef, analyze
+from runtime import analyze
+from runtime.document import WorkflowRef
+from runtime.engine import MappingResolver
+from runtime.errors import SubgraphResolutionError
 from tests.runtime.engine_helpers import engine
 from tests.runtime.test_engine_subgraph import caller, child
 

@@ -8,8 +8,10 @@ import asyncio
 import time
 from typing import Any
 
-from runtime import Engine, RunBudget, SequentialIds, WorkflowBuilder
+from runtime import Engine, WorkflowBuilder
 from runtime.builtins import register_builtins
+from runtime.engine import RunBudget
+from runtime.state import SequentialIds
 from tests.runtime.test_step_limits import finished, limits_registry, one_step
 
 

@@ -21,20 +21,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from runtime import (
-    CorruptRunStateError,
-    Engine,
-    FileCheckpointer,
-    InMemoryCheckpointer,
-    RunResult,
-    RunState,
-    SequentialIds,
-    Workflow,
-    activation_progress,
-    frame_context,
-    live_frames,
-)
+from runtime import Engine, RunResult, RunState, Workflow
 from runtime._state import foreach_item_metadata
+from runtime.checkpoint import FileCheckpointer, InMemoryCheckpointer
+from runtime.errors import CorruptRunStateError
+from runtime.inspect import activation_progress, frame_context, live_frames
+from runtime.state import SequentialIds
 from tests.runtime.engine_helpers import answer_all, nested_capture, registry
 from tests.runtime.test_scope_isolation import child_capture, parent
 

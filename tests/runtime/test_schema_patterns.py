@@ -18,9 +18,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from runtime import InputValidationError, check_run_input
 from runtime._compiled import schema_problems, schema_validator
 from runtime._schema_patterns import PatternTooExpensive, search, validation_budget
+from runtime.errors import InputValidationError
+from runtime.inspect import check_run_input
 
 EVIL = "^(a|a)*$"
 VICTIM = "a" * 40 + "!"
@@ -28,7 +29,10 @@ REPO = Path(__file__).resolve().parents[2]
 
 _SCRIPT = r"""
 import json, sys
-from runtime import Engine, InputValidationError, ResumeError, WorkflowBuilder, builtin_registry, check_run_input
+from runtime import Engine, WorkflowBuilder
+from runtime.errors import InputValidationError, ResumeError
+from runtime.inspect import check_run_input
+from runtime.tasks import builtin_registry
 from runtime._inspect import check_resume_value
 
 EVIL, VICTIM = sys.argv[1], sys.argv[2]

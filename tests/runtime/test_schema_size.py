@@ -10,15 +10,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from runtime import (
-    Engine,
-    InputValidationError,
-    WorkflowValidationError,
-    analyze,
-    check_run_input,
-)
+from runtime import Engine, analyze
 from runtime._analysis import _schemas as S
 from runtime._schema_check import DEFAULT_DIALECT, MAX_SCHEMA_SUBSCHEMAS, _Walk, schema_defects
+from runtime.errors import InputValidationError, WorkflowValidationError
+from runtime.inspect import check_run_input
 from tests.runtime.analysis_docs import route, shop_registry, task, workflow
 from tests.runtime.schema_support import bomb, spy_on_validation
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from runtime import Workflow, WorkflowBuilder, frame_context, input_path, state_path
+from runtime import Workflow, WorkflowBuilder
+from runtime.inspect import frame_context
+from runtime.paths import input_path, state_path
 from tests.runtime.engine_helpers import ANY_LIST, ITEMS, capture_input, engine
 
 

@@ -10,8 +10,11 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from runtime import Engine, InputBinding, TaskError, TaskRegistry, Workflow, WorkflowBuilder
+from runtime import Engine, Workflow, WorkflowBuilder
+from runtime.document import InputBinding
+from runtime.errors import TaskError
 from runtime.secrets import MappingSecrets, SecretNotFoundError, secret_diagnostics
+from runtime.tasks import TaskRegistry
 
 KEY = "sk-live-4242-very-secret"
 

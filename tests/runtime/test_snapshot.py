@@ -12,8 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from runtime import InMemoryCheckpointer, RunState, TraceEvent, WorkflowBuilder
+from runtime import RunState, WorkflowBuilder
 from runtime._state import RunStateSnapshot
+from runtime.checkpoint import InMemoryCheckpointer
+from runtime.state import TraceEvent
 from tests.runtime.engine_helpers import CUSTOMERS, answer_all, engine, nested_capture, single_foreach
 from tests.runtime.test_engine_subgraph import broken_child, caller, child
 
@@ -109,8 +111,8 @@ def test_snapshot_round_trips_a_builder_workflow_state_exactly() -> None:
 
 def test_trusted_models_are_indistinguishable_from_validated_ones() -> None:
     """The engine builds frames and lineages without validation; they must behave like validated models."""
-    from runtime import ExecutionFrame, Lineage
     from runtime._state import trusted
+    from runtime.state import ExecutionFrame, Lineage
 
     values = {"frame_id": "frame_1", "parent_frame_id": None, "scope_id": "root", "lineage_id": "lineage_2",
               "node_id": "n", "status": "ready", "waiting_for": None, "metadata": {"foreach": {"index": 0}}, "steps": 0}

@@ -10,8 +10,10 @@ from typing import Any
 
 import pytest
 
-from runtime import Engine, HistoryPolicy, RunState, SequentialIds, SqliteCheckpointer
+from runtime import Engine, RunState
 from runtime._sqlite import SCHEMA_VERSION
+from runtime.checkpoint import HistoryPolicy, SqliteCheckpointer
+from runtime.state import SequentialIds
 from runtime.testing.checkpointer_conformance import _registry, collecting_workflow, greeting_workflow
 from tests.runtime.engine_helpers import nested_capture, registry
 

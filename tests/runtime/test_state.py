@@ -10,22 +10,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from runtime import (
-    CorruptRunStateError,
-    ExecutionFrame,
-    GraphSourcePath,
-    InputBinding,
-    LocalPath,
-    RandomIds,
-    RunState,
-    SequentialIds,
-    TraceEvent,
-    frame_context,
-)
+from runtime import RunState
 from runtime._algo import mint
 from runtime._bindings import MISSING, ScopeReader, build_payload, get_in, set_in
 from runtime._state import foreach_item_metadata, runtime_context
 from runtime._trace import summarize
+from runtime.document import InputBinding
+from runtime.errors import CorruptRunStateError
+from runtime.inspect import frame_context
+from runtime.paths import GraphSourcePath, LocalPath
+from runtime.state import ExecutionFrame, RandomIds, SequentialIds, TraceEvent
 from runtime.testing.checkpointer_conformance import sample_run_state
 
 

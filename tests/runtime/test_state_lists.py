@@ -10,18 +10,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from runtime import (
-    CorruptRunStateError,
-    Engine,
-    PartLedger,
-    RunState,
-    SequentialIds,
-    TaskRegistry,
-    TraceEvent,
-    Workflow,
-    WorkflowBuilder,
-)
+from runtime import Engine, RunState, Workflow, WorkflowBuilder
 from runtime._parts import CHUNK, GrowList
+from runtime.checkpoint import PartLedger
+from runtime.errors import CorruptRunStateError
+from runtime.state import SequentialIds, TraceEvent
+from runtime.tasks import TaskRegistry
 from tests.runtime.engine_helpers import XS_INPUT, registry
 
 LOG = {"type": "object", "properties": {"log": {"type": "array", "default": []},
@@ -174,7 +168,7 @@ def test_a_missing_chunk_is_corrupt_state_not_a_shorter_list() -> None:
 
 
 def test_snapshots_keep_what_the_lists_held_then() -> None:
-    from runtime import InMemoryCheckpointer
+    from runtime.checkpoint import InMemoryCheckpointer
 
     seen: list[tuple[int, list[int]]] = []
     cp = InMemoryCheckpointer()

@@ -9,17 +9,11 @@ from typing import Any
 
 import pytest
 
-from runtime import (
-    Engine,
-    RuntimeContext,
-    SequentialIds,
-    StepResultTooLargeError,
-    StepTimeoutError,
-    TaskRegistry,
-    WorkflowBuilder,
-    WorkflowError,
-)
+from runtime import Engine, WorkflowBuilder, WorkflowError
 from runtime._steps import StepCall, step_timeout
+from runtime.errors import StepResultTooLargeError, StepTimeoutError
+from runtime.state import RuntimeContext, SequentialIds
+from runtime.tasks import TaskRegistry
 
 finished: list[str] = []
 

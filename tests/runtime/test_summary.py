@@ -12,9 +12,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from runtime import CorruptRunStateError, RunState, RunSummary, activation_progress, run_summary
+from runtime import RunState
 from runtime._state import RunStatus
 from runtime._summary import RUN_STATUSES
+from runtime.errors import CorruptRunStateError
+from runtime.inspect import RunSummary, activation_progress, run_summary
 from tests.runtime import test_foreach_distributed as distributed
 from tests.runtime.test_run_state_integrity import CASES, JSON_ODDITIES, TAMPERS, checkpoints
 

@@ -9,7 +9,7 @@ import pickle
 
 import pytest
 
-from runtime import TraceEvent
+from runtime.state import TraceEvent
 
 FIELDS = dataclasses.fields(TraceEvent)
 

@@ -7,8 +7,11 @@ from typing import Any
 
 import pytest
 
-from runtime import Engine, InMemoryCheckpointer, SequentialIds, TaskRegistry, TraceEvent, Workflow, WorkflowBuilder
+from runtime import Engine, Workflow, WorkflowBuilder
 from runtime._engine import DEFAULT_KEEP_TRACE
+from runtime.checkpoint import InMemoryCheckpointer
+from runtime.state import SequentialIds, TraceEvent
+from runtime.tasks import TaskRegistry
 
 
 def tasks() -> TaskRegistry:

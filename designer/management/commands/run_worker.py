@@ -20,7 +20,7 @@ from django_tasks_db.management.commands.db_worker import Command as DbWorkerCom
 
 from designer.conf import trellis
 from designer.monitoring import worker as monitoring
-from designer.runs import steps, sweep
+from designer.runs import chain, steps
 from designer.runs.fair_worker import FairWorker
 from designer.runs.recovery import requeue_stale_runs
 from designer.triggers.services import requeue_lost_ticks
@@ -45,7 +45,7 @@ class Command(DbWorkerCommand):
         lost = requeue_lost_ticks()
         if lost:
             self.stdout.write(f"re-enqueued the tick of schedule(s): {', '.join(map(str, lost))}")
-        sweep.ensure_chain()
+        chain.ensure_chain()
 
     def handle(self, *args: Any, **options: Any) -> None:
         slots = options.pop("slots") or trellis.WORKER_SLOTS

@@ -21,12 +21,12 @@ from designer.workflows.operations.fields import (
     set_binding,
     source_path,
 )
-from runtime import (
+from designer.workflows.schema_builder import default_problems
+from runtime.document import RetryPolicy, TaskNode
+from runtime.errors import PathSyntaxError
+from runtime.paths import (
     GraphSourcePath,
     LocalPath,
-    PathSyntaxError,
-    RetryPolicy,
-    TaskNode,
     is_item_index,
     parse_local_path,
     parse_source_path,
@@ -126,8 +126,6 @@ SCHEMA_KEYS = {"input_schema": "the input schema", "state_schema": "the state sc
 def set_schema(document: Document, node_id: str | None, key: str, schema: Any) -> Document:
     """Replace one schema: the workflow's input or state schema, or an interrupt's resume schema.
     A default that its own field refuses is refused here, naming the field, so nothing is saved."""
-    from designer.workflows.schema_builder import default_problems
-
     what = SCHEMA_KEYS.get(key)
     if what is None or (key == "resume_schema") != bool(node_id):
         raise BadRequest(f"unknown schema {key!r}", field=key)

@@ -9,12 +9,8 @@ from typing import Any
 
 from designer.errors import BadRequest
 from designer.untrusted import JSONInputError, loads_json
-from runtime import (
-    LocalPath,
-    PathSyntaxError,
-    parse_local_path,
-    parse_source_path,
-)
+from runtime.errors import PathSyntaxError
+from runtime.paths import LocalPath, parse_local_path, parse_source_path
 
 Document = dict[str, Any]
 Form = Mapping[str, Any]

@@ -19,7 +19,8 @@ from designer.access import grants as grant_services
 from designer.models import Run, WorkflowGrant
 from designer.services.runs import start_run
 from designer.workflows import services as workflow_services
-from runtime import WorkflowBuilder, WorkflowValidationError
+from runtime import WorkflowBuilder
+from runtime.errors import WorkflowValidationError
 
 pytestmark = pytest.mark.django_db
 
