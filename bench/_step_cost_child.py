@@ -42,7 +42,7 @@ def _workload(name: str) -> tuple[int, Callable[[], Any], Callable[[Any], Any]]:
     try:  # the tree compared against may predate the grouped surface (issue 28)
         from runtime.checkpoint import InMemoryCheckpointer
     except ImportError:
-        from runtime import InMemoryCheckpointer  # type: ignore[attr-defined,no-redef]
+        from runtime.checkpoint import InMemoryCheckpointer  # type: ignore[attr-defined,no-redef]
 
     size = 2_000 if name.startswith("foreach") else 200
     workflow = w.trellis_foreach() if name.startswith("foreach") else w.trellis_chain(size)

@@ -33,12 +33,13 @@ import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, BinaryIO, Protocol, runtime_checkable
 
 import pydantic_core
 
 from runtime._errors import CheckpointNotFoundError, CorruptRunStateError
 from runtime._group_commit import MAX_PENDING, Durability, GroupCommitStore, sync_file
+from runtime._parts import PartLedger
 from runtime._state import RunState, RunStateSnapshot
 from runtime._trace import TraceEvent
 
@@ -225,8 +226,10 @@ class _Line:
 
     run_id: str
     line: bytes
-    #: The checkpointer's first save of the run: the log is rewritten (what is stored of the run is unknown).
-    fresh: bool
+    #: A snapshot record (``"base"``): the whole state and every live part. The checkpointer's first save of a
+    #: run is one (what an earlier process stored is unknown), then one whenever the records since the last
+    #: snapshot outweigh it, so ``load`` reads a snapshot and a short tail whatever the run's length.
+    base: bool
     #: The run's history ends with this save (``HistoryPolicy.until_end``): the log is rewritten without it.
     ends_history: bool
 
@@ -273,7 +276,7 @@ class FileCheckpointer(GroupCommitStore[_Line]):
     def __init__(self, directory: str | os.PathLike[str], *, durable: bool = False,
                  durability: Durability | None = None, max_pending: int = MAX_PENDING,
                  compact_factor: float = 2.0, compact_min_bytes: int = 1 << 20,
-                 history: HistoryPolicy | None = None) -> None:
+                 snapshot_min_bytes: int = 1 << 15, history: HistoryPolicy | None = None) -> None:
         self.history_policy = history
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
@@ -281,6 +284,9 @@ class FileCheckpointer(GroupCommitStore[_Line]):
                          name="trellis-log-writer")
         self.compact_factor = compact_factor
         self.compact_min_bytes = compact_min_bytes
+        self.snapshot_min_bytes = snapshot_min_bytes
+        #: Per run, as saves are encoded: (bytes of the records since the last snapshot, that snapshot's size).
+        self._since_base: dict[str, tuple[int, int]] = {}
         self._lock = threading.Lock()
         self._counter = 0
         self._sizes: dict[str, tuple[int, int]] = {}  # per run: (log size now, size after the last compaction)
@@ -301,8 +307,10 @@ class FileCheckpointer(GroupCommitStore[_Line]):
 
     @staticmethod
     def _record(data: Any, new: Mapping[str, Any], gone: Sequence[str], events: Sequence[dict[str, Any]],
-                *, kept: bool) -> bytes:
-        record = {"state": data, "new": new, "gone": list(gone), "events": list(events)}
+                *, kept: bool, base: bool = False) -> bytes:
+        # "base" comes first: a reader finds the last snapshot by its line's opening bytes (``_BASE``).
+        record: dict[str, Any] = {"base": True} if base else {}
+        record.update(state=data, new=new, gone=list(gone), events=list(events))
         if kept:
             record["kept"] = True
         return pydantic_core.to_json(record) + b"\n"
@@ -312,12 +320,19 @@ class FileCheckpointer(GroupCommitStore[_Line]):
     def save(self, run_state: RunState, events: Sequence[TraceEvent] = ()) -> None:
         run_id = run_state.run_id
         self.log_path(run_id)  # refuse a run id that cannot name a file before anything is queued
-        ledger, delta = self._delta(run_state)
+        since, base_size = self._since_base.get(run_id, (0, 0))
+        if since >= max(self.snapshot_min_bytes, base_size):
+            # Time for a snapshot: a delta against an empty ledger holds every live part (and drops none).
+            ledger, delta = PartLedger(), run_state.checkpoint_delta(PartLedger())
+        else:
+            ledger, delta = self._delta(run_state)
         policy = self.history_policy
         ends = policy is not None and policy.ends(run_state)
+        base = delta.fresh
         line = _Line(run_id, self._record(delta.data, delta.new, delta.gone, line_events(events),
-                                          kept=policy is not None and not ends), delta.fresh, ends)
+                                          kept=policy is not None and not ends, base=base), base, ends)
         self._commit(run_state, ledger, delta, line)
+        self._since_base[run_id] = (0, len(line.line)) if base else (since + len(line.line), base_size)
 
     def _write(self, lines: list[_Line]) -> None:
         """Write ``lines`` in order: the appends of each run as one write and one sync."""
@@ -335,18 +350,29 @@ class FileCheckpointer(GroupCommitStore[_Line]):
                         self._rewrite(run_id, path)
 
             for item in lines:
-                if item.fresh or item.run_id not in self._sizes:
-                    # What an earlier checkpointer stored of this run is unknown here: start the log over, keeping
-                    # the trace (and history) it holds, then this save (whose delta has every live part).
-                    drain(item.run_id)
-                    self._rewrite(item.run_id, self.log_path(item.run_id), item.line)
-                else:
-                    pending.setdefault(item.run_id, []).append(item.line)
+                if item.run_id not in self._sizes:
+                    # This checkpointer's first write of the run (its first save is a snapshot): append after the
+                    # log's last whole record, cutting off a torn tail a crash left. Nothing is rewritten.
+                    self._sizes[item.run_id] = self._open_log(self.log_path(item.run_id))
+                pending.setdefault(item.run_id, []).append(item.line)
                 if item.ends_history:
                     drain(item.run_id)
                     self._rewrite(item.run_id, self.log_path(item.run_id))
             for run_id in list(pending):
                 drain(run_id)
+
+    def _open_log(self, path: Path) -> tuple[int, int]:
+        """(size, size after the last compaction) of the log at ``path`` as this checkpointer starts on it: its
+        whole records (a torn last line is left to the next append to cut off); a new log is created."""
+        try:
+            with open(path, "rb") as handle:
+                size = _scan_back(handle).end
+        except FileNotFoundError:
+            path.touch()
+            if self.durable:
+                self._sync_directory(path.parent)
+            size = 0
+        return size, size
 
     def _append(self, path: Path, chunk: bytes, size: int) -> int:
         """Append records at ``size`` (cutting off a torn tail a failed write left); the new size."""
@@ -380,9 +406,9 @@ class FileCheckpointer(GroupCommitStore[_Line]):
             self._sync_directory(path.parent)
         return len(content)
 
-    def _rewrite(self, run_id: str, path: Path, tail: bytes = b"") -> None:
-        """Compact the log: the kept history (per the policy), the latest state, the parts they need, every
-        event; then ``tail`` (a new record) when given. An absent or unreadable-from-the-start log starts over."""
+    def _rewrite(self, run_id: str, path: Path) -> None:
+        """Compact the log: every event, the kept history (per the policy), the latest state as a snapshot, and
+        the parts they need."""
         try:
             log: _Log | None = self._read(run_id, path)
         except CheckpointNotFoundError:  # no log, or only a torn first line
@@ -393,66 +419,49 @@ class FileCheckpointer(GroupCommitStore[_Line]):
             kept = log.kept_steps(policy) if policy is not None and not log.history_ended else {}
             latest = log.state
             states = [state for step, state in sorted(kept.items()) if state is not latest]
-            keys: set[str] = set(RunState.parts_left_out(latest))
+            live = set(RunState.parts_left_out(latest))
+            older: set[str] = set()
             for state in states:
-                keys.update(RunState.parts_left_out(state))
-            parts = {key: log.all_parts[key] for key in sorted(keys) if key in log.all_parts}
+                older.update(RunState.parts_left_out(state))
             latest_kept = any(state is latest for state in kept.values())
-            ordered = [*states, latest]
-            for number, state in enumerate(ordered):
-                first = number == 0
-                records.append(self._record(state, parts if first else {}, (), log.events if first else [],
-                                            kept=state is not latest or latest_kept))
-        content = b"".join(records) + tail
-        size = self._replace(path, content)
+            # The trace first, in a record of its own, then the kept checkpoints, then the latest state as a
+            # snapshot: ``load`` reads from the snapshot on and never parses the trace.
+            if log.events:
+                records.append(pydantic_core.to_json({"trace": log.events}) + b"\n")
+            for number, state in enumerate(states):
+                parts = {key: log.all_parts[key] for key in sorted(older - live) if key in log.all_parts}
+                records.append(self._record(state, parts if number == 0 else {}, (), [], kept=True))
+            parts = {key: log.all_parts[key] for key in sorted(live) if key in log.all_parts}
+            records.append(self._record(latest, parts, (), [], kept=latest_kept, base=True))
+        size = self._replace(path, b"".join(records))
         self._sizes[run_id] = (size, size)
         if log is not None:
             self.compactions += 1
 
     # -- reading ---------------------------------------------------------------------
 
-    def _read(self, run_id: str, path: Path) -> _Log:
+    def _read(self, run_id: str, path: Path, *, from_snapshot: bool = False) -> _Log:
+        """The run's log read back: all of it, or (``from_snapshot``) its last snapshot record and what follows,
+        which is all ``load`` needs (the latest state and its live parts) and costs the same whatever the
+        run's length."""
         try:
-            content = path.read_bytes()
+            with open(path, "rb") as handle:
+                if not from_snapshot:
+                    return _parse(run_id, handle.read(), 0)
+                found = _scan_back(handle)
+                start = found.base or 0  # a log without a snapshot (written before they were) from its start
+                handle.seek(start)
+                return _parse(run_id, handle.read(found.end - start), start)
         except FileNotFoundError:
             raise _not_found(run_id) from None
-        log = _Log()
-        lines = content.split(b"\n")
-        # The last element is b"" after a complete final line, else a line torn by a crash: ignored.
-        for number, raw in enumerate(lines[:-1], start=1):
-            try:
-                record = json.loads(raw)
-                state, new, gone, events = record["state"], record["new"], record["gone"], record["events"]
-                if not isinstance(new, dict) or not isinstance(gone, list) or not isinstance(events, list):
-                    raise TypeError("a record's new, gone and events are an object and two lists")
-                step = state["step"] if isinstance(state, dict) else None
-                if not isinstance(step, int):
-                    raise TypeError("a record's state has no superstep number")
-            except (ValueError, TypeError, KeyError) as exc:
-                raise CorruptRunStateError(f"run {run_id!r}: line {number} of its checkpoint log is damaged: "
-                                           f"{exc}", run_id=run_id) from None
-            for key in gone:
-                log.parts.pop(key, None)
-            log.parts.update(new)
-            log.all_parts.update(new)
-            log.state = state
-            log.events.extend(events)
-            if record.get("kept") is True:
-                log.kept[step] = state  # a superstep saved twice (re-run after a crash) is kept as last saved
-                log.history_ended = False
-            else:
-                log.history_ended = True
-        if log.state is None:
-            raise _not_found(run_id)
-        return log
 
-    def _read_logged(self, run_id: str) -> _Log:
+    def _read_logged(self, run_id: str, *, from_snapshot: bool = False) -> _Log:
         self.flush()
         with self._lock:
-            return self._read(run_id, self.log_path(run_id))
+            return self._read(run_id, self.log_path(run_id), from_snapshot=from_snapshot)
 
     def load(self, run_id: str) -> RunState:
-        log = self._read_logged(run_id)
+        log = self._read_logged(run_id, from_snapshot=True)
         return RunState.join_parts(log.state, log.parts)
 
     def load_events(self, run_id: str) -> list[TraceEvent]:
@@ -493,6 +502,7 @@ class FileCheckpointer(GroupCommitStore[_Line]):
             shutil.rmtree(path.with_suffix(".history"), ignore_errors=True)  # where earlier versions kept history
             self._forget(run_id)
             self._sizes.pop(run_id, None)
+            self._since_base.pop(run_id, None)
 
     def run_ids(self) -> list[str]:
         self.flush()
@@ -501,6 +511,92 @@ class FileCheckpointer(GroupCommitStore[_Line]):
 
 def line_events(events: Sequence[TraceEvent]) -> list[dict[str, Any]]:
     return [event.to_dict() for event in events]
+
+
+#: How a snapshot record's line opens (``FileCheckpointer._record``). A raw newline only ever ends a record (JSON
+#: escapes it inside strings), so a newline followed by this is the start of a snapshot, found from the end.
+_BASE = b'{"base":'
+_SCAN_BLOCK = 1 << 16
+
+
+@dataclass(frozen=True, slots=True)
+class _Found:
+    #: The end of the log's last whole record (a torn line after it is ignored).
+    end: int
+    #: Where the last whole snapshot record starts, None when the log has none.
+    base: int | None
+
+
+def _scan_back(handle: BinaryIO) -> _Found:
+    """Find, reading back from the end of the log, its last whole record and its last snapshot before that."""
+    position = handle.seek(0, os.SEEK_END)
+    end: int | None = None
+    later = b""  # the start of the block read before (later in the file): a marker may straddle two blocks
+    while position > 0:
+        size = min(_SCAN_BLOCK, position)
+        position -= size
+        handle.seek(position)
+        block = handle.read(size)
+        if end is None:
+            last = block.rfind(b"\n")
+            if last < 0:
+                later = block[: len(_BASE)]
+                continue
+            end = position + last + 1
+        window = block + later
+        limit = end - position  # only whole records count: a torn snapshot is no snapshot
+        at = window.rfind(b"\n" + _BASE, 0, limit)
+        if at >= 0:
+            return _Found(end, position + at + 1)
+        later = block[: len(_BASE)]
+    if end is None:
+        return _Found(0, None)
+    if later.startswith(_BASE):
+        return _Found(end, 0)
+    return _Found(end, None)
+
+
+def _parse(run_id: str, content: bytes, offset: int) -> _Log:
+    """Records in ``content`` (from byte ``offset`` of the log) applied in order; a torn last line ignored."""
+    log = _Log()
+    lines = content.split(b"\n")
+    # The last element is b"" after a complete final line, else a line torn by a crash: ignored.
+    for number, raw in enumerate(lines[:-1], start=1):
+        try:
+            record = json.loads(raw)
+            if "trace" in record and "state" not in record:  # the trace a compaction moved out of the way
+                trace = record["trace"]
+                if not isinstance(trace, list):
+                    raise TypeError("a trace record holds a list of events")
+                log.events.extend(trace)
+                continue
+            state, new, gone, events = record["state"], record["new"], record["gone"], record["events"]
+            if not isinstance(new, dict) or not isinstance(gone, list) or not isinstance(events, list):
+                raise TypeError("a record's new, gone and events are an object and two lists")
+            step = state["step"] if isinstance(state, dict) else None
+            if not isinstance(step, int):
+                raise TypeError("a record's state has no superstep number")
+        except (ValueError, TypeError, KeyError) as exc:
+            where = f"line {number}" if offset == 0 else f"line {number} after byte {offset:,}"
+            raise CorruptRunStateError(f"run {run_id!r}: {where} of its checkpoint log is damaged: {exc}",
+                                       run_id=run_id) from None
+        if record.get("base") is True:
+            log.parts = dict(new)  # a snapshot holds every live part: what an earlier process left is not
+        else:
+            for key in gone:
+                log.parts.pop(key, None)
+            log.parts.update(new)
+        log.all_parts.update(new)
+        log.state = state
+        log.events.extend(events)
+        if record.get("kept") is True:
+            log.kept[step] = state  # a superstep saved twice (re-run after a crash) is kept as last saved
+            log.history_ended = False
+        else:
+            log.history_ended = True
+    if log.state is None:
+        raise _not_found(run_id)
+    return log
 
 
 @dataclass(slots=True)

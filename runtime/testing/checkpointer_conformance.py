@@ -297,6 +297,28 @@ class CheckpointerConformance:
         assert _dump(restored.run_state) == _dump(live.run_state)
         assert restored_trace == live_trace
 
+    def test_a_run_resumed_through_a_reopened_checkpointer_keeps_its_state_and_trace(self) -> None:
+        """A restarted process: a new instance goes on saving a run another one stored, and a third loads it whole
+        (the file log appends a snapshot there instead of rewriting what it holds)."""
+        cp = self.make_checkpointer()
+        workflow = greeting_workflow()
+        first = self._engine(cp).run(workflow, {"names": ["Ada", "Grace", "Edsger"]})
+        trace = [e.identity() for e in first.trace]
+        again = self.reopen(cp)
+        current = again.load(first.run_id)
+        engine = self._engine(again)
+        while current.status == "interrupted":
+            pending = next(iter(current.interrupts.values()))
+            result = engine.resume(current, pending.interrupt_id, {"answer": f"hi {pending.payload['name']}"},
+                                   workflow=workflow)
+            current = again.load(first.run_id)
+            assert _dump(current) == _dump(result.run_state)
+            trace.extend(e.identity() for e in result.trace)
+        assert current.status == "completed"
+        last = self.reopen(again)
+        assert _dump(last.load(first.run_id)) == _dump(result.run_state)
+        assert [e.identity() for e in last.load_events(first.run_id)] == trace
+
     def test_growing_lists_are_stored_whole_at_every_superstep(self) -> None:
         """Collected results and appended lists are stored in parts; every checkpoint must still load whole."""
         cp = self.make_checkpointer()

@@ -2,19 +2,32 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sqlite3
+import tempfile
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
+from runtime import Engine, RunState
 from runtime._sqlite import SCHEMA_VERSION
 from runtime.checkpoint import FileCheckpointer, HistoryPolicy, InMemoryCheckpointer, SqliteCheckpointer
-from runtime.errors import CorruptRunStateError
-from runtime.testing.checkpointer_conformance import CheckpointerConformance, sample_events, sample_run_state
+from runtime.errors import CheckpointNotFoundError, CorruptRunStateError
+from runtime.state import SequentialIds
+from runtime.testing.checkpointer_conformance import (
+    CheckpointerConformance,
+    _registry,
+    collecting_workflow,
+    sample_events,
+    sample_run_state,
+)
 
 
 class TestInMemoryCheckpointer(CheckpointerConformance):
@@ -170,6 +183,101 @@ def test_a_save_writes_what_changed_not_what_the_lists_hold(tmp_path: Path) -> N
     assert sum(late) < 1.5 * sum(early)
 
 
+def _snapshot_lines(path: Path) -> int:
+    return sum(line.startswith(b'{"base":') for line in path.read_bytes().splitlines())
+
+
+def test_file_load_from_the_last_snapshot_equals_a_full_replay(tmp_path: Path) -> None:
+    """``load`` reads the last snapshot and what follows; ``load_at`` (history) replays the whole log. At every
+    superstep of a run that wrote many snapshots, both give the live state."""
+    cp = FileCheckpointer(tmp_path, history=HistoryPolicy(), snapshot_min_bytes=512, compact_min_bytes=1 << 40)
+    checked: list[int] = []
+
+    def check(run_state: RunState, _events: object) -> None:
+        live = run_state.model_dump(mode="json")
+        assert cp.load(run_state.run_id).model_dump(mode="json") == live
+        assert cp.load_at(run_state.run_id, run_state.step).model_dump(mode="json") == live
+        checked.append(run_state.step)
+
+    engine = Engine(registry=_registry(), checkpointer=cp, ids=SequentialIds(), on_superstep=check, keep_trace=None)
+    result = engine.run(collecting_workflow(), {"xs": list(range(300))})
+    assert result.status == "completed" and len(checked) > 75
+    assert _snapshot_lines(cp.log_path(result.run_id)) > 10
+    again = FileCheckpointer(tmp_path, history=HistoryPolicy())
+    assert again.load(result.run_id) == result.run_state
+    assert [e.identity() for e in again.load_events(result.run_id)] == [e.identity() for e in result.trace]
+
+
+def test_a_reopened_file_checkpointer_appends_a_snapshot_instead_of_rewriting_the_log(tmp_path: Path) -> None:
+    cp = FileCheckpointer(tmp_path)
+    rs = sample_run_state()
+    for step in range(5):
+        rs.step, rs.trace_seq = step, step + 1
+        cp.save(rs, sample_events(rs.run_id, step, 1))
+    before = cp.log_path(rs.run_id).read_bytes()
+    again = FileCheckpointer(tmp_path)
+    rs.step, rs.trace_seq = 5, 6
+    again.save(rs, sample_events(rs.run_id, 5, 1))
+    after = cp.log_path(rs.run_id).read_bytes()
+    assert after.startswith(before) and again.compactions == 0
+    assert after[len(before):].startswith(b'{"base":')
+    assert FileCheckpointer(tmp_path).load(rs.run_id).step == 5
+    assert [e.seq for e in FileCheckpointer(tmp_path).load_events(rs.run_id)] == list(range(6))
+
+
+@functools.cache
+def _snapshotted_log() -> tuple[bytes, list[tuple[int, dict[str, Any], list[Any]]]]:
+    """A run's log with a snapshot every few records, and per save: the log's size after it, the state saved,
+    the trace so far."""
+    with tempfile.TemporaryDirectory() as tmp:
+        cp = FileCheckpointer(tmp, snapshot_min_bytes=700, compact_min_bytes=1 << 40)
+        saves: list[tuple[int, dict[str, Any], list[Any]]] = []
+        trace: list[Any] = []
+
+        def record(run_state: RunState, events: Any) -> None:
+            trace.extend(e.identity() for e in events)
+            saves.append((cp.log_path(run_state.run_id).stat().st_size, run_state.model_dump(mode="json"),
+                          list(trace)))
+
+        engine = Engine(registry=_registry(), checkpointer=cp, ids=SequentialIds(), on_superstep=record)
+        result = engine.run(collecting_workflow(), {"xs": list(range(60))}, run_id="run_torn")
+        assert result.status == "completed"
+        return cp.log_path("run_torn").read_bytes(), saves
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_a_torn_write_after_a_snapshot_loses_nothing_committed(data: st.DataObject) -> None:
+    """A crash may cut the log anywhere (a torn last record, snapshot or not): a new checkpointer loads the last
+    whole record's state and trace, and its next save goes on from there."""
+    log, saves = _snapshotted_log()
+    assert _snapshot_lines_of(log) > 3
+    cut = data.draw(st.integers(0, len(log)))
+    committed = [save for save in saves if save[0] <= cut]
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "run_torn.log"
+        path.write_bytes(log[:cut])
+        cp = FileCheckpointer(tmp)
+        if not committed:
+            with pytest.raises(CheckpointNotFoundError):
+                cp.load("run_torn")
+            return
+        _size, state, trace = committed[-1]
+        loaded = cp.load("run_torn")
+        assert loaded.model_dump(mode="json") == state
+        assert [e.identity() for e in cp.load_events("run_torn")] == trace
+        loaded.step += 1
+        cp.save(loaded)
+        again = FileCheckpointer(tmp)
+        assert again.load("run_torn").step == loaded.step
+        assert [e.identity() for e in again.load_events("run_torn")] == trace
+        assert path.read_bytes().startswith(log[:committed[-1][0]])
+
+
+def _snapshot_lines_of(log: bytes) -> int:
+    return sum(line.startswith(b'{"base":') for line in log.splitlines())
+
+
 @pytest.mark.parametrize("run_id", ["../escape", "a/b", ".hidden", "", "x" * 300, "a\x00b"])
 def test_file_checkpointer_refuses_run_ids_that_are_not_plain_file_names(tmp_path: Path, run_id: str) -> None:
     cp = FileCheckpointer(tmp_path)
@@ -188,7 +296,7 @@ def test_in_memory_checkpointer_counts_saves() -> None:
 
 def test_file_history_reuses_the_logs_parts_so_it_costs_what_changed(tmp_path: Path) -> None:
     """A kept checkpoint is a line the log writes anyway: history must not store a whole state per superstep."""
-    from runtime import Engine, RunState
+    from runtime import Engine
     from runtime.state import SequentialIds
     from runtime.testing.checkpointer_conformance import _registry, collecting_workflow
 

@@ -1,0 +1,249 @@
+"""The durable checkpointers against LangGraph's ``SqliteSaver`` (issue 33): one table.
+
+1. Loop and fan-out with an fsync at each superstep: Trellis ``durability="sync"`` (``SqliteCheckpointer``
+   and ``FileCheckpointer``) against LangGraph ``durability="sync"`` on ``SqliteSaver`` (WAL,
+   ``synchronous=FULL``), wall-clock microseconds per step. Goal: LangGraph / Trellis >= 2x.
+2. Resume after N completed steps (10 / 1,000 / 10,000): a loop of N steps pauses at an interrupt; a new
+   checkpointer over the same storage (a restarted process) loads the run and resumes it to its end. Timed:
+   load + resume + its saves (two supersteps). Without fsync on every side (``durability="off"``, SQLite
+   ``synchronous=NORMAL``): one fsync of this shared disk costs 1-5 ms by itself, and what must stay flat is
+   the store's work. Beside it LangGraph: a new ``SqliteSaver`` on the same file,
+   ``invoke(Command(resume=...))``. CPU time of the process (all threads; the store runs in it): waiting for
+   a core of the shared machine is not the store's cost. Goal: flat in N, <= 2 ms at 10,000.
+
+Each figure is the median of ``TRELLIS_BENCH_ROUNDS`` (default 3) rounds in which the sides take turns, so a
+busy spell of the shared machine falls on every side alike. The designer's ``OrmCheckpointer`` (on SQLite, in
+a child process with its own database: the runtime never imports Django) has a resume row of its own.
+
+    python -m bench durable            # or: make bench BENCH=durable
+    TRELLIS_BENCH_DURABLE=resume python -m bench durable    # only the resume rows (or: steps)
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+from typing import Any, TypedDict
+
+from bench import _workloads as w
+from bench.bench_engine import Timing, table
+from bench.bench_scale import fanout, langgraph_durable, trellis_durable
+from runtime import Engine, Workflow
+from runtime.checkpoint import Checkpointer, FileCheckpointer, SqliteCheckpointer
+
+ROUNDS = int(os.environ.get("TRELLIS_BENCH_ROUNDS", "3"))
+HISTORIES = tuple(int(n) for n in os.environ.get("TRELLIS_BENCH_HISTORIES", "10,1000,10000").split(","))
+GOAL_RATIO = 2.0
+GOAL_RESUME_MS = 2.0
+
+
+# ---------------------------------------------------------------------------
+# 1. Supersteps with an fsync each
+
+
+def step_rows() -> list[list[str]]:
+    items = list(range(1_000))
+    cases: list[tuple[str, int, Workflow, list[Any], Any, list[Any], int]] = [
+        ("loop: 1,000 back-edge steps", 1_000, w.trellis_loop(1_000), [None], w.langgraph_loop(1_000),
+         [{"x": 0}], 1_010),
+        ("fan-out: 1,000 items at once", 1_001, fanout(1_000), [{"items": items}], w.langgraph_foreach(),
+         [{"items": items}], 10),
+    ]
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="trellis-bench-") as tmp:
+        directory = Path(tmp)
+        for label, steps, workflow, inputs, graph, lg_inputs, limit in cases:
+            sides: dict[str, Callable[[], tuple[Timing, Any]]] = {
+                "sqlite": partial(trellis_durable, workflow, inputs, directory, store="sqlite", durability="sync"),
+                "file": partial(trellis_durable, workflow, inputs, directory, store="file", durability="sync"),
+                "lg": partial(langgraph_durable, graph, lg_inputs, limit, directory, "sync"),
+            }
+            walls: dict[str, list[float]] = {name: [] for name in sides}
+            for _ in range(ROUNDS):
+                for name, side in sides.items():
+                    walls[name].append(side()[0].wall)
+            median = {name: statistics.median(found) for name, found in walls.items()}
+            for store in ("file", "sqlite"):
+                ratio = median["lg"] / median[store]
+                rows.append([f"{label}, fsync each step", store, f"{median[store] / steps * 1e6:,.0f} us/step",
+                             f"{median['lg'] / steps * 1e6:,.0f} us/step", f"{ratio:,.2f}x",
+                             "yes" if ratio >= GOAL_RATIO else "NO"])
+            print(f"  measured {label}", flush=True)
+    return rows
+
+
+# ---------------------------------------------------------------------------
+# 2. Resume after N steps
+
+
+def _open(store: str, directory: Path, durability: str) -> Any:
+    if store == "sqlite":
+        return SqliteCheckpointer(directory / "runs.sqlite3", durability=durability)  # type: ignore[arg-type]
+    return FileCheckpointer(directory / "logs", durability=durability)  # type: ignore[arg-type]
+
+
+def _close(checkpointer: Any) -> None:
+    close = getattr(checkpointer, "close", None)
+    if close is not None:
+        close()
+
+
+def trellis_resume(checkpointers: Callable[[str], Checkpointer], steps: int, run_id: str) -> float:
+    """Run a loop of ``steps`` to its interrupt through ``checkpointers("off")``, then time a new
+    ``checkpointers("off")``'s load + resume to the end. Seconds."""
+    workflow = w.trellis_loop_then_pause(steps)
+    tasks = w.registry()
+    building = checkpointers("off")
+    paused = Engine(registry=tasks, checkpointer=building).run(workflow, run_id=run_id)
+    if paused.status != "interrupted" or paused.run_state.step < steps:
+        raise RuntimeError(f"resume bench: the loop of {steps} ended {paused.status} at {paused.run_state.step}")
+    _close(building)
+    resuming = checkpointers("off")
+    engine = Engine(registry=tasks, checkpointer=resuming)
+    engine.compile(workflow)
+    start = time.process_time()
+    loaded = resuming.load(run_id)
+    (interrupt_id,) = loaded.interrupts
+    done = engine.resume(loaded, interrupt_id, {}, workflow=workflow)
+    elapsed = time.process_time() - start
+    _close(resuming)
+    if done.status != "completed" or done.output != {"x": steps + 1}:
+        raise RuntimeError(f"resume bench: the resumed run ended {done.status} with {done.output}")
+    return elapsed
+
+
+class _Paused(TypedDict):
+    x: int
+
+
+def langgraph_pause(limit: int) -> Any:
+    from langgraph.graph import END, START, StateGraph
+    from langgraph.types import interrupt
+
+    def step(state: _Paused) -> dict[str, Any]:
+        return {"x": state["x"] + 1}
+
+    def ask(state: _Paused) -> dict[str, Any]:
+        interrupt("continue?")
+        return {}
+
+    def finish(state: _Paused) -> dict[str, Any]:
+        return {"x": state["x"] + 1}
+
+    g = StateGraph(_Paused)
+    g.add_node("step", step)
+    g.add_node("ask", ask)
+    g.add_node("finish", finish)
+    g.add_edge(START, "step")
+    g.add_conditional_edges("step", lambda s: "step" if s["x"] < limit else "ask", ["step", "ask"])
+    g.add_edge("ask", "finish")
+    g.add_edge("finish", END)
+    return g
+
+
+def langgraph_resume(path: Path, steps: int) -> float:
+    """The same through ``SqliteSaver``: the loop run, then the resume timed from a new saver on a fresh
+    connection to the end, both on ``synchronous=NORMAL`` connections (no fsync)."""
+    from langgraph.checkpoint.sqlite import SqliteSaver
+    from langgraph.types import Command
+
+    graph = langgraph_pause(steps)
+    config = {"recursion_limit": steps + 10, "configurable": {"thread_id": "t"}}
+    building = SqliteSaver(sqlite3.connect(path, check_same_thread=False))
+    building.setup()
+    building.conn.execute("PRAGMA synchronous=NORMAL")
+    graph.compile(checkpointer=building).invoke({"x": 0}, config, durability="sync")
+    building.conn.close()
+    saver = SqliteSaver(sqlite3.connect(path, check_same_thread=False))
+    saver.conn.execute("PRAGMA synchronous=NORMAL")
+    app = graph.compile(checkpointer=saver)
+    start = time.process_time()
+    done = app.invoke(Command(resume="go"), config, durability="sync")
+    elapsed = time.process_time() - start
+    saver.conn.close()
+    if done != {"x": steps + 1}:
+        raise RuntimeError(f"resume bench: LangGraph's resumed run returned {done}")
+    return elapsed
+
+
+def resume_times() -> dict[tuple[str, int], float]:
+    """Median resume seconds per (store, steps): file, sqlite, LangGraph's SqliteSaver."""
+    found: dict[tuple[str, int], list[float]] = {}
+    for round_number in range(ROUNDS):
+        for steps in HISTORIES:
+            for store in ("file", "sqlite", "langgraph"):
+                with tempfile.TemporaryDirectory(prefix="trellis-bench-") as tmp:
+                    directory = Path(tmp)
+                    if store == "langgraph":
+                        seconds = langgraph_resume(directory / "langgraph.sqlite3", steps)
+                    else:
+                        seconds = trellis_resume(partial(_open, store, directory), steps, f"run_{round_number}")
+                found.setdefault((store, steps), []).append(seconds)
+        print(f"  measured resume round {round_number + 1}", flush=True)
+    return {key: statistics.median(times) for key, times in found.items()}
+
+
+def _orm_leg() -> None:
+    w.django_leg()
+    from django.db import connection
+
+    from designer.models import Run, Team
+    from designer.models import Workflow as StoredWorkflow
+    from designer.runs.checkpointer import OrmCheckpointer
+
+    with connection.cursor() as cursor:  # like the other sides' resume: no fsync per commit
+        cursor.execute("PRAGMA synchronous=NORMAL")
+    found: dict[str, list[float]] = {}
+    for round_number in range(ROUNDS):
+        for steps in HISTORIES:
+            team = Team.objects.create(name=f"Resume {round_number}-{steps}", slug=f"resume-{round_number}-{steps}")
+            stored = StoredWorkflow.objects.create(team=team, slug="bench", name="Bench")
+
+            def create_run(run_state: Any, team: Any = team, stored: Any = stored) -> Any:
+                return Run.objects.create(team=team, workflow=stored, document={}, runtime_id=run_state.run_id)
+
+            def checkpointers(_durability: str, team: Any = team, create_run: Any = create_run) -> Any:
+                return OrmCheckpointer(team, create_run=create_run)
+
+            found.setdefault(str(steps), []).append(
+                trellis_resume(checkpointers, steps, f"run_{round_number}_{steps}"))
+    w.print_rows({steps: statistics.median(times) for steps, times in found.items()})
+
+
+def main() -> int:
+    print(f"  machine: {os.cpu_count()} cores, load {' '.join(f'{v:.2f}' for v in os.getloadavg())}", flush=True)
+    sections = os.environ.get("TRELLIS_BENCH_DURABLE", "steps,resume").split(",")
+    rows = step_rows() if "steps" in sections else []
+    resumes = resume_times() if "resume" in sections else {}
+    orm: dict[str, float] = {}
+    if "resume" in sections:
+        orm = w.run_sqlite_leg("bench.bench_durable", w.leg_env(), flag="--orm-leg")
+        print("  measured the ORM leg", flush=True)
+    for store in ("file", "sqlite", "orm") if resumes else ():
+        for steps in HISTORIES:
+            seconds = orm[str(steps)] if store == "orm" else resumes[(store, steps)]
+            peer = resumes[("langgraph", steps)]
+            shortest = orm[str(min(HISTORIES))] if store == "orm" else resumes[(store, min(HISTORIES))]
+            flat = seconds * 1e3 <= GOAL_RESUME_MS and seconds <= 2 * shortest
+            goal = "-" if steps != max(HISTORIES) else "yes" if flat else "NO"
+            rows.append([f"resume after {steps:,} steps", store, f"{seconds * 1e3:,.2f} ms",
+                         f"{peer * 1e3:,.2f} ms", f"{peer / seconds:,.2f}x", goal])
+    table("Durable checkpointers vs LangGraph SqliteSaver (steps: wall clock; resume: CPU time)",
+          ["row", "Trellis store", "Trellis", "SqliteSaver", "ratio", "goal met?"], rows,
+          f"ratio = SqliteSaver / Trellis, median of {ROUNDS} rounds. Steps: durability='sync' on both sides (one\n"
+          "fsync'd commit per superstep before the next starts); goal >= 2x. Resume: a new checkpointer on the same\n"
+          "storage loads the paused run and resumes it to its end, no fsync on any side, CPU time; goal <= "
+          f"{GOAL_RESUME_MS:g} ms at {max(HISTORIES):,} steps\n"
+          "and within 2x of the shortest history (flat). orm = the designer's OrmCheckpointer on SQLite (a child "
+          "process).")
+    return 0
+
+
+if __name__ == "__main__":
+    w.leg_or_main(_orm_leg, main, flag="--orm-leg")
