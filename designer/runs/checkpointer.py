@@ -34,7 +34,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pydantic_core
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import F
 
 from designer.conf import trellis
@@ -75,15 +75,23 @@ class UnknownRunError(WorkflowError):
     code = "run.unknown"
 
 
+def _event_data(event: TraceEvent) -> dict[str, Any]:
+    """What of an event has no column of its own: ``TraceEvent.to_record()``'s ``data``, plus the exact ``time``
+    and ``duration`` (the columns round them)."""
+    data: dict[str, Any] = {"step": event.step}
+    for name, value in (("label", event.label), ("attempt", event.attempt), ("summary", event.summary)):
+        if value is not None:
+            data[name] = value
+    data["time"] = event.time
+    if event.duration is not None:
+        data["duration"] = event.duration
+    return data
+
+
 def event_row(run_pk: int, event: TraceEvent, seq: int | None = None) -> RunEvent:
     """A ``RunEvent`` for one trace event: identities as columns, the rest (``TraceEvent.to_record()["data"]``)
     in ``data``, plus the exact ``time`` and ``duration`` so ``load_events`` returns the event unchanged.
     ``seq``: the number it is stored under (``append_events``), when not the event's own."""
-    record = event.to_record()
-    data = dict(record["data"])
-    data["time"] = event.time
-    if event.duration is not None:
-        data["duration"] = event.duration
     return RunEvent(
         run_id=run_pk,
         seq=event.seq if seq is None else seq,
@@ -94,7 +102,7 @@ def event_row(run_pk: int, event: TraceEvent, seq: int | None = None) -> RunEven
         lineage_id=event.lineage_id or "",
         activation_id=event.activation_id or "",
         index=event.index,
-        data=data,
+        data=_event_data(event),
         at=datetime.fromtimestamp(event.time, tz=UTC),
         duration_ms=None if event.duration is None else max(0, round(event.duration * 1000)),
     )
@@ -122,8 +130,34 @@ def append_events(run_pk: int, events: Sequence[TraceEvent], *, first: int = 0, 
         last = last_stored_seq(run_pk)
         next_seq = 0 if last is None else last + 1
     start = max(first, next_seq)
-    RunEvent.objects.bulk_create([event_row(run_pk, event, start + number) for number, event in enumerate(events)])
+    _insert_events(run_pk, events, start)
     return start + len(events)
+
+
+_EVENT_COLUMNS = ("run_id", "seq", "kind", "node_id", "frame_id", "scope_id", "lineage_id", "activation_id", "index",
+                  "data", "at", "duration_ms")
+
+
+def _insert_events(run_pk: int, events: Sequence[TraceEvent], start: int) -> None:
+    """The rows ``event_row`` makes, inserted with one ``executemany`` rather than ``bulk_create``: a collected
+    foreach stores four events an item, and building a model instance per event and compiling its insert was
+    half of a worker's time per item. The values are the ones ``bulk_create`` would send (the same field
+    preparation for ``data`` and ``at``)."""
+    data_field = RunEvent._meta.get_field("data")
+    adapt_datetime = connection.ops.adapt_datetimefield_value
+    rows = []
+    for number, event in enumerate(events):
+        duration = event.duration
+        rows.append((run_pk, start + number, event.kind, event.node_id or "", event.frame_id or "",
+                     event.scope_id or "", event.lineage_id or "", event.activation_id or "", event.index,
+                     data_field.get_db_prep_save(_event_data(event), connection),
+                     adapt_datetime(datetime.fromtimestamp(event.time, tz=UTC)),
+                     None if duration is None else max(0, round(duration * 1000))))
+    quote = connection.ops.quote_name
+    sql = (f"INSERT INTO {quote(RunEvent._meta.db_table)} ({', '.join(quote(name) for name in _EVENT_COLUMNS)}) "
+           f"VALUES ({', '.join(['%s'] * len(_EVENT_COLUMNS))})")
+    with connection.cursor() as cursor:
+        cursor.executemany(sql, rows)
 
 
 def trace_event(runtime_id: str, row: RunEvent) -> TraceEvent:
