@@ -1,4 +1,4 @@
-"""``append_events`` inserts trace events with one ``executemany`` instead of ``bulk_create``: the rows it stores
+"""``append_events`` inserts trace events with one multi-row INSERT instead of ``bulk_create``: the rows it stores
 are the ones the ORM stores for ``event_row``, column for column, and read back as the same events."""
 
 from __future__ import annotations
@@ -60,3 +60,13 @@ def test_events_are_numbered_on_from_the_stored_trace() -> None:
         # Another writer's events that reuse numbers already stored go after them.
         assert append_events(run.pk, _events(run.runtime_id)) == 5
     assert [row["seq"] for row in _stored(run)] == [0, 1, 2, 3, 4]
+
+
+def test_more_events_than_one_insert_takes_are_all_stored_in_order() -> None:
+    run = _run("Many")
+    events = [TraceEvent(seq=n, kind="node_completed", run_id=run.runtime_id, step=n, time=1_700_000_000.0 + n,
+                         index=n) for n in range(1_201)]
+    with transaction.atomic():
+        assert append_events(run.pk, events) == 1_201
+    assert list(RunEvent.objects.filter(run=run).order_by("seq").values_list("seq", "index")) == [
+        (n, n) for n in range(1_201)]
