@@ -1,5 +1,6 @@
-"""``append_events`` inserts trace events with one multi-row INSERT instead of ``bulk_create``: the rows it stores
-are the ones the ORM stores for ``event_row``, column for column, and read back as the same events."""
+"""``append_events`` writes trace events with one COPY (PostgreSQL) or ``executemany`` (SQLite) instead of
+``bulk_create``: the rows it stores are the ones the ORM stores for ``event_row``, column for column, and read back
+as the same events."""
 
 from __future__ import annotations
 
