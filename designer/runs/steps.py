@@ -76,14 +76,19 @@ IN_WORKER_TASKS = frozenset({"math", "compare", "length", "set_value", "collect"
 _BUILTINS = builtin_registry()
 
 
-def runs_in_worker(call: StepCall, max_input_bytes: int) -> bool:
-    """Whether ``call`` is one of ``IN_WORKER_TASKS`` with an input of at most ``max_input_bytes`` as JSON."""
-    if not max_input_bytes or call.task not in IN_WORKER_TASKS:
+def payload_fits(task: str, payload: Any, max_input_bytes: int) -> bool:
+    """Whether ``task`` is one of ``IN_WORKER_TASKS`` and ``payload`` at most ``max_input_bytes`` as JSON."""
+    if not max_input_bytes or task not in IN_WORKER_TASKS:
         return False
     try:
-        return len(to_json(call.payload)) <= max_input_bytes
+        return len(to_json(payload)) <= max_input_bytes
     except (PydanticSerializationError, TypeError, ValueError):  # not plain JSON: the process path copes with it
         return False
+
+
+def runs_in_worker(call: StepCall, max_input_bytes: int) -> bool:
+    """Whether the pool runs ``call`` in the worker rather than in a step process."""
+    return payload_fits(call.task, call.payload, max_input_bytes)
 
 
 def run_in_worker(call: StepCall, memory_mb: int | None) -> tuple[str, Any]:
@@ -246,6 +251,11 @@ class StepProcessPool:
 
     def _may_take(self, run_id: str) -> bool:
         return self._free > (self.reserve if self._held[run_id] else 0)
+
+    def runs_inline(self, task: str, payload: Any) -> bool:
+        """The engine's question (``runtime.StepExecutor``): whether ``run_step`` runs this step in the calling
+        thread, so that the engine runs such steps one after another instead of handing each to a thread."""
+        return payload_fits(task, payload, self.in_worker_max_input_bytes)
 
     def run_step(self, call: StepCall, cancelled: Callable[[], bool]) -> tuple[str, Any]:
         if runs_in_worker(call, self.in_worker_max_input_bytes):

@@ -72,6 +72,9 @@ def test_a_larger_input_and_other_tasks_go_to_a_step_process(pool: StepProcessPo
     assert not runs_in_worker(call("math", {"op": "add", "a": 1, "b": 2}), 0)  # 0: the setting turns it off
     transform = call("transform", {"expression": "a", "data": {"a": 1}})
     assert "transform" not in IN_WORKER_TASKS and not runs_in_worker(transform, 10 * LIMIT)
+    # The engine asks the same question to run such steps in its own thread (``runtime.StepExecutor``).
+    assert pool.runs_inline("math", {"op": "add", "a": 1, "b": 2}) and not pool.runs_inline("math", big.payload)
+    assert not pool.runs_inline("transform", transform.payload)
     assert pool.run_step(big, never) == ("ok", sum(range(400)))
     assert started_processes(pool) == 1
     assert pool.run_step(transform, never) == ("ok", 1)
