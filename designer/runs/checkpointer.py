@@ -29,8 +29,10 @@ The designer mints runtime ids as ``run_<pk, 13 digits>`` (``Run.runtime_id_for`
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 import pydantic_core
@@ -146,7 +148,7 @@ def _insert_events(run_pk: int, events: Sequence[TraceEvent], start: int) -> Non
     On PostgreSQL one ``COPY``: a multi-row INSERT made the client rewrite a statement of hundreds of
     placeholders at every save (a third of the worker's time), and ``executemany`` costs the server a statement
     per row. Elsewhere (SQLite) one ``executemany``, a loop in C over one compiled statement."""
-    data_field = RunEvent._meta.get_field("data")
+    encode = _json_text()
     vendor = connection.vendor
     adapt_datetime = (lambda value: value) if vendor == "postgresql" else connection.ops.adapt_datetimefield_value
     rows = []
@@ -154,7 +156,7 @@ def _insert_events(run_pk: int, events: Sequence[TraceEvent], start: int) -> Non
         duration = event.duration
         rows.append((run_pk, start + number, event.kind, event.node_id or "", event.frame_id or "",
                      event.scope_id or "", event.lineage_id or "", event.activation_id or "", event.index,
-                     data_field.get_db_prep_save(_event_data(event), connection),
+                     encode(_event_data(event)),
                      adapt_datetime(datetime.fromtimestamp(event.time, tz=UTC)),
                      None if duration is None else max(0, round(duration * 1000))))
     quote = connection.ops.quote_name
@@ -166,6 +168,30 @@ def _insert_events(run_pk: int, events: Sequence[TraceEvent], start: int) -> Non
                     copy.write_row(values)
             return
         cursor.executemany(f"INSERT INTO {table_columns} VALUES ({', '.join(['%s'] * len(_EVENT_COLUMNS))})", rows)
+
+
+def _json_text() -> Callable[[Any], str]:
+    """What ``ExactJSONField`` writes for a plain JSON value (a dict of JSON data) on this connection, without the
+    field's layers of preparation: Django's ``json.dumps`` on SQLite, ``ensure_ascii=False`` elsewhere (the field's
+    own text column). ``tests/designer/runs/test_event_rows.py`` holds the rows to what the ORM writes."""
+    if connection.vendor == "sqlite":
+        return json.dumps
+    return partial(json.dumps, ensure_ascii=False)
+
+
+def _keep_checkpoint(run_pk: int, run_state: RunState, data: dict[str, Any]) -> None:
+    """Store ``data`` as the run's kept checkpoint after ``run_state.step``: one upsert, so a superstep redone after a
+    crash replaces the checkpoint it left. Written as SQL (the same statement on SQLite and PostgreSQL) rather than
+    ``bulk_create(update_conflicts=...)``, which built and compiled a model instance at every superstep."""
+    quote = connection.ops.quote_name
+    state = _json_text()(data)
+    table = quote(RunCheckpoint._meta.db_table)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {table} (run_id, step, status, attempt, engine_trace_seq, state) "
+            "VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (run_id, step) DO UPDATE SET status = EXCLUDED.status, "
+            "attempt = EXCLUDED.attempt, engine_trace_seq = EXCLUDED.engine_trace_seq, state = EXCLUDED.state",
+            [run_pk, run_state.step, run_state.status, run_state.attempt, run_state.trace_seq, state])
 
 
 def trace_event(runtime_id: str, row: RunEvent) -> TraceEvent:
@@ -315,12 +341,7 @@ class OrmCheckpointer:
             kept.delete()
             candidates.update(RunStatePart.objects.filter(run_id=pk).values_list("key", flat=True))
         else:
-            # One upsert: a superstep redone after a crash replaces the checkpoint it left.
-            RunCheckpoint.objects.bulk_create(
-                [RunCheckpoint(run_id=pk, step=run_state.step, status=run_state.status, attempt=run_state.attempt,
-                               engine_trace_seq=run_state.trace_seq, state=delta.data)],
-                update_conflicts=True, unique_fields=["run", "step"],
-                update_fields=["status", "attempt", "engine_trace_seq", "state"])
+            _keep_checkpoint(pk, run_state, delta.data)
             if policy.keep_last is not None:
                 # Only a bounded policy drops checkpoints, and then at most keep_last + 1 rows are kept here. With
                 # ``all``, listing the steps at every save would read every checkpoint so far: O(supersteps) a

@@ -9,9 +9,10 @@ from typing import Any
 import pytest
 from django.db import transaction
 
-from designer.models import Run, RunEvent, Team, Workflow
-from designer.runs.checkpointer import append_events, event_row, trace_event
+from designer.models import Run, RunCheckpoint, RunEvent, Team, Workflow
+from designer.runs.checkpointer import _keep_checkpoint, append_events, event_row, trace_event
 from runtime import TraceEvent
+from runtime.testing.checkpointer_conformance import sample_run_state
 
 pytestmark = pytest.mark.django_db
 
@@ -71,3 +72,18 @@ def test_more_events_than_one_insert_takes_are_all_stored_in_order() -> None:
         assert append_events(run.pk, events) == 1_201
     assert list(RunEvent.objects.filter(run=run).order_by("seq").values_list("seq", "index")) == [
         (n, n) for n in range(1_201)]
+
+
+def test_a_kept_checkpoint_is_the_text_the_orm_writes_and_a_redone_superstep_replaces_it() -> None:
+    raw, orm = _run("KeptRaw"), _run("KeptOrm")
+    state = {"text": 'é "q" \x00 ✓', "nested": {"b": 1, "a": [1.5, None]}}
+    first = sample_run_state(step=4)
+    with transaction.atomic():
+        _keep_checkpoint(raw.pk, first, {"old": True})
+        _keep_checkpoint(raw.pk, first, state)
+    RunCheckpoint.objects.create(run=orm, step=4, status=first.status, attempt=first.attempt,
+                                 engine_trace_seq=first.trace_seq, state=state)
+    fields = ("step", "status", "attempt", "engine_trace_seq", "state")
+    assert list(RunCheckpoint.objects.filter(run=raw).values(*fields)) == list(
+        RunCheckpoint.objects.filter(run=orm).values(*fields))
+    assert list(RunCheckpoint.objects.filter(run=raw).values_list("state", flat=True)) == [state]
