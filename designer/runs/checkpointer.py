@@ -179,6 +179,19 @@ def _json_text() -> Callable[[Any], str]:
     return partial(json.dumps, ensure_ascii=False)
 
 
+def _cancel_requested(run_pk: int) -> bool:
+    """The run's cancel flag, read at every save: one fixed statement, not a queryset built each time (a tenth of a
+    worker's time per foreach item went to building it)."""
+    quote = connection.ops.quote_name
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT {quote('cancel_requested')} FROM {quote(Run._meta.db_table)} WHERE "
+                       f"{quote(Run._meta.pk.column)} = %s", [run_pk])
+        found = cursor.fetchone()
+    if found is None:
+        raise Run.DoesNotExist(f"run {run_pk} is gone")
+    return bool(found[0])
+
+
 def _keep_checkpoint(run_pk: int, run_state: RunState, data: dict[str, Any]) -> None:
     """Store ``data`` as the run's kept checkpoint after ``run_state.step``: one upsert, so a superstep redone after a
     crash replaces the checkpoint it left. Written as SQL (the same statement on SQLite and PostgreSQL) rather than
@@ -403,7 +416,7 @@ class OrmCheckpointer:
                 next_seq = append_events(pk, events, first=events[0].seq, next_seq=next_seq)
                 if batches:
                     next_seq = None
-            self.cancel_requested = bool(Run.objects.filter(pk=pk).values_list("cancel_requested", flat=True).get())
+            self.cancel_requested = _cancel_requested(pk)
         # Only once committed: a rolled-back transaction must not be remembered.
         self._pks[run_state.run_id] = pk
         if next_seq is None:
