@@ -349,9 +349,12 @@ class OrmCheckpointer:
     def _store_history(pk: int, delta: CheckpointDelta, run_state: RunState, policy: HistoryPolicy) -> None:
         """Keep this checkpoint, prune what the policy lets go, drop the parts neither it nor the latest needs."""
         candidates = set(delta.gone)
-        kept = RunCheckpoint.objects.filter(run_id=pk)
+
+        def kept() -> Any:  # built only when used: most saves (``all``) need no query of the kept rows
+            return RunCheckpoint.objects.filter(run_id=pk)
+
         if policy.ends(run_state):
-            kept.delete()
+            kept().delete()
             candidates.update(RunStatePart.objects.filter(run_id=pk).values_list("key", flat=True))
         else:
             _keep_checkpoint(pk, run_state, delta.data)
@@ -359,12 +362,12 @@ class OrmCheckpointer:
                 # Only a bounded policy drops checkpoints, and then at most keep_last + 1 rows are kept here. With
                 # ``all``, listing the steps at every save would read every checkpoint so far: O(supersteps) a
                 # save, quadratic in a long run (the worker's CPU per item grew 2.65x from 1k to 100k items).
-                steps = list(kept.values_list("step", flat=True))
+                steps = list(kept().values_list("step", flat=True))
                 dropped = set(steps) - policy.keep(steps)
                 if dropped:
-                    for state in kept.filter(step__in=dropped).values_list("state", flat=True):
+                    for state in kept().filter(step__in=dropped).values_list("state", flat=True):
                         candidates.update(_parts_needed(state))
-                    kept.filter(step__in=dropped).delete()
+                    kept().filter(step__in=dropped).delete()
             if delta.fresh:
                 # Parts an earlier process stored may be needed by nothing kept now.
                 candidates.update(RunStatePart.objects.filter(run_id=pk).values_list("key", flat=True))
@@ -376,7 +379,7 @@ class OrmCheckpointer:
         if not candidates:
             return
         referenced: set[str] = set()
-        for state in kept.values_list("state", flat=True):
+        for state in kept().values_list("state", flat=True):
             referenced.update(_parts_needed(state))
         unneeded = candidates - referenced
         if unneeded:
