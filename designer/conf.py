@@ -341,6 +341,11 @@ class TrellisSettings:
     STEP_PROCESSES = Setting(
         count(1), 4,
         "step processes per worker, i.e. how many task steps of one run execute at once")
+    STEP_IN_WORKER_MAX_INPUT_BYTES = Setting(
+        count(0), 65_536,
+        "the built-ins `math`, `compare`, `length`, `set_value` and `collect` run in the worker itself, without a "
+        "step process, when their input is at most this many bytes as JSON (see \"Step limits\"); `0`: every "
+        "step in a step process")
     # --- documents and tasks ---
     MAX_DOCUMENT_NODES = Setting(count(1), 2000, "nodes a workflow document may have")
     MAX_UPLOAD_BYTES = Setting(

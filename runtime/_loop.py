@@ -463,8 +463,26 @@ class RunLoop:
 
         if len(tasks) == 1:
             run(tasks[0])
-        else:
+            return
+        inline = getattr(executor, "runs_inline", None)
+        if inline is None:
             _fan_out(self.config.pool(), run, tasks)
+            return
+        # Steps the executor runs at once in the calling thread gain nothing from the thread pool: each hand-off
+        # to it costs more than such a step. They run here, one after another, while the others run on the pool.
+        here: list[Work] = []
+        elsewhere: list[Work] = []
+        for work in tasks:
+            payload = work.payload if work.revealed is None else work.revealed_payload
+            (here if inline(work.spec.name, payload) else elsewhere).append(work)  # type: ignore[union-attr]
+        if not here:
+            _fan_out(self.config.pool(), run, tasks)
+            return
+        futures = [self.config.pool().submit(run, work) for work in elsewhere]
+        for work in here:
+            run(work)
+        for future in futures:
+            future.result()
 
     def cancelled_mid_step(self, works: list[Work]) -> bool:
         """True (and the run cancelled) when a step executor stopped a step because the run was cancelled.

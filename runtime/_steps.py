@@ -167,6 +167,10 @@ class StepExecutor(Protocol):
     ``StepMemoryError``, ``StepResultTooLargeError``, or ``StepCancelledError``
     soon after ``cancelled()`` turns true (poll it; it is cheap). The engine may
     call it from several threads at once, one per concurrent step.
+
+    An executor may also have ``runs_inline(task, payload) -> bool``: True when it would run that step in the
+    calling thread at once (a cheap step it need not isolate). The engine then runs such steps of a superstep
+    one after another in its own thread rather than handing each to its thread pool.
     """
 
     def run_step(self, call: StepCall, cancelled: Callable[[], bool]) -> tuple[str, Any]: ...

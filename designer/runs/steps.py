@@ -25,6 +25,17 @@ Limits (settings, documented in the README):
   (``step.result_too_large``); checked in the child, and the worker never reads
   a reply much longer than that.
 * ``TRELLIS_STEP_PROCESSES``: step processes (and so concurrent steps) per worker.
+
+Steps that need no process (``IN_WORKER_TASKS``, ``TRELLIS_STEP_IN_WORKER_MAX_INPUT_BYTES``): a few built-ins
+do work linear in their input and nothing else (arithmetic, a comparison, a length, a copy, tidying a list),
+and a round trip through a step process costs 10-50 times what they do (a collected foreach of ``math`` steps
+spent most of its time per item in the pipe). With an input of at most that many bytes as JSON they run in the
+worker, under the same limits: their memory and time are a small multiple of that bounded input (microseconds,
+kilobytes), so neither limit can be reached, and should a step still be late it fails with ``step.timeout`` as
+it would have in a process; the result is checked against ``TRELLIS_STEP_MAX_RESULT_BYTES`` and handed back as
+a copy (parsed from its JSON), as a process's would be. Every other task, and these with a larger input, runs
+in a step process: ``transform`` and ``template`` are left out because what they cost depends on the
+expression or template as well as on the input.
 """
 
 from __future__ import annotations
@@ -44,7 +55,7 @@ from multiprocessing import reduction
 from multiprocessing.connection import Connection
 from typing import Any
 
-from pydantic_core import from_json
+from pydantic_core import PydanticSerializationError, from_json, to_json
 
 from designer import catalog
 from designer.conf import trellis
@@ -53,6 +64,7 @@ from designer.periodic import PeriodicThread
 from designer.runs.step_process import REPLY_OVERHEAD_BYTES, zygote
 from runtime.engine import StepCall
 from runtime.errors import StepCancelledError, TaskError
+from runtime.tasks import builtin_registry
 
 logger = logging.getLogger("designer.runs")
 
@@ -60,6 +72,39 @@ logger = logging.getLogger("designer.runs")
 POLL_SECONDS = 0.05
 #: How often a running run's cancel flag is read from the database while a step runs.
 CANCEL_POLL_SECONDS = 1.0
+
+
+#: The built-ins a worker runs itself when their input is small (see the module's docstring). Their names cannot be
+#: taken by another task: the catalogue refuses a task module that registers one of them again.
+IN_WORKER_TASKS = frozenset({"math", "compare", "length", "set_value", "collect"})
+_BUILTINS = builtin_registry()
+
+
+def payload_fits(task: str, payload: Any, max_input_bytes: int) -> bool:
+    """Whether ``task`` is one of ``IN_WORKER_TASKS`` and ``payload`` at most ``max_input_bytes`` as JSON."""
+    if not max_input_bytes or task not in IN_WORKER_TASKS:
+        return False
+    try:
+        return len(to_json(payload)) <= max_input_bytes
+    except (PydanticSerializationError, TypeError, ValueError):  # not plain JSON: the process path copes with it
+        return False
+
+
+def runs_in_worker(call: StepCall, max_input_bytes: int) -> bool:
+    """Whether the pool runs ``call`` in the worker rather than in a step process."""
+    return payload_fits(call.task, call.payload, max_input_bytes)
+
+
+def run_in_worker(call: StepCall, memory_mb: int | None) -> tuple[str, Any]:
+    """Run a ``runs_in_worker`` step in this thread, held to its limits as a step process would hold it."""
+    started = time.monotonic()
+    try:
+        label, data = call.run_here(_BUILTINS)
+    except MemoryError:
+        raise call.out_of_memory(memory_mb) from None
+    if call.timeout is not None and time.monotonic() - started > call.timeout:
+        raise call.timed_out()
+    return label, from_json(data)
 
 
 class _Zygote:
@@ -167,10 +212,13 @@ class _StepProcess:
 class StepProcessPool:
     """A ``runtime.StepExecutor``: each step in one of ``processes`` reusable child processes."""
 
-    def __init__(self, *, processes: int, task_modules: Sequence[str], max_memory_mb: int | None) -> None:
+    def __init__(self, *, processes: int, task_modules: Sequence[str], max_memory_mb: int | None,
+                 in_worker_max_input_bytes: int = 0) -> None:
         self.processes = processes
         self.task_modules = tuple(task_modules)
         self.max_memory_mb = max_memory_mb
+        #: ``IN_WORKER_TASKS`` steps with an input up to this size (JSON bytes) run in the worker; 0: none does.
+        self.in_worker_max_input_bytes = in_worker_max_input_bytes
         self._zygote = _Zygote(self.task_modules, max_memory_mb)
         #: Processes a run that already holds one leaves free for other runs (``run_worker`` with several slots
         #: sets 1): a step of another team's run then starts at once instead of after a long step ends.
@@ -208,7 +256,14 @@ class StepProcessPool:
     def _may_take(self, run_id: str) -> bool:
         return self._free > (self.reserve if self._held[run_id] else 0)
 
+    def runs_inline(self, task: str, payload: Any) -> bool:
+        """The engine's question (``runtime.StepExecutor``): whether ``run_step`` runs this step in the calling
+        thread, so that the engine runs such steps one after another instead of handing each to a thread."""
+        return payload_fits(task, payload, self.in_worker_max_input_bytes)
+
     def run_step(self, call: StepCall, cancelled: Callable[[], bool]) -> tuple[str, Any]:
+        if runs_in_worker(call, self.in_worker_max_input_bytes):
+            return run_in_worker(call, self.max_memory_mb)
         run_id = call.context.run_id
         with self._turn:  # waiting for a free process does not count against the step's timeout
             self._turn.wait_for(lambda: self._may_take(run_id))
@@ -263,6 +318,7 @@ def shared_pool() -> StepProcessPool:
             if pool is not None:
                 pool.close()
             pool = _shared = StepProcessPool(processes=wanted[0], task_modules=wanted[1], max_memory_mb=wanted[2])
+        pool.in_worker_max_input_bytes = trellis.STEP_IN_WORKER_MAX_INPUT_BYTES
     return pool
 
 
