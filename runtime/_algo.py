@@ -464,13 +464,14 @@ class Scheduler:
         parent_scope = self.scope_of(caller)
         scope_id = mint(rs, self.ids, "scope")
         frame_id = mint(rs, self.ids, "frame")
-        rs.scopes[scope_id] = RuntimeScope(
-            scope_id=scope_id, workflow=node.workflow, parent_scope_id=parent_scope.scope_id,
-            caller_frame_id=caller.frame_id, root_frame_id=frame_id, depth=parent_scope.depth + 1,
-            input=child_input, state=plan.initial_state(),
-        )
-        caller.status = "waiting"
-        caller.waiting_for = scope_id
+        # Every value here is the engine's own (the input was checked by prepare_work): see trusted().
+        rs.scopes[scope_id] = trusted(RuntimeScope, {
+            "scope_id": scope_id, "workflow": node.workflow, "parent_scope_id": parent_scope.scope_id,
+            "caller_frame_id": caller.frame_id, "root_frame_id": frame_id, "depth": parent_scope.depth + 1,
+            "input": child_input, "state": plan.initial_state(),
+        })
+        caller.__dict__["status"] = "waiting"  # field storage: see prepare_step's steps counter
+        caller.__dict__["waiting_for"] = scope_id
         child = self.new_frame(parent=caller, scope_id=scope_id, node_id=plan.start or "", kind="subgraph",
                                frame_id=frame_id)
         self.recorder.emit("scope_opened", child, node_id=plan.start,
@@ -1180,7 +1181,7 @@ def prepare_work(work: Work, scheduler: Scheduler, rules: PrepareRules) -> None:
             work.spec, work.label, work.result = spec, spec.default_label, woken.result
             return
         ctx = work.context or scheduler.context(work.frame, work.plan.id)
-        payload = build_payload(node.input, _reader(work, scheduler, ctx))
+        payload = build_payload(task.inputs, _reader(work, scheduler, ctx), ordered=True)
         work.spec, work.context, work.payload = spec, ctx, payload
         if woken is not None:
             work.first_attempt = max(1, min(woken.attempt, node.retry.max_attempts if node.retry else 1))

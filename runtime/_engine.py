@@ -26,7 +26,7 @@ from runtime._parts import adopt as adopt_lists
 from runtime._registry import TaskRegistry, default_registry
 from runtime._resolver import WorkflowResolver, as_resolver
 from runtime._secrets import MappingSecrets, SecretResolver
-from runtime._state import ROOT_SCOPE_ID, Interrupt, RunState, RuntimeScope
+from runtime._state import ROOT_SCOPE_ID, Interrupt, RunState, RuntimeScope, trusted
 from runtime._steps import StepExecutor
 from runtime._trace import TraceEvent, summarize
 
@@ -346,15 +346,16 @@ class Engine:
         plan = self.compile(document)
         checked = plan.check_input(input)
         self._remember(document)
-        ref = WorkflowRef(id=document.id)
+        ref = plan.ref or WorkflowRef(id=document.id)
         rs = RunState(run_id=run_id or self.ids.run_id(), workflow=ref)
         loop = RunLoop(self._config(), rs, plan)
         sched = loop.scheduler
         frame_id = mint(rs, self.ids, "frame")
-        rs.scopes[ROOT_SCOPE_ID] = RuntimeScope(
-            scope_id=ROOT_SCOPE_ID, workflow=ref, root_frame_id=frame_id, input=checked,
-            state=plan.initial_state(),
-        )
+        # Every value here is the engine's own (the input was just checked): see runtime._state.trusted.
+        rs.scopes[ROOT_SCOPE_ID] = trusted(RuntimeScope, {
+            "scope_id": ROOT_SCOPE_ID, "workflow": ref, "parent_scope_id": None, "caller_frame_id": None,
+            "root_frame_id": frame_id, "depth": 0, "input": checked, "state": plan.initial_state(),
+        })
         frame = sched.new_frame(parent=None, scope_id=ROOT_SCOPE_ID, node_id=plan.start or "", kind="root",
                                 frame_id=frame_id)
         loop.recorder.emit("run_started", frame, summary={"workflow": document.id, "input": summarize(checked)})
