@@ -19,7 +19,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -64,7 +64,7 @@ class Workload:
 
 def trellis_runs(workflow: Workflow, inputs: list[Any], checkpointer: Callable[[], Checkpointer | None], *,
                  who: str = "trellis", close: Callable[[Any], None] | None = None,
-                 workflows: dict[str, Workflow] | None = None
+                 workflows: Mapping[object, Workflow] | None = None
                  ) -> tuple[Callable[[], Engine], Callable[[Engine], Any]]:
     """What ``bench_engine.timed`` measures of a Trellis workload: ``prepare`` (not timed) makes an engine with a
     fresh ``checkpointer()`` and compiles ``workflow`` (analysis + compilation, like LangGraph's

@@ -27,7 +27,7 @@ import math
 import os
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -89,7 +89,7 @@ def _check(what: str, got: Any, expected: Any) -> None:
 
 
 def trellis_time(workflow: Workflow, inputs: list[Any], *, checkpointed: bool, gc_off: bool = False,
-                 workflows: dict[str, Workflow] | None = None) -> tuple[Timing, Any]:
+                 workflows: Mapping[object, Workflow] | None = None) -> tuple[Timing, Any]:
     prepare, run = w.trellis_runs(workflow, inputs, InMemoryCheckpointer if checkpointed else lambda: None,
                                   workflows=workflows)
     return timed(run, prepare, gc_off=gc_off)
@@ -125,7 +125,9 @@ class Case:
 
     def __init__(self, kind: str, size: int) -> None:
         self.kind, self.size = kind, size
-        self.workflows: dict[str, Workflow] | None = None
+        self.workflows: Mapping[object, Workflow] | None = None
+        self.trellis_inputs: list[Any]
+        self.lg_inputs: list[Any]
         if kind == "invoke":  # the fixed cost of a call: a one-node workflow invoked ``size`` times
             self.label = f"invoke 1 node x {size:,} calls"
             self.steps, self.calls = size, size
@@ -134,7 +136,7 @@ class Case:
         elif kind == "chain":
             self.label = f"chain {size} nodes x 100 calls"
             self.steps, self.calls = size * 100, 100
-            self.trellis_inputs: list[Any] = [None] * 100
+            self.trellis_inputs = [None] * 100
             self.lg_inputs: list[Any] = [{"x": 0}] * 100
             self.limit = size + 10
         elif kind == "loop":
