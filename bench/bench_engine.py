@@ -137,7 +137,7 @@ class Case:
             self.label = f"chain {size} nodes x 100 calls"
             self.steps, self.calls = size * 100, 100
             self.trellis_inputs = [None] * 100
-            self.lg_inputs: list[Any] = [{"x": 0}] * 100
+            self.lg_inputs = [{"x": 0}] * 100
             self.limit = size + 10
         elif kind == "loop":
             self.label = f"loop {size:,} back-edge steps"
