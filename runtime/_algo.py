@@ -589,7 +589,7 @@ class Scheduler:
             # The engine just wrote this metadata itself: remember it rather than re-checking it.
             self._metadata[frame.frame_id] = (frame, ForeachItemMetadata(
                 activation.node_id, activation.activation_id, index, item, activation.alias))
-            activation.next_index += 1
+            activation.__dict__["next_index"] += 1  # field storage: see prepare_step's steps counter
             activation.running.append(frame.frame_id)
             self.recorder.emit("item_started", frame, node_id=activation.node_id,
                                activation_id=activation.activation_id, index=index,
@@ -607,10 +607,10 @@ class Scheduler:
                 f"foreach item frame {frame.frame_id!r} is not running in activation {meta.activation_id!r}",
                 frame_id=frame.frame_id, activation_id=meta.activation_id)
         activation.running.remove(frame.frame_id)
-        activation.completed += 1
+        activation.__dict__["completed"] += 1  # field storage: see prepare_step's steps counter
         if activation.results_id is not None and failed is None:
             activation.results[meta.index] = list(result) if isinstance(result, GrowList) else result
-        barrier.arrived += 1
+        barrier.__dict__["arrived"] += 1
         if failed is None:
             self.recorder.emit("item_completed", frame, node_id=meta.node_id, activation_id=meta.activation_id,
                                index=meta.index)
@@ -1093,12 +1093,22 @@ class PrepareRules:
 
 def _context_summary(mapping: Mapping[str, Any]) -> dict[str, Any]:
     """The context mapping with each item bounded like any payload, identities kept whole."""
+    # ``loop_item`` and each alias are the same objects as items of ``foreach``: each is summarized once
+    # (by identity: every one of them lives as long as ``mapping``).
+    done: dict[int, Any] = {}
+
+    def bounded(value: Any) -> Any:
+        found = done.get(id(value), done)
+        if found is done:
+            found = done[id(value)] = summarize(value)
+        return found
+
     summary: dict[str, Any] = {
-        "foreach": {key: {**entry, "item": summarize(entry["item"])} for key, entry in mapping["foreach"].items()}
+        "foreach": {key: {**entry, "item": bounded(entry["item"])} for key, entry in mapping["foreach"].items()}
     }
     for key, value in mapping.items():
         if key != "foreach":
-            summary[key] = summarize(value)
+            summary[key] = bounded(value)
     return summary
 
 
