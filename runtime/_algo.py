@@ -414,13 +414,19 @@ class Scheduler:
         """Write ``result`` through the node's output bindings, then follow ``label``."""
         bindings = getattr(node, "output", None)
         if bindings:
-            scope = self.scope_of(frame)
-            lists, scope_id = lists_of(self.rs), scope.scope_id
-            assert lists is not None
+            rs, scope = self.rs, self.scope_of(frame)
+            scope_id = scope.scope_id
+
+            def grow(state: dict[str, Any], parts: tuple[str, ...], values: list[Any]) -> dict[str, Any] | None:
+                # The run's list registry is looked up (made, the first time) only by an append or extend:
+                # most writes are plain sets, and a run that never grows a list never needs one.
+                lists = lists_of(rs)
+                assert lists is not None
+                return lists.extend(scope_id, state, parts, values)
+
             try:
                 scope.__dict__["state"] = apply_outputs(  # field storage: see prepare_step's steps counter
-                    scope.state, bindings, result, node_id=node.id,
-                    grow=lambda state, parts, values: lists.extend(scope_id, state, parts, values))
+                    scope.state, bindings, result, node_id=node.id, grow=grow)
             except BindingError as exc:
                 self.fail(frame, node, exc, attempts=1, error_route=label != "error")
                 return
