@@ -72,7 +72,7 @@ from runtime._state import (
     trusted,
 )
 from runtime._steps import capped
-from runtime._trace import TraceEvent, summarize
+from runtime._trace import KEPT_AS_IS, TraceEvent, summarize
 
 _COLLECTIONS = {"frame": "frames", "lineage": "lineages", "act": "activations", "scope": "scopes", "int": "interrupts"}
 
@@ -1104,6 +1104,8 @@ def _context_summary(mapping: Mapping[str, Any]) -> dict[str, Any]:
     done: dict[int, Any] = {}
 
     def bounded(value: Any) -> Any:
+        if type(value) in KEPT_AS_IS:
+            return value
         found = done.get(id(value), done)
         if found is done:
             found = done[id(value)] = summarize(value)

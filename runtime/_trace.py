@@ -54,7 +54,7 @@ _SUMMARY_CHARS = 200
 
 
 #: The types ``summarize`` returns unchanged at any depth.
-_KEPT = frozenset({int, float, bool, type(None)})
+KEPT_AS_IS = frozenset({int, float, bool, type(None)})
 
 
 def summarize(value: Any, depth: int = _SUMMARY_DEPTH) -> Any:
@@ -67,7 +67,8 @@ def summarize(value: Any, depth: int = _SUMMARY_DEPTH) -> Any:
         return value
     if type(value) is dict and depth > 0 and len(value) <= _SUMMARY_ITEMS:  # the common case, without ABC checks
         # Scalars are kept as they are without a call each: a trace summarizes a few payloads per node step.
-        return {str(key): item if type(item) in _KEPT else summarize(item, depth - 1) for key, item in value.items()}
+        return {str(key): item if type(item) in KEPT_AS_IS else summarize(item, depth - 1)
+                for key, item in value.items()}
     if isinstance(value, str):
         return value if len(value) <= _SUMMARY_CHARS else value[:_SUMMARY_CHARS] + f"…(+{len(value) - _SUMMARY_CHARS})"
     if depth <= 0:
@@ -85,7 +86,7 @@ def summarize(value: Any, depth: int = _SUMMARY_DEPTH) -> Any:
             out[str(key)] = summarize(item, depth - 1)
         return out
     if isinstance(value, list | tuple):
-        items = [item if type(item) in _KEPT else summarize(item, depth - 1) for item in value[:_SUMMARY_ITEMS]]
+        items = [item if type(item) in KEPT_AS_IS else summarize(item, depth - 1) for item in value[:_SUMMARY_ITEMS]]
         if len(value) > _SUMMARY_ITEMS:
             items.append(f"…+{len(value) - _SUMMARY_ITEMS} items")
         return items
