@@ -85,9 +85,10 @@ def wake_time(at: float) -> str:
 def mint(run_state: RunState, ids: IdFactory, kind: str) -> str:
     """A new id of ``kind``, unique within the run."""
     taken = getattr(run_state, _COLLECTIONS[kind])
+    fields = run_state.__dict__  # field storage (see prepare_step's steps counter): two ids per foreach item
     while True:
-        run_state.id_seq += 1
-        new = ids.new(kind, run_state.id_seq)
+        fields["id_seq"] += 1
+        new = ids.new(kind, fields["id_seq"])
         if new not in taken:
             return new
 

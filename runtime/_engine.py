@@ -326,6 +326,8 @@ class Engine:
         return workflow if isinstance(workflow, Workflow) else Workflow.model_validate(workflow)
 
     def _remember(self, workflow: Workflow) -> None:
+        if self._known.get(workflow.id) is workflow:  # run again: nothing to change, no lock to take
+            return
         with self._lock:
             if len(self._known) >= _CACHE_LIMIT and workflow.id not in self._known:
                 self._known.pop(next(iter(self._known)))
