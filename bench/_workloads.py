@@ -19,7 +19,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -66,17 +66,18 @@ class Workload:
 
 
 def trellis_runs(workflow: Workflow, inputs: list[Any], checkpointer: Callable[[], Checkpointer | None], *,
-                 who: str = "trellis", close: Callable[[Any], None] | None = None
+                 who: str = "trellis", close: Callable[[Any], None] | None = None,
+                 workflows: Mapping[object, Workflow] | None = None
                  ) -> tuple[Callable[[], Engine], Callable[[Engine], Any]]:
     """What ``bench_engine.timed`` measures of a Trellis workload: ``prepare`` (not timed) makes an engine with a
     fresh ``checkpointer()`` and compiles ``workflow`` (analysis + compilation, like LangGraph's
     ``graph.compile()``); ``run`` runs each input, refusing a run that does not complete (a benchmark of a
     broken run measures nothing), hands the checkpointer to ``close`` (one that holds a connection), and returns
-    the last output."""
+    the last output. ``workflows``: the child documents a subgraph node may call, by id."""
     tasks = registry()
 
     def prepare() -> Engine:
-        engine = Engine(registry=tasks, checkpointer=checkpointer())
+        engine = Engine(registry=tasks, checkpointer=checkpointer(), workflows=workflows)
         engine.compile(workflow)
         return engine
 
@@ -364,6 +365,23 @@ def trellis_nested() -> Workflow:
     return g.build()
 
 
+def trellis_subgraph_child() -> Workflow:
+    """The child a subgraph call runs: one node reading its input's ``x``."""
+    g = WorkflowBuilder("bench-child", input_schema={"type": "object", "properties": {"x": {}}})
+    g.use("touch", "body", input=[{"target": "x", "path": "input.x"}])
+    return g.build()
+
+
+def trellis_subgraph() -> Workflow:
+    """A foreach over ``input.items`` whose body calls ``trellis_subgraph_child`` with each item."""
+    g = WorkflowBuilder("bench-subgraph", input_schema={"type": "object", "properties": {"items": {"type": "array"}}})
+    each = g.foreach("each", "input.items")
+    call = g.subgraph("bench-child", "call", input=[{"target": "x", "path": each.item}])
+    g.set_route(each, "loop", call)
+    g.set_route(call, "ok", each)
+    return g.build()
+
+
 def trellis_loop_then_pause(limit: int) -> Workflow:
     """Loops ``limit`` times, then waits at an interrupt; resuming runs one more task."""
     g = WorkflowBuilder("bench-pause", state_schema=COUNTER_STATE)
@@ -441,6 +459,10 @@ class _Row(TypedDict):
     row: list[Any]
 
 
+class _Nothing(TypedDict):
+    """A subgraph's output that writes nothing back to its caller's state (as Trellis's with no output binding)."""
+
+
 def _inc(state: _Counter) -> dict[str, Any]:
     return {"x": state["x"] + 1}
 
@@ -485,6 +507,24 @@ def langgraph_foreach() -> Any:
     g.add_edge(START, "each")
     g.add_conditional_edges("each", lambda s: [Send("body", {"item": i}) for i in s["items"]], ["body"])
     g.add_edge("body", END)
+    return g
+
+
+def langgraph_subgraph() -> Any:
+    """``langgraph_foreach`` whose body is a compiled one-node graph, called as a subgraph for each item."""
+    from langgraph.graph import END, START, StateGraph
+    from langgraph.types import Send
+
+    child = StateGraph(_Item, output_schema=_Nothing)
+    child.add_node("body", _touch)
+    child.add_edge(START, "body")
+    child.add_edge("body", END)
+    g = StateGraph(_Items)
+    g.add_node("each", _noop)
+    g.add_node("call", child.compile(), input_schema=_Item)
+    g.add_edge(START, "each")
+    g.add_conditional_edges("each", lambda s: [Send("call", {"item": i}) for i in s["items"]], ["call"])
+    g.add_edge("call", END)
     return g
 
 

@@ -1,13 +1,15 @@
 """Engine speed: the same workloads through Trellis and through LangGraph, in one process.
 
 Prints microseconds per node step and the ratio (LangGraph time / Trellis
-time) for a chain of 100 trivial nodes invoked 100 times, one node looping
-10,000 times through a back-edge, a foreach over 10,000 items (LangGraph:
-``Send`` fan-out) and a nested foreach 100 x 100, each without and with an
-in-memory checkpointer (Trellis ``InMemoryCheckpointer``, LangGraph
-``InMemorySaver``). Goal: Trellis at least 5 times faster per step on every
-row. Then the foreach at 1,000 / 10,000 / 100,000 items (cost per item must
-stay flat), RunState size and resume time after 1,000 and 100,000 steps (must
+time) for a one-node workflow invoked 1,000 times (the fixed cost of a call),
+a chain of 100 trivial nodes invoked 100 times, one node looping 10,000 times
+through a back-edge, a foreach over 10,000 items (LangGraph: ``Send``
+fan-out), a foreach over 1,000 items each calling a one-node subgraph and a
+nested foreach 100 x 100, each without and with an in-memory checkpointer
+(Trellis ``InMemoryCheckpointer``, LangGraph ``InMemorySaver``). Goal
+(issue 33): Trellis at least 10 times faster per step on every row. Then
+the foreach at 1,000 / 10,000 / 100,000 items (cost per item must stay
+flat), RunState size and resume time after 1,000 and 100,000 steps (must
 not grow with history), and the time to derive a context 2 and 20 loops deep.
 
 Each measurement is the median of a few runs (one run when a run takes seconds);
@@ -25,7 +27,7 @@ import math
 import os
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,7 +36,7 @@ from runtime import Engine, RunState, Workflow
 from runtime.checkpoint import InMemoryCheckpointer
 from runtime.inspect import frame_context
 
-GOAL = 5.0
+GOAL = 10.0
 LANGGRAPH_BUDGET_S = 40.0
 RUNS_BUDGET_S = 1.5  # repeat a measurement while its runs took less than this in total (one run if longer)
 MAX_RUNS = 9
@@ -88,9 +90,10 @@ def _check(what: str, got: Any, expected: Any) -> None:
 # Trellis side
 
 
-def trellis_time(workflow: Workflow, inputs: list[Any], *, checkpointed: bool, gc_off: bool = False
-                 ) -> tuple[Timing, Any]:
-    prepare, run = w.trellis_runs(workflow, inputs, InMemoryCheckpointer if checkpointed else lambda: None)
+def trellis_time(workflow: Workflow, inputs: list[Any], *, checkpointed: bool, gc_off: bool = False,
+                 workflows: Mapping[object, Workflow] | None = None) -> tuple[Timing, Any]:
+    prepare, run = w.trellis_runs(workflow, inputs, InMemoryCheckpointer if checkpointed else lambda: None,
+                                  workflows=workflows)
     return timed(run, prepare, gc_off=gc_off)
 
 
@@ -124,11 +127,19 @@ class Case:
 
     def __init__(self, kind: str, size: int) -> None:
         self.kind, self.size = kind, size
-        if kind == "chain":
+        self.workflows: Mapping[object, Workflow] | None = None
+        self.trellis_inputs: list[Any]
+        self.lg_inputs: list[Any]
+        if kind == "invoke":  # the fixed cost of a call: a one-node workflow invoked ``size`` times
+            self.label = f"invoke 1 node x {size:,} calls"
+            self.steps, self.calls = size, size
+            self.trellis_inputs, self.lg_inputs = [None] * size, [{"x": 0}] * size
+            self.limit = 10
+        elif kind == "chain":
             self.label = f"chain {size} nodes x 100 calls"
             self.steps, self.calls = size * 100, 100
-            self.trellis_inputs: list[Any] = [None] * 100
-            self.lg_inputs: list[Any] = [{"x": 0}] * 100
+            self.trellis_inputs = [None] * 100
+            self.lg_inputs = [{"x": 0}] * 100
             self.limit = size + 10
         elif kind == "loop":
             self.label = f"loop {size:,} back-edge steps"
@@ -141,6 +152,13 @@ class Case:
             self.steps, self.calls = size + 1, 1
             self.trellis_inputs, self.lg_inputs = [{"items": items}], [{"items": items}]
             self.limit = 10
+        elif kind == "subgraph":  # per item: the subgraph call node and the child's one node
+            self.label = f"foreach {size:,} subgraph calls"
+            items = list(range(size))
+            self.steps, self.calls = 1 + 2 * size, 1
+            self.trellis_inputs, self.lg_inputs = [{"items": items}], [{"items": items}]
+            self.workflows = {"bench-child": w.trellis_subgraph_child()}
+            self.limit = 10
         elif kind == "nested":
             self.label = f"nested foreach {size} x {size}"
             rows = [list(range(size)) for _ in range(size)]
@@ -151,20 +169,25 @@ class Case:
             raise ValueError(kind)
 
     def trellis_workflow(self) -> Workflow:
-        return {"chain": lambda: w.trellis_chain(self.size), "loop": lambda: w.trellis_loop(self.size),
-                "foreach": w.trellis_foreach, "nested": w.trellis_nested}[self.kind]()
+        return {"invoke": lambda: w.trellis_chain(1), "chain": lambda: w.trellis_chain(self.size),
+                "loop": lambda: w.trellis_loop(self.size), "foreach": w.trellis_foreach,
+                "subgraph": w.trellis_subgraph, "nested": w.trellis_nested}[self.kind]()
 
     def langgraph_graph(self) -> Any:
-        return {"chain": lambda: w.langgraph_chain(self.size), "loop": lambda: w.langgraph_loop(self.size),
-                "foreach": w.langgraph_foreach, "nested": w.langgraph_nested}[self.kind]()
+        return {"invoke": lambda: w.langgraph_chain(1), "chain": lambda: w.langgraph_chain(self.size),
+                "loop": lambda: w.langgraph_loop(self.size), "foreach": w.langgraph_foreach,
+                "subgraph": w.langgraph_subgraph, "nested": w.langgraph_nested}[self.kind]()
+
+    def expected_x(self) -> int | None:
+        return {"invoke": 1, "chain": self.size, "loop": self.size}.get(self.kind)
 
     def check_trellis(self, output: Any) -> None:
-        if self.kind in ("chain", "loop"):
-            _check(f"trellis {self.label}", output, {"x": self.size})
+        if self.expected_x() is not None:
+            _check(f"trellis {self.label}", output, {"x": self.expected_x()})
 
     def check_langgraph(self, output: Any) -> None:
-        if self.kind in ("chain", "loop"):
-            _check(f"langgraph {self.label}", output, {"x": self.size})
+        if self.expected_x() is not None:
+            _check(f"langgraph {self.label}", output, {"x": self.expected_x()})
 
 
 class Results:
@@ -177,7 +200,7 @@ class Results:
         key = ("trellis-gc-off" if gc_off else "trellis", case.kind, case.size, checkpointed)
         if key not in self.timings:
             timing, output = trellis_time(case.trellis_workflow(), case.trellis_inputs, checkpointed=checkpointed,
-                                          gc_off=gc_off)
+                                          gc_off=gc_off, workflows=case.workflows)
             case.check_trellis(output)
             self.timings[key] = timing
         return self.timings[key]
@@ -236,7 +259,8 @@ NOTE = ("us/step = process CPU time (all threads) / node steps, median of up to 
 
 
 def section_per_step(results: Results) -> None:
-    cases = [Case("chain", 100), Case("loop", 10_000), Case("foreach", 10_000), Case("nested", 100)]
+    cases = [Case("invoke", 1_000), Case("chain", 100), Case("loop", 10_000), Case("foreach", 10_000),
+             Case("subgraph", 1_000), Case("nested", 100)]
     rows = []
     for case in cases:
         for checkpointed in (False, True):

@@ -72,7 +72,7 @@ from runtime._state import (
     trusted,
 )
 from runtime._steps import capped
-from runtime._trace import TraceEvent, summarize
+from runtime._trace import KEPT_AS_IS, TraceEvent, summarize
 
 _COLLECTIONS = {"frame": "frames", "lineage": "lineages", "act": "activations", "scope": "scopes", "int": "interrupts"}
 
@@ -85,9 +85,10 @@ def wake_time(at: float) -> str:
 def mint(run_state: RunState, ids: IdFactory, kind: str) -> str:
     """A new id of ``kind``, unique within the run."""
     taken = getattr(run_state, _COLLECTIONS[kind])
+    fields = run_state.__dict__  # field storage (see prepare_step's steps counter): two ids per foreach item
     while True:
-        run_state.id_seq += 1
-        new = ids.new(kind, run_state.id_seq)
+        fields["id_seq"] += 1
+        new = ids.new(kind, fields["id_seq"])
         if new not in taken:
             return new
 
@@ -414,13 +415,19 @@ class Scheduler:
         """Write ``result`` through the node's output bindings, then follow ``label``."""
         bindings = getattr(node, "output", None)
         if bindings:
-            scope = self.scope_of(frame)
-            lists, scope_id = lists_of(self.rs), scope.scope_id
-            assert lists is not None
+            rs, scope = self.rs, self.scope_of(frame)
+            scope_id = scope.scope_id
+
+            def grow(state: dict[str, Any], parts: tuple[str, ...], values: list[Any]) -> dict[str, Any] | None:
+                # The run's list registry is looked up (made, the first time) only by an append or extend:
+                # most writes are plain sets, and a run that never grows a list never needs one.
+                lists = lists_of(rs)
+                assert lists is not None
+                return lists.extend(scope_id, state, parts, values)
+
             try:
                 scope.__dict__["state"] = apply_outputs(  # field storage: see prepare_step's steps counter
-                    scope.state, bindings, result, node_id=node.id,
-                    grow=lambda state, parts, values: lists.extend(scope_id, state, parts, values))
+                    scope.state, bindings, result, node_id=node.id, grow=grow)
             except BindingError as exc:
                 self.fail(frame, node, exc, attempts=1, error_route=label != "error")
                 return
@@ -464,13 +471,14 @@ class Scheduler:
         parent_scope = self.scope_of(caller)
         scope_id = mint(rs, self.ids, "scope")
         frame_id = mint(rs, self.ids, "frame")
-        rs.scopes[scope_id] = RuntimeScope(
-            scope_id=scope_id, workflow=node.workflow, parent_scope_id=parent_scope.scope_id,
-            caller_frame_id=caller.frame_id, root_frame_id=frame_id, depth=parent_scope.depth + 1,
-            input=child_input, state=plan.initial_state(),
-        )
-        caller.status = "waiting"
-        caller.waiting_for = scope_id
+        # Every value here is the engine's own (the input was checked by prepare_work): see trusted().
+        rs.scopes[scope_id] = trusted(RuntimeScope, {
+            "scope_id": scope_id, "workflow": node.workflow, "parent_scope_id": parent_scope.scope_id,
+            "caller_frame_id": caller.frame_id, "root_frame_id": frame_id, "depth": parent_scope.depth + 1,
+            "input": child_input, "state": plan.initial_state(),
+        })
+        caller.__dict__["status"] = "waiting"  # field storage: see prepare_step's steps counter
+        caller.__dict__["waiting_for"] = scope_id
         child = self.new_frame(parent=caller, scope_id=scope_id, node_id=plan.start or "", kind="subgraph",
                                frame_id=frame_id)
         self.recorder.emit("scope_opened", child, node_id=plan.start,
@@ -588,7 +596,7 @@ class Scheduler:
             # The engine just wrote this metadata itself: remember it rather than re-checking it.
             self._metadata[frame.frame_id] = (frame, ForeachItemMetadata(
                 activation.node_id, activation.activation_id, index, item, activation.alias))
-            activation.next_index += 1
+            activation.__dict__["next_index"] += 1  # field storage: see prepare_step's steps counter
             activation.running.append(frame.frame_id)
             self.recorder.emit("item_started", frame, node_id=activation.node_id,
                                activation_id=activation.activation_id, index=index,
@@ -606,10 +614,10 @@ class Scheduler:
                 f"foreach item frame {frame.frame_id!r} is not running in activation {meta.activation_id!r}",
                 frame_id=frame.frame_id, activation_id=meta.activation_id)
         activation.running.remove(frame.frame_id)
-        activation.completed += 1
+        activation.__dict__["completed"] += 1  # field storage: see prepare_step's steps counter
         if activation.results_id is not None and failed is None:
             activation.results[meta.index] = list(result) if isinstance(result, GrowList) else result
-        barrier.arrived += 1
+        barrier.__dict__["arrived"] += 1
         if failed is None:
             self.recorder.emit("item_completed", frame, node_id=meta.node_id, activation_id=meta.activation_id,
                                index=meta.index)
@@ -1092,12 +1100,24 @@ class PrepareRules:
 
 def _context_summary(mapping: Mapping[str, Any]) -> dict[str, Any]:
     """The context mapping with each item bounded like any payload, identities kept whole."""
+    # ``loop_item`` and each alias are the same objects as items of ``foreach``: each is summarized once
+    # (by identity: every one of them lives as long as ``mapping``).
+    done: dict[int, Any] = {}
+
+    def bounded(value: Any) -> Any:
+        if type(value) in KEPT_AS_IS:
+            return value
+        found = done.get(id(value), done)
+        if found is done:
+            found = done[id(value)] = summarize(value)
+        return found
+
     summary: dict[str, Any] = {
-        "foreach": {key: {**entry, "item": summarize(entry["item"])} for key, entry in mapping["foreach"].items()}
+        "foreach": {key: {**entry, "item": bounded(entry["item"])} for key, entry in mapping["foreach"].items()}
     }
     for key, value in mapping.items():
         if key != "foreach":
-            summary[key] = summarize(value)
+            summary[key] = bounded(value)
     return summary
 
 
@@ -1180,7 +1200,7 @@ def prepare_work(work: Work, scheduler: Scheduler, rules: PrepareRules) -> None:
             work.spec, work.label, work.result = spec, spec.default_label, woken.result
             return
         ctx = work.context or scheduler.context(work.frame, work.plan.id)
-        payload = build_payload(node.input, _reader(work, scheduler, ctx))
+        payload = build_payload(task.inputs, _reader(work, scheduler, ctx), ordered=True)
         work.spec, work.context, work.payload = spec, ctx, payload
         if woken is not None:
             work.first_attempt = max(1, min(woken.attempt, node.retry.max_attempts if node.retry else 1))

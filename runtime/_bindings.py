@@ -129,16 +129,21 @@ class ScopeReader:
         return get_in(base, path.parts) if path.parts else base
 
 
-def build_payload(bindings: Sequence[InputBinding], reader: ScopeReader) -> Any:
+def payload_order(bindings: Sequence[InputBinding]) -> Sequence[InputBinding]:
+    """``bindings`` in the order ``build_payload`` applies them: shallower targets first (a stable sort)."""
+    return tuple(sorted(bindings, key=lambda b: len(b.target.parts))) if len(bindings) > 1 else bindings
+
+
+def build_payload(bindings: Sequence[InputBinding], reader: ScopeReader, *, ordered: bool = False) -> Any:
     """The payload described by ``bindings``: shallower targets first, so a field's keys and items are
     written over a binding of the field itself (``tags`` from a path, then ``tags.0`` replaces one item).
 
     A field whose path does not resolve is left out, but an array item cannot
-    be: it is ``None``, so each item binding keeps its position.
+    be: it is ``None``, so each item binding keeps its position. ``ordered``: ``bindings`` come from
+    ``payload_order`` already (a compiled task's, sorted once instead of at every step).
     """
     payload: Any = {}
-    ordered = sorted(bindings, key=lambda b: len(b.target.parts)) if len(bindings) > 1 else bindings
-    for binding in ordered:
+    for binding in bindings if ordered else payload_order(bindings):
         parts = binding.target.parts
         value: Any
         if binding.secret is not None:

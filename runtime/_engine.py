@@ -26,7 +26,7 @@ from runtime._parts import adopt as adopt_lists
 from runtime._registry import TaskRegistry, default_registry
 from runtime._resolver import WorkflowResolver, as_resolver
 from runtime._secrets import MappingSecrets, SecretResolver
-from runtime._state import ROOT_SCOPE_ID, Interrupt, RunState, RuntimeScope
+from runtime._state import ROOT_SCOPE_ID, Interrupt, RunState, RuntimeScope, trusted
 from runtime._steps import StepExecutor
 from runtime._trace import TraceEvent, summarize
 
@@ -326,6 +326,8 @@ class Engine:
         return workflow if isinstance(workflow, Workflow) else Workflow.model_validate(workflow)
 
     def _remember(self, workflow: Workflow) -> None:
+        if self._known.get(workflow.id) is workflow:  # run again: nothing to change, no lock to take
+            return
         with self._lock:
             if len(self._known) >= _CACHE_LIMIT and workflow.id not in self._known:
                 self._known.pop(next(iter(self._known)))
@@ -346,15 +348,16 @@ class Engine:
         plan = self.compile(document)
         checked = plan.check_input(input)
         self._remember(document)
-        ref = WorkflowRef(id=document.id)
+        ref = plan.ref or WorkflowRef(id=document.id)
         rs = RunState(run_id=run_id or self.ids.run_id(), workflow=ref)
         loop = RunLoop(self._config(), rs, plan)
         sched = loop.scheduler
         frame_id = mint(rs, self.ids, "frame")
-        rs.scopes[ROOT_SCOPE_ID] = RuntimeScope(
-            scope_id=ROOT_SCOPE_ID, workflow=ref, root_frame_id=frame_id, input=checked,
-            state=plan.initial_state(),
-        )
+        # Every value here is the engine's own (the input was just checked): see runtime._state.trusted.
+        rs.scopes[ROOT_SCOPE_ID] = trusted(RuntimeScope, {
+            "scope_id": ROOT_SCOPE_ID, "workflow": ref, "parent_scope_id": None, "caller_frame_id": None,
+            "root_frame_id": frame_id, "depth": 0, "input": checked, "state": plan.initial_state(),
+        })
         frame = sched.new_frame(parent=None, scope_id=ROOT_SCOPE_ID, node_id=plan.start or "", kind="root",
                                 frame_id=frame_id)
         loop.recorder.emit("run_started", frame, summary={"workflow": document.id, "input": summarize(checked)})

@@ -46,9 +46,6 @@ def format_segment(segment: str) -> str:
     return "".join(out)
 
 
-_INDEX = re.compile(r"0|[1-9][0-9]*")
-
-
 def is_item_index(segment: str) -> bool:
     """Whether a segment of a payload target (``LocalPath``) addresses an array item.
 
@@ -58,7 +55,8 @@ def is_item_index(segment: str) -> bool:
     list elements by index anyway. State paths never build arrays: a digit
     segment there is an object key.
     """
-    return _INDEX.fullmatch(segment) is not None and segment.isascii()
+    # ``0|[1-9][0-9]*`` without a regular expression: asked for each segment of each binding at every step.
+    return segment.isascii() and segment.isdigit() and (segment[0] != "0" or segment == "0")
 
 
 def format_key(parts: Iterable[str]) -> str:

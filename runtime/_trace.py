@@ -53,6 +53,10 @@ _SUMMARY_ITEMS = 8
 _SUMMARY_CHARS = 200
 
 
+#: The types ``summarize`` returns unchanged at any depth.
+KEPT_AS_IS = frozenset({int, float, bool, type(None)})
+
+
 def summarize(value: Any, depth: int = _SUMMARY_DEPTH) -> Any:
     """A bounded JSON-compatible preview of ``value``: long strings, lists and objects are cut.
 
@@ -62,7 +66,9 @@ def summarize(value: Any, depth: int = _SUMMARY_DEPTH) -> Any:
     if value is None or isinstance(value, bool | int | float):
         return value
     if type(value) is dict and depth > 0 and len(value) <= _SUMMARY_ITEMS:  # the common case, without ABC checks
-        return {str(key): summarize(item, depth - 1) for key, item in value.items()}
+        # Scalars are kept as they are without a call each: a trace summarizes a few payloads per node step.
+        return {str(key): item if type(item) in KEPT_AS_IS else summarize(item, depth - 1)
+                for key, item in value.items()}
     if isinstance(value, str):
         return value if len(value) <= _SUMMARY_CHARS else value[:_SUMMARY_CHARS] + f"…(+{len(value) - _SUMMARY_CHARS})"
     if depth <= 0:
@@ -80,7 +86,7 @@ def summarize(value: Any, depth: int = _SUMMARY_DEPTH) -> Any:
             out[str(key)] = summarize(item, depth - 1)
         return out
     if isinstance(value, list | tuple):
-        items = [summarize(item, depth - 1) for item in value[:_SUMMARY_ITEMS]]
+        items = [item if type(item) in KEPT_AS_IS else summarize(item, depth - 1) for item in value[:_SUMMARY_ITEMS]]
         if len(value) > _SUMMARY_ITEMS:
             items.append(f"…+{len(value) - _SUMMARY_ITEMS} items")
         return items
