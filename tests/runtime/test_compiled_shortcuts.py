@@ -7,9 +7,11 @@ from typing import Any
 
 import pytest
 
-from runtime import Engine, InputValidationError, TaskRegistry, WorkflowBuilder
+from runtime import Engine, WorkflowBuilder
 from runtime._compiled import ANY_OBJECT, schema_problems, schema_validator, with_defaults
 from runtime._paths import is_item_index
+from runtime.errors import InputValidationError
+from runtime.tasks import TaskRegistry
 
 
 @pytest.mark.parametrize("schema", [
