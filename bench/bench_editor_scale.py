@@ -262,6 +262,16 @@ def measure(browser: Any, side: Side, size: int) -> dict[str, Any]:
                                           return n.responseStart - n.requestStart; }""")
         page.wait_for_function("() => document.querySelector('[data-editor-canvas]').dataset.state === 'saved'")
         revision = int(page.locator("[data-editor-canvas]").get_attribute("data-revision") or 0)
+        page.wait_for_function("() => document.querySelector('.htmx-request') === null")
+        revision = int(page.locator("[data-editor-canvas]").get_attribute("data-revision") or 0)
+        page.evaluate(_WATCH_SAVE, revision)
+        page.get_by_role("button", name="Layout", exact=True).click()
+        laid = page.wait_for_function("() => window.__save", timeout=60_000).json_value()
+        # The fit after the layout animates for 200 ms; then the panels a save refreshes.
+        page.wait_for_timeout(400)
+        page.wait_for_function("() => document.querySelector('.htmx-request') === null")
+        view = page.evaluate(_VIEW)
+        revision = int(page.locator("[data-editor-canvas]").get_attribute("data-revision") or 0)
         # A node in view: the first of the chain, at the start of the graph where the fit puts the view.
         title = page.locator('.react-flow__node[data-id="line_000"] .wf-node__title')
         box = title.bounding_box()
@@ -275,15 +285,6 @@ def measure(browser: Any, side: Side, size: int) -> dict[str, Any]:
         mouse.up()
         drag = page.wait_for_function("() => window.__save", timeout=60_000).json_value()
         drag_bytes = answers.get("bytes", 0)
-        # Quiet before the layout: the panels a save refreshes.
-        page.wait_for_function("() => document.querySelector('.htmx-request') === null")
-        revision = int(page.locator("[data-editor-canvas]").get_attribute("data-revision") or 0)
-        page.evaluate(_WATCH_SAVE, revision)
-        page.get_by_role("button", name="Layout", exact=True).click()
-        laid = page.wait_for_function("() => window.__save", timeout=60_000).json_value()
-        # The fit after the layout animates for 200 ms.
-        page.wait_for_timeout(400)
-        view = page.evaluate(_VIEW)
         return {"page": answers.get("page", 0), "server": timing, "drawn": canvas["drawn"],
                 "fitted": canvas["fitted"], "drag": drag["settled"], "drag_saved": drag["saved"],
                 "drag_bytes": drag_bytes, "layout": laid["settled"], "shown": view["shown"], "mini": view["mini"],

@@ -193,8 +193,8 @@ def patch_json(committed: Committed, *, before: dict[str, Any], before_analysis:
         answer["document"] = after
     else:
         answer["patch"] = changes
-    summary = doc_analysis.summary(analysis)
-    if summary != doc_analysis.summary(before_analysis):
+    summary = None if analysis is before_analysis else doc_analysis.summary(analysis)
+    if summary is not None and summary != doc_analysis.summary(before_analysis):
         answer["analysis"] = summary
         answer["diagnostics"] = summary["diagnostics"]
     return answer

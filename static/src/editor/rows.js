@@ -98,6 +98,7 @@ function placeBlock(items, edges) {
     current.columns.push({ index, x: current.width });
     current.width += size.width + COLUMN_GAP;
     current.height = Math.max(current.height, size.height);
+    if (!columns[index].some((id) => byId.get(id).block)) current.plain = Math.max(current.plain || 0, size.height);
   });
   const positions = {};
   let top = 0;
@@ -105,8 +106,9 @@ function placeBlock(items, edges) {
   for (const row of rows) {
     for (const { index, x } of row.columns) {
       const column = columns[index];
-      // Centred in the row, so a chain of equal nodes runs on one line.
-      let y = top + (row.height - sizes[index].height) / 2;
+      // At the top of the row (a foreach level with the first row of its body, where the view starts), layers
+      // without a body centred on each other, so a chain's routes run straight.
+      let y = top + Math.max(0, ((row.plain || 0) - sizes[index].height) / 2);
       for (const id of column) {
         const item = byId.get(id);
         positions[id] = { x: x + (sizes[index].width - item.width) / 2, y };
@@ -147,7 +149,7 @@ export function rowLayout(nodes, routes, regions = {}) {
       const block = place(inside, depth + 1);
       const pad = FRAME_PAD + FRAME_LEVEL * block.levels;
       laid.set(item, { ...block, pad });
-      items.push({ id: item, width: block.width + 2 * pad, height: block.height + 2 * pad + FRAME_TITLE });
+      items.push({ id: item, width: block.width + 2 * pad, height: block.height + 2 * pad + FRAME_TITLE, block: true });
     }
     const memberSet = new Set(members);
     const edges = [];
