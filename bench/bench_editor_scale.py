@@ -93,7 +93,7 @@ class Side:
         self.env = {**os.environ, "DJANGO_SETTINGS_MODULE": "designer.settings", "DJANGO_DEBUG": "true",
                     "DATABASE_URL": f"sqlite:///{data / f'{name}.sqlite3'}", "PYTHONPATH": str(root)}
         self.env.pop("TRELLIS_TASK_MODULES", None)
-        self.process: subprocess.Popen[str] | None = None
+        self.process: subprocess.Popen[bytes] | None = None
         self.base_url = ""
         self.urls: dict[int, str] = {}
         self.session = ""
@@ -110,15 +110,16 @@ class Side:
         port = _free_port()
         self.base_url = f"http://127.0.0.1:{port}"
         self.urls = {int(size): f"{self.base_url}/workflows/{pk}/edit/" for size, pk in ids.items()}
-        self.process = subprocess.Popen([sys.executable, "manage.py", "serve", f"127.0.0.1:{port}"], cwd=self.root,
-                                        env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        process = self.process = subprocess.Popen([sys.executable, "manage.py", "serve", f"127.0.0.1:{port}"],
+                                                  cwd=self.root, env=self.env, stdout=subprocess.DEVNULL,
+                                                  stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 60
         while True:
             try:
                 with socket.create_connection(("127.0.0.1", port), timeout=1):
                     return
             except OSError:
-                if self.process.poll() is not None or time.monotonic() > deadline:
+                if process.poll() is not None or time.monotonic() > deadline:
                     raise RuntimeError(f"{self.name}: manage.py serve did not start") from None
                 time.sleep(0.1)
 
@@ -348,7 +349,7 @@ def main() -> int:
                             runs[side.name].append(measure(browser, side, size))
                     for side in sides:
                         found = runs[side.name]
-                        merged = {key: _median(found, key) for key in found[0]}
+                        merged: dict[str, Any] = {key: _median(found, key) for key in found[0]}
                         merged["box"] = laid_out_box(side, size)
                         results[(side.name, size)] = merged
                         print(f"  measured {side.name} at {size} nodes", flush=True)

@@ -197,8 +197,9 @@ def _field_count(schema: Mapping[str, Any]) -> int:
 
 
 def _collapsed_builder(key: str, node_id: str | None, stored: Mapping[str, Any], count: int) -> dict[str, Any]:
-    properties = stored.get("properties") if isinstance(stored.get("properties"), Mapping) else {}
-    preview = [{"name": name, "type": type_label(schema) if isinstance(schema, Mapping) else "any"}
+    found = stored.get("properties")
+    properties: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
+    preview = [{"name": name, "type": type_label(dict(schema)) if isinstance(schema, Mapping) else "any"}
                for name, schema in list(properties.items())[:BUILDER_PREVIEW_FIELDS]]
     return {
         "key": key, "node": node_id or "", "title": SCHEMA_TITLES[key], "hint": SCHEMA_HINTS[key],
