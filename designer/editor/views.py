@@ -135,8 +135,9 @@ def schema_builder(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
     if key not in SCHEMA_TITLES or (key == "resume_schema") != bool(node_id):
         return HttpResponse(f"unknown schema {key!r}", status=400, content_type="text/plain")
     if request.method == "GET":
+        # Opened on demand: the panel keeps it through canvas saves (glue.js inspectorBusy).
         context = {"workflow": loaded.workflow, "can_edit": loaded.can_edit,
-                   "builder": schema_builder_context(loaded, key, node_id)}
+                   "builder": {**schema_builder_context(loaded, key, node_id), "opened": True}}
         return TemplateResponse(request, BUILDER_TEMPLATE, context)
     require_workflow_role(request.user, loaded.workflow, "editor")
     op, at, sample = request.POST.get("op", "refresh"), request.POST.get("at", "f"), request.POST.get("sample", "")
