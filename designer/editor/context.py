@@ -24,6 +24,7 @@ from designer.views.htmx import HtmxHttpRequest
 from designer.workflows import operations as doc_ops
 from designer.workflows import schema_builder as sb
 from runtime import Analysis, WorkflowError
+from runtime.analysis import schema_type_label as type_label
 from runtime.document import RetryPolicy
 
 TEMPLATE = "editor/editor.html"
@@ -94,8 +95,8 @@ def inspector_context(loaded: Loaded, node_id: str | None, focus: str | None = N
             "nodes": [n["id"] for n in document.get("nodes", [])],
         }
         context["builders"] = [
-            schema_builder_context(loaded, "input_schema", None),
-            schema_builder_context(loaded, "state_schema", None),
+            schema_builder_context(loaded, "input_schema", None, collapse=True),
+            schema_builder_context(loaded, "state_schema", None, collapse=True),
         ]
         context["workflow_outputs"] = document.get("outputs", [])
         context["output_paths"] = panels.workflow_output_paths(loaded.analysis)
@@ -170,15 +171,60 @@ SCHEMA_HINTS = {
 }
 
 
+#: A builder with more fields than this opens on demand in the workflow settings: each field is a form row of
+#: about 2.5 KB, and the settings panel opens with the page and after every canvas save. A state schema of 600 fields
+#: made the editor page 1.7 MB, 91 % of it this builder (issue 34).
+BUILDER_INLINE_FIELDS: Final = 40
+#: The field names a collapsed builder lists before "and N more".
+BUILDER_PREVIEW_FIELDS: Final = 8
+
+
+def _field_count(schema: Mapping[str, Any]) -> int:
+    """How many fields the builder draws for ``schema``: properties and array items, at every depth."""
+    count = 0
+    stack: list[Any] = [schema]
+    while stack:
+        node = stack.pop()
+        if not isinstance(node, Mapping):
+            continue
+        properties = node.get("properties")
+        if isinstance(properties, Mapping):
+            count += len(properties)
+            stack.extend(properties.values())
+        if isinstance(node.get("items"), Mapping):
+            count += 1
+            stack.append(node["items"])
+    return count
+
+
+def _collapsed_builder(key: str, node_id: str | None, schema_now: Mapping[str, Any], count: int) -> dict[str, Any]:
+    found = schema_now.get("properties")
+    properties: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
+    preview = [{"name": name, "type": type_label(dict(schema)) if isinstance(schema, Mapping) else "any"}
+               for name, schema in list(properties.items())[:BUILDER_PREVIEW_FIELDS]]
+    return {
+        "key": key, "node": node_id or "", "title": SCHEMA_TITLES[key], "hint": SCHEMA_HINTS[key],
+        "dom_id": f"builder-{key}" + (f"-{node_id}" if node_id else ""), "collapsed": True,
+        "field_count": count, "preview": preview, "more": max(0, len(properties) - len(preview)),
+    }
+
+
 def schema_builder_context(loaded: Loaded, key: str, node_id: str | None, *, tree: sb.Field | None = None,
-                           error: str = "", error_fid: str = "", sample: str = "") -> dict[str, Any]:
+                           error: str = "", error_fid: str = "", sample: str = "",
+                           collapse: bool = False) -> dict[str, Any]:
     """One schema builder: the tree (the stored schema unless an unsaved one is given), its raw JSON,
-    and each default its own field refuses, named next to where it is typed."""
+    and each default its own field refuses, named next to where it is typed. With ``collapse``, a stored schema
+    of more than BUILDER_INLINE_FIELDS fields is only named (its first fields and a button that loads the
+    builder)."""
     if node_id:
         node = node_of(loaded.document, node_id) or {}
         stored = node.get("resume_schema") or {"type": "object", "properties": {}}
     else:
         stored = loaded.document.get(key) or {"type": "object", "properties": {}}
+    if collapse and tree is None:
+        count = _field_count(stored)
+        if count > BUILDER_INLINE_FIELDS:
+            return _collapsed_builder(key, node_id, stored, count)
     # Unsaved: the builder holds a schema the document does not (the page keeps it through canvas saves).
     dirty = tree is not None and sb.schema_of(tree) != sb.schema_of(sb.fields_of(stored))
     if tree is None:

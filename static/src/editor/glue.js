@@ -90,13 +90,14 @@ function shownNode() {
 }
 
 // Busy: the person is typing in it, has a picker open, or a schema builder holds unsaved changes
-// (a refresh would re-render the builder from the saved schema and drop them).
+// (a refresh would re-render the builder from the saved schema and drop them) or was opened on demand
+// (a big one: a refresh would fold it again).
 function inspectorBusy() {
   const panel = inspector();
   if (!panel) return true;
   return (
     panel.contains(document.activeElement) ||
-    Boolean(panel.querySelector(".picker, .schema-builder[data-dirty]"))
+    Boolean(panel.querySelector(".picker, .schema-builder[data-dirty], .schema-builder[data-opened]"))
   );
 }
 

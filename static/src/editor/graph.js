@@ -93,7 +93,7 @@ export function buildNodes(doc, analysis, diagnostics, previous, { canEdit, sele
     const old = before.get(node.id);
     const region = regions[node.id] || [];
     const count = counts[node.id] || { errors: 0, warnings: 0 };
-    return {
+    const built = {
       id: node.id,
       type: "workflow",
       // A node being dragged stays under the pointer while earlier saves come back.
@@ -113,9 +113,33 @@ export function buildNodes(doc, analysis, diagnostics, previous, { canEdit, sele
         warnings: count.warnings,
         isStart: node.id === start,
         unreachable: reachable ? !reachable.has(node.id) : false,
-        run: runOverlay ? runOverlay.nodes[node.id] || { status: "idle", completed: 0, failed: 0, started: 0 } : null,
+        run: runOverlay ? runOverlay.nodes[node.id] || IDLE : null,
       },
     };
+    // The node as drawn before when nothing about it changed: React Flow then leaves it alone (a save of one
+    // node's move among 600 redraws that one).
+    return old && sameNode(old, built) ? old : built;
+  });
+}
+
+const IDLE = { status: "idle", completed: 0, failed: 0, started: 0 };
+
+function sameList(a, b, same = (x, y) => x === y) {
+  return a === b || (a.length === b.length && a.every((item, index) => same(item, b[index])));
+}
+
+function sameNode(old, built) {
+  if (old.position !== built.position && (old.position.x !== built.position.x || old.position.y !== built.position.y)) {
+    return false;
+  }
+  if (old.selected !== built.selected || old.draggable !== built.draggable || old.ariaLabel !== built.ariaLabel) {
+    return false;
+  }
+  const [a, b] = [old.data, built.data];
+  return Object.keys(b).every((key) => {
+    if (key === "labels") return sameList(a.labels, b.labels, (x, y) => x.name === y.name && x.known === y.known);
+    if (key === "region") return sameList(a.region, b.region);
+    return a[key] === b[key];
   });
 }
 

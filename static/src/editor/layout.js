@@ -3,6 +3,12 @@
 // fan out towards the nodes they route to.
 import { Graph, layout } from "@dagrejs/dagre";
 
+import { rowLayout } from "./rows.js";
+
+// From this many nodes, the layered layout that wraps into rows (rows.js): dagre takes seconds there, and draws
+// a long chain as one row far wider than any screen.
+export const ROWS_FROM = 80;
+
 export const NODE_WIDTH = 220;
 
 // The smallest text on the canvas, in px (editor.css: node kind, labels, route labels, frames).
@@ -72,8 +78,14 @@ export function estimatedHeight(labelCount) {
 
 // nodes: [{id, labels}], routes: [{source, target}], regions: {id: [foreach ids]}
 // -> {id: {x, y}}. Loop bodies become dagre clusters, so each body is laid out
-// as one block and its frame encloses nothing but the body.
+// as one block and its frame encloses nothing but the body. Big graphs: rows.js.
 export function autoLayout(nodes, routes, regions = {}) {
+  if (nodes.length >= ROWS_FROM) {
+    const sized = nodes.map((node) => ({ id: node.id, width: NODE_WIDTH, height: estimatedHeight(node.labels.length) }));
+    const positions = rowLayout(sized, routes, regions);
+    untangle(nodes, routes, regions, positions);
+    return positions;
+  }
   try {
     return runLayout(nodes, routes, regions);
   } catch {

@@ -41,10 +41,11 @@ export function editUrl() {
   return root ? root.dataset.editUrl : null;
 }
 
-// Sends operations through the queue; resolves with {status, data} as the server answered.
+// Sends operations through the queue; resolves with {status, data} as the server answered. A saved edit is
+// answered with what changed since the revision sent ("answer": "patch", designer/editor/edits.py patch_json).
 export function sendOps(ops) {
   return enqueue(async () => {
-    const answer = await request("POST", editUrl(), { revision, ops });
+    const answer = await request("POST", editUrl(), { revision, ops, answer: "patch" });
     if (answer.status === 200) setRevision(answer.data.revision);
     else if (answer.status === 409) {
       setRevision(answer.data.current_revision);

@@ -13,6 +13,8 @@
 // state), notice and emit (events.js).
 import { createStore } from "zustand/vanilla";
 
+import { applyPatch } from "./patch.js";
+
 export const HISTORY_LIMIT = 100;
 
 const EMPTY_HISTORY = { undo: [], redo: [] };
@@ -25,6 +27,8 @@ export function createEditorStore(deps) {
   let analysisTicket = 0;
   let pendingSelect = null;
   let lastSelected = null;
+  // The revision `doc` is at (a save's patch applies only to the revision it was sent with).
+  let docRevision = null;
 
   return createStore((set, get) => {
     const publishRevision = (revision, state = "saved") => {
@@ -41,6 +45,7 @@ export function createEditorStore(deps) {
     };
 
     const adopt = (data, { revision = data.revision, diagnostics = data.diagnostics, state = "saved" } = {}) => {
+      docRevision = revision;
       set(diagnostics ? { doc: data.document, diagnostics } : { doc: data.document });
       publishRevision(revision, state);
       if (data.analysis) {
@@ -49,6 +54,32 @@ export function createEditorStore(deps) {
       } else {
         refreshAnalysis();
       }
+    };
+
+    // A save's answer (queue.js asks for "patch"): a patch from the document at the revision the edit was sent
+    // with, or the whole document when that is smaller; the analysis and diagnostics come only when they
+    // changed. False when the document held is not at that revision (a panel saved meanwhile and its reload is
+    // still on its way): then it is loaded whole.
+    const applyChanges = (data, state) => {
+      let doc = data.document;
+      if (!doc) {
+        if (!data.patch || docRevision !== data.base_revision || !get().doc) return false;
+        try {
+          doc = applyPatch(get().doc, data.patch);
+        } catch {
+          return false;
+        }
+      }
+      docRevision = data.revision;
+      const changes = { doc };
+      if (data.diagnostics) changes.diagnostics = data.diagnostics;
+      if (data.analysis) {
+        analysisTicket += 1;
+        changes.analysis = data.analysis;
+      }
+      set(changes);
+      publishRevision(data.revision, state);
+      return true;
     };
 
     const load = async () => {
@@ -108,7 +139,7 @@ export function createEditorStore(deps) {
           pendingSelect = data.select;
           lastSelected = data.select;
         }
-        adopt(data, { state: settled });
+        if (!applyChanges(data, settled)) await load();
         if (data.select) emit("select", { nodeId: data.select, field: selectField });
         emit("documentSaved", { revision: data.revision });
         return data;

@@ -102,6 +102,31 @@ describe("the editor store", () => {
     expect(t.store.getState().fitted).toBe(true); // an empty graph keeps its viewport
   });
 
+  it("applies a save's patch to the document it holds, keeping the analysis the patch leaves out", async () => {
+    const { store, server } = t;
+    const analysis = store.getState().analysis;
+    server.nodes = ["a"];
+    server.revision = 2;
+    server.answer = { status: 200, data: { revision: 2, base_revision: 1, undo: [{ op: "remove_nodes", ids: ["a"] }],
+      patch: [{ op: "add", path: "/nodes/0", value: { id: "a" } }] } };
+    await store.getState().send(add("a"));
+    expect(nodeIds(store)).toEqual(["a"]);
+    expect(store.getState().analysis).toBe(analysis);
+    expect(store.getState().status).toEqual({ state: "saved", revision: 2 });
+    expect(sizes(store)).toEqual([1, 0]);
+  });
+
+  it("loads the whole document when a patch answers a revision it does not hold", async () => {
+    const { store, server } = t;
+    server.nodes = ["a", "b"];
+    server.revision = 7;
+    server.answer = { status: 200, data: { revision: 7, base_revision: 6, undo: [],
+      patch: [{ op: "add", path: "/nodes/0", value: { id: "b" } }] } };
+    await store.getState().send(add("b"));
+    expect(nodeIds(store)).toEqual(["a", "b"]);
+    expect(store.getState().status.revision).toBe(7);
+  });
+
   it("undoes and redoes an edit by sending the server's undo operations", async () => {
     const { store, server } = t;
     await store.getState().send(add("a"));

@@ -1,0 +1,124 @@
+"""The save's small answer (issue 34): with ``"answer": "patch"`` the editor's write endpoint answers with a JSON
+Patch from the client's revision to the saved one, and the analysis only when it changed; a big schema builder
+opens on demand in the workflow settings."""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+import pytest
+from django.test import Client
+
+from designer.editor.context import BUILDER_INLINE_FIELDS
+from designer.workflows.patch import apply_patch, json_patch
+from tests.designer.clients import client_for
+
+pytestmark = pytest.mark.django_db
+
+
+def _chain(size: int) -> dict[str, Any]:
+    names = [f"step_{n:03d}" for n in range(size)]
+    return {
+        "id": "chain",
+        "input_schema": {"type": "object", "properties": {"items": {"type": "array", "items": {"type": "string"}}}},
+        "state_schema": {"type": "object", "properties": {name: {"type": "string"} for name in names}},
+        "nodes": [{"id": "each", "kind": "foreach", "over": "input.items"}]
+        + [{"id": name, "kind": "task", "task": "set_value", "output": [{"source": ".", "target": name}]}
+           for name in names],
+        "routes": [{"source": "each", "label": "loop", "target": names[0]}]
+        + [{"source": name, "label": "ok", "target": names[n + 1] if n + 1 < size else "each"}
+           for n, name in enumerate(names)],
+    }
+
+
+@pytest.fixture
+def chain(cast: Any) -> Any:
+    return cast.workflow("Chain", _chain(60))
+
+
+def _send(client: Client, workflow: Any, ops: list[dict[str, Any]], **extra: Any) -> Any:
+    body = {"revision": workflow.revision, "ops": ops, **extra}
+    return client.post(f"/workflows/{workflow.pk}/edit/change/", json.dumps(body), content_type="application/json")
+
+
+def test_a_move_is_answered_with_one_replace_and_no_analysis(cast: Any, chain: Any) -> None:
+    before = copy.deepcopy(chain.document)
+    move = {"op": "move_nodes", "positions": {"step_007": {"x": 5, "y": 6}}}
+    response = _send(client_for(cast.editor), chain, [move], answer="patch")
+    assert response.status_code == 200
+    data = response.json()
+    assert data["revision"] == chain.revision + 1 and data["base_revision"] == chain.revision
+    assert data["patch"] == [{"op": "add", "path": "/metadata/positions", "value": {"step_007": {"x": 5, "y": 6}}}]
+    assert "document" not in data and "analysis" not in data and "diagnostics" not in data
+    assert data["undo"] == [{"op": "move_nodes", "positions": {"step_007": None}}]
+    chain.refresh_from_db()
+    assert apply_patch(before, data["patch"]) == chain.document
+
+    # The next move only replaces what it moved.
+    before = copy.deepcopy(chain.document)
+    data = _send(client_for(cast.editor), chain, [{"op": "move_nodes", "positions": {"step_007": {"x": 55, "y": 6}}}],
+                 answer="patch").json()
+    assert data["patch"] == [{"op": "replace", "path": "/metadata/positions/step_007/x", "value": 55}]
+    assert len(json.dumps(data)) < 300
+
+
+def test_an_edit_that_changes_the_analysis_carries_it(cast: Any, chain: Any) -> None:
+    before = copy.deepcopy(chain.document)
+    data = _send(client_for(cast.editor), chain, [{"op": "disconnect", "source": "step_030", "label": "ok"}],
+                 answer="patch").json()
+    # Everything after step_030 became unreachable: the analysis and diagnostics come with the patch.
+    assert "step_031" not in data["analysis"]["reachable"]
+    assert data["diagnostics"] == data["analysis"]["diagnostics"]
+    assert any(d["node_id"] == "step_031" for d in data["diagnostics"])
+    chain.refresh_from_db()
+    assert apply_patch(before, data["patch"]) == chain.document
+
+
+def test_without_asking_the_answer_is_the_whole_document(cast: Any, chain: Any) -> None:
+    data = _send(client_for(cast.editor), chain, [{"op": "move_nodes", "positions": {"each": {"x": 1, "y": 2}}}]).json()
+    assert data["document"]["metadata"]["positions"] == {"each": {"x": 1, "y": 2}}
+    assert "patch" not in data and data["analysis"]["reachable"]
+
+
+def test_a_conflict_is_the_same_409_when_a_patch_was_asked_for(cast: Any, chain: Any) -> None:
+    body = {"revision": chain.revision - 1, "ops": [{"op": "move_nodes", "positions": {"each": {"x": 1, "y": 2}}}],
+            "answer": "patch"}
+    response = client_for(cast.editor).post(f"/workflows/{chain.pk}/edit/change/", json.dumps(body),
+                                            content_type="application/json")
+    assert response.status_code == 409
+    assert response.json()["current_revision"] == chain.revision
+
+
+@pytest.mark.parametrize(("before", "after"), [
+    ({"a": 1}, {"a": True}),  # same in Python, not in JSON
+    ({"a": 1.0}, {"a": 1}),
+    ({"list": [1, 2, 3, 4]}, {"list": [1, 3, 4]}),
+    ({"list": [1, 2, 3]}, {"list": [0, 1, 2, 3, 9]}),
+    ({"list": [{"id": "x", "v": 1}, {"id": "y"}]}, {"list": [{"id": "x", "v": 2}, {"id": "y"}]}),
+    ({"a/b": {"~": 1}}, {"a/b": {"~": 2}}),
+    ({"gone": 1, "kept": None}, {"kept": None, "new": []}),
+])
+def test_a_patch_turns_the_one_document_into_the_other(before: Any, after: Any) -> None:
+    patch = json_patch(before, after)
+    assert patch
+    assert json.dumps(apply_patch(copy.deepcopy(before), patch)) == json.dumps(after)
+    assert json_patch(after, copy.deepcopy(after)) == []
+
+
+def test_a_big_state_schema_opens_on_demand_in_the_workflow_settings(cast: Any, chain: Any) -> None:
+    client = client_for(cast.editor)
+    assert len(chain.document["state_schema"]["properties"]) > BUILDER_INLINE_FIELDS
+    page = client.get(f"/workflows/{chain.pk}/edit/").content.decode()
+    assert "schema-builder--collapsed" in page and "60 fields:" in page and "and 52 more" in page
+    assert 'name="f.0:name" value="step_000"' not in page  # no row of the state schema's form
+    # The small input schema is drawn in place, as before.
+    assert 'name="f.0:name" value="items"' in page
+    opened = client.get(f"/workflows/{chain.pk}/edit/schema-builder/",
+                        {"schema_key": "state_schema", "node": ""}).content.decode()
+    assert opened.count('aria-label="Field name"') == 60 and "Save state schema" in opened
+    # A viewer sees the builder too (read-only), an unknown schema is refused.
+    assert client_for(cast.viewer).get(f"/workflows/{chain.pk}/edit/schema-builder/",
+                                       {"schema_key": "state_schema"}).status_code == 200
+    assert client.get(f"/workflows/{chain.pk}/edit/schema-builder/", {"schema_key": "nope"}).status_code == 400
