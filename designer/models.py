@@ -581,6 +581,9 @@ class ForeachBatchItem(models.Model):
 # Invitations, API tokens and login counters live in their own module; re-exported here.
 from designer.access.models import ApiToken, Invitation, LoginAttemptWindow  # noqa: E402
 
+# Live co-editing's operation log and presence (designer/editor/), likewise.
+from designer.editor.models import DraftOperation, EditorPresence  # noqa: E402
+
 # The workers' heartbeat (designer/monitoring/), likewise.
 from designer.monitoring.models import WorkerHeartbeat  # noqa: E402
 
@@ -592,7 +595,7 @@ from designer.secrets.models import Secret, SecretUse  # noqa: E402
 from designer.triggers.models import Schedule, TriggerFire, Webhook, WebhookSignatureUse  # noqa: E402
 
 __all__ = [
-    "AnswerLink", "Delivery", "NotificationRule",
+    "AnswerLink", "Delivery", "NotificationRule", "DraftOperation", "EditorPresence",
     "ApiToken", "FairShare", "ForeachBatch", "ForeachBatchItem", "Invitation", "LoginAttemptWindow", "Membership",
     "QueuedTask", "Run", "RunCheckpoint", "RunEvent", "RunStatePart", "RunValue", "Schedule", "Secret", "SecretUse",
     "Team", "TeamScopedQuerySet",
