@@ -165,7 +165,7 @@ export function startLive({ root, store, notice, emit }) {
       if (!answer || answer.status !== 200) {
         failures += 1;
         root.dataset.live = "offline";
-        await sleep(Math.min(5000, 250 * 2 ** failures));
+        await sleep(Math.min(2000, 125 * 2 ** failures)); // back within 2 s of the network's return
         continue;
       }
       if (failures) announce(); // back after a drop: say we are still here
