@@ -21,18 +21,17 @@ from django.http import HttpResponse, JsonResponse
 from django.template.response import TemplateResponse
 
 from designer import analysis as doc_analysis
-from designer.editor import panels
+from designer.editor import live, panels
 from designer.editor.context import TEMPLATE, inspector_context, load, with_events
 from designer.errors import BadRequest, DesignerError, EditConflict, RevisionConflict
-from designer.editor import live
 from designer.models import DraftOperation
 from designer.models import Workflow as WorkflowModel
 from designer.permissions import require_workflow_role
 from designer.untrusted import form_json
 from designer.views.htmx import HtmxHttpRequest
 from designer.views.pages import error_message, signed_in
-from designer.workflows import operations as ops
 from designer.workflows import merge
+from designer.workflows import operations as ops
 from designer.workflows import services as workflow_services
 from runtime import Analysis, WorkflowError
 

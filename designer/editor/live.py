@@ -34,10 +34,10 @@ from designer.conf import trellis
 from designer.errors import BadRequest
 from designer.models import DraftOperation, EditorPresence, Workflow, WorkflowVersion
 from designer.permissions import require_workflow_role
-from designer.workflows import selectors as workflow_selectors
 from designer.untrusted import form_json
 from designer.views.htmx import HtmxHttpRequest
 from designer.views.pages import signed_in
+from designer.workflows import selectors as workflow_selectors
 
 #: Seconds between two looks at the database while a feed request waits.
 TICK = 0.2

@@ -51,6 +51,10 @@ def _text(value: object) -> str:
     return value if isinstance(value, str) else ""
 
 
+def _list(value: object) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
 def _field_key(node: str, field: str) -> Key:
     # "input.values.count" and "input.values" share a prefix: a key inside a field collides with the field.
     parts = tuple(part for part in field.replace("[", ".").replace("]", "").split(".") if part)
@@ -71,11 +75,11 @@ def touches(op: Mapping[str, Any]) -> set[Key]:
         ids = ids if isinstance(ids, list) else [ids]
         return {("node", str(i)) for i in ids}
     if name == "restore_nodes":
-        rows = op.get("nodes") if isinstance(op.get("nodes"), list) else []
+        rows = _list(op.get("nodes"))
         return {("node", _text(row[1].get("id"))) for row in rows
                 if isinstance(row, list) and len(row) == 2 and isinstance(row[1], Mapping)} or {EVERYTHING}
     if name == "put_nodes":
-        nodes = op.get("nodes") if isinstance(op.get("nodes"), list) else []
+        nodes = _list(op.get("nodes"))
         return {("node", _text(n.get("id"))) for n in nodes if isinstance(n, Mapping)} or {EVERYTHING}
     if name == "add_node":
         # The new node's id is chosen free on the draft it lands on; only wiring into a loop touches others.
@@ -105,9 +109,8 @@ def touches(op: Mapping[str, Any]) -> set[Key]:
     if isinstance(name, str) and name in _WORKFLOW_FIELDS:
         return {("workflow", field) for field in _WORKFLOW_FIELDS[name]}
     if name == "set_fields":
-        put = op.get("set") if isinstance(op.get("set"), Mapping) else {}
-        unset = op.get("unset") if isinstance(op.get("unset"), list) else []
-        fields = {*put, *unset}
+        put = op.get("set")
+        fields = {*(put if isinstance(put, Mapping) else {}), *_list(op.get("unset"))}
         if fields & {"nodes", "routes", "metadata"}:
             return {EVERYTHING}
         return {("workflow", str(field)) for field in fields}

@@ -221,7 +221,8 @@ def document_at(workflow: Workflow, revision: int) -> dict[str, Any]:
 
 
 @transaction.atomic
-def publish_workflow(*, actor: Any, workflow: Workflow, note: object = "", revision: int | None = None) -> WorkflowVersion:
+def publish_workflow(*, actor: Any, workflow: Workflow, note: object = "",
+                     revision: int | None = None) -> WorkflowVersion:
     """Freeze the draft as the next version (editor), with the publisher's ``note`` on what changed;
     refused while it has errors (``runtime.WorkflowValidationError`` carrying every error diagnostic).
 

@@ -55,10 +55,10 @@ def _pair(contexts: list[BrowserContext], browser: Browser, browser_context_args
         client.force_login(who)
         context = browser.new_context(**browser_context_args)
         contexts.append(context)
-        context.add_cookies([{"name": settings.SESSION_COOKIE_NAME, "value": client.cookies[settings.SESSION_COOKIE_NAME].value,
-                              "url": live_server.url}])
+        session = client.cookies[settings.SESSION_COOKIE_NAME].value
+        context.add_cookies([{"name": settings.SESSION_COOKIE_NAME, "value": session, "url": live_server.url}])
         pages.append(context.new_page())
-    return EditorPage(pages[0], live_server.url, workflow).open(), EditorPage(pages[1], live_server.url, workflow).open()
+    return tuple(EditorPage(page, live_server.url, workflow).open() for page in pages)  # type: ignore[return-value]
 
 
 def _shows(editor: EditorPage, revision: int) -> None:

@@ -72,7 +72,8 @@ def test_unknown_operations_and_whole_document_saves_conflict_with_everything() 
 
 
 def test_a_rename_owns_the_node_under_both_ids() -> None:
-    assert touches({"op": "set_basics", "node": "n1", "id": "charge", "name": ""}) == {("node", "n1"), ("node", "charge")}
+    rename = {"op": "set_basics", "node": "n1", "id": "charge", "name": ""}
+    assert touches(rename) == {("node", "n1"), ("node", "charge")}
     assert conflicts([move("n1", 3)], later([{"op": "set_basics", "node": "n1", "id": "charge", "name": ""}]))
 
 
