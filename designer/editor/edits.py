@@ -130,7 +130,9 @@ _REBASE_ATTEMPTS = 5
 
 def _later(workflow: WorkflowModel, revision: int, client: str) -> list[merge.Later] | None:
     """Other tabs' edits saved after ``revision``, in server order; None when the log does not reach back there."""
-    rows = list(DraftOperation.objects.filter(workflow_id=workflow.pk, revision__gt=revision)
+    # Up to the revision this rebase is judged on: rows saved since are judged by the retry that meets them.
+    rows = list(DraftOperation.objects.filter(workflow_id=workflow.pk, revision__gt=revision,
+                                              revision__lte=workflow.revision)
                 .select_related("actor").order_by("revision"))
     if len(rows) != workflow.revision - revision:
         return None

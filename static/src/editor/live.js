@@ -9,7 +9,7 @@
 // the document as it now is); this tab's own changes are already shown. A
 // dropped connection asks again, with backoff, from the last revision seen,
 // so nothing is missed and nothing applied twice.
-import { request } from "./api.js";
+import { csrfToken, request } from "./api.js";
 
 function randomId() {
   const bytes = new Uint8Array(12);
@@ -135,8 +135,15 @@ export function startLive({ root, store, notice, emit }) {
     else if (!stopped) window.setTimeout(watchNodes, 200);
   };
   watchNodes();
+  // keepalive: the request outlives the page being left.
   const onLeave = () => {
-    request("POST", presenceUrl, { client, leave: true }).catch(() => undefined);
+    fetch(presenceUrl, {
+      method: "POST",
+      keepalive: true,
+      credentials: "same-origin",
+      headers: { "Content-Type": "application/json", "X-CSRFToken": csrfToken() },
+      body: JSON.stringify({ client, leave: true }),
+    }).catch(() => undefined);
   };
   window.addEventListener("pagehide", onLeave);
 
