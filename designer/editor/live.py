@@ -91,6 +91,8 @@ def set_presence(*, actor: Any, workflow: Workflow, client: str, node: str = "",
     node = node[:200]
     row = EditorPresence.objects.filter(workflow=workflow, client=client).first()
     if row is None:
+        # A tab that closed without saying so (a crash, a lost network) leaves its row: cleared as others join.
+        EditorPresence.objects.filter(workflow=workflow, seen_at__lt=now - timedelta(hours=1)).delete()
         EditorPresence.objects.update_or_create(workflow=workflow, client=client, defaults={
             "user": actor, "node": node, "seen_at": now, "changed_at": now})
     elif row.user_id == actor.pk:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 from typing import Any
 
 import pytest
 from django.test import Client
+from django.utils import timezone
 
 from designer.models import DraftOperation, EditorPresence, WorkflowVersion
 from designer.workflows import services as workflow_services
@@ -107,6 +109,11 @@ def test_presence_shows_each_tab_with_its_selection_and_a_leaving_tab_goes(cast:
     assert announce(editor, {"client": "tab-e", "leave": True}) == 204
     assert [p["client"] for p in _feed(owner, two).json()["presence"]] == ["tab-o"]
     assert announce(owner, {"node": "a"}) == 400
+    # A tab that vanished without leaving is cleared once it is an hour old and someone else arrives.
+    old = timezone.now() - timedelta(hours=2)
+    EditorPresence.objects.create(workflow=two, user=cast.viewer, client="tab-gone", seen_at=old, changed_at=old)
+    assert announce(editor, {"client": "tab-e2", "node": None}) == 204
+    assert not EditorPresence.objects.filter(client="tab-gone").exists()
 
 
 def test_a_panel_edit_on_a_field_changed_since_is_refused_with_apply_mine(cast: Any, two: Any) -> None:
