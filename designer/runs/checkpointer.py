@@ -231,6 +231,11 @@ class OrmCheckpointer:
         self._ledgers: dict[int, PartLedger] = {}  # row -> what of its parts this checkpointer has stored
         self._next_seq: dict[int, int] = {}  # row -> the trace number after this checkpointer's last stored event
 
+    def remember(self, run_id: str, pk: int) -> None:
+        """Say which row holds ``run_id`` (in this checkpointer's team), when the caller has just read it: the
+        first save then skips looking it up (a worker's claim reads the row anyway)."""
+        self._pks[run_id] = pk
+
     def _rows(self, run_id: str) -> Any:
         return Run.objects.filter(team_id=self.team_id, runtime_id=run_id)
 
