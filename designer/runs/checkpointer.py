@@ -333,7 +333,14 @@ class OrmCheckpointer:
             if self.owner is not None:
                 rows = rows.filter(lease_owner=self.owner)
                 fields["lease_expires_at"] = expiry_in(lease_seconds())
-            if rows.update(**fields) != 1:
+            # The cancel flag is read by the write itself: the common save (not cancelled) is one statement where
+            # an UPDATE and a read were two; a row it missed is cancelled or no longer this owner's, and the
+            # plain UPDATE tells which. The row stays locked until commit, so the flag cannot change meanwhile.
+            if rows.filter(cancel_requested=False).update(**fields) == 1:
+                cancelled = False
+            elif rows.update(**fields) == 1:
+                cancelled = True
+            else:
                 raise LeaseLost(f"run {pk}: lease no longer held by {self.owner}; checkpoint discarded")
             self._store_parts(pk, delta, run_state)
             # While the run has distributed batches, their commits append to its trace from other workers (even
@@ -345,7 +352,7 @@ class OrmCheckpointer:
                 next_seq = append_events(pk, events, first=events[0].seq, next_seq=next_seq)
                 if batches:
                     next_seq = None
-            self.cancel_requested = bool(Run.objects.filter(pk=pk).values_list("cancel_requested", flat=True).get())
+            self.cancel_requested = cancelled
         # Only once committed: a rolled-back transaction must not be remembered.
         self._pks[run_state.run_id] = pk
         if next_seq is None:

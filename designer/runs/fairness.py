@@ -184,7 +184,9 @@ def claim_next(tasks: DBTaskResultQuerySet, *, worker_id: str, worker_teams: Cou
         shares = {(row.team_id, row.workflow_id): row for row in FairShare.objects.filter(
             team_id__in=[*teams, 0])}
         floor_row = shares.get(FLOOR_ROW)
-        team_running, workflow_running = _running()
+        # Only a limit reads the running counts: without one (the default) the pick needs none of them.
+        limited = any(policy.max_running or policy.workflow_max_running for policy in policies.values())
+        team_running, workflow_running = _running() if limited else ({}, {})
         load = Load(
             team_running=team_running, workflow_running=workflow_running,
             served={team: row.served for (team, workflow), row in shares.items() if not workflow},
