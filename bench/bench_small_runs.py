@@ -87,7 +87,7 @@ def main() -> int:
               f"{row['max']:.3f}", f"{peer[row['vendor']] / row['p95']:.1f}x"] for row in rows]
     table(f"{RUNS} one-step runs started at once on one worker, creation to end (s), {BURSTS} bursts; "
           f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}",
-          ["database", "worker", "runs", "median s", "p95 s", "max s", "db_worker p95 / this"], cells,
+          ["database", "worker", "runs", "p50 s", "p95 s", "max s", "db_worker p95 / this"], cells,
           "run_worker is woken by the enqueue and runs its slots at once; db_worker polls once a second and runs "
           "one task at a time")
     return 0

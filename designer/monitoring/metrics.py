@@ -119,8 +119,11 @@ EXECUTIONS_FINISHED = Counter("trellis_run_executions_finished", "Run executions
                               "interrupted, skipped, lease-lost).", ["team", "status"], registry=WORKER_REGISTRY)
 
 
-def team_label(team_id: int) -> str:
-    return Team.objects.filter(pk=team_id).values_list("slug", flat=True).first() or str(team_id)
+def team_label(team_id: int, *, slug: str | None = None) -> str:
+    """The team's label on metrics: its slug (``slug`` when the caller has it, else read), else its id."""
+    if slug is None:
+        slug = Team.objects.filter(pk=team_id).values_list("slug", flat=True).first()
+    return slug or str(team_id)
 
 
 class StepObserver:

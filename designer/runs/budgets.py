@@ -40,8 +40,20 @@ def budget_for(run: Run) -> RunBudget | None:
                      step_seconds=steps - run.step_seconds_used if steps is not None else None)
 
 
+def use_of(engine: Engine | None) -> float:
+    """The step-seconds ``engine``'s calls used (0 without a budget)."""
+    meter = engine.budget_meter if engine is not None else None
+    return meter.used if meter is not None and meter.used else 0.0
+
+
+def use_fields(engine: Engine | None) -> dict[str, Any]:
+    """``Run`` fields that add what ``engine`` used to the run's count, for an UPDATE the caller makes anyway."""
+    used = use_of(engine)
+    return {"step_seconds_used": F("step_seconds_used") + used} if used else {}
+
+
 def record_use(run_id: int, engine: Engine | None) -> None:
     """Add the step-seconds ``engine``'s calls used to the run's count."""
-    meter = engine.budget_meter if engine is not None else None
-    if meter is not None and meter.used:
-        Run.objects.filter(pk=run_id).update(step_seconds_used=F("step_seconds_used") + meter.used)
+    fields = use_fields(engine)
+    if fields:
+        Run.objects.filter(pk=run_id).update(**fields)

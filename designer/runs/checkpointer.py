@@ -172,19 +172,6 @@ def _json_text() -> Callable[[Any], str]:
     return partial(json.dumps, ensure_ascii=False)
 
 
-def _cancel_requested(run_pk: int) -> bool:
-    """The run's cancel flag, read at every save: one fixed statement, not a queryset built each time (a tenth of a
-    worker's time per foreach item went to building it)."""
-    quote = connection.ops.quote_name
-    with connection.cursor() as cursor:
-        cursor.execute(f"SELECT {quote('cancel_requested')} FROM {quote(Run._meta.db_table)} WHERE "
-                       f"{quote(Run._meta.pk.column)} = %s", [run_pk])
-        found = cursor.fetchone()
-    if found is None:
-        raise Run.DoesNotExist(f"run {run_pk} is gone")
-    return bool(found[0])
-
-
 def _keep_checkpoint(run_pk: int, run_state: RunState, data: dict[str, Any]) -> None:
     """Store ``data`` as the run's kept checkpoint after ``run_state.step``: one upsert, so a superstep redone after a
     crash replaces the checkpoint it left. Written as SQL (the same statement on SQLite and PostgreSQL) rather than
@@ -305,6 +292,11 @@ class OrmCheckpointer:
         self._ledgers: dict[int, PartLedger] = {}  # row -> what of its parts this checkpointer has stored
         self._next_seq: dict[int, int] = {}  # row -> the trace number after this checkpointer's last stored event
 
+    def remember(self, run_id: str, pk: int) -> None:
+        """Say which row holds ``run_id`` (in this checkpointer's team), when the caller has just read it: the
+        first save then skips looking it up (a worker's claim reads the row anyway)."""
+        self._pks[run_id] = pk
+
     def _rows(self, run_id: str) -> Any:
         return Run.objects.filter(team_id=self.team_id, runtime_id=run_id)
 
@@ -400,7 +392,14 @@ class OrmCheckpointer:
             if self.owner is not None:
                 rows = rows.filter(lease_owner=self.owner)
                 fields["lease_expires_at"] = expiry_in(lease_seconds())
-            if rows.update(**fields) != 1:
+            # The cancel flag is read by the write itself: the common save (not cancelled) is one statement where
+            # an UPDATE and a read were two; a row it missed is cancelled or no longer this owner's, and the
+            # plain UPDATE tells which. The row stays locked until commit, so the flag cannot change meanwhile.
+            if rows.filter(cancel_requested=False).update(**fields) == 1:
+                cancelled = False
+            elif rows.update(**fields) == 1:
+                cancelled = True
+            else:
                 raise LeaseLost(f"run {pk}: lease no longer held by {self.owner}; checkpoint discarded")
             self._store_parts(pk, delta, run_state)
             # While the run has distributed batches, their commits append to its trace from other workers (even
@@ -412,7 +411,7 @@ class OrmCheckpointer:
                 next_seq = append_events(pk, events, first=events[0].seq, next_seq=next_seq)
                 if batches:
                     next_seq = None
-            self.cancel_requested = _cancel_requested(pk)
+            self.cancel_requested = cancelled
         # Only once committed: a rolled-back transaction must not be remembered.
         self._pks[run_state.run_id] = pk
         if next_seq is None:

@@ -81,8 +81,12 @@ class Execution:
         self.fork = run.fork_request if isinstance(run.fork_request, dict) else None
         self.checkpointer = OrmCheckpointer(run.team_id, owner=owner, extra_fields=self._extra_fields)
         self.checkpointer.cancel_requested = run.cancel_requested
+        if run.runtime_id is not None:
+            self.checkpointer.remember(run.runtime_id, run.pk)
         #: The engine of the drive, once it started (its budget meter holds the step-seconds it used).
         self.engine: Engine | None = None
+        #: Whether the release that stored the outcome also added the step-seconds used (one UPDATE fewer).
+        self.use_recorded = False
         #: The engine's ``on_superstep`` hooks: the worker's metrics, the execution's trace when tracing is on.
         self.observers: list[Callable[[RunState, list[TraceEvent]], object]] = [
             metrics.StepObserver(run.document).on_superstep]
@@ -209,8 +213,9 @@ class Execution:
                     batches.wake(self.run.pk)
             return status
         with transaction.atomic():
-            if not release(self.run.pk, self.owner, **fields):
+            if not release(self.run.pk, self.owner, **fields, **budgets.use_fields(self.engine)):
                 raise LeaseLost(f"run {self.run.pk}: lease lost before the outcome was stored")
+            self.use_recorded = True
             if result.output is not None:
                 RunValue.objects.record(run_id=self.run.pk, side="output", value=result.output)
             signals.run_reached.send(sender=Run, run_id=self.run.pk, status=status)
@@ -250,7 +255,7 @@ def execute(run_id: int) -> str:
     if run.runtime_id is None:
         Run.objects.filter(pk=run.pk).update(runtime_id=Run.runtime_id_for(run.pk))
         run.runtime_id = Run.runtime_id_for(run.pk)
-    team = metrics.team_label(run.team_id)
+    team = metrics.team_label(run.team_id, slug=run.team.slug)  # the claim read the team already
     metrics.EXECUTIONS_STARTED.labels(team).inc()
     outcome = "failed"
     with tracing.run_span(run, team=team) as run_trace:
@@ -268,7 +273,8 @@ def execute(run_id: int) -> str:
                 logger.exception("run %s: unexpected error in the worker", run_id)
             outcome = execution.fail(exc)
         finally:
-            budgets.record_use(run.pk, execution.engine)
+            if not execution.use_recorded:
+                budgets.record_use(run.pk, execution.engine)
             metrics.EXECUTIONS_FINISHED.labels(team, outcome).inc()
             tracing.finish(run_trace, outcome)
     return outcome

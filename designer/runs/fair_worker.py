@@ -77,8 +77,11 @@ class FairWorker(Worker):
         """The task this slot runs next (reserved in the slot count) and whether the queue could be read."""
         with self._claiming:  # one slot claims at a time, so each sees the others' reservations
             try:
+                free = self.slots - self._busy
+                if fairness.held_back(self._ready(), worker_teams=self._teams, free_slots=free, slots=self.slots):
+                    return None, True
                 claimed = fairness.claim_next(self._ready(), worker_id=self.worker_id, worker_teams=self._teams,
-                                              free_slots=self.slots - self._busy, slots=self.slots)
+                                              free_slots=free, slots=self.slots)
             except OperationalError as exc:
                 if not is_locked_database_exception(exc):
                     logger.exception("worker %s: claiming a task failed; trying again", self.worker_id)
@@ -103,6 +106,7 @@ class FairWorker(Worker):
         try:
             while self.running:
                 close_old_connections()
+                self._waiter.arm()  # work announced while this slot looks at the queue is not slept through
                 claimed, read = self._claim()
                 if claimed is not None:
                     try:

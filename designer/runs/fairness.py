@@ -139,11 +139,24 @@ def _running() -> tuple[dict[int, int], dict[int, int]]:
     return dict(teams), dict(workflows)
 
 
-def _store(team_id: int, workflow_id: int, **fields: object) -> None:
-    """Write a share row's fields, creating the row the first time (two workers creating it: one row wins)."""
-    if not FairShare.objects.filter(team_id=team_id, workflow_id=workflow_id).update(**fields):
-        FairShare.objects.bulk_create([FairShare(team_id=team_id, workflow_id=workflow_id, **fields)],
-                                      ignore_conflicts=True)
+def _store(rows: Sequence[FairShare]) -> None:
+    """Write the share rows of one pick in one statement, creating those that do not exist yet (an upsert on
+    ``(team, workflow)``: two workers creating a row at once leave one). Each row carries both fields, the one
+    it does not move as it was read, so a pick costs one write rather than one per row (issue 33)."""
+    FairShare.objects.bulk_create(rows, update_conflicts=True, unique_fields=["team_id", "workflow_id"],
+                                  update_fields=["served", "last_picked"])
+
+
+def held_back(tasks: DBTaskResultQuerySet, *, worker_teams: Mapping[int, int], free_slots: int, slots: int) -> bool:
+    """Whether every one of the ready ``tasks`` is of a team this worker runs while only its last slot is free,
+    so ``claim_next`` would pick none. One read, no lock: a free slot woken by each new run while its worker
+    runs that team's work otherwise took the queue's write lock (exclusive on SQLite) and made every read of
+    ``claim_next`` for nothing, competing with the very enqueues and runs it waited for (issue 33)."""
+    if slots <= 1 or free_slots > 1:
+        return False
+    here = [team for team, count in worker_teams.items() if count > 0]
+    # Ownerless tasks (a sweep, a schedule tick) and other teams' are not held back.
+    return bool(here) and not tasks.exclude(fair_key__team_id__in=here).exists()
 
 
 def claim_next(tasks: DBTaskResultQuerySet, *, worker_id: str, worker_teams: Counter[int], free_slots: int,
@@ -171,7 +184,9 @@ def claim_next(tasks: DBTaskResultQuerySet, *, worker_id: str, worker_teams: Cou
         shares = {(row.team_id, row.workflow_id): row for row in FairShare.objects.filter(
             team_id__in=[*teams, 0])}
         floor_row = shares.get(FLOOR_ROW)
-        team_running, workflow_running = _running()
+        # Only a limit reads the running counts: without one (the default) the pick needs none of them.
+        limited = any(policy.max_running or policy.workflow_max_running for policy in policies.values())
+        team_running, workflow_running = _running() if limited else ({}, {})
         load = Load(
             team_running=team_running, workflow_running=workflow_running,
             served={team: row.served for (team, workflow), row in shares.items() if not workflow},
@@ -194,9 +209,12 @@ def claim_next(tasks: DBTaskResultQuerySet, *, worker_id: str, worker_teams: Cou
         share = shares.get((picked.team_id, 0))
         served, floor = advance(share.served if share else 0.0, load.floor, policy.weight)
         now = timezone.now()
-        _store(picked.team_id, 0, served=served, last_picked=now)
-        _store(*FLOOR_ROW, served=floor)
-        _store(picked.team_id, picked.workflow_id, last_picked=now)
+        floor_picked = floor_row.last_picked if floor_row else None
+        workflow_row = shares.get((picked.team_id, picked.workflow_id))
+        _store([FairShare(team_id=picked.team_id, workflow_id=0, served=served, last_picked=now),
+                FairShare(team_id=FLOOR_ROW[0], workflow_id=FLOOR_ROW[1], served=floor, last_picked=floor_picked),
+                FairShare(team_id=picked.team_id, workflow_id=picked.workflow_id,
+                          served=workflow_row.served if workflow_row else 0.0, last_picked=now)])
         return Claimed(task, picked.team_id)
 
 

@@ -112,16 +112,14 @@ def claim(run_id: int, owner: str) -> Run | None:
     it is held, finished, interrupted, waiting for later, or its row is locked by a transaction that has not
     ended (a frozen worker: recovery gets to it once it is released)."""
     with transaction.atomic():
-        bounded_lock_wait()
-        free = (
-            Run.objects.select_for_update(skip_locked=True)
-            .filter(claimable(), pk=run_id)
-            .filter(lease_is_free())
-            .values_list("pk", flat=True)
-        )
-        if not free:
-            return None
-        claimed = Run.objects.filter(pk=run_id).update(
+        rows = Run.objects.filter(claimable(), pk=run_id).filter(lease_is_free())
+        if connection.vendor == "postgresql":
+            # Pass a row locked by a transaction that has not ended rather than queue behind it. SQLite has no
+            # row locks (the transaction holds the database), so its conditional UPDATE alone decides.
+            bounded_lock_wait()
+            if not rows.select_for_update(skip_locked=True).values_list("pk", flat=True):
+                return None
+        claimed = rows.update(
             lease_owner=owner,
             lease_expires_at=_expiry(),
             status=Run.Status.RUNNING,

@@ -54,16 +54,23 @@ def announce() -> None:
 
 
 class Waiter:
-    """What an idle worker slot waits on: ``wait(timeout)`` returns early when work is announced."""
+    """What an idle worker slot waits on: ``wait(timeout)`` returns early when work is announced.
+
+    A slot calls ``arm()`` before it looks at the queue: an announcement from then on (one it may have missed
+    while it looked) ends its next ``wait`` at once. Each slot keeps its own mark, so one slot hearing an
+    announcement never hides it from another: the others would sleep their whole poll interval with work
+    queued.
+    """
 
     def __init__(self) -> None:
-        self._event = threading.Event()
+        self._changed = threading.Condition()
+        #: Announcements heard (PostgreSQL); a slot's mark is the count when it armed.
+        self._heard = 0
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._file = _wake_file()
-        #: The file's time each slot (thread) last woke for: every slot wakes for an announcement.
-        self._seen: dict[int, float] = {}
-        self._start = self._mtime()
+        #: Each slot's (thread's) mark from its last ``arm``: the announcement count or the file's time.
+        self._armed: dict[int, float] = {}
         if connection.vendor == "postgresql":
             self._params: dict[str, Any] = connection.get_connection_params()
             self._thread = threading.Thread(target=self._listen, name="work-listener", daemon=True)
@@ -77,35 +84,47 @@ class Waiter:
         except OSError:
             return 0.0
 
+    def _mark(self) -> float:
+        return self._heard if self._thread is not None else self._mtime()
+
+    def _heard_one(self) -> None:
+        with self._changed:
+            self._heard += 1
+            self._changed.notify_all()
+
     def _listen(self) -> None:
         params = {key: value for key, value in self._params.items() if key not in ("cursor_factory", "context")}
         while not self._stop.is_set():
             try:
                 with psycopg.connect(**params, autocommit=True) as listener:
                     listener.execute(f"LISTEN {CHANNEL}")
-                    self._event.set()  # anything announced while (re)connecting: look once
+                    self._heard_one()  # anything announced while (re)connecting: look once
                     while not self._stop.is_set():
                         for _ in listener.notifies(timeout=1.0, stop_after=1):
-                            self._event.set()
+                            self._heard_one()
             except Exception:
                 logger.warning("listening for queued work failed; polling until it reconnects", exc_info=True)
                 self._stop.wait(1.0)
 
+    def arm(self) -> None:
+        """Mark now for this slot: the next ``wait`` returns at once if work was announced since."""
+        self._armed[threading.get_ident()] = self._mark()
+
     def wait(self, timeout: float) -> None:
-        """Sleep up to ``timeout`` seconds, less when work is announced meanwhile."""
+        """Sleep up to ``timeout`` seconds, less when work is announced meanwhile (or since this slot's ``arm``)."""
+        armed = self._armed.pop(threading.get_ident(), None)
+        if armed is None:
+            armed = self._mark()
         if self._thread is not None:
-            if self._event.wait(timeout):
-                self._event.clear()
+            with self._changed:
+                self._changed.wait_for(lambda: self._heard != armed, timeout)
             return
         if self._file is None:
             time.sleep(timeout)
             return
-        slot = threading.get_ident()
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            seen = self._mtime()
-            if seen != self._seen.get(slot, self._start):
-                self._seen[slot] = seen
+            if self._mtime() != armed:
                 return
             time.sleep(FILE_POLL_SECONDS)
 

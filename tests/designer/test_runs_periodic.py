@@ -43,3 +43,16 @@ def test_leaving_the_block_stops_the_thread_and_waits_for_it() -> None:
     count = len(ticks)
     threading.Event().wait(0.05)
     assert len(ticks) == count
+
+
+def test_a_block_that_ends_before_its_first_tick_starts_no_thread() -> None:
+    ticks: list[int] = []
+    with Heartbeat(5, "worker-c", interval=60, renewer=lambda run_id, owner: ticks.append(run_id)) as beat:
+        pass
+    with Heartbeat(6, "worker-c", interval=0.01, renewer=lambda run_id, owner: ticks.append(run_id)) as later:
+        while not ticks:
+            threading.Event().wait(0.01)
+    # The short block's thread was never started (no thread per one-step run), and the starter skipped it
+    # without holding up the heartbeat queued behind it.
+    assert beat._thread.ident is None and ticks[0] == 6
+    assert later._thread.ident is not None and not later._thread.is_alive()

@@ -174,6 +174,23 @@ def test_a_workers_last_free_slot_is_kept_for_another_team(queue: dict[str, Any]
     assert claims(queue["names"], count=2, slots=2, worker_teams=Counter({team_a: 1})) == ["b", None]
 
 
+@pytestmark_db
+def test_a_slot_held_back_by_the_kept_slot_is_told_so_without_a_claim(queue: dict[str, Any]) -> None:
+    """``held_back`` answers what ``claim_next`` would, for the kept slot, with one read and no lock."""
+    team_a, team_b = queue["a"].pk, queue["b"].pk
+    only_a = DBTaskResult.objects.ready().filter(fair_key__team_id=team_a)
+    every = DBTaskResult.objects.ready()  # team B's run and the ownerless recovery sweep too
+    assert fairness.held_back(only_a, worker_teams=Counter({team_a: 1}), free_slots=1, slots=2)
+    assert not fairness.held_back(every, worker_teams=Counter({team_a: 1}), free_slots=1, slots=2)
+    assert not fairness.held_back(every.exclude(fair_key__team_id=team_b), worker_teams=Counter({team_a: 1}),
+                                  free_slots=1, slots=2)  # the ownerless sweep may still go
+    assert not fairness.held_back(only_a, worker_teams=Counter({team_a: 1}), free_slots=2, slots=2)
+    assert not fairness.held_back(only_a, worker_teams=Counter({team_a: 0}), free_slots=1, slots=2)
+    assert not fairness.held_back(only_a, worker_teams=Counter(), free_slots=1, slots=1)
+    assert fairness.claim_next(only_a, worker_id="test", worker_teams=Counter({team_a: 1}), free_slots=1,
+                               slots=2) is None
+
+
 # --- the real worker ---------------------------------------------------------------------------------------------
 
 def snoozing_loop() -> dict[str, Any]:

@@ -1,0 +1,73 @@
+"""Waking idle worker slots (``designer.runs.wakeup``) on the test database: the wake file on SQLite,
+NOTIFY/LISTEN on PostgreSQL."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+import pytest
+
+from designer.runs import wakeup
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+#: A poll interval no test waits out: a wait that returns was ended by an announcement.
+NEVER = 600.0
+
+
+def _in_thread(target: Callable[[], None]) -> threading.Thread:
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_an_announcement_one_slot_hears_still_ends_the_other_slots_next_wait() -> None:
+    waiter = wakeup.Waiter()
+    try:
+        armed = threading.Event()
+        announced = threading.Event()
+
+        def busy_slot() -> None:
+            # Looks at the queue (arms), finds nothing; the work is announced before it starts waiting.
+            waiter.arm()
+            armed.set()
+            announced.wait()
+            waiter.wait(NEVER)
+
+        idle_armed = threading.Event()
+
+        def idle_slot() -> None:
+            waiter.arm()
+            idle_armed.set()
+            waiter.wait(NEVER)
+
+        busy = _in_thread(busy_slot)
+        idle = _in_thread(idle_slot)
+        assert armed.wait(30) and idle_armed.wait(30)
+        wakeup._announce_now()
+        announced.set()
+        idle.join(60)
+        busy.join(60)
+        assert not idle.is_alive() and not busy.is_alive()
+    finally:
+        waiter.close()
+
+
+def test_a_slot_that_saw_no_announcement_since_it_armed_keeps_waiting() -> None:
+    waiter = wakeup.Waiter()
+    try:
+        done = threading.Event()
+
+        def slot() -> None:
+            waiter.arm()
+            waiter.wait(NEVER)
+            done.set()
+
+        thread = _in_thread(slot)
+        assert not done.wait(0.3)  # nothing announced: still asleep
+        wakeup._announce_now()
+        thread.join(60)
+        assert done.is_set()
+    finally:
+        waiter.close()
