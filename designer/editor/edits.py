@@ -127,8 +127,10 @@ class Committed:
     applied: ops.Applied
 
 
-#: Times an edit is rebased again when yet another save lands between its rebase and its own save.
-_REBASE_ATTEMPTS = 5
+#: Times an edit is rebased again when yet another save lands between its rebase and its own save. Each retry
+#: means someone else's save went in, so the loop ends once the writers ahead of it have saved: this only bounds a
+#: pathological stream (five was too few: six people saving one revision at once could see one refused).
+_REBASE_ATTEMPTS = 50
 
 
 def _later(workflow: WorkflowModel, revision: int, client: str) -> list[merge.Later] | None:
