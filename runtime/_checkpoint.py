@@ -254,12 +254,22 @@ class FileCheckpointer(GroupCommitStore[_Line]):
     ``"batched"`` appends the saves queued behind one another with one write
     and one fdatasync per run from a background writer; ``"off"`` (the
     default, ``durable=False``) writes each save before returning, without a
-    sync. The log is compacted (rewritten as the latest state, its live parts
-    and every event, then renamed over the old one) when it has grown to
-    ``compact_factor`` times its size after the last compaction (and at least
-    ``compact_min_bytes``), so compaction costs O(1) per save amortized, and
-    when a new checkpointer first saves a run another one wrote (it cannot
-    know which stored parts are still live).
+    sync.
+
+    Snapshots keep ``load`` flat in the run's history: a snapshot record
+    (its line opens with ``{"base":``) holds the whole state and every live
+    part, so ``load`` reads the log back from its end to the last snapshot
+    and applies only what follows. A checkpointer's first save of a run is a
+    snapshot (it cannot know which parts an earlier process stored are still
+    live; the log is appended to, never rewritten, on resume), and so is the
+    first save after the records since the last snapshot outweigh it (and
+    ``snapshot_min_bytes``): snapshots cost at most what the records between
+    them do. The log is compacted (rewritten as every event in a record of
+    its own, the kept history, and the latest state as a snapshot, then
+    renamed over the old one) when it has grown to ``compact_factor`` times
+    its size after the last compaction (and at least ``compact_min_bytes``),
+    so compaction costs O(1) per save amortized. ``load_events``,
+    ``history`` and ``load_at`` read the whole log.
 
     One process writes a run's log at a time.
 
