@@ -15,7 +15,6 @@ export function emit(name, detail = {}) {
   document.dispatchEvent(new CustomEvent(name, { detail, bubbles: true }));
 }
 
-// `action` ({ops, label}): a button in the notice that sends those operations (a conflict's "apply mine").
-export function notice(message, kind = "info", action = null) {
-  emit(EVENTS.notice, action ? { message, kind, action } : { message, kind });
+export function notice(message, kind = "info") {
+  emit(EVENTS.notice, { message, kind });
 }

@@ -2,8 +2,7 @@
 // Everything goes through DOM CustomEvents; delegated listeners survive htmx
 // swapping the panels' contents.
 import { emit, EVENTS } from "./events.js";
-import { clientId } from "./live.js";
-import { currentRevision, editUrl, enqueue, setRevision } from "./queue.js";
+import { currentRevision, discardQueued, editUrl, enqueue, setRevision } from "./queue.js";
 
 const DRAG_TYPE = "application/x-trellis-node";
 
@@ -59,7 +58,7 @@ function inspectorLoading() {
   return Boolean(inFlight || wanted);
 }
 
-function showNotice(message, kind, action) {
+function showNotice(message, kind) {
   const bar = document.getElementById("editor-notice");
   if (!bar) return;
   bar.replaceChildren();
@@ -74,18 +73,7 @@ function showNotice(message, kind, action) {
   close.setAttribute("aria-label", "Dismiss notice");
   close.textContent = "×";
   close.addEventListener("click", () => bar.replaceChildren());
-  box.append(text);
-  if (action && Array.isArray(action.ops) && action.ops.length) {
-    // The click goes through the document's [data-fix-ops] handler: the operations are sent as an edit.
-    const apply = document.createElement("button");
-    apply.type = "button";
-    apply.className = "small";
-    apply.textContent = action.label || "Apply";
-    apply.dataset.fixOps = JSON.stringify(action.ops);
-    apply.addEventListener("click", () => window.setTimeout(() => bar.replaceChildren(), 0));
-    box.append(apply);
-  }
-  box.append(close);
+  box.append(text, close);
   bar.append(box);
   // Good news fades on its own; conflicts and errors stay until dismissed.
   if (kind === "success" || kind === "info") {
@@ -187,12 +175,14 @@ function queuePanelEdits() {
     if (!isEditRequest(event.detail)) return;
     const revision = currentRevision();
     if (revision != null) event.detail.parameters.revision = String(revision);
-    event.detail.parameters.client = clientId();
   });
   // The panel's answer names the revision it saved; the next queued edit builds on it.
   document.addEventListener(EVENTS.documentChanged, (event) => {
     const detail = event.detail || {};
     if (detail.revision != null) setRevision(detail.revision);
+  });
+  document.addEventListener(EVENTS.notice, (event) => {
+    if (event.detail && event.detail.kind === "conflict") discardQueued();
   });
 }
 
@@ -225,9 +215,7 @@ export function installGlue() {
     if (same && !field && inspector()?.querySelector(".schema-builder[data-dirty]")) return;
     loadInspector(nodeId, field);
   });
-  document.addEventListener(EVENTS.notice, (event) =>
-    showNotice(event.detail.message, event.detail.kind || "info", event.detail.action),
-  );
+  document.addEventListener(EVENTS.notice, (event) => showNotice(event.detail.message, event.detail.kind || "info"));
   document.addEventListener(EVENTS.documentReloaded, () => loadInspector(shownNode()));
   // A canvas edit can change what the inspector shows (reachability, the
   // diagnostics of a field); refresh it unless the person is working in it.
