@@ -37,7 +37,7 @@ def _leg() -> None:
     from django.db import connection
 
     from designer.models import Run
-    from designer.services import runs as run_services
+    from designer.runs import services as run_services
     from designer.workflows import services as workflow_services
 
     batched = workflow_services.create_workflow(actor=user, team=team, name="Batched", document=w.items_foreach(

@@ -162,7 +162,7 @@ _RESET = """
 import json, sys
 import django
 django.setup()
-from designer.analysis import dump_document, parse_document
+from designer.workflows.analysis import dump_document, parse_document
 from designer.models import Workflow
 from django.db.models import F
 workflow = Workflow.objects.get(pk=int(sys.argv[2]))

@@ -96,7 +96,7 @@ def _leg() -> None:
     from designer.access import teams as team_services
     from designer.conf import trellis
     from designer.models import Run
-    from designer.services import runs as run_services
+    from designer.runs import services as run_services
     from designer.workflows import services as workflow_services
 
     rival = get_user_model().objects.create_user("rival", password="x")

@@ -1,7 +1,7 @@
 """What the run page's graph costs to compute (issue 25): the node states and loop counts of one scope, read
 from the run's trace, for a nested run of growing size (customers x orders, each order a subgraph call).
 
-The graph's states are read from the trace (``designer.run_overlay.overlay``: ``progress_rows``, which follows
+The graph's states are read from the trace (``designer.runs.overlay.overlay``: ``progress_rows``, which follows
 each failure up the lineages, and ``subgraph_calls``), so their cost grows with the trace, unlike the live
 feed's poll, which reads a few columns of the run row. The canvas asks for them once per poll at most, one
 request at a time, and backs off after a slow answer. Events are made by a real engine run and stored as the
@@ -23,10 +23,10 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.settings")
 django.setup()
 
 from bench.bench_engine import table  # noqa: E402  (Django must be set up before the designer's modules load)
-from designer import catalog  # noqa: E402
-from designer.run_overlay import call_states, subgraph_calls  # noqa: E402
 from designer.runs.checkpointer import event_row  # noqa: E402
-from designer.views.run_display import progress_rows  # noqa: E402
+from designer.runs.display import progress_rows  # noqa: E402
+from designer.runs.overlay import call_states, subgraph_calls  # noqa: E402
+from designer.workflows import catalog  # noqa: E402
 from runtime import Engine  # noqa: E402
 from runtime.engine import MappingResolver  # noqa: E402
 from tests.designer.nested_failure import check_order, checked_orders  # noqa: E402

@@ -28,10 +28,11 @@ def _leg() -> None:
     user, team = w.setup_leg()
     from django.db import connection, transaction
 
-    from designer.filters import RunFilter, apply_filters
+    from designer.core.filters import apply_filters
     from designer.models import Run, RunInput, RunValue, Workflow
+    from designer.runs.filters import RunFilter
+    from designer.runs.selectors import runs_for
     from designer.runs.values import pairs_of
-    from designer.selectors import runs_for
 
     workflow = Workflow.objects.create(team=team, slug="orders", name="Orders")
     rows: list[dict[str, Any]] = []

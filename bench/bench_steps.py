@@ -73,8 +73,8 @@ def median_seconds(engine: Any, document: Any, run_input: dict[str, Any]) -> flo
 
 def main() -> int:
     _setup_django()
-    from designer import catalog
     from designer.runs.steps import StepProcessPool
+    from designer.workflows import catalog
     from runtime import Engine
     from runtime.engine import StepCall
     from runtime.state import RuntimeContext

@@ -52,7 +52,7 @@ def _leg() -> None:
     user, team = w.setup_leg()
     from django.db import connection
 
-    from designer.services import runs as run_services
+    from designer.runs import services as run_services
     from designer.workflows import services as workflow_services
 
     server = w.postmaster()

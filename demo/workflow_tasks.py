@@ -3,7 +3,7 @@
 They are deterministic fakes of an order system: the same customer always
 has the same orders, so demo runs and tests are reproducible without a
 network. Any installed app can ship a module like this one; the catalogue
-(``designer.catalog``) discovers it at start-up.
+(``designer.workflows.catalog``) discovers it at start-up.
 """
 
 from __future__ import annotations

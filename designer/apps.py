@@ -13,13 +13,13 @@ class DesignerConfig(AppConfig):
         # Like admin.py: import every installed app's workflow_tasks.py now, so a
         # broken task module fails at start-up, not on the first request.
         from designer import (
-            catalog,
             conf,
             tasks,  # noqa: F401 - wires the task objects into designer.runs.dispatch
         )
         from designer.notifications import receivers as notification_receivers  # noqa: F401 - connects them
         from designer.secrets import checks  # noqa: F401 - registers the deploy check
         from designer.triggers import receivers as trigger_receivers  # noqa: F401 - connects them
+        from designer.workflows import catalog
 
         conf.check_all()
         catalog.autodiscover()

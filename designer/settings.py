@@ -105,7 +105,7 @@ MIDDLEWARE = [
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
-    "designer.uploads.RequestSizeMiddleware",  # before the CSRF check reads the body: see designer/uploads.py
+    "designer.core.uploads.RequestSizeMiddleware",  # before the CSRF check reads the body: see designer/core/uploads.py
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
@@ -247,7 +247,7 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
 # Uploaded files do not count towards that limit; this handler caps whole multipart bodies
 # (TRELLIS_MAX_UPLOAD_BYTES, default twice the limit above) before they are read.
 FILE_UPLOAD_HANDLERS = [
-    "designer.uploads.BoundedUploadHandler",
+    "designer.core.uploads.BoundedUploadHandler",
     "django.core.files.uploadhandler.MemoryFileUploadHandler",
     "django.core.files.uploadhandler.TemporaryFileUploadHandler",
 ]
@@ -262,22 +262,22 @@ TASKS = {
 
 # --- API --------------------------------------------------------------------
 REST_FRAMEWORK = {
-    # The browser's session (with its CSRF token), or a personal access token for scripts (designer/api/auth.py).
+    # The browser's session (with its CSRF token), or a personal access token for scripts (designer/access/api_auth.py).
     # The token first: DRF answers a missing or bad credential with the first class's WWW-Authenticate header,
     # and the session has none, which made it a 403 instead of a 401 a script can act on.
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "designer.api.auth.BearerTokenAuthentication",
+        "designer.access.api_auth.BearerTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": [
         "rest_framework.permissions.IsAuthenticated",
-        "designer.api.auth.TokenScopePermission",
+        "designer.access.api_auth.TokenScopePermission",
     ],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     # Reads at most DATA_UPLOAD_MAX_MEMORY_SIZE bytes (DRF's own parser bypasses that limit): 413 beyond.
-    "DEFAULT_PARSER_CLASSES": ["designer.api.parsers.LimitedJSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["designer.core.parsers.LimitedJSONParser"],
     # One handler: every error is {code, message, ...} JSON, never a traceback.
-    "EXCEPTION_HANDLER": "designer.api.errors.exception_handler",
+    "EXCEPTION_HANDLER": "designer.core.api_errors.exception_handler",
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Trellis API",
@@ -287,10 +287,10 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
-    # Every operation documents the errors the one exception handler gives (designer/api/schema.py).
+    # Every operation documents the errors the one exception handler gives (designer/core/api_schema.py).
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
-        "designer.api.schema.add_error_responses",
+        "designer.core.api_schema.add_error_responses",
     ],
     "COMPONENT_SPLIT_REQUEST": True,
     # Two fields named "status" (a run's, an invitation's) and two named "role" (a member's, a grant's) carry

@@ -1,4 +1,5 @@
-"""Root URLconf: the site's own pages and the API are included from their modules."""
+"""Root URLconf: each domain's pages (``designer/<domain>/urls.py``) and API (``designer/<domain>/api.py``, under the
+``api`` namespace) are included from the domain; this module only orders them."""
 
 from __future__ import annotations
 
@@ -6,13 +7,19 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.http import HttpRequest, HttpResponse, HttpResponsePermanentRedirect
 from django.templatetags.static import static
-from django.urls import URLPattern, URLResolver, include, path
+from django.urls import URLPattern, URLResolver, include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from designer.access.login_throttle import ThrottledAdminAuthenticationForm, ThrottledLoginView
-from designer.api.browsable import code_style
+from designer.core.api import ApiRootView
+from designer.core.api_schema import unknown_api_path
+from designer.core.browsable import code_style
+from designer.editor import edits as editor_edits
+from designer.editor import run as editor_run
+from designer.editor import trial as editor_try
+from designer.editor import views as editor
 from designer.monitoring import health, metrics
-from designer.views.home import home
+from designer.workflows.home import home
 
 
 def favicon(request: HttpRequest) -> HttpResponse:
@@ -24,10 +31,45 @@ def favicon(request: HttpRequest) -> HttpResponse:
 admin.site.login_form = ThrottledAdminAuthenticationForm
 
 # Errors met before any view answers (no route, an oversized body): the app's words, JSON on /api/ and /hooks/.
-handler400 = "designer.error_pages.bad_request"
-handler403 = "designer.error_pages.permission_denied"
-handler404 = "designer.error_pages.page_not_found"
-handler500 = "designer.error_pages.server_error"
+handler400 = "designer.core.error_pages.bad_request"
+handler403 = "designer.core.error_pages.permission_denied"
+handler404 = "designer.core.error_pages.page_not_found"
+handler500 = "designer.core.error_pages.server_error"
+
+#: The domains whose ``api.py`` has ``urlpatterns`` (``reverse("api:workflow-document", args=[pk])``).
+API_MODULES = ("access.api", "workflows.api", "runs.api", "runs.history_api", "runs.executions_api", "secrets.api",
+               "triggers.api")
+#: The domains whose ``urls.py`` holds their pages.
+PAGE_DOMAINS = ("access", "workflows", "runs", "notifications", "secrets", "triggers")
+
+api_urlpatterns: list[URLPattern | URLResolver] = [
+    path("", ApiRootView.as_view(), name="root"),
+    *(path("", include(f"designer.{module}")) for module in API_MODULES),
+    # Last: anything else under /api/ is a JSON 404 (not Django's HTML page), whatever the method.
+    # [\s\S]: a path with a newline in it is an unknown path too, not a miss of every route (Django's HTML 404).
+    re_path(r"^[\s\S]*\Z", unknown_api_path, name="unknown"),
+]
+
+# The editor's pages (designer/editor/): here until the live co-editing work lands, then its own urls.py.
+editor_urlpatterns: list[URLPattern | URLResolver] = [
+    path("workflows/<int:workflow_id>/edit/", editor.editor, name="editor"),
+    path("workflows/<int:workflow_id>/edit/palette/", editor.palette, name="editor-palette"),
+    path("workflows/<int:workflow_id>/edit/inspector/", editor.inspector, name="editor-inspector"),
+    path("workflows/<int:workflow_id>/edit/picker/", editor.picker, name="editor-picker"),
+    path("workflows/<int:workflow_id>/edit/diagnostics/", editor.diagnostics, name="editor-diagnostics"),
+    path("workflows/<int:workflow_id>/edit/change/", editor_edits.edit, name="editor-edit"),
+    path("workflows/<int:workflow_id>/edit/schema-builder/", editor.schema_builder, name="editor-schema-builder"),
+    path("workflows/<int:workflow_id>/edit/publish/", editor.publish, name="editor-publish"),
+    path("workflows/<int:workflow_id>/edit/runs/", editor_run.runs, name="editor-runs"),
+    path("workflows/<int:workflow_id>/edit/run-overlay/", editor_run.overlay, name="editor-run-overlay"),
+    path("workflows/<int:workflow_id>/edit/run-node/", editor_run.node, name="editor-run-node"),
+    path("workflows/<int:workflow_id>/edit/try-node/", editor_try.form, name="editor-try-node"),
+    path("workflows/<int:workflow_id>/edit/try-node/start/", editor_try.start, name="editor-try-node-start"),
+    path("workflows/<int:workflow_id>/edit/try-node/executions/", editor_try.executions,
+         name="editor-try-node-executions"),
+    path("workflows/<int:workflow_id>/edit/try-node/<str:result_id>/", editor_try.outcome,
+         name="editor-try-node-outcome"),
+]
 
 urlpatterns: list[URLPattern | URLResolver] = [
     path("", home, name="home"),
@@ -47,6 +89,7 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     path("api/code-style.css", code_style, name="api-code-style"),
-    path("api/", include("designer.api.urls")),
-    path("", include("designer.views.urls")),
+    path("api/", include((api_urlpatterns, "api"))),
+    *(path("", include(f"designer.{domain}.urls")) for domain in PAGE_DOMAINS),
+    path("", include(editor_urlpatterns)),
 ]

@@ -16,17 +16,17 @@ PACKAGES = ("designer", "runtime")
 
 #: A domain package may import only the domains before it. The layers not yet moved into a domain
 #: (designer's root modules, services/, selectors/, views/, api/) are not ordered yet.
-DOMAIN_ORDER = ("access", "workflows", "secrets", "monitoring", "runs", "triggers", "notifications", "editor")
+DOMAIN_ORDER = ("access", "secrets", "workflows", "monitoring", "runs", "triggers", "notifications", "editor")
 
 #: (module, imported module) -> why the import cannot sit at the top of the module.
 FUNCTION_LOCAL = {
-    ("designer.apps", "designer.catalog"): "AppConfig.ready: the app's models are loaded only now",
+    ("designer.apps", "designer.workflows.catalog"): "AppConfig.ready: the app's models are loaded only now",
     ("designer.apps", "designer.conf"): "AppConfig.ready checks every setting once the app is loaded",
     ("designer.apps", "designer.tasks"): "AppConfig.ready wires the task objects into designer.runs.dispatch",
     ("designer.apps", "designer.notifications.receivers"): "AppConfig.ready connects the signal receivers",
     ("designer.apps", "designer.secrets.checks"): "AppConfig.ready registers the deploy check",
     ("designer.apps", "designer.triggers.receivers"): "AppConfig.ready connects the signal receivers",
-    ("designer.runs.step_process", "designer.catalog"): "the forked step process imports Django and the task "
+    ("designer.runs.step_process", "designer.workflows.catalog"): "the forked step process imports Django and the task "
                                                         "modules only once it runs a step, so forks stay small",
     ("designer.runs.task_backend", "django_tasks_db.backend"): "optional: another task backend may be "
                                                                "configured without django-tasks-db installed",

@@ -3,5 +3,5 @@
 
 ``models`` (invitations, tokens, sign-in counters), ``teams``, ``invitations``, ``tokens`` and ``grants``
 (services: keyword-only, transactional writes that start from the actor), ``login_throttle`` (the sign-in
-forms' limits). Roles themselves are decided in ``designer.permissions``, which every domain asks.
+forms' limits). Roles themselves are decided in ``designer.access.permissions``, which every domain asks.
 """

@@ -1,7 +1,7 @@
 """Sharing a workflow with another team (``WorkflowGrant``): granted and revoked by the owning team's owners.
 
 The grant is a link, not a copy: the grantee team sees the one workflow (and its runs) with the granted
-role, ``viewer`` < ``runner`` < ``editor`` (see ``designer.permissions``), and uses it as a subgraph as
+role, ``viewer`` < ``runner`` < ``editor`` (see ``designer.access.permissions``), and uses it as a subgraph as
 ``<team slug>/<workflow slug>`` while it holds runner or editor.
 """
 
@@ -11,10 +11,10 @@ from typing import Any
 
 from django.db import transaction
 
-from designer.errors import BadRequest, ObjectNotFound
+from designer.access.permissions import require_own_team_role
+from designer.core.errors import BadRequest, ObjectNotFound
+from designer.core.untrusted import parse_id
 from designer.models import Team, Workflow, WorkflowGrant
-from designer.permissions import require_own_team_role
-from designer.untrusted import parse_id
 
 GRANT_ROLES = tuple(WorkflowGrant.Role.values)
 

@@ -25,13 +25,13 @@ from django.urls import reverse
 from django.utils import timezone
 
 from designer.access.models import hash_secret, new_secret
+from designer.access.permissions import require_role
 from designer.access.teams import check_role_value
 from designer.conf import trellis
-from designer.errors import BadRequest, InvitationClosed, InvitationsLimited, ObjectNotFound
+from designer.core.errors import BadRequest, InvitationClosed, InvitationsLimited, ObjectNotFound
+from designer.core.text import short_text
+from designer.core.untrusted import parse_id
 from designer.models import Invitation, Membership, Team
-from designer.permissions import require_role
-from designer.services._text import short_text
-from designer.untrusted import parse_id
 
 
 @dataclass(frozen=True, slots=True)

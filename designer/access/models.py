@@ -30,7 +30,7 @@ class TeamScopedQuerySet(models.QuerySet):
         if user is None or not getattr(user, "is_authenticated", False):
             return self.none()
         team_ids = Membership.objects.filter(user=user)
-        # An API token limited to one team (designer.api.auth) sees nothing of the user's other teams.
+        # An API token limited to one team (designer.access.api_auth) sees nothing of the user's other teams.
         token = getattr(user, "trellis_api_token", None)
         if token is not None and token.team_id is not None:
             team_ids = team_ids.filter(team_id=token.team_id)

@@ -6,10 +6,10 @@ from django.db import IntegrityError, transaction
 from django.utils.text import slugify
 
 from designer.access.models import token_limits
-from designer.errors import ActionForbidden, BadRequest, ObjectNotFound, TeamRuleViolation
+from designer.access.permissions import require_role
+from designer.core.errors import ActionForbidden, BadRequest, ObjectNotFound, TeamRuleViolation
+from designer.core.untrusted import parse_id
 from designer.models import Membership, Team
-from designer.permissions import require_role
-from designer.untrusted import parse_id
 
 # People join a team only by accepting an invitation (designer.access.invitations): nobody can be added.
 

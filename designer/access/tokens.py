@@ -11,11 +11,11 @@ from django.db import transaction
 from django.utils import timezone
 
 from designer.access.models import hash_secret
-from designer.errors import BadRequest, ObjectNotFound
+from designer.access.permissions import require_role
+from designer.core.errors import BadRequest, ObjectNotFound
+from designer.core.text import short_text
+from designer.core.untrusted import parse_id
 from designer.models import ApiToken
-from designer.permissions import require_role
-from designer.services._text import short_text
-from designer.untrusted import parse_id
 
 #: Lifetimes offered, in days; every token expires.
 LIFETIMES: Final[tuple[int, ...]] = (7, 30, 90, 365)

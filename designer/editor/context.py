@@ -12,17 +12,18 @@ from typing import Any, Final
 from django.http import HttpResponse
 from django_htmx.http import trigger_client_event
 
-from designer import analysis as doc_analysis
-from designer import catalog, selectors
+from designer.access.permissions import has_role, require_workflow_role
 from designer.conf import trellis
+from designer.core.htmx import HtmxHttpRequest
+from designer.core.json_text import pretty_json
 from designer.editor import panels
-from designer.json_text import pretty_json
 from designer.models import Workflow as WorkflowModel
-from designer.permissions import has_role, require_workflow_role
 from designer.secrets.selectors import secret_names
-from designer.views.htmx import HtmxHttpRequest
+from designer.workflows import analysis as doc_analysis
+from designer.workflows import catalog
 from designer.workflows import operations as doc_ops
 from designer.workflows import schema_builder as sb
+from designer.workflows import selectors as workflow_selectors
 from runtime import Analysis, WorkflowError
 from runtime.analysis import schema_type_label as type_label
 from runtime.document import RetryPolicy
@@ -47,7 +48,7 @@ class Loaded:
 def load(request: HtmxHttpRequest, workflow_id: int, *, workflow: WorkflowModel | None = None,
           analysis: Any = None) -> Loaded:
     if workflow is None:
-        workflow = selectors.get_workflow(user=request.user, workflow_id=workflow_id)
+        workflow = workflow_selectors.get_workflow(user=request.user, workflow_id=workflow_id)
     role = require_workflow_role(request.user, workflow, "viewer")
     if analysis is None:
         analysis = doc_analysis.analysis_for(workflow)  # once per saved revision, shared by every panel

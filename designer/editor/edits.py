@@ -22,15 +22,15 @@ from typing import Any
 from django.http import HttpResponse, JsonResponse
 from django.template.response import TemplateResponse
 
-from designer import analysis as doc_analysis
+from designer.access.permissions import require_workflow_role
+from designer.core.errors import BadRequest, DesignerError, RevisionConflict
+from designer.core.htmx import HtmxHttpRequest
+from designer.core.pages import error_message, signed_in
+from designer.core.untrusted import form_json
 from designer.editor import panels
 from designer.editor.context import TEMPLATE, inspector_context, load, with_events
-from designer.errors import BadRequest, DesignerError, RevisionConflict
 from designer.models import Workflow as WorkflowModel
-from designer.permissions import require_workflow_role
-from designer.untrusted import form_json
-from designer.views.htmx import HtmxHttpRequest
-from designer.views.pages import error_message, signed_in
+from designer.workflows import analysis as doc_analysis
 from designer.workflows import operations as ops
 from designer.workflows import services as workflow_services
 from designer.workflows.patch import json_patch

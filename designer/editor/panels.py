@@ -12,10 +12,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from designer import analysis as doc_analysis
-from designer import catalog
-from designer.errors import BadRequest
+from designer.core.errors import BadRequest
 from designer.models import Workflow as WorkflowModel
+from designer.workflows import analysis as doc_analysis
+from designer.workflows import catalog
 from designer.workflows.operations import BRANCH_OPS, OUTPUT_MODES, input_target, same_target
 from runtime import Analysis, WorkflowError
 from runtime.analysis import schema_type_label as type_label  # the analyzer's type text, so rows and pickers agree

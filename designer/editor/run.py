@@ -16,23 +16,25 @@ from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.timesince import timesince
 
-from designer import run_overlay, selectors
-from designer.errors import ObjectNotFound
-from designer.json_text import pretty_json
+from designer.access.permissions import require_workflow_role
+from designer.core.errors import ObjectNotFound
+from designer.core.htmx import HtmxHttpRequest
+from designer.core.json_text import pretty_json
+from designer.core.pages import signed_in
 from designer.models import Run
 from designer.models import Workflow as WorkflowModel
-from designer.permissions import require_workflow_role
+from designer.runs import overlay as run_overlay
+from designer.runs import selectors as run_selectors
 from designer.runs.checkpoints import damage_of, with_damage
-from designer.selectors.runs import runs_for
-from designer.views.htmx import HtmxHttpRequest
-from designer.views.pages import signed_in
+from designer.runs.selectors import runs_for
+from designer.workflows import selectors as workflow_selectors
 
 #: How many recent runs the editor offers.
 RECENT_RUNS = 25
 
 
 def _workflow(request: HtmxHttpRequest, workflow_id: int) -> WorkflowModel:
-    workflow = selectors.get_workflow(user=request.user, workflow_id=workflow_id)
+    workflow = workflow_selectors.get_workflow(user=request.user, workflow_id=workflow_id)
     require_workflow_role(request.user, workflow, "viewer")
     return workflow
 
@@ -41,7 +43,7 @@ def _chosen_run(request: HtmxHttpRequest, workflow_id: int) -> tuple[WorkflowMod
     """The workflow, the run of it that ``?run=`` names, and what is damaged in that run ("" if nothing)."""
     workflow = _workflow(request, workflow_id)
     run_id = request.GET.get("run")
-    run = selectors.get_run(user=request.user, run_id=run_id)
+    run = run_selectors.get_run(user=request.user, run_id=run_id)
     if run.workflow_id != workflow.pk:
         raise ObjectNotFound("this run belongs to another workflow", run=run_id)
     return workflow, run, damage_of(run)

@@ -13,18 +13,19 @@ from typing import Any
 from django.http import HttpResponse
 from django.template.response import TemplateResponse
 
-from designer import selectors
-from designer.errors import DesignerError
-from designer.json_text import pretty_json
+from designer.access.permissions import has_role, require_workflow_role
+from designer.core.errors import DesignerError
+from designer.core.htmx import HtmxHttpRequest
+from designer.core.json_text import pretty_json
+from designer.core.pages import error_message, signed_in
+from designer.core.untrusted import form_json
 from designer.models import Run
 from designer.models import Workflow as WorkflowModel
-from designer.permissions import has_role, require_workflow_role
 from designer.runs import executions as node_executions
-from designer.selectors.runs import runs_for
-from designer.services import trials
-from designer.untrusted import form_json
-from designer.views.htmx import HtmxHttpRequest
-from designer.views.pages import error_message, signed_in
+from designer.runs import selectors as run_selectors
+from designer.runs import trials
+from designer.runs.selectors import runs_for
+from designer.workflows import selectors as workflow_selectors
 from runtime import WorkflowError
 
 TEMPLATE = "editor/_try_node.html"
@@ -32,7 +33,7 @@ RECENT_RUNS = 10
 
 
 def _workflow(request: HtmxHttpRequest, workflow_id: int) -> tuple[WorkflowModel, str]:
-    workflow = selectors.get_workflow(user=request.user, workflow_id=workflow_id)
+    workflow = workflow_selectors.get_workflow(user=request.user, workflow_id=workflow_id)
     return workflow, require_workflow_role(request.user, workflow, "viewer")
 
 
@@ -56,7 +57,7 @@ def form(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
 def _sample(request: HtmxHttpRequest, workflow: WorkflowModel, node_id: str) -> object:
     run_id = request.POST.get("run")
     if run_id:
-        run: Run = selectors.get_run(user=request.user, run_id=run_id)
+        run: Run = run_selectors.get_run(user=request.user, run_id=run_id)
         return trials.sample_from_run(workflow=workflow, run=run, node_id=node_id,
                                       frame_id=request.POST.get("frame") or None)
     return form_json(request.POST.get("sample", ""), field="sample", what="the sample input", empty={})
@@ -70,7 +71,7 @@ def executions(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
     node_id, run_id = request.GET.get("node", ""), request.GET.get("run", "")
     choices: list[tuple[str, str]] = []
     if run_id:
-        run: Run = selectors.get_run(user=request.user, run_id=run_id)
+        run: Run = run_selectors.get_run(user=request.user, run_id=run_id)
         document = run.document if isinstance(run.document, dict) else workflow.document
         nodes = {str(n.get("id")): n for n in document.get("nodes", []) or [] if isinstance(n, dict)}
         node = nodes.get(node_id)

@@ -16,6 +16,11 @@ from django.template.response import TemplateResponse
 from django.urls import reverse
 from django_htmx.http import reswap, retarget
 
+from designer.access.permissions import require_workflow_role, role_of
+from designer.core.errors import BadRequest, DesignerError, RevisionConflict
+from designer.core.htmx import HtmxHttpRequest
+from designer.core.pages import error_message, signed_in
+from designer.core.untrusted import form_json
 from designer.editor import edits, panels
 from designer.editor.context import (
     SCHEMA_TITLES,
@@ -29,11 +34,6 @@ from designer.editor.context import (
     schema_builder_context,
     with_events,
 )
-from designer.errors import BadRequest, DesignerError, RevisionConflict
-from designer.permissions import require_workflow_role, role_of
-from designer.untrusted import form_json
-from designer.views.htmx import HtmxHttpRequest
-from designer.views.pages import error_message, signed_in
 from designer.workflows import operations as doc_ops
 from designer.workflows import schema_builder as sb
 from designer.workflows import services as workflow_services

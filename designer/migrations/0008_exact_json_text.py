@@ -2,7 +2,7 @@
 
 from django.db import migrations
 
-import designer.fields
+import designer.core.fields
 import designer.models
 
 
@@ -16,66 +16,66 @@ class Migration(migrations.Migration):
         migrations.AlterField(
             model_name='run',
             name='answers',
-            field=designer.fields.ExactJSONField(blank=True, default=list),
+            field=designer.core.fields.ExactJSONField(blank=True, default=list),
         ),
         migrations.AlterField(
             model_name='run',
             name='document',
-            field=designer.fields.ExactJSONField(),
+            field=designer.core.fields.ExactJSONField(),
         ),
         migrations.AlterField(
             model_name='run',
             name='error',
-            field=designer.fields.ExactJSONField(blank=True, null=True),
+            field=designer.core.fields.ExactJSONField(blank=True, null=True),
         ),
         migrations.AlterField(
             model_name='run',
             name='input',
-            field=designer.fields.ExactJSONField(blank=True, default=dict),
+            field=designer.core.fields.ExactJSONField(blank=True, default=dict),
         ),
         migrations.AlterField(
             model_name='run',
             name='interrupts',
-            field=designer.fields.ExactJSONField(blank=True, default=list),
+            field=designer.core.fields.ExactJSONField(blank=True, default=list),
         ),
         migrations.AlterField(
             model_name='run',
             name='output',
-            field=designer.fields.ExactJSONField(blank=True, null=True),
+            field=designer.core.fields.ExactJSONField(blank=True, null=True),
         ),
         migrations.AlterField(
             model_name='run',
             name='resume_request',
-            field=designer.fields.ExactJSONField(blank=True, null=True),
+            field=designer.core.fields.ExactJSONField(blank=True, null=True),
         ),
         migrations.AlterField(
             model_name='run',
             name='run_state',
-            field=designer.fields.ExactJSONField(blank=True, help_text='the latest checkpoint (RunState JSON) without its write-once parts, which are RunStatePart rows', null=True),
+            field=designer.core.fields.ExactJSONField(blank=True, help_text='the latest checkpoint (RunState JSON) without its write-once parts, which are RunStatePart rows', null=True),
         ),
         migrations.AlterField(
             model_name='run',
             name='subgraph_versions',
-            field=designer.fields.ExactJSONField(blank=True, default=dict),
+            field=designer.core.fields.ExactJSONField(blank=True, default=dict),
         ),
         migrations.AlterField(
             model_name='runevent',
             name='data',
-            field=designer.fields.ExactJSONField(blank=True, default=dict),
+            field=designer.core.fields.ExactJSONField(blank=True, default=dict),
         ),
         migrations.AlterField(
             model_name='runstatepart',
             name='value',
-            field=designer.fields.ExactJSONField(null=True),
+            field=designer.core.fields.ExactJSONField(null=True),
         ),
         migrations.AlterField(
             model_name='workflow',
             name='document',
-            field=designer.fields.ExactJSONField(default=designer.models.empty_document),
+            field=designer.core.fields.ExactJSONField(default=designer.models.empty_document),
         ),
         migrations.AlterField(
             model_name='workflowversion',
             name='document',
-            field=designer.fields.ExactJSONField(),
+            field=designer.core.fields.ExactJSONField(),
         ),
     ]

@@ -4,7 +4,7 @@ import django.db.models.deletion
 from django.conf import settings
 from django.db import migrations, models
 
-import designer.fields
+import designer.core.fields
 
 
 class Migration(migrations.Migration):
@@ -41,8 +41,8 @@ class Migration(migrations.Migration):
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
                 ('activation_id', models.CharField(max_length=64)),
                 ('index', models.PositiveIntegerField()),
-                ('result', designer.fields.ExactJSONField(null=True)),
-                ('error', designer.fields.ExactJSONField(null=True)),
+                ('result', designer.core.fields.ExactJSONField(null=True)),
+                ('error', designer.core.fields.ExactJSONField(null=True)),
             ],
         ),
         migrations.RemoveConstraint(

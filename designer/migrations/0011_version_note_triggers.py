@@ -4,7 +4,7 @@ import django.db.models.deletion
 from django.conf import settings
 from django.db import migrations, models
 
-import designer.fields
+import designer.core.fields
 
 
 class Migration(migrations.Migration):
@@ -27,7 +27,7 @@ class Migration(migrations.Migration):
                 ('name', models.CharField(max_length=100)),
                 ('cron', models.CharField(help_text='five fields: minute hour day-of-month month day-of-week', max_length=120)),
                 ('timezone', models.CharField(default='UTC', help_text='an IANA zone, e.g. Europe/Berlin', max_length=64)),
-                ('input', designer.fields.ExactJSONField(blank=True, default=dict)),
+                ('input', designer.core.fields.ExactJSONField(blank=True, default=dict)),
                 ('missed', models.CharField(choices=[('skip', 'Skip missed ticks'), ('latest', 'Run once for the missed ticks'), ('all', 'Run every missed tick')], default='latest', max_length=8)),
                 ('enabled', models.BooleanField(default=True)),
                 ('next_fire_at', models.DateTimeField(blank=True, null=True)),

@@ -3,7 +3,7 @@
 import django.db.models.deletion
 from django.db import migrations, models
 
-import designer.fields
+import designer.core.fields
 
 
 class Migration(migrations.Migration):
@@ -16,7 +16,7 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='run',
             name='fork_request',
-            field=designer.fields.ExactJSONField(blank=True, null=True),
+            field=designer.core.fields.ExactJSONField(blank=True, null=True),
         ),
         migrations.AddField(
             model_name='run',
@@ -41,8 +41,8 @@ class Migration(migrations.Migration):
                 ('status', models.CharField(max_length=12)),
                 ('attempt', models.PositiveIntegerField(default=1)),
                 ('trace_seq', models.PositiveIntegerField()),
-                ('state', designer.fields.ExactJSONField()),
-                ('part_keys', designer.fields.ExactJSONField(blank=True, default=list)),
+                ('state', designer.core.fields.ExactJSONField()),
+                ('part_keys', designer.core.fields.ExactJSONField(blank=True, default=list)),
                 ('run', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='checkpoints', to='designer.run')),
             ],
             options={

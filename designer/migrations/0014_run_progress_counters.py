@@ -2,7 +2,7 @@
 
 from django.db import migrations, models
 
-import designer.fields
+import designer.core.fields
 
 
 class Migration(migrations.Migration):
@@ -25,6 +25,6 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='run',
             name='progress',
-            field=designer.fields.ExactJSONField(blank=True, null=True),
+            field=designer.core.fields.ExactJSONField(blank=True, null=True),
         ),
     ]

@@ -6,7 +6,7 @@ from typing import Any
 import django.db.models.deletion
 from django.db import migrations, models
 
-import designer.fields
+import designer.core.fields
 
 BATCH = 500
 
@@ -40,7 +40,7 @@ class Migration(migrations.Migration):
             fields=[
                 ("run", models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, primary_key=True,
                                              related_name="+", serialize=False, to="designer.run")),
-                ("value", designer.fields.ExactJSONField(blank=True, default=dict)),
+                ("value", designer.core.fields.ExactJSONField(blank=True, default=dict)),
             ],
         ),
         migrations.RunPython(to_rows, to_column),

@@ -13,8 +13,8 @@ from django.db import close_old_connections
 from django.utils import timezone
 
 from designer.conf import trellis
+from designer.core.periodic import PeriodicThread
 from designer.monitoring.models import WorkerHeartbeat
-from designer.periodic import PeriodicThread
 
 #: A row not seen for this long belongs to a worker that was killed: the next worker to start deletes it.
 FORGET_AFTER = timedelta(days=1)

@@ -6,11 +6,11 @@ from typing import Any
 
 from django.db.models import QuerySet
 
-from designer.errors import ObjectNotFound
+from designer.access.selectors import get_team
+from designer.core.errors import ObjectNotFound
+from designer.core.untrusted import parse_id
 from designer.models import Workflow
 from designer.notifications.models import Delivery, NotificationRule
-from designer.selectors import get_team
-from designer.untrusted import parse_id
 
 #: Deliveries the page lists, newest first.
 LOG_LENGTH = 50

@@ -23,16 +23,16 @@ from django.db.models import Q
 from django.urls import reverse
 from django.utils import timezone
 
-from designer import catalog
+from designer.access.permissions import require_role
 from designer.conf import trellis
-from designer.errors import ActionForbidden, AnswerLinkClosed, BadRequest, ObjectNotFound
+from designer.core.errors import ActionForbidden, AnswerLinkClosed, BadRequest, ObjectNotFound
+from designer.core.untrusted import MAX_ID
 from designer.models import Run, Team, Workflow
 from designer.notifications.models import AnswerLink, Delivery, NotificationRule
-from designer.permissions import require_role
 from designer.runs import queue
-from designer.services import runs as run_services
+from designer.runs import services as run_services
 from designer.triggers import signature
-from designer.untrusted import MAX_ID
+from designer.workflows import catalog
 
 #: Run statuses that notify, and the rule's switch for each.
 EVENTS = {"failed": "on_failure", "interrupted": "on_interrupt", "completed": "on_completion"}

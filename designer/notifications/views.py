@@ -8,16 +8,16 @@ from django.http import HttpResponse
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 
-from designer import selectors as designer_selectors
-from designer.errors import BadRequest, DesignerError
+from designer.access import selectors as team_selectors
+from designer.access.permissions import has_role, role_of
+from designer.access.selectors import members_of
+from designer.core.errors import BadRequest, DesignerError
+from designer.core.htmx import HtmxHttpRequest
+from designer.core.pages import error_message, signed_in
+from designer.core.schema_form import build_form, parse_form, with_error
 from designer.models import Workflow
 from designer.notifications import selectors
 from designer.notifications import services as notification_services
-from designer.permissions import has_role, role_of
-from designer.selectors import members_of
-from designer.views.htmx import HtmxHttpRequest
-from designer.views.pages import error_message, signed_in
-from designer.views.schema_form import build_form, parse_form, with_error
 
 TEMPLATE = "notifications/page.html"
 ANSWER_TEMPLATE = "notifications/answer.html"
@@ -41,13 +41,13 @@ def _answer(request: HtmxHttpRequest, team: Any, *, status: int = 200, **extra: 
 
 @signed_in("GET")
 def page(request: HtmxHttpRequest, team_id: int) -> HttpResponse:
-    team = designer_selectors.get_team(user=request.user, team_id=team_id)
+    team = team_selectors.get_team(user=request.user, team_id=team_id)
     return TemplateResponse(request, TEMPLATE, _context(request, team))
 
 
 @signed_in("POST")
 def save(request: HtmxHttpRequest, team_id: int) -> HttpResponse:
-    team = designer_selectors.get_team(user=request.user, team_id=team_id)
+    team = team_selectors.get_team(user=request.user, team_id=team_id)
     workflow_id = request.POST.get("workflow", "")
     try:
         workflow = None
@@ -68,7 +68,7 @@ def save(request: HtmxHttpRequest, team_id: int) -> HttpResponse:
 
 @signed_in("POST")
 def send_test(request: HtmxHttpRequest, team_id: int, rule_id: int) -> HttpResponse:
-    team = designer_selectors.get_team(user=request.user, team_id=team_id)
+    team = team_selectors.get_team(user=request.user, team_id=team_id)
     try:
         rule = selectors.get_rule(user=request.user, team_id=team.pk, rule_id=rule_id)
         sent = notification_services.send_test(actor=request.user, rule=rule)
@@ -80,7 +80,7 @@ def send_test(request: HtmxHttpRequest, team_id: int, rule_id: int) -> HttpRespo
 
 @signed_in("POST")
 def delete(request: HtmxHttpRequest, team_id: int, rule_id: int) -> HttpResponse:
-    team = designer_selectors.get_team(user=request.user, team_id=team_id)
+    team = team_selectors.get_team(user=request.user, team_id=team_id)
     try:
         rule = selectors.get_rule(user=request.user, team_id=team.pk, rule_id=rule_id)
         notification_services.delete_rule(actor=request.user, rule=rule)

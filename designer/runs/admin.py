@@ -17,14 +17,14 @@ from django.urls import reverse
 from django.utils.html import format_html
 from django_tasks_db.models import DBTaskResult
 
-from designer.admin_support import ReadOnly, json_field
-from designer.errors import DesignerError
-from designer.json_text import pretty_json_html
+from designer.core.admin import ReadOnly, json_field
+from designer.core.errors import DesignerError
+from designer.core.json_text import pretty_json_html
 from designer.models import RecoveryChain, Run, RunEvent
 from designer.runs import budgets as run_budgets
 from designer.runs.checkpointer import last_stored_seq
 from designer.runs.checkpoints import checkpoint_of, damage_of, load_state, with_damage
-from designer.services.runs import cancel
+from designer.runs.services import cancel
 from runtime.errors import CorruptRunStateError
 
 

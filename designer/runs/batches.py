@@ -47,11 +47,9 @@ from django.db import transaction
 from django.db.models import Count, F, Q, Sum
 from django.utils import timezone
 
-from designer import catalog
 from designer.conf import trellis
 from designer.models import ForeachBatch, ForeachBatchItem, Run, RunStatePart
 from designer.monitoring import metrics, tracing
-from designer.resolvers import TeamVersionResolver
 from designer.runs import budgets, queue, steps, waiting
 from designer.runs.checkpointer import append_events, run_state_of
 from designer.runs.lease import (
@@ -66,6 +64,8 @@ from designer.runs.lease import (
 )
 from designer.runs.pinning import PinnedResolver
 from designer.secrets.services import TeamSecrets
+from designer.workflows import catalog
+from designer.workflows.resolvers import TeamVersionResolver
 from runtime import Engine, RunState
 from runtime.document import ForeachNode
 from runtime.engine import BatchResult, DistributedForeach, ItemOutcome

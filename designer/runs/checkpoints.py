@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from designer.errors import ObjectNotFound
+from designer.core.errors import ObjectNotFound
 from designer.models import Run, RunStatePart
 from designer.runs.checkpointer import run_state_of
 from runtime import RunState

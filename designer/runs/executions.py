@@ -17,12 +17,12 @@ from typing import Any
 from django.core.paginator import Page, Paginator
 from django.http import QueryDict
 
-from designer import run_overlay
-from designer.errors import BadRequest, ObjectNotFound
+from designer.core.errors import BadRequest, ObjectNotFound
 from designer.models import Run, RunEvent
-from designer.run_overlay import item_text
+from designer.runs import overlay as run_overlay
+from designer.runs.display import MAX_EVENTS, event_data, summary_of
+from designer.runs.overlay import item_text
 from designer.runs.scopes import scope_document
-from designer.views.run_display import MAX_EVENTS, event_data, summary_of
 from runtime.errors import PathSyntaxError
 from runtime.paths import parse_source_path
 

@@ -34,17 +34,17 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from designer import catalog
 from designer.conf import trellis
 from designer.models import Run, RunCheckpoint, RunValue
 from designer.monitoring import metrics, tracing
-from designer.resolvers import TeamVersionResolver
 from designer.runs import batches, budgets, signals, steps, waiting
 from designer.runs.checkpointer import OrmCheckpointer, checkpoint_state_of, run_state_of
+from designer.runs.history_selectors import TolerantRedrive, tolerated_failures
 from designer.runs.lease import Heartbeat, LeaseLost, claim, new_owner_id, release
 from designer.runs.pinning import PinnedResolver
 from designer.secrets.services import TeamSecrets
-from designer.selectors.run_history import TolerantRedrive, tolerated_failures
+from designer.workflows import catalog
+from designer.workflows.resolvers import TeamVersionResolver
 from runtime import Engine, RunResult, RunState, WorkflowError
 from runtime.engine import distributed_foreach
 from runtime.errors import CheckpointNotFoundError, RedriveError

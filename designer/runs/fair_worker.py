@@ -27,8 +27,8 @@ from django_tasks_db.management.commands.db_worker import Worker
 from django_tasks_db.models import DBTaskResult
 from django_tasks_db.utils import is_locked_database_exception
 
+from designer.core.periodic import PeriodicThread
 from designer.models import RecoveryChain
-from designer.periodic import PeriodicThread
 from designer.runs import chain, fairness, signals, wakeup
 from designer.runs.recovery import requeue_stale_runs
 

@@ -32,8 +32,8 @@ from django.db.models.functions import Coalesce, Now
 from django.utils import timezone
 
 from designer.conf import trellis
+from designer.core.periodic import PeriodicThread
 from designer.models import Run
-from designer.periodic import PeriodicThread
 
 #: Statuses in which a run wants a worker.
 RUNNABLE = (Run.Status.QUEUED, Run.Status.RUNNING)

@@ -9,7 +9,7 @@ from django.conf import settings
 from django.db import models, transaction
 
 from designer.access.models import Team, TeamScopedQuerySet
-from designer.fields import ExactJSONField
+from designer.core.fields import ExactJSONField
 from designer.runs import values as run_values
 from designer.workflows.models import Workflow, WorkflowVersion
 

@@ -11,7 +11,7 @@ the run's resolver answers with those pins from then on.
 
 from __future__ import annotations
 
-from designer.resolvers import TeamVersionResolver
+from designer.workflows.resolvers import TeamVersionResolver
 from runtime import Workflow
 from runtime.document import SubgraphNode, WorkflowRef
 from runtime.errors import SubgraphResolutionError

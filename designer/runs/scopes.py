@@ -7,12 +7,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from designer import run_overlay
-from designer.analysis import dump_document
-from designer.errors import ObjectNotFound
+from designer.core.errors import ObjectNotFound
 from designer.models import Run
-from designer.resolvers import TeamVersionResolver
+from designer.runs import overlay as run_overlay
 from designer.runs.pinning import PinnedResolver
+from designer.workflows.analysis import dump_document
+from designer.workflows.resolvers import TeamVersionResolver
 from runtime.document import WorkflowRef
 from runtime.errors import SubgraphResolutionError
 

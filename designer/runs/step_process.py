@@ -37,7 +37,7 @@ REPLY_OVERHEAD_BYTES = 64 * 1024
 
 
 def _registry(task_modules: Sequence[str]) -> Any:
-    from designer.catalog import build_registry
+    from designer.workflows.catalog import build_registry
 
     return build_registry(task_modules)
 

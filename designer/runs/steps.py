@@ -57,11 +57,11 @@ from typing import Any
 
 from pydantic_core import PydanticSerializationError, from_json, to_json
 
-from designer import catalog
 from designer.conf import trellis
+from designer.core.periodic import PeriodicThread
 from designer.models import Run
-from designer.periodic import PeriodicThread
 from designer.runs.step_process import REPLY_OVERHEAD_BYTES, zygote
+from designer.workflows import catalog
 from runtime.engine import StepCall
 from runtime.errors import StepCancelledError, TaskError
 from runtime.tasks import builtin_registry

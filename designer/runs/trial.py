@@ -12,8 +12,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from designer import catalog
 from designer.runs import steps
+from designer.workflows import catalog
 from runtime import Engine, WorkflowError
 
 #: Supersteps a trial may take: one node, plus its retries.

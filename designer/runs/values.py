@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from designer.errors import BadRequest
+from designer.core.errors import BadRequest
 
 #: At most this many scalars of a side are kept per run (the first ones, depth first): enough for the ids and
 #: names people search by, while a 100,000-item input costs a bounded number of rows.

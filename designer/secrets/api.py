@@ -13,10 +13,10 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from designer.api.parsers import LimitedJSONParser
-from designer.api.schema import RequestSerializer, StrictCharField
-from designer.api.serializers import ErrorSerializer
-from designer.errors import ObjectNotFound
+from designer.core.api_schema import RequestSerializer, StrictCharField
+from designer.core.errors import ObjectNotFound
+from designer.core.parsers import LimitedJSONParser
+from designer.core.serializers import ErrorSerializer
 from designer.models import Team
 from designer.secrets import selectors
 from designer.secrets import services as secret_services

@@ -6,7 +6,7 @@ from typing import Any
 
 from django.db.models import Max, OuterRef, QuerySet, Subquery
 
-from designer.errors import ObjectNotFound
+from designer.core.errors import ObjectNotFound
 from designer.models import Team
 from designer.secrets.models import Secret, SecretUse
 

@@ -7,8 +7,8 @@ from typing import Any, Final
 
 from django.db import IntegrityError, transaction
 
-from designer.errors import BadRequest, SecretExists
-from designer.permissions import require_role
+from designer.access.permissions import require_role
+from designer.core.errors import BadRequest, SecretExists
 from designer.secrets import crypto
 from designer.secrets.models import Secret, SecretUse
 from runtime.secrets import SECRET_NAME, SecretNotFoundError

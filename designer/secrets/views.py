@@ -9,13 +9,13 @@ from django.http import HttpResponse
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 
-from designer import selectors as designer_selectors
-from designer.errors import DesignerError
-from designer.permissions import has_role, role_of
+from designer.access import selectors as team_selectors
+from designer.access.permissions import has_role, role_of
+from designer.core.errors import DesignerError
+from designer.core.htmx import HtmxHttpRequest
+from designer.core.pages import error_message, signed_in
 from designer.secrets import selectors
 from designer.secrets import services as secret_services
-from designer.views.htmx import HtmxHttpRequest
-from designer.views.pages import error_message, signed_in
 
 TEMPLATE = "secrets/page.html"
 
@@ -36,13 +36,13 @@ def _answer(request: HtmxHttpRequest, team: Any, *, status: int = 200, **extra: 
 
 @signed_in("GET")
 def page(request: HtmxHttpRequest, team_id: int) -> HttpResponse:
-    team = designer_selectors.get_team(user=request.user, team_id=team_id)
+    team = team_selectors.get_team(user=request.user, team_id=team_id)
     return TemplateResponse(request, TEMPLATE, _context(request, team))
 
 
 @signed_in("POST")
 def create(request: HtmxHttpRequest, team_id: int) -> HttpResponse:
-    team = designer_selectors.get_team(user=request.user, team_id=team_id)
+    team = team_selectors.get_team(user=request.user, team_id=team_id)
     try:
         created = secret_services.create_secret(actor=request.user, team=team, name=request.POST.get("name", ""),
                                                 value=request.POST.get("value", ""),
@@ -57,7 +57,7 @@ def create(request: HtmxHttpRequest, team_id: int) -> HttpResponse:
 
 @signed_in("POST")
 def rotate(request: HtmxHttpRequest, team_id: int, name: str) -> HttpResponse:
-    team = designer_selectors.get_team(user=request.user, team_id=team_id)
+    team = team_selectors.get_team(user=request.user, team_id=team_id)
     try:
         secret = selectors.get_secret(user=request.user, team_id=team.pk, name=name)
         secret_services.rotate_secret(actor=request.user, secret=secret, value=request.POST.get("value", ""))
@@ -68,7 +68,7 @@ def rotate(request: HtmxHttpRequest, team_id: int, name: str) -> HttpResponse:
 
 @signed_in("POST")
 def delete(request: HtmxHttpRequest, team_id: int, name: str) -> HttpResponse:
-    team = designer_selectors.get_team(user=request.user, team_id=team_id)
+    team = team_selectors.get_team(user=request.user, team_id=team_id)
     try:
         secret = selectors.get_secret(user=request.user, team_id=team.pk, name=name)
         secret_services.delete_secret(actor=request.user, secret=secret)

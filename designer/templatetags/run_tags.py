@@ -9,8 +9,8 @@ from django import template
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
-from designer.json_text import pretty_json
-from designer.views.run_display import short_id as _short_id
+from designer.core.json_text import pretty_json
+from designer.runs.display import short_id as _short_id
 
 register = template.Library()
 

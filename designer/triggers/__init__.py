@@ -3,5 +3,5 @@ cron expression in a time zone) and the record of each delivery or tick.
 
 ``models`` (tables), ``services`` (writes and the calls that fire runs), ``api`` (the DRF endpoints), ``cron``
 (the expression grammar and next-tick arithmetic), ``signature`` (signed webhook calls). The pages' views are
-still in ``designer.views.workflow_page``, beside the workflow page they are part of.
+still in ``designer.triggers.workflow_page``, beside the workflow page they are part of.
 """

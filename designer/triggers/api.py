@@ -16,9 +16,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from designer import selectors
-from designer.api.parsers import LimitedJSONParser
-from designer.api.schema import (
+from designer.access.permissions import require_workflow_role
+from designer.core.api_schema import (
     CHECKED_BEYOND,
     JSONObjectField,
     RequestSerializer,
@@ -26,13 +25,14 @@ from designer.api.schema import (
     StrictCharField,
     StrictIntegerField,
 )
-from designer.api.serializers import HAS_TEXT, ErrorSerializer
-from designer.errors import ObjectNotFound
+from designer.core.errors import ObjectNotFound
+from designer.core.parsers import LimitedJSONParser
+from designer.core.serializers import HAS_TEXT, ErrorSerializer
+from designer.core.untrusted import MAX_ID
 from designer.models import Schedule, Webhook
-from designer.permissions import require_workflow_role
 from designer.triggers import cron
 from designer.triggers import services as trigger_services
-from designer.untrusted import MAX_ID
+from designer.workflows import selectors as workflow_selectors
 
 ERRORS = {400: ErrorSerializer, 403: ErrorSerializer, 404: ErrorSerializer}
 RECENT = 5
@@ -159,7 +159,7 @@ class _Base(APIView):
     parser_classes = [LimitedJSONParser]
 
     def workflow(self, request: Request, workflow_id: int) -> Any:
-        workflow = selectors.get_workflow(user=request.user, workflow_id=workflow_id)
+        workflow = workflow_selectors.get_workflow(user=request.user, workflow_id=workflow_id)
         require_workflow_role(request.user, workflow, "viewer")
         return workflow
 

@@ -13,7 +13,7 @@ from django.conf import settings
 from django.db import models
 
 from designer.access.models import TeamScopedQuerySet
-from designer.fields import ExactJSONField
+from designer.core.fields import ExactJSONField
 from designer.runs.models import Run
 from designer.workflows.models import Workflow, WorkflowVersion
 

@@ -31,8 +31,9 @@ from django.db.models import Max
 from django.utils import timezone
 
 from designer.access.models import hash_secret
+from designer.access.permissions import require_workflow_role
 from designer.conf import trellis
-from designer.errors import (
+from designer.core.errors import (
     BadRequest,
     CronNeverFires,
     DesignerError,
@@ -42,13 +43,12 @@ from designer.errors import (
     RateLimited,
     UnknownTimeZone,
 )
+from designer.core.text import short_text
+from designer.core.untrusted import JSONInputError, form_json, loads_json, parse_id
 from designer.models import Run, Schedule, TriggerFire, Webhook, WebhookSignatureUse, Workflow, WorkflowVersion
-from designer.permissions import require_workflow_role
 from designer.runs.dispatch import enqueue, task_named
-from designer.services._text import short_text
-from designer.services.runs import begin_run
+from designer.runs.services import begin_run
 from designer.triggers import cron, signature
-from designer.untrusted import JSONInputError, form_json, loads_json, parse_id
 from runtime import WorkflowError
 from runtime.inspect import check_run_input
 

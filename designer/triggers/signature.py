@@ -25,7 +25,7 @@ from typing import Final
 
 from django.conf import settings
 
-from designer.errors import DesignerError
+from designer.core.errors import DesignerError
 
 HEADER: Final[str] = "Trellis-Signature"
 #: How far ``t`` may be from the server's clock, either way, in seconds (five minutes).

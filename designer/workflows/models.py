@@ -8,7 +8,7 @@ from django.conf import settings
 from django.db import models
 
 from designer.access.models import Team, TeamScopedQuerySet
-from designer.fields import ExactJSONField
+from designer.core.fields import ExactJSONField
 
 
 def empty_document() -> dict[str, Any]:

@@ -24,7 +24,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from designer.untrusted import JSONInputError, loads_json
+from designer.core.untrusted import JSONInputError, loads_json
 from runtime import WorkflowError
 from runtime.analysis import json_type
 from runtime.errors import InputValidationError

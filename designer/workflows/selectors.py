@@ -6,15 +6,15 @@ from typing import Any
 
 from django.db.models import Max, QuerySet
 
-from designer.errors import ObjectNotFound
+from designer.access.permissions import ROLE_RANK
+from designer.core.errors import ObjectNotFound
+from designer.core.untrusted import parse_id
 from designer.models import Team, Workflow, WorkflowGrant, WorkflowVersion
-from designer.permissions import ROLE_RANK
-from designer.untrusted import parse_id
 
 
 def workflows_for(*, user: Any) -> QuerySet[Workflow]:
     """The caller's workflows (their teams' own and those shared with one of their teams), annotated with
-    ``latest_version`` (None until published). The list filters are ``designer.filters.WorkflowFilter``."""
+    ``latest_version`` (None until published). The list filters are ``designer.workflows.filters.WorkflowFilter``."""
     qs = Workflow.objects.for_user(user).select_related("team")
     return qs.annotate(latest_version=Max("versions__number")).order_by("team__name", "name", "pk")
 
@@ -73,7 +73,3 @@ def grants_of(workflow: Workflow) -> QuerySet[WorkflowGrant]:
     return workflow.grants.select_related("team", "granted_by").order_by("team__name", "pk")
 
 
-def shared_with(team: Team) -> QuerySet[WorkflowGrant]:
-    """Other teams' workflows shared with a team already shown to the caller."""
-    return WorkflowGrant.objects.filter(team=team).select_related("workflow", "workflow__team").order_by(
-        "workflow__team__name", "workflow__name")

@@ -9,11 +9,11 @@ from django.db.models import F, Max
 from django.utils import timezone
 from django.utils.text import slugify
 
-from designer.analysis import analysis_for, analyze_document, dump_document, parse_document, remember_analysis
-from designer.errors import BadRequest, ObjectNotFound, RevisionConflict
+from designer.access.permissions import require_duplicate, require_own_team_role, require_role, require_workflow_role
+from designer.core.errors import BadRequest, ObjectNotFound, RevisionConflict
+from designer.core.untrusted import parse_id
 from designer.models import Team, Workflow, WorkflowVersion
-from designer.permissions import require_duplicate, require_own_team_role, require_role, require_workflow_role
-from designer.untrusted import parse_id
+from designer.workflows.analysis import analysis_for, analyze_document, dump_document, parse_document, remember_analysis
 from designer.workflows.patch import same_json
 from runtime import Analysis
 from runtime import Workflow as Document

@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from designer.access.permissions import require_workflow_role
 from designer.models import Workflow
-from designer.permissions import require_workflow_role
 from designer.workflows import operations as ops
 from designer.workflows.selectors import get_version
 from designer.workflows.services import SavedDocument, save_document

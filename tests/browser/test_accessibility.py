@@ -24,7 +24,7 @@ from playwright.sync_api import Page, expect
 from demo.data import load_demo
 from designer.models import Run, Workflow
 from designer.notifications import services as notification_services
-from designer.services import runs as run_services
+from designer.runs import services as run_services
 from designer.workflows import services as workflow_services
 from tests.browser.editor_page import EditorPage
 

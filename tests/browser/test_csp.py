@@ -60,7 +60,7 @@ def finished_run(demo: dict[str, Workflow], slug: str, run_worker: Any) -> Run:
     inherit the browser driver's pipes and event loop and can hang the session."""
     from django.contrib.auth import get_user_model
 
-    from designer.services import runs as run_services
+    from designer.runs import services as run_services
 
     workflow = demo[slug]
     run = run_services.start_run(actor=get_user_model().objects.get(username="demo"),

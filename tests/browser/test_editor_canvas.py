@@ -264,7 +264,7 @@ def test_a_run_on_the_graph_statuses_loop_counts_and_a_nodes_item(
     worker_env: dict[str, str], run_worker: Any,
 ) -> None:
     from designer.models import Run
-    from designer.services import runs as run_services
+    from designer.runs import services as run_services
 
     workflow = _workflow(user, team, nested_document(positions=True))
     run = run_services.start_run(actor=user, workflow=workflow, input={"customers": [

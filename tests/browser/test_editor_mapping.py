@@ -17,11 +17,11 @@ from typing import Any
 import pytest
 from playwright.sync_api import Locator, Page, expect
 
-from designer import catalog
 from designer.access import teams as team_services
-from designer.analysis import parse_document
 from designer.models import Membership, Run
+from designer.workflows import catalog
 from designer.workflows import services as workflow_services
+from designer.workflows.analysis import parse_document
 from runtime import Engine
 from tests.browser.editor_page import EditorPage
 

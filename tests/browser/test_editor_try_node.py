@@ -13,7 +13,7 @@ from playwright.sync_api import Page, expect
 
 from designer.access import teams as team_services
 from designer.models import Run
-from designer.services import runs as run_services
+from designer.runs import services as run_services
 from tests.browser.editor_page import EditorPage
 from tests.designer.nested_failure import CUSTOMERS, make_workflows
 

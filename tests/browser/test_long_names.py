@@ -11,7 +11,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from designer.access import teams as team_services
-from designer.services import runs as run_services
+from designer.runs import services as run_services
 from designer.triggers import services as trigger_services
 from designer.workflows import services as workflow_services
 from tests.browser.test_small_screen import DOCUMENT, open_editor_and_check_its_header, page_width

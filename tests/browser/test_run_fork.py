@@ -11,7 +11,7 @@ from playwright.sync_api import Page, expect
 
 from designer.access import teams as team_services
 from designer.models import Run
-from designer.services import runs as run_services
+from designer.runs import services as run_services
 from designer.workflows import services as workflow_services
 from runtime import WorkflowBuilder
 from tests.browser.run_page import show_the_settled_run

@@ -15,7 +15,7 @@ from playwright.sync_api import Page, ViewportSize, expect
 
 from demo.data import load_demo
 from designer.models import Run, Team
-from designer.services import runs as run_services
+from designer.runs import services as run_services
 from designer.workflows import services as workflow_services
 from tests.browser.test_runs import FINISH_MS, sign_in
 from tests.browser.test_runs_live_feed import slow_foreach

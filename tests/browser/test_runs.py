@@ -141,7 +141,7 @@ def test_viewer_has_no_run_controls_and_a_stranger_gets_404(
 ) -> None:
     from django.contrib.auth import get_user_model
 
-    from designer.services import runs as run_services
+    from designer.runs import services as run_services
 
     workflow = demo["spending-approval"]
     owner = get_user_model().objects.get(username="demo")

@@ -10,7 +10,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from designer.models import Run, Workflow
-from designer.services import runs as run_services
+from designer.runs import services as run_services
 from tests.browser.test_runs import sign_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

@@ -13,7 +13,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from designer.models import Team
-from designer.services import runs as run_services
+from designer.runs import services as run_services
 from designer.workflows import services as workflow_services
 from runtime import WorkflowBuilder
 from tests.browser.test_runs import FINISH_MS, sign_in

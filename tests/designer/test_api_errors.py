@@ -6,7 +6,7 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from designer.api.errors import render_error
+from designer.core.api_errors import render_error
 
 pytestmark = pytest.mark.django_db
 
@@ -47,7 +47,7 @@ def test_wrong_method_is_json_405(cast, api):
 
 
 def test_unexpected_errors_become_a_generic_json_500(cast, api, monkeypatch):
-    from designer import catalog
+    from designer.workflows import catalog
 
     def explode():
         raise RuntimeError("secret internals")

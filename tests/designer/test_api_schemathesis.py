@@ -47,7 +47,7 @@ def _keep_the_test_connection() -> Any:
 @pytest.fixture
 def owner_token(cast: Any, workflow: Any) -> str:
     from designer.access import tokens as token_services
-    from designer.services.runs import start_run
+    from designer.runs.services import start_run
     from designer.workflows import services as workflow_services
 
     workflow_services.publish_workflow(actor=cast.owner, workflow=workflow)

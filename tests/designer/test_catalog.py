@@ -7,7 +7,7 @@ from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.test import override_settings
 
-from designer import catalog
+from designer.workflows import catalog
 from runtime.errors import TaskRegistrationError
 from runtime.tasks import TaskRegistry, builtin_registry
 

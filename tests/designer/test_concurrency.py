@@ -12,7 +12,7 @@ import threading
 import pytest
 from django.db import connection
 
-from designer.errors import RevisionConflict
+from designer.core.errors import RevisionConflict
 from designer.models import Workflow, WorkflowVersion
 from designer.workflows import services
 

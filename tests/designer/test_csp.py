@@ -12,7 +12,7 @@ from django.conf import settings
 from django.test import Client
 from django.urls import reverse
 
-from designer.services import runs as run_services
+from designer.runs import services as run_services
 
 pytestmark = pytest.mark.django_db
 

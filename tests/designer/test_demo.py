@@ -14,9 +14,9 @@ from django.core.management import CommandError, call_command
 from django.urls import reverse
 
 from demo import data as demo
-from designer import catalog
 from designer.models import Membership, Team, Workflow, WorkflowVersion
-from designer.resolvers import TeamVersionResolver
+from designer.workflows import catalog
+from designer.workflows.resolvers import TeamVersionResolver
 from runtime import Engine, analyze
 from runtime.state import RuntimeContext
 from tests.runtime.document_support import plain_twin
@@ -145,7 +145,7 @@ import django
 django.setup()
 from django.apps import apps
 from django.core.management import get_commands
-from designer import catalog
+from designer.workflows import catalog
 print(json.dumps({"tasks": sorted(catalog.registry().names()), "demo_app": apps.is_installed("demo"),
                   "load_demo": "load_demo" in get_commands()}))
 """

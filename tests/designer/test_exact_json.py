@@ -1,5 +1,5 @@
 """Values come back from the database exactly as saved: NUL characters and object key order survive on every
-database (PostgreSQL's jsonb would refuse the one and reorder the other; designer/fields.py)."""
+database (PostgreSQL's jsonb would refuse the one and reorder the other; designer/core/fields.py)."""
 
 from __future__ import annotations
 

@@ -14,7 +14,7 @@ from django.test import Client
 from django.urls import reverse
 
 from designer.models import Run
-from designer.services import runs as run_services
+from designer.runs import services as run_services
 from designer.triggers import services as triggers
 from designer.workflows import services as workflow_services
 from tests.designer.clients import client_for

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from designer.json_text import pretty_json, pretty_json_html
+from designer.core.json_text import pretty_json, pretty_json_html
 
 
 def test_pretty_json_keeps_stored_key_order_and_unicode() -> None:

@@ -1,6 +1,7 @@
-"""The list filters (designer/filters.py): one FilterSet per list, read alike by the pages and the API. A value that
-cannot mean anything is dropped by a page (which shows the list without it and says so) and refused by the API
-(400 naming the parameter). Workflows shared with the caller's teams are in both workflow lists, marked."""
+"""The list filters (designer/core/filters.py): one FilterSet per list, read alike by the pages and the
+API. A value that cannot mean anything is dropped by a page (which shows the list without it and says so) and
+refused by the API (400 naming the parameter). Workflows shared with the caller's teams are in both workflow
+lists, marked."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from django.utils import timezone
 
 from designer.access import grants as grant_services
 from designer.models import Run
-from designer.services.runs import start_run
+from designer.runs.services import start_run
 from designer.workflows import services as workflow_services
 from tests.designer.clients import client_for
 

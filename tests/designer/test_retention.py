@@ -17,7 +17,7 @@ from django_tasks_db.models import DBTaskResult
 
 from designer.models import RecoveryChain, Run, RunCheckpoint, RunEvent
 from designer.runs import chain, retention
-from designer.services import runs as run_services
+from designer.runs import services as run_services
 from tests.designer.runs_support import counting_document, run_batch
 
 pytestmark = pytest.mark.django_db(transaction=True)

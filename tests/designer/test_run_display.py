@@ -9,9 +9,9 @@ from typing import Any
 from django.utils import timezone
 
 from demo.data import customer_orders, orders_via_subgraph, process_order, spending_approval
-from designer import catalog
 from designer.runs.checkpointer import event_row
-from designer.views.run_display import InFlight, build_timeline, short_id
+from designer.runs.display import InFlight, build_timeline, short_id
+from designer.workflows import catalog
 from runtime import Engine
 from runtime.engine import MappingResolver
 

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from designer.models import Run
+from designer.runs import services as run_services
 from designer.runs.executor import execute
-from designer.services import runs as run_services
 from tests.designer.clients import client_for
 from tests.designer.nested_failure import CUSTOMERS, make_workflows
 
@@ -114,7 +114,7 @@ def test_the_run_error_names_the_node_workflow_call_and_items_and_keeps_the_ids_
 def test_one_attempt_count_on_the_run_page_the_admin_and_the_api(cast: Any, failed_run: Run, make_user: Any) -> None:
     from django.urls import reverse
 
-    from designer.services import run_history
+    from designer.runs import history as run_history
 
     # A redrive makes the run's second attempt (it fails again: Bob's credit is still 0).
     run_history.redrive_run(actor=cast.editor, run=failed_run)
@@ -135,8 +135,8 @@ def test_a_redrive_28_s_later_is_a_gap_not_a_stretched_axis(cast: Any, failed_ru
     from django.utils import timezone
 
     from designer.models import RunEvent
-    from designer.services import run_history
-    from designer.views.run_display import build_timeline
+    from designer.runs import history as run_history
+    from designer.runs.display import build_timeline
 
     run_history.redrive_run(actor=cast.editor, run=failed_run)
     assert execute(failed_run.pk) == "failed"

@@ -11,11 +11,11 @@ import pytest
 from django.utils import timezone
 
 from designer.models import Run
-from designer.run_overlay import NODE_STATES, NodeRun, frame_state
+from designer.runs import history as run_history
+from designer.runs import services as run_services
+from designer.runs.display import build_timeline
 from designer.runs.executor import execute
-from designer.services import run_history
-from designer.services import runs as run_services
-from designer.views.run_display import build_timeline
+from designer.runs.overlay import NODE_STATES, NodeRun, frame_state
 from runtime import WorkflowBuilder
 from tests.designer.clients import client_for
 from tests.designer.nested_failure import CUSTOMERS, make_workflows

@@ -9,7 +9,7 @@ import pytest
 from django.utils import timezone
 
 from designer.models import ForeachBatch, ForeachBatchItem, Run, RunCheckpoint, RunEvent
-from designer.selectors.run_history import TolerantRedrive, tolerated_failures
+from designer.runs.history_selectors import TolerantRedrive, tolerated_failures
 
 pytestmark = pytest.mark.django_db
 

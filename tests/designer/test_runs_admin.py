@@ -10,7 +10,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from designer.models import Run, RunEvent
-from designer.services.runs import start_run
+from designer.runs.services import start_run
 
 pytestmark = pytest.mark.django_db
 

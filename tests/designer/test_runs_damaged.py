@@ -18,9 +18,9 @@ from django.urls import reverse
 from django.utils.html import escape as html_escape
 
 from designer.models import Run, RunEvent, RunStatePart
+from designer.runs import services as run_services
 from designer.runs.checkpoints import damage_of
 from designer.runs.executor import execute
-from designer.services import runs as run_services
 from designer.workflows import services as workflow_services
 from tests.designer.clients import client_for, htmx
 from tests.designer.runs_support import counting_document, greeting_document

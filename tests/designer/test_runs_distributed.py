@@ -210,7 +210,7 @@ def test_a_worker_killed_mid_batch_loses_nothing_and_reruns_no_committed_item(ap
 def test_cancelling_a_waiting_run_cancels_it_at_once_and_its_batches_stop(api: Any, cast: Any,
                                                                           batch_env: dict[str, str]) -> None:
     from designer.runs import batches
-    from designer.services import runs as run_services
+    from designer.runs import services as run_services
 
     workflow = workflow_services.create_workflow(actor=cast.owner, team=cast.team, name="Spread",
                                                  document=document(batch_size=2, in_flight=1))

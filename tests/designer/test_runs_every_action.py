@@ -23,8 +23,8 @@ from drf_spectacular.generators import SchemaGenerator
 from rest_framework.test import APIClient
 
 from designer.models import Run, RunCheckpoint, RunEvent, RunInput, RunStatePart
+from designer.runs import services as run_services
 from designer.runs.executor import execute
-from designer.services import runs as run_services
 from designer.workflows import services as workflow_services
 from runtime import WorkflowBuilder
 from tests.designer.clients import client_for, htmx

@@ -15,7 +15,7 @@ from django.urls import reverse
 
 from designer.models import ForeachBatch, ForeachBatchItem, Run, RunEvent
 from designer.runs.checkpointer import OrmCheckpointer
-from designer.views.runs import LIVE_EVENTS
+from designer.runs.views import LIVE_EVENTS
 from runtime import Engine, RunState, Workflow, WorkflowBuilder
 from runtime.state import SequentialIds
 from runtime.tasks import TaskRegistry

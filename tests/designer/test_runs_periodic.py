@@ -1,4 +1,4 @@
-"""The periodic thread behind the lease heartbeat and the cancel watch (``designer.periodic``)."""
+"""The periodic thread behind the lease heartbeat and the cancel watch (``designer.core.periodic``)."""
 
 from __future__ import annotations
 

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from designer import catalog
 from designer.runs.steps import StepProcessPool
+from designer.workflows import catalog
 from runtime import Engine, WorkflowBuilder
 from runtime.engine import StepCall
 from runtime.errors import StepCancelledError, StepMemoryError, StepResultTooLargeError, StepTimeoutError, TaskError
@@ -173,7 +173,7 @@ ORPHAN_SCRIPT = """
 import os, sys, threading
 import django
 django.setup()
-from designer import catalog
+from designer.workflows import catalog
 from designer.runs.steps import StepProcessPool
 from runtime.engine import StepCall
 from runtime.state import RuntimeContext

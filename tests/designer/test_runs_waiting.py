@@ -157,7 +157,7 @@ def test_an_early_duplicate_task_leaves_a_waiting_run_one_future_task(cast: Any,
     from django.utils import timezone
 
     from designer.runs.executor import execute
-    from designer.services.runs import start_run as start
+    from designer.runs.services import start_run as start
 
     run = start(actor=cast.editor, workflow=cast.workflow("Waiting", counting_document()),
                 input={"x": 1, "pause": 120})

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from designer.models import Run
-from designer.services import runs as run_services
+from designer.runs import services as run_services
 from designer.workflows import services as workflow_services
 from runtime.errors import WorkflowValidationError
 

@@ -8,7 +8,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from designer.views.schema_form import build_form, parse_form, with_error
+from designer.core.schema_form import build_form, parse_form, with_error
 
 SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -97,7 +97,7 @@ def test_runtime_errors_attach_to_their_fields() -> None:
 
 
 @settings(max_examples=200, deadline=None)
-# Any valid Unicode, NUL included (the run's JSON columns keep it exactly; designer/fields.py).
+# Any valid Unicode, NUL included (the run's JSON columns keep it exactly; designer/core/fields.py).
 @given(st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=40),
        st.integers(min_value=-(10**12), max_value=10**12),
        st.floats(allow_nan=False, allow_infinity=False, width=32))

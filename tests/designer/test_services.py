@@ -6,7 +6,7 @@ import pytest
 
 from designer.access import invitations as invitation_services
 from designer.access import teams as team_services
-from designer.errors import (
+from designer.core.errors import (
     ActionForbidden,
     BadRequest,
     DocumentInvalid,

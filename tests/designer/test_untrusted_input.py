@@ -17,8 +17,8 @@ from django.urls import reverse
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from designer.errors import BadRequest
-from designer.untrusted import MAX_JSON_DEPTH, JSONInputError, form_json, loads_json, nesting_depth, parse_id
+from designer.core.errors import BadRequest
+from designer.core.untrusted import MAX_JSON_DEPTH, JSONInputError, form_json, loads_json, nesting_depth, parse_id
 from tests.designer.clients import client_for
 
 pytestmark = pytest.mark.django_db
@@ -196,7 +196,7 @@ def test_api_ids_beyond_64_bits_are_not_found(cast: Any, api: Any, workflow: Any
     assert client.delete(member).status_code == 404
 
     listed = client.get(reverse("api:workflow-list"), {"team": HUGE})
-    # A filter value that cannot name any team is a 400 naming the parameter (designer.filters), as for runs.
+    # A filter value that cannot name any team is a 400 naming the parameter (designer.core.filters), as for runs.
     assert listed.status_code == 400 and listed.json()["field"] == "team", listed.json()
 
 

@@ -16,7 +16,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from designer.models import Run
-from designer.services import runs as run_services
+from designer.runs import services as run_services
 from designer.workflows import services as workflow_services
 from tests.designer.clients import client_for, htmx
 

@@ -8,7 +8,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from designer.errors import BadRequest
+from designer.core.errors import BadRequest
 from designer.workflows.operations.fields import NODE_ID, Document, find_node
 from designer.workflows.operations.registry import Applied, Args, Context, Op, operation
 

@@ -6,8 +6,8 @@ import copy
 import math
 from typing import Any
 
-from designer.errors import BadRequest
-from designer.untrusted import form_json
+from designer.core.errors import BadRequest
+from designer.core.untrusted import form_json
 from designer.workflows.operations.fields import (
     BRANCH_OPS,
     NODE_ID,

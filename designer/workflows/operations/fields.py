@@ -7,8 +7,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from designer.errors import BadRequest
-from designer.untrusted import JSONInputError, loads_json
+from designer.core.errors import BadRequest
+from designer.core.untrusted import JSONInputError, loads_json
 from runtime.errors import PathSyntaxError
 from runtime.paths import LocalPath, parse_local_path, parse_source_path
 

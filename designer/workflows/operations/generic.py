@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Mapping
 
-from designer.errors import BadRequest
+from designer.core.errors import BadRequest
 from designer.workflows.operations.fields import Document
 from designer.workflows.operations.registry import Applied, Args, Context, diffed, operation
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable
 
-from designer.errors import BadRequest
-from designer.untrusted import form_json
+from designer.core.errors import BadRequest
+from designer.core.untrusted import form_json
 from designer.workflows.operations.edits import (
     SCHEMA_KEYS,
     add_branch_case,

@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from designer.errors import BadRequest
+from designer.core.errors import BadRequest
 from designer.workflows.operations.fields import Document
 
 Op = dict[str, Any]

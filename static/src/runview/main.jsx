@@ -2,7 +2,7 @@
 // (in words and colour), each loop with done / failed / running / total, each subgraph call openable as its
 // child scope (a breadcrumb leads back). A click on a node opens its executions in the side panel (an htmx
 // partial). While the run goes, every poll of the live page (#run-poll) brings the states anew.
-// Everything it shows comes from /runs/<id>/graph/ (designer/views/run_graph.py); this file only draws it.
+// Everything it shows comes from /runs/<id>/graph/ (designer/runs/graph_views.py); this file only draws it.
 import "@xyflow/react/dist/style.css";
 import {
   Background,

@@ -17,7 +17,7 @@ from django.urls import reverse
 
 from designer.access import grants as grant_services
 from designer.models import Run, WorkflowGrant
-from designer.services.runs import start_run
+from designer.runs.services import start_run
 from designer.workflows import services as workflow_services
 from runtime import WorkflowBuilder
 from runtime.errors import WorkflowValidationError

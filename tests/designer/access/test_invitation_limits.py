@@ -72,7 +72,7 @@ def test_the_team_page_says_why_in_the_form_with_the_same_status(cast: Any, sett
 @pytest.mark.django_db(transaction=True)
 def test_parallel_invitations_to_one_address_never_pass_the_limit(make_user: Any) -> None:
     from designer.access import invitations, teams
-    from designer.errors import InvitationsLimited
+    from designer.core.errors import InvitationsLimited
 
     owner = make_user("parallel-owner")
     team = teams.create_team(actor=owner, name="Parallel")

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from designer.errors import BadRequest
+from designer.core.errors import BadRequest
 from designer.workflows import operations as edits
 
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from designer import analysis as doc_analysis
+from designer.workflows import analysis as doc_analysis
 from tests.designer.clients import client_for
 
 pytestmark = pytest.mark.django_db

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
+from designer.runs import services as run_services
 from designer.runs.executor import execute
-from designer.services import runs as run_services
 from tests.designer.clients import client_for
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -93,8 +93,8 @@ def test_viewers_cannot_try_a_node(client: Any, cast: Any, workflow: Any) -> Non
 
 def test_a_past_run_of_a_loop_offers_each_execution_and_the_chosen_ones_values_are_the_sample(
         client: Any, cast: Any, env: dict[str, str]) -> None:
+    from designer.runs import services as run_services
     from designer.runs.executor import execute
-    from designer.services import runs as run_services
     from tests.designer.nested_failure import CUSTOMERS, make_workflows
 
     parent = make_workflows(cast.owner, cast.team)

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from designer.errors import BadRequest
+from designer.core.errors import BadRequest
 from designer.workflows import operations as edits
 from tests.designer.clients import client_for, inspector, post_change
 

@@ -16,7 +16,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from designer.access import teams as team_services
 from designer.models import ForeachBatch, Run, WorkerHeartbeat
-from designer.services import runs as run_services
+from designer.runs import services as run_services
 from designer.workflows import services as workflow_services
 from runtime import WorkflowBuilder
 from tests.designer.runs_support import (

@@ -19,7 +19,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from designer.access import teams as team_services
 from designer.models import Run, RunEvent
 from designer.monitoring import tracing
-from designer.services import runs as run_services
+from designer.runs import services as run_services
 from designer.workflows import services as workflow_services
 from runtime import WorkflowBuilder
 from tests.designer.runs_support import run_batch, start_run, worker_environment

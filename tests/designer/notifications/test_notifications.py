@@ -15,11 +15,11 @@ import pytest
 from django.db.models import Max
 
 from designer.access import teams as team_services
+from designer.core.schema_form import FIELD_PREFIX
 from designer.models import AnswerLink, Delivery, Membership, Run
 from designer.notifications import services as notification_services
-from designer.services import runs as run_services
+from designer.runs import services as run_services
 from designer.triggers import signature
-from designer.views.schema_form import FIELD_PREFIX
 from designer.workflows import services as workflow_services
 from runtime import WorkflowBuilder
 from tests.conftest import REPO_ROOT

@@ -22,8 +22,8 @@ from hypothesis import strategies as st
 from designer.access import teams as team_services
 from designer.models import QueuedTask, Run, Team
 from designer.runs import fair_worker, fairness
+from designer.runs import services as run_services
 from designer.runs.fairness import Load, Policy, Queued, choose
-from designer.services import runs as run_services
 from designer.workflows import services as workflow_services
 from runtime import WorkflowBuilder
 from tests.conftest import REPO_ROOT

@@ -12,8 +12,8 @@ import pytest
 
 from designer.access import teams as team_services
 from designer.models import Run
-from designer.services import run_history
-from designer.services import runs as run_services
+from designer.runs import history as run_history
+from designer.runs import services as run_services
 from designer.workflows import services as workflow_services
 from runtime import WorkflowBuilder
 from tests.conftest import REPO_ROOT

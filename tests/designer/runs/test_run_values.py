@@ -14,10 +14,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from designer.access import teams as team_services
-from designer.errors import BadRequest
+from designer.core.errors import BadRequest
 from designer.models import Run, RunValue
+from designer.runs import services as run_services
 from designer.runs import values as run_values
-from designer.services import runs as run_services
 from designer.workflows import services as workflow_services
 from runtime import WorkflowBuilder
 

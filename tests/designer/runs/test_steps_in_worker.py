@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from designer import catalog
 from designer.runs.steps import IN_WORKER_TASKS, StepProcessPool, runs_in_worker
+from designer.workflows import catalog
 from runtime.engine import StepCall
 from runtime.errors import StepResultTooLargeError, StepTimeoutError, TaskError
 from runtime.state import RuntimeContext

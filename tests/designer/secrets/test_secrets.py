@@ -16,9 +16,9 @@ from cryptography.fernet import Fernet
 from django.db import connection
 
 from designer.models import Run, Secret, SecretUse
+from designer.runs import services as run_services
 from designer.secrets import crypto
 from designer.secrets import services as secret_services
-from designer.services import runs as run_services
 from designer.workflows import services as workflow_services
 from runtime import WorkflowBuilder
 

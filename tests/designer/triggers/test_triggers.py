@@ -89,7 +89,7 @@ def test_calls_beyond_the_rate_limit_get_429_with_retry_after(client: Any, cast:
 
 
 def test_a_webhook_needs_a_published_version(cast: Any, workflow: Any) -> None:
-    from designer.errors import NotPublished
+    from designer.core.errors import NotPublished
 
     with pytest.raises(NotPublished, match="publish the workflow first"):
         _hook(cast, workflow)

@@ -213,7 +213,7 @@ def test_a_rotated_server_key_still_verifies_through_the_fallbacks(client: Any, 
 
 
 def test_an_unknown_mode_is_refused(cast: Any, published: Any) -> None:
-    from designer.errors import BadRequest
+    from designer.core.errors import BadRequest
 
     with pytest.raises(BadRequest, match="'url'.*'signed'"):
         triggers.create_webhook(actor=cast.editor, workflow=published, name="x", mode="jwt")

@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from designer.analysis import dump_document, parse_document
-from designer.errors import BadRequest
+from designer.core.errors import BadRequest
 from designer.workflows import operations as ops
+from designer.workflows.analysis import dump_document, parse_document
 
 RAW: dict[str, Any] = {
     "id": "orders",

@@ -1,0 +1,157 @@
+"""Who may do what in a team.
+
+Roles are ordered: a viewer reads, an editor also edits, publishes and runs,
+an owner also manages members. Not being a member at all looks exactly like
+the object not existing (``ObjectNotFound``), so nobody learns what other teams hold.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final, Literal
+
+from designer.access.models import token_limits
+from designer.core.errors import ActionForbidden, ObjectNotFound
+from designer.core.untrusted import parse_id
+from designer.models import Membership, Team, Workflow, WorkflowGrant
+
+Role = Literal["viewer", "runner", "editor", "owner"]
+
+#: Team roles are viewer, editor, owner. ``runner`` exists only in workflow grants (``WorkflowGrant``): between
+#: viewer and editor, it reads and starts runs. One ladder for both, so a workflow's role is the higher of the
+#: caller's role in its team and the best grant of it to one of the caller's teams.
+ROLE_RANK: Final[dict[str, int]] = {"viewer": 1, "runner": 2, "editor": 3, "owner": 4}
+
+#: What each role may do, for messages and the team page.
+ACTIONS: Final[dict[str, str]] = {
+    "viewer": "read",
+    "runner": "start runs",
+    "editor": "edit, publish and run",
+    "owner": "manage members",
+}
+
+#: The one rule for duplicating a workflow, shown in the API schema and on the pages.
+DUPLICATE_RULE: Final[str] = (
+    "Duplicating needs the editor role in the workflow's team for a copy in that same team; a copy into another "
+    "team needs the owner role in the workflow's team (taking a workflow out of a team is the owners' decision) "
+    "and the editor role in the target team. A workflow shared with your team by another team cannot be duplicated."
+)
+
+
+def role_of(user: Any, team: Team | int) -> str | None:
+    """The user's role in ``team``, or None when they are not a member."""
+    if user is None or not getattr(user, "is_authenticated", False):
+        return None
+    team_id = team.pk if isinstance(team, Team) else parse_id(team)
+    if team_id is None:  # not an id at all (or beyond the column): no team, so no role
+        return None
+    token_team, read_only = token_limits(user)
+    if token_team is not None and token_team != team_id:
+        return None  # an API token limited to another team: this one looks absent
+    role = Membership.objects.filter(user=user, team_id=team_id).values_list("role", flat=True).first()
+    if role is not None and read_only:
+        return "viewer"  # a read-only token reads, whatever the user's role
+    return role
+
+
+def has_role(role: str | None, minimum: Role) -> bool:
+    return role is not None and ROLE_RANK[role] >= ROLE_RANK[minimum]
+
+
+def require_role(user: Any, team: Team | int, minimum: Role, *, what: str = "this") -> str:
+    """Return the user's role, or raise: ``ObjectNotFound`` for non-members, ``ActionForbidden`` when too low."""
+    role = role_of(user, team)
+    if role is None:
+        raise ObjectNotFound(f"{what} does not exist or is not shared with you")
+    if not has_role(role, minimum):
+        raise ActionForbidden(
+            f"your role in this team is {role}; you need to be {minimum} or above to "
+            f"{ACTIONS[minimum]}",
+            role=role,
+            required=minimum,
+        )
+    return role
+
+
+def require_duplicate(user: Any, *, source_team_id: int, target_team_id: int) -> None:
+    """Enforce ``DUPLICATE_RULE``: the API, the workflow list and the sharing page all call this (through
+    ``services.workflows.duplicate_workflow``), so there is one rule everywhere. (A workflow shared with the
+    caller's team through a grant is not in a team of theirs: ``duplicate_workflow`` refuses it first.)"""
+    role = require_role(user, source_team_id, "viewer", what="this workflow")
+    if target_team_id == source_team_id:
+        if not has_role(role, "editor"):
+            raise ActionForbidden(
+                f"your role in this team is {role}; duplicating a workflow needs editor or above",
+                role=role, required="editor",
+            )
+        return
+    if not has_role(role, "owner"):
+        raise ActionForbidden(
+            f"your role in this workflow's team is {role}; only its owners may copy it into another team",
+            role=role, required="owner",
+        )
+    require_role(user, target_team_id, "editor", what="the target team")
+
+
+def may_duplicate(user: Any, *, source_role: str | None, target_role: str | None, same_team: bool) -> bool:
+    """``DUPLICATE_RULE`` as a yes/no for showing or hiding a page's controls (from already-known roles)."""
+    if same_team:
+        return has_role(source_role, "editor")
+    return has_role(source_role, "owner") and has_role(target_role, "editor")
+
+
+def grant_role_of(user: Any, workflow_id: int) -> str | None:
+    """The best role the caller's teams were granted on another team's workflow (None: no grant)."""
+    if user is None or not getattr(user, "is_authenticated", False):
+        return None
+    token_team, read_only = token_limits(user)
+    teams = Membership.objects.filter(user=user)
+    if token_team is not None:
+        teams = teams.filter(team_id=token_team)
+    roles = WorkflowGrant.objects.filter(workflow_id=workflow_id, team_id__in=teams.values("team_id")).values_list(
+        "role", flat=True)
+    best = max(roles, key=ROLE_RANK.__getitem__, default=None)
+    return "viewer" if best is not None and read_only else best
+
+
+def workflow_role(user: Any, workflow: Workflow) -> str | None:
+    """The caller's role on one workflow: their role in its team, or a grant to one of their teams, the higher."""
+    roles = [role for role in (role_of(user, workflow.team_id), grant_role_of(user, workflow.pk)) if role]
+    return max(roles, key=ROLE_RANK.__getitem__, default=None)
+
+
+def require_workflow_role(user: Any, workflow: Workflow, minimum: Role, *, what: str = "this workflow") -> str:
+    """Like ``require_role`` for one workflow (team membership or a grant): ``ObjectNotFound`` without any access,
+    ``ActionForbidden`` when too low."""
+    role = workflow_role(user, workflow)
+    if role is None:
+        raise ObjectNotFound(f"{what} does not exist or is not shared with you")
+    if not has_role(role, minimum):
+        raise ActionForbidden(
+            f"your role on this workflow is {role}; you need to be {minimum} or above to {ACTIONS[minimum]}",
+            role=role,
+            required=minimum,
+        )
+    return role
+
+
+#: What ``SHARING_RULE`` guards, in the words of its 403.
+SEE_SHARING: Final[str] = "see whom it is shared with"
+
+#: The one rule for a workflow's sharing (its members and grants): the page ``/workflows/{id}/sharing/`` and the
+#: API's ``/api/workflows/{id}/grants/`` both call ``require_own_team_role``.
+SHARING_RULE: Final[str] = (
+    "Whom a workflow is shared with is shown to members of its own team (owners also share and stop sharing it). "
+    "A team the workflow is shared with gets 403 permission.denied there (it knows the workflow exists, so it is "
+    "told why); anyone else gets 404, as for any workflow that is not theirs."
+)
+
+
+def require_own_team_role(user: Any, workflow: Workflow, minimum: Role, *, action: str) -> str:
+    """For what only the workflow's own team may do (delete it, copy it out, manage its grants): a caller who
+    sees it through a grant is told so (403), anyone else finds nothing (404)."""
+    if role_of(user, workflow.team_id) is None and grant_role_of(user, workflow.pk) is not None:
+        raise ActionForbidden(
+            f"this workflow is shared with your team; only members of its own team may {action}",
+            required=minimum,
+        )
+    return require_role(user, workflow.team_id, minimum, what="this workflow")

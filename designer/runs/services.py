@@ -1,0 +1,206 @@
+"""Starting, answering and cancelling runs.
+
+Each service is one transaction that records the caller's intent on the run
+row and, when a worker is needed, enqueues ``execute_run`` in the same
+transaction (with the database task backend the task row commits together
+with the run, so a crash can never leave one without the other). The worker
+does everything else; see ``designer.runs``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from django.db import transaction
+from django.db.models import Max, Q
+from django.utils import timezone
+
+from designer.access.permissions import require_own_team_role, require_workflow_role
+from designer.core.errors import BadRequest, NotPublished, ResumeInvalid, RunConflict
+from designer.models import Run, Workflow
+from designer.runs import queue
+from designer.runs.checkpoints import checkpoint_of
+from designer.runs.lease import lease_is_free
+from designer.runs.pinning import pin_subgraph_versions
+from designer.workflows.analysis import analyze_document, dump_document, parse_document
+from designer.workflows.resolvers import TeamVersionResolver
+from designer.workflows.selectors import get_version, versions_of
+from runtime.errors import ResumeError
+from runtime.inspect import check_resume, check_run_input
+
+
+def _check_input(data: object) -> dict[str, Any]:
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise BadRequest(f"a run's input is a JSON object, got {type(data).__name__}", field="input")
+    return data
+
+
+#: ``version`` of a run of the workflow's current draft: asked for by name, since a run that names no version
+#: runs the latest published one (as webhooks and schedules do).
+DRAFT: Final = "draft"
+#: ``version`` of a run of the workflow's newest published version.
+LATEST: Final = "latest"
+
+
+def _check_version(workflow: Workflow, version: object) -> int | None:
+    """The published version number ``version`` asks for, or None for the draft."""
+    if version == DRAFT:
+        return None
+    if version == LATEST:
+        latest = versions_of(workflow).aggregate(latest=Max("number"))["latest"]
+        if latest is None:
+            raise NotPublished(f"workflow {workflow.name!r} has no published version to run: publish it, or ask "
+                               f"for the draft with version \"draft\"", field="version")
+        return int(latest)
+    if isinstance(version, bool) or not isinstance(version, int):
+        raise BadRequest(f"version is a published version number or \"draft\" (the current draft), got "
+                         f"{version!r}", field="version")
+    return version
+
+
+@transaction.atomic
+def start_run(*, actor: Any, workflow: Workflow, input: object = None, version: object = DRAFT) -> Run:
+    """Record a run of ``workflow`` (a published ``version`` number, ``LATEST`` or ``DRAFT``) and enqueue it.
+    A draft must be free of errors; its document is snapshotted, so editing it later does not change what
+    runs. Code names what it runs; the HTTP API's default, when a request names nothing, is ``LATEST``."""
+    require_workflow_role(actor, workflow, "runner")
+    return begin_run(workflow=workflow, input=input, version=version,
+                     created_by=actor if getattr(actor, "is_authenticated", False) else None)
+
+
+@transaction.atomic
+def begin_run(*, workflow: Workflow, input: object, version: object, created_by: Any = None) -> Run:
+    """``start_run`` without the permission check, for starters that were authorised when they were set up
+    (a webhook's secret, a schedule): records the run and enqueues it, or raises with nothing recorded."""
+    run_input = _check_input(input)
+    number = _check_version(workflow, version)
+    workflow_version = None
+    if number is None:
+        document = parse_document(workflow.document)
+        # Refuse now, with every diagnostic, rather than fail later in the worker.
+        analyze_document(document, team=workflow.team_id).raise_for_errors()
+        snapshot = dump_document(document)
+    else:
+        workflow_version = get_version(workflow=workflow, number=number)
+        snapshot = workflow_version.document
+    # The engine checks again; checking here turns a bad input into a 400 with per-field errors.
+    check_run_input(snapshot, run_input)
+    pins = pin_subgraph_versions(parse_document(snapshot), TeamVersionResolver(workflow.team_id))
+    run = Run.objects.create(
+        team_id=workflow.team_id,
+        workflow=workflow,
+        workflow_version=workflow_version,
+        document=snapshot,
+        input=run_input,
+        subgraph_versions=pins,
+        status=Run.Status.QUEUED,
+        created_by=created_by,
+    )
+    run.runtime_id = Run.runtime_id_for(run.pk)
+    run.save(update_fields=["runtime_id"])
+    queue.enqueue_run(run.pk)
+    run.refresh_from_db()
+    return run
+
+
+def _open_interrupt_ids(run: Run) -> set[str]:
+    ids: set[str] = set()
+    for record in run.interrupts or []:
+        if isinstance(record, dict) and isinstance(record.get("id"), str):
+            ids.add(record["id"])
+    return ids
+
+
+@transaction.atomic
+def resume_run(*, actor: Any, run: Run, interrupt_id: object, value: object = None, label: object = None) -> Run:
+    """Answer one open interrupt of an interrupted run; a worker applies the answer and continues.
+
+    The answer is stored on the row (``resume_request``) before the task is enqueued, so a worker that dies
+    before its next checkpoint leaves it for the one that recovers the run.
+    """
+    require_workflow_role(actor, run.workflow, "runner", what="this run")
+    if not isinstance(interrupt_id, str) or not interrupt_id:
+        raise BadRequest("interrupt_id names one of the run's open interrupts", field="interrupt_id")
+    if label is not None and (not isinstance(label, str) or not label):
+        raise BadRequest("label is a non-empty string or null", field="label")
+    locked = Run.objects.select_for_update().get(pk=run.pk)
+    # A damaged checkpoint is refused before anything else (CorruptRunStateError, runstate.corrupt): its
+    # interrupts column cannot be trusted to describe a state that cannot be read.
+    checkpoint = checkpoint_of(locked)
+    # A waiting run may have open questions too (another frame of it sleeps until a time).
+    if locked.status not in (Run.Status.INTERRUPTED, Run.Status.WAITING) or locked.resume_request:
+        raise RunConflict(
+            f"run {run.pk} is {locked.status}; only a run waiting for an answer can be resumed",
+            status=locked.status,
+        )
+    if interrupt_id not in _open_interrupt_ids(locked):
+        raise RunConflict(
+            f"run {run.pk} has no open interrupt {interrupt_id!r}",
+            interrupt_id=interrupt_id,
+            open_interrupts=sorted(_open_interrupt_ids(locked)),
+        )
+    try:
+        if checkpoint is None:
+            raise ResumeError(f"run {run.pk} has no checkpoint to resume", interrupt_id=interrupt_id)
+        chosen, checked = check_resume(checkpoint.state, interrupt_id, value, label)
+    except ResumeError as exc:
+        raise ResumeInvalid(exc.message, interrupt_id=interrupt_id, errors=exc.details.get("errors")) from None
+    locked.resume_request = {"interrupt_id": interrupt_id, "value": checked, "label": chosen}
+    asked = next((r for r in locked.interrupts or [] if isinstance(r, dict) and r.get("id") == interrupt_id), {})
+    locked.answers = [*(locked.answers or []), {
+        "interrupt_id": interrupt_id, "node_id": asked.get("node_id", ""), "prompt": asked.get("prompt", ""),
+        "label": chosen, "value": checked, "by": actor.get_username(), "at": timezone.now().isoformat(),
+    }]
+    locked.status = Run.Status.QUEUED
+    locked.save(update_fields=["resume_request", "answers", "status"])
+    queue.enqueue_run(locked.pk)
+    locked.refresh_from_db()
+    return locked
+
+
+@transaction.atomic
+def cancel_run(*, actor: Any, run: Run) -> Run:
+    """Cancel a run. A run no worker holds (queued, waiting, interrupted, or orphaned by a dead worker) is cancelled
+    at once; a running one is flagged and its worker stops at the next superstep."""
+    require_workflow_role(actor, run.workflow, "runner", what="this run")
+    return cancel(run_id=run.pk)
+
+
+@transaction.atomic
+def cancel(*, run_id: int) -> Run:
+    """``cancel_run`` without the permission check, for the admin action and internal callers."""
+    stopped = (
+        Run.objects.filter(pk=run_id, status__in=(Run.Status.QUEUED, Run.Status.RUNNING, Run.Status.INTERRUPTED,
+                                                  Run.Status.WAITING))
+        .filter(lease_is_free() | Q(status__in=(Run.Status.INTERRUPTED, Run.Status.WAITING)))
+        .update(
+            status=Run.Status.CANCELLED,
+            cancel_requested=True,
+            resume_request=None,
+            finished_at=timezone.now(),
+            lease_owner="",
+            lease_expires_at=None,
+        )
+    )
+    if not stopped:
+        flagged = Run.objects.filter(pk=run_id, status=Run.Status.RUNNING).update(cancel_requested=True)
+        if not flagged:
+            current = Run.objects.get(pk=run_id)
+            raise RunConflict(f"run {run_id} has already finished ({current.status})", status=current.status)
+    return Run.objects.select_related("workflow", "workflow_version", "created_by").get(pk=run_id)
+
+
+@transaction.atomic
+def delete_run(*, actor: Any, run: Run) -> None:
+    """Delete a run with its trace and checkpoint, whatever its checkpoint holds (a damaged one included).
+
+    A run a live worker holds is refused: cancel it first, so the worker is not left writing into nothing.
+    """
+    # Run history belongs to the workflow's own team: a team it is shared with may run it, not erase its runs.
+    require_own_team_role(actor, run.workflow, "editor", action="delete its runs")
+    held = Run.objects.select_for_update().filter(pk=run.pk, status=Run.Status.RUNNING).exclude(lease_is_free())
+    if held.exists():
+        raise RunConflict(f"run {run.pk} is running in a worker; cancel it, then delete it", status=run.status)
+    Run.objects.filter(pk=run.pk).delete()
