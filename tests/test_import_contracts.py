@@ -1,8 +1,9 @@
 """Import contracts (issue 28), read from the source as CI sees it: no import cycle among the modules of
 ``designer`` and ``runtime`` (function-local imports count as edges), no function-local import but those a
 module cannot do earlier (each listed here with its reason), and the designer's domain packages depend in one
-declared direction. ``runtime`` never importing Django or the designer, and the designer using only runtime's
-public names, are ``tests/test_runtime_layering.py`` and ``tests/designer/test_runtime_boundary.py``."""
+declared direction; every designer module lives in a domain package, in ``designer/core/`` (shared, under every
+domain) or is a declared root module. ``runtime`` never importing Django or the designer, and the designer using
+only runtime's public names, are ``tests/test_runtime_layering.py`` and ``tests/designer/test_runtime_boundary.py``."""
 
 from __future__ import annotations
 
@@ -14,9 +15,31 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 PACKAGES = ("designer", "runtime")
 
-#: A domain package may import only the domains before it. The layers not yet moved into a domain
-#: (designer's root modules, services/, selectors/, views/, api/) are not ordered yet.
+#: A domain package may import only the domains before it (and designer.core, designer.conf, designer.models).
 DOMAIN_ORDER = ("access", "secrets", "workflows", "monitoring", "runs", "triggers", "notifications", "editor")
+
+#: What every domain shares; it imports no domain, so any domain may import it.
+SHARED = "core"
+
+#: The designer modules that belong to no domain, and why. Everything else lives in a domain package or core.
+ROOT_MODULES = {
+    "designer": "the package",
+    "designer.apps": "the Django app; ready() wires the domains together",
+    "designer.conf": "every TRELLIS_* setting (read by every domain, imports none)",
+    "designer.models": "gathers every domain's models, where Django looks for the app's models",
+    "designer.admin": "gathers every domain's admin; the team's admin, which shows access and runs together",
+    "designer.urls": "orders every domain's pages and API",
+    "designer.tasks": "the django.tasks entry points, handed to runs/dispatch.py when the app is ready",
+    "designer.settings": "the Django settings",
+    "designer.settings_dev": "the development settings",
+    "designer.wsgi": "the WSGI entry point",
+    "designer.asgi": "the ASGI entry point",
+    "designer.gunicorn_conf": "the web server's settings",
+    "designer.templatetags": "Django finds template tags only in the app's templatetags package",
+    "designer.templatetags.run_tags": "as above",
+    "designer.management": "Django finds commands only in the app's management package",
+    "designer.management.commands": "as above",
+}
 
 #: (module, imported module) -> why the import cannot sit at the top of the module.
 FUNCTION_LOCAL = {
@@ -170,6 +193,51 @@ def test_function_local_imports_are_only_those_that_cannot_move_up() -> None:
     assert unexplained == [], "move these imports to the top of their module, or say here why they cannot be"
     stale = sorted(set(FUNCTION_LOCAL) - local)
     assert stale == [], "these function-local imports are gone: take them off FUNCTION_LOCAL"
+
+
+def _is_root_command(module: str) -> bool:
+    return module.startswith("designer.management.commands.")
+
+
+def test_every_designer_module_lives_in_a_domain_or_is_declared() -> None:
+    """designer/ is laid out by domain: a module outside the domain packages and core must say here why."""
+    stray = sorted(
+        module for module in _modules()
+        if module.startswith("designer") and _domain(module) is None and not module.startswith(f"designer.{SHARED}")
+        and module not in ROOT_MODULES and not _is_root_command(module)
+    )
+    assert stray == [], "move these into a domain package (or designer/core/), or declare them in ROOT_MODULES"
+
+
+def test_declared_root_modules_exist() -> None:
+    assert sorted(set(ROOT_MODULES) - set(_modules())) == []
+
+
+def test_core_imports_no_domain_and_no_model() -> None:
+    """core sits under every domain: it may use conf and runtime, never a domain, models or the root modules."""
+    edges, _ = _graph()
+    allowed = {"designer.conf"}
+    upward = sorted(
+        f"{source} imports {target}"
+        for source, targets in edges.items() if source.startswith(f"designer.{SHARED}")
+        for target in targets
+        if target.startswith("designer") and not target.startswith(f"designer.{SHARED}") and target not in allowed
+    )
+    assert upward == []
+
+
+def test_domains_import_no_root_module_but_conf_and_models() -> None:
+    """A domain reaches the others only through their own modules (in the declared order), never through the
+    root modules that gather them (urls, admin, tasks, apps)."""
+    edges, _ = _graph()
+    allowed = {"designer", "designer.conf", "designer.models"}
+    found = sorted(
+        f"{source} imports {target}"
+        for source, targets in edges.items() if _domain(source)
+        for target in targets
+        if target in ROOT_MODULES and target not in allowed
+    )
+    assert found == []
 
 
 def test_domains_import_only_the_domains_declared_before_them() -> None:
