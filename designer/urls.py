@@ -19,7 +19,7 @@ from designer.editor import run as editor_run
 from designer.editor import trial as editor_try
 from designer.editor import views as editor
 from designer.monitoring import health, metrics
-from designer.workflows.home import home
+from designer.workflows.views import home
 
 
 def favicon(request: HttpRequest) -> HttpResponse:

@@ -146,3 +146,8 @@ def workflow_import(request: HttpRequest) -> HttpResponse:
 
 def _team_id(value: object) -> int:
     return parse_id(value) or 0  # 0 is no team: the service answers ObjectNotFound
+
+
+def home(request: HttpRequest) -> HttpResponse:
+    """The landing page after login: the workflow list of the caller's teams."""
+    return workflow_list(request)
