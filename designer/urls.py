@@ -14,6 +14,7 @@ from designer.access.login_throttle import ThrottledAdminAuthenticationForm, Thr
 from designer.core.api import ApiRootView
 from designer.core.api_schema import unknown_api_path
 from designer.core.browsable import code_style
+from designer.core.routes import routes
 from designer.editor import edits as editor_edits
 from designer.editor import run as editor_run
 from designer.editor import trial as editor_try
@@ -51,25 +52,23 @@ api_urlpatterns: list[URLPattern | URLResolver] = [
 ]
 
 # The editor's pages (designer/editor/): here until the live co-editing work lands, then its own urls.py.
-editor_urlpatterns: list[URLPattern | URLResolver] = [
-    path("workflows/<int:workflow_id>/edit/", editor.editor, name="editor"),
-    path("workflows/<int:workflow_id>/edit/palette/", editor.palette, name="editor-palette"),
-    path("workflows/<int:workflow_id>/edit/inspector/", editor.inspector, name="editor-inspector"),
-    path("workflows/<int:workflow_id>/edit/picker/", editor.picker, name="editor-picker"),
-    path("workflows/<int:workflow_id>/edit/diagnostics/", editor.diagnostics, name="editor-diagnostics"),
-    path("workflows/<int:workflow_id>/edit/change/", editor_edits.edit, name="editor-edit"),
-    path("workflows/<int:workflow_id>/edit/schema-builder/", editor.schema_builder, name="editor-schema-builder"),
-    path("workflows/<int:workflow_id>/edit/publish/", editor.publish, name="editor-publish"),
-    path("workflows/<int:workflow_id>/edit/runs/", editor_run.runs, name="editor-runs"),
-    path("workflows/<int:workflow_id>/edit/run-overlay/", editor_run.overlay, name="editor-run-overlay"),
-    path("workflows/<int:workflow_id>/edit/run-node/", editor_run.node, name="editor-run-node"),
-    path("workflows/<int:workflow_id>/edit/try-node/", editor_try.form, name="editor-try-node"),
-    path("workflows/<int:workflow_id>/edit/try-node/start/", editor_try.start, name="editor-try-node-start"),
-    path("workflows/<int:workflow_id>/edit/try-node/executions/", editor_try.executions,
-         name="editor-try-node-executions"),
-    path("workflows/<int:workflow_id>/edit/try-node/<str:result_id>/", editor_try.outcome,
-         name="editor-try-node-outcome"),
-]
+editor_urlpatterns = routes("""
+    workflows/<int:workflow_id>/edit/                           editor          editor
+    workflows/<int:workflow_id>/edit/palette/                   palette         editor-palette
+    workflows/<int:workflow_id>/edit/inspector/                 inspector       editor-inspector
+    workflows/<int:workflow_id>/edit/picker/                    picker          editor-picker
+    workflows/<int:workflow_id>/edit/diagnostics/               diagnostics     editor-diagnostics
+    workflows/<int:workflow_id>/edit/change/                    edit            editor-edit
+    workflows/<int:workflow_id>/edit/schema-builder/            schema_builder  editor-schema-builder
+    workflows/<int:workflow_id>/edit/publish/                   publish         editor-publish
+    workflows/<int:workflow_id>/edit/runs/                      runs            editor-runs
+    workflows/<int:workflow_id>/edit/run-overlay/               overlay         editor-run-overlay
+    workflows/<int:workflow_id>/edit/run-node/                  node            editor-run-node
+    workflows/<int:workflow_id>/edit/try-node/                  form            editor-try-node
+    workflows/<int:workflow_id>/edit/try-node/start/            start           editor-try-node-start
+    workflows/<int:workflow_id>/edit/try-node/executions/       executions      editor-try-node-executions
+    workflows/<int:workflow_id>/edit/try-node/<str:result_id>/  outcome         editor-try-node-outcome
+""", editor, editor_edits, editor_run, editor_try)
 
 urlpatterns: list[URLPattern | URLResolver] = [
     path("", home, name="home"),

@@ -3,9 +3,9 @@ selector or a service, and renders; rules live in services, scoping in selectors
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
-from django.urls import path
 from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.request import Request
@@ -17,6 +17,7 @@ from designer.access import serializers as s
 from designer.access import teams as team_services
 from designer.access.permissions import require_role
 from designer.core.api import ERRORS, BaseAPIView, parse
+from designer.core.routes import routes
 from designer.core.serializers import ErrorSerializer
 
 
@@ -131,16 +132,15 @@ class TeamMemberView(BaseAPIView):
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
-urlpatterns = [
-    path("teams/", TeamListView.as_view(), name="team-list"),
-    path("teams/<int:team_id>/", TeamDetailView.as_view(), name="team-detail"),
-    path("teams/<int:team_id>/members/", TeamMembersView.as_view(), name="team-members"),
-    path("teams/<int:team_id>/members/<int:user_id>/", TeamMemberView.as_view(), name="team-member"),
-    path("teams/<int:team_id>/invitations/", TeamInvitationsView.as_view(), name="team-invitations"),
-    path("teams/<int:team_id>/invitations/<int:invitation_id>/", TeamInvitationView.as_view(),
-         name="team-invitation"),
-    path("teams/<int:team_id>/shared/", TeamSharedView.as_view(), name="team-shared"),
-    path("invitations/", MyInvitationsView.as_view(), name="invitation-list"),
-    path("invitations/<int:invitation_id>/accept/", InvitationAcceptView.as_view(), name="invitation-accept"),
-    path("invitations/<int:invitation_id>/decline/", InvitationDeclineView.as_view(), name="invitation-decline"),
-]
+urlpatterns = routes("""
+    teams/                                                TeamListView           team-list
+    teams/<int:team_id>/                                  TeamDetailView         team-detail
+    teams/<int:team_id>/members/                          TeamMembersView        team-members
+    teams/<int:team_id>/members/<int:user_id>/            TeamMemberView         team-member
+    teams/<int:team_id>/invitations/                      TeamInvitationsView    team-invitations
+    teams/<int:team_id>/invitations/<int:invitation_id>/  TeamInvitationView     team-invitation
+    teams/<int:team_id>/shared/                           TeamSharedView         team-shared
+    invitations/                                          MyInvitationsView      invitation-list
+    invitations/<int:invitation_id>/accept/               InvitationAcceptView   invitation-accept
+    invitations/<int:invitation_id>/decline/              InvitationDeclineView  invitation-decline
+""", sys.modules[__name__])

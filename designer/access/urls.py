@@ -5,20 +5,22 @@ from __future__ import annotations
 from django.urls import URLPattern, URLResolver, path
 
 from designer.access import account, views
+from designer.core.routes import routes
 
 urlpatterns: list[URLPattern | URLResolver] = [
-    path("teams/", views.team_list, name="team-list"),
-    path("teams/<int:team_id>/", views.team_detail, name="team-detail"),
-    path("teams/<int:team_id>/members/", views.member_invite, name="team-member-add"),
-    path("teams/<int:team_id>/invitations/<int:invitation_id>/revoke/", views.invitation_revoke,
-         name="team-invitation-revoke"),
+    *routes("""
+    teams/                                                       team_list          team-list
+    teams/<int:team_id>/                                         team_detail        team-detail
+    teams/<int:team_id>/members/                                 member_invite      team-member-add
+    teams/<int:team_id>/invitations/<int:invitation_id>/revoke/  invitation_revoke  team-invitation-revoke
+    invitations/<str:token>/                                     invitation_link    invitation-link
+    teams/<int:team_id>/members/<int:user_id>/                   member_update      team-member-update
+    teams/<int:team_id>/members/<int:user_id>/remove/            member_remove      team-member-remove
+    settings/tokens/                                             api_tokens         api-tokens
+    settings/tokens/<int:token_id>/revoke/                       api_token_revoke   api-token-revoke
+    """, account, views),
     path("invitations/<int:invitation_id>/accept/", views.invitation_answer, {"answer": "accept"},
          name="invitation-accept"),
     path("invitations/<int:invitation_id>/decline/", views.invitation_answer, {"answer": "decline"},
          name="invitation-decline"),
-    path("invitations/<str:token>/", views.invitation_link, name="invitation-link"),
-    path("teams/<int:team_id>/members/<int:user_id>/", views.member_update, name="team-member-update"),
-    path("teams/<int:team_id>/members/<int:user_id>/remove/", views.member_remove, name="team-member-remove"),
-    path("settings/tokens/", account.api_tokens, name="api-tokens"),
-    path("settings/tokens/<int:token_id>/revoke/", account.api_token_revoke, name="api-token-revoke"),
 ]

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
-from django.urls import URLPattern, URLResolver, path
+from django.urls import URLPattern, URLResolver
 
+from designer.core.routes import routes
 from designer.notifications import views
 
 urlpatterns: list[URLPattern | URLResolver] = [
-    path("teams/<int:team_id>/notifications/", views.page, name="team-notifications"),
-    path("teams/<int:team_id>/notifications/save/", views.save, name="team-notifications-save"),
-    path("teams/<int:team_id>/notifications/<int:rule_id>/test/", views.send_test, name="team-notifications-test"),
-    path("teams/<int:team_id>/notifications/<int:rule_id>/delete/", views.delete, name="team-notifications-delete"),
-    path("answer/<str:token>/", views.answer, name="answer-link"),
+    *routes("""
+    teams/<int:team_id>/notifications/                       page       team-notifications
+    teams/<int:team_id>/notifications/save/                  save       team-notifications-save
+    teams/<int:team_id>/notifications/<int:rule_id>/test/    send_test  team-notifications-test
+    teams/<int:team_id>/notifications/<int:rule_id>/delete/  delete     team-notifications-delete
+    answer/<str:token>/                                      answer     answer-link
+    """, views),
 ]

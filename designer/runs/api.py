@@ -10,9 +10,9 @@ with ``damage``.
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
-from django.urls import path
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_field
 from rest_framework import exceptions as drf_exceptions
 from rest_framework import serializers, status
@@ -25,6 +25,7 @@ from designer.core.api_schema import JSONObjectField, RequestSerializer, StrictC
 from designer.core.errors import BadRequest, ObjectNotFound
 from designer.core.filters import apply_filters, openapi_parameters
 from designer.core.parsers import LimitedJSONParser
+from designer.core.routes import routes
 from designer.core.serializers import HAS_TEXT
 from designer.core.untrusted import MAX_ID
 from designer.models import Run, RunInput
@@ -452,13 +453,12 @@ class RunCancelView(_RunsView):
         return Response(run_summary(run, damage) if damage else run_detail(run), status=code)
 
 
-urlpatterns = [
-    path("workflows/<int:workflow_id>/runs/", WorkflowRunsView.as_view(), name="workflow-runs"),
-    path("runs/", RunListView.as_view(), name="run-list"),
-    path("runs/<int:run_id>/", RunDetailView.as_view(), name="run-detail"),
-    path("runs/<int:run_id>/events/", RunEventsView.as_view(), name="run-events"),
-    path("runs/<int:run_id>/frames/<str:frame_id>/context/", RunFrameContextView.as_view(),
-         name="run-frame-context"),
-    path("runs/<int:run_id>/resume/", RunResumeView.as_view(), name="run-resume"),
-    path("runs/<int:run_id>/cancel/", RunCancelView.as_view(), name="run-cancel"),
-]
+urlpatterns = routes("""
+    workflows/<int:workflow_id>/runs/                 WorkflowRunsView     workflow-runs
+    runs/                                             RunListView          run-list
+    runs/<int:run_id>/                                RunDetailView        run-detail
+    runs/<int:run_id>/events/                         RunEventsView        run-events
+    runs/<int:run_id>/frames/<str:frame_id>/context/  RunFrameContextView  run-frame-context
+    runs/<int:run_id>/resume/                         RunResumeView        run-resume
+    runs/<int:run_id>/cancel/                         RunCancelView        run-cancel
+""", sys.modules[__name__])

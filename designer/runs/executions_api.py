@@ -3,7 +3,8 @@ panel shows them (designer/runs/executions.py), paginated."""
 
 from __future__ import annotations
 
-from django.urls import path
+import sys
+
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers
 from rest_framework.request import Request
@@ -11,6 +12,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from designer.core.errors import BadRequest
+from designer.core.routes import routes
 from designer.runs import executions as node_executions
 from designer.runs.selectors import get_run
 
@@ -100,7 +102,6 @@ class RunNodeExecutionsView(APIView):
         })
 
 
-urlpatterns = [
-    path("runs/<int:run_id>/nodes/<str:node_id>/executions/", RunNodeExecutionsView.as_view(),
-         name="run-node-executions"),
-]
+urlpatterns = routes("""
+    runs/<int:run_id>/nodes/<str:node_id>/executions/  RunNodeExecutionsView  run-node-executions
+""", sys.modules[__name__])

@@ -6,9 +6,9 @@ itself); redrive, re-run and fork need runner, as starting a run does.
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
-from django.urls import path
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.request import Request
@@ -17,6 +17,7 @@ from rest_framework.views import APIView
 
 from designer.core.api_schema import JSONObjectField, RequestSerializer, StrictCharField, StrictIntegerField
 from designer.core.parsers import LimitedJSONParser
+from designer.core.routes import routes
 from designer.core.untrusted import MAX_ID
 from designer.runs import history as run_history
 from designer.runs.api import run_detail
@@ -134,10 +135,10 @@ class RunForkView(_RunsView):
         return Response(_detail(new), status=status.HTTP_201_CREATED)
 
 
-urlpatterns = [
-    path("runs/<int:run_id>/redrive/", RunRedriveView.as_view(), name="run-redrive"),
-    path("runs/<int:run_id>/rerun/", RunRerunView.as_view(), name="run-rerun"),
-    path("runs/<int:run_id>/checkpoints/", RunCheckpointsView.as_view(), name="run-checkpoints"),
-    path("runs/<int:run_id>/checkpoints/<int:step>/", RunCheckpointView.as_view(), name="run-checkpoint"),
-    path("runs/<int:run_id>/fork/", RunForkView.as_view(), name="run-fork"),
-]
+urlpatterns = routes("""
+    runs/<int:run_id>/redrive/                 RunRedriveView      run-redrive
+    runs/<int:run_id>/rerun/                   RunRerunView        run-rerun
+    runs/<int:run_id>/checkpoints/             RunCheckpointsView  run-checkpoints
+    runs/<int:run_id>/checkpoints/<int:step>/  RunCheckpointView   run-checkpoint
+    runs/<int:run_id>/fork/                    RunForkView         run-fork
+""", sys.modules[__name__])

@@ -3,10 +3,10 @@ rotate and delete them. A value is write-only: no answer carries it, whatever th
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from django.core.validators import RegexValidator
-from django.urls import path
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.request import Request
@@ -16,6 +16,7 @@ from rest_framework.views import APIView
 from designer.core.api_schema import RequestSerializer, StrictCharField
 from designer.core.errors import ObjectNotFound
 from designer.core.parsers import LimitedJSONParser
+from designer.core.routes import routes
 from designer.core.serializers import ErrorSerializer
 from designer.models import Team
 from designer.secrets import selectors
@@ -102,7 +103,7 @@ class SecretDetailView(APIView):
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
-urlpatterns = [
-    path("teams/<int:team_id>/secrets/", SecretListView.as_view(), name="team-secrets"),
-    path("teams/<int:team_id>/secrets/<str:name>/", SecretDetailView.as_view(), name="team-secret"),
-]
+urlpatterns = routes("""
+    teams/<int:team_id>/secrets/             SecretListView    team-secrets
+    teams/<int:team_id>/secrets/<str:name>/  SecretDetailView  team-secret
+""", sys.modules[__name__])

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from django.urls import URLPattern, URLResolver, path
+from django.urls import URLPattern, URLResolver
 
+from designer.core.routes import routes
 from designer.secrets import views
 
 urlpatterns: list[URLPattern | URLResolver] = [
-    path("teams/<int:team_id>/secrets/", views.page, name="team-secrets"),
-    path("teams/<int:team_id>/secrets/new/", views.create, name="team-secret-create"),
-    path("teams/<int:team_id>/secrets/<str:name>/rotate/", views.rotate, name="team-secret-rotate"),
-    path("teams/<int:team_id>/secrets/<str:name>/delete/", views.delete, name="team-secret-delete"),
+    *routes("""
+    teams/<int:team_id>/secrets/                    page    team-secrets
+    teams/<int:team_id>/secrets/new/                create  team-secret-create
+    teams/<int:team_id>/secrets/<str:name>/rotate/  rotate  team-secret-rotate
+    teams/<int:team_id>/secrets/<str:name>/delete/  delete  team-secret-delete
+    """, views),
 ]

@@ -6,10 +6,11 @@ The webhook call itself (``POST /hooks/<secret>/``) is not under /api/: the secr
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from django.core.validators import RegexValidator
-from django.urls import path, reverse
+from django.urls import reverse
 from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import serializers, status
 from rest_framework.request import Request
@@ -27,6 +28,7 @@ from designer.core.api_schema import (
 )
 from designer.core.errors import ObjectNotFound
 from designer.core.parsers import LimitedJSONParser
+from designer.core.routes import routes
 from designer.core.serializers import HAS_TEXT, ErrorSerializer
 from designer.core.untrusted import MAX_ID
 from designer.models import Schedule, Webhook
@@ -238,11 +240,9 @@ class ScheduleDetailView(_Base):
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
-urlpatterns = [
-    path("workflows/<int:workflow_id>/webhooks/", WebhookListView.as_view(), name="workflow-webhooks"),
-    path("workflows/<int:workflow_id>/webhooks/<int:webhook_id>/revoke/", WebhookRevokeView.as_view(),
-         name="workflow-webhook-revoke"),
-    path("workflows/<int:workflow_id>/schedules/", ScheduleListView.as_view(), name="workflow-schedules"),
-    path("workflows/<int:workflow_id>/schedules/<int:schedule_id>/", ScheduleDetailView.as_view(),
-         name="workflow-schedule"),
-]
+urlpatterns = routes("""
+    workflows/<int:workflow_id>/webhooks/                          WebhookListView     workflow-webhooks
+    workflows/<int:workflow_id>/webhooks/<int:webhook_id>/revoke/  WebhookRevokeView   workflow-webhook-revoke
+    workflows/<int:workflow_id>/schedules/                         ScheduleListView    workflow-schedules
+    workflows/<int:workflow_id>/schedules/<int:schedule_id>/       ScheduleDetailView  workflow-schedule
+""", sys.modules[__name__])

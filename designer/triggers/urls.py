@@ -2,22 +2,21 @@
 
 from __future__ import annotations
 
-from django.urls import URLPattern, URLResolver, path
+from django.urls import URLPattern, URLResolver
 
+from designer.core.routes import routes
 from designer.triggers import workflow_page
 
 urlpatterns: list[URLPattern | URLResolver] = [
-    path("workflows/<int:workflow_id>/", workflow_page.workflow_page, name="workflow-page"),
-    path("workflows/<int:workflow_id>/versions/compare/", workflow_page.version_compare, name="version-compare"),
-    path("workflows/<int:workflow_id>/versions/<int:number>/restore/", workflow_page.version_restore,
-         name="version-restore"),
-    path("workflows/<int:workflow_id>/versions/restore/undo/", workflow_page.version_restore_undo,
-         name="version-restore-undo"),
-    path("workflows/<int:workflow_id>/webhooks/", workflow_page.webhook_create, name="webhook-create"),
-    path("workflows/<int:workflow_id>/webhooks/<int:webhook_id>/revoke/", workflow_page.webhook_revoke,
-         name="webhook-revoke"),
-    path("workflows/<int:workflow_id>/schedules/", workflow_page.schedule_create, name="schedule-create"),
-    path("workflows/<int:workflow_id>/schedules/<int:schedule_id>/", workflow_page.schedule_update,
-         name="schedule-update"),
-    path("hooks/<str:secret>/", workflow_page.webhook_call, name="webhook-call"),
+    *routes("""
+    workflows/<int:workflow_id>/                                   workflow_page         workflow-page
+    workflows/<int:workflow_id>/versions/compare/                  version_compare       version-compare
+    workflows/<int:workflow_id>/versions/<int:number>/restore/     version_restore       version-restore
+    workflows/<int:workflow_id>/versions/restore/undo/             version_restore_undo  version-restore-undo
+    workflows/<int:workflow_id>/webhooks/                          webhook_create        webhook-create
+    workflows/<int:workflow_id>/webhooks/<int:webhook_id>/revoke/  webhook_revoke        webhook-revoke
+    workflows/<int:workflow_id>/schedules/                         schedule_create       schedule-create
+    workflows/<int:workflow_id>/schedules/<int:schedule_id>/       schedule_update       schedule-update
+    hooks/<str:secret>/                                            webhook_call          webhook-call
+    """, workflow_page),
 ]

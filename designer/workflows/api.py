@@ -3,10 +3,10 @@ selector or a service, and renders; rules live in services, scoping in selectors
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from django.http import HttpResponse
-from django.urls import path
 from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.request import Request
@@ -19,6 +19,7 @@ from designer.core.api import ERRORS, BaseAPIView, parse
 from designer.core.api_schema import DOCUMENT_SCHEMA
 from designer.core.filters import apply_filters, openapi_parameters
 from designer.core.json_text import pretty_json
+from designer.core.routes import routes
 from designer.core.serializers import ErrorSerializer
 from designer.workflows import analysis as doc_analysis
 from designer.workflows import catalog
@@ -238,20 +239,19 @@ class TaskListView(BaseAPIView):
         return Response(s.TaskSerializer(specs, many=True).data)
 
 
-urlpatterns = [
-    path("workflows/", WorkflowListView.as_view(), name="workflow-list"),
-    path("workflows/import/", WorkflowImportView.as_view(), name="workflow-import"),
-    path("workflows/<int:workflow_id>/", WorkflowDetailView.as_view(), name="workflow-detail"),
-    path("workflows/<int:workflow_id>/duplicate/", WorkflowDuplicateView.as_view(), name="workflow-duplicate"),
-    path("workflows/<int:workflow_id>/grants/", WorkflowGrantsView.as_view(), name="workflow-grants"),
-    path("workflows/<int:workflow_id>/grants/<int:grant_id>/", WorkflowGrantView.as_view(), name="workflow-grant"),
-    path("workflows/<int:workflow_id>/export/", WorkflowExportView.as_view(), name="workflow-export"),
-    path("workflows/<int:workflow_id>/document/", WorkflowDocumentView.as_view(), name="workflow-document"),
-    path("workflows/<int:workflow_id>/validate/", WorkflowValidateView.as_view(), name="workflow-validate"),
-    path("workflows/<int:workflow_id>/analysis/", WorkflowAnalysisView.as_view(), name="workflow-analysis"),
-    path("workflows/<int:workflow_id>/publish/", WorkflowPublishView.as_view(), name="workflow-publish"),
-    path("workflows/<int:workflow_id>/versions/", WorkflowVersionListView.as_view(), name="workflow-versions"),
-    path("workflows/<int:workflow_id>/versions/<int:number>/", WorkflowVersionDetailView.as_view(),
-         name="workflow-version"),
-    path("tasks/", TaskListView.as_view(), name="task-list"),
-]
+urlpatterns = routes("""
+    workflows/                                          WorkflowListView           workflow-list
+    workflows/import/                                   WorkflowImportView         workflow-import
+    workflows/<int:workflow_id>/                        WorkflowDetailView         workflow-detail
+    workflows/<int:workflow_id>/duplicate/              WorkflowDuplicateView      workflow-duplicate
+    workflows/<int:workflow_id>/grants/                 WorkflowGrantsView         workflow-grants
+    workflows/<int:workflow_id>/grants/<int:grant_id>/  WorkflowGrantView          workflow-grant
+    workflows/<int:workflow_id>/export/                 WorkflowExportView         workflow-export
+    workflows/<int:workflow_id>/document/               WorkflowDocumentView       workflow-document
+    workflows/<int:workflow_id>/validate/               WorkflowValidateView       workflow-validate
+    workflows/<int:workflow_id>/analysis/               WorkflowAnalysisView       workflow-analysis
+    workflows/<int:workflow_id>/publish/                WorkflowPublishView        workflow-publish
+    workflows/<int:workflow_id>/versions/               WorkflowVersionListView    workflow-versions
+    workflows/<int:workflow_id>/versions/<int:number>/  WorkflowVersionDetailView  workflow-version
+    tasks/                                              TaskListView               task-list
+""", sys.modules[__name__])

@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
-from django.urls import URLPattern, URLResolver, path
+from django.urls import URLPattern, URLResolver
 
+from designer.core.routes import routes
 from designer.workflows import sharing, views
 
 urlpatterns: list[URLPattern | URLResolver] = [
-    path("workflows/", views.workflow_list, name="workflow-list"),
-    path("workflows/new/", views.workflow_create, name="workflow-create"),
-    path("workflows/import/", views.workflow_import, name="workflow-import"),
-    path("workflows/<int:workflow_id>/duplicate/", views.workflow_duplicate, name="workflow-duplicate"),
-    path("workflows/<int:workflow_id>/sharing/", sharing.workflow_sharing, name="workflow-sharing"),
-    path("workflows/<int:workflow_id>/sharing/grants/", sharing.workflow_grant, name="workflow-grant"),
-    path("workflows/<int:workflow_id>/sharing/grants/<int:grant_id>/revoke/", sharing.workflow_grant_revoke,
-         name="workflow-grant-revoke"),
+    *routes("""
+    workflows/                                                         workflow_list          workflow-list
+    workflows/new/                                                     workflow_create        workflow-create
+    workflows/import/                                                  workflow_import        workflow-import
+    workflows/<int:workflow_id>/duplicate/                             workflow_duplicate     workflow-duplicate
+    workflows/<int:workflow_id>/sharing/                               workflow_sharing       workflow-sharing
+    workflows/<int:workflow_id>/sharing/grants/                        workflow_grant         workflow-grant
+    workflows/<int:workflow_id>/sharing/grants/<int:grant_id>/revoke/  workflow_grant_revoke  workflow-grant-revoke
+    """, sharing, views),
 ]
