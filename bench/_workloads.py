@@ -15,6 +15,7 @@ import json
 import os
 import secrets
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -273,22 +274,22 @@ class Workers:
 
 
 @contextmanager
-def workers(count: int, env: dict[str, str], *, server: int | None = None, interval: float = 0.2
-            ) -> Iterator[Workers]:
-    """Start ``count`` ``run_worker`` processes and wait until each has imported Django, forked its step
-    processes and started polling (a worker still starting when a run is enqueued would count its start-up as
-    work on the run); stop them on the way out. ``server``: the PostgreSQL postmaster, for ``measure``.
-    The leg's own connection is closed first, so no worker inherits it."""
+def workers(count: int, env: dict[str, str], *, server: int | None = None, interval: float = 0.2,
+            command: str = "run_worker", kill: bool = False) -> Iterator[Workers]:
+    """Start ``count`` worker processes (``command``: ``run_worker``, or the peer's ``db_worker``) and wait until
+    each has imported Django, forked its step processes and started polling (a worker still starting when a run
+    is enqueued would count its start-up as work on the run); stop them on the way out, or with ``kill`` kill
+    each with its step processes (a graceful stop would wait for hostile steps). ``server``: the PostgreSQL
+    postmaster, for ``measure``. The leg's own connection is closed first, so no worker inherits it."""
     from django.db import connection
 
     connection.close()
-    command = [sys.executable, "manage.py", "run_worker", "--no-startup-delay", "--no-reload",
-               "--interval", str(interval)]
+    argv = [sys.executable, "manage.py", command, "--no-startup-delay", "--no-reload", "--interval", str(interval)]
     with ExitStack() as stack:
         logs = [stack.enter_context(tempfile.NamedTemporaryFile("w+", prefix="trellis-bench-worker-",
                                                                 suffix=".log")) for _ in range(count)]
-        processes = [subprocess.Popen(command, cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-                     for log in logs]
+        processes = [subprocess.Popen(argv, cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                      start_new_session=kill) for log in logs]
         try:
             deadline = time.monotonic() + 300
             while not all("Starting worker" in Path(log.name).read_text() for log in logs):
@@ -299,7 +300,10 @@ def workers(count: int, env: dict[str, str], *, server: int | None = None, inter
             yield Workers(processes, server)
         finally:
             for process in processes:
-                process.terminate()
+                if kill:
+                    os.killpg(process.pid, signal.SIGKILL)  # the worker and its step processes
+                else:
+                    process.terminate()
             for process in processes:
                 process.wait()
 

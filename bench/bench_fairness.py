@@ -14,15 +14,8 @@ server binaries are installed. Nothing is asserted.
 from __future__ import annotations
 
 import os
-import signal
 import statistics
-import subprocess
-import sys
-import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
-from pathlib import Path
 from typing import Any
 
 from bench import _workloads as w
@@ -56,32 +49,6 @@ def _one_step_document() -> dict[str, Any]:
     return g.build().model_dump(mode="json")
 
 
-@contextmanager
-def _workers(command: str, count: int, env: dict[str, str]) -> Iterator[None]:
-    """``count`` worker processes, ready; killed on the way out (a graceful stop would wait for hostile steps)."""
-    from django.db import connection
-
-    connection.close()
-    argv = [sys.executable, "manage.py", command, "--no-startup-delay", "--no-reload", "--interval", "0.1"]
-    with ExitStack() as stack:
-        logs = [stack.enter_context(tempfile.NamedTemporaryFile("w+", prefix="trellis-bench-fair-", suffix=".log"))
-                for _ in range(count)]
-        processes = [subprocess.Popen(argv, cwd=w.REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                      start_new_session=True) for log in logs]
-        try:
-            deadline = time.monotonic() + 300
-            while not all("Starting worker" in Path(log.name).read_text() for log in logs):
-                if time.monotonic() > deadline or any(process.poll() is not None for process in processes):
-                    raise RuntimeError("a benchmark worker did not start:\n"
-                                       + "\n".join(Path(log.name).read_text()[-2000:] for log in logs))
-                time.sleep(0.1)
-            yield
-        finally:
-            for process in processes:
-                os.killpg(process.pid, signal.SIGKILL)  # the worker and its step processes
-                process.wait()
-
-
 def _p95(values: list[float]) -> float:
     return values[max(0, round(0.95 * len(values)) - 1)]
 
@@ -111,7 +78,7 @@ def _leg() -> None:
         slots = trellis.WORKER_SLOTS if command == "run_worker" else 1
         waits: list[float] = []
         ends: list[float] = []
-        with _workers(command, count, env):
+        with w.workers(count, env, interval=0.1, command=command, kill=True):
             # Twice as many hostile runs as slots: every slot it may take is busy and more wait behind.
             hostile_runs = [run_services.start_run(actor=rival, workflow=hostile, input={"items": [STEP] * ITEMS}).pk
                             for _ in range(2 * count * slots)]

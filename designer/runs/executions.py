@@ -21,7 +21,7 @@ from designer.core.errors import BadRequest, ObjectNotFound
 from designer.models import Run, RunEvent
 from designer.runs import overlay as run_overlay
 from designer.runs.display import MAX_EVENTS, event_data, summary_of
-from designer.runs.overlay import item_text
+from designer.runs.overlay import item_text, read_at
 from designer.runs.scopes import scope_document
 from runtime.errors import PathSyntaxError
 from runtime.paths import parse_source_path
@@ -96,17 +96,6 @@ def _positions(context: object) -> tuple[LoopPosition, ...]:
     return tuple(out)
 
 
-def _read(value: Any, parts: Sequence[str]) -> tuple[bool, Any]:
-    for part in parts:
-        if isinstance(value, Mapping) and part in value:
-            value = value[part]
-        elif isinstance(value, list) and part.isdigit() and int(part) < len(value):
-            value = value[int(part)]
-        else:
-            return False, None
-    return True, value
-
-
 def _inputs(node: Mapping[str, Any], recorded: Any, context: Any, run_input: Any) -> list[InputRow]:
     rows = []
     for binding in node.get("input", []) or []:
@@ -119,7 +108,7 @@ def _inputs(node: Mapping[str, Any], recorded: Any, context: Any, run_input: Any
             source = "template"
         else:
             source = str(binding.get("path", ""))
-        found, value = _read(recorded, [part for part in target.split(".") if part]) if target else (
+        found, value = read_at(recorded, [part for part in target.split(".") if part]) if target else (
             recorded is not None, recorded)
         if not found and source not in ("literal", "template"):
             # Not recorded (an older run, or a value cut from the record): read again from the run's input or
@@ -130,7 +119,7 @@ def _inputs(node: Mapping[str, Any], recorded: Any, context: Any, run_input: Any
                 path = None
             if path is not None and path.root in ("input", "context"):
                 root = run_input if path.root == "input" else context
-                found, value = _read(root, [str(part) for part in path.parts])
+                found, value = read_at(root, [str(part) for part in path.parts])
                 rows.append(InputRow(target, source, value if found else None, False))
                 continue
         if not found and source == "literal":
@@ -145,7 +134,7 @@ def _writes(node: Mapping[str, Any], output: Any) -> list[dict[str, Any]]:
         if not isinstance(binding, Mapping):
             continue
         source = str(binding.get("source", "."))
-        found, value = (True, output) if source in (".", "") else _read(output, source.split("."))
+        found, value = (True, output) if source in (".", "") else read_at(output, source.split("."))
         out.append({"target": f"state.{binding.get('target', '')}", "mode": binding.get("mode") or "set",
                     "value": value if found else None})
     return out

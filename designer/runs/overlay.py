@@ -270,7 +270,8 @@ def visits(events: Iterable[RunEvent], node_id: str) -> list[Visit]:
     return out
 
 
-def _read(value: Any, parts: Sequence[str]) -> tuple[bool, Any]:
+def read_at(value: Any, parts: Sequence[str]) -> tuple[bool, Any]:
+    """(found, value) at ``parts`` (keys, list indexes as digits) below ``value``; a missing step is not found."""
     for part in parts:
         if isinstance(value, Mapping) and part in value:
             value = value[part]
@@ -298,7 +299,7 @@ def bound_values(node: Mapping[str, Any], *, run_input: Any, context: Mapping[st
             rows.append({"target": target, "source": text, "value": None, "found": False})
             continue
         roots = {"input": run_input, "context": context or {}, "state": state}
-        found, value = _read(roots.get(path.root), [str(part) for part in path.parts])
+        found, value = read_at(roots.get(path.root), [str(part) for part in path.parts])
         rows.append({"target": target, "source": text, "value": value, "found": found,
                      "note": "state now" if path.root == "state" else ""})
     return rows

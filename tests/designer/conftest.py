@@ -19,6 +19,7 @@ from designer.access import teams as team_services
 from designer.models import Membership
 from designer.workflows import services as workflow_services
 from runtime import WorkflowBuilder
+from tests.designer.runs_support import stop_process
 
 ROLES = ("owner", "editor", "viewer", "stranger")
 
@@ -155,9 +156,4 @@ def served(worker_env: dict[str, str]) -> Iterator[str]:
                 time.sleep(0.1)
         yield f"http://127.0.0.1:{port}"
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop_process(process)

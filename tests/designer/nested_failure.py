@@ -7,6 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from designer.models import Run
+from designer.runs import services as run_services
+from designer.runs.executor import execute
 from designer.workflows import services as workflow_services
 from runtime import WorkflowBuilder
 
@@ -53,3 +56,11 @@ def make_workflows(actor: Any, team: Any) -> Any:
     workflow_services.publish_workflow(actor=actor, workflow=child)
     return workflow_services.create_workflow(actor=actor, team=team, name="Checked orders",
                                              document=checked_orders())
+
+
+def start_failed_run(cast: Any) -> Any:
+    """A run of ``make_workflows``, executed in this process until it failed (a nested foreach's item failed)."""
+    run = run_services.start_run(actor=cast.editor, workflow=make_workflows(cast.owner, cast.team),
+                                 input={"customers": CUSTOMERS})
+    assert execute(run.pk) == "failed"
+    return Run.objects.get(pk=run.pk)

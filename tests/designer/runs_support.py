@@ -70,7 +70,8 @@ def start_worker(env: dict[str, str], *args: str) -> subprocess.Popen[str]:
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
-def stop_worker(process: subprocess.Popen[str]) -> str:
+def stop_process(process: subprocess.Popen[str]) -> None:
+    """Ask it to stop (SIGTERM); kill it when it has not stopped in 20 s."""
     if process.poll() is None:
         process.terminate()
         try:
@@ -78,6 +79,10 @@ def stop_worker(process: subprocess.Popen[str]) -> str:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+def stop_worker(process: subprocess.Popen[str]) -> str:
+    stop_process(process)
     return process.stdout.read() if process.stdout else ""
 
 

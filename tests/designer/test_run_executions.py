@@ -14,20 +14,16 @@ from typing import Any
 import pytest
 
 from designer.models import Run
-from designer.runs import services as run_services
 from designer.runs.executor import execute
 from tests.designer.clients import client_for
-from tests.designer.nested_failure import CUSTOMERS, make_workflows
+from tests.designer.nested_failure import CUSTOMERS, start_failed_run
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture
 def failed_run(cast: Any) -> Run:
-    workflow = make_workflows(cast.owner, cast.team)
-    run = run_services.start_run(actor=cast.editor, workflow=workflow, input={"customers": CUSTOMERS})
-    assert execute(run.pk) == "failed"
-    return Run.objects.get(pk=run.pk)
+    return start_failed_run(cast)
 
 
 def panel(client: Any, run: Run, node: str, **query: str) -> str:

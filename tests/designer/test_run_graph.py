@@ -18,7 +18,7 @@ from designer.runs.executor import execute
 from designer.runs.overlay import NODE_STATES, NodeRun, frame_state
 from runtime import WorkflowBuilder
 from tests.designer.clients import client_for
-from tests.designer.nested_failure import CUSTOMERS, make_workflows
+from tests.designer.nested_failure import start_failed_run
 from tests.designer.runs_support import STEP_TASKS, flaky_calls, flaky_document
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -26,10 +26,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 @pytest.fixture
 def failed_run(cast: Any) -> Run:
-    workflow = make_workflows(cast.owner, cast.team)
-    run = run_services.start_run(actor=cast.editor, workflow=workflow, input={"customers": CUSTOMERS})
-    assert execute(run.pk) == "failed"
-    return Run.objects.get(pk=run.pk)
+    return start_failed_run(cast)
 
 
 def test_a_failed_nested_run_counts_its_failed_items_as_failed_never_as_running(cast: Any, failed_run: Run) -> None:
