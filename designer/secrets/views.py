@@ -55,23 +55,24 @@ def create(request: HtmxHttpRequest, team_id: int) -> HttpResponse:
     return _answer(request, team, notice=f"Secret {created.name} saved. Its value will not be shown again.")
 
 
-@signed_in("POST")
-def rotate(request: HtmxHttpRequest, team_id: int, name: str) -> HttpResponse:
+def _change(request: HtmxHttpRequest, team_id: int, name: str, change: Any, notice: str) -> HttpResponse:
+    """Rotate or delete: ``change(secret)`` on the named secret of the team, answered with the page's partial."""
     team = team_selectors.get_team(user=request.user, team_id=team_id)
     try:
-        secret = selectors.get_secret(user=request.user, team_id=team.pk, name=name)
-        secret_services.rotate_secret(actor=request.user, secret=secret, value=request.POST.get("value", ""))
+        change(selectors.get_secret(user=request.user, team_id=team.pk, name=name))
     except DesignerError as exc:
         return _answer(request, team, status=exc.status, error=error_message(exc))
-    return _answer(request, team, notice=f"Secret {name} has a new value; runs started from now on use it.")
+    return _answer(request, team, notice=notice)
+
+
+@signed_in("POST")
+def rotate(request: HtmxHttpRequest, team_id: int, name: str) -> HttpResponse:
+    return _change(request, team_id, name, lambda secret: secret_services.rotate_secret(
+        actor=request.user, secret=secret, value=request.POST.get("value", "")),
+        f"Secret {name} has a new value; runs started from now on use it.")
 
 
 @signed_in("POST")
 def delete(request: HtmxHttpRequest, team_id: int, name: str) -> HttpResponse:
-    team = team_selectors.get_team(user=request.user, team_id=team_id)
-    try:
-        secret = selectors.get_secret(user=request.user, team_id=team.pk, name=name)
-        secret_services.delete_secret(actor=request.user, secret=secret)
-    except DesignerError as exc:
-        return _answer(request, team, status=exc.status, error=error_message(exc))
-    return _answer(request, team, notice=f"Secret {name} deleted; workflows that bind it now show an error.")
+    return _change(request, team_id, name, lambda secret: secret_services.delete_secret(
+        actor=request.user, secret=secret), f"Secret {name} deleted; workflows that bind it now show an error.")
