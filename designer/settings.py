@@ -121,7 +121,10 @@ ASGI_APPLICATION = "designer.asgi.application"
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [BASE_DIR / "templates"],
+        # Site-wide templates (base, errors, login, the editor's until the live co-editing work lands), then each
+        # domain's own (designer/<domain>/templates/<domain>/): one app, so the app-directories loader would
+        # look in designer/templates/ only.
+        "DIRS": [BASE_DIR / "templates", *sorted((BASE_DIR / "designer").glob("*/templates"))],
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [

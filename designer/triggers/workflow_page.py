@@ -82,7 +82,7 @@ def _context(request: HtmxHttpRequest, workflow: WorkflowModel, role: str, **ext
 @signed_in("GET")
 def workflow_page(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
     workflow, role = _workflow(request, workflow_id)
-    return TemplateResponse(request, "workflows/page.html", _context(request, workflow, role))
+    return TemplateResponse(request, "triggers/workflow_page.html", _context(request, workflow, role))
 
 
 # --- versions ---------------------------------------------------------------------------------
@@ -230,7 +230,7 @@ def _form_error(request: HtmxHttpRequest, workflow: WorkflowModel, role: str, fo
     # Several fields' problems at once (``ProblemsFound``) are listed one per line, each by its field's label.
     problems = [(_FIELD_LABELS.get(e["field"], e["field"] or "Form"), e["message"])
                 for e in getattr(exc, "details", {}).get("errors") or [] if isinstance(e, dict) and "message" in e]
-    response = TemplateResponse(request, "workflows/page.html", _context(
+    response = TemplateResponse(request, "triggers/workflow_page.html", _context(
         request, workflow, role, **{f"{form}_error": error_message(exc), f"{form}_problems": problems,
                                     f"{form}_form": request.POST}))
     response.status_code = 400
@@ -250,7 +250,7 @@ def webhook_create(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
             raise
         return _form_error(request, workflow, role, "webhook", exc)
     # The secrets are shown on this answer only: the URL's is stored hashed, the signing one derived.
-    return TemplateResponse(request, "workflows/page.html", _context(
+    return TemplateResponse(request, "triggers/workflow_page.html", _context(
         request, workflow, role, new_webhook=created.webhook, new_webhook_signing_secret=created.signing_secret,
         new_webhook_url=request.build_absolute_uri(reverse("webhook-call", args=[created.secret]))))
 

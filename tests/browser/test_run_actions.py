@@ -169,7 +169,7 @@ def test_the_rerun_form_refuses_bad_input_in_place_then_starts_a_new_run(
 def test_a_completed_runs_tolerated_failed_items_are_redriven_from_the_run_page(
         page: Page, live_server: Any, make_user: Any, login: Any, run_worker: Any, settings: Any,
         worker_env: dict[str, str], tmp_path: Path) -> None:
-    from tests.designer.test_runs_distributed import BATCH_TASKS, flaky_then_summary
+    from tests.designer.runs.test_runs_distributed import BATCH_TASKS, flaky_then_summary
 
     settings.TRELLIS_TASK_MODULES = [BATCH_TASKS]
     worker_env.update({"TRELLIS_TASK_MODULES": BATCH_TASKS, "TRELLIS_FOREACH_DISTRIBUTE_ABOVE": "0",

@@ -5,7 +5,7 @@ import time
 from django.tasks import TaskResultStatus, task
 
 # Tasks are found by module path, so the worker subprocess imports this module
-# as ``tests.designer.test_task_worker`` (pytest's importlib mode, repo on sys.path).
+# as ``tests.designer.runs.test_task_worker`` (pytest's importlib mode, repo on sys.path).
 
 
 @task

@@ -196,7 +196,7 @@ def test_a_running_step_dies_with_its_worker_even_when_the_worker_is_killed() ->
     import time
     from pathlib import Path
 
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[3]
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "tests.settings",
            "PYTHONPATH": os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")]))}
     worker = subprocess.Popen([sys.executable, "-c", ORPHAN_SCRIPT], cwd=root, env=env, stdout=subprocess.PIPE,
