@@ -400,7 +400,7 @@ function closePanel() {
 }
 
 // A panel htmx could not fill says so (htmx leaves the target as it was on an error answer).
-document.body.addEventListener("htmx:responseError", (/** @type {CustomEvent} */ event) => {
+document.body.addEventListener("htmx:responseError", (event) => {
   const target = event.detail && event.detail.target;
   if (!target || target.id !== "run-node-panel") return;
   target.textContent = `Could not load this node's executions (HTTP ${event.detail.xhr.status}).`;
