@@ -32,7 +32,7 @@
     return Math.floor(minutes / 60) + " h " + String(minutes % 60).padStart(2, "0") + " min";
   }
   window.setInterval(function () {
-    document.querySelectorAll("[data-elapsed-ms]").forEach(function (element) {
+    /** @type {NodeListOf<HTMLElement>} */ (document.querySelectorAll("[data-elapsed-ms]")).forEach(function (element) {
       if (!element.dataset.shownAt) element.dataset.shownAt = String(Date.now());
       const base = Number(element.dataset.elapsedMs);
       if (!Number.isFinite(base)) return;

@@ -56,7 +56,8 @@
     notice = detail.elt.querySelector(".run-panel > .notice");
     const active = document.activeElement;
     focus = active && active.id && detail.elt.contains(active)
-      ? { id: active.id, start: active.selectionStart, end: active.selectionEnd }
+      ? { id: active.id, start: /** @type {HTMLInputElement} */ (active).selectionStart,
+          end: /** @type {HTMLInputElement} */ (active).selectionEnd }
       : null;
   });
 
@@ -66,7 +67,7 @@
     if (notice && head && !event.detail.elt.querySelector(".run-panel > .notice")) head.after(notice);
     notice = null;
     if (!focus) return;
-    const again = document.getElementById(focus.id);
+    const again = /** @type {HTMLInputElement | null} */ (document.getElementById(focus.id));
     const { start, end } = focus;
     focus = null;
     if (!again || !event.detail.elt.contains(again)) return;

@@ -36,8 +36,8 @@
     if (!(radio instanceof HTMLInputElement) || !/(^|\.)_mode$/.test(radio.name)) return;
     var form = radio.closest("[data-schema-form]");
     if (!form) return;
-    var fields = form.querySelectorAll(".sf-field[data-field]");
-    var textarea = form.querySelector(".sf-json textarea");
+    var fields = /** @type {NodeListOf<HTMLElement>} */ (form.querySelectorAll(".sf-field[data-field]"));
+    var textarea = /** @type {HTMLTextAreaElement | null} */ (form.querySelector(".sf-json textarea"));
     if (!textarea) return;
     if (radio.value === "json") {
       var value = {};

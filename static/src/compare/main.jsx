@@ -7,6 +7,7 @@ import {
   Background,
   Controls,
   EdgeLabelRenderer,
+  // @ts-ignore -- @xyflow/react exports Handle as a component and as a type; a JS file sees only the type
   Handle,
   MarkerType,
   Position,
@@ -64,6 +65,7 @@ function DiffNode({ data }) {
 const nodeTypes = { diff: DiffNode };
 
 // A route bent to its own side when others join the same two nodes (geometry.js), labelled on its curve.
+/** @param {import("@xyflow/react").EdgeProps & {data: {offset: number, flip: number}}} props */
 function DiffEdge({ id, sourceX, sourceY, targetX, targetY, style, markerEnd, label, data }) {
   const { path, labelX, labelY } = offsetCurve({ sourceX, sourceY, targetX, targetY, offset: data.offset,
                                                  flip: data.flip });
@@ -137,5 +139,5 @@ if (element && source) {
       </ReactFlowProvider>
     </StrictMode>,
   );
-  element.dataset.ready = "true";
+  /** @type {HTMLElement} */ (element).dataset.ready = "true";
 }

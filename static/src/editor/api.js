@@ -20,7 +20,7 @@ export function csrfToken() {
 export async function request(method, url, body) {
   const init = {
     method,
-    credentials: "same-origin",
+    credentials: /** @type {RequestCredentials} */ ("same-origin"),
     headers: { Accept: "application/json" },
   };
   if (method !== "GET") init.headers["X-CSRFToken"] = csrfToken();

@@ -18,12 +18,12 @@ export function Frames({ frames, loops = null }) {
           key={frame.id}
           className="wf-frame"
           data-foreach={frame.id}
-          style={{
+          style={/** @type {import("react").CSSProperties} */ ({
             transform: `translate(${frame.x}px, ${frame.y}px)`,
             width: frame.width,
             height: frame.height,
             "--region-color": frame.color,
-          }}
+          })}
         >
           <span className="wf-frame__label">
             <KindIcon kind="foreach" size={11} /> {frame.label} · loop body

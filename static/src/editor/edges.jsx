@@ -31,6 +31,7 @@ function rounded(points) {
   return `${d} L ${lx} ${ly}`;
 }
 
+/** @param {import("@xyflow/react").EdgeProps & {data: {below?: number}}} props */
 function BackEdge({ id, source, target, sourceX, sourceY, targetX, targetY, style, markerEnd, label, data }) {
   const from = useInternalNode(source);
   const to = useInternalNode(target);

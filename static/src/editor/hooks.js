@@ -19,6 +19,7 @@ import { autoLayout, besideOutput, dropSpot, estimatedHeight, NODE_WIDTH, readab
 // The nodes and edges React Flow draws, rebuilt whenever the document or what
 // the server says about it changes; React Flow's own changes (selection,
 // dragging) apply in between.
+/** @param {import("zustand").StoreApi<any>} store */
 export function useDrawing(store, { canEdit, runOverlay }) {
   const doc = useStore(store, (s) => s.doc);
   const analysis = useStore(store, (s) => s.analysis);
@@ -125,6 +126,7 @@ export function useNodeMoves({ canEdit, flow, store, setNodes }) {
 // back-edges under the frames, below the minimap (top right; the other
 // controls are in the toolbar, above the drawing). Fits once by itself, when
 // the first drawing is measured.
+/** @param {{flow: any, store: import("zustand").StoreApi<any>, root: any, wrapper: any, frames: any, nodes: any}} options */
 export function useFitGraph({ flow, store, root, wrapper, frames, nodes }) {
   const framesRef = useRef(frames);
   useEffect(() => {
@@ -503,7 +505,7 @@ function loopAt(event, point, frames) {
   const handle = under && under.closest && under.closest('.react-flow__handle[data-handleid="loop"]');
   if (handle) {
     const owner = handle.closest(".react-flow__node");
-    if (owner) return { loop: owner.dataset.id, at: "start" };
+    if (owner) return { loop: /** @type {HTMLElement} */ (owner).dataset.id, at: "start" };
   }
   const inside = frames
     .filter((f) => point.x >= f.x && point.x <= f.x + f.width && point.y >= f.y && point.y <= f.y + f.height)

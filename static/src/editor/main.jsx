@@ -8,7 +8,7 @@ import { Editor } from "./Editor.jsx";
 import { installGlue } from "./glue.js";
 import { installSplit } from "./split.js";
 
-const element = document.querySelector("[data-editor-canvas]");
+const element = /** @type {HTMLElement | null} */ (document.querySelector("[data-editor-canvas]"));
 if (element) {
   installGlue();
   installSplit();

@@ -35,7 +35,7 @@ function current(centre) {
 
 export function installSplit() {
   const centre = document.querySelector(".editor-centre");
-  const handle = centre && centre.querySelector("[data-split-handle]");
+  const handle = centre && /** @type {HTMLElement | null} */ (centre.querySelector("[data-split-handle]"));
   if (!centre || !handle) return;
   let saved = null;
   try {

@@ -8,6 +8,7 @@ import {
   Background,
   Controls,
   getViewportForBounds,
+  // @ts-ignore -- @xyflow/react exports Handle as a component and as a type; a JS file sees only the type
   Handle,
   Position,
   ReactFlow,
@@ -34,7 +35,7 @@ function RunNode({ id, data }) {
   return (
     <div
       className={`wf-node wf-node--${data.kind} run-node is-${stateClass(state)}${data.open ? " is-selected" : ""}`}
-      style={{ "--region-color": data.regionColor || "transparent" }}
+      style={/** @type {import("react").CSSProperties} */ ({ "--region-color": data.regionColor || "transparent" })}
       data-testid="run-node"
       data-node={id}
       data-state={state}
@@ -246,7 +247,7 @@ function Canvas({ root }) {
 
   const drawn = useMemo(() => {
     if (!graph || !graph.document) return null;
-    const built = buildNodes(graph.document, graph.analysis, [], [], { canEdit: false, runOverlay: null });
+    const built = buildNodes(graph.document, graph.analysis, [], [], { canEdit: false, selectId: null, runOverlay: null });
     const byId = new Map(graph.document.nodes.map((node) => [node.id, node]));
     return built.map((node) => {
       const source = byId.get(node.id) || {};
@@ -407,13 +408,14 @@ document.body.addEventListener("htmx:responseError", (event) => {
 });
 
 document.addEventListener("click", (event) => {
-  if (event.target.closest && event.target.closest("[data-close-run-node]")) closePanel();
+  const target = /** @type {Element} */ (event.target);
+  if (target.closest && target.closest("[data-close-run-node]")) closePanel();
 });
 
 // Mounted on every [data-run-canvas] not mounted yet: at load, and when an action re-renders the run's page
 // region (#run-live) around a new one.
 function mountAll() {
-  for (const element of document.querySelectorAll("[data-run-canvas]:not([data-mounted])")) {
+  for (const element of /** @type {NodeListOf<HTMLElement>} */ (document.querySelectorAll("[data-run-canvas]:not([data-mounted])"))) {
     element.dataset.mounted = "true";
     createRoot(element).render(
       <StrictMode>
