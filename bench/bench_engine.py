@@ -34,6 +34,7 @@ from typing import Any
 from bench import _workloads as w
 from runtime import Engine, RunState, Workflow
 from runtime.checkpoint import InMemoryCheckpointer
+from runtime.engine import EngineOptions
 from runtime.inspect import frame_context
 
 GOAL = 10.0
@@ -319,7 +320,7 @@ def _extrapolate(per_item: dict[int, float], size: int) -> float | None:
 def _pause_and_resume(steps: int) -> tuple[int, int, list[float]]:
     """Run the loop to its interrupt; return supersteps, JSON size and the times of 30 resumes from that JSON."""
     workflow = w.trellis_loop_then_pause(steps)
-    engine = Engine(registry=w.registry(), checkpointer=InMemoryCheckpointer())
+    engine = Engine(registry=w.registry(), options=EngineOptions(checkpointer=InMemoryCheckpointer()))
     paused = engine.run(workflow)
     if paused.status != "interrupted":
         raise RuntimeError(f"pause workload ended {paused.status}")

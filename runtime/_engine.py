@@ -13,28 +13,32 @@ from typing import Any, Literal
 from runtime._algo import fork_state, forkable, mint, reopen_foreach
 from runtime._analysis import analyze
 from runtime._batches import BatchResult, ItemOutcome, ItemTraces, batch_state
-from runtime._budget import BudgetMeter, RunBudget
-from runtime._checkpoint import Checkpointer
+from runtime._budget import BudgetMeter
 from runtime._compiled import CompiledWorkflow, compile_workflow
 from runtime._diagnostics import Diagnostic
 from runtime._document import ForeachNode, TaskNode, Workflow, WorkflowRef, fully_frozen
-from runtime._errors import CorruptRunStateError, NodeFailedError, ResumeError, WorkflowError, WorkflowValidationError
-from runtime._ids import IdFactory, RandomIds
+from runtime._errors import (
+    CorruptRunStateError,
+    EngineOptionsError,
+    NodeFailedError,
+    ResumeError,
+    WorkflowError,
+    WorkflowValidationError,
+)
+from runtime._ids import RandomIds
 from runtime._inspect import check_fork
 from runtime._loop import LoopConfig, RunLoop
+from runtime._options import EngineOptions
 from runtime._parts import adopt as adopt_lists
 from runtime._registry import TaskRegistry, default_registry
-from runtime._resolver import WorkflowResolver, as_resolver
+from runtime._resolver import as_resolver
 from runtime._secrets import MappingSecrets, SecretResolver
 from runtime._state import ROOT_SCOPE_ID, Interrupt, RunState, RuntimeScope, trusted
-from runtime._steps import StepExecutor
 from runtime._trace import TraceEvent, summarize
 
 RunStatus = Literal["completed", "interrupted", "waiting", "failed", "cancelled"]
 
 _CACHE_LIMIT = 256
-#: Trace events an engine call keeps for ``RunResult.trace`` unless told otherwise (the command line's default too).
-DEFAULT_KEEP_TRACE = 1000
 
 
 def retry_delay_diagnostics(workflow: Workflow, limit: float) -> list[Diagnostic]:
@@ -129,38 +133,12 @@ class RunResult:
 
 
 class Engine:
-    """Runs workflow documents with tasks from a registry.
+    """Runs workflow documents with tasks from ``registry`` (None: the default registry), as ``options`` say.
 
-    ``workflows`` resolves subgraph references (a resolver, a mapping or a
-    function). ``checkpointer`` receives the RunState and the new trace events
-    after every superstep. ``on_superstep(run_state, events)`` is called
-    after each save; ``should_cancel(run_id)`` is consulted before each
-    superstep, and a true answer stops the run with status ``cancelled``.
-    ``max_steps`` bounds the node steps of each frame (one line of work: the
-    run's root, a foreach item, a subgraph's root), not the run's supersteps:
-    a route cycle that never ends fails with ``run.step_limit`` naming the
-    node and item path where it spins, while a foreach of any size passes
-    (each item is a frame of its own).
-
-    ``keep_trace`` bounds ``RunResult.trace``: by default the last
-    ``DEFAULT_KEEP_TRACE`` (1,000) events of the call, ``N`` the last N, ``0``
-    none, ``None`` every one (memory then grows with the run: about 2 KB an
-    event, 2 GB for a foreach of a million items). The bound is the default
-    because the first program anyone writes against a big foreach should not
-    need a setting to stay small. The checkpointer still receives every event
-    with its superstep, and ``trace_sink(event)`` is called with each event
-    as it happens: those are the ways to keep the whole trace of a long run.
-    ``RunResult.trace_omitted`` says how many events the bound left out.
-
-    Step limits (each failure goes through the node's retry policy and
-    ``error`` route like any task failure; ``runtime._steps`` has the rules):
-
-    * ``step_timeout`` caps every task step's start-to-close timeout, in
-      seconds. A step's own limit is the node's ``timeout_seconds``, else the
-      task's default, else the document's ``step_timeout_seconds``; the
-      smaller of that and the cap applies (the cap alone when none is set).
-    * ``max_result_bytes`` caps the size of a step's result as compact JSON
-      (``step.result_too_large``).
+    ``options`` (``EngineOptions``, a frozen value; None: every default) holds everything else: how subgraphs
+    are found, where checkpoints go, the hooks, the step limits and how waiting is done; its docstring
+    describes each field. ``Engine.options`` is the value given, so a host can derive a variant with
+    ``dataclasses.replace``.
 
     What the engine can stop in its own process: an **async** task is
     cancelled at its deadline (``asyncio.timeout``) and fails with
@@ -177,86 +155,30 @@ class Engine:
     step, and a step stopped by cancellation cancels the run without
     committing its superstep.
 
-    ``distribute(node, number_of_items)`` lets a host run a foreach (in the
-    root scope or inside a subgraph call) whose node sets ``batch_size`` as
-    distributed batches (``runtime._batches``):
-    such a run ends a call ``waiting``; each batch runs with ``run_batch`` and
-    ``join_foreach`` meets the barrier and continues the run.
-
-    Waiting (a retry's backoff, the ``wait`` built-in, a ``continue_run``
-    before a frame's wake-up time): with ``sleep_in_process=True`` (the
-    default) the engine sleeps in its own process. With ``False`` it never
-    does: a retry with a backoff, or a ``wait`` step, *suspends* its frame
-    (``RunState.wakeups``, checkpointed), the rest of the run goes on, and
-    once nothing else is ready the call returns ``waiting`` with ``wake_at``,
-    so a queue can run the run again at that time (``continue_run``).
-
-    ``max_retry_delay`` caps, in seconds, the total backoff a node's retry
-    policy may ask for (the sum of the waits before all its attempts); a
-    document over it is refused before anything runs with a
-    ``WorkflowValidationError`` whose diagnostic (``retry.delay_too_long``)
-    names the node (``retry_delay_diagnostics``).
+    Every method that continues a run takes its ``RunState``; turning stored JSON into one is the caller's
+    step (``runtime.state.parse_run_state``), which checks it and fails closed (``runstate.corrupt``).
     """
 
-    def __init__(
-        self,
-        registry: TaskRegistry | None = None,
-        workflows: WorkflowResolver | Mapping[object, Workflow] | Callable[[WorkflowRef], Workflow] | None = None,
-        checkpointer: Checkpointer | None = None,
-        ids: IdFactory | None = None,
-        *,
-        max_workers: int | None = None,
-        on_superstep: Callable[[RunState, list[TraceEvent]], Any] | None = None,
-        should_cancel: Callable[[str], bool] | None = None,
-        max_depth: int = 32,
-        max_steps: int | None = None,
-        keep_trace: int | None = DEFAULT_KEEP_TRACE,
-        trace_sink: Callable[[TraceEvent], Any] | None = None,
-        step_timeout: float | None = None,
-        max_result_bytes: int | None = None,
-        step_executor: StepExecutor | None = None,
-        sleep_in_process: bool = True,
-        max_retry_delay: float | None = None,
-        clock: Callable[[], float] | None = None,
-        distribute: Callable[[ForeachNode, int], bool] | None = None,
-        secrets: SecretResolver | Mapping[str, str] | None = None,
-        budget: RunBudget | None = None,
-    ) -> None:
+    def __init__(self, registry: TaskRegistry | None = None, options: EngineOptions | None = None) -> None:
+        if options is None:
+            options = EngineOptions()
+        elif not isinstance(options, EngineOptions):
+            raise EngineOptionsError(f"Engine's options must be an EngineOptions, not {type(options).__name__} "
+                                     f"(the keywords moved into runtime.engine.EngineOptions)",
+                                     field="options", value=options)
+        self.options = options
         self.registry = registry if registry is not None else default_registry
-        self.resolver = as_resolver(workflows)
-        self.checkpointer = checkpointer
-        self.ids = ids if ids is not None else RandomIds()
-        self.max_workers = max_workers or min(32, (os.cpu_count() or 1) + 4)
-        self.on_superstep = on_superstep
-        self.should_cancel = should_cancel
-        self.max_depth = max_depth
-        if max_steps is not None and max_steps < 1:
-            raise ValueError(f"max_steps must be a positive number of steps per frame or None, not {max_steps!r}")
-        self.max_steps = max_steps
-        if keep_trace is not None and (isinstance(keep_trace, bool) or not isinstance(keep_trace, int)
-                                       or keep_trace < 0):
-            raise ValueError(f"keep_trace must be None (keep every event), 0 (none) or a positive number of "
-                             f"events to keep, not {keep_trace!r}")
-        self.keep_trace = keep_trace
-        self.trace_sink = trace_sink
-        if step_timeout is not None and not step_timeout > 0:
-            raise ValueError(f"step_timeout must be a positive number of seconds or None, not {step_timeout!r}")
-        if max_result_bytes is not None and max_result_bytes < 1:
-            raise ValueError(f"max_result_bytes must be a positive number of bytes or None, not {max_result_bytes!r}")
-        self.step_timeout = step_timeout
-        self.max_result_bytes = max_result_bytes
-        self.step_executor = step_executor
-        if max_retry_delay is not None and (isinstance(max_retry_delay, bool) or not max_retry_delay >= 0):
-            raise ValueError(f"max_retry_delay must be a number of seconds (0 or more) or None, not "
-                             f"{max_retry_delay!r}")
-        self.sleep_in_process = sleep_in_process
-        self.max_retry_delay = max_retry_delay
-        self.clock = clock if clock is not None else time.time
-        self.distribute = distribute
+        self.resolver = as_resolver(options.workflows)
+        self.checkpointer = options.checkpointer
+        self.ids = options.ids if options.ids is not None else RandomIds()
+        self.max_workers = options.max_workers or min(32, (os.cpu_count() or 1) + 4)
+        self.max_retry_delay = options.max_retry_delay
+        self.clock = options.clock if options.clock is not None else time.time
+        secrets = options.secrets
         # A binding may name a secret; its value is revealed to that step only (runtime._secrets).
         self.secrets: SecretResolver | None = MappingSecrets(secrets) if isinstance(secrets, Mapping) else secrets
         # What is left of the run's budgets; the meter counts the step-seconds this engine's calls use.
-        self.budget_meter = BudgetMeter(budget) if budget is not None else None
+        self.budget_meter = BudgetMeter(options.budget) if options.budget is not None else None
         self._compiled: dict[int, tuple[Workflow, CompiledWorkflow]] = {}
         self._known: dict[str, Workflow] = {}
         self._pool: ThreadPoolExecutor | None = None
@@ -311,13 +233,14 @@ class Engine:
         return plan
 
     def _config(self) -> LoopConfig:
+        o = self.options
         return LoopConfig(
             ids=self.ids, resolver=self.resolver, compile=self.compile, pool=self._get_pool,
-            checkpointer=self.checkpointer, on_superstep=self.on_superstep, should_cancel=self.should_cancel,
-            max_depth=self.max_depth, max_steps=self.max_steps, keep_trace=self.keep_trace,
-            trace_sink=self.trace_sink, step_timeout=self.step_timeout,
-            max_result_bytes=self.max_result_bytes, step_executor=self.step_executor, distribute=self.distribute,
-            sleep_in_process=self.sleep_in_process, clock=self.clock, secrets=self.secrets,
+            checkpointer=self.checkpointer, on_superstep=o.on_superstep, should_cancel=o.should_cancel,
+            max_depth=o.max_depth, max_steps=o.max_steps, keep_trace=o.keep_trace,
+            trace_sink=o.trace_sink, step_timeout=o.step_timeout,
+            max_result_bytes=o.max_result_bytes, step_executor=o.step_executor, distribute=o.distribute,
+            sleep_in_process=o.sleep_in_process, clock=self.clock, secrets=self.secrets,
             budget=self.budget_meter,
         )
 

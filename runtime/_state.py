@@ -78,7 +78,7 @@ class ExecutionFrame(_StateModel):
     status: FrameStatus = "ready"
     waiting_for: str | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
-    #: Node steps this line of work has taken (``Engine(max_steps=)`` bounds it: a route cycle that never
+    #: Node steps this line of work has taken (``EngineOptions(max_steps=)`` bounds it: a route cycle that never
     #: ends is one frame stepping forever, while a foreach's items are frames of their own, each short).
     steps: int = Field(default=0, ge=0)
 

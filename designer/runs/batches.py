@@ -68,7 +68,7 @@ from designer.runs.pinning import PinnedResolver
 from designer.secrets.services import TeamSecrets
 from runtime import Engine, RunState
 from runtime.document import ForeachNode
-from runtime.engine import BatchResult, DistributedForeach, ItemOutcome
+from runtime.engine import BatchResult, DistributedForeach, EngineOptions, ItemOutcome
 from runtime.state import TraceEvent
 
 logger = logging.getLogger("designer.runs")
@@ -345,8 +345,7 @@ def execute_batch(batch_id: int) -> str:
         with tracing.batch_span(run, node_id=batch.node_id, number=batch.number) as committer.trace, \
                 Heartbeat(batch.pk, owner, renewer=renew):
             if left:
-                engine = Engine(
-                    registry=catalog.registry(),
+                engine = Engine(catalog.registry(), EngineOptions(
                     workflows=PinnedResolver(TeamVersionResolver(run.team_id), run.subgraph_versions),
                     should_cancel=CancelCheck(run.pk),
                     max_steps=trellis.RUN_MAX_STEPS, keep_trace=0,
@@ -354,7 +353,7 @@ def execute_batch(batch_id: int) -> str:
                     sleep_in_process=False, max_retry_delay=waiting.max_retry_delay(),
                     secrets=TeamSecrets(team_id=run.team_id, run_id=run.pk),
                     budget=budgets.budget_for(run),
-                    **steps.engine_options())
+                    **steps.engine_options()))
                 try:
                     with engine:
                         if saved is not None:

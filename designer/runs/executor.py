@@ -46,7 +46,7 @@ from designer.runs.pinning import PinnedResolver
 from designer.secrets.services import TeamSecrets
 from designer.selectors.run_history import TolerantRedrive, tolerated_failures
 from runtime import Engine, RunResult, RunState, WorkflowError
-from runtime.engine import distributed_foreach
+from runtime.engine import EngineOptions, distributed_foreach
 from runtime.errors import CheckpointNotFoundError, RedriveError
 from runtime.inspect import run_summary
 from runtime.state import Interrupt, TraceEvent
@@ -121,8 +121,7 @@ class Execution:
 
     def drive(self) -> RunResult:
         run = self.run
-        engine = Engine(
-            registry=catalog.registry(),
+        engine = Engine(catalog.registry(), EngineOptions(
             workflows=PinnedResolver(TeamVersionResolver(run.team_id), run.subgraph_versions),
             checkpointer=self.checkpointer,
             should_cancel=self._should_cancel,
@@ -136,7 +135,7 @@ class Execution:
             budget=budgets.budget_for(run),
             on_superstep=self._on_superstep,  # step durations, foreach items, step spans
             **steps.engine_options(),
-        )
+        ))
         self.engine = engine
         with engine, steps.CancelWatch(run.pk, self._cancel_seen):
             checkpoint = run_state_of(run)

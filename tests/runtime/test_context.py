@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from runtime import Engine, RunState
+from runtime.engine import EngineOptions
 from runtime.errors import CorruptRunStateError
 from runtime.inspect import frame_context
 from runtime.state import RandomIds
@@ -118,12 +119,12 @@ def test_concurrent_item_frames_receive_distinct_identities() -> None:
 
 def test_interrupt_resume_recreates_same_structured_entries() -> None:
     workflow = nested_capture(interrupt=True, inner_concurrency=2)
-    eng = Engine(registry=registry(), ids=RandomIds())
+    eng = Engine(registry=registry(), options=EngineOptions(ids=RandomIds()))
     first = eng.run(workflow, {"customers": CUSTOMERS})
     assert first.status == "interrupted" and len(first.interrupts) == 2
     before = {i.frame_id: frame_context(first.run_state, i.frame_id).to_mapping() for i in first.interrupts}
     # Through JSON, into an engine that has never seen this run.
-    fresh = Engine(registry=registry(), ids=RandomIds())
+    fresh = Engine(registry=registry(), options=EngineOptions(ids=RandomIds()))
     finished = answer_all(fresh, first, workflow)
     assert finished.status == "completed"
     confirmed = {c["frame_id"]: c["bound"] for c in finished.state["after"]}

@@ -7,6 +7,7 @@ from typing import Any
 
 from runtime import Engine, RunState, WorkflowBuilder
 from runtime.checkpoint import InMemoryCheckpointer
+from runtime.engine import EngineOptions
 from runtime.inspect import activation_progress, live_frames
 from runtime.paths import input_path, state_path
 from runtime.state import SequentialIds
@@ -180,7 +181,7 @@ def test_body_lineage_ending_without_returning_still_completes_the_item() -> Non
               output=[{"source": ".", "target": "out", "mode": "append"}])
     g.set_route(each, "loop", m)
     g.set_route(m, "ok", each)
-    eng = Engine(registry=reg, ids=SequentialIds())
+    eng = Engine(registry=reg, options=EngineOptions(ids=SequentialIds()))
     from runtime._compiled import compile_workflow
 
     workflow = g.build()

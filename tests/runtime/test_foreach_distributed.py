@@ -14,7 +14,7 @@ import pytest
 from runtime import Engine, RunResult, RunState, Workflow, WorkflowBuilder
 from runtime.checkpoint import HistoryPolicy, InMemoryCheckpointer
 from runtime.document import ForeachNode
-from runtime.engine import ItemOutcome, distributed_foreach
+from runtime.engine import EngineOptions, ItemOutcome, distributed_foreach
 from runtime.errors import RedriveError
 from runtime.state import RuntimeContext, SequentialIds, TraceEvent
 from runtime.tasks import TaskRegistry
@@ -80,8 +80,8 @@ def nested(batch_size: int = 2) -> Workflow:
 
 
 def engine(calls: list[Any] | None = None, *, distribute: bool = False) -> Engine:
-    return Engine(registry=registry(calls), ids=SequentialIds(),
-                  distribute=(lambda node, n: True) if distribute else None)
+    return Engine(registry=registry(calls), options=EngineOptions(ids=SequentialIds(),
+                  distribute=(lambda node, n: True) if distribute else None))
 
 
 def run_distributed(eng: Engine, doc: Workflow, run_input: Any, *, batches: list[Any] | None = None,
@@ -152,7 +152,7 @@ def test_without_a_batch_size_or_a_yes_from_the_host_the_foreach_runs_in_its_run
     plain = doc.model_copy(update={"nodes": [n.model_copy(update={"batch_size": None}) if isinstance(n, ForeachNode)
                                              else n for n in doc.nodes]})
     assert engine(distribute=True).run(plain, {"customers": CUSTOMERS}).status == "completed"
-    refusing = Engine(registry=registry(), ids=SequentialIds(), distribute=lambda node, n: n > 10)
+    refusing = Engine(registry(), EngineOptions(ids=SequentialIds(), distribute=lambda node, n: n > 10))
     assert refusing.run(doc, {"customers": CUSTOMERS}).status == "completed"
 
 
@@ -286,8 +286,8 @@ def test_a_batch_whose_items_back_off_waits_without_sleeping_and_continues_from_
     g.set_route(each, "loop", work)
     g.set_route(work, "ok", each)
     doc = g.build()
-    engine = Engine(registry=reg, ids=SequentialIds(), distribute=lambda node, items: True,
-                    sleep_in_process=False, clock=lambda: now[0])
+    engine = Engine(registry=reg, options=EngineOptions(ids=SequentialIds(), distribute=lambda node, items: True,
+                    sleep_in_process=False, clock=lambda: now[0]))
     waiting = engine.run(doc, {"xs": list(range(6))})
     assert waiting.status == "waiting"
     (activation,) = distributed_foreach(waiting.run_state)
@@ -364,12 +364,13 @@ def _without_scope_ids(value: Any) -> Any:
 
 def test_a_foreach_inside_a_subgraph_call_is_distributed_like_a_top_level_one() -> None:
     doc, workflows = calling_parent(), {"orders-child": orders_child()}
-    local = Engine(registry=registry(), ids=SequentialIds(), workflows=workflows).run(doc, {"customers": CUSTOMERS})
+    local = Engine(registry(), EngineOptions(
+        ids=SequentialIds(), workflows=workflows)).run(doc, {"customers": CUSTOMERS})
     assert local.status == "completed", local.error
     calls: list[Any] = []
     batches: list[Any] = []
-    spread_engine = Engine(registry=registry(calls), ids=SequentialIds(), workflows=workflows,
-                           distribute=lambda node, n: True)
+    spread_engine = Engine(registry=registry(calls), options=EngineOptions(ids=SequentialIds(), workflows=workflows,
+                           distribute=lambda node, n: True))
     spread = run_distributed(spread_engine, doc, {"customers": CUSTOMERS}, batches=batches)
     assert spread.status == "completed", spread.error
     # The child's orders ran as batches: Ada's 5 orders in batches of 2, Bob's 1 in one; Cy has none.
@@ -424,8 +425,8 @@ def test_a_completed_runs_tolerated_failed_items_are_redriven_and_downstream_see
     doc = tolerant_then_total()
     calls: Counter[int] = Counter()
     cp = InMemoryCheckpointer(history=HistoryPolicy())
-    eng = Engine(registry=flaky_registry(calls, {1, 5, 9}), ids=SequentialIds(), checkpointer=cp,
-                 distribute=lambda node, n: True)
+    eng = Engine(registry=flaky_registry(calls, {1, 5, 9}), options=EngineOptions(ids=SequentialIds(), checkpointer=cp,
+                 distribute=lambda node, n: True))
     kept: dict[int, ItemOutcome] = {}  # the host's committed items (the designer's ForeachBatchItem rows)
     trace: list[Any] = []
 
@@ -464,8 +465,8 @@ def test_a_completed_runs_tolerated_failed_items_are_redriven_and_downstream_see
                                    "items": [1, 5, 9], "count": 3, "from_step": checkpoint.step}
     done = drive(reopened, only=failed)
     assert done.status == "completed", done.error
-    clean = Engine(registry=flaky_registry(Counter(), set()), ids=SequentialIds(),
-                   distribute=lambda node, n: True)
+    clean = Engine(registry=flaky_registry(Counter(), set()), options=EngineOptions(ids=SequentialIds(),
+                   distribute=lambda node, n: True))
     assert done.output == run_distributed(clean, doc, {"xs": XS}).output == {
         "out": [x * 10 for x in XS], "summary": {"sum": 450, "missing": 0}}
     # Exactly the failed items ran again; the completed ones kept their results.
@@ -479,8 +480,8 @@ def test_a_completed_runs_tolerated_failed_items_are_redriven_and_downstream_see
 def test_a_foreach_redrive_is_refused_when_the_checkpoints_do_not_fit() -> None:
     doc = tolerant_then_total()
     cp = InMemoryCheckpointer(history=HistoryPolicy())
-    eng = Engine(registry=flaky_registry(Counter(), {1}), ids=SequentialIds(), checkpointer=cp,
-                 distribute=lambda node, n: True)
+    eng = Engine(registry=flaky_registry(Counter(), {1}), options=EngineOptions(ids=SequentialIds(), checkpointer=cp,
+                 distribute=lambda node, n: True))
     waiting = eng.run(doc, {"xs": XS})
     [activation] = distributed_foreach(waiting.run_state)
     with pytest.raises(RedriveError, match="only a completed run"):
@@ -500,11 +501,12 @@ def test_each_item_carries_the_trace_events_one_run_makes_for_it(shape: str) -> 
     """Loops inside the item and subgraph calls around the foreach included: the run's events plus its items'
     are what one run makes (apart from the distribution's own), and each item's events are in its frames."""
     doc, workflows = (nested(), {}) if shape == "nested" else (calling_parent(), {"orders-child": orders_child()})
-    local = Engine(registry=registry(), ids=SequentialIds(), workflows=workflows).run(doc, {"customers": CUSTOMERS})
+    local = Engine(registry(), EngineOptions(
+        ids=SequentialIds(), workflows=workflows)).run(doc, {"customers": CUSTOMERS})
     trace: list[TraceEvent] = []
     batches: list[Any] = []
-    spread_engine = Engine(registry=registry(), ids=SequentialIds(), workflows=workflows,
-                           distribute=lambda node, n: True)
+    spread_engine = Engine(registry=registry(), options=EngineOptions(ids=SequentialIds(), workflows=workflows,
+                           distribute=lambda node, n: True))
     with_items = run_distributed(spread_engine, doc, {"customers": CUSTOMERS}, batches=batches, trace=trace)
     assert with_items.status == "completed", with_items.error
 

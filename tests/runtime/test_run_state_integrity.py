@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 from runtime import Engine, RunResult, RunState, Workflow
 from runtime._state import foreach_item_metadata
 from runtime.checkpoint import FileCheckpointer, InMemoryCheckpointer
+from runtime.engine import EngineOptions
 from runtime.errors import CorruptRunStateError
 from runtime.inspect import activation_progress, frame_context, live_frames
 from runtime.state import SequentialIds
@@ -54,7 +55,7 @@ CASES = [
 
 
 def _engine(case: Case, **kwargs: Any) -> Engine:
-    return Engine(registry=registry(), ids=SequentialIds(), workflows=case.workflows, **kwargs)
+    return Engine(registry=registry(), options=EngineOptions(ids=SequentialIds(), workflows=case.workflows, **kwargs))
 
 
 def _finish(engine: Engine, case: Case, result: RunResult) -> RunResult:
