@@ -36,6 +36,7 @@ from runtime import Engine, RunState, Workflow
 from runtime.checkpoint import InMemoryCheckpointer
 from runtime.engine import EngineOptions
 from runtime.inspect import frame_context
+from runtime.state import parse_run_state
 
 GOAL = 10.0
 LANGGRAPH_BUDGET_S = 40.0
@@ -329,7 +330,7 @@ def _pause_and_resume(steps: int) -> tuple[int, int, list[float]]:
     times = []
     for _ in range(30):
         start = time.perf_counter()
-        done = engine.resume(saved, interrupt_id, {}, workflow=workflow)
+        done = engine.resume(parse_run_state(saved), interrupt_id, {}, workflow=workflow)
         times.append(time.perf_counter() - start)
         _check("resume", done.output, {"x": steps + 1})
     return paused.run_state.step, len(saved.encode()), times

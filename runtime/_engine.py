@@ -33,7 +33,7 @@ from runtime._parts import adopt as adopt_lists
 from runtime._registry import TaskRegistry, default_registry
 from runtime._resolver import as_resolver
 from runtime._secrets import MappingSecrets, SecretResolver
-from runtime._state import ROOT_SCOPE_ID, Interrupt, RunState, RuntimeScope, trusted
+from runtime._state import ROOT_SCOPE_ID, Interrupt, RunState, RuntimeScope, given_run_state, trusted
 from runtime._trace import TraceEvent, summarize
 
 RunStatus = Literal["completed", "interrupted", "waiting", "failed", "cancelled"]
@@ -91,7 +91,7 @@ class RunResult:
     and ``trace_kept_by`` names where every event went when the engine has
     somewhere to send them (``"checkpointer"``, ``"trace_sink"``,
     ``"on_superstep"``); empty, the omitted events are gone. ``run_state`` is the engine's state object after the call:
-    pass it (or its JSON) to ``resume``, which never modifies it.
+    pass it to ``resume``, which never modifies it (a stored one: ``runtime.state.parse_run_state`` first).
 
     ``waiting`` (only from an engine with ``sleep_in_process=False``): frames
     are suspended until ``wake_at`` (Unix time, the earliest of them) for a
@@ -290,13 +290,9 @@ class Engine:
             sched.enqueue(frame)
         return loop
 
-    def _reopen(self, run_state: RunState | Mapping[str, Any] | str | bytes,
-                workflow: Workflow | Mapping[str, Any] | None) -> RunLoop:
-        if isinstance(run_state, RunState):
-            rs = run_state.copy_for_resume()
-            rs.check()  # a caller's object is as much from outside as a checkpoint (from_json checks its own)
-        else:
-            rs = RunState.from_json(run_state)
+    def _reopen(self, run_state: RunState, workflow: Workflow | Mapping[str, Any] | None, where: str) -> RunLoop:
+        rs = given_run_state(run_state, where).copy_for_resume()
+        rs.check()  # a caller's object may have been changed since it was parsed: it is as much from outside
         adopt_lists(rs)
         plan = self.compile(self._root_workflow(rs, workflow))
         return RunLoop(self._config(), rs, plan)
@@ -358,30 +354,30 @@ class Engine:
         loop = self._start(workflow, input, run_id)
         return self._settle_and_drive(loop)
 
-    def resume(self, run_state: RunState | Mapping[str, Any] | str | bytes, interrupt_id: str, value: Any,
+    def resume(self, run_state: RunState, interrupt_id: str, value: Any,
                label: str | None = None, *, workflow: Workflow | Mapping[str, Any] | None = None) -> RunResult:
         """Answer one open interrupt with ``value`` (and optionally a label) and continue.
 
         ``workflow`` is the root document; without it the engine uses the one
         it last ran under that id, else asks its resolver.
         """
-        loop = self._reopen(run_state, workflow)
+        loop = self._reopen(run_state, workflow, "Engine.resume")
         self._check_resumable(loop)
         loop.apply_resume(interrupt_id, value, label)
         return self._settle_and_drive(loop)
 
-    def continue_run(self, run_state: RunState | Mapping[str, Any] | str | bytes, *,
+    def continue_run(self, run_state: RunState, *,
                      workflow: Workflow | Mapping[str, Any] | None = None) -> RunResult:
         """Carry on a run from its last checkpoint (after a crash); a finished run is returned as it is.
 
         The superstep that was in flight when the process died runs again, so
         tasks see at-least-once execution.
         """
-        loop = self._reopen(run_state, workflow)
+        loop = self._reopen(run_state, workflow, "Engine.continue_run")
         loop.drive()
         return self._result(loop)
 
-    def redrive(self, run_state: RunState | Mapping[str, Any] | str | bytes, *,
+    def redrive(self, run_state: RunState, *,
                 workflow: Workflow | Mapping[str, Any] | None = None) -> RunResult:
         """Run a failed run again from its last checkpoint: only the steps that failed (and the foreach items
         they were part of) run again; completed items keep their results.
@@ -390,12 +386,12 @@ class Engine:
         that opens the attempt's section. ``workflow`` is the root document the run ran (pass the pinned one);
         ``RedriveError`` when the run did not fail or nothing in it can run again.
         """
-        loop = self._reopen(run_state, workflow)
+        loop = self._reopen(run_state, workflow, "Engine.redrive")
         loop.apply_redrive()
         return self._settle_and_drive(loop)
 
-    def redrive_foreach(self, checkpoint: RunState | Mapping[str, Any] | str | bytes,
-                        latest: RunState | Mapping[str, Any] | str | bytes, *, activation_id: str,
+    def redrive_foreach(self, checkpoint: RunState,
+                        latest: RunState, *, activation_id: str,
                         indices: Sequence[int], workflow: Workflow | Mapping[str, Any] | None = None) -> RunResult:
         """Redrive the tolerated failed items ``indices`` of a completed run's distributed foreach.
 
@@ -407,21 +403,22 @@ class Engine:
         ones, so the foreach's results hold the new results in index order and every node after the foreach
         runs again and sees them. ``RedriveError`` when the checkpoints do not fit (``_algo.reopen_foreach``).
         """
-        before = checkpoint if isinstance(checkpoint, RunState) else RunState.from_json(checkpoint)
-        before = before.copy_for_resume()
-        last = latest if isinstance(latest, RunState) else RunState.from_json(latest)
+        before = given_run_state(checkpoint, "Engine.redrive_foreach").copy_for_resume()
+        last = given_run_state(latest, "Engine.redrive_foreach")
+        last.check()
         wanted = list(indices)
         from_step = before.step
         reopen_foreach(before, last, activation_id, wanted)
-        loop = self._reopen(before, workflow)
+        loop = self._reopen(before, workflow, "Engine.redrive_foreach")
         loop.mark_foreach_redrive(activation_id, wanted, from_step)
         loop.checkpoint(loop.settle())
         return self._result(loop)
 
-    def _fork(self, run_state: RunState | Mapping[str, Any] | str | bytes, run_id: str | None,
+    def _fork(self, run_state: RunState, run_id: str | None,
               state: Mapping[str, Any] | None, answer: Mapping[str, Any] | None,
               workflow: Workflow | Mapping[str, Any] | None) -> RunLoop:
-        origin = run_state if isinstance(run_state, RunState) else RunState.from_json(run_state)
+        origin = given_run_state(run_state, "Engine.fork")
+        origin.check()
         forkable(origin)
         plan = self.compile(self._root_workflow(origin, workflow))
         edits = check_fork(plan.workflow, origin, state=None if state is None else dict(state), answer=answer)
@@ -433,7 +430,7 @@ class Engine:
             loop.apply_resume(edits.answer["interrupt_id"], edits.answer["value"], edits.answer["label"])
         return loop
 
-    def fork(self, run_state: RunState | Mapping[str, Any] | str | bytes, *, run_id: str | None = None,
+    def fork(self, run_state: RunState, *, run_id: str | None = None,
              state: Mapping[str, Any] | None = None, answer: Mapping[str, Any] | None = None,
              workflow: Workflow | Mapping[str, Any] | None = None) -> RunResult:
         """Start a new run from a past checkpoint of another (``run_state``, e.g. ``checkpointer.load_at``).
@@ -455,35 +452,35 @@ class Engine:
         loop = self._start(workflow, input, run_id)
         return await self._asettle_and_drive(loop)
 
-    async def aresume(self, run_state: RunState | Mapping[str, Any] | str | bytes, interrupt_id: str, value: Any,
+    async def aresume(self, run_state: RunState, interrupt_id: str, value: Any,
                       label: str | None = None, *, workflow: Workflow | Mapping[str, Any] | None = None
                       ) -> RunResult:
-        loop = self._reopen(run_state, workflow)
+        loop = self._reopen(run_state, workflow, "Engine.aresume")
         self._check_resumable(loop)
         loop.apply_resume(interrupt_id, value, label)
         return await self._asettle_and_drive(loop)
 
-    async def aredrive(self, run_state: RunState | Mapping[str, Any] | str | bytes, *,
+    async def aredrive(self, run_state: RunState, *,
                        workflow: Workflow | Mapping[str, Any] | None = None) -> RunResult:
-        loop = self._reopen(run_state, workflow)
+        loop = self._reopen(run_state, workflow, "Engine.aredrive")
         loop.apply_redrive()
         return await self._asettle_and_drive(loop)
 
-    async def afork(self, run_state: RunState | Mapping[str, Any] | str | bytes, *, run_id: str | None = None,
+    async def afork(self, run_state: RunState, *, run_id: str | None = None,
                     state: Mapping[str, Any] | None = None, answer: Mapping[str, Any] | None = None,
                     workflow: Workflow | Mapping[str, Any] | None = None) -> RunResult:
         loop = self._fork(run_state, run_id, state, answer, workflow)
         return await self._asettle_and_drive(loop)
 
-    async def acontinue_run(self, run_state: RunState | Mapping[str, Any] | str | bytes, *,
+    async def acontinue_run(self, run_state: RunState, *,
                             workflow: Workflow | Mapping[str, Any] | None = None) -> RunResult:
-        loop = self._reopen(run_state, workflow)
+        loop = self._reopen(run_state, workflow, "Engine.acontinue_run")
         await loop.adrive()
         return self._result(loop)
 
     # -- distributed foreach -------------------------------------------------------------
 
-    def run_batch(self, run_state: RunState | Mapping[str, Any] | str | bytes, activation_id: str,
+    def run_batch(self, run_state: RunState, activation_id: str,
                   indices: Sequence[int], *, workflow: Workflow | Mapping[str, Any] | None = None,
                   on_items: Callable[[tuple[ItemOutcome, ...]], Any] | None = None) -> BatchResult:
         """Run the items ``indices`` of the distributed activation ``activation_id`` of a waiting run.
@@ -492,10 +489,9 @@ class Engine:
         stops the batch there: a host that lost its lease raises). The run state is not changed; every item
         failure is an outcome, never a failed batch.
         """
-        if isinstance(run_state, RunState):
-            source = run_state.copy_for_resume()  # lists grow in place: keep the caller's object as it was
-        else:
-            source = RunState.from_json(run_state)
+        # Lists grow in place: keep the caller's object as it was.
+        source = given_run_state(run_state, "Engine.run_batch").copy_for_resume()
+        source.check()
         activation = source.activations.get(activation_id)
         if activation is None or not activation.distributed:
             raise CorruptRunStateError(f"run {source.run_id!r} has no distributed foreach activation "
@@ -515,7 +511,7 @@ class Engine:
         adopt_lists(state)
         return self._drive_batch(state, activation_id, plan, on_items, fresh=True)
 
-    def continue_batch(self, batch_state: RunState | Mapping[str, Any] | str | bytes, activation_id: str, *,
+    def continue_batch(self, batch_state: RunState, activation_id: str, *,
                        workflow: Workflow | Mapping[str, Any] | None = None,
                        on_items: Callable[[tuple[ItemOutcome, ...]], Any] | None = None,
                        held: Iterable[tuple[int, TraceEvent]] = ()) -> BatchResult:
@@ -523,11 +519,7 @@ class Engine:
         suspended items run on from where they slept (their retry attempt, a wait's result), then the items it
         had not started. Before the time it ends ``waiting`` again at once, having run nothing. ``held``: the
         waiting batch's ``BatchResult.held``, so those items' outcomes carry their whole trace."""
-        if isinstance(batch_state, RunState):
-            state = batch_state.copy_for_resume()
-        else:
-            state = RunState.model_validate_json(batch_state) if isinstance(batch_state, str | bytes) \
-                else RunState.model_validate(batch_state)
+        state = given_run_state(batch_state, "Engine.continue_batch").copy_for_resume()
         activation = state.activations.get(activation_id)
         if state.status != "waiting" or activation is None or activation.only is None:
             raise CorruptRunStateError(f"run {state.run_id!r}: no waiting batch of foreach activation "
@@ -596,12 +588,12 @@ class Engine:
             return BatchResult("failed", tuple(done), error)
         return BatchResult("completed", tuple(done))
 
-    def join_foreach(self, run_state: RunState | Mapping[str, Any] | str | bytes,
+    def join_foreach(self, run_state: RunState,
                      outcomes: Mapping[str, Iterable[ItemOutcome]], *,
                      workflow: Workflow | Mapping[str, Any] | None = None) -> RunResult:
         """Meet the barriers of a waiting run's distributed activations (``{activation_id: every item's
         outcome}``) and continue the run."""
-        loop = self._reopen(run_state, workflow)
+        loop = self._reopen(run_state, workflow, "Engine.join_foreach")
         rs = loop.rs
         if rs.status != "waiting":
             raise ResumeError(f"run {rs.run_id!r} is {rs.status}, not waiting for distributed batches",

@@ -377,6 +377,25 @@ _WITHOUT_PARTS: dict[str, Any] = {
 }
 
 
+def parse_run_state(data: str | bytes | Mapping[str, Any]) -> RunState:
+    """A stored run state (its JSON text or decoded object) as a ``RunState``, checked as every state from outside
+    is: ``CorruptRunStateError`` naming the location of each problem (format) or the entry and field (structure).
+
+    This is the one step between storage and the engine: ``Engine`` and ``runtime.inspect`` take a ``RunState``
+    only, so a caller parses once and hands the same object to every call that needs it.
+    """
+    return RunState.from_json(data)
+
+
+def given_run_state(value: object, where: str) -> RunState:
+    """``value`` if it is a ``RunState``; a ``TypeError`` telling the caller to parse it first otherwise (a programming
+    mistake, not bad data: stored JSON goes through ``parse_run_state``, which reports what is wrong in it)."""
+    if isinstance(value, RunState):
+        return value
+    raise TypeError(f"{where} takes a RunState, not {type(value).__name__}: parse a stored state with "
+                    "runtime.state.parse_run_state(...) first")
+
+
 def part_key(kind: str, entry_id: str) -> str:
     """The storage key of one write-once part, e.g. ``"items:act_3"`` or ``"input:root"``."""
     return f"{kind}:{entry_id}"

@@ -69,7 +69,7 @@ from designer.secrets.services import TeamSecrets
 from runtime import Engine, RunState
 from runtime.document import ForeachNode
 from runtime.engine import BatchResult, DistributedForeach, EngineOptions, ItemOutcome
-from runtime.state import TraceEvent
+from runtime.state import TraceEvent, parse_run_state
 
 logger = logging.getLogger("designer.runs")
 
@@ -357,11 +357,13 @@ def execute_batch(batch_id: int) -> str:
                 try:
                     with engine:
                         if saved is not None:
-                            result = engine.continue_batch(saved[0], batch.activation_id, workflow=run.document,
-                                                           on_items=committer.add, held=saved[1])
+                            # The batch's own stored state: its format is validated, as before.
+                            result = engine.continue_batch(RunState.model_validate(saved[0]), batch.activation_id,
+                                                           workflow=run.document, on_items=committer.add,
+                                                           held=saved[1])
                         else:
-                            result = engine.run_batch(run_state_of(run) or {}, batch.activation_id, left,
-                                                      workflow=run.document, on_items=committer.add)
+                            result = engine.run_batch(parse_run_state(run_state_of(run) or {}), batch.activation_id,
+                                                      left, workflow=run.document, on_items=committer.add)
                 finally:
                     budgets.record_use(run.pk, engine)  # the batch's steps count against the run's budget
                 if result.status == "waiting":

@@ -12,7 +12,7 @@ from runtime import Engine, RunState
 from runtime.engine import EngineOptions
 from runtime.errors import CorruptRunStateError
 from runtime.inspect import frame_context
-from runtime.state import RandomIds
+from runtime.state import RandomIds, parse_run_state
 from tests.runtime.engine_helpers import (
     CUSTOMERS,
     answer_all,
@@ -179,15 +179,19 @@ def test_malformed_persisted_foreach_metadata_fails_closed(how: str) -> None:
     frame_id = rs.interrupts[interrupt_id].frame_id
     data = _corrupt(rs, how)
     with pytest.raises(CorruptRunStateError) as caught:
-        frame_context(data, frame_id)
+        parse_run_state(data)
     assert caught.value.code == "runstate.corrupt"
+    # The same damage in an object a caller holds is refused as much by each call that reads it.
+    damaged = RunState.model_validate(data)
     with pytest.raises(CorruptRunStateError):
-        engine().resume(data, interrupt_id, {"answer": "yes"}, workflow=nested_capture(interrupt=True))
+        frame_context(damaged, frame_id)
+    with pytest.raises(CorruptRunStateError):
+        engine().resume(damaged, interrupt_id, {"answer": "yes"}, workflow=nested_capture(interrupt=True))
 
 
 def test_intact_state_resumes_where_corrupt_copies_fail() -> None:
     rs, interrupt_id = _interrupted_state()
-    result = engine().resume(json_round_trip(rs), interrupt_id, {"answer": "yes"},
+    result = engine().resume(parse_run_state(json_round_trip(rs)), interrupt_id, {"answer": "yes"},
                              workflow=nested_capture(interrupt=True))
     assert result.status == "interrupted"
     assert result.state["answers"] == ["yes"]

@@ -18,7 +18,7 @@ from runtime import Engine, RunState, Workflow, WorkflowBuilder
 from runtime.checkpoint import SqliteCheckpointer
 from runtime.engine import EngineOptions
 from runtime.errors import CheckpointNotFoundError
-from runtime.state import SequentialIds
+from runtime.state import SequentialIds, parse_run_state
 from tests.runtime.engine_helpers import CUSTOMERS, answer_all, loop_then_total, nested_capture, registry
 from tests.runtime.test_cli import REPO, TASKS, cli, doubling_workflow
 from tests.runtime.test_scope_isolation import child_capture, parent
@@ -74,7 +74,7 @@ def test_every_superstep_of_a_run_with_subgraphs_and_interrupts_resumes_identica
     assert any(len(json.loads(s)["scopes"]) > 1 for s in states)  # some checkpoints sit inside the child scope
     for checkpoint in states:
         fresh = Engine(registry=registry(), options=EngineOptions(ids=SequentialIds(), workflows=workflows))
-        again = fresh.continue_run(checkpoint, workflow=call_parent)
+        again = fresh.continue_run(parse_run_state(checkpoint), workflow=call_parent)
         assert _dump(again.run_state) == _dump(base.run_state)
 
 

@@ -18,7 +18,7 @@ from runtime._registry import TIMER_ATTRIBUTE
 from runtime.analysis import retry_delay_diagnostics
 from runtime.engine import EngineOptions
 from runtime.errors import CorruptRunStateError, EngineOptionsError, WorkflowValidationError
-from runtime.state import RuntimeContext
+from runtime.state import RuntimeContext, parse_run_state
 from runtime.tasks import TaskRegistry, builtin_registry
 
 
@@ -91,19 +91,19 @@ def test_backoff_suspends_and_wakes_only_once_its_time_has_come() -> None:
     # Through its JSON form, as a checkpoint would carry it.
     saved = first.run_state.to_json()
     clock.now = 1_009.0
-    early = engine.continue_run(saved, workflow=doc)
+    early = engine.continue_run(parse_run_state(saved), workflow=doc)
     assert early.status == "waiting" and early.wake_at == 1_010.0
     assert calls == [(0, 1)]  # nothing ran before the wake-up time
     assert early.trace == ()
 
     clock.now = 1_010.0
-    second = engine.continue_run(early.run_state.to_json(), workflow=doc)
+    second = engine.continue_run(parse_run_state(early.run_state.to_json()), workflow=doc)
     assert calls == [(0, 1), (0, 2)]
     assert second.status == "waiting"
     assert second.wake_at == 1_030.0  # the backoff doubles before attempt 3
 
     clock.now = 1_031.0
-    done = engine.continue_run(second.run_state.to_json(), workflow=doc)
+    done = engine.continue_run(parse_run_state(second.run_state.to_json()), workflow=doc)
     assert done.status == "completed", done.error
     assert done.output == {"attempt": 3}
     assert calls == [(0, 1), (0, 2), (0, 3)]

@@ -16,7 +16,7 @@ from runtime.checkpoint import HistoryPolicy, InMemoryCheckpointer
 from runtime.document import ForeachNode
 from runtime.engine import EngineOptions, ItemOutcome, distributed_foreach
 from runtime.errors import RedriveError
-from runtime.state import RuntimeContext, SequentialIds, TraceEvent
+from runtime.state import RuntimeContext, SequentialIds, TraceEvent, parse_run_state
 from runtime.tasks import TaskRegistry
 from tests.runtime.engine_helpers import loop_then_total
 
@@ -97,7 +97,8 @@ def run_distributed(eng: Engine, doc: Workflow, run_input: Any, *, batches: list
         for waiting in distributed_foreach(state):
             outcomes: list[ItemOutcome] = []
             for start, stop in waiting.batches():
-                batch = eng.run_batch(state.to_json(), waiting.activation_id, range(start, stop), workflow=doc)
+                stored = parse_run_state(state.to_json())
+                batch = eng.run_batch(stored, waiting.activation_id, range(start, stop), workflow=doc)
                 assert batch.status == "completed"
                 outcomes.extend(batch.outcomes)
                 if trace is not None:
@@ -105,7 +106,7 @@ def run_distributed(eng: Engine, doc: Workflow, run_input: Any, *, batches: list
                 if batches is not None:
                     batches.append((waiting.node_id, start, stop))
             joins[waiting.activation_id] = outcomes
-        result = eng.join_foreach(state.to_json(), joins, workflow=doc)
+        result = eng.join_foreach(parse_run_state(state.to_json()), joins, workflow=doc)
         if trace is not None:
             trace.extend(result.trace)
     return result
@@ -143,7 +144,7 @@ def test_a_waiting_run_is_a_valid_checkpoint_that_holds_no_item_frames() -> None
     assert not [f for f in state.frames.values() if f.metadata.get("foreach", {}).get("node_id") == "orders"]
     kinds = [event.kind for event in result.trace]
     assert "foreach_distributed" in kinds and kinds[-1] == "run_waiting"
-    again = engine(distribute=True).continue_run(state.to_json(), workflow=doc)
+    again = engine(distribute=True).continue_run(parse_run_state(state.to_json()), workflow=doc)
     assert again.status == "waiting"  # nothing to do until the batches are joined
 
 
@@ -216,25 +217,32 @@ def test_a_batch_hands_over_items_as_they_end_and_a_restarted_batch_runs_only_wh
         raise Crash  # the worker dies right after its first commit
 
     with pytest.raises(Crash):
-        eng.run_batch(state.to_json(), waiting.activation_id, range(0, 3), workflow=doc, on_items=commit_once)
+        eng.run_batch(parse_run_state(state.to_json()), waiting.activation_id, range(0, 3), workflow=doc,
+                      on_items=commit_once)
     assert sorted(committed) == [0, 1]  # two items at a time (max_concurrency 2) ended in the first superstep
     assert committed[1].failed and committed[1].error is not None and committed[1].error["index"] == 1
     calls.clear()
     left = [i for i in range(10) if i not in committed]
-    rest = eng.run_batch(state.to_json(), waiting.activation_id, left, workflow=doc)
+    rest = eng.run_batch(parse_run_state(state.to_json()), waiting.activation_id, left, workflow=doc)
     assert rest.status == "completed" and sorted(o.index for o in rest.outcomes) == left
     assert sorted(calls) == sorted(XS[i] for i in left)  # the committed items did not run again
-    done = eng.join_foreach(state.to_json(), {waiting.activation_id: [*committed.values(), *rest.outcomes]},
-                            workflow=doc)
+    done = eng.join_foreach(parse_run_state(state.to_json()),
+                            {waiting.activation_id: [*committed.values(), *rest.outcomes]}, workflow=doc)
     assert done.status == "completed"
     assert done.output == {"out": [0, None, 20, 30, 40, None, 60, 70, 80, None]}
+
+
+def stored_batch(state: RunState | None) -> RunState:
+    """A waiting batch's state as a host stores and reads it back (its format only, as the designer does)."""
+    assert state is not None
+    return RunState.model_validate_json(state.model_dump_json())
 
 
 def test_joining_needs_every_item_exactly_once() -> None:
     doc = tolerant(count=5)
     eng = engine(distribute=True)
-    state = eng.run(doc, {"xs": XS}).run_state.to_json()
-    [waiting] = distributed_foreach(RunState.from_json(state))
+    state = eng.run(doc, {"xs": XS}).run_state
+    [waiting] = distributed_foreach(state)
     some = [ItemOutcome(i, i) for i in range(9)]
     with pytest.raises(Exception, match="1 of 10 item outcomes are missing \\(the first is item 9\\)"):
         eng.join_foreach(state, {waiting.activation_id: some}, workflow=doc)
@@ -302,16 +310,16 @@ def test_a_batch_whose_items_back_off_waits_without_sleeping_and_continues_from_
 
     # Before the wake-up time a continuation runs nothing and waits again for the same time.
     before = len(calls)
-    again = engine.continue_batch(first.state.model_dump_json(), activation.activation_id, on_items=committed.extend,
+    again = engine.continue_batch(stored_batch(first.state), activation.activation_id, on_items=committed.extend,
                                   held=first.held)
     assert (again.status, again.wake_at, len(calls)) == ("waiting", 1_030.0, before)
 
     now[0] = 1_030.0  # attempt 2 of items 1 and 3: fails again, next backoff 60 s
-    second = engine.continue_batch(again.state.model_dump_json(), activation.activation_id,
+    second = engine.continue_batch(stored_batch(again.state), activation.activation_id,
                                    on_items=committed.extend, held=again.held)
     assert second.status == "waiting" and second.wake_at == 1_090.0
     now[0] = 1_090.0
-    third = engine.continue_batch(second.state.model_dump_json(), activation.activation_id,
+    third = engine.continue_batch(stored_batch(second.state), activation.activation_id,
                                   on_items=committed.extend, held=second.held)
     assert third.status == "completed"
     assert sorted((outcome.index, outcome.result) for outcome in committed) == [(i, 10 * i) for i in range(4)]

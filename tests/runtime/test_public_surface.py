@@ -59,6 +59,7 @@ SURFACE: dict[str, frozenset[str]] = {
     "runtime.state": frozenset({
         "Barrier", "ExecutionFrame", "ForeachActivation", "ForeachContext", "IdFactory", "Interrupt", "Lineage",
         "RandomIds", "RunState", "RuntimeContext", "RuntimeScope", "SequentialIds", "TraceEvent", "Wakeup",
+        "parse_run_state",
     }),
     "runtime.tasks": frozenset({
         "Route", "TaskRegistry", "TaskSpec", "builtin_registry", "default_registry", "task",

@@ -15,7 +15,7 @@ from runtime._parts import CHUNK, GrowList
 from runtime.checkpoint import PartLedger
 from runtime.engine import EngineOptions
 from runtime.errors import CorruptRunStateError
-from runtime.state import SequentialIds, TraceEvent
+from runtime.state import SequentialIds, TraceEvent, parse_run_state
 from runtime.tasks import TaskRegistry
 from tests.runtime.engine_helpers import XS_INPUT, registry
 
@@ -199,7 +199,7 @@ def test_a_resumed_run_keeps_storing_its_lists_in_chunks_without_rewriting_them(
     second.ledger = first.ledger  # the same store, carrying on
     second.parts = dict(first.parts)
     done = Engine(registry=tasks(), options=EngineOptions(checkpointer=second, ids=SequentialIds())).resume(
-        joined, paused.interrupts[0].interrupt_id, {}, workflow=workflow)
+        parse_run_state(joined), paused.interrupts[0].interrupt_id, {}, workflow=workflow)
     assert done.status == "completed"
     assert sorted(done.output["log"]) == [2 * x for x in range(6 * CHUNK)]
     assert len(second.saves) > 3 * CHUNK
