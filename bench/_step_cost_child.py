@@ -53,7 +53,7 @@ def _workload(name: str) -> tuple[int, Callable[[], Any], Callable[[Any], Any]]:
 
     def engine() -> Any:
         made = Engine(w.registry(), EngineOptions(checkpointer=InMemoryCheckpointer() if observed else None,
-                      keep_trace=None if observed else 0))
+                                                  keep_trace=None if observed else 0))
         made.compile(workflow)
         return made
 

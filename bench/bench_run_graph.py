@@ -41,7 +41,7 @@ def customers(count: int) -> list[dict[str, Any]]:
 
 def main() -> int:
     engine = Engine(catalog.registry(), EngineOptions(workflows=MappingResolver({"check-order": check_order()}),
-                    keep_trace=None))
+                                                      keep_trace=None))
     rows: list[list[str]] = []
     base: float | None = None
     for size in SIZES:

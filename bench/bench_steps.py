@@ -99,7 +99,7 @@ def main() -> int:
         for name, document, run_input, steps in workloads:
             inline = Engine(registry, EngineOptions(max_workers=4, step_timeout=60, max_result_bytes=2 * 1024 * 1024))
             isolated = Engine(registry, EngineOptions(max_workers=4, step_executor=pool, step_timeout=60,
-                              max_result_bytes=2 * 1024 * 1024))
+                                                      max_result_bytes=2 * 1024 * 1024))
             here = median_seconds(inline, document, run_input) / steps * 1e6
             away = median_seconds(isolated, document, run_input) / steps * 1e6
             print(f"{name:<44} {here:>12,.0f} {away:>13,.0f} {away - here:>10,.0f} {away / here:>6.1f}x")

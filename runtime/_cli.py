@@ -157,9 +157,9 @@ class TraceFile:
 def _engine(args: argparse.Namespace, checkpointer: SqliteCheckpointer | None,
             sink: TraceFile | None = None) -> Engine:
     ids = SequentialIds() if args.ids == "sequential" else RandomIds()
-    return Engine(registry=load_registry(args.tasks, builtins=not args.no_builtins),
-                  options=EngineOptions(workflows=_load_workflows(args.workflows), checkpointer=checkpointer, ids=ids,
-                  keep_trace=args.keep_trace, trace_sink=sink, on_superstep=sink.flush if sink else None))
+    options = EngineOptions(workflows=_load_workflows(args.workflows), checkpointer=checkpointer, ids=ids,
+                            keep_trace=args.keep_trace, trace_sink=sink, on_superstep=sink.flush if sink else None)
+    return Engine(load_registry(args.tasks, builtins=not args.no_builtins), options)
 
 
 def _sink(args: argparse.Namespace) -> TraceFile | None:

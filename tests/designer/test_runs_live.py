@@ -190,7 +190,7 @@ def waiting_distributed_run(cast: Any, workflow: Any, size: int, committed: int)
                                   created_by=cast.editor, input={"size": size})
 
     engine = Engine(registry, EngineOptions(checkpointer=OrmCheckpointer(cast.team, create_run=create_run),
-                    ids=SequentialIds(), keep_trace=0, distribute=lambda node, items: True))
+                                            ids=SequentialIds(), keep_trace=0, distribute=lambda node, items: True))
     result = engine.run(g.build(), {"xs": list(range(size))}, run_id=f"run_spread_{size}")
     assert result.status == "waiting"
     run = Run.objects.get(team=cast.team, runtime_id=result.run_id)

@@ -139,7 +139,7 @@ def limited_document(task: str, payload: dict[str, Any], *, retry: int = 1, erro
 
 def engine(pool: StepProcessPool, **options: Any) -> Engine:
     return Engine(catalog.build_registry([*catalog.task_modules(), STEP_TASKS]), EngineOptions(step_executor=pool,
-                  **options))
+                                                                                               **options))
 
 
 @pytest.mark.django_db

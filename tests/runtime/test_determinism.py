@@ -78,7 +78,7 @@ INPUT = {"groups": [[1, 2, 3, 4], [5], [], [6, 7]]}
 
 def _run(*, use_async: bool = False, max_workers: int | None = None) -> Any:
     eng = Engine(registry=jitter_registry(), options=EngineOptions(workflows={"child": child()}, ids=SequentialIds(),
-                 max_workers=max_workers))
+                                                                   max_workers=max_workers))
     if use_async:
         return asyncio.run(eng.arun(busy_workflow(), INPUT))
     return eng.run(busy_workflow(), INPUT)

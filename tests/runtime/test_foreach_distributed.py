@@ -295,7 +295,7 @@ def test_a_batch_whose_items_back_off_waits_without_sleeping_and_continues_from_
     g.set_route(work, "ok", each)
     doc = g.build()
     engine = Engine(registry=reg, options=EngineOptions(ids=SequentialIds(), distribute=lambda node, items: True,
-                    sleep_in_process=False, clock=lambda: now[0]))
+                                                        sleep_in_process=False, clock=lambda: now[0]))
     waiting = engine.run(doc, {"xs": list(range(6))})
     assert waiting.status == "waiting"
     (activation,) = distributed_foreach(waiting.run_state)
@@ -378,7 +378,7 @@ def test_a_foreach_inside_a_subgraph_call_is_distributed_like_a_top_level_one() 
     calls: list[Any] = []
     batches: list[Any] = []
     spread_engine = Engine(registry=registry(calls), options=EngineOptions(ids=SequentialIds(), workflows=workflows,
-                           distribute=lambda node, n: True))
+                                                                           distribute=lambda node, n: True))
     spread = run_distributed(spread_engine, doc, {"customers": CUSTOMERS}, batches=batches)
     assert spread.status == "completed", spread.error
     # The child's orders ran as batches: Ada's 5 orders in batches of 2, Bob's 1 in one; Cy has none.
@@ -434,7 +434,7 @@ def test_a_completed_runs_tolerated_failed_items_are_redriven_and_downstream_see
     calls: Counter[int] = Counter()
     cp = InMemoryCheckpointer(history=HistoryPolicy())
     eng = Engine(registry=flaky_registry(calls, {1, 5, 9}), options=EngineOptions(ids=SequentialIds(), checkpointer=cp,
-                 distribute=lambda node, n: True))
+                                                                                  distribute=lambda node, n: True))
     kept: dict[int, ItemOutcome] = {}  # the host's committed items (the designer's ForeachBatchItem rows)
     trace: list[Any] = []
 
@@ -474,7 +474,7 @@ def test_a_completed_runs_tolerated_failed_items_are_redriven_and_downstream_see
     done = drive(reopened, only=failed)
     assert done.status == "completed", done.error
     clean = Engine(registry=flaky_registry(Counter(), set()), options=EngineOptions(ids=SequentialIds(),
-                   distribute=lambda node, n: True))
+                                                                                    distribute=lambda node, n: True))
     assert done.output == run_distributed(clean, doc, {"xs": XS}).output == {
         "out": [x * 10 for x in XS], "summary": {"sum": 450, "missing": 0}}
     # Exactly the failed items ran again; the completed ones kept their results.
@@ -489,7 +489,7 @@ def test_a_foreach_redrive_is_refused_when_the_checkpoints_do_not_fit() -> None:
     doc = tolerant_then_total()
     cp = InMemoryCheckpointer(history=HistoryPolicy())
     eng = Engine(registry=flaky_registry(Counter(), {1}), options=EngineOptions(ids=SequentialIds(), checkpointer=cp,
-                 distribute=lambda node, n: True))
+                                                                                distribute=lambda node, n: True))
     waiting = eng.run(doc, {"xs": XS})
     [activation] = distributed_foreach(waiting.run_state)
     with pytest.raises(RedriveError, match="only a completed run"):
@@ -514,7 +514,7 @@ def test_each_item_carries_the_trace_events_one_run_makes_for_it(shape: str) -> 
     trace: list[TraceEvent] = []
     batches: list[Any] = []
     spread_engine = Engine(registry=registry(), options=EngineOptions(ids=SequentialIds(), workflows=workflows,
-                           distribute=lambda node, n: True))
+                                                                      distribute=lambda node, n: True))
     with_items = run_distributed(spread_engine, doc, {"customers": CUSTOMERS}, batches=batches, trace=trace)
     assert with_items.status == "completed", with_items.error
 
