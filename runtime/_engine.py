@@ -34,7 +34,16 @@ from runtime._parts import adopt as adopt_lists
 from runtime._registry import TaskRegistry, default_registry
 from runtime._resolver import as_resolver
 from runtime._secrets import MappingSecrets, SecretResolver
-from runtime._state import ROOT_SCOPE_ID, Interrupt, RunState, RuntimeScope, given_run_state, new_run_state, trusted
+from runtime._state import (
+    ROOT_SCOPE_ID,
+    Interrupt,
+    RunState,
+    RuntimeScope,
+    given_run_state,
+    new_run_state,
+    run_state_to_change,
+    trusted,
+)
 from runtime._trace import TraceEvent, summarize
 
 RunStatus = Literal["completed", "interrupted", "waiting", "failed", "cancelled"]
@@ -299,7 +308,7 @@ class Engine:
         return loop
 
     def _reopen(self, run_state: RunState, workflow: Workflow | Mapping[str, Any] | None, where: str) -> RunLoop:
-        rs = given_run_state(run_state, where).copy_for_resume()
+        rs = run_state_to_change(run_state, where)
         rs.check()  # a caller's object may have been changed since it was parsed: it is as much from outside
         adopt_lists(rs)
         plan = self.compile(self._root_workflow(rs, workflow))
@@ -411,7 +420,7 @@ class Engine:
         ones, so the foreach's results hold the new results in index order and every node after the foreach
         runs again and sees them. ``RedriveError`` when the checkpoints do not fit (``_algo.reopen_foreach``).
         """
-        before = given_run_state(checkpoint, "Engine.redrive_foreach").copy_for_resume()
+        before = run_state_to_change(checkpoint, "Engine.redrive_foreach")
         last = given_run_state(latest, "Engine.redrive_foreach")
         last.check()
         wanted = list(indices)
@@ -498,7 +507,7 @@ class Engine:
         failure is an outcome, never a failed batch.
         """
         # Lists grow in place: keep the caller's object as it was.
-        source = given_run_state(run_state, "Engine.run_batch").copy_for_resume()
+        source = run_state_to_change(run_state, "Engine.run_batch")
         source.check()
         activation = source.activations.get(activation_id)
         if activation is None or not activation.distributed:
@@ -527,7 +536,7 @@ class Engine:
         suspended items run on from where they slept (their retry attempt, a wait's result), then the items it
         had not started. Before the time it ends ``waiting`` again at once, having run nothing. ``held``: the
         waiting batch's ``BatchResult.held``, so those items' outcomes carry their whole trace."""
-        state = given_run_state(batch_state, "Engine.continue_batch").copy_for_resume()
+        state = run_state_to_change(batch_state, "Engine.continue_batch")
         activation = state.activations.get(activation_id)
         if state.status != "waiting" or activation is None or activation.only is None:
             raise CorruptRunStateError(f"run {state.run_id!r}: no waiting batch of foreach activation "

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -383,8 +384,27 @@ def parse_run_state(data: str | bytes | Mapping[str, Any]) -> RunState:
 
     This is the one step between storage and the engine: ``Engine`` and ``runtime.inspect`` take a ``RunState``
     only, so a caller parses once and hands the same object to every call that needs it.
+
+    The state returned is made for the engine: the first ``Engine`` call given it works on it in place, where
+    any other ``RunState`` is copied first so that the caller's object stays as it was (a deep copy costs about
+    six times the parse, and a worker parses each stored checkpoint for exactly one call).
     """
-    return RunState.from_json(data)
+    parsed = RunState.from_json(data)
+    _HANDED_OVER[id(parsed)] = parsed
+    return parsed
+
+
+#: States ``parse_run_state`` made and no engine call has used yet, by identity (weakly: a dropped one leaves).
+_HANDED_OVER: weakref.WeakValueDictionary[int, RunState] = weakref.WeakValueDictionary()
+
+
+def run_state_to_change(value: object, where: str) -> RunState:
+    """The state an engine call may change: ``value`` itself when ``parse_run_state`` made it and no call has used
+    it yet (it is then used up), else a copy, so that a caller's object is never altered."""
+    rs = given_run_state(value, where)
+    if _HANDED_OVER.pop(id(rs), None) is rs:
+        return rs
+    return rs.copy_for_resume()
 
 
 def given_run_state(value: object, where: str) -> RunState:

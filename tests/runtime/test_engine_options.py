@@ -11,9 +11,10 @@ from runtime import Engine
 from runtime._options import FIELDS
 from runtime.engine import EngineOptions, MappingResolver
 from runtime.errors import EngineOptionsError, WorkflowError
-from runtime.state import SequentialIds
+from runtime.state import SequentialIds, parse_run_state
 from runtime.tasks import builtin_registry
 from tests.runtime.engine_helpers import registry
+from tests.runtime.test_engine_interrupt import approval
 from tests.runtime.test_engine_subgraph import caller, child
 
 
@@ -62,3 +63,20 @@ def test_the_options_given_are_the_ones_the_engine_runs_with() -> None:
     result = engine.run(caller(), {"n": 4})
     assert result.status == "completed", result.error
     assert result.run_id == "run_0000000000001" and len(result.trace) == 2 and result.trace_omitted > 0
+
+
+def test_a_parsed_state_is_used_by_one_call_and_any_other_is_copied() -> None:
+    doc = approval()
+    eng = Engine(registry(), EngineOptions(ids=SequentialIds()))
+    paused = eng.run(doc, {"amounts": [10]})
+    interrupt_id = paused.interrupts[0].interrupt_id
+    before = paused.run_state.model_dump_json()
+    assert eng.resume(paused.run_state, interrupt_id, {"approved": True}, workflow=doc).status == "completed"
+    assert paused.run_state.model_dump_json() == before  # the caller's object stays as it was
+    parsed = parse_run_state(before)
+    done = eng.resume(parsed, interrupt_id, {"approved": True}, workflow=doc)
+    assert done.status == "completed" and done.run_state is parsed  # handed over: worked on in place, no copy
+    # Used up by that call: a second call with the same object works on a copy and leaves it as it is.
+    finished = parsed.model_dump_json()
+    again = eng.continue_run(parsed, workflow=doc)
+    assert again.run_state is not parsed and parsed.model_dump_json() == finished
