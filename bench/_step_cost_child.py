@@ -39,6 +39,7 @@ def _workload(name: str) -> tuple[int, Callable[[], Any], Callable[[Any], Any]]:
     compiles the document; ``run`` runs it once and checks the result."""
     from bench import _workloads as w
     from runtime import Engine
+    from runtime.engine import EngineOptions
     try:  # the tree compared against may predate the grouped surface (issue 28)
         from runtime.checkpoint import InMemoryCheckpointer
     except ImportError:
@@ -51,8 +52,8 @@ def _workload(name: str) -> tuple[int, Callable[[], Any], Callable[[Any], Any]]:
     observed = name.endswith("-traced")  # an in-memory checkpointer and every event kept, as a designer run has
 
     def engine() -> Any:
-        made = Engine(registry=w.registry(), checkpointer=InMemoryCheckpointer() if observed else None,
-                      keep_trace=None if observed else 0)
+        made = Engine(w.registry(), EngineOptions(checkpointer=InMemoryCheckpointer() if observed else None,
+                                                  keep_trace=None if observed else 0))
         made.compile(workflow)
         return made
 

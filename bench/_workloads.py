@@ -29,6 +29,7 @@ from typing import Any, TypedDict
 from runtime import Engine, Workflow, WorkflowBuilder
 from runtime.checkpoint import Checkpointer
 from runtime.document import ForeachNode
+from runtime.engine import EngineOptions
 from runtime.tasks import Route, TaskRegistry
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -78,7 +79,7 @@ def trellis_runs(workflow: Workflow, inputs: list[Any], checkpointer: Callable[[
     tasks = registry()
 
     def prepare() -> Engine:
-        engine = Engine(registry=tasks, checkpointer=checkpointer(), workflows=workflows)
+        engine = Engine(registry=tasks, options=EngineOptions(checkpointer=checkpointer(), workflows=workflows))
         engine.compile(workflow)
         return engine
 

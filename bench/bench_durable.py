@@ -36,6 +36,7 @@ from bench.bench_engine import Timing, table
 from bench.bench_scale import fanout, langgraph_durable, trellis_durable
 from runtime import Engine, Workflow
 from runtime.checkpoint import Checkpointer, FileCheckpointer, SqliteCheckpointer
+from runtime.engine import EngineOptions
 
 ROUNDS = int(os.environ.get("TRELLIS_BENCH_ROUNDS", "3"))
 HISTORIES = tuple(int(n) for n in os.environ.get("TRELLIS_BENCH_HISTORIES", "10,1000,10000").split(","))
@@ -100,12 +101,12 @@ def trellis_resume(checkpointers: Callable[[str], Checkpointer], steps: int, run
     workflow = w.trellis_loop_then_pause(steps)
     tasks = w.registry()
     building = checkpointers("off")
-    paused = Engine(registry=tasks, checkpointer=building).run(workflow, run_id=run_id)
+    paused = Engine(registry=tasks, options=EngineOptions(checkpointer=building)).run(workflow, run_id=run_id)
     if paused.status != "interrupted" or paused.run_state.step < steps:
         raise RuntimeError(f"resume bench: the loop of {steps} ended {paused.status} at {paused.run_state.step}")
     _close(building)
     resuming = checkpointers("off")
-    engine = Engine(registry=tasks, checkpointer=resuming)
+    engine = Engine(registry=tasks, options=EngineOptions(checkpointer=resuming))
     engine.compile(workflow)
     start = time.process_time()
     loaded = resuming.load(run_id)

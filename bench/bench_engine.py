@@ -34,7 +34,9 @@ from typing import Any
 from bench import _workloads as w
 from runtime import Engine, RunState, Workflow
 from runtime.checkpoint import InMemoryCheckpointer
+from runtime.engine import EngineOptions
 from runtime.inspect import frame_context
+from runtime.state import parse_run_state
 
 GOAL = 10.0
 LANGGRAPH_BUDGET_S = 40.0
@@ -319,7 +321,7 @@ def _extrapolate(per_item: dict[int, float], size: int) -> float | None:
 def _pause_and_resume(steps: int) -> tuple[int, int, list[float]]:
     """Run the loop to its interrupt; return supersteps, JSON size and the times of 30 resumes from that JSON."""
     workflow = w.trellis_loop_then_pause(steps)
-    engine = Engine(registry=w.registry(), checkpointer=InMemoryCheckpointer())
+    engine = Engine(registry=w.registry(), options=EngineOptions(checkpointer=InMemoryCheckpointer()))
     paused = engine.run(workflow)
     if paused.status != "interrupted":
         raise RuntimeError(f"pause workload ended {paused.status}")
@@ -328,7 +330,7 @@ def _pause_and_resume(steps: int) -> tuple[int, int, list[float]]:
     times = []
     for _ in range(30):
         start = time.perf_counter()
-        done = engine.resume(saved, interrupt_id, {}, workflow=workflow)
+        done = engine.resume(parse_run_state(saved), interrupt_id, {}, workflow=workflow)
         times.append(time.perf_counter() - start)
         _check("resume", done.output, {"x": steps + 1})
     return paused.run_state.step, len(saved.encode()), times

@@ -25,6 +25,7 @@ from bench import _workloads as w
 from bench.bench_engine import table
 from runtime import Engine, Workflow, WorkflowBuilder
 from runtime.checkpoint import FileCheckpointer, HistoryPolicy, SqliteCheckpointer
+from runtime.engine import EngineOptions
 from runtime.state import SequentialIds
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -48,7 +49,7 @@ def collecting() -> Workflow:
 def _run(checkpointer: Any) -> tuple[float, int]:
     """(CPU seconds of this process, supersteps saved): the store's own work, whatever else loads the machine
     (SQLite and the ORM on SQLite run in this process)."""
-    engine = Engine(registry=w.registry(), checkpointer=checkpointer, ids=SequentialIds(), keep_trace=0)
+    engine = Engine(w.registry(), EngineOptions(checkpointer=checkpointer, ids=SequentialIds(), keep_trace=0))
     workflow = collecting()
     engine.compile(workflow)
     start = time.process_time()

@@ -28,7 +28,7 @@ from designer.runs.display import progress_rows  # noqa: E402
 from designer.runs.overlay import call_states, subgraph_calls  # noqa: E402
 from designer.workflows import catalog  # noqa: E402
 from runtime import Engine  # noqa: E402
-from runtime.engine import MappingResolver  # noqa: E402
+from runtime.engine import EngineOptions, MappingResolver  # noqa: E402
 from tests.designer.nested_failure import check_order, checked_orders  # noqa: E402
 
 SIZES = [int(size) for size in os.environ.get("TRELLIS_BENCH_RUN_GRAPH_CUSTOMERS", "10,100,400").split(",")]
@@ -40,8 +40,8 @@ def customers(count: int) -> list[dict[str, Any]]:
 
 
 def main() -> int:
-    engine = Engine(registry=catalog.registry(), workflows=MappingResolver({"check-order": check_order()}),
-                    keep_trace=None)
+    engine = Engine(catalog.registry(), EngineOptions(workflows=MappingResolver({"check-order": check_order()}),
+                                                      keep_trace=None))
     rows: list[list[str]] = []
     base: float | None = None
     for size in SIZES:

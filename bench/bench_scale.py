@@ -45,6 +45,7 @@ from bench import _workloads as w
 from bench.bench_engine import Timing, table, timed
 from runtime import Engine, Workflow, WorkflowBuilder
 from runtime.checkpoint import FileCheckpointer, HistoryPolicy, InMemoryCheckpointer, SqliteCheckpointer
+from runtime.engine import EngineOptions
 
 SIZES = (1_000, 10_000, 100_000, 1_000_000)
 MEMORY_SIZES = (100_000, 1_000_000)
@@ -110,7 +111,7 @@ def measure_once(variant: str, size: int) -> dict[str, Any]:
         checkpointer = SqliteCheckpointer(Path(directory.name) / "runs.sqlite3", durability="off",
                                           history=HistoryPolicy() if store == "sqlite-all" else None)
     options: dict[str, Any] = {} if keep == DEFAULTS else {"keep_trace": keep}
-    engine = Engine(registry=w.registry(), checkpointer=checkpointer, **options)
+    engine = Engine(registry=w.registry(), options=EngineOptions(checkpointer=checkpointer, **options))
     engine.compile(workflow)
     items = list(range(size))
     gc.collect()

@@ -18,6 +18,7 @@ from typing import Any
 
 from runtime import Engine, RunState, WorkflowBuilder
 from runtime._integrity import check_run_state
+from runtime.engine import EngineOptions
 from runtime.inspect import activation_progress, run_summary
 from runtime.state import SequentialIds
 from runtime.tasks import TaskRegistry
@@ -32,7 +33,8 @@ def _paused(items: int, concurrency: int) -> str:
     ask = graph.interrupt("ask", input=[{"target": "order", "path": orders.item}], resume_schema={"type": "object"})
     graph.set_route(orders, "loop", ask)
     graph.set_route(ask, "ok", orders)
-    result = Engine(registry=TaskRegistry(), ids=SequentialIds()).run(graph.build(), {"orders": list(range(items))})
+    result = Engine(TaskRegistry(), EngineOptions(
+        ids=SequentialIds())).run(graph.build(), {"orders": list(range(items))})
     assert result.status == "interrupted"
     return result.run_state.model_dump_json()
 

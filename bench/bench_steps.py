@@ -76,7 +76,7 @@ def main() -> int:
     from designer.runs.steps import StepProcessPool
     from designer.workflows import catalog
     from runtime import Engine
-    from runtime.engine import StepCall
+    from runtime.engine import EngineOptions, StepCall
     from runtime.state import RuntimeContext
 
     print(f"load average at start: {' '.join(f'{x:.1f}' for x in os.getloadavg())} on {os.cpu_count()} cores")
@@ -97,9 +97,9 @@ def main() -> int:
         print(f"\n{'workload':<44} {'in-process':>12} {'step process':>13} {'overhead':>10} {'ratio':>7}")
         print(f"{'':<44} {'us/step':>12} {'us/step':>13} {'us/step':>10} {'':>7}")
         for name, document, run_input, steps in workloads:
-            inline = Engine(registry=registry, max_workers=4, step_timeout=60, max_result_bytes=2 * 1024 * 1024)
-            isolated = Engine(registry=registry, max_workers=4, step_executor=pool, step_timeout=60,
-                              max_result_bytes=2 * 1024 * 1024)
+            inline = Engine(registry, EngineOptions(max_workers=4, step_timeout=60, max_result_bytes=2 * 1024 * 1024))
+            isolated = Engine(registry, EngineOptions(max_workers=4, step_executor=pool, step_timeout=60,
+                                                      max_result_bytes=2 * 1024 * 1024))
             here = median_seconds(inline, document, run_input) / steps * 1e6
             away = median_seconds(isolated, document, run_input) / steps * 1e6
             print(f"{name:<44} {here:>12,.0f} {away:>13,.0f} {away - here:>10,.0f} {away / here:>6.1f}x")

@@ -42,10 +42,11 @@ RATE_GOAL = {"sqlite": 4_000, "postgresql": 3_000}
 def _engine_seconds(document: dict[str, Any], items: list[int]) -> float:
     """Wall seconds of the same document run by ``runtime.Engine`` alone, in this process."""
     from runtime import Engine, Workflow
+    from runtime.engine import EngineOptions
     from runtime.tasks import builtin_registry
 
     workflow = Workflow.model_validate(document)
-    with Engine(registry=builtin_registry(), keep_trace=0) as engine:
+    with Engine(registry=builtin_registry(), options=EngineOptions(keep_trace=0)) as engine:
         engine.compile(workflow)
         began = time.perf_counter()
         result = engine.run(workflow, {"items": items})

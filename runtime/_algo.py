@@ -1145,7 +1145,7 @@ def prepare_step(run_state: RunState, scheduler: Scheduler, plan_for: Callable[[
         node = plan.nodes.get(frame.node_id)
         if node is None:
             node = scheduler.node_of(frame)  # raises: the frame is at a node its workflow lacks
-        # What Engine(max_steps=) bounds: the steps of each line of work. Written to the model's field storage
+        # What EngineOptions(max_steps=) bounds: the steps of each line of work. Written to the model's field storage
         # (as the hot writes of every node step are: the superstep, the scope's state, the frame's node, the
         # trace counter): pydantic's __setattr__ (a handler lookup, then the same dict write and a fields-set
         # update nothing reads for state models) costs a third of a microsecond a write; every model holds

@@ -1,6 +1,6 @@
 """A run's budgets as a whole: a wall-time deadline and a number of step-seconds, across every step it runs.
 
-The host gives what is left of each when it drives the run (``Engine(budget=...)``): it knows when the run
+The host gives what is left of each when it drives the run (``EngineOptions(budget=...)``): it knows when the run
 started and how many step-seconds earlier drives used, which live outside the engine's one call. The loop
 then starts no step once either is spent, and gives each step at most what is left as its timeout, so a step
 still running when the budget runs out is stopped; both fail that step with ``run.timeout`` or ``run.budget``

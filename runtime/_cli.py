@@ -42,10 +42,11 @@ from pathlib import Path
 from typing import Any
 
 from runtime._document import Workflow
-from runtime._engine import DEFAULT_KEEP_TRACE, Engine, RunResult
+from runtime._engine import Engine, RunResult
 from runtime._errors import WorkflowError
 from runtime._group_commit import DURABILITY
 from runtime._ids import RandomIds, SequentialIds
+from runtime._options import DEFAULT_KEEP_TRACE, EngineOptions
 from runtime._registry import TaskRegistry, default_registry
 from runtime._sqlite import SqliteCheckpointer
 from runtime._trace import TraceEvent
@@ -156,9 +157,9 @@ class TraceFile:
 def _engine(args: argparse.Namespace, checkpointer: SqliteCheckpointer | None,
             sink: TraceFile | None = None) -> Engine:
     ids = SequentialIds() if args.ids == "sequential" else RandomIds()
-    return Engine(registry=load_registry(args.tasks, builtins=not args.no_builtins),
-                  workflows=_load_workflows(args.workflows), checkpointer=checkpointer, ids=ids,
-                  keep_trace=args.keep_trace, trace_sink=sink, on_superstep=sink.flush if sink else None)
+    options = EngineOptions(workflows=_load_workflows(args.workflows), checkpointer=checkpointer, ids=ids,
+                            keep_trace=args.keep_trace, trace_sink=sink, on_superstep=sink.flush if sink else None)
+    return Engine(load_registry(args.tasks, builtins=not args.no_builtins), options)
 
 
 def _sink(args: argparse.Namespace) -> TraceFile | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import os
 import threading
 import time
@@ -13,28 +14,41 @@ from typing import Any, Literal
 from runtime._algo import fork_state, forkable, mint, reopen_foreach
 from runtime._analysis import analyze
 from runtime._batches import BatchResult, ItemOutcome, ItemTraces, batch_state
-from runtime._budget import BudgetMeter, RunBudget
-from runtime._checkpoint import Checkpointer
+from runtime._budget import BudgetMeter
 from runtime._compiled import CompiledWorkflow, compile_workflow
 from runtime._diagnostics import Diagnostic
 from runtime._document import ForeachNode, TaskNode, Workflow, WorkflowRef, fully_frozen
-from runtime._errors import CorruptRunStateError, NodeFailedError, ResumeError, WorkflowError, WorkflowValidationError
-from runtime._ids import IdFactory, RandomIds
+from runtime._errors import (
+    CorruptRunStateError,
+    EngineOptionsError,
+    NodeFailedError,
+    ResumeError,
+    WorkflowError,
+    WorkflowValidationError,
+)
+from runtime._ids import RandomIds
 from runtime._inspect import check_fork
 from runtime._loop import LoopConfig, RunLoop
+from runtime._options import EngineOptions
 from runtime._parts import adopt as adopt_lists
 from runtime._registry import TaskRegistry, default_registry
-from runtime._resolver import WorkflowResolver, as_resolver
+from runtime._resolver import as_resolver
 from runtime._secrets import MappingSecrets, SecretResolver
-from runtime._state import ROOT_SCOPE_ID, Interrupt, RunState, RuntimeScope, trusted
-from runtime._steps import StepExecutor
+from runtime._state import (
+    ROOT_SCOPE_ID,
+    Interrupt,
+    RunState,
+    RuntimeScope,
+    given_run_state,
+    new_run_state,
+    run_state_to_change,
+    trusted,
+)
 from runtime._trace import TraceEvent, summarize
 
 RunStatus = Literal["completed", "interrupted", "waiting", "failed", "cancelled"]
 
 _CACHE_LIMIT = 256
-#: Trace events an engine call keeps for ``RunResult.trace`` unless told otherwise (the command line's default too).
-DEFAULT_KEEP_TRACE = 1000
 
 
 def retry_delay_diagnostics(workflow: Workflow, limit: float) -> list[Diagnostic]:
@@ -87,7 +101,7 @@ class RunResult:
     and ``trace_kept_by`` names where every event went when the engine has
     somewhere to send them (``"checkpointer"``, ``"trace_sink"``,
     ``"on_superstep"``); empty, the omitted events are gone. ``run_state`` is the engine's state object after the call:
-    pass it (or its JSON) to ``resume``, which never modifies it.
+    pass it to ``resume``, which never modifies it (a stored one: ``runtime.state.parse_run_state`` first).
 
     ``waiting`` (only from an engine with ``sleep_in_process=False``): frames
     are suspended until ``wake_at`` (Unix time, the earliest of them) for a
@@ -129,38 +143,12 @@ class RunResult:
 
 
 class Engine:
-    """Runs workflow documents with tasks from a registry.
+    """Runs workflow documents with tasks from ``registry`` (None: the default registry), as ``options`` say.
 
-    ``workflows`` resolves subgraph references (a resolver, a mapping or a
-    function). ``checkpointer`` receives the RunState and the new trace events
-    after every superstep. ``on_superstep(run_state, events)`` is called
-    after each save; ``should_cancel(run_id)`` is consulted before each
-    superstep, and a true answer stops the run with status ``cancelled``.
-    ``max_steps`` bounds the node steps of each frame (one line of work: the
-    run's root, a foreach item, a subgraph's root), not the run's supersteps:
-    a route cycle that never ends fails with ``run.step_limit`` naming the
-    node and item path where it spins, while a foreach of any size passes
-    (each item is a frame of its own).
-
-    ``keep_trace`` bounds ``RunResult.trace``: by default the last
-    ``DEFAULT_KEEP_TRACE`` (1,000) events of the call, ``N`` the last N, ``0``
-    none, ``None`` every one (memory then grows with the run: about 2 KB an
-    event, 2 GB for a foreach of a million items). The bound is the default
-    because the first program anyone writes against a big foreach should not
-    need a setting to stay small. The checkpointer still receives every event
-    with its superstep, and ``trace_sink(event)`` is called with each event
-    as it happens: those are the ways to keep the whole trace of a long run.
-    ``RunResult.trace_omitted`` says how many events the bound left out.
-
-    Step limits (each failure goes through the node's retry policy and
-    ``error`` route like any task failure; ``runtime._steps`` has the rules):
-
-    * ``step_timeout`` caps every task step's start-to-close timeout, in
-      seconds. A step's own limit is the node's ``timeout_seconds``, else the
-      task's default, else the document's ``step_timeout_seconds``; the
-      smaller of that and the cap applies (the cap alone when none is set).
-    * ``max_result_bytes`` caps the size of a step's result as compact JSON
-      (``step.result_too_large``).
+    ``options`` (``EngineOptions``, a frozen value; None: every default) holds everything else: how subgraphs
+    are found, where checkpoints go, the hooks, the step limits and how waiting is done; its docstring
+    describes each field. ``Engine.options`` is the value given, so a host can derive a variant with
+    ``dataclasses.replace``.
 
     What the engine can stop in its own process: an **async** task is
     cancelled at its deadline (``asyncio.timeout``) and fails with
@@ -177,87 +165,32 @@ class Engine:
     step, and a step stopped by cancellation cancels the run without
     committing its superstep.
 
-    ``distribute(node, number_of_items)`` lets a host run a foreach (in the
-    root scope or inside a subgraph call) whose node sets ``batch_size`` as
-    distributed batches (``runtime._batches``):
-    such a run ends a call ``waiting``; each batch runs with ``run_batch`` and
-    ``join_foreach`` meets the barrier and continues the run.
-
-    Waiting (a retry's backoff, the ``wait`` built-in, a ``continue_run``
-    before a frame's wake-up time): with ``sleep_in_process=True`` (the
-    default) the engine sleeps in its own process. With ``False`` it never
-    does: a retry with a backoff, or a ``wait`` step, *suspends* its frame
-    (``RunState.wakeups``, checkpointed), the rest of the run goes on, and
-    once nothing else is ready the call returns ``waiting`` with ``wake_at``,
-    so a queue can run the run again at that time (``continue_run``).
-
-    ``max_retry_delay`` caps, in seconds, the total backoff a node's retry
-    policy may ask for (the sum of the waits before all its attempts); a
-    document over it is refused before anything runs with a
-    ``WorkflowValidationError`` whose diagnostic (``retry.delay_too_long``)
-    names the node (``retry_delay_diagnostics``).
+    Every method that continues a run takes its ``RunState``; turning stored JSON into one is the caller's
+    step (``runtime.state.parse_run_state``), which checks it and fails closed (``runstate.corrupt``).
     """
 
-    def __init__(
-        self,
-        registry: TaskRegistry | None = None,
-        workflows: WorkflowResolver | Mapping[object, Workflow] | Callable[[WorkflowRef], Workflow] | None = None,
-        checkpointer: Checkpointer | None = None,
-        ids: IdFactory | None = None,
-        *,
-        max_workers: int | None = None,
-        on_superstep: Callable[[RunState, list[TraceEvent]], Any] | None = None,
-        should_cancel: Callable[[str], bool] | None = None,
-        max_depth: int = 32,
-        max_steps: int | None = None,
-        keep_trace: int | None = DEFAULT_KEEP_TRACE,
-        trace_sink: Callable[[TraceEvent], Any] | None = None,
-        step_timeout: float | None = None,
-        max_result_bytes: int | None = None,
-        step_executor: StepExecutor | None = None,
-        sleep_in_process: bool = True,
-        max_retry_delay: float | None = None,
-        clock: Callable[[], float] | None = None,
-        distribute: Callable[[ForeachNode, int], bool] | None = None,
-        secrets: SecretResolver | Mapping[str, str] | None = None,
-        budget: RunBudget | None = None,
-    ) -> None:
+    def __init__(self, registry: TaskRegistry | None = None, options: EngineOptions | None = None) -> None:
+        if options is None:
+            options = EngineOptions()
+        elif not isinstance(options, EngineOptions):
+            raise EngineOptionsError(f"Engine's options must be an EngineOptions, not {type(options).__name__} "
+                                     f"(the keywords moved into runtime.engine.EngineOptions)",
+                                     field="options", value=options)
+        self.options = options
         self.registry = registry if registry is not None else default_registry
-        self.resolver = as_resolver(workflows)
-        self.checkpointer = checkpointer
-        self.ids = ids if ids is not None else RandomIds()
-        self.max_workers = max_workers or min(32, (os.cpu_count() or 1) + 4)
-        self.on_superstep = on_superstep
-        self.should_cancel = should_cancel
-        self.max_depth = max_depth
-        if max_steps is not None and max_steps < 1:
-            raise ValueError(f"max_steps must be a positive number of steps per frame or None, not {max_steps!r}")
-        self.max_steps = max_steps
-        if keep_trace is not None and (isinstance(keep_trace, bool) or not isinstance(keep_trace, int)
-                                       or keep_trace < 0):
-            raise ValueError(f"keep_trace must be None (keep every event), 0 (none) or a positive number of "
-                             f"events to keep, not {keep_trace!r}")
-        self.keep_trace = keep_trace
-        self.trace_sink = trace_sink
-        if step_timeout is not None and not step_timeout > 0:
-            raise ValueError(f"step_timeout must be a positive number of seconds or None, not {step_timeout!r}")
-        if max_result_bytes is not None and max_result_bytes < 1:
-            raise ValueError(f"max_result_bytes must be a positive number of bytes or None, not {max_result_bytes!r}")
-        self.step_timeout = step_timeout
-        self.max_result_bytes = max_result_bytes
-        self.step_executor = step_executor
-        if max_retry_delay is not None and (isinstance(max_retry_delay, bool) or not max_retry_delay >= 0):
-            raise ValueError(f"max_retry_delay must be a number of seconds (0 or more) or None, not "
-                             f"{max_retry_delay!r}")
-        self.sleep_in_process = sleep_in_process
-        self.max_retry_delay = max_retry_delay
-        self.clock = clock if clock is not None else time.time
-        self.distribute = distribute
+        self.resolver = as_resolver(options.workflows)
+        self.checkpointer = options.checkpointer
+        self.ids = options.ids if options.ids is not None else RandomIds()
+        self.max_workers = options.max_workers or min(32, (os.cpu_count() or 1) + 4)
+        self.max_retry_delay = options.max_retry_delay
+        self.clock = options.clock if options.clock is not None else time.time
+        secrets = options.secrets
         # A binding may name a secret; its value is revealed to that step only (runtime._secrets).
         self.secrets: SecretResolver | None = MappingSecrets(secrets) if isinstance(secrets, Mapping) else secrets
         # What is left of the run's budgets; the meter counts the step-seconds this engine's calls use.
-        self.budget_meter = BudgetMeter(budget) if budget is not None else None
+        self.budget_meter = BudgetMeter(options.budget) if options.budget is not None else None
         self._compiled: dict[int, tuple[Workflow, CompiledWorkflow]] = {}
+        self._loop_config: LoopConfig | None = None
         self._known: dict[str, Workflow] = {}
         self._pool: ThreadPoolExecutor | None = None
         self._lock = threading.Lock()
@@ -311,15 +244,22 @@ class Engine:
         return plan
 
     def _config(self) -> LoopConfig:
-        return LoopConfig(
+        """The loops' configuration, made once: every run loop of this engine reads it and none changes it (a
+        batch changes a copy of its own), and making it was a tenth of a one-node run's cost."""
+        made = self._loop_config
+        if made is not None:
+            return made
+        o = self.options
+        made = self._loop_config = LoopConfig(
             ids=self.ids, resolver=self.resolver, compile=self.compile, pool=self._get_pool,
-            checkpointer=self.checkpointer, on_superstep=self.on_superstep, should_cancel=self.should_cancel,
-            max_depth=self.max_depth, max_steps=self.max_steps, keep_trace=self.keep_trace,
-            trace_sink=self.trace_sink, step_timeout=self.step_timeout,
-            max_result_bytes=self.max_result_bytes, step_executor=self.step_executor, distribute=self.distribute,
-            sleep_in_process=self.sleep_in_process, clock=self.clock, secrets=self.secrets,
+            checkpointer=self.checkpointer, on_superstep=o.on_superstep, should_cancel=o.should_cancel,
+            max_depth=o.max_depth, max_steps=o.max_steps, keep_trace=o.keep_trace,
+            trace_sink=o.trace_sink, step_timeout=o.step_timeout,
+            max_result_bytes=o.max_result_bytes, step_executor=o.step_executor, distribute=o.distribute,
+            sleep_in_process=o.sleep_in_process, clock=self.clock, secrets=self.secrets,
             budget=self.budget_meter,
         )
+        return made
 
     @staticmethod
     def _document(workflow: Workflow | Mapping[str, Any]) -> Workflow:
@@ -349,7 +289,7 @@ class Engine:
         checked = plan.check_input(input)
         self._remember(document)
         ref = plan.ref or WorkflowRef(id=document.id)
-        rs = RunState(run_id=run_id or self.ids.run_id(), workflow=ref)
+        rs = new_run_state(run_id or self.ids.run_id(), ref)
         loop = RunLoop(self._config(), rs, plan)
         sched = loop.scheduler
         frame_id = mint(rs, self.ids, "frame")
@@ -367,13 +307,9 @@ class Engine:
             sched.enqueue(frame)
         return loop
 
-    def _reopen(self, run_state: RunState | Mapping[str, Any] | str | bytes,
-                workflow: Workflow | Mapping[str, Any] | None) -> RunLoop:
-        if isinstance(run_state, RunState):
-            rs = run_state.copy_for_resume()
-            rs.check()  # a caller's object is as much from outside as a checkpoint (from_json checks its own)
-        else:
-            rs = RunState.from_json(run_state)
+    def _reopen(self, run_state: RunState, workflow: Workflow | Mapping[str, Any] | None, where: str) -> RunLoop:
+        rs = run_state_to_change(run_state, where)
+        rs.check()  # a caller's object may have been changed since it was parsed: it is as much from outside
         adopt_lists(rs)
         plan = self.compile(self._root_workflow(rs, workflow))
         return RunLoop(self._config(), rs, plan)
@@ -435,30 +371,30 @@ class Engine:
         loop = self._start(workflow, input, run_id)
         return self._settle_and_drive(loop)
 
-    def resume(self, run_state: RunState | Mapping[str, Any] | str | bytes, interrupt_id: str, value: Any,
+    def resume(self, run_state: RunState, interrupt_id: str, value: Any,
                label: str | None = None, *, workflow: Workflow | Mapping[str, Any] | None = None) -> RunResult:
         """Answer one open interrupt with ``value`` (and optionally a label) and continue.
 
         ``workflow`` is the root document; without it the engine uses the one
         it last ran under that id, else asks its resolver.
         """
-        loop = self._reopen(run_state, workflow)
+        loop = self._reopen(run_state, workflow, "Engine.resume")
         self._check_resumable(loop)
         loop.apply_resume(interrupt_id, value, label)
         return self._settle_and_drive(loop)
 
-    def continue_run(self, run_state: RunState | Mapping[str, Any] | str | bytes, *,
+    def continue_run(self, run_state: RunState, *,
                      workflow: Workflow | Mapping[str, Any] | None = None) -> RunResult:
         """Carry on a run from its last checkpoint (after a crash); a finished run is returned as it is.
 
         The superstep that was in flight when the process died runs again, so
         tasks see at-least-once execution.
         """
-        loop = self._reopen(run_state, workflow)
+        loop = self._reopen(run_state, workflow, "Engine.continue_run")
         loop.drive()
         return self._result(loop)
 
-    def redrive(self, run_state: RunState | Mapping[str, Any] | str | bytes, *,
+    def redrive(self, run_state: RunState, *,
                 workflow: Workflow | Mapping[str, Any] | None = None) -> RunResult:
         """Run a failed run again from its last checkpoint: only the steps that failed (and the foreach items
         they were part of) run again; completed items keep their results.
@@ -467,12 +403,12 @@ class Engine:
         that opens the attempt's section. ``workflow`` is the root document the run ran (pass the pinned one);
         ``RedriveError`` when the run did not fail or nothing in it can run again.
         """
-        loop = self._reopen(run_state, workflow)
+        loop = self._reopen(run_state, workflow, "Engine.redrive")
         loop.apply_redrive()
         return self._settle_and_drive(loop)
 
-    def redrive_foreach(self, checkpoint: RunState | Mapping[str, Any] | str | bytes,
-                        latest: RunState | Mapping[str, Any] | str | bytes, *, activation_id: str,
+    def redrive_foreach(self, checkpoint: RunState,
+                        latest: RunState, *, activation_id: str,
                         indices: Sequence[int], workflow: Workflow | Mapping[str, Any] | None = None) -> RunResult:
         """Redrive the tolerated failed items ``indices`` of a completed run's distributed foreach.
 
@@ -484,21 +420,22 @@ class Engine:
         ones, so the foreach's results hold the new results in index order and every node after the foreach
         runs again and sees them. ``RedriveError`` when the checkpoints do not fit (``_algo.reopen_foreach``).
         """
-        before = checkpoint if isinstance(checkpoint, RunState) else RunState.from_json(checkpoint)
-        before = before.copy_for_resume()
-        last = latest if isinstance(latest, RunState) else RunState.from_json(latest)
+        before = run_state_to_change(checkpoint, "Engine.redrive_foreach")
+        last = given_run_state(latest, "Engine.redrive_foreach")
+        last.check()
         wanted = list(indices)
         from_step = before.step
         reopen_foreach(before, last, activation_id, wanted)
-        loop = self._reopen(before, workflow)
+        loop = self._reopen(before, workflow, "Engine.redrive_foreach")
         loop.mark_foreach_redrive(activation_id, wanted, from_step)
         loop.checkpoint(loop.settle())
         return self._result(loop)
 
-    def _fork(self, run_state: RunState | Mapping[str, Any] | str | bytes, run_id: str | None,
+    def _fork(self, run_state: RunState, run_id: str | None,
               state: Mapping[str, Any] | None, answer: Mapping[str, Any] | None,
               workflow: Workflow | Mapping[str, Any] | None) -> RunLoop:
-        origin = run_state if isinstance(run_state, RunState) else RunState.from_json(run_state)
+        origin = given_run_state(run_state, "Engine.fork")
+        origin.check()
         forkable(origin)
         plan = self.compile(self._root_workflow(origin, workflow))
         edits = check_fork(plan.workflow, origin, state=None if state is None else dict(state), answer=answer)
@@ -510,7 +447,7 @@ class Engine:
             loop.apply_resume(edits.answer["interrupt_id"], edits.answer["value"], edits.answer["label"])
         return loop
 
-    def fork(self, run_state: RunState | Mapping[str, Any] | str | bytes, *, run_id: str | None = None,
+    def fork(self, run_state: RunState, *, run_id: str | None = None,
              state: Mapping[str, Any] | None = None, answer: Mapping[str, Any] | None = None,
              workflow: Workflow | Mapping[str, Any] | None = None) -> RunResult:
         """Start a new run from a past checkpoint of another (``run_state``, e.g. ``checkpointer.load_at``).
@@ -532,35 +469,35 @@ class Engine:
         loop = self._start(workflow, input, run_id)
         return await self._asettle_and_drive(loop)
 
-    async def aresume(self, run_state: RunState | Mapping[str, Any] | str | bytes, interrupt_id: str, value: Any,
+    async def aresume(self, run_state: RunState, interrupt_id: str, value: Any,
                       label: str | None = None, *, workflow: Workflow | Mapping[str, Any] | None = None
                       ) -> RunResult:
-        loop = self._reopen(run_state, workflow)
+        loop = self._reopen(run_state, workflow, "Engine.aresume")
         self._check_resumable(loop)
         loop.apply_resume(interrupt_id, value, label)
         return await self._asettle_and_drive(loop)
 
-    async def aredrive(self, run_state: RunState | Mapping[str, Any] | str | bytes, *,
+    async def aredrive(self, run_state: RunState, *,
                        workflow: Workflow | Mapping[str, Any] | None = None) -> RunResult:
-        loop = self._reopen(run_state, workflow)
+        loop = self._reopen(run_state, workflow, "Engine.aredrive")
         loop.apply_redrive()
         return await self._asettle_and_drive(loop)
 
-    async def afork(self, run_state: RunState | Mapping[str, Any] | str | bytes, *, run_id: str | None = None,
+    async def afork(self, run_state: RunState, *, run_id: str | None = None,
                     state: Mapping[str, Any] | None = None, answer: Mapping[str, Any] | None = None,
                     workflow: Workflow | Mapping[str, Any] | None = None) -> RunResult:
         loop = self._fork(run_state, run_id, state, answer, workflow)
         return await self._asettle_and_drive(loop)
 
-    async def acontinue_run(self, run_state: RunState | Mapping[str, Any] | str | bytes, *,
+    async def acontinue_run(self, run_state: RunState, *,
                             workflow: Workflow | Mapping[str, Any] | None = None) -> RunResult:
-        loop = self._reopen(run_state, workflow)
+        loop = self._reopen(run_state, workflow, "Engine.acontinue_run")
         await loop.adrive()
         return self._result(loop)
 
     # -- distributed foreach -------------------------------------------------------------
 
-    def run_batch(self, run_state: RunState | Mapping[str, Any] | str | bytes, activation_id: str,
+    def run_batch(self, run_state: RunState, activation_id: str,
                   indices: Sequence[int], *, workflow: Workflow | Mapping[str, Any] | None = None,
                   on_items: Callable[[tuple[ItemOutcome, ...]], Any] | None = None) -> BatchResult:
         """Run the items ``indices`` of the distributed activation ``activation_id`` of a waiting run.
@@ -569,10 +506,9 @@ class Engine:
         stops the batch there: a host that lost its lease raises). The run state is not changed; every item
         failure is an outcome, never a failed batch.
         """
-        if isinstance(run_state, RunState):
-            source = run_state.copy_for_resume()  # lists grow in place: keep the caller's object as it was
-        else:
-            source = RunState.from_json(run_state)
+        # Lists grow in place: keep the caller's object as it was.
+        source = run_state_to_change(run_state, "Engine.run_batch")
+        source.check()
         activation = source.activations.get(activation_id)
         if activation is None or not activation.distributed:
             raise CorruptRunStateError(f"run {source.run_id!r} has no distributed foreach activation "
@@ -592,7 +528,7 @@ class Engine:
         adopt_lists(state)
         return self._drive_batch(state, activation_id, plan, on_items, fresh=True)
 
-    def continue_batch(self, batch_state: RunState | Mapping[str, Any] | str | bytes, activation_id: str, *,
+    def continue_batch(self, batch_state: RunState, activation_id: str, *,
                        workflow: Workflow | Mapping[str, Any] | None = None,
                        on_items: Callable[[tuple[ItemOutcome, ...]], Any] | None = None,
                        held: Iterable[tuple[int, TraceEvent]] = ()) -> BatchResult:
@@ -600,11 +536,7 @@ class Engine:
         suspended items run on from where they slept (their retry attempt, a wait's result), then the items it
         had not started. Before the time it ends ``waiting`` again at once, having run nothing. ``held``: the
         waiting batch's ``BatchResult.held``, so those items' outcomes carry their whole trace."""
-        if isinstance(batch_state, RunState):
-            state = batch_state.copy_for_resume()
-        else:
-            state = RunState.model_validate_json(batch_state) if isinstance(batch_state, str | bytes) \
-                else RunState.model_validate(batch_state)
+        state = run_state_to_change(batch_state, "Engine.continue_batch")
         activation = state.activations.get(activation_id)
         if state.status != "waiting" or activation is None or activation.only is None:
             raise CorruptRunStateError(f"run {state.run_id!r}: no waiting batch of foreach activation "
@@ -632,7 +564,7 @@ class Engine:
                 if on_items is not None:
                     on_items(batch)
 
-        config = self._config()
+        config = copy.copy(self._config())
         config.checkpointer, config.on_superstep, config.keep_trace, config.trace_sink = None, flush, 0, traces
         config.distribute = None  # a batch runs its items itself, nested foreach nodes included
         # With sleep_in_process=False a batch whose running items all sleep ends "waiting" (BatchResult.state),
@@ -673,12 +605,12 @@ class Engine:
             return BatchResult("failed", tuple(done), error)
         return BatchResult("completed", tuple(done))
 
-    def join_foreach(self, run_state: RunState | Mapping[str, Any] | str | bytes,
+    def join_foreach(self, run_state: RunState,
                      outcomes: Mapping[str, Iterable[ItemOutcome]], *,
                      workflow: Workflow | Mapping[str, Any] | None = None) -> RunResult:
         """Meet the barriers of a waiting run's distributed activations (``{activation_id: every item's
         outcome}``) and continue the run."""
-        loop = self._reopen(run_state, workflow)
+        loop = self._reopen(run_state, workflow, "Engine.join_foreach")
         rs = loop.rs
         if rs.status != "waiting":
             raise ResumeError(f"run {rs.run_id!r} is {rs.status}, not waiting for distributed batches",

@@ -235,3 +235,18 @@ class ForeachItemsFailedError(WorkflowError):
     and ``errors`` (the first few ``{"index", "error"}`` records)."""
 
     code = "foreach.items_failed"
+
+
+class EngineOptionsError(WorkflowError, ValueError):
+    """An ``EngineOptions`` field holds a value the engine cannot use; ``field`` names it, ``value`` is its repr.
+
+    Also a ``ValueError``: a bad setting is a bad argument, and callers that caught ``ValueError`` from the old
+    keywords keep working.
+    """
+
+    code = "engine.invalid_option"
+
+    def __init__(self, message: str, *, field: str, value: Any) -> None:
+        super().__init__(message, field=field, value=repr(value))
+        self.field = field
+        self.value = value

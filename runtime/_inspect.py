@@ -16,32 +16,39 @@ from runtime._compiled import check_payload, schema_validator
 from runtime._context import RuntimeContext
 from runtime._document import Workflow
 from runtime._errors import ForkError, InputValidationError, ResumeError
-from runtime._state import ForeachItemMetadata, RunState, foreach_item_metadata, frame_of, runtime_context
+from runtime._state import (
+    ForeachItemMetadata,
+    RunState,
+    foreach_item_metadata,
+    frame_of,
+    given_run_state,
+    runtime_context,
+)
 from runtime._summary import ActivationProgress
 
 
-def _state(run_state: RunState | Mapping[str, Any] | str | bytes) -> RunState:
-    """The state to read, checked like every state that comes from outside (``CorruptRunStateError``)."""
-    if isinstance(run_state, RunState):
-        run_state.check()
-        return run_state
-    return RunState.from_json(run_state)
+def _state(run_state: RunState, where: str) -> RunState:
+    """The state to read, checked like every state that comes from outside (``CorruptRunStateError``): the caller
+    may have changed the object since it was parsed (``runtime.state.parse_run_state``)."""
+    rs = given_run_state(run_state, where)
+    rs.check()
+    return rs
 
 
-def frame_context(run_state: RunState | Mapping[str, Any] | str | bytes, frame_id: str) -> RuntimeContext:
+def frame_context(run_state: RunState, frame_id: str) -> RuntimeContext:
     """The structured context of a live frame, exactly as the engine derives it.
 
     Raises ``CorruptRunStateError`` for an unknown frame or malformed metadata.
     """
-    rs = _state(run_state)
+    rs = _state(run_state, "frame_context")
     scope = rs.scopes.get(frame_of(rs, frame_id).scope_id)
     return runtime_context(rs, frame_id, workflow_id=scope.workflow.id if scope is not None else "")
 
 
-def activation_progress(run_state: RunState | Mapping[str, Any] | str | bytes) -> list[ActivationProgress]:
+def activation_progress(run_state: RunState) -> list[ActivationProgress]:
     """Each live foreach activation with done/total, and the enclosing item it runs in (if any), from a state
     checked in full (``run_summary`` reads the same from the stored fields alone)."""
-    rs = _state(run_state)
+    rs = _state(run_state, "activation_progress")
     progress = []
     for activation in rs.activations.values():
         waiting = frame_of(rs, activation.frame_id)
@@ -77,9 +84,9 @@ class FrameView:
         return out
 
 
-def live_frames(run_state: RunState | Mapping[str, Any] | str | bytes) -> list[FrameView]:
+def live_frames(run_state: RunState) -> list[FrameView]:
     """Every live frame of the state, in its stored order; ``CorruptRunStateError`` for a damaged state."""
-    rs = _state(run_state)
+    rs = _state(run_state, "live_frames")
     return [
         FrameView(frame_id=frame.frame_id, parent_frame_id=frame.parent_frame_id, scope_id=frame.scope_id,
                   lineage_id=frame.lineage_id, node_id=frame.node_id, status=frame.status,
@@ -113,10 +120,10 @@ def check_resume_value(schema: Mapping[str, Any], labels: Sequence[str], value: 
     return chosen, checked
 
 
-def check_resume(run_state: RunState | Mapping[str, Any] | str | bytes, interrupt_id: str, value: Any,
+def check_resume(run_state: RunState, interrupt_id: str, value: Any,
                  label: str | None = None) -> tuple[str, dict[str, Any]]:
     """``(label, value)`` as ``resume`` would accept them; ``ResumeError`` (with ``details["errors"]``) if not."""
-    rs = _state(run_state)
+    rs = _state(run_state, "check_resume")
     if rs.status != "interrupted":
         raise ResumeError(f"run {rs.run_id!r} is {rs.status}, not interrupted; nothing to resume",
                           run_id=rs.run_id, status=rs.status)
@@ -128,10 +135,10 @@ def check_resume(run_state: RunState | Mapping[str, Any] | str | bytes, interrup
                               node_id=record.node_id)
 
 
-def check_redrive(run_state: RunState | Mapping[str, Any] | str | bytes) -> list[dict[str, Any]]:
+def check_redrive(run_state: RunState) -> list[dict[str, Any]]:
     """What ``Engine.redrive`` would run again: ``{frame_id, node_id}`` (plus ``foreach`` and ``index`` for an
     item) per failed frame, in queue order; ``RedriveError`` when the run cannot be redriven."""
-    rs = _state(run_state).model_copy(deep=True)
+    rs = _state(run_state, "check_redrive").model_copy(deep=True)
     again = []
     for frame in reset_failed(rs):
         entry: dict[str, Any] = {"frame_id": frame.frame_id, "node_id": frame.node_id}
@@ -158,13 +165,13 @@ class ForkEdits:
         return names
 
 
-def check_fork(workflow: Workflow | Mapping[str, Any], run_state: RunState | Mapping[str, Any] | str | bytes, *,
+def check_fork(workflow: Workflow | Mapping[str, Any], run_state: RunState, *,
                state: Any = None, answer: Mapping[str, Any] | None = None) -> ForkEdits:
     """The edits ``Engine.fork`` would apply to a new run from ``run_state`` (a past checkpoint of a run of
     ``workflow``), checked the same way: ``ForkError`` when the checkpoint is finished or the answer names no
     interrupt open there; ``InputValidationError`` (``field="state"``, per-field ``errors``) for a state that
     breaks the state schema; ``ResumeError`` (per-field ``errors``) for an answer its resume schema refuses."""
-    rs = _state(run_state)
+    rs = _state(run_state, "check_fork")
     forkable(rs)
     document = workflow if isinstance(workflow, Workflow) else Workflow.model_validate(workflow)
     checked_state = None

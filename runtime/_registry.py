@@ -60,7 +60,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 #: Attribute a decorated function carries so ``WorkflowBuilder.use(fn)`` finds its task name.
 TASK_ATTRIBUTE = "__trellis_task__"
 #: Attribute of a task function that does nothing but wait: the name of its input field holding the seconds.
-#: An engine that suspends runs (``Engine(sleep_in_process=False)``) never calls such a task: the frame sleeps
+#: An engine that suspends runs (``EngineOptions(sleep_in_process=False)``) never calls such a task: the frame sleeps
 #: in ``RunState.wakeups`` and completes with the seconds once they are up.
 TIMER_ATTRIBUTE = "__trellis_timer__"
 

@@ -86,7 +86,8 @@ def reveal(payload: Any, resolver: SecretResolver | None, *, node_id: str) -> tu
         if type(value) is SecretRef:
             if resolver is None:
                 raise SecretNotFoundError(f"node {node_id!r} uses secret {value.name!r}, but this engine was given "
-                                          "no secrets (Engine(secrets=...))", node_id=node_id, secret=value.name)
+                                          "no secrets (EngineOptions(secrets=...))",
+                                          node_id=node_id, secret=value.name)
             plain = resolver.reveal(value.name, node_id=node_id)
             text = value.template.replace(PLACEHOLDER, plain) if value.template else plain
             if plain:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -78,7 +79,7 @@ class ExecutionFrame(_StateModel):
     status: FrameStatus = "ready"
     waiting_for: str | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
-    #: Node steps this line of work has taken (``Engine(max_steps=)`` bounds it: a route cycle that never
+    #: Node steps this line of work has taken (``EngineOptions(max_steps=)`` bounds it: a route cycle that never
     #: ends is one frame stepping forever, while a foreach's items are frames of their own, each short).
     steps: int = Field(default=0, ge=0)
 
@@ -377,6 +378,44 @@ _WITHOUT_PARTS: dict[str, Any] = {
 }
 
 
+def parse_run_state(data: str | bytes | Mapping[str, Any]) -> RunState:
+    """A stored run state (its JSON text or decoded object) as a ``RunState``, checked as every state from outside
+    is: ``CorruptRunStateError`` naming the location of each problem (format) or the entry and field (structure).
+
+    This is the one step between storage and the engine: ``Engine`` and ``runtime.inspect`` take a ``RunState``
+    only, so a caller parses once and hands the same object to every call that needs it.
+
+    The state returned is made for the engine: the first ``Engine`` call given it works on it in place, where
+    any other ``RunState`` is copied first so that the caller's object stays as it was (a deep copy costs about
+    six times the parse, and a worker parses each stored checkpoint for exactly one call).
+    """
+    parsed = RunState.from_json(data)
+    _HANDED_OVER[id(parsed)] = parsed
+    return parsed
+
+
+#: States ``parse_run_state`` made and no engine call has used yet, by identity (weakly: a dropped one leaves).
+_HANDED_OVER: weakref.WeakValueDictionary[int, RunState] = weakref.WeakValueDictionary()
+
+
+def run_state_to_change(value: object, where: str) -> RunState:
+    """The state an engine call may change: ``value`` itself when ``parse_run_state`` made it and no call has used
+    it yet (it is then used up), else a copy, so that a caller's object is never altered."""
+    rs = given_run_state(value, where)
+    if _HANDED_OVER.pop(id(rs), None) is rs:
+        return rs
+    return rs.copy_for_resume()
+
+
+def given_run_state(value: object, where: str) -> RunState:
+    """``value`` if it is a ``RunState``; a ``TypeError`` telling the caller to parse it first otherwise (a programming
+    mistake, not bad data: stored JSON goes through ``parse_run_state``, which reports what is wrong in it)."""
+    if isinstance(value, RunState):
+        return value
+    raise TypeError(f"{where} takes a RunState, not {type(value).__name__}: parse a stored state with "
+                    "runtime.state.parse_run_state(...) first")
+
+
 def part_key(kind: str, entry_id: str) -> str:
     """The storage key of one write-once part, e.g. ``"items:act_3"`` or ``"input:root"``."""
     return f"{kind}:{entry_id}"
@@ -579,6 +618,19 @@ def trusted[M: _StateModel](cls: type[M], values: dict[str, Any]) -> M:
     object.__setattr__(model, "__pydantic_extra__", None)
     object.__setattr__(model, "__pydantic_private__", None)
     return model
+
+
+def new_run_state(run_id: str, workflow: WorkflowRef) -> RunState:
+    """``RunState(run_id=run_id, workflow=workflow)`` without validation, for a run the engine starts: both values
+    are its own (a minted id, a frozen plan's reference), and validating them was a sixth of a one-node run's
+    cost. Every field is given its default, as validation would (``tests/runtime/test_state.py`` compares them)."""
+    rs = trusted(RunState, {
+        "version": RUN_STATE_VERSION, "run_id": run_id, "workflow": workflow, "status": "running", "step": 0,
+        "id_seq": 0, "trace_seq": 0, "attempt": 1, "scopes": {}, "frames": {}, "lineages": {}, "ready": [],
+        "barriers": {}, "activations": {}, "interrupts": {}, "wakeups": {}, "output": None, "error": None,
+    })
+    object.__setattr__(rs, "__pydantic_fields_set__", {"run_id", "workflow"})
+    return rs
 
 
 @dataclass(frozen=True, slots=True, eq=False, init=False)

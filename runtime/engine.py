@@ -7,6 +7,7 @@ from __future__ import annotations
 from runtime._batches import BatchResult, DistributedForeach, ItemOutcome, distributed_foreach
 from runtime._budget import RunBudget
 from runtime._engine import Engine, RunResult
+from runtime._options import EngineOptions
 from runtime._resolver import MappingResolver, WorkflowResolver
 from runtime._steps import StepCall, StepExecutor
 
@@ -14,6 +15,7 @@ __all__ = [
     "BatchResult",
     "DistributedForeach",
     "Engine",
+    "EngineOptions",
     "ItemOutcome",
     "MappingResolver",
     "RunBudget",

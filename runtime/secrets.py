@@ -1,7 +1,7 @@
 """Secrets in bindings, as a host gives them to the engine.
 
 A binding ``{"target": "headers.Authorization", "secret": "api_key", "template": "Bearer {secret}"}`` puts the
-value of the secret ``api_key`` into the step's payload; the host passes ``Engine(secrets=...)`` a
+value of the secret ``api_key`` into the step's payload; the host passes ``EngineOptions(secrets=...)`` a
 ``SecretResolver`` (or a plain mapping, wrapped in ``MappingSecrets``). The value reaches only the task that uses
 it: the trace, RunState, results and errors show ``secret api_key`` instead. ``secret_diagnostics`` checks a
 document's secret names against those a host knows (``binding.unknown_secret``).

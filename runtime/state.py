@@ -14,6 +14,7 @@ from runtime._state import (
     RunState,
     RuntimeScope,
     Wakeup,
+    parse_run_state,
 )
 from runtime._trace import TraceEvent
 
@@ -32,4 +33,5 @@ __all__ = [
     "SequentialIds",
     "TraceEvent",
     "Wakeup",
+    "parse_run_state",
 ]

@@ -68,8 +68,8 @@ from designer.workflows import catalog
 from designer.workflows.resolvers import TeamVersionResolver
 from runtime import Engine, RunState
 from runtime.document import ForeachNode
-from runtime.engine import BatchResult, DistributedForeach, ItemOutcome
-from runtime.state import TraceEvent
+from runtime.engine import BatchResult, DistributedForeach, EngineOptions, ItemOutcome
+from runtime.state import TraceEvent, parse_run_state
 
 logger = logging.getLogger("designer.runs")
 
@@ -345,8 +345,7 @@ def execute_batch(batch_id: int) -> str:
         with tracing.batch_span(run, node_id=batch.node_id, number=batch.number) as committer.trace, \
                 Heartbeat(batch.pk, owner, renewer=renew):
             if left:
-                engine = Engine(
-                    registry=catalog.registry(),
+                engine = Engine(catalog.registry(), EngineOptions(
                     workflows=PinnedResolver(TeamVersionResolver(run.team_id), run.subgraph_versions),
                     should_cancel=CancelCheck(run.pk),
                     max_steps=trellis.RUN_MAX_STEPS, keep_trace=0,
@@ -354,15 +353,17 @@ def execute_batch(batch_id: int) -> str:
                     sleep_in_process=False, max_retry_delay=waiting.max_retry_delay(),
                     secrets=TeamSecrets(team_id=run.team_id, run_id=run.pk),
                     budget=budgets.budget_for(run),
-                    **steps.engine_options())
+                    **steps.engine_options()))
                 try:
                     with engine:
                         if saved is not None:
-                            result = engine.continue_batch(saved[0], batch.activation_id, workflow=run.document,
-                                                           on_items=committer.add, held=saved[1])
+                            # The batch's own stored state: its format is validated, as before.
+                            result = engine.continue_batch(RunState.model_validate(saved[0]), batch.activation_id,
+                                                           workflow=run.document, on_items=committer.add,
+                                                           held=saved[1])
                         else:
-                            result = engine.run_batch(run_state_of(run) or {}, batch.activation_id, left,
-                                                      workflow=run.document, on_items=committer.add)
+                            result = engine.run_batch(parse_run_state(run_state_of(run) or {}), batch.activation_id,
+                                                      left, workflow=run.document, on_items=committer.add)
                 finally:
                     budgets.record_use(run.pk, engine)  # the batch's steps count against the run's budget
                 if result.status == "waiting":

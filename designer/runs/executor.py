@@ -46,10 +46,10 @@ from designer.secrets.services import TeamSecrets
 from designer.workflows import catalog
 from designer.workflows.resolvers import TeamVersionResolver
 from runtime import Engine, RunResult, RunState, WorkflowError
-from runtime.engine import distributed_foreach
+from runtime.engine import EngineOptions, distributed_foreach
 from runtime.errors import CheckpointNotFoundError, RedriveError
 from runtime.inspect import run_summary
-from runtime.state import Interrupt, TraceEvent
+from runtime.state import Interrupt, TraceEvent, parse_run_state
 
 logger = logging.getLogger("designer.runs")
 
@@ -121,8 +121,7 @@ class Execution:
 
     def drive(self) -> RunResult:
         run = self.run
-        engine = Engine(
-            registry=catalog.registry(),
+        engine = Engine(catalog.registry(), EngineOptions(
             workflows=PinnedResolver(TeamVersionResolver(run.team_id), run.subgraph_versions),
             checkpointer=self.checkpointer,
             should_cancel=self._should_cancel,
@@ -136,7 +135,7 @@ class Execution:
             budget=budgets.budget_for(run),
             on_superstep=self._on_superstep,  # step durations, foreach items, step spans
             **steps.engine_options(),
-        )
+        ))
         self.engine = engine
         with engine, steps.CancelWatch(run.pk, self._cancel_seen):
             checkpoint = run_state_of(run)
@@ -144,24 +143,25 @@ class Execution:
                 return self._start_fork(engine)
             if checkpoint is None:
                 return engine.run(run.document, run.input, run_id=run.runtime_id or Run.runtime_id_for(run.pk))
-            # Only what picks the engine call is read here (the call itself checks the whole state).
+            # Only what picks the engine call is read from the JSON; the call gets the state parsed and checked.
             summary = run_summary(checkpoint, foreach_limit=0)
+            state = parse_run_state(checkpoint)
             if self.redrive and summary.status == "failed":
-                return engine.redrive(checkpoint, workflow=run.document)
+                return engine.redrive(state, workflow=run.document)
             if self.redrive and summary.status == "completed":
-                return self._redrive_foreach(engine, checkpoint)
+                return self._redrive_foreach(engine, state)
             if self.resume is not None:
-                return engine.resume(checkpoint, self.resume["interrupt_id"], self.resume.get("value"),
+                return engine.resume(state, self.resume["interrupt_id"], self.resume.get("value"),
                                      self.resume.get("label"), workflow=run.document)
             distributed = list(summary.distributed)
             if summary.status == "waiting" and distributed and not batches.unfinished(run.pk):
                 # Every batch of its distributed foreach nodes is over: join them and carry on.
-                return engine.join_foreach(checkpoint, batches.outcomes(run.pk, distributed),
+                return engine.join_foreach(state, batches.outcomes(run.pk, distributed),
                                            workflow=run.document)
             # A run waiting for a wake-up time continues here too: the engine wakes the frames that are due.
-            return engine.continue_run(checkpoint, workflow=run.document)
+            return engine.continue_run(state, workflow=run.document)
 
-    def _redrive_foreach(self, engine: Engine, checkpoint: dict[str, Any]) -> RunResult:
+    def _redrive_foreach(self, engine: Engine, checkpoint: RunState) -> RunResult:
         """A completed run's redrive: the tolerated failed items of its first distributed foreach that had any."""
         run = self.run
         plan = tolerated_failures(run)
@@ -170,8 +170,9 @@ class Execution:
             raise RedriveError(f"run {run.pk} has no tolerated failed foreach items whose checkpoint is kept to "
                                "run again", run_id=run.runtime_id)
         self.reopen = plan
-        return engine.redrive_foreach(checkpoint_state_of(row), checkpoint, activation_id=plan.activation_id,
-                                      indices=plan.indices, workflow=run.document)
+        kept = parse_run_state(checkpoint_state_of(row))
+        return engine.redrive_foreach(kept, checkpoint, activation_id=plan.activation_id, indices=plan.indices,
+                                      workflow=run.document)
 
     def _start_fork(self, engine: Engine) -> RunResult:
         """The first drive of a forked run: from its parent's kept checkpoint, with the checked edits."""
@@ -181,7 +182,8 @@ class Execution:
         if row is None:
             raise CheckpointNotFoundError(f"run {run.parent_id} no longer keeps its checkpoint after superstep "
                                           f"{request.get('step')} to fork from", step=request.get("step"))
-        return engine.fork(checkpoint_state_of(row), run_id=run.runtime_id or Run.runtime_id_for(run.pk),
+        origin = parse_run_state(checkpoint_state_of(row))
+        return engine.fork(origin, run_id=run.runtime_id or Run.runtime_id_for(run.pk),
                            state=request.get("state"), answer=request.get("answer"), workflow=run.document)
 
     def finish(self, result: RunResult) -> str:

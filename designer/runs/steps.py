@@ -17,7 +17,7 @@ a warm single-threaded process, not a new interpreter.
 Limits (settings, documented in the README):
 
 * ``TRELLIS_STEP_TIMEOUT_SECONDS``: the engine's cap on every step's
-  start-to-close timeout (``runtime.Engine(step_timeout=)``). On expiry the
+  start-to-close timeout (``runtime.engine.EngineOptions(step_timeout=)``). On expiry the
   process is killed and the step fails with ``step.timeout``.
 * ``TRELLIS_STEP_MAX_MEMORY_MB``: address space a step may add to its idle
   process; past it allocation fails and the step fails with ``step.memory``.

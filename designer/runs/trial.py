@@ -15,6 +15,7 @@ from typing import Any
 from designer.runs import steps
 from designer.workflows import catalog
 from runtime import Engine, WorkflowError
+from runtime.engine import EngineOptions
 
 #: Supersteps a trial may take: one node, plus its retries.
 TRIAL_MAX_STEPS = 50
@@ -23,7 +24,7 @@ TRIAL_MAX_STEPS = 50
 def run_trial(document: dict[str, Any]) -> dict[str, Any]:
     """``{"status", "label", "result", "error", "seconds"}`` for the trial document's one node."""
     started = time.monotonic()
-    engine = Engine(registry=catalog.registry(), max_steps=TRIAL_MAX_STEPS, **steps.engine_options())
+    engine = Engine(catalog.registry(), EngineOptions(max_steps=TRIAL_MAX_STEPS, **steps.engine_options()))
     try:
         with engine:
             outcome = engine.run(document, {})

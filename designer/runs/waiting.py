@@ -12,7 +12,7 @@ Recovery (``designer.runs.recovery``) treats a waiting run like a queued one
 whose queue deadline is ``wake_at`` plus a lease: not orphaned before then.
 
 ``TRELLIS_RUN_MAX_RETRY_DELAY_SECONDS`` caps the total backoff of one node's
-retry policy (``runtime.Engine(max_retry_delay=)``): a document over it gets
+retry policy (``runtime.engine.EngineOptions(max_retry_delay=)``): a document over it gets
 the ``retry.delay_too_long`` diagnostic in the editor and is refused when a
 run starts.
 """

@@ -25,6 +25,7 @@ from runtime import Engine, RunState, Workflow
 from runtime._checkpoint import Checkpointer
 from runtime.checkpoint import HistoryPolicy
 from runtime.document import WorkflowRef
+from runtime.engine import EngineOptions
 from runtime.errors import CheckpointNotFoundError
 from runtime.state import (
     Barrier,
@@ -156,7 +157,7 @@ class CheckpointerConformance:
         return checkpointer
 
     def _engine(self, checkpointer: Checkpointer) -> Engine:
-        return Engine(registry=_registry(), checkpointer=checkpointer, ids=SequentialIds())
+        return Engine(registry=_registry(), options=EngineOptions(checkpointer=checkpointer, ids=SequentialIds()))
 
     # -- state -------------------------------------------------------------------------
 
@@ -328,7 +329,7 @@ class CheckpointerConformance:
             steps.append(run_state.step)
             assert _dump(cp.load(run_state.run_id)) == _dump(run_state)
 
-        engine = Engine(registry=_registry(), checkpointer=cp, ids=SequentialIds(), on_superstep=check)
+        engine = Engine(_registry(), EngineOptions(checkpointer=cp, ids=SequentialIds(), on_superstep=check))
         xs = list(range(300))
         result = engine.run(collecting_workflow(), {"xs": xs})
         assert result.status == "completed"
@@ -349,7 +350,7 @@ class CheckpointerConformance:
         def record(run_state: RunState, _events: Any) -> None:
             seen[run_state.step] = _dump(run_state)
 
-        engine = Engine(registry=_registry(), checkpointer=cp, ids=SequentialIds(), on_superstep=record)
+        engine = Engine(_registry(), EngineOptions(checkpointer=cp, ids=SequentialIds(), on_superstep=record))
         return engine.run(collecting_workflow(), {"xs": xs}, run_id=run_id), seen
 
     def test_history_keeps_every_checkpoint_and_each_loads_as_it_was(self) -> None:

@@ -18,6 +18,7 @@ from designer.models import Membership, Team, Workflow, WorkflowVersion
 from designer.workflows import catalog
 from designer.workflows.resolvers import TeamVersionResolver
 from runtime import Engine, analyze
+from runtime.engine import EngineOptions
 from runtime.state import RuntimeContext
 from tests.runtime.document_support import plain_twin
 
@@ -32,7 +33,7 @@ def loaded(settings):
 
 
 def _engine(team):
-    return Engine(registry=catalog.registry(), workflows=TeamVersionResolver(team))
+    return Engine(registry=catalog.registry(), options=EngineOptions(workflows=TeamVersionResolver(team)))
 
 
 def _document(team, slug):

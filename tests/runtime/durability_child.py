@@ -15,6 +15,7 @@ from typing import Any
 
 from runtime import Engine, WorkflowBuilder
 from runtime.checkpoint import FileCheckpointer, SqliteCheckpointer
+from runtime.engine import EngineOptions
 from runtime.state import SequentialIds
 from runtime.tasks import Route, TaskRegistry
 
@@ -54,7 +55,7 @@ def registry(side: Path | None, cp: SqliteCheckpointer | FileCheckpointer | None
 def main(argv: list[str]) -> int:
     kind, directory, limit, side = argv[0], Path(argv[1]), int(argv[2]), Path(argv[3])
     cp = checkpointer(kind, directory)
-    engine = Engine(registry=registry(side, cp), checkpointer=cp, ids=SequentialIds())
+    engine = Engine(registry=registry(side, cp), options=EngineOptions(checkpointer=cp, ids=SequentialIds()))
     result = engine.run(workflow(limit), None, run_id="victim")
     print(result.status, flush=True)
     return 0

@@ -8,6 +8,7 @@ from typing import Any
 
 from runtime import Engine, RunResult, RunState, Workflow, WorkflowBuilder
 from runtime.document import ForeachNode, TaskNode
+from runtime.engine import EngineOptions
 from runtime.paths import input_path, state_path
 from runtime.state import RuntimeContext, SequentialIds
 from runtime.tasks import TaskRegistry
@@ -70,9 +71,9 @@ def registry() -> TaskRegistry:
 
 
 def engine(**kwargs: Any) -> Engine:
-    kwargs.setdefault("registry", registry())
+    tasks = kwargs.pop("registry", None) or registry()
     kwargs.setdefault("ids", SequentialIds())
-    return Engine(**kwargs)
+    return Engine(tasks, options=EngineOptions(**kwargs))
 
 
 def capture_input() -> list[dict[str, Any]]:

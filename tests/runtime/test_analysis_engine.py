@@ -19,6 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from runtime import Engine, Workflow, analyze
+from runtime.engine import EngineOptions
 from runtime.state import RuntimeContext, SequentialIds
 from runtime.tasks import TaskRegistry
 
@@ -134,7 +135,7 @@ def test_static_regions_match_engine_frames(tree: Tree, items: int) -> None:
     assert analysis.ok, analysis.errors
     assert analysis.reachable == {node.id for node in workflow.nodes}
 
-    result = Engine(registry=registry, ids=SequentialIds()).run(workflow, {"xs": list(range(items))})
+    result = Engine(registry, EngineOptions(ids=SequentialIds())).run(workflow, {"xs": list(range(items))})
     assert result.status == "completed", result.error
 
     for node_id, stack in seen:
@@ -157,7 +158,7 @@ def test_a_deep_nesting_example() -> None:
     registry = make_registry(seen)
     analysis = analyze(workflow, registry=registry)
     assert analysis.ok, analysis.errors
-    result = Engine(registry=registry, ids=SequentialIds()).run(workflow, {"xs": [1, 2]})
+    result = Engine(registry=registry, options=EngineOptions(ids=SequentialIds())).run(workflow, {"xs": [1, 2]})
     assert result.status == "completed", result.error
     stacks = {node_id: stack for node_id, stack in seen}
     deepest = max(stacks.values(), key=len)

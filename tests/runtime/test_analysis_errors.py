@@ -16,6 +16,7 @@ from pydantic import BaseModel
 
 from runtime import Engine, analyze
 from runtime._analysis._error_payload import ERROR_PAYLOAD_SCHEMA, ERROR_SCHEMA
+from runtime.engine import EngineOptions
 from runtime.errors import TaskError
 from runtime.state import SequentialIds
 from runtime.tasks import TaskRegistry
@@ -199,7 +200,7 @@ def test_engine_error_payloads_validate(kind: str) -> None:
          task("h", "noop")],
         [route("f", "error", "h")])
     assert analyze(doc, registry=tasks).ok
-    payloads = payloads_of(Engine(registry=tasks, ids=SequentialIds()).run(doc, {}))
+    payloads = payloads_of(Engine(registry=tasks, options=EngineOptions(ids=SequentialIds())).run(doc, {}))
     validate_all(payloads)
     error = payloads[0]["error"]
     assert error["attempts"] == 2 and error["node_id"] == "f"
@@ -219,7 +220,7 @@ def test_engine_error_payloads_in_foreach_items_and_from_bindings_validate() -> 
     analysis = analyze(doc, registry=tasks)
     assert analysis.ok, analysis.errors
     # "two" fails the task's input validation: a binding failure takes the error route too
-    result = Engine(registry=tasks, ids=SequentialIds()).run(doc, {"values": [1, "two", 3]})
+    result = Engine(registry=tasks, options=EngineOptions(ids=SequentialIds())).run(doc, {"values": [1, "two", 3]})
     assert result.status == "completed", result.error
     items = result.state["items"]
     assert items[0] == 2 and items[2] == 6
@@ -236,7 +237,7 @@ def test_engine_subgraph_failure_payload_validates() -> None:
                     task("h", "noop")], [route("s", "error", "h")])
     analysis = analyze(doc, registry=tasks, workflows={"child": child})
     assert analysis.ok, analysis.errors
-    result = Engine(registry=tasks, workflows={"child": child}, ids=SequentialIds()).run(doc, {})
+    result = Engine(registry=tasks, options=EngineOptions(workflows={"child": child}, ids=SequentialIds())).run(doc, {})
     validate_all(payloads_of(result))
     assert result.state["error"]["type"] == "NodeFailedError" and result.state["error"]["code"] == "node.failed"
     jsonschema.validate(result.state, analysis.state_schema)
@@ -268,7 +269,7 @@ def test_state_after_success_and_failure_fits_the_analyzed_state_schema() -> Non
                                  "required": ["fail"]})
     analysis = analyze(doc, registry=tasks)
     assert analysis.ok, analysis.errors
-    engine = Engine(registry=tasks, ids=SequentialIds())
+    engine = Engine(registry=tasks, options=EngineOptions(ids=SequentialIds()))
     for fail in (False, True):
         result = engine.run(doc, {"fail": fail})
         assert result.status == "completed", result.error

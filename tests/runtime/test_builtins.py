@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from runtime import Engine, WorkflowBuilder
 from runtime.builtins import BUILTIN_TASKS
+from runtime.engine import EngineOptions
 from runtime.errors import InputValidationError, TaskError
 from runtime.paths import state_path
 from runtime.state import RuntimeContext
@@ -503,7 +504,7 @@ def test_builtins_run_in_a_built_workflow_on_the_engine() -> None:
     graph.output("message", "state.message")
     graph.output("big", "state.big")
 
-    with Engine(registry=builtin_registry(), max_workers=2) as engine:
+    with Engine(registry=builtin_registry(), options=EngineOptions(max_workers=2)) as engine:
         result = engine.run(graph.build(), {"customer": "Ada"})
     assert result.status == "completed", result.error
     assert result.output == {"message": "Ada: 2 big orders, 47.50 in all", "big": [12.5, 30]}

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from runtime import Engine, RunState
 from runtime._sqlite import SCHEMA_VERSION
 from runtime.checkpoint import FileCheckpointer, HistoryPolicy, InMemoryCheckpointer, SqliteCheckpointer
+from runtime.engine import EngineOptions
 from runtime.errors import CheckpointNotFoundError, CorruptRunStateError
 from runtime.state import SequentialIds
 from runtime.testing.checkpointer_conformance import (
@@ -173,7 +174,7 @@ def test_a_save_writes_what_changed_not_what_the_lists_hold(tmp_path: Path) -> N
     from runtime.state import SequentialIds
     from runtime.testing.checkpointer_conformance import _registry
 
-    engine = Engine(registry=_registry(), checkpointer=cp, ids=SequentialIds(), on_superstep=watch, keep_trace=0)
+    engine = Engine(_registry(), EngineOptions(checkpointer=cp, ids=SequentialIds(), on_superstep=watch, keep_trace=0))
     result = engine.run(collecting_workflow(), {"xs": list(range(4000))})
     assert result.status == "completed" and len(result.output["doubled"]) == 4000
     growth = [b - a for a, b in zip(sizes, sizes[1:], strict=False)]
@@ -199,7 +200,8 @@ def test_file_load_from_the_last_snapshot_equals_a_full_replay(tmp_path: Path) -
         assert cp.load_at(run_state.run_id, run_state.step).model_dump(mode="json") == live
         checked.append(run_state.step)
 
-    engine = Engine(registry=_registry(), checkpointer=cp, ids=SequentialIds(), on_superstep=check, keep_trace=None)
+    engine = Engine(_registry(), EngineOptions(
+        checkpointer=cp, ids=SequentialIds(), on_superstep=check, keep_trace=None))
     result = engine.run(collecting_workflow(), {"xs": list(range(300))})
     assert result.status == "completed" and len(checked) > 75
     assert _snapshot_lines(cp.log_path(result.run_id)) > 10
@@ -239,7 +241,7 @@ def _snapshotted_log() -> tuple[bytes, list[tuple[int, dict[str, Any], list[Any]
             saves.append((cp.log_path(run_state.run_id).stat().st_size, run_state.model_dump(mode="json"),
                           list(trace)))
 
-        engine = Engine(registry=_registry(), checkpointer=cp, ids=SequentialIds(), on_superstep=record)
+        engine = Engine(_registry(), EngineOptions(checkpointer=cp, ids=SequentialIds(), on_superstep=record))
         result = engine.run(collecting_workflow(), {"xs": list(range(60))}, run_id="run_torn")
         assert result.status == "completed"
         return cp.log_path("run_torn").read_bytes(), saves
@@ -310,8 +312,8 @@ def test_file_history_reuses_the_logs_parts_so_it_costs_what_changed(tmp_path: P
     for name, policy in (("none", None), ("all", HistoryPolicy())):
         directory = tmp_path / name
         cp = FileCheckpointer(directory, history=policy)
-        result = Engine(registry=_registry(), checkpointer=cp, ids=SequentialIds(),
-                        on_superstep=measure if policy else None).run(collecting_workflow(), {"xs": list(range(1200))})
+        result = Engine(registry=_registry(), options=EngineOptions(checkpointer=cp, ids=SequentialIds(),
+                        on_superstep=measure if policy else None)).run(collecting_workflow(), {"xs": list(range(1200))})
         assert result.status == "completed"
         sizes[name] = sum(p.stat().st_size for p in directory.rglob("*") if p.is_file())
         if policy is not None:
@@ -396,7 +398,7 @@ def test_in_memory_history_asks_what_to_keep_only_when_the_policy_can_drop_one(k
             return super().keep(steps)
 
     cp = InMemoryCheckpointer(history=NotingPolicy(keep_last=keep_last))
-    result = Engine(registry=_registry(), checkpointer=cp, ids=SequentialIds()).run(
+    result = Engine(registry=_registry(), options=EngineOptions(checkpointer=cp, ids=SequentialIds())).run(
         collecting_workflow(), {"xs": list(range(40))})
     assert result.status == "completed"
     assert len(cp.history(result.run_id)) == (result.run_state.step + 1 if keep_last is None else 3)

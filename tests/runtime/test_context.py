@@ -9,9 +9,10 @@ from typing import Any
 import pytest
 
 from runtime import Engine, RunState
+from runtime.engine import EngineOptions
 from runtime.errors import CorruptRunStateError
 from runtime.inspect import frame_context
-from runtime.state import RandomIds
+from runtime.state import RandomIds, parse_run_state
 from tests.runtime.engine_helpers import (
     CUSTOMERS,
     answer_all,
@@ -118,12 +119,12 @@ def test_concurrent_item_frames_receive_distinct_identities() -> None:
 
 def test_interrupt_resume_recreates_same_structured_entries() -> None:
     workflow = nested_capture(interrupt=True, inner_concurrency=2)
-    eng = Engine(registry=registry(), ids=RandomIds())
+    eng = Engine(registry=registry(), options=EngineOptions(ids=RandomIds()))
     first = eng.run(workflow, {"customers": CUSTOMERS})
     assert first.status == "interrupted" and len(first.interrupts) == 2
     before = {i.frame_id: frame_context(first.run_state, i.frame_id).to_mapping() for i in first.interrupts}
     # Through JSON, into an engine that has never seen this run.
-    fresh = Engine(registry=registry(), ids=RandomIds())
+    fresh = Engine(registry=registry(), options=EngineOptions(ids=RandomIds()))
     finished = answer_all(fresh, first, workflow)
     assert finished.status == "completed"
     confirmed = {c["frame_id"]: c["bound"] for c in finished.state["after"]}
@@ -178,15 +179,19 @@ def test_malformed_persisted_foreach_metadata_fails_closed(how: str) -> None:
     frame_id = rs.interrupts[interrupt_id].frame_id
     data = _corrupt(rs, how)
     with pytest.raises(CorruptRunStateError) as caught:
-        frame_context(data, frame_id)
+        parse_run_state(data)
     assert caught.value.code == "runstate.corrupt"
+    # The same damage in an object a caller holds is refused as much by each call that reads it.
+    damaged = RunState.model_validate(data)
     with pytest.raises(CorruptRunStateError):
-        engine().resume(data, interrupt_id, {"answer": "yes"}, workflow=nested_capture(interrupt=True))
+        frame_context(damaged, frame_id)
+    with pytest.raises(CorruptRunStateError):
+        engine().resume(damaged, interrupt_id, {"answer": "yes"}, workflow=nested_capture(interrupt=True))
 
 
 def test_intact_state_resumes_where_corrupt_copies_fail() -> None:
     rs, interrupt_id = _interrupted_state()
-    result = engine().resume(json_round_trip(rs), interrupt_id, {"answer": "yes"},
+    result = engine().resume(parse_run_state(json_round_trip(rs)), interrupt_id, {"answer": "yes"},
                              workflow=nested_capture(interrupt=True))
     assert result.status == "interrupted"
     assert result.state["answers"] == ["yes"]

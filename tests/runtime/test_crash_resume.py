@@ -16,8 +16,9 @@ from hypothesis import strategies as st
 
 from runtime import Engine, RunState, Workflow, WorkflowBuilder
 from runtime.checkpoint import SqliteCheckpointer
+from runtime.engine import EngineOptions
 from runtime.errors import CheckpointNotFoundError
-from runtime.state import SequentialIds
+from runtime.state import SequentialIds, parse_run_state
 from tests.runtime.engine_helpers import CUSTOMERS, answer_all, loop_then_total, nested_capture, registry
 from tests.runtime.test_cli import REPO, TASKS, cli, doubling_workflow
 from tests.runtime.test_scope_isolation import child_capture, parent
@@ -30,8 +31,8 @@ def _dump(rs: RunState) -> dict[str, Any]:
 def _checkpoints_of(workflow: Any, run_input: Any, **engine_kwargs: Any) -> tuple[Any, list[str]]:
     """The uninterrupted result and the JSON of every checkpoint the run took."""
     saved: list[str] = []
-    eng = Engine(registry=registry(), ids=SequentialIds(),
-                 on_superstep=lambda rs, _: saved.append(rs.model_dump_json()), **engine_kwargs)
+    eng = Engine(registry=registry(), options=EngineOptions(ids=SequentialIds(),
+                 on_superstep=lambda rs, _: saved.append(rs.model_dump_json()), **engine_kwargs))
     return eng.run(workflow, run_input), saved
 
 
@@ -40,7 +41,7 @@ def test_continuing_from_every_superstep_of_a_nested_run_gives_the_same_result()
     baseline, saved = _checkpoints_of(workflow, {"customers": CUSTOMERS})
     assert baseline.status == "completed" and len(saved) == baseline.run_state.step + 1
     for checkpoint in saved:
-        fresh = Engine(registry=registry(), ids=SequentialIds())
+        fresh = Engine(registry=registry(), options=EngineOptions(ids=SequentialIds()))
         resumed = fresh.continue_run(RunState.from_json(checkpoint), workflow=workflow)
         assert resumed.status == "completed"
         assert resumed.output == baseline.output
@@ -52,15 +53,15 @@ def test_continuing_from_every_superstep_of_a_nested_run_gives_the_same_result()
 
 def test_every_superstep_of_a_run_with_subgraphs_and_interrupts_resumes_identically() -> None:
     workflow = nested_capture(interrupt=True, inner_concurrency=2, outer_concurrency=2)
-    eng = Engine(registry=registry(), ids=SequentialIds())
+    eng = Engine(registry=registry(), options=EngineOptions(ids=SequentialIds()))
     baseline = answer_all(eng, eng.run(workflow, {"customers": CUSTOMERS}), workflow, through_json=False)
     saved: list[str] = []
-    recording = Engine(registry=registry(), ids=SequentialIds(),
-                       on_superstep=lambda rs, _: saved.append(rs.model_dump_json()))
+    recording = Engine(registry=registry(), options=EngineOptions(ids=SequentialIds(),
+                       on_superstep=lambda rs, _: saved.append(rs.model_dump_json())))
     answer_all(recording, recording.run(workflow, {"customers": CUSTOMERS}), workflow)
     for checkpoint in saved:
         state = RunState.from_json(checkpoint)
-        fresh = Engine(registry=registry(), ids=SequentialIds())
+        fresh = Engine(registry=registry(), options=EngineOptions(ids=SequentialIds()))
         result = fresh.continue_run(state, workflow=workflow)
         result = answer_all(fresh, result, workflow)
         assert result.status == "completed"
@@ -72,8 +73,8 @@ def test_every_superstep_of_a_run_with_subgraphs_and_interrupts_resumes_identica
     assert base.status == "completed"
     assert any(len(json.loads(s)["scopes"]) > 1 for s in states)  # some checkpoints sit inside the child scope
     for checkpoint in states:
-        fresh = Engine(registry=registry(), ids=SequentialIds(), workflows=workflows)
-        again = fresh.continue_run(checkpoint, workflow=call_parent)
+        fresh = Engine(registry=registry(), options=EngineOptions(ids=SequentialIds(), workflows=workflows))
+        again = fresh.continue_run(parse_run_state(checkpoint), workflow=call_parent)
         assert _dump(again.run_state) == _dump(base.run_state)
 
 
@@ -87,7 +88,7 @@ def test_any_checkpoint_round_trips_and_resumes_to_the_same_end(orders: list[lis
     baseline, saved = _checkpoints_of(workflow, {"customers": customers})
     checkpoint = RunState.from_json(saved[cut % len(saved)])
     assert RunState.from_json(checkpoint.model_dump_json()) == checkpoint
-    resumed = Engine(registry=registry(), ids=SequentialIds()).continue_run(checkpoint, workflow=workflow)
+    resumed = Engine(registry(), EngineOptions(ids=SequentialIds())).continue_run(checkpoint, workflow=workflow)
     assert _dump(resumed.run_state) == _dump(baseline.run_state)
 
 

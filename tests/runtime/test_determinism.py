@@ -9,6 +9,7 @@ import time
 from typing import Any
 
 from runtime import Engine, WorkflowBuilder
+from runtime.engine import EngineOptions
 from runtime.paths import input_path, state_path
 from runtime.state import SequentialIds
 from runtime.tasks import TaskRegistry
@@ -76,8 +77,8 @@ INPUT = {"groups": [[1, 2, 3, 4], [5], [], [6, 7]]}
 
 
 def _run(*, use_async: bool = False, max_workers: int | None = None) -> Any:
-    eng = Engine(registry=jitter_registry(), workflows={"child": child()}, ids=SequentialIds(),
-                 max_workers=max_workers)
+    eng = Engine(registry=jitter_registry(), options=EngineOptions(workflows={"child": child()}, ids=SequentialIds(),
+                                                                   max_workers=max_workers))
     if use_async:
         return asyncio.run(eng.arun(busy_workflow(), INPUT))
     return eng.run(busy_workflow(), INPUT)

@@ -20,6 +20,7 @@ import pytest
 
 from runtime import Engine, RunState
 from runtime.checkpoint import FileCheckpointer, SqliteCheckpointer
+from runtime.engine import EngineOptions
 from runtime.errors import CheckpointWriteError
 from runtime.state import SequentialIds
 from runtime.testing.checkpointer_conformance import sample_run_state
@@ -127,7 +128,7 @@ def test_durability_names_are_checked(tmp_path: Path) -> None:
 
 def _clean_run(kind: str, directory: Path, limit: int) -> tuple[Any, list[Any], RunState]:
     cp = _batched(kind, directory)
-    engine = Engine(registry=child.registry(None, None), checkpointer=cp, ids=SequentialIds())
+    engine = Engine(registry=child.registry(None, None), options=EngineOptions(checkpointer=cp, ids=SequentialIds()))
     result = engine.run(child.workflow(limit), None, run_id="victim")
     assert result.status == "completed"
     return result.output, [e.identity() for e in cp.load_events("victim")], cp.load("victim")
@@ -165,7 +166,7 @@ def test_a_batched_run_killed_mid_way_resumes_to_a_clean_runs_end(tmp_path: Path
     last = max(x for x, _ in executed)
     assert -1 <= last - stored_x <= child.MAX_PENDING
 
-    engine = Engine(registry=child.registry(None, None), checkpointer=cp, ids=SequentialIds())
+    engine = Engine(registry=child.registry(None, None), options=EngineOptions(checkpointer=cp, ids=SequentialIds()))
     resumed = engine.continue_run(killed_at, workflow=child.workflow(limit))
     assert resumed.status == "completed"
     output, events, final = _clean_run(kind, tmp_path / "clean", limit)

@@ -10,6 +10,7 @@ from pydantic import ValidationError
 from runtime import Engine, RunState, WorkflowBuilder
 from runtime.checkpoint import InMemoryCheckpointer
 from runtime.document import TaskNode
+from runtime.engine import EngineOptions
 from runtime.errors import InputValidationError, WorkflowValidationError
 from runtime.paths import input_path, state_path
 from runtime.state import SequentialIds
@@ -289,7 +290,7 @@ def test_result_to_dict_is_json_compatible() -> None:
 
 def test_empty_workflow_is_refused() -> None:
     with pytest.raises(WorkflowValidationError) as caught:
-        Engine(registry=TaskRegistry(), ids=SequentialIds()).run(WorkflowBuilder("empty").build(), {})
+        Engine(TaskRegistry(), EngineOptions(ids=SequentialIds())).run(WorkflowBuilder("empty").build(), {})
     assert [d.code for d in caught.value.diagnostics] == ["workflow.no_start"]
 
 

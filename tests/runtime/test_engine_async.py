@@ -9,6 +9,7 @@ from typing import Any
 
 from runtime import Engine, RunState, WorkflowBuilder
 from runtime.checkpoint import AsyncCheckpointer, InMemoryCheckpointer
+from runtime.engine import EngineOptions
 from runtime.paths import input_path, state_path
 from runtime.state import SequentialIds, TraceEvent
 from runtime.tasks import TaskRegistry
@@ -54,7 +55,7 @@ def rendezvous_registry(parties: int) -> tuple[TaskRegistry, list[str]]:
 
 def test_sync_tasks_of_one_superstep_run_in_parallel_threads() -> None:
     reg, threads = rendezvous_registry(3)
-    result = Engine(registry=reg, ids=SequentialIds()).run(fan_out("sync_meet", 3), {"xs": [1, 2, 3]})
+    result = Engine(reg, EngineOptions(ids=SequentialIds())).run(fan_out("sync_meet", 3), {"xs": [1, 2, 3]})
     assert result.status == "completed", result.error
     assert result.output == {"out": [1, 2, 3]}
     assert len(set(threads)) == 3
@@ -135,8 +136,8 @@ def test_mixed_sync_and_async_tasks_in_one_superstep() -> None:
     g.set_route(a, "ok", each)
     g.output("out", state_path("out"))
     workflow = g.build()
-    sync_result = Engine(registry=reg, ids=SequentialIds()).run(workflow, {"xs": [1, 2, 3, 4]})
-    async_result = asyncio.run(Engine(registry=reg, ids=SequentialIds()).arun(workflow, {"xs": [1, 2, 3, 4]}))
+    sync_result = Engine(registry=reg, options=EngineOptions(ids=SequentialIds())).run(workflow, {"xs": [1, 2, 3, 4]})
+    async_result = asyncio.run(Engine(reg, EngineOptions(ids=SequentialIds())).arun(workflow, {"xs": [1, 2, 3, 4]}))
     assert sync_result.output == async_result.output == {"out": [101, 202, 103, 204]}
     assert [e.identity() for e in sync_result.trace] == [e.identity() for e in async_result.trace]
 
@@ -172,10 +173,10 @@ def test_async_calls_await_an_async_checkpointers_asave_and_sync_calls_save() ->
     reg, _ = rendezvous_registry(1)
     cp = AwaitedCheckpointer()
     assert isinstance(cp, AsyncCheckpointer) and not isinstance(InMemoryCheckpointer(), AsyncCheckpointer)
-    result = asyncio.run(Engine(registry=reg, checkpointer=cp).arun(fan_out("async_meet", 1), {"xs": [1, 2]}))
+    result = asyncio.run(Engine(reg, EngineOptions(checkpointer=cp)).arun(fan_out("async_meet", 1), {"xs": [1, 2]}))
     assert result.status == "completed", result.error
     assert cp.calls and set(cp.calls) == {"asave"}
     assert cp.load(result.run_id).status == "completed"
     cp.calls.clear()
-    assert Engine(registry=reg, checkpointer=cp).run(fan_out("sync_meet", 1), {"xs": [3]}).status == "completed"
+    assert Engine(reg, EngineOptions(checkpointer=cp)).run(fan_out("sync_meet", 1), {"xs": [3]}).status == "completed"
     assert cp.calls and set(cp.calls) == {"save"}

@@ -8,6 +8,7 @@ import pytest
 
 from runtime import Engine, RunState, WorkflowBuilder
 from runtime.checkpoint import InMemoryCheckpointer
+from runtime.engine import EngineOptions
 from runtime.errors import NodeFailedError
 from runtime.paths import input_path, state_path
 from runtime.state import SequentialIds
@@ -65,7 +66,7 @@ def flaky_workflow(*, attempts: int, error_route: bool = False, task: str = "fla
 @pytest.mark.parametrize("is_async", [False, True])
 def test_retry_until_success_records_each_failed_attempt(is_async: bool) -> None:
     reg, calls = flaky_registry(2, is_async=is_async)
-    result = Engine(registry=reg, ids=SequentialIds()).run(flaky_workflow(attempts=3), {})
+    result = Engine(registry=reg, options=EngineOptions(ids=SequentialIds())).run(flaky_workflow(attempts=3), {})
     assert result.status == "completed", result.error
     assert calls == [1, 2, 3]
     assert result.state["attempt"] == 3
@@ -78,7 +79,7 @@ def test_retry_until_success_records_each_failed_attempt(is_async: bool) -> None
 
 def test_exhausted_retries_take_the_error_route_with_the_error_payload() -> None:
     reg, calls = flaky_registry(5)
-    result = Engine(registry=reg, ids=SequentialIds()).run(flaky_workflow(attempts=2, error_route=True), {})
+    result = Engine(reg, EngineOptions(ids=SequentialIds())).run(flaky_workflow(attempts=2, error_route=True), {})
     assert result.status == "completed", result.error
     assert calls == [1, 2]
     problem = result.state["problem"]
@@ -96,7 +97,7 @@ def test_exhausted_retries_take_the_error_route_with_the_error_payload() -> None
 def test_failure_without_error_route_fails_the_run_naming_node_frame_and_cause() -> None:
     reg, _ = flaky_registry(5)
     cp = InMemoryCheckpointer()
-    result = Engine(registry=reg, ids=SequentialIds(), checkpointer=cp).run(flaky_workflow(attempts=2), {})
+    result = Engine(reg, EngineOptions(ids=SequentialIds(), checkpointer=cp)).run(flaky_workflow(attempts=2), {})
     assert result.status == "failed"
     error = result.error
     assert isinstance(error, NodeFailedError) and error.code == "node.failed"
@@ -169,7 +170,7 @@ def failing_item_workflow(concurrency: int) -> Any:
 
 def test_failing_item_names_its_index_and_other_commits_of_the_superstep_stand() -> None:
     reg, workflow = failing_item_workflow(3)
-    result = Engine(registry=reg, ids=SequentialIds()).run(workflow, {"xs": [1, -2, 3]})
+    result = Engine(registry=reg, options=EngineOptions(ids=SequentialIds())).run(workflow, {"xs": [1, -2, 3]})
     assert result.status == "failed"
     details = result.error.details  # type: ignore[union-attr]
     assert details["node_id"] == "c" and details["index"] == 1

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from runtime import Engine, RunState, WorkflowBuilder
 from runtime.checkpoint import InMemoryCheckpointer
+from runtime.engine import EngineOptions
 from runtime.inspect import activation_progress, live_frames
 from runtime.paths import input_path, state_path
-from runtime.state import SequentialIds
+from runtime.state import SequentialIds, parse_run_state
 from runtime.tasks import TaskRegistry
 from tests.runtime.engine_helpers import ANY_LIST, CUSTOMERS, ITEMS, engine, nested_capture
 
@@ -141,7 +141,7 @@ def test_nested_activation_progress_names_the_enclosing_item() -> None:
 
 def test_live_frames_name_the_foreach_item_each_frame_runs() -> None:
     result = engine().run(nested_capture(interrupt=True, inner_concurrency=2), {"customers": CUSTOMERS})
-    frames = live_frames(json.loads(result.run_state.to_json()))  # from JSON, checked like any outside state
+    frames = live_frames(parse_run_state(result.run_state.to_json()))  # from JSON, checked like any outside state
     assert [f.frame_id for f in frames] == list(result.run_state.frames)
     items = {(f.foreach.node_id, f.foreach.index): f for f in frames if f.foreach is not None}
     assert set(items) == {("customers", 0), ("orders", 0), ("orders", 1)}
@@ -180,7 +180,7 @@ def test_body_lineage_ending_without_returning_still_completes_the_item() -> Non
               output=[{"source": ".", "target": "out", "mode": "append"}])
     g.set_route(each, "loop", m)
     g.set_route(m, "ok", each)
-    eng = Engine(registry=reg, ids=SequentialIds())
+    eng = Engine(registry=reg, options=EngineOptions(ids=SequentialIds()))
     from runtime._compiled import compile_workflow
 
     workflow = g.build()

@@ -7,11 +7,12 @@ from typing import Any
 
 import pytest
 
-from runtime import WorkflowBuilder
+from runtime import RunState, WorkflowBuilder
 from runtime.checkpoint import InMemoryCheckpointer
 from runtime.errors import ResumeError
 from runtime.inspect import check_resume
 from runtime.paths import input_path, state_path
+from runtime.state import parse_run_state
 from tests.runtime.engine_helpers import ANY_LIST, ITEMS, engine, json_round_trip
 
 APPROVAL = {"type": "object", "properties": {"approved": {"type": "boolean"}, "note": {"type": "string"}},
@@ -126,13 +127,16 @@ def test_resume_never_mutates_the_given_state_and_can_branch_from_it() -> None:
     assert no.output == {"decisions": [{"approved": False}]}
 
 
-def test_resume_accepts_json_text_and_dicts() -> None:
+def test_resume_takes_a_run_state_parsed_from_json_text_or_dicts() -> None:
     eng = engine()
     paused = eng.run(approval(), {"amounts": [10]})
     interrupt_id = paused.interrupts[0].interrupt_id
     for form in (paused.run_state.model_dump_json(), paused.run_state.model_dump(mode="json"),
                  json_round_trip(paused.run_state)):
-        assert eng.resume(form, interrupt_id, {"approved": True}).status == "completed"
+        assert eng.resume(parse_run_state(form), interrupt_id, {"approved": True}).status == "completed"
+        if not isinstance(form, RunState):
+            with pytest.raises(TypeError, match="Engine.resume takes a RunState, not .*parse_run_state"):
+                eng.resume(form, interrupt_id, {"approved": True})  # type: ignore[arg-type]
 
 
 def test_trace_sequence_continues_across_resumes() -> None:

@@ -10,7 +10,7 @@ import pytest
 
 from runtime import WorkflowBuilder
 from runtime.checkpoint import InMemoryCheckpointer
-from runtime.errors import StepLimitError
+from runtime.errors import EngineOptionsError, StepLimitError
 
 from .engine_helpers import engine
 
@@ -57,8 +57,8 @@ def test_a_run_that_finishes_within_the_limit_is_unaffected() -> None:
 
 
 def test_no_limit_by_default_and_nonsense_limits_are_refused() -> None:
-    assert engine().max_steps is None
-    with pytest.raises(ValueError, match="max_steps must be a positive number"):
+    assert engine().options.max_steps is None
+    with pytest.raises(EngineOptionsError, match="max_steps must be a positive whole number"):
         engine(max_steps=0)
 
 

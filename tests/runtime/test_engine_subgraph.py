@@ -8,6 +8,7 @@ import pytest
 
 from runtime import Engine, Workflow, WorkflowBuilder
 from runtime.document import WorkflowRef
+from runtime.engine import EngineOptions
 from runtime.paths import input_path, state_path
 from runtime.state import SequentialIds
 from runtime.tasks import TaskRegistry
@@ -140,7 +141,7 @@ def _runtime_only(eng: Engine, *workflows: Workflow) -> None:
 
 def test_runtime_depth_limit_stops_runaway_recursion() -> None:
     workflow = recursive(limit_hit_route=False)
-    eng = Engine(registry=registry(), workflows={"again": workflow}, ids=SequentialIds(), max_depth=5)
+    eng = Engine(registry(), EngineOptions(workflows={"again": workflow}, ids=SequentialIds(), max_depth=5))
     _runtime_only(eng, workflow)
     result = eng.run(workflow, {"depth": 0})
     assert result.status == "failed"
@@ -152,7 +153,7 @@ def test_runtime_depth_limit_stops_runaway_recursion() -> None:
 
 def test_depth_limit_error_can_be_routed_and_unwinds() -> None:
     workflow = recursive(limit_hit_route=True)
-    eng = Engine(registry=registry(), workflows={"again": workflow}, ids=SequentialIds(), max_depth=3)
+    eng = Engine(registry(), EngineOptions(workflows={"again": workflow}, ids=SequentialIds(), max_depth=3))
     _runtime_only(eng, workflow)
     result = eng.run(workflow, {"depth": 0})
     assert result.status == "completed", result.error
@@ -194,6 +195,6 @@ def test_resolver_function_and_registry_merging() -> None:
         asked.append(ref.id)
         return child()
 
-    result = Engine(registry=reg, workflows=resolve).run(caller(), {"n": 2})
+    result = Engine(registry=reg, options=EngineOptions(workflows=resolve)).run(caller(), {"n": 2})
     assert result.output["result"]["y"] == 4
     assert "child" in asked

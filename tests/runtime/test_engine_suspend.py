@@ -1,6 +1,6 @@
 """Suspended frames: a retry's backoff or a ``wait`` step checkpoints a wake-up time instead of sleeping.
 
-``Engine(sleep_in_process=False)`` returns ``waiting`` with ``wake_at``; ``continue_run`` before that time
+``EngineOptions(sleep_in_process=False)`` returns ``waiting`` with ``wake_at``; ``continue_run`` before that time
 changes nothing, after it the frame runs again (its next attempt) or completes (a wait). The tests drive a
 fake clock, so nothing here sleeps or depends on timing, except where the real clock is the point.
 """
@@ -16,8 +16,9 @@ import pytest
 from runtime import Engine, RunResult, RunState, WorkflowBuilder
 from runtime._registry import TIMER_ATTRIBUTE
 from runtime.analysis import retry_delay_diagnostics
-from runtime.errors import CorruptRunStateError, WorkflowValidationError
-from runtime.state import RuntimeContext
+from runtime.engine import EngineOptions
+from runtime.errors import CorruptRunStateError, EngineOptionsError, WorkflowValidationError
+from runtime.state import RuntimeContext, parse_run_state
 from runtime.tasks import TaskRegistry, builtin_registry
 
 
@@ -74,7 +75,7 @@ def kinds(result: RunResult) -> list[str]:
 def test_backoff_suspends_and_wakes_only_once_its_time_has_come() -> None:
     calls: list[tuple[int, int]] = []
     clock = Clock()
-    engine = Engine(flaky_registry(calls), sleep_in_process=False, clock=clock)
+    engine = Engine(flaky_registry(calls), options=EngineOptions(sleep_in_process=False, clock=clock))
     doc = retry_workflow(fail=2)
 
     first = engine.run(doc, {})
@@ -90,19 +91,19 @@ def test_backoff_suspends_and_wakes_only_once_its_time_has_come() -> None:
     # Through its JSON form, as a checkpoint would carry it.
     saved = first.run_state.to_json()
     clock.now = 1_009.0
-    early = engine.continue_run(saved, workflow=doc)
+    early = engine.continue_run(parse_run_state(saved), workflow=doc)
     assert early.status == "waiting" and early.wake_at == 1_010.0
     assert calls == [(0, 1)]  # nothing ran before the wake-up time
     assert early.trace == ()
 
     clock.now = 1_010.0
-    second = engine.continue_run(early.run_state.to_json(), workflow=doc)
+    second = engine.continue_run(parse_run_state(early.run_state.to_json()), workflow=doc)
     assert calls == [(0, 1), (0, 2)]
     assert second.status == "waiting"
     assert second.wake_at == 1_030.0  # the backoff doubles before attempt 3
 
     clock.now = 1_031.0
-    done = engine.continue_run(second.run_state.to_json(), workflow=doc)
+    done = engine.continue_run(parse_run_state(second.run_state.to_json()), workflow=doc)
     assert done.status == "completed", done.error
     assert done.output == {"attempt": 3}
     assert calls == [(0, 1), (0, 2), (0, 3)]
@@ -113,7 +114,7 @@ def test_backoff_suspends_and_wakes_only_once_its_time_has_come() -> None:
 def test_a_suspended_node_that_keeps_failing_fails_with_every_attempt_counted() -> None:
     calls: list[tuple[int, int]] = []
     clock = Clock()
-    engine = Engine(flaky_registry(calls), sleep_in_process=False, clock=clock)
+    engine = Engine(flaky_registry(calls), options=EngineOptions(sleep_in_process=False, clock=clock))
     doc = retry_workflow(fail=5, attempts=2)
     result = engine.run(doc, {})
     assert result.status == "waiting"
@@ -128,7 +129,7 @@ def test_a_suspended_node_that_keeps_failing_fails_with_every_attempt_counted() 
 def test_async_driver_suspends_the_same_way(is_async: bool) -> None:
     calls: list[tuple[int, int]] = []
     clock = Clock()
-    engine = Engine(flaky_registry(calls, is_async=is_async), sleep_in_process=False, clock=clock)
+    engine = Engine(flaky_registry(calls, is_async=is_async), EngineOptions(sleep_in_process=False, clock=clock))
     doc = retry_workflow(fail=1)
 
     async def scenario() -> list[RunResult]:
@@ -144,7 +145,7 @@ def test_async_driver_suspends_the_same_way(is_async: bool) -> None:
 
 def test_zero_backoff_retries_at_once_without_suspending() -> None:
     calls: list[tuple[int, int]] = []
-    engine = Engine(flaky_registry(calls), sleep_in_process=False, clock=Clock())
+    engine = Engine(flaky_registry(calls), options=EngineOptions(sleep_in_process=False, clock=Clock()))
     result = engine.run(retry_workflow(fail=2, backoff=0.0), {})
     assert result.status == "completed" and result.output == {"attempt": 3}
     assert "node_waiting" not in kinds(result)
@@ -154,7 +155,7 @@ def test_other_frames_go_on_while_one_sleeps() -> None:
     """A foreach of two items at once: item 0 backs off, item 1 completes meanwhile; the run then waits."""
     calls: list[tuple[int, int]] = []
     clock = Clock()
-    engine = Engine(flaky_registry(calls), sleep_in_process=False, clock=clock)
+    engine = Engine(flaky_registry(calls), options=EngineOptions(sleep_in_process=False, clock=clock))
     g = WorkflowBuilder("items", input_schema={"type": "object", "properties": {
         "fails": {"type": "array", "items": {"type": "integer"}}}},
         state_schema={"type": "object", "properties": {"done": {"type": "array", "default": []}}})
@@ -189,7 +190,7 @@ def wait_workflow(seconds: float, task: str = "pause") -> Any:
 def test_a_wait_step_never_runs_the_task_when_the_engine_suspends() -> None:
     calls: list[tuple[int, int]] = []
     clock = Clock()
-    engine = Engine(flaky_registry(calls), sleep_in_process=False, clock=clock)
+    engine = Engine(flaky_registry(calls), options=EngineOptions(sleep_in_process=False, clock=clock))
     doc = wait_workflow(250)
     first = engine.run(doc, {})
     assert (first.status, first.wake_at) == ("waiting", 1_250.0)
@@ -205,13 +206,14 @@ def test_a_wait_step_never_runs_the_task_when_the_engine_suspends() -> None:
 
 def test_a_zero_wait_completes_at_once() -> None:
     calls: list[tuple[int, int]] = []
-    result = Engine(flaky_registry(calls), sleep_in_process=False, clock=Clock()).run(wait_workflow(0), {})
+    result = Engine(flaky_registry(calls), EngineOptions(
+        sleep_in_process=False, clock=Clock())).run(wait_workflow(0), {})
     assert result.status == "completed" and result.output == {"waited": 0}
     assert calls == []
 
 
 def test_builtin_wait_suspends_on_the_real_clock() -> None:
-    engine = Engine(builtin_registry(), sleep_in_process=False)
+    engine = Engine(builtin_registry(), options=EngineOptions(sleep_in_process=False))
     doc = wait_workflow(0.05, task="wait")
     result = engine.run(doc, {})
     assert result.status == "waiting" and result.wake_at is not None
@@ -226,7 +228,7 @@ def test_the_default_engine_sleeps_through_a_waiting_state() -> None:
     """A state suspended by one engine, continued by a default one: it sleeps until the wake-up in-process."""
     calls: list[tuple[int, int]] = []
     doc = retry_workflow(fail=1, backoff=0.05)
-    waiting = Engine(flaky_registry(calls), sleep_in_process=False).run(doc, {})
+    waiting = Engine(flaky_registry(calls), options=EngineOptions(sleep_in_process=False)).run(doc, {})
     assert waiting.status == "waiting"
     done = Engine(flaky_registry(calls)).continue_run(waiting.run_state, workflow=doc)
     assert done.status == "completed" and done.output == {"attempt": 2}
@@ -236,8 +238,8 @@ def test_the_default_engine_sleeps_through_a_waiting_state() -> None:
 def test_a_cancel_reaches_a_run_sleeping_in_process() -> None:
     calls: list[tuple[int, int]] = []
     doc = retry_workflow(fail=1, backoff=3_600)
-    waiting = Engine(flaky_registry(calls), sleep_in_process=False).run(doc, {})
-    cancelled = Engine(flaky_registry(calls), should_cancel=lambda run_id: True).continue_run(
+    waiting = Engine(flaky_registry(calls), options=EngineOptions(sleep_in_process=False)).run(doc, {})
+    cancelled = Engine(flaky_registry(calls), options=EngineOptions(should_cancel=lambda run_id: True)).continue_run(
         waiting.run_state, workflow=doc)
     assert cancelled.status == "cancelled"
     assert calls == [(0, 1)]
@@ -246,7 +248,7 @@ def test_a_cancel_reaches_a_run_sleeping_in_process() -> None:
 def test_total_retry_delay_over_the_cap_is_refused_before_anything_runs() -> None:
     calls: list[tuple[int, int]] = []
     doc = retry_workflow(fail=0, attempts=4, backoff=10.0)  # 10 + 20 + 40 = 70 s in all
-    engine = Engine(flaky_registry(calls), sleep_in_process=False, max_retry_delay=60)
+    engine = Engine(flaky_registry(calls), options=EngineOptions(sleep_in_process=False, max_retry_delay=60))
     with pytest.raises(WorkflowValidationError) as caught:
         engine.run(doc, {})
     (diagnostic,) = caught.value.diagnostics
@@ -254,14 +256,15 @@ def test_total_retry_delay_over_the_cap_is_refused_before_anything_runs() -> Non
     assert "70 s" in diagnostic.message and "60 s" in diagnostic.message
     assert calls == []
     assert retry_delay_diagnostics(doc, 70) == []
-    assert Engine(flaky_registry(calls), max_retry_delay=70).run(doc, {}).status == "completed"
-    with pytest.raises(ValueError, match="max_retry_delay"):
-        Engine(max_retry_delay=-1)
+    assert Engine(flaky_registry(calls), options=EngineOptions(max_retry_delay=70)).run(doc, {}).status == "completed"
+    with pytest.raises(EngineOptionsError, match="max_retry_delay"):
+        Engine(options=EngineOptions(max_retry_delay=-1))
 
 
 def test_wakeups_must_match_suspended_frames() -> None:
     calls: list[tuple[int, int]] = []
-    waiting = Engine(flaky_registry(calls), sleep_in_process=False, clock=Clock()).run(retry_workflow(fail=1), {})
+    waiting = Engine(flaky_registry(calls), EngineOptions(
+        sleep_in_process=False, clock=Clock())).run(retry_workflow(fail=1), {})
     data = waiting.run_state.model_dump(mode="json")
     RunState.from_json(data)  # as written, it loads
 
@@ -277,5 +280,5 @@ def test_wakeups_must_match_suspended_frames() -> None:
 
 def test_runs_that_never_sleep_keep_their_checkpoint_form() -> None:
     calls: list[tuple[int, int]] = []
-    result = Engine(flaky_registry(calls), sleep_in_process=False).run(retry_workflow(fail=0), {})
+    result = Engine(flaky_registry(calls), EngineOptions(sleep_in_process=False)).run(retry_workflow(fail=0), {})
     assert "wakeups" not in result.run_state.model_dump(mode="json")

@@ -14,9 +14,9 @@ import pytest
 from runtime import Engine, RunResult, RunState, Workflow, WorkflowBuilder
 from runtime.checkpoint import HistoryPolicy, InMemoryCheckpointer
 from runtime.document import ForeachNode
-from runtime.engine import ItemOutcome, distributed_foreach
+from runtime.engine import EngineOptions, ItemOutcome, distributed_foreach
 from runtime.errors import RedriveError
-from runtime.state import RuntimeContext, SequentialIds, TraceEvent
+from runtime.state import RuntimeContext, SequentialIds, TraceEvent, parse_run_state
 from runtime.tasks import TaskRegistry
 from tests.runtime.engine_helpers import loop_then_total
 
@@ -80,8 +80,8 @@ def nested(batch_size: int = 2) -> Workflow:
 
 
 def engine(calls: list[Any] | None = None, *, distribute: bool = False) -> Engine:
-    return Engine(registry=registry(calls), ids=SequentialIds(),
-                  distribute=(lambda node, n: True) if distribute else None)
+    return Engine(registry=registry(calls), options=EngineOptions(ids=SequentialIds(),
+                  distribute=(lambda node, n: True) if distribute else None))
 
 
 def run_distributed(eng: Engine, doc: Workflow, run_input: Any, *, batches: list[Any] | None = None,
@@ -97,7 +97,8 @@ def run_distributed(eng: Engine, doc: Workflow, run_input: Any, *, batches: list
         for waiting in distributed_foreach(state):
             outcomes: list[ItemOutcome] = []
             for start, stop in waiting.batches():
-                batch = eng.run_batch(state.to_json(), waiting.activation_id, range(start, stop), workflow=doc)
+                stored = parse_run_state(state.to_json())
+                batch = eng.run_batch(stored, waiting.activation_id, range(start, stop), workflow=doc)
                 assert batch.status == "completed"
                 outcomes.extend(batch.outcomes)
                 if trace is not None:
@@ -105,7 +106,7 @@ def run_distributed(eng: Engine, doc: Workflow, run_input: Any, *, batches: list
                 if batches is not None:
                     batches.append((waiting.node_id, start, stop))
             joins[waiting.activation_id] = outcomes
-        result = eng.join_foreach(state.to_json(), joins, workflow=doc)
+        result = eng.join_foreach(parse_run_state(state.to_json()), joins, workflow=doc)
         if trace is not None:
             trace.extend(result.trace)
     return result
@@ -143,7 +144,7 @@ def test_a_waiting_run_is_a_valid_checkpoint_that_holds_no_item_frames() -> None
     assert not [f for f in state.frames.values() if f.metadata.get("foreach", {}).get("node_id") == "orders"]
     kinds = [event.kind for event in result.trace]
     assert "foreach_distributed" in kinds and kinds[-1] == "run_waiting"
-    again = engine(distribute=True).continue_run(state.to_json(), workflow=doc)
+    again = engine(distribute=True).continue_run(parse_run_state(state.to_json()), workflow=doc)
     assert again.status == "waiting"  # nothing to do until the batches are joined
 
 
@@ -152,7 +153,7 @@ def test_without_a_batch_size_or_a_yes_from_the_host_the_foreach_runs_in_its_run
     plain = doc.model_copy(update={"nodes": [n.model_copy(update={"batch_size": None}) if isinstance(n, ForeachNode)
                                              else n for n in doc.nodes]})
     assert engine(distribute=True).run(plain, {"customers": CUSTOMERS}).status == "completed"
-    refusing = Engine(registry=registry(), ids=SequentialIds(), distribute=lambda node, n: n > 10)
+    refusing = Engine(registry(), EngineOptions(ids=SequentialIds(), distribute=lambda node, n: n > 10))
     assert refusing.run(doc, {"customers": CUSTOMERS}).status == "completed"
 
 
@@ -216,25 +217,32 @@ def test_a_batch_hands_over_items_as_they_end_and_a_restarted_batch_runs_only_wh
         raise Crash  # the worker dies right after its first commit
 
     with pytest.raises(Crash):
-        eng.run_batch(state.to_json(), waiting.activation_id, range(0, 3), workflow=doc, on_items=commit_once)
+        eng.run_batch(parse_run_state(state.to_json()), waiting.activation_id, range(0, 3), workflow=doc,
+                      on_items=commit_once)
     assert sorted(committed) == [0, 1]  # two items at a time (max_concurrency 2) ended in the first superstep
     assert committed[1].failed and committed[1].error is not None and committed[1].error["index"] == 1
     calls.clear()
     left = [i for i in range(10) if i not in committed]
-    rest = eng.run_batch(state.to_json(), waiting.activation_id, left, workflow=doc)
+    rest = eng.run_batch(parse_run_state(state.to_json()), waiting.activation_id, left, workflow=doc)
     assert rest.status == "completed" and sorted(o.index for o in rest.outcomes) == left
     assert sorted(calls) == sorted(XS[i] for i in left)  # the committed items did not run again
-    done = eng.join_foreach(state.to_json(), {waiting.activation_id: [*committed.values(), *rest.outcomes]},
-                            workflow=doc)
+    done = eng.join_foreach(parse_run_state(state.to_json()),
+                            {waiting.activation_id: [*committed.values(), *rest.outcomes]}, workflow=doc)
     assert done.status == "completed"
     assert done.output == {"out": [0, None, 20, 30, 40, None, 60, 70, 80, None]}
+
+
+def stored_batch(state: RunState | None) -> RunState:
+    """A waiting batch's state as a host stores and reads it back (its format only, as the designer does)."""
+    assert state is not None
+    return RunState.model_validate_json(state.model_dump_json())
 
 
 def test_joining_needs_every_item_exactly_once() -> None:
     doc = tolerant(count=5)
     eng = engine(distribute=True)
-    state = eng.run(doc, {"xs": XS}).run_state.to_json()
-    [waiting] = distributed_foreach(RunState.from_json(state))
+    state = eng.run(doc, {"xs": XS}).run_state
+    [waiting] = distributed_foreach(state)
     some = [ItemOutcome(i, i) for i in range(9)]
     with pytest.raises(Exception, match="1 of 10 item outcomes are missing \\(the first is item 9\\)"):
         eng.join_foreach(state, {waiting.activation_id: some}, workflow=doc)
@@ -286,8 +294,8 @@ def test_a_batch_whose_items_back_off_waits_without_sleeping_and_continues_from_
     g.set_route(each, "loop", work)
     g.set_route(work, "ok", each)
     doc = g.build()
-    engine = Engine(registry=reg, ids=SequentialIds(), distribute=lambda node, items: True,
-                    sleep_in_process=False, clock=lambda: now[0])
+    engine = Engine(registry=reg, options=EngineOptions(ids=SequentialIds(), distribute=lambda node, items: True,
+                                                        sleep_in_process=False, clock=lambda: now[0]))
     waiting = engine.run(doc, {"xs": list(range(6))})
     assert waiting.status == "waiting"
     (activation,) = distributed_foreach(waiting.run_state)
@@ -302,16 +310,16 @@ def test_a_batch_whose_items_back_off_waits_without_sleeping_and_continues_from_
 
     # Before the wake-up time a continuation runs nothing and waits again for the same time.
     before = len(calls)
-    again = engine.continue_batch(first.state.model_dump_json(), activation.activation_id, on_items=committed.extend,
+    again = engine.continue_batch(stored_batch(first.state), activation.activation_id, on_items=committed.extend,
                                   held=first.held)
     assert (again.status, again.wake_at, len(calls)) == ("waiting", 1_030.0, before)
 
     now[0] = 1_030.0  # attempt 2 of items 1 and 3: fails again, next backoff 60 s
-    second = engine.continue_batch(again.state.model_dump_json(), activation.activation_id,
+    second = engine.continue_batch(stored_batch(again.state), activation.activation_id,
                                    on_items=committed.extend, held=again.held)
     assert second.status == "waiting" and second.wake_at == 1_090.0
     now[0] = 1_090.0
-    third = engine.continue_batch(second.state.model_dump_json(), activation.activation_id,
+    third = engine.continue_batch(stored_batch(second.state), activation.activation_id,
                                   on_items=committed.extend, held=second.held)
     assert third.status == "completed"
     assert sorted((outcome.index, outcome.result) for outcome in committed) == [(i, 10 * i) for i in range(4)]
@@ -364,12 +372,13 @@ def _without_scope_ids(value: Any) -> Any:
 
 def test_a_foreach_inside_a_subgraph_call_is_distributed_like_a_top_level_one() -> None:
     doc, workflows = calling_parent(), {"orders-child": orders_child()}
-    local = Engine(registry=registry(), ids=SequentialIds(), workflows=workflows).run(doc, {"customers": CUSTOMERS})
+    local = Engine(registry(), EngineOptions(
+        ids=SequentialIds(), workflows=workflows)).run(doc, {"customers": CUSTOMERS})
     assert local.status == "completed", local.error
     calls: list[Any] = []
     batches: list[Any] = []
-    spread_engine = Engine(registry=registry(calls), ids=SequentialIds(), workflows=workflows,
-                           distribute=lambda node, n: True)
+    spread_engine = Engine(registry=registry(calls), options=EngineOptions(ids=SequentialIds(), workflows=workflows,
+                                                                           distribute=lambda node, n: True))
     spread = run_distributed(spread_engine, doc, {"customers": CUSTOMERS}, batches=batches)
     assert spread.status == "completed", spread.error
     # The child's orders ran as batches: Ada's 5 orders in batches of 2, Bob's 1 in one; Cy has none.
@@ -424,8 +433,8 @@ def test_a_completed_runs_tolerated_failed_items_are_redriven_and_downstream_see
     doc = tolerant_then_total()
     calls: Counter[int] = Counter()
     cp = InMemoryCheckpointer(history=HistoryPolicy())
-    eng = Engine(registry=flaky_registry(calls, {1, 5, 9}), ids=SequentialIds(), checkpointer=cp,
-                 distribute=lambda node, n: True)
+    eng = Engine(registry=flaky_registry(calls, {1, 5, 9}), options=EngineOptions(ids=SequentialIds(), checkpointer=cp,
+                                                                                  distribute=lambda node, n: True))
     kept: dict[int, ItemOutcome] = {}  # the host's committed items (the designer's ForeachBatchItem rows)
     trace: list[Any] = []
 
@@ -464,8 +473,8 @@ def test_a_completed_runs_tolerated_failed_items_are_redriven_and_downstream_see
                                    "items": [1, 5, 9], "count": 3, "from_step": checkpoint.step}
     done = drive(reopened, only=failed)
     assert done.status == "completed", done.error
-    clean = Engine(registry=flaky_registry(Counter(), set()), ids=SequentialIds(),
-                   distribute=lambda node, n: True)
+    clean = Engine(registry=flaky_registry(Counter(), set()), options=EngineOptions(ids=SequentialIds(),
+                                                                                    distribute=lambda node, n: True))
     assert done.output == run_distributed(clean, doc, {"xs": XS}).output == {
         "out": [x * 10 for x in XS], "summary": {"sum": 450, "missing": 0}}
     # Exactly the failed items ran again; the completed ones kept their results.
@@ -479,8 +488,8 @@ def test_a_completed_runs_tolerated_failed_items_are_redriven_and_downstream_see
 def test_a_foreach_redrive_is_refused_when_the_checkpoints_do_not_fit() -> None:
     doc = tolerant_then_total()
     cp = InMemoryCheckpointer(history=HistoryPolicy())
-    eng = Engine(registry=flaky_registry(Counter(), {1}), ids=SequentialIds(), checkpointer=cp,
-                 distribute=lambda node, n: True)
+    eng = Engine(registry=flaky_registry(Counter(), {1}), options=EngineOptions(ids=SequentialIds(), checkpointer=cp,
+                                                                                distribute=lambda node, n: True))
     waiting = eng.run(doc, {"xs": XS})
     [activation] = distributed_foreach(waiting.run_state)
     with pytest.raises(RedriveError, match="only a completed run"):
@@ -500,11 +509,12 @@ def test_each_item_carries_the_trace_events_one_run_makes_for_it(shape: str) -> 
     """Loops inside the item and subgraph calls around the foreach included: the run's events plus its items'
     are what one run makes (apart from the distribution's own), and each item's events are in its frames."""
     doc, workflows = (nested(), {}) if shape == "nested" else (calling_parent(), {"orders-child": orders_child()})
-    local = Engine(registry=registry(), ids=SequentialIds(), workflows=workflows).run(doc, {"customers": CUSTOMERS})
+    local = Engine(registry(), EngineOptions(
+        ids=SequentialIds(), workflows=workflows)).run(doc, {"customers": CUSTOMERS})
     trace: list[TraceEvent] = []
     batches: list[Any] = []
-    spread_engine = Engine(registry=registry(), ids=SequentialIds(), workflows=workflows,
-                           distribute=lambda node, n: True)
+    spread_engine = Engine(registry=registry(), options=EngineOptions(ids=SequentialIds(), workflows=workflows,
+                                                                      distribute=lambda node, n: True))
     with_items = run_distributed(spread_engine, doc, {"customers": CUSTOMERS}, batches=batches, trace=trace)
     assert with_items.status == "completed", with_items.error
 

@@ -10,6 +10,7 @@ from pydantic import BaseModel
 from runtime import Engine, RunState, Workflow, WorkflowBuilder, analyze
 from runtime.checkpoint import InMemoryCheckpointer
 from runtime.document import ForeachNode
+from runtime.engine import EngineOptions
 from runtime.errors import WorkflowValidationError
 from runtime.state import SequentialIds
 from runtime.tasks import TaskRegistry
@@ -44,7 +45,7 @@ def tasks() -> TaskRegistry:
 
 
 def engine(**kwargs: Any) -> Engine:
-    return Engine(registry=tasks(), ids=SequentialIds(), **kwargs)
+    return Engine(registry=tasks(), options=EngineOptions(ids=SequentialIds(), **kwargs))
 
 
 def uneven(concurrency: int) -> Workflow:

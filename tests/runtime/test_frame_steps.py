@@ -1,4 +1,4 @@
-"""Each frame's step counter (``ExecutionFrame.steps``, what ``Engine(max_steps=)`` bounds) as every checkpoint
+"""Each frame's step counter (``ExecutionFrame.steps``, what ``EngineOptions(max_steps=)`` bounds) as every checkpoint
 saves it, pinned superstep by superstep for a route cycle, nested foreach loops, a foreach whose items cycle, an
 interrupt answered through the JSON state, and a run carried on from its checkpoint after a crash. The figures
 were recorded before the counter's write moved off pydantic's ``__setattr__``: any change to how or when a step

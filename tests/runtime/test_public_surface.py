@@ -33,12 +33,13 @@ SURFACE: dict[str, frozenset[str]] = {
         "document_json_schema",
     }),
     "runtime.engine": frozenset({
-        "BatchResult", "DistributedForeach", "Engine", "ItemOutcome", "MappingResolver", "RunBudget", "RunResult",
-        "StepCall", "StepExecutor", "WorkflowResolver", "distributed_foreach",
+        "BatchResult", "DistributedForeach", "Engine", "EngineOptions", "ItemOutcome", "MappingResolver", "RunBudget",
+        "RunResult", "StepCall", "StepExecutor", "WorkflowResolver", "distributed_foreach",
     }),
     "runtime.errors": frozenset({
         "BindingError", "CheckpointNotFoundError", "CheckpointWriteError", "CorruptRunStateError",
-        "ForeachItemsFailedError", "ForkError", "InputValidationError", "NodeFailedError", "PathSyntaxError",
+        "EngineOptionsError", "ForeachItemsFailedError", "ForkError", "InputValidationError", "NodeFailedError",
+        "PathSyntaxError",
         "RedriveError", "ResumeError", "RunBudgetExceededError", "RunTimeoutError", "StepCancelledError",
         "StepLimitError", "StepMemoryError", "StepResultTooLargeError", "StepTimeoutError", "SubgraphDepthError",
         "SubgraphResolutionError", "TaskError", "TaskRegistrationError", "TaskResultError", "UnknownNodeError",
@@ -58,6 +59,7 @@ SURFACE: dict[str, frozenset[str]] = {
     "runtime.state": frozenset({
         "Barrier", "ExecutionFrame", "ForeachActivation", "ForeachContext", "IdFactory", "Interrupt", "Lineage",
         "RandomIds", "RunState", "RuntimeContext", "RuntimeScope", "SequentialIds", "TraceEvent", "Wakeup",
+        "parse_run_state",
     }),
     "runtime.tasks": frozenset({
         "Route", "TaskRegistry", "TaskSpec", "builtin_registry", "default_registry", "task",

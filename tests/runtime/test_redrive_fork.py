@@ -9,6 +9,7 @@ import pytest
 
 from runtime import Engine, RunResult, Workflow, WorkflowBuilder
 from runtime.checkpoint import HistoryPolicy, InMemoryCheckpointer
+from runtime.engine import EngineOptions
 from runtime.errors import ForkError, InputValidationError, RedriveError, ResumeError
 from runtime.state import SequentialIds
 from runtime.tasks import TaskRegistry
@@ -64,7 +65,7 @@ def nested() -> Workflow:
 
 
 def engine(fail: set[str], calls: Counter[str], **options: Any) -> Engine:
-    return Engine(registry=tasks(fail, calls), ids=SequentialIds(), **options)
+    return Engine(registry=tasks(fail, calls), options=EngineOptions(ids=SequentialIds(), **options))
 
 
 def clean_output() -> Any:
@@ -225,7 +226,7 @@ def test_a_finished_checkpoint_cannot_be_forked() -> None:
 
 def test_a_fork_can_answer_an_interrupt_differently() -> None:
     cp = InMemoryCheckpointer(history=HistoryPolicy())
-    eng = Engine(registry=TaskRegistry(), ids=SequentialIds(), checkpointer=cp)
+    eng = Engine(registry=TaskRegistry(), options=EngineOptions(ids=SequentialIds(), checkpointer=cp))
     workflow = asking()
     first = eng.run(workflow, {"xs": [1, 2]})
     paused_at = first.run_state.step

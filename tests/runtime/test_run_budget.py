@@ -10,13 +10,13 @@ from typing import Any
 
 from runtime import Engine, WorkflowBuilder
 from runtime.builtins import register_builtins
-from runtime.engine import RunBudget
+from runtime.engine import EngineOptions, RunBudget
 from runtime.state import SequentialIds
 from tests.runtime.test_step_limits import finished, limits_registry, one_step
 
 
 def engine(budget: RunBudget, **options: Any) -> Engine:
-    return Engine(registry=limits_registry(), ids=SequentialIds(), budget=budget, **options)
+    return Engine(registry=limits_registry(), options=EngineOptions(ids=SequentialIds(), budget=budget, **options))
 
 
 def test_a_spent_step_seconds_budget_lets_no_further_step_start() -> None:
@@ -71,8 +71,8 @@ def test_budget_failures_take_the_error_route_where_data_steps_still_run() -> No
                      output=[{"source": ".", "target": "note"}])
     graph.set_route(nap, "error", note)
     graph.output("note", "state.note")
-    result = Engine(registry=registry, ids=SequentialIds(),
-                    budget=RunBudget(step_seconds=0.1, total_step_seconds=0.1)).run(graph.build(), {})
+    result = Engine(registry=registry, options=EngineOptions(ids=SequentialIds(),
+                    budget=RunBudget(step_seconds=0.1, total_step_seconds=0.1))).run(graph.build(), {})
     assert result.status == "completed", result.error
     assert result.output == {"note": "run.budget"}
 

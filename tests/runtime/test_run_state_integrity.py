@@ -24,9 +24,10 @@ from hypothesis import strategies as st
 from runtime import Engine, RunResult, RunState, Workflow
 from runtime._state import foreach_item_metadata
 from runtime.checkpoint import FileCheckpointer, InMemoryCheckpointer
+from runtime.engine import EngineOptions
 from runtime.errors import CorruptRunStateError
 from runtime.inspect import activation_progress, frame_context, live_frames
-from runtime.state import SequentialIds
+from runtime.state import SequentialIds, parse_run_state
 from tests.runtime.engine_helpers import answer_all, nested_capture, registry
 from tests.runtime.test_scope_isolation import child_capture, parent
 
@@ -54,13 +55,13 @@ CASES = [
 
 
 def _engine(case: Case, **kwargs: Any) -> Engine:
-    return Engine(registry=registry(), ids=SequentialIds(), workflows=case.workflows, **kwargs)
+    return Engine(registry=registry(), options=EngineOptions(ids=SequentialIds(), workflows=case.workflows, **kwargs))
 
 
 def _finish(engine: Engine, case: Case, result: RunResult) -> RunResult:
     while result.status == "interrupted":
         pending = result.interrupts[0]
-        result = engine.resume(result.run_state.model_dump_json(), pending.interrupt_id,
+        result = engine.resume(parse_run_state(result.run_state.model_dump_json()), pending.interrupt_id,
                                {"answer": f"yes {pending.payload}"}, workflow=case.workflow)
     return result
 
@@ -72,10 +73,10 @@ def _outcome(result: RunResult) -> str:
 
 def _inspected(state: RunState | dict[str, Any]) -> tuple[Any, ...]:
     """What inspection shows of a state: every live frame's context and every activation's progress."""
-    rs = state if isinstance(state, RunState) else RunState.from_json(state)
-    contexts = {fid: json.dumps(dict(frame_context(state, fid).to_mapping()), sort_keys=True)
+    rs = state if isinstance(state, RunState) else parse_run_state(state)
+    contexts = {fid: json.dumps(dict(frame_context(rs, fid).to_mapping()), sort_keys=True)
                 for fid in rs.frames}
-    return contexts, [p.to_dict() for p in activation_progress(state)]
+    return contexts, [p.to_dict() for p in activation_progress(rs)]
 
 
 @functools.cache
@@ -89,7 +90,8 @@ def checkpoints(name: str) -> list[tuple[str, str, tuple[Any, ...]]]:
     engine = _engine(case)
     found = []
     for checkpoint in saved:
-        outcome = _outcome(_finish(engine, case, engine.continue_run(checkpoint, workflow=case.workflow)))
+        carried = engine.continue_run(parse_run_state(checkpoint), workflow=case.workflow)
+        outcome = _outcome(_finish(engine, case, carried))
         assert outcome == _outcome(final)
         found.append((checkpoint, outcome, _inspected(json.loads(checkpoint))))
     return found
@@ -281,7 +283,7 @@ TAMPERS: list[Tamper] = [drop_metadata, replace_metadata, extra_metadata, meta_f
 
 def _carry_on(case: Case, state: Any) -> str:
     engine = _engine(case)
-    return _outcome(_finish(engine, case, engine.continue_run(state, workflow=case.workflow)))
+    return _outcome(_finish(engine, case, engine.continue_run(parse_run_state(state), workflow=case.workflow)))
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -357,7 +359,10 @@ def test_every_load_path_checks_the_state(tmp_path: Any) -> None:
     intact = RunState.from_json(_interrupted()[0])
     intact.frames[fid].metadata.pop("foreach")
     interrupt_id = next(iter(state["interrupts"]))
-    for given_state in (state, json.dumps(state), intact):
+    for text in (state, json.dumps(state)):
+        with pytest.raises(CorruptRunStateError):
+            parse_run_state(text)
+    for given_state in (RunState.model_validate(state), intact):
         with pytest.raises(CorruptRunStateError):
             _engine(case).continue_run(given_state, workflow=case.workflow)
         with pytest.raises(CorruptRunStateError):

@@ -12,6 +12,7 @@ from pydantic import ValidationError
 
 from runtime import Engine, Workflow, WorkflowBuilder
 from runtime.document import InputBinding
+from runtime.engine import EngineOptions
 from runtime.errors import TaskError
 from runtime.secrets import MappingSecrets, SecretNotFoundError, secret_diagnostics
 from runtime.tasks import TaskRegistry
@@ -50,7 +51,7 @@ def everything(result: Any) -> str:
 
 def test_the_task_gets_the_value_and_nothing_else_keeps_it() -> None:
     seen: list[Any] = []
-    result = Engine(registry=registry(seen), secrets={"api_key": KEY}, keep_trace=None).run(
+    result = Engine(registry=registry(seen), options=EngineOptions(secrets={"api_key": KEY}, keep_trace=None)).run(
         document(), {"echo": True, "fail": False})
     assert result.status == "completed"
     assert seen == [{"Authorization": f"Bearer {KEY}"}]  # the step saw the value, in its template
@@ -65,7 +66,7 @@ def test_an_error_and_its_retries_never_carry_the_value() -> None:
     data = document().model_dump(mode="json")
     data["nodes"][0]["retry"] = {"max_attempts": 2}
     failing = Workflow.model_validate(data)
-    result = Engine(registry=registry(seen), secrets={"api_key": KEY}, keep_trace=None).run(
+    result = Engine(registry=registry(seen), options=EngineOptions(secrets={"api_key": KEY}, keep_trace=None)).run(
         failing, {"echo": False, "fail": True})
     assert result.status == "failed" and len(seen) == 2
     assert "the API refused Bearer secret api_key" in json.dumps(result.error.to_dict())
@@ -74,7 +75,7 @@ def test_an_error_and_its_retries_never_carry_the_value() -> None:
 
 @pytest.mark.parametrize("secrets", [{"other": "x"}, None])
 def test_an_unknown_secret_fails_its_step_naming_it(secrets: Any) -> None:
-    result = Engine(registry=registry([]), secrets=secrets).run(document(), {"echo": False, "fail": False})
+    result = Engine(registry([]), EngineOptions(secrets=secrets)).run(document(), {"echo": False, "fail": False})
     assert result.status == "failed"
     cause = result.error.to_dict()["cause"]
     assert cause["code"] == "secret.unknown" and cause["secret"] == "api_key" and "'call'" in cause["message"]
@@ -88,7 +89,7 @@ def test_a_resolver_is_asked_by_name_and_node_for_each_step() -> None:
             asked.append((name, node_id))
             return super().reveal(name, node_id=node_id)
 
-    Engine(registry=registry([]), secrets=Vault({"api_key": KEY})).run(document(), {"echo": False, "fail": False})
+    Engine(registry([]), EngineOptions(secrets=Vault({"api_key": KEY}))).run(document(), {"echo": False, "fail": False})
     assert asked == [("api_key", "call")]
     with pytest.raises(SecretNotFoundError):
         MappingSecrets({}).reveal("x", node_id="n")

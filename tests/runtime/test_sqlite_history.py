@@ -13,6 +13,7 @@ import pytest
 from runtime import Engine, RunState
 from runtime._sqlite import SCHEMA_VERSION
 from runtime.checkpoint import HistoryPolicy, SqliteCheckpointer
+from runtime.engine import EngineOptions
 from runtime.state import SequentialIds
 from runtime.testing.checkpointer_conformance import _registry, collecting_workflow, greeting_workflow
 from tests.runtime.engine_helpers import nested_capture, registry
@@ -34,7 +35,7 @@ def test_a_history_row_holds_nothing_that_grows_besides_its_state(tmp_path: Path
     def outside_state(size: int) -> set[int]:
         path = tmp_path / f"{size}.sqlite3"
         with SqliteCheckpointer(path, history=HistoryPolicy()) as cp:
-            result = Engine(registry=_registry(), checkpointer=cp, ids=SequentialIds()).run(
+            result = Engine(registry=_registry(), options=EngineOptions(checkpointer=cp, ids=SequentialIds())).run(
                 collecting_workflow(), {"xs": list(range(size))})
         assert result.status == "completed"
         db = sqlite3.connect(path)
@@ -76,7 +77,7 @@ def test_keeping_the_last_n_stores_exactly_the_parts_the_kept_checkpoints_and_th
 
     customers = [{"name": f"c{n}", "orders": list(range(n % 3 + 1))} for n in range(8)]
     with SqliteCheckpointer(path, history=HistoryPolicy(keep_last=keep_last)) as cp:
-        result = Engine(registry=registry(), checkpointer=cp, ids=SequentialIds(), on_superstep=check).run(
+        result = Engine(registry(), EngineOptions(checkpointer=cp, ids=SequentialIds(), on_superstep=check)).run(
             nested_capture(after_inner=True, inner_concurrency=2), {"customers": customers})
         kept_steps = [info.step for info in cp.history(result.run_id)]
         for step in kept_steps:
@@ -97,7 +98,7 @@ def test_a_save_reads_kept_checkpoints_only_when_the_policy_can_drop_one_and_the
     statements: list[str] = []
     with SqliteCheckpointer(tmp_path / "history.sqlite3", history=policy) as cp:
         cp._db.set_trace_callback(statements.append)
-        result = Engine(registry=_registry(), checkpointer=cp, ids=SequentialIds()).run(
+        result = Engine(registry=_registry(), options=EngineOptions(checkpointer=cp, ids=SequentialIds())).run(
             collecting_workflow(), {"xs": list(range(300))})
         cp._db.set_trace_callback(None)
         kept = cp.history(result.run_id)
@@ -145,12 +146,12 @@ def test_a_version_2_file_with_history_is_converted_on_open_and_its_runs_resume(
     path = tmp_path / "runs.sqlite3"
     names = {"names": ["Ada", "Grace", "Edsger", "Barbara", "Alan"]}
     with SqliteCheckpointer(path, history=policy) as cp:
-        first = Engine(registry=_registry(), checkpointer=cp, ids=SequentialIds()).run(greeting_workflow(), names)
+        first = Engine(_registry(), EngineOptions(checkpointer=cp, ids=SequentialIds())).run(greeting_workflow(), names)
         assert first.status == "interrupted"
         kept = cp.history(first.run_id)
         states = {info.step: cp.load_at(first.run_id, info.step).model_dump(mode="json") for info in kept}
     assert len(kept) >= 2
-    expected = _answer_all(Engine(registry=_registry(), ids=SequentialIds()), first)
+    expected = _answer_all(Engine(registry=_registry(), options=EngineOptions(ids=SequentialIds())), first)
     old = tmp_path / "old.sqlite3"
     shutil.copy(path, old)
     _as_version_2(old)
@@ -159,7 +160,7 @@ def test_a_version_2_file_with_history_is_converted_on_open_and_its_runs_resume(
         assert converted.history(first.run_id) == kept
         for step, state in states.items():
             assert converted.load_at(first.run_id, step).model_dump(mode="json") == state
-        engine = Engine(registry=_registry(), checkpointer=converted, ids=SequentialIds())
+        engine = Engine(registry=_registry(), options=EngineOptions(checkpointer=converted, ids=SequentialIds()))
         resumed = _answer_all(engine, _resume_from(engine, converted, first.run_id))
         assert resumed.status == "completed"
         assert resumed.output == expected.output

@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 from runtime import RunState
 from runtime._algo import mint
 from runtime._bindings import MISSING, ScopeReader, build_payload, get_in, set_in
-from runtime._state import foreach_item_metadata, runtime_context
+from runtime._state import foreach_item_metadata, new_run_state, runtime_context
 from runtime._trace import summarize
-from runtime.document import InputBinding
+from runtime.document import InputBinding, WorkflowRef
 from runtime.errors import CorruptRunStateError
 from runtime.inspect import frame_context
 from runtime.paths import GraphSourcePath, LocalPath
@@ -229,3 +229,11 @@ def test_trace_event_dict_and_record_forms() -> None:
     assert record["activation_id"] is None and record["index"] is None
     later = TraceEvent(**{**event.to_dict(), "time": 99.0, "duration": 3.0})
     assert later.identity() == event.identity()
+
+
+def test_a_started_runs_state_is_what_validation_would_make() -> None:
+    ref = WorkflowRef(id="w", version=3)
+    built, validated = new_run_state("run_1", ref), RunState(run_id="run_1", workflow=ref)
+    assert built == validated and built.model_fields_set == validated.model_fields_set
+    assert built.to_json() == validated.to_json()
+    assert built.frames is not new_run_state("run_2", ref).frames  # nothing shared between runs

@@ -13,8 +13,9 @@ from hypothesis import strategies as st
 from runtime import Engine, RunState, Workflow, WorkflowBuilder
 from runtime._parts import CHUNK, GrowList
 from runtime.checkpoint import PartLedger
+from runtime.engine import EngineOptions
 from runtime.errors import CorruptRunStateError
-from runtime.state import SequentialIds, TraceEvent
+from runtime.state import SequentialIds, TraceEvent, parse_run_state
 from runtime.tasks import TaskRegistry
 from tests.runtime.engine_helpers import XS_INPUT, registry
 
@@ -97,7 +98,7 @@ class Store:
 
 def run_stored(workflow: Workflow, xs: list[int]) -> tuple[Store, Any]:
     store = Store()
-    eng = Engine(registry=tasks(), checkpointer=store, ids=SequentialIds())
+    eng = Engine(registry=tasks(), options=EngineOptions(checkpointer=store, ids=SequentialIds()))
     result = eng.run(workflow, {"xs": xs})
     while result.status == "interrupted":
         result = eng.resume(store.load(result.run_id), result.interrupts[0].interrupt_id, {}, workflow=workflow)
@@ -141,7 +142,7 @@ def test_appends_extend_the_same_list_object_until_someone_reads_it() -> None:
         if log:
             identities.append(id(log))
 
-    eng = Engine(registry=tasks(), ids=SequentialIds(), on_superstep=watch)
+    eng = Engine(registry=tasks(), options=EngineOptions(ids=SequentialIds(), on_superstep=watch))
     assert eng.run(collecting(1), {"xs": list(range(50))}).status == "completed"
     assert len(identities) >= 50 and len(set(identities)) == 1
     identities.clear()
@@ -150,7 +151,7 @@ def test_appends_extend_the_same_list_object_until_someone_reads_it() -> None:
 
 
 def test_a_list_read_by_a_task_is_never_changed_by_later_appends() -> None:
-    result = Engine(registry=tasks(), ids=SequentialIds()).run(collecting(1, read_log=True), {"xs": [1, 2, 3]})
+    result = Engine(tasks(), EngineOptions(ids=SequentialIds())).run(collecting(1, read_log=True), {"xs": [1, 2, 3]})
     # ``copy`` holds what the body read after each append: the last read saw the whole log, not more
     assert result.state["copy"] == [2, 4, 6]
     assert result.state["log"] == [2, 4, 6]
@@ -178,7 +179,7 @@ def test_snapshots_keep_what_the_lists_held_then() -> None:
         snapshots.append(run_state.snapshot())
         seen.append((run_state.step, list(run_state.root_scope.state.get("log", []))))
 
-    Engine(registry=tasks(), checkpointer=cp, ids=SequentialIds(), on_superstep=keep).run(
+    Engine(registry=tasks(), options=EngineOptions(checkpointer=cp, ids=SequentialIds(), on_superstep=keep)).run(
         collecting(3), {"xs": list(range(40))})
     for snapshot, (_step, log) in zip(snapshots, seen, strict=True):
         assert snapshot.restore().root_scope.state.get("log", []) == log
@@ -189,7 +190,7 @@ def test_a_resumed_run_keeps_storing_its_lists_in_chunks_without_rewriting_them(
     """Lists joined from a checkpoint are adopted with their ids: later saves hand over no old chunk again."""
     workflow = collecting(1, interrupt_at=2 * CHUNK + 3)
     first = Store()
-    eng = Engine(registry=tasks(), checkpointer=first, ids=SequentialIds())
+    eng = Engine(registry=tasks(), options=EngineOptions(checkpointer=first, ids=SequentialIds()))
     paused = eng.run(workflow, {"xs": list(range(6 * CHUNK))})
     assert paused.status == "interrupted"
     stored = {k: pydantic_core.from_json(v) for k, v in first.parts.items()}
@@ -197,8 +198,8 @@ def test_a_resumed_run_keeps_storing_its_lists_in_chunks_without_rewriting_them(
     second = Store()
     second.ledger = first.ledger  # the same store, carrying on
     second.parts = dict(first.parts)
-    done = Engine(registry=tasks(), checkpointer=second, ids=SequentialIds()).resume(
-        joined, paused.interrupts[0].interrupt_id, {}, workflow=workflow)
+    done = Engine(registry=tasks(), options=EngineOptions(checkpointer=second, ids=SequentialIds())).resume(
+        parse_run_state(joined), paused.interrupts[0].interrupt_id, {}, workflow=workflow)
     assert done.status == "completed"
     assert sorted(done.output["log"]) == [2 * x for x in range(6 * CHUNK)]
     assert len(second.saves) > 3 * CHUNK

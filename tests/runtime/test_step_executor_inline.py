@@ -10,7 +10,7 @@ from typing import Any
 from pydantic_core import from_json
 
 from runtime import Engine, WorkflowBuilder
-from runtime.engine import StepCall
+from runtime.engine import EngineOptions, StepCall
 from runtime.tasks import TaskRegistry
 
 
@@ -56,7 +56,7 @@ def workflow() -> Any:
 def test_inline_steps_run_in_the_engines_thread_and_the_others_on_the_pool() -> None:
     reg = registry()
     executor = RecordingExecutor(reg, inline=True)
-    with Engine(registry=reg, step_executor=executor, max_workers=4) as engine:
+    with Engine(registry=reg, options=EngineOptions(step_executor=executor, max_workers=4)) as engine:
         result = engine.run(workflow(), {"items": list(range(12))})
     assert result.status == "completed" and result.output == {"out": [2 * i for i in range(12)]}
     here = threading.get_ident()
@@ -66,7 +66,7 @@ def test_inline_steps_run_in_the_engines_thread_and_the_others_on_the_pool() -> 
 def test_without_runs_inline_every_step_of_a_superstep_but_one_goes_to_the_pool() -> None:
     reg = registry()
     executor = RecordingExecutor(reg, inline=False)
-    with Engine(registry=reg, step_executor=executor, max_workers=4) as engine:
+    with Engine(registry=reg, options=EngineOptions(step_executor=executor, max_workers=4)) as engine:
         result = engine.run(workflow(), {"items": list(range(12))})
     assert result.output == {"out": [2 * i for i in range(12)]}
     # Three supersteps of four items: the first of each runs in the engine's thread (``_fan_out``).

@@ -11,7 +11,8 @@ import pytest
 
 from runtime import Engine, WorkflowBuilder, WorkflowError
 from runtime._steps import StepCall, step_timeout
-from runtime.errors import StepResultTooLargeError, StepTimeoutError
+from runtime.engine import EngineOptions
+from runtime.errors import EngineOptionsError, StepResultTooLargeError, StepTimeoutError
 from runtime.state import RuntimeContext, SequentialIds
 from runtime.tasks import TaskRegistry
 
@@ -55,7 +56,7 @@ def limits_registry() -> TaskRegistry:
 
 
 def engine(**options: Any) -> Engine:
-    return Engine(registry=limits_registry(), ids=SequentialIds(), **options)
+    return Engine(registry=limits_registry(), options=EngineOptions(ids=SequentialIds(), **options))
 
 
 def one_step(task: str, inputs: dict[str, Any], *, error_route: bool = False, retry: dict[str, Any] | None = None,
@@ -140,7 +141,7 @@ def test_a_timeout_is_retried_by_the_node_retry_policy() -> None:
 
 
 def test_limit_failures_take_the_error_route_naming_node_frame_and_item() -> None:
-    eng = Engine(registry=limits_registry(), ids=SequentialIds())
+    eng = Engine(registry=limits_registry(), options=EngineOptions(ids=SequentialIds()))
     timed_out = eng.run(one_step("nap", {"seconds": 30}, timeout=0.1, error_route=True, in_foreach=True),
                         {"items": ["a", "b"]})
     assert timed_out.status == "completed", timed_out.error
@@ -148,7 +149,7 @@ def test_limit_failures_take_the_error_route_naming_node_frame_and_item() -> Non
     assert error["code"] == "step.timeout" and error["node_id"] == "step" and error["index"] == 1
     assert error["frame_id"].startswith("frame")
 
-    eng = Engine(registry=limits_registry(), ids=SequentialIds(), max_result_bytes=100)
+    eng = Engine(registry=limits_registry(), options=EngineOptions(ids=SequentialIds(), max_result_bytes=100))
     too_big = eng.run(one_step("text", {"size": 200}, error_route=True), {})
     assert too_big.status == "completed"
     error = too_big.state["result"]["error"]
@@ -169,9 +170,9 @@ def test_an_oversized_result_fails_the_step_with_its_size_and_a_result_within_th
 def test_step_errors_are_workflow_errors_with_stable_codes() -> None:
     assert issubclass(StepTimeoutError, WorkflowError) and StepTimeoutError.code == "step.timeout"
     assert StepResultTooLargeError.code == "step.result_too_large"
-    with pytest.raises(ValueError, match="step_timeout must be a positive"):
+    with pytest.raises(EngineOptionsError, match="step_timeout must be a positive"):
         engine(step_timeout=0)
-    with pytest.raises(ValueError, match="max_result_bytes must be a positive"):
+    with pytest.raises(EngineOptionsError, match="max_result_bytes must be a positive"):
         engine(max_result_bytes=0)
 
 

@@ -8,8 +8,10 @@ from typing import Any
 import pytest
 
 from runtime import Engine, Workflow, WorkflowBuilder
-from runtime._engine import DEFAULT_KEEP_TRACE
+from runtime._options import DEFAULT_KEEP_TRACE
 from runtime.checkpoint import InMemoryCheckpointer
+from runtime.engine import EngineOptions
+from runtime.errors import EngineOptionsError
 from runtime.state import SequentialIds, TraceEvent
 from runtime.tasks import TaskRegistry
 
@@ -38,7 +40,7 @@ def loop() -> Workflow:
 def run(items: int = 100, **engine_kwargs: Any) -> tuple[Any, list[TraceEvent], list[TraceEvent]]:
     cp = InMemoryCheckpointer()
     sunk: list[TraceEvent] = []
-    eng = Engine(registry=tasks(), ids=SequentialIds(), checkpointer=cp, trace_sink=sunk.append, **engine_kwargs)
+    eng = Engine(tasks(), EngineOptions(ids=SequentialIds(), checkpointer=cp, trace_sink=sunk.append, **engine_kwargs))
     result = eng.run(loop(), {"xs": list(range(items))})
     assert result.status == "completed"
     return result, cp.load_events(result.run_id), sunk
@@ -61,7 +63,7 @@ def test_by_default_the_result_keeps_the_last_thousand_and_says_how_many_it_left
 
 
 def test_with_no_store_the_default_bound_still_holds_and_nothing_claims_to_keep_the_rest() -> None:
-    result = Engine(registry=tasks(), ids=SequentialIds()).run(loop(), {"xs": list(range(600))})
+    result = Engine(registry=tasks(), options=EngineOptions(ids=SequentialIds())).run(loop(), {"xs": list(range(600))})
     assert result.status == "completed" and result.output["doubled"] == [2 * x for x in range(600)]
     assert len(result.trace) == DEFAULT_KEEP_TRACE
     assert result.trace[-1].kind == "run_completed"
@@ -94,9 +96,9 @@ def test_keeping_no_events_streams_them_all_to_the_sink_in_order() -> None:
 
 def test_the_sink_sees_events_as_they_happen_before_the_superstep_is_saved() -> None:
     order: list[str] = []
-    eng = Engine(registry=tasks(), ids=SequentialIds(), keep_trace=0,
+    eng = Engine(registry=tasks(), options=EngineOptions(ids=SequentialIds(), keep_trace=0,
                  trace_sink=lambda e: order.append(f"event {e.seq}"),
-                 on_superstep=lambda rs, events: order.append(f"saved {events[-1].seq}"))
+                 on_superstep=lambda rs, events: order.append(f"saved {events[-1].seq}")))
     eng.run(loop(), {"xs": [1, 2]})
     for position, entry in enumerate(order):
         if entry.startswith("saved"):
@@ -105,15 +107,15 @@ def test_the_sink_sees_events_as_they_happen_before_the_superstep_is_saved() -> 
 
 @pytest.mark.parametrize("bad", [-1, True, 2.5, "all"])
 def test_a_bad_retention_is_refused_with_what_is_allowed(bad: Any) -> None:
-    with pytest.raises(ValueError, match="keep_trace must be None"):
-        Engine(registry=tasks(), keep_trace=bad)
+    with pytest.raises(EngineOptionsError, match="keep_trace must be 0 or a positive whole number or None"):
+        Engine(registry=tasks(), options=EngineOptions(keep_trace=bad))
 
 
 def test_a_run_no_one_watches_is_numbered_like_one_that_is_saved() -> None:
     # Nothing sees an event here (no checkpointer, hook or sink, none kept), so the engine builds none; the
     # state's counters must still move on exactly as they do when every event is stored.
     watched, stored, _ = run()
-    unwatched = Engine(registry=tasks(), ids=SequentialIds(), keep_trace=0).run(loop(), {"xs": list(range(100))})
+    unwatched = Engine(tasks(), EngineOptions(ids=SequentialIds(), keep_trace=0)).run(loop(), {"xs": list(range(100))})
     assert unwatched.trace == ()
     assert unwatched.run_state.trace_seq == watched.run_state.trace_seq == len(stored)
     assert unwatched.run_state.model_dump(mode="json") == watched.run_state.model_dump(mode="json")

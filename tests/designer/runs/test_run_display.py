@@ -13,13 +13,13 @@ from designer.runs.checkpointer import event_row
 from designer.runs.display import InFlight, build_timeline, short_id
 from designer.workflows import catalog
 from runtime import Engine
-from runtime.engine import MappingResolver
+from runtime.engine import EngineOptions, MappingResolver
 
 CUSTOMERS = [{"id": "C-1", "name": "Ada", "tier": "gold"}, {"id": "C-2", "name": "Bob", "tier": "standard"}]
 
 
 def run_events(document: Any, input: dict[str, Any], **engine: Any) -> tuple[Any, list[Any]]:
-    result = Engine(registry=catalog.registry(), **engine).run(document, input)
+    result = Engine(registry=catalog.registry(), options=EngineOptions(**engine)).run(document, input)
     return result, [event_row(1, event) for event in result.trace]
 
 

@@ -17,6 +17,7 @@ from designer.models import ForeachBatch, ForeachBatchItem, Run, RunEvent
 from designer.runs.checkpointer import OrmCheckpointer
 from designer.runs.views import LIVE_EVENTS
 from runtime import Engine, RunState, Workflow, WorkflowBuilder
+from runtime.engine import EngineOptions
 from runtime.state import SequentialIds
 from runtime.tasks import TaskRegistry
 from tests.designer.clients import client_for
@@ -58,7 +59,7 @@ def live_run(cast: Any, workflow: Any, size: int) -> Run:
                                   created_by=cast.editor, input={"size": size})
 
     checkpointer = OrmCheckpointer(cast.team, create_run=create_run)
-    engine = Engine(registry=registry, checkpointer=checkpointer, ids=SequentialIds(), keep_trace=0)
+    engine = Engine(registry, EngineOptions(checkpointer=checkpointer, ids=SequentialIds(), keep_trace=0))
     result = engine.run(stopping_foreach(size), {"xs": list(range(size))}, run_id=f"run_live_{size}")
     assert result.status == "interrupted"
     run = Run.objects.get(team=cast.team, runtime_id=result.run_id)
@@ -188,8 +189,8 @@ def waiting_distributed_run(cast: Any, workflow: Any, size: int, committed: int)
         return Run.objects.create(team=cast.team, workflow=workflow, document={}, runtime_id=run_state.run_id,
                                   created_by=cast.editor, input={"size": size})
 
-    engine = Engine(registry=registry, checkpointer=OrmCheckpointer(cast.team, create_run=create_run),
-                    ids=SequentialIds(), keep_trace=0, distribute=lambda node, items: True)
+    engine = Engine(registry, EngineOptions(checkpointer=OrmCheckpointer(cast.team, create_run=create_run),
+                                            ids=SequentialIds(), keep_trace=0, distribute=lambda node, items: True))
     result = engine.run(g.build(), {"xs": list(range(size))}, run_id=f"run_spread_{size}")
     assert result.status == "waiting"
     run = Run.objects.get(team=cast.team, runtime_id=result.run_id)

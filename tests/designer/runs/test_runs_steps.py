@@ -15,7 +15,7 @@ import pytest
 from designer.runs.steps import StepProcessPool
 from designer.workflows import catalog
 from runtime import Engine, WorkflowBuilder
-from runtime.engine import StepCall
+from runtime.engine import EngineOptions, StepCall
 from runtime.errors import StepCancelledError, StepMemoryError, StepResultTooLargeError, StepTimeoutError, TaskError
 from runtime.state import RuntimeContext
 
@@ -138,8 +138,8 @@ def limited_document(task: str, payload: dict[str, Any], *, retry: int = 1, erro
 
 
 def engine(pool: StepProcessPool, **options: Any) -> Engine:
-    return Engine(registry=catalog.build_registry([*catalog.task_modules(), STEP_TASKS]), step_executor=pool,
-                  **options)
+    return Engine(catalog.build_registry([*catalog.task_modules(), STEP_TASKS]), EngineOptions(step_executor=pool,
+                                                                                               **options))
 
 
 @pytest.mark.django_db
