@@ -214,7 +214,13 @@ def _joined(run_pk: int, data: dict[str, Any]) -> dict[str, Any]:
     wanted = RunState.parts_left_out(data)
     if not wanted:
         return data
-    stored = dict(RunStatePart.objects.filter(run_id=run_pk, key__in=wanted).values_list("key", "value"))
+    # SQL, not the ORM (compiling the query cost more than running it; a resume reads this once): the values are
+    # JSON text on every database (``ExactJSONField``), SQL NULL for None.
+    quote = connection.ops.quote_name
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT {quote('key')}, value FROM {quote(RunStatePart._meta.db_table)} WHERE run_id = %s "
+                       f"AND {quote('key')} IN ({', '.join(['%s'] * len(wanted))})", [run_pk, *wanted])
+        stored = {key: None if text is None else json.loads(text) for key, text in cursor.fetchall()}
     return RunState.join_parts_data(data, stored)
 
 
@@ -424,13 +430,41 @@ class OrmCheckpointer:
         self.saves += 1
 
     def load(self, run_id: str) -> RunState:
-        found = self._rows(run_id).values_list("pk", "run_state").first()
+        """The latest checkpoint: ``Run.run_state`` is its snapshot, so a load reads one row and the parts it
+        names, however long the run's history (issue 33: resume flat, within 2 ms after 10,000 steps).
+
+        The same query reads where the trace ends, and the load tells this checkpointer what it found (the row,
+        the parts stored, the next trace number), so the resumed run's first save is as cheap as any other: no
+        lookup of the row or of the trace's end, no rewrite of the parts, no sweep for parts an earlier process
+        left (every part the stored state names is there; the run's trace and parts go with ``delete``)."""
+        quote = connection.ops.quote_name
+        with connection.cursor() as cursor:
+            # SQL, not the ORM: compiling the query cost more than running it. The order is ``Run``'s own (the
+            # newest row of that runtime id in the team, as ``_rows(...).first()`` reads it).
+            cursor.execute(
+                f"SELECT r.id, r.run_state, (SELECT MAX(e.seq) FROM {quote(RunEvent._meta.db_table)} e "
+                f"WHERE e.run_id = r.id) FROM {quote(Run._meta.db_table)} r WHERE r.team_id = %s AND "
+                "r.runtime_id = %s ORDER BY r.created_at DESC, r.id DESC LIMIT 1", [self.team_id, run_id])
+            found = cursor.fetchone()
         if found is None or found[1] is None:
             raise CheckpointNotFoundError(f"no checkpoint for run {run_id!r}", run_id=run_id)
-        pk, data = found
+        pk, text, last = found
+        try:
+            data = json.loads(text)  # the column holds JSON text on every database (``ExactJSONField``)
+        except ValueError:
+            data = None
         if not isinstance(data, dict):
             raise CorruptRunStateError(f"run {run_id!r}: the stored run_state is not a JSON object", run_id=run_id)
-        return RunState.from_json(_joined(pk, data))
+        run_state = RunState.from_json(_joined(pk, data))
+        self._pks[run_id] = pk
+        if any(activation.distributed for activation in run_state.activations.values()):
+            self._next_seq.pop(pk, None)  # its batches append to the trace from other workers: read at each save
+        else:
+            self._next_seq[pk] = 0 if last is None else last + 1
+        ledger = PartLedger()
+        ledger.apply(run_state.checkpoint_delta(ledger))  # every part the loaded state names is stored
+        self._ledgers[pk] = ledger
+        return run_state
 
     def history(self, run_id: str) -> list[CheckpointInfo]:
         rows = RunCheckpoint.objects.filter(run__team_id=self.team_id, run__runtime_id=run_id).order_by("step")
