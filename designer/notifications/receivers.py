@@ -12,4 +12,5 @@ from designer.runs.signals import run_reached
 
 @receiver(run_reached, dispatch_uid="designer.notifications.run_reached")
 def queue_notifications(sender: Any, *, run_id: int, status: str, **kwargs: Any) -> None:
-    services.run_reached(run_id=run_id, status=status)
+    services.run_reached(run_id=run_id, status=status, team_id=kwargs.get("team_id"),
+                         workflow_id=kwargs.get("workflow_id"))

@@ -119,17 +119,24 @@ def _deliveries(rule: NotificationRule, *, event: str, run: Run | None, interrup
     return created
 
 
-def run_reached(*, run_id: int, status: str) -> list[Delivery]:
+def run_reached(*, run_id: int, status: str, team_id: int | None = None,
+                workflow_id: int | None = None) -> list[Delivery]:
     """Queue what the rule of ``run_id``'s workflow asks for now that the run is ``status``. Call inside the
-    transaction that stores the status: nothing is sent unless it commits."""
+    transaction that stores the status: nothing is sent unless it commits. ``team_id`` and ``workflow_id``: the
+    run's, when the caller has them (the worker does): a run whose workflow has no rule then costs one read."""
     switch = EVENTS.get(status)
     if switch is None:
         return []
+    if team_id is None or workflow_id is None:
+        owner = Run.objects.filter(pk=run_id).values_list("team_id", "workflow_id").first()
+        if owner is None:
+            return []
+        team_id, workflow_id = owner
+    rule = rule_for(team_id=team_id, workflow_id=workflow_id)
+    if rule is None or not getattr(rule, switch):
+        return []
     run = Run.objects.filter(pk=run_id).only("pk", "team_id", "workflow_id", "interrupts").first()
     if run is None:
-        return []
-    rule = rule_for(team_id=run.team_id, workflow_id=run.workflow_id)
-    if rule is None or not getattr(rule, switch):
         return []
     asked = [r for r in run.interrupts or [] if isinstance(r, dict) and r.get("id")]
     return _deliveries(rule, event=status, run=run,

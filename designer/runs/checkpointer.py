@@ -172,12 +172,12 @@ def _json_text() -> Callable[[Any], str]:
     return partial(json.dumps, ensure_ascii=False)
 
 
-def _keep_checkpoint(run_pk: int, run_state: RunState, data: dict[str, Any]) -> None:
+def _keep_checkpoint(run_pk: int, run_state: RunState, data: dict[str, Any], text: str | None = None) -> None:
     """Store ``data`` as the run's kept checkpoint after ``run_state.step``: one upsert, so a superstep redone after a
     crash replaces the checkpoint it left. Written as SQL (the same statement on SQLite and PostgreSQL) rather than
     ``bulk_create(update_conflicts=...)``, which built and compiled a model instance at every superstep."""
     quote = connection.ops.quote_name
-    state = _json_text()(data)
+    state = _json_text()(data) if text is None else text  # ``text``: ``data`` already encoded (the save's)
     table = quote(RunCheckpoint._meta.db_table)
     with connection.cursor() as cursor:
         cursor.execute(
@@ -214,7 +214,13 @@ def _joined(run_pk: int, data: dict[str, Any]) -> dict[str, Any]:
     wanted = RunState.parts_left_out(data)
     if not wanted:
         return data
-    stored = dict(RunStatePart.objects.filter(run_id=run_pk, key__in=wanted).values_list("key", "value"))
+    # SQL, not the ORM (compiling the query cost more than running it; a resume reads this once): the values are
+    # JSON text on every database (``ExactJSONField``), SQL NULL for None.
+    quote = connection.ops.quote_name
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT {quote('key')}, value FROM {quote(RunStatePart._meta.db_table)} WHERE run_id = %s "
+                       f"AND {quote('key')} IN ({', '.join(['%s'] * len(wanted))})", [run_pk, *wanted])
+        stored = {key: None if text is None else json.loads(text) for key, text in cursor.fetchall()}
     return RunState.join_parts_data(data, stored)
 
 
@@ -311,7 +317,7 @@ class OrmCheckpointer:
                 pk = self.create_run(run_state).pk
         return pk
 
-    def _store_parts(self, pk: int, delta: CheckpointDelta, run_state: RunState) -> None:
+    def _store_parts(self, pk: int, delta: CheckpointDelta, run_state: RunState, state_text: str) -> None:
         """Write the parts that are new, drop those nothing refers to any more."""
         if delta.new:
             rows = [RunStatePart(run_id=pk, key=key, value=pydantic_core.to_jsonable_python(value))
@@ -319,7 +325,7 @@ class OrmCheckpointer:
             # ignore_conflicts: a new checkpointer (another worker) meets parts stored before it started.
             RunStatePart.objects.bulk_create(rows, ignore_conflicts=True)
         if self.history_policy is not None:
-            self._store_history(pk, delta, run_state, self.history_policy)
+            self._store_history(pk, delta, run_state, self.history_policy, state_text)
         elif delta.fresh:
             # The first save of this checkpointer: parts an earlier process left may be dead.
             live = delta.live_keys()
@@ -331,7 +337,8 @@ class OrmCheckpointer:
             RunStatePart.objects.filter(run_id=pk, key__in=delta.gone).delete()
 
     @staticmethod
-    def _store_history(pk: int, delta: CheckpointDelta, run_state: RunState, policy: HistoryPolicy) -> None:
+    def _store_history(pk: int, delta: CheckpointDelta, run_state: RunState, policy: HistoryPolicy,
+                       state_text: str) -> None:
         """Keep this checkpoint, prune what the policy lets go, drop the parts neither it nor the latest needs."""
         candidates = set(delta.gone)
 
@@ -342,7 +349,7 @@ class OrmCheckpointer:
             kept().delete()
             candidates.update(RunStatePart.objects.filter(run_id=pk).values_list("key", flat=True))
         else:
-            _keep_checkpoint(pk, run_state, delta.data)
+            _keep_checkpoint(pk, run_state, delta.data, state_text)
             if policy.keep_last is not None:
                 # Only a bounded policy drops checkpoints, and then at most keep_last + 1 rows are kept here. With
                 # ``all``, listing the steps at every save would read every checkpoint so far: O(supersteps) a
@@ -374,34 +381,27 @@ class OrmCheckpointer:
         pk_known = self._pks.get(run_state.run_id)
         ledger = self._ledgers.get(pk_known) if pk_known is not None else None
         delta = run_state.checkpoint_delta(ledger or PartLedger())
-        fields: dict[str, Any] = {"run_state": delta.data, "progress": progress_of(run_state)}
+        encode = _json_text()
+        state_text = encode(delta.data)  # once: the run's row and the kept checkpoint hold the same text
+        progress_text = encode(progress_of(run_state))
         # Summed in the database, in the transaction that stores these events: a superstep rolled back by a
         # crash is counted when it is redone, never twice.
         items = sum(1 for event in events if event.kind == "item_completed")
         failed = sum(1 for event in events if event.kind == "node_failed")
-        if items:
-            fields["items_done"] = F("items_done") + items
-        if failed:
-            fields["failures"] = F("failures") + failed
         with transaction.atomic():
-            if self.extra_fields is not None:
-                # Inside the transaction: what the hook writes besides its fields commits with this save or not at all.
-                fields.update(self.extra_fields(run_state))
+            # Inside the transaction: what the hook writes besides its fields commits with this save or not at all.
+            extra = self.extra_fields(run_state) if self.extra_fields is not None else {}
             pk = self._pk(run_state)
-            rows = Run.objects.filter(pk=pk)
-            if self.owner is not None:
-                rows = rows.filter(lease_owner=self.owner)
-                fields["lease_expires_at"] = expiry_in(lease_seconds())
             # The cancel flag is read by the write itself: the common save (not cancelled) is one statement where
             # an UPDATE and a read were two; a row it missed is cancelled or no longer this owner's, and the
             # plain UPDATE tells which. The row stays locked until commit, so the flag cannot change meanwhile.
-            if rows.filter(cancel_requested=False).update(**fields) == 1:
+            if self._update_run(pk, state_text, progress_text, items, failed, extra, cancelled=False):
                 cancelled = False
-            elif rows.update(**fields) == 1:
+            elif self._update_run(pk, state_text, progress_text, items, failed, extra, cancelled=None):
                 cancelled = True
             else:
                 raise LeaseLost(f"run {pk}: lease no longer held by {self.owner}; checkpoint discarded")
-            self._store_parts(pk, delta, run_state)
+            self._store_parts(pk, delta, run_state, state_text)
             # While the run has distributed batches, their commits append to its trace from other workers (even
             # as the run itself wakes, for a backoff of its own): read where the trace ends. Otherwise it ends
             # where this checkpointer's last save left it.
@@ -423,14 +423,89 @@ class OrmCheckpointer:
         self._ledgers[pk] = ledger
         self.saves += 1
 
+    def _update_run(self, pk: int, state_text: str, progress_text: str, items: int, failed: int,
+                    extra: dict[str, Any], *, cancelled: bool | None) -> bool:
+        """Write the save's fields to the run's row if this owner holds it (and, ``cancelled`` False, if no cancel
+        is asked); whether it did. One SQL statement: compiling it through the ORM at every superstep cost more
+        than running it. ``extra`` fields (a resume's or redrive's first save) go through the ORM."""
+        if extra:
+            fields: dict[str, Any] = {"run_state": json.loads(state_text), "progress": json.loads(progress_text),
+                                      **extra}
+            if items:
+                fields["items_done"] = F("items_done") + items
+            if failed:
+                fields["failures"] = F("failures") + failed
+            rows = Run.objects.filter(pk=pk)
+            if self.owner is not None:
+                rows = rows.filter(lease_owner=self.owner)
+                fields["lease_expires_at"] = expiry_in(lease_seconds())
+            if cancelled is not None:
+                rows = rows.filter(cancel_requested=cancelled)
+            return rows.update(**fields) == 1
+        quote = connection.ops.quote_name
+        sets = ["run_state = %s", "progress = %s"]
+        values: list[Any] = [state_text, progress_text]
+        if items:
+            sets.append("items_done = items_done + %s")
+            values.append(items)
+        if failed:
+            sets.append("failures = failures + %s")
+            values.append(failed)
+        where = ["id = %s"]
+        keys: list[Any] = [pk]
+        if self.owner is not None:
+            if connection.vendor == "postgresql":  # the database's clock, as ``lease.expiry_in`` writes it
+                sets.append("lease_expires_at = STATEMENT_TIMESTAMP() + make_interval(secs => %s)")
+                values.append(lease_seconds())
+            else:
+                sets.append("lease_expires_at = %s")
+                values.append(connection.ops.adapt_datetimefield_value(expiry_in(lease_seconds())))
+            where.append("lease_owner = %s")
+            keys.append(self.owner)
+        if cancelled is not None:
+            where.append("cancel_requested = %s")
+            keys.append(cancelled)
+        with connection.cursor() as cursor:
+            cursor.execute(f"UPDATE {quote(Run._meta.db_table)} SET {', '.join(sets)} WHERE {' AND '.join(where)}",
+                           [*values, *keys])
+            return bool(cursor.rowcount == 1)
+
     def load(self, run_id: str) -> RunState:
-        found = self._rows(run_id).values_list("pk", "run_state").first()
+        """The latest checkpoint: ``Run.run_state`` is its snapshot, so a load reads one row and the parts it
+        names, however long the run's history (issue 33: resume flat, within 2 ms after 10,000 steps).
+
+        The same query reads where the trace ends, and the load tells this checkpointer what it found (the row,
+        the parts stored, the next trace number), so the resumed run's first save is as cheap as any other: no
+        lookup of the row or of the trace's end, no rewrite of the parts, no sweep for parts an earlier process
+        left (every part the stored state names is there; the run's trace and parts go with ``delete``)."""
+        quote = connection.ops.quote_name
+        with connection.cursor() as cursor:
+            # SQL, not the ORM: compiling the query cost more than running it. The order is ``Run``'s own (the
+            # newest row of that runtime id in the team, as ``_rows(...).first()`` reads it).
+            cursor.execute(
+                f"SELECT r.id, r.run_state, (SELECT MAX(e.seq) FROM {quote(RunEvent._meta.db_table)} e "
+                f"WHERE e.run_id = r.id) FROM {quote(Run._meta.db_table)} r WHERE r.team_id = %s AND "
+                "r.runtime_id = %s ORDER BY r.created_at DESC, r.id DESC LIMIT 1", [self.team_id, run_id])
+            found = cursor.fetchone()
         if found is None or found[1] is None:
             raise CheckpointNotFoundError(f"no checkpoint for run {run_id!r}", run_id=run_id)
-        pk, data = found
+        pk, text, last = found
+        try:
+            data = json.loads(text)  # the column holds JSON text on every database (``ExactJSONField``)
+        except ValueError:
+            data = None
         if not isinstance(data, dict):
             raise CorruptRunStateError(f"run {run_id!r}: the stored run_state is not a JSON object", run_id=run_id)
-        return RunState.from_json(_joined(pk, data))
+        run_state = RunState.from_json(_joined(pk, data))
+        self._pks[run_id] = pk
+        if any(activation.distributed for activation in run_state.activations.values()):
+            self._next_seq.pop(pk, None)  # its batches append to the trace from other workers: read at each save
+        else:
+            self._next_seq[pk] = 0 if last is None else last + 1
+        ledger = PartLedger()
+        ledger.apply(run_state.checkpoint_delta(ledger))  # every part the loaded state names is stored
+        self._ledgers[pk] = ledger
+        return run_state
 
     def history(self, run_id: str) -> list[CheckpointInfo]:
         rows = RunCheckpoint.objects.filter(run__team_id=self.team_id, run__runtime_id=run_id).order_by("step")

@@ -220,7 +220,8 @@ class Execution:
             self.use_recorded = True
             if result.output is not None:
                 RunValue.objects.record(run_id=self.run.pk, side="output", value=result.output)
-            signals.run_reached.send(sender=Run, run_id=self.run.pk, status=status)
+            signals.run_reached.send(sender=Run, run_id=self.run.pk, status=status, team_id=self.run.team_id,
+                                     workflow_id=self.run.workflow_id)
         return status
 
     def fail(self, exc: BaseException) -> str:

@@ -4,8 +4,9 @@ Notifications and triggers import the runs domain (they queue work, they start r
 them back; the executor and the sweeps send these signals instead, and ``designer.notifications.receivers`` and
 ``designer.triggers.receivers`` (connected when the app is ready) act on them.
 
-``run_reached`` (``run_id``, ``status``): a run was stored with a status a person may want to hear of. Sent
-inside the transaction that stores it, so what a receiver writes commits or rolls back with the status.
+``run_reached`` (``run_id``, ``status``, and the run's ``team_id`` and ``workflow_id`` when the sender has them):
+a run was stored with a status a person may want to hear of. Sent inside the transaction that stores it, so what
+a receiver writes commits or rolls back with the status.
 
 ``recovery_swept``: a recovery sweep (a link of the queued chain, or ``run_worker``'s sweep thread) has
 re-enqueued orphaned runs; receivers recover their own lost work the same way.

@@ -7,13 +7,17 @@ that becomes due later, like a backoff's ``run_after``, and for a lost announcem
 
 * PostgreSQL: ``NOTIFY trellis_work``; each worker process keeps one connection that ``LISTEN``s on a thread.
   Works across machines, as the database does.
-* SQLite (one machine by nature): the announcement touches a file beside the database, and an idle worker
-  looks at its modification time every ``FILE_POLL_SECONDS``: a ``stat`` call, no query and no lock.
+* SQLite (one machine by nature): the announcement appends a byte to a file beside the database, and an idle
+  worker looks at the file every ``FILE_POLL_SECONDS``: a ``stat`` call, no query and no lock. The file's size
+  is the count of announcements, so each one moves it; its modification time alone did not: it moves in the
+  kernel's timestamp ticks (several ms), and an announcement in the tick in which a slot armed went unheard
+  until the slot's poll interval ran out.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from pathlib import Path
@@ -26,6 +30,8 @@ logger = logging.getLogger("designer.runs")
 
 CHANNEL = "trellis_work"
 FILE_POLL_SECONDS = 0.02
+#: Bytes the wake file grows to before an announcer starts a new one (a new inode, so no mark can repeat).
+WAKE_FILE_MAX_BYTES = 64 * 1024
 
 
 def _wake_file() -> Path | None:
@@ -43,9 +49,25 @@ def _announce_now() -> None:
             return
         path = _wake_file()
         if path is not None:
-            path.touch()
+            _append_byte(path)
     except Exception:  # a lost announcement only costs the worker's poll interval
         logger.warning("could not announce queued work; workers will find it at their next poll", exc_info=True)
+
+
+def _append_byte(path: Path) -> None:
+    """One more announcement in the wake file: an appended byte (``O_APPEND`` writes of one byte never mix, so
+    processes announcing at once each move the size). A full file is replaced by a fresh one through a rename:
+    a slot whose mark was the old file's sees another inode, never the same size again."""
+    descriptor = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    try:
+        size = os.fstat(descriptor).st_size
+        os.write(descriptor, b".")
+    finally:
+        os.close(descriptor)
+    if size + 1 >= WAKE_FILE_MAX_BYTES:
+        fresh = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}")
+        fresh.write_bytes(b".")
+        os.replace(fresh, path)
 
 
 def announce() -> None:
@@ -69,23 +91,26 @@ class Waiter:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._file = _wake_file()
-        #: Each slot's (thread's) mark from its last ``arm``: the announcement count or the file's time.
-        self._armed: dict[int, float] = {}
+        #: Each slot's (thread's) mark from its last ``arm``: the announcement count or the file's identity.
+        self._armed: dict[int, object] = {}
         if connection.vendor == "postgresql":
             self._params: dict[str, Any] = connection.get_connection_params()
             self._thread = threading.Thread(target=self._listen, name="work-listener", daemon=True)
             self._thread.start()
 
-    def _mtime(self) -> float:
+    def _file_mark(self) -> tuple[int, int, int]:
+        """The wake file's inode, size (announcements since it was made) and modification time; zeros when it
+        does not exist yet."""
         if self._file is None:
-            return 0.0
+            return (0, 0, 0)
         try:
-            return self._file.stat().st_mtime
+            found = self._file.stat()
         except OSError:
-            return 0.0
+            return (0, 0, 0)
+        return (found.st_ino, found.st_size, found.st_mtime_ns)
 
-    def _mark(self) -> float:
-        return self._heard if self._thread is not None else self._mtime()
+    def _mark(self) -> object:
+        return self._heard if self._thread is not None else self._file_mark()
 
     def _heard_one(self) -> None:
         with self._changed:
@@ -110,23 +135,26 @@ class Waiter:
         """Mark now for this slot: the next ``wait`` returns at once if work was announced since."""
         self._armed[threading.get_ident()] = self._mark()
 
-    def wait(self, timeout: float) -> None:
-        """Sleep up to ``timeout`` seconds, less when work is announced meanwhile (or since this slot's ``arm``)."""
+    def wait(self, timeout: float) -> bool:
+        """Sleep up to ``timeout`` seconds, less when work is announced meanwhile (or since this slot's ``arm``).
+        True when an announcement ended the wait, False when the time ran out."""
         armed = self._armed.pop(threading.get_ident(), None)
         if armed is None:
             armed = self._mark()
         if self._thread is not None:
             with self._changed:
-                self._changed.wait_for(lambda: self._heard != armed, timeout)
-            return
+                return self._changed.wait_for(lambda: self._heard != armed, timeout)
         if self._file is None:
             time.sleep(timeout)
-            return
+            return False
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self._mtime() != armed:
-                return
-            time.sleep(FILE_POLL_SECONDS)
+        while True:
+            if self._file_mark() != armed:
+                return True
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            time.sleep(min(FILE_POLL_SECONDS, left))
 
     def close(self) -> None:
         self._stop.set()

@@ -15,7 +15,7 @@ from django.test.utils import CaptureQueriesContext
 
 from designer.models import Run, RunCheckpoint, RunEvent, RunStatePart, Team, Workflow
 from designer.runs import lease
-from designer.runs.checkpointer import OrmCheckpointer, UnknownRunError, run_state_of
+from designer.runs.checkpointer import OrmCheckpointer, UnknownRunError, append_events, run_state_of
 from runtime import RunState, WorkflowBuilder
 from runtime.checkpoint import HistoryPolicy
 from runtime.errors import CorruptRunStateError
@@ -322,3 +322,44 @@ def test_a_save_does_not_rewrite_the_runs_input() -> None:
     small, large = _wal_pages_per_save(10), _wal_pages_per_save(50_000)
     assert small < 12
     assert large <= small + 1
+
+
+def _seqs(team: Team) -> list[int]:
+    return list(RunEvent.objects.filter(run__team=team).order_by("seq").values_list("seq", flat=True))
+
+
+def test_a_resume_loads_in_two_reads_and_its_first_save_reads_nothing_back() -> None:
+    """Resume flat in history (issue 33): ``Run.run_state`` is the snapshot, so ``load`` reads the row (with where
+    its trace ends) and the parts the state names, however many supersteps came before; and it tells the
+    checkpointer what it found, so the first save after it reads nothing and rewrites no part."""
+    team, workflow = fresh_team()
+    first = checkpointer_for(team, workflow)
+    run_id = sample_run_state().run_id
+    for step in range(1, 41):
+        first.save(sample_run_state(step=step), sample_events(run_id, 2 * (step - 1), 2))
+    reopened = OrmCheckpointer(team)
+    with CaptureQueriesContext(connection) as loading:
+        loaded = reopened.load(run_id)
+    assert len(loading.captured_queries) == 2, [q["sql"] for q in loading.captured_queries]
+    assert loaded.to_json() == sample_run_state(step=40).to_json()
+    with CaptureQueriesContext(connection) as saving:
+        reopened.save(sample_run_state(step=41), sample_events(run_id, 80, 2))
+    statements = [q["sql"] for q in saving.captured_queries]
+    assert not [sql for sql in statements if sql.startswith("SELECT")], statements
+    assert not [sql for sql in statements if "designer_runstatepart" in sql], statements
+    assert _seqs(team) == list(range(82))
+    assert OrmCheckpointer(team).load(run_id).to_json() == sample_run_state(step=41).to_json()
+
+
+def test_a_loaded_run_continues_its_trace_where_the_trace_ends_not_where_its_state_counts() -> None:
+    """Another writer (a distributed batch's commit) may have appended to the trace after the run's own last
+    save: the load reads the trace's end, so the resumed run's events go after those, never onto their numbers."""
+    team, workflow = fresh_team()
+    run_id = sample_run_state().run_id
+    checkpointer_for(team, workflow).save(sample_run_state(step=1), sample_events(run_id, 0, 2))
+    append_events(Run.objects.get(team=team).pk, sample_events(run_id, 0, 3))  # stored as 2, 3, 4
+    reopened = OrmCheckpointer(team)
+    reopened.load(run_id)
+    reopened.save(sample_run_state(step=2), sample_events(run_id, 2, 2))  # the engine numbers them 2 and 3
+    assert _seqs(team) == list(range(7))
+

@@ -3,11 +3,13 @@ NOTIFY/LISTEN on PostgreSQL."""
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Callable
 
 import pytest
+from django.db import connection
 
 from designer.runs import wakeup
 
@@ -87,5 +89,60 @@ def test_a_slot_that_saw_no_announcement_since_it_armed_keeps_waiting() -> None:
         wakeup._announce_now()
         thread.join(60)
         assert done.is_set()
+    finally:
+        waiter.close()
+
+
+def _sqlite_only() -> None:
+    if connection.vendor != "sqlite":
+        pytest.skip("the wake file is SQLite's; PostgreSQL counts its notifications")
+
+
+def test_every_announcement_moves_the_wake_file_mark_even_within_one_timestamp_tick() -> None:
+    """The file's modification time moves in the kernel's ticks (several ms), so a burst of announcements
+    within one tick left it unchanged after the first: the mark is the file's size, one byte per announcement."""
+    _sqlite_only()
+    waiter = wakeup.Waiter()
+    try:
+        for _ in range(50):
+            before = waiter._mark()
+            wakeup._announce_now()
+            assert waiter._mark() != before
+    finally:
+        waiter.close()
+
+
+def test_an_announcement_in_the_tick_a_slot_armed_in_ends_its_wait() -> None:
+    """The race: a slot arms, work is announced in the same timestamp tick, the slot waits. Here the tick is
+    made certain by putting the file's times back to those of the arm."""
+    _sqlite_only()
+    wakeup._announce_now()  # the file exists before the slot arms
+    path = wakeup._wake_file()
+    assert path is not None
+    waiter = wakeup.Waiter()
+    try:
+        stamp = path.stat()
+        waiter.arm()
+        wakeup._announce_now()
+        os.utime(path, ns=(stamp.st_atime_ns, stamp.st_mtime_ns))
+        assert waiter.wait(30) is True  # False: it slept its whole poll interval with work announced
+    finally:
+        waiter.close()
+
+
+def test_a_full_wake_file_is_started_anew_and_the_restart_still_wakes(monkeypatch: pytest.MonkeyPatch) -> None:
+    _sqlite_only()
+    monkeypatch.setattr(wakeup, "WAKE_FILE_MAX_BYTES", 3)
+    waiter = wakeup.Waiter()
+    try:
+        for _ in range(7):
+            waiter.arm()
+            wakeup._announce_now()
+            assert waiter.wait(30) is True
+        path = wakeup._wake_file()
+        assert path is not None and path.stat().st_size < 3
+        assert [p.name for p in path.parent.glob(f"{path.name}.*")] == []  # no fresh file left behind
+        waiter.arm()
+        assert waiter.wait(0.05) is False  # and a quiet file does not wake it
     finally:
         waiter.close()
