@@ -23,14 +23,16 @@ from django.http import HttpResponse, JsonResponse
 from django.template.response import TemplateResponse
 
 from designer import analysis as doc_analysis
-from designer.editor import panels
+from designer.editor import live, panels
 from designer.editor.context import TEMPLATE, inspector_context, load, with_events
-from designer.errors import BadRequest, DesignerError, RevisionConflict
+from designer.errors import BadRequest, DesignerError, EditConflict, RevisionConflict
+from designer.models import DraftOperation
 from designer.models import Workflow as WorkflowModel
 from designer.permissions import require_workflow_role
 from designer.untrusted import form_json
 from designer.views.htmx import HtmxHttpRequest
 from designer.views.pages import error_message, signed_in
+from designer.workflows import merge
 from designer.workflows import operations as ops
 from designer.workflows import services as workflow_services
 from designer.workflows.patch import json_patch
@@ -60,7 +62,7 @@ FORM_ACTIONS = {
     "workflow-output-add": "add_workflow_output",
     "workflow-output-remove": "remove_workflow_output",
 }
-_NOT_ARGS = frozenset({"action", "revision", "csrfmiddlewaretoken", "ops"})
+_NOT_ARGS = frozenset({"action", "revision", "csrfmiddlewaretoken", "ops", "client"})
 
 
 def form_ops(form: Any) -> list[dict[str, Any]]:
@@ -125,13 +127,65 @@ class Committed:
     applied: ops.Applied
 
 
+#: Times an edit is rebased again when yet another save lands between its rebase and its own save. Each retry
+#: means someone else's save went in, so the loop ends once the writers ahead of it have saved: this only bounds a
+#: pathological stream (five was too few: six people saving one revision at once could see one refused).
+_REBASE_ATTEMPTS = 50
+
+
+def _later(workflow: WorkflowModel, revision: int, client: str) -> list[merge.Later] | None:
+    """Other tabs' edits saved after ``revision``, in server order; None when the log does not reach back there."""
+    # Up to the revision this rebase is judged on: rows saved since are judged by the retry that meets them.
+    rows = list(DraftOperation.objects.filter(workflow_id=workflow.pk, revision__gt=revision,
+                                              revision__lte=workflow.revision)
+                .select_related("actor").order_by("revision"))
+    if len(rows) != workflow.revision - revision:
+        return None
+    return [merge.Later(row.revision, live.display_name(row.actor), row.ops) for row in rows
+            if not (client and row.client == client)]
+
+
+def _rebase(workflow: WorkflowModel, revision: object, operations: object, client: str) -> object:
+    """The revision to save ``operations`` on: ``revision`` itself when current; else the current one, when the
+    edits saved since touched nothing these do (``merge``); else ``EditConflict``, keeping the first."""
+    if isinstance(revision, bool) or not isinstance(revision, int) or not 0 < revision < workflow.revision:
+        return revision  # current, or nonsense that save_document names
+    later = _later(workflow, revision, client)
+    sent = [op for op in operations if isinstance(op, Mapping)] if isinstance(operations, list) else []
+    kept = ([merge.Kept(workflow.revision, "someone", merge.EVERYTHING)] if later is None
+            else merge.conflicts(sent, later))
+    if kept:
+        first = kept[0]
+        raise EditConflict(
+            f"{first.actor} changed {first.describe()} first (revision {first.revision}); their change is kept "
+            "and yours was not applied",
+            kept=[k.to_dict() for k in kept], ops=operations, current_revision=workflow.revision,
+        )
+    return workflow.revision
+
+
 def commit(*, actor: Any, workflow: WorkflowModel, revision: object, operations: object,
-           analysis: Any) -> Committed:
-    """Apply ``operations`` to the stored draft and save it if ``revision`` is still current."""
-    applied = ops.apply_all(workflow.document, operations, operation_context(workflow, analysis))
-    saved = workflow_services.save_document(actor=actor, workflow=workflow, revision=revision,
-                                            document=applied.document)
-    return Committed(saved, applied)
+           analysis: Any, client: str = "") -> Committed:
+    """Apply ``operations`` to the stored draft and save it, rebased onto the current revision when others saved
+    since ``revision`` and nothing they changed is what these operations change."""
+    for attempt in range(_REBASE_ATTEMPTS):
+        base = _rebase(workflow, revision, operations, client)
+        applied = ops.apply_all(workflow.document, operations, operation_context(workflow, analysis))
+        try:
+            saved = workflow_services.save_document(
+                actor=actor, workflow=workflow, revision=base, document=applied.document,
+                operations=list(operations) if isinstance(operations, list) else None,
+                undo=applied.undo, client=client)
+        except RevisionConflict:
+            # Saved by someone else between our read and our write: read again, judge again.
+            fresh = WorkflowModel.objects.filter(pk=workflow.pk).first()
+            if fresh is None or attempt == _REBASE_ATTEMPTS - 1 or not isinstance(base, int) \
+                    or not 0 < base < fresh.revision:
+                raise
+            workflow, analysis = fresh, doc_analysis.analysis_for(fresh)
+            continue
+        return Committed(saved, applied)
+    raise AssertionError("unreachable")
 
 
 def parse_revision(value: object) -> object:
@@ -205,7 +259,9 @@ def _edit_json(request: HtmxHttpRequest, workflow: WorkflowModel, analysis: Any)
         body = _json_body(request)
         before = workflow.document  # the save refreshes ``workflow``: this stays the base revision's
         committed = commit(actor=request.user, workflow=workflow, revision=body.get("revision"),
-                           operations=body.get("ops"), analysis=analysis)
+                           operations=body.get("ops"), analysis=analysis, client=live.client_id(body.get("client")))
+    except EditConflict as exc:
+        return JsonResponse(exc.to_dict(), status=409)
     except RevisionConflict as exc:
         return JsonResponse({**exc.to_dict(), "current_revision": exc.details["current_revision"]}, status=409)
     except DesignerError as exc:
@@ -228,7 +284,14 @@ def edit(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
     try:
         committed = commit(actor=request.user, workflow=loaded.workflow,
                            revision=parse_revision(request.POST.get("revision", "")),
-                           operations=form_ops(request.POST), analysis=loaded.analysis)
+                           operations=form_ops(request.POST), analysis=loaded.analysis,
+                           client=live.client_id(request.POST.get("client")))
+    except EditConflict as exc:
+        fresh = load(request, workflow_id)
+        response = TemplateResponse(request, f"{TEMPLATE}#inspector", inspector_context(fresh, node_id or None))
+        return with_events(response, document_changed={"revision": fresh.workflow.revision},
+                           notice={"kind": "conflict", "message": exc.message[0].upper() + exc.message[1:] + ".",
+                                   "action": {"ops": exc.details["ops"], "label": "Apply mine instead"}})
     except RevisionConflict as exc:
         fresh = load(request, workflow_id)
         response = TemplateResponse(request, f"{TEMPLATE}#inspector",

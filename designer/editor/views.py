@@ -208,20 +208,31 @@ def _save_schema(request: HtmxHttpRequest, loaded: Loaded, key: str, node_id: st
                                                   "undo": committed.applied.undo})
 
 
+def _shown_revision(value: str | None) -> int | None:
+    # The revision the canvas showed when Publish was pressed (the page's revision field); absent: the draft's.
+    try:
+        return int(value) if value else None
+    except ValueError:
+        raise BadRequest("revision is the whole number of the revision shown", field="revision") from None
+
+
 @signed_in("POST")
 def publish(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
     """Publish the draft as the next version; the answer is a notice either way."""
     loaded = load(request, workflow_id)
     require_workflow_role(request.user, loaded.workflow, "editor")
     try:
-        version = workflow_services.publish_workflow(actor=request.user, workflow=loaded.workflow,
-                                                     note=request.POST.get("note", ""))
+        version = workflow_services.publish_workflow(
+            actor=request.user, workflow=loaded.workflow, note=request.POST.get("note", ""),
+            revision=_shown_revision(request.POST.get("revision")))
     except (DesignerError, WorkflowError) as exc:
         count = len(getattr(exc, "diagnostics", ()) or ())
         message = (f"Not published: the draft has {count} error{'s' if count != 1 else ''}; "
                    "fix them in the diagnostics panel first.") if count else f"Not published: {error_message(exc)}"
         return with_events(HttpResponse(status=204), notice={"kind": "error", "message": message})
     # ``version-published``: the run panel reloads on it, so the new version is listed at once.
+    shown = _shown_revision(request.POST.get("revision"))
+    which = f" (revision {shown}, as shown)" if shown is not None and shown != loaded.workflow.revision else ""
     return with_events(HttpResponse(status=204), notice={
-        "kind": "success", "message": f"Published version {version.number} of {loaded.workflow.name}.",
+        "kind": "success", "message": f"Published version {version.number} of {loaded.workflow.name}{which}.",
     }, version_published={"number": version.number})

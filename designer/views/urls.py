@@ -75,6 +75,7 @@ urlpatterns += [
 
 # --- workflow editor (designer/editor/) ---
 from designer.editor import edits as editor_edits  # noqa: E402
+from designer.editor import live as editor_live  # noqa: E402
 from designer.editor import run as editor_run  # noqa: E402
 from designer.editor import views as editor  # noqa: E402
 
@@ -90,6 +91,8 @@ urlpatterns += [
     path("workflows/<int:workflow_id>/edit/runs/", editor_run.runs, name="editor-runs"),
     path("workflows/<int:workflow_id>/edit/run-overlay/", editor_run.overlay, name="editor-run-overlay"),
     path("workflows/<int:workflow_id>/edit/run-node/", editor_run.node, name="editor-run-node"),
+    path("workflows/<int:workflow_id>/edit/live/", editor_live.feed, name="editor-live"),
+    path("workflows/<int:workflow_id>/edit/presence/", editor_live.announce, name="editor-presence"),
 ]
 
 # --- workflow list: search, create, duplicate, import (designer/views/workflows.py); "/" (home) shows it too ---

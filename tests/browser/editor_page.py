@@ -203,8 +203,11 @@ class EditorPage:
         expect(self.node(new_id)).to_have_count(1)
 
     def wait_idle(self) -> None:
-        """No save and no htmx request in flight: a panel refresh landing later would replace what we open."""
+        """No save and no htmx request in flight, and the live feed's first answer in (it may reload the draft
+        and its panels): a panel refresh landing later would replace what we open."""
         expect(self.canvas).to_have_attribute("data-state", "saved")
+        self.page.wait_for_function("() => !document.querySelector('[data-live-url]')"
+                                    " || document.querySelector('[data-live-url]').dataset.live === 'online'")
         self.page.wait_for_function("() => document.querySelector('.htmx-request') === null")
 
     def field_row(self, field_label: str) -> Locator:

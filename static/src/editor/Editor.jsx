@@ -18,6 +18,7 @@ import {
   useShortcuts,
 } from "./hooks.js";
 import { MINIMAP, READABLE_ZOOM } from "./layout.js";
+import { startLive } from "./live.js";
 import { discardQueued, sendOps, setRevision } from "./queue.js";
 import { createEditorStore } from "./store.js";
 import { edgeTypes } from "./edges.jsx";
@@ -57,6 +58,11 @@ function Canvas({ workflowId, apiBase, canEdit, root }) {
   useEffect(() => {
     store.getState().load();
   }, [store]);
+  // Others' changes and presence, as they land (live.js).
+  useEffect(
+    () => startLive({ root, store, notice, emit: (name, detail) => emit(EVENTS[name], detail) }),
+    [root, store],
+  );
 
   const { runs, runOverlay, loadRuns, showRun, onNodeClick } = useRunOverlay(root);
   const { doc, analysis, nodes, setNodes, frames, drawnEdges, onEdgesChange, selectOnly } = useDrawing(store, {

@@ -15,6 +15,7 @@ export function emit(name, detail = {}) {
   document.dispatchEvent(new CustomEvent(name, { detail, bubbles: true }));
 }
 
-export function notice(message, kind = "info") {
-  emit(EVENTS.notice, { message, kind });
+// `action` ({ops, label}): a button in the notice that sends those operations (a conflict's "apply mine").
+export function notice(message, kind = "info", action = null) {
+  emit(EVENTS.notice, action ? { message, kind, action } : { message, kind });
 }

@@ -2,7 +2,8 @@
 // Everything goes through DOM CustomEvents; delegated listeners survive htmx
 // swapping the panels' contents.
 import { emit, EVENTS } from "./events.js";
-import { currentRevision, discardQueued, editUrl, enqueue, setRevision } from "./queue.js";
+import { clientId } from "./live.js";
+import { currentRevision, editUrl, enqueue, setRevision } from "./queue.js";
 
 const DRAG_TYPE = "application/x-trellis-node";
 
@@ -58,7 +59,7 @@ function inspectorLoading() {
   return Boolean(inFlight || wanted);
 }
 
-function showNotice(message, kind) {
+function showNotice(message, kind, action) {
   const bar = document.getElementById("editor-notice");
   if (!bar) return;
   bar.replaceChildren();
@@ -73,7 +74,18 @@ function showNotice(message, kind) {
   close.setAttribute("aria-label", "Dismiss notice");
   close.textContent = "×";
   close.addEventListener("click", () => bar.replaceChildren());
-  box.append(text, close);
+  box.append(text);
+  if (action && Array.isArray(action.ops) && action.ops.length) {
+    // The click goes through the document's [data-fix-ops] handler: the operations are sent as an edit.
+    const apply = document.createElement("button");
+    apply.type = "button";
+    apply.className = "small";
+    apply.textContent = action.label || "Apply";
+    apply.dataset.fixOps = JSON.stringify(action.ops);
+    apply.addEventListener("click", () => window.setTimeout(() => bar.replaceChildren(), 0));
+    box.append(apply);
+  }
+  box.append(close);
   bar.append(box);
   // Good news fades on its own; conflicts and errors stay until dismissed.
   if (kind === "success" || kind === "info") {
@@ -175,14 +187,12 @@ function queuePanelEdits() {
     if (!isEditRequest(event.detail)) return;
     const revision = currentRevision();
     if (revision != null) event.detail.parameters.revision = String(revision);
+    event.detail.parameters.client = clientId();
   });
   // The panel's answer names the revision it saved; the next queued edit builds on it.
   document.addEventListener(EVENTS.documentChanged, (event) => {
     const detail = event.detail || {};
     if (detail.revision != null) setRevision(detail.revision);
-  });
-  document.addEventListener(EVENTS.notice, (event) => {
-    if (event.detail && event.detail.kind === "conflict") discardQueued();
   });
 }
 
@@ -215,7 +225,9 @@ export function installGlue() {
     if (same && !field && inspector()?.querySelector(".schema-builder[data-dirty]")) return;
     loadInspector(nodeId, field);
   });
-  document.addEventListener(EVENTS.notice, (event) => showNotice(event.detail.message, event.detail.kind || "info"));
+  document.addEventListener(EVENTS.notice, (event) =>
+    showNotice(event.detail.message, event.detail.kind || "info", event.detail.action),
+  );
   document.addEventListener(EVENTS.documentReloaded, () => loadInspector(shownNode()));
   // A canvas edit can change what the inspector shows (reachability, the
   // diagnostics of a field); refresh it unless the person is working in it.

@@ -2,9 +2,12 @@
 // or from a side panel's form, is a list of named edit operations sent to the
 // editor's one write endpoint, one request at a time, each with the revision
 // the previous one produced: a tab therefore never conflicts with itself, and
-// only another person's save can answer 409. After a conflict the edits queued
-// on the stale document are dropped (their operations were chosen on it).
+// only another person's save can make the revision stale. The server then
+// rebases the edit onto the newer draft (server order) and refuses it (409)
+// only when it wants a field someone else changed since: the edits queued
+// behind it are still sent, each on the revision the server last named.
 import { request } from "./api.js";
+import { clientId } from "./live.js";
 
 let tail = Promise.resolve();
 let revision = null;
@@ -45,12 +48,9 @@ export function editUrl() {
 // answered with what changed since the revision sent ("answer": "patch", designer/editor/edits.py patch_json).
 export function sendOps(ops) {
   return enqueue(async () => {
-    const answer = await request("POST", editUrl(), { revision, ops, answer: "patch" });
+    const answer = await request("POST", editUrl(), { revision, ops, answer: "patch", client: clientId() });
     if (answer.status === 200) setRevision(answer.data.revision);
-    else if (answer.status === 409) {
-      setRevision(answer.data.current_revision);
-      discardQueued();
-    }
+    else if (answer.status === 409) setRevision(answer.data.current_revision);
     return answer;
   });
 }

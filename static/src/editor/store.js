@@ -45,6 +45,13 @@ export function createEditorStore(deps) {
     };
 
     const adopt = (data, { revision = data.revision, diagnostics = data.diagnostics, state = "saved" } = {}) => {
+      // Answers may cross (another person's change loaded while this tab's own edit was answered): the
+      // server's revisions only grow, so an older document than the one shown is never shown again.
+      const shown = get().status.revision;
+      if (shown != null && revision != null && revision < shown) {
+        publishRevision(shown, state);
+        return;
+      }
       docRevision = revision;
       set(diagnostics ? { doc: data.document, diagnostics } : { doc: data.document });
       publishRevision(revision, state);
@@ -90,7 +97,7 @@ export function createEditorStore(deps) {
       }
       // Fit once, to the graph as loaded; an empty canvas keeps its viewport so nodes land where they are dropped.
       if (!data.document.nodes.length) set({ fitted: true });
-      adopt(data);
+      adopt(data, { state: inFlight ? "saving" : "saved" });
       return data;
     };
 
@@ -144,6 +151,13 @@ export function createEditorStore(deps) {
         emit("documentSaved", { revision: data.revision });
         return data;
       }
+      if (code === 409 && data && data.code === "edit.conflict") {
+        // Someone changed the same field first: theirs is kept and shown; one click sends ours again, on it.
+        notice(`${data.message}.`, "conflict", { ops: data.ops, label: "Apply mine instead" });
+        await load();
+        emit("documentReloaded", { revision: get().status.revision });
+        return null;
+      }
       if (code === 409) {
         set({ history: EMPTY_HISTORY });
         adopt({ document: data.document, revision: data.current_revision, diagnostics: null });
@@ -180,6 +194,12 @@ export function createEditorStore(deps) {
 
       load,
       send,
+      // Another tab saved a change (the live feed says so): show the stored draft if it is newer than ours.
+      remoteChanged: async (revision) => {
+        const shown = get().status.revision;
+        if (shown != null && revision <= shown) return null;
+        return load();
+      },
       undo: () => step("undo", "redo"),
       redo: () => step("redo", "undo-keep"),
 

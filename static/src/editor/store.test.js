@@ -2,7 +2,8 @@
 // sends each edit with the revision the previous answer gave) by a fake server
 // behind fetch that answers like the editor's write endpoint: an edit on the
 // current revision is stored and answered with the next revision and the
-// operations that undo it; one on an older revision is a 409.
+// operations that undo it; one on an older revision is rebased (stored too),
+// unless a test makes it a conflict (server.answer).
 // @vitest-environment happy-dom
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 
@@ -14,6 +15,7 @@ function fakeServer() {
     revision: 1,
     nodes: [],
     received: [],
+    revisions: [], // the revision each edit was sent on
     gates: [], // unanswered edits wait here when `hold` is on
     hold: false,
     answer: null, // an override for the next answer: {status, data} or an Error to throw
@@ -29,9 +31,7 @@ function fakeServer() {
         if (answer instanceof Error) throw answer;
         return answer;
       }
-      if (revision !== server.revision) {
-        return { status: 409, data: { ...server.documentAnswer(), current_revision: server.revision } };
-      }
+      server.revisions.push(revision);
       const undo = [];
       for (const op of ops) {
         if (op.op === "add_node") {
@@ -73,7 +73,7 @@ function setUp({ canEdit = true } = {}) {
       setRevision(revision); // as the page does: the queue sends the next edit on this revision
       published.push([revision, state]);
     },
-    notice: (message, kind) => notices.push({ message, kind }),
+    notice: (message, kind, action) => notices.push(action ? { message, kind, action } : { message, kind }),
     emit: (name, detail) => events.push([name, detail]),
   });
   return { server, store, published, notices, events };
@@ -204,7 +204,7 @@ describe("the editor store", () => {
     expect(sizes(store)).toEqual([1, 1]);
   });
 
-  it("on a conflict adopts the server's document, clears the history and skips what was queued on the old one",
+  it("on a conflict shows the kept document, keeps the history, offers 'apply mine' and sends what was queued",
     async () => {
       const { store, server, notices, events } = t;
       await store.getState().send(add("a"));
@@ -212,20 +212,43 @@ describe("the editor store", () => {
       const refused = store.getState().send(add("b"));
       const queued = store.getState().send(add("c"));
       await tick();
+      server.nodes = ["a", "theirs"];
+      server.revision = 9;
       server.answer = {
         status: 409,
-        data: { current_revision: 9, document: { nodes: [{ id: "theirs" }], routes: [] } },
+        data: { code: "edit.conflict", message: "Ada changed node b first (revision 9)", current_revision: 9,
+                ops: add("b") },
       };
+      server.hold = false;
       server.release();
       await expect(refused).resolves.toBeNull();
-      await expect(queued).resolves.toBeNull();
-      expect(server.received).toEqual([add("a"), add("b")]); // "c" was never sent
-      expect(nodeIds(store)).toEqual(["theirs"]);
-      expect(sizes(store)).toEqual([0, 0]);
-      expect(store.getState().status).toEqual({ state: "saved", revision: 9 });
-      expect(notices.at(-1).kind).toBe("conflict");
-      expect(events.at(-1)).toEqual(["documentReloaded", { revision: 9 }]);
+      await expect(queued).resolves.not.toBeNull();
+      // "c" went out after the refusal, on the revision the server named.
+      expect(server.received).toEqual([add("a"), add("b"), add("c")]);
+      expect(server.revisions.at(-1)).toBe(9);
+      expect(nodeIds(store)).toEqual(["a", "theirs", "c"]);
+      expect(sizes(store)).toEqual([2, 0]); // a and c: your own edits stay undoable
+      expect(store.getState().status).toEqual({ state: "saved", revision: 10 });
+      const conflict = notices.find((n) => n.kind === "conflict");
+      expect(conflict.action).toEqual({ ops: add("b"), label: "Apply mine instead" });
+      expect(events.some(([name]) => name === "documentReloaded")).toBe(true);
     });
+
+  it("shows another tab's change once, and never an older document over a newer one", async () => {
+    const { store, server } = t;
+    await store.getState().send(add("a"));
+    server.nodes = ["a", "theirs"];
+    server.revision = 3;
+    await store.getState().remoteChanged(3);
+    expect(nodeIds(store)).toEqual(["a", "theirs"]);
+    expect(store.getState().status.revision).toBe(3);
+    await expect(store.getState().remoteChanged(3)).resolves.toBeNull(); // already shown: nothing loaded
+    server.revision = 2; // an answer that crossed a newer one
+    server.nodes = ["a"];
+    await store.getState().load();
+    expect(nodeIds(store)).toEqual(["a", "theirs"]);
+    expect(store.getState().status.revision).toBe(3);
+  });
 
   it("when the server cannot be reached keeps the history and shows the error state", async () => {
     const { store, server, notices } = t;
