@@ -123,8 +123,15 @@ def operation_context(workflow: WorkflowModel, analysis: Analysis) -> ops.Contex
 
 @dataclass(frozen=True, slots=True)
 class Committed:
+    """A saved edit, with the draft its operations were applied to: ``base_revision`` (the saved revision less
+    one: the save is a compare-and-set on it), its ``base_document`` and ``base_analysis``. When the edit was
+    rebased or retried that is not the revision the client sent, nor the draft the request first read."""
+
     saved: workflow_services.SavedDocument
     applied: ops.Applied
+    base_revision: int
+    base_document: dict[str, Any]
+    base_analysis: Analysis
 
 
 #: Times an edit is rebased again when yet another save lands between its rebase and its own save. Each retry
@@ -170,7 +177,8 @@ def commit(*, actor: Any, workflow: WorkflowModel, revision: object, operations:
     since ``revision`` and nothing they changed is what these operations change."""
     for attempt in range(_REBASE_ATTEMPTS):
         base = _rebase(workflow, revision, operations, client)
-        applied = ops.apply_all(workflow.document, operations, operation_context(workflow, analysis))
+        before = workflow.document  # the save re-reads ``workflow``: this stays the base revision's
+        applied = ops.apply_all(before, operations, operation_context(workflow, analysis))
         try:
             saved = workflow_services.save_document(
                 actor=actor, workflow=workflow, revision=base, document=applied.document,
@@ -184,7 +192,8 @@ def commit(*, actor: Any, workflow: WorkflowModel, revision: object, operations:
                 raise
             workflow, analysis = fresh, doc_analysis.analysis_for(fresh)
             continue
-        return Committed(saved, applied)
+        assert isinstance(base, int)  # save_document refuses anything else
+        return Committed(saved, applied, base_revision=base, base_document=before, base_analysis=analysis)
     raise AssertionError("unreachable")
 
 
@@ -224,25 +233,28 @@ def _saved_json(committed: Committed) -> dict[str, Any]:
 PATCH_SHARE = 0.5
 
 
-def patch_json(committed: Committed, *, before: dict[str, Any], before_analysis: Analysis) -> dict[str, Any]:
+def patch_json(committed: Committed) -> dict[str, Any]:
     """The save's answer for a client that holds the document at the revision it edited (``"answer": "patch"``).
 
-    ``revision``: the saved revision; ``base_revision``: the one the operations applied to (the client's);
+    ``revision``: the saved revision; ``base_revision``: the revision the operations were applied to, which is
+    the client's own only when nobody else saved since it (else the edit was rebased onto a newer one);
     ``patch``: JSON Patch (RFC 6902; add, remove, replace) from the document at ``base_revision`` to the saved
     one, or ``document`` (the whole saved document) instead when the patch would not be much smaller;
     ``analysis`` and ``diagnostics`` (as in the full answer) only when they differ from ``base_revision``'s
     (a move changes neither); ``undo`` and ``select`` as in the full answer. A client whose document is not at
-    ``base_revision`` (a panel saved meanwhile) loads the document instead of applying the patch.
+    ``base_revision`` (others saved, or a panel did) must not apply the patch: it loads the document instead.
     """
     workflow, analysis = committed.saved.workflow, committed.saved.analysis
     after = workflow.document
+    before_analysis = committed.base_analysis
     answer: dict[str, Any] = {
         "revision": workflow.revision,
-        "base_revision": workflow.revision - 1,
+        # Carried, not worked out as revision - 1 of a re-read row: a patch is only right on its own base.
+        "base_revision": committed.base_revision,
         "undo": committed.applied.undo,
         "select": committed.applied.select,
     }
-    changes = json_patch(before, after)
+    changes = json_patch(committed.base_document, after)
     if len(json.dumps(changes)) > PATCH_SHARE * len(json.dumps(after)):
         answer["document"] = after
     else:
@@ -257,7 +269,6 @@ def patch_json(committed: Committed, *, before: dict[str, Any], before_analysis:
 def _edit_json(request: HtmxHttpRequest, workflow: WorkflowModel, analysis: Any) -> HttpResponse:
     try:
         body = _json_body(request)
-        before = workflow.document  # the save refreshes ``workflow``: this stays the base revision's
         committed = commit(actor=request.user, workflow=workflow, revision=body.get("revision"),
                            operations=body.get("ops"), analysis=analysis, client=live.client_id(body.get("client")))
     except EditConflict as exc:
@@ -269,7 +280,7 @@ def _edit_json(request: HtmxHttpRequest, workflow: WorkflowModel, analysis: Any)
     except WorkflowError as exc:
         return JsonResponse({"code": exc.code, "message": exc.message}, status=400)
     if body.get("answer") == "patch":
-        return JsonResponse(patch_json(committed, before=before, before_analysis=analysis))
+        return JsonResponse(patch_json(committed))
     return JsonResponse(_saved_json(committed))
 
 

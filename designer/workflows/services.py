@@ -207,7 +207,9 @@ def save_document(*, actor: Any, workflow: Workflow, revision: object, document:
                                       client=client[:64], ops=operations or [], undo=undo or [])
         if (revision + 1) % 100 == 0:
             DraftOperation.objects.filter(workflow_id=workflow.pk, revision__lte=revision + 1 - LOG_KEEP).delete()
-    workflow.refresh_from_db()
+        # Read back inside the transaction that still holds the row: after it, another save may already have
+        # landed, and the caller would hold someone else's revision beside this save's analysis and undo.
+        workflow.refresh_from_db()
     remember_analysis(workflow, analysis)  # the panels that follow the save ask about this revision
     return SavedDocument(workflow=workflow, analysis=analysis)
 
