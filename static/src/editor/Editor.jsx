@@ -19,7 +19,7 @@ import {
 } from "./hooks.js";
 import { MINIMAP, READABLE_ZOOM } from "./layout.js";
 import { startLive } from "./live.js";
-import { discardQueued, sendOps, setRevision } from "./queue.js";
+import { discardQueued, readRevisionFrom, sendOps } from "./queue.js";
 import { createEditorStore } from "./store.js";
 import { edgeTypes } from "./edges.jsx";
 import { Frames, Toolbar } from "./chrome.jsx";
@@ -28,14 +28,13 @@ import { nodeTypes } from "./nodes.jsx";
 // The store's ties to this page: the server's document and validate endpoints, the queue, and the page's
 // revision and save state (the panels' forms and the tests read them from the canvas element).
 function pageStore({ workflowId, apiBase, canEdit, root }) {
-  return createEditorStore({
+  const store = createEditorStore({
     canEdit,
     sendOps,
     discardQueued,
     fetchDocument: () => request("GET", documentUrl(apiBase, workflowId)),
     fetchAnalysis: () => request("POST", validateUrl(apiBase, workflowId), {}),
     publish: (revision, state) => {
-      setRevision(revision);
       root.dataset.revision = String(revision);
       root.dataset.state = state;
       const field = document.getElementById("editor-revision");
@@ -44,6 +43,9 @@ function pageStore({ workflowId, apiBase, canEdit, root }) {
     notice,
     emit: (name, detail) => emit(EVENTS[name], detail),
   });
+  // The panels' edits go out on the revision the store shows; nothing else keeps one.
+  readRevisionFrom(() => store.getState().status.revision);
+  return store;
 }
 
 function Canvas({ workflowId, apiBase, canEdit, root }) {

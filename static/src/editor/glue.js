@@ -3,7 +3,7 @@
 // swapping the panels' contents.
 import { emit, EVENTS } from "./events.js";
 import { clientId } from "./live.js";
-import { currentRevision, editUrl, enqueue, setRevision } from "./queue.js";
+import { currentRevision, editUrl, enqueue } from "./queue.js";
 
 const DRAG_TYPE = "application/x-trellis-node";
 
@@ -122,7 +122,8 @@ function isEditRequest(detail) {
 }
 
 // A panel's form edit waits its turn in the tab's edit queue and goes out with
-// the revision the previous edit produced, exactly like a canvas edit.
+// the revision shown when the person sent it (the store's), exactly like a
+// canvas edit.
 //
 // The form may be swapped out of the page while its request is in flight (the
 // person selects another node, the inspector reloads). htmx would then fire
@@ -153,6 +154,7 @@ function queuePanelEdits() {
     if (!isEditRequest(event.detail)) return;
     event.preventDefault();
     const { elt, issueRequest } = event.detail;
+    const revision = currentRevision();
     enqueue(
       () =>
         new Promise((resolve) => {
@@ -179,22 +181,23 @@ function queuePanelEdits() {
           elt.addEventListener("htmx:validation:halted", finish);
           // Last resort for a request htmx drops without any event.
           timer = window.setTimeout(finish, 20000);
+          madeOn.set(elt, revision);
           issueRequest(true);
         }),
     );
   });
   document.addEventListener("htmx:configRequest", (event) => {
     if (!isEditRequest(event.detail)) return;
-    const revision = currentRevision();
+    const elt = event.detail.elt;
+    const revision = madeOn.has(elt) ? madeOn.get(elt) : currentRevision();
+    madeOn.delete(elt);
     if (revision != null) event.detail.parameters.revision = String(revision);
     event.detail.parameters.client = clientId();
   });
-  // The panel's answer names the revision it saved; the next queued edit builds on it.
-  document.addEventListener(EVENTS.documentChanged, (event) => {
-    const detail = event.detail || {};
-    if (detail.revision != null) setRevision(detail.revision);
-  });
 }
+
+// The revision each queued panel edit was made on, from its sending to its request.
+const madeOn = new WeakMap();
 
 // One path picker open at a time: opening one closes the others.
 function onePicker() {

@@ -6,8 +6,8 @@
 // someone arrives, leaves or selects another node, or when a version is
 // published; otherwise after a wait. Another tab's change makes the canvas
 // load the stored draft (the server applied it, analysed it once, and answers
-// the document as it now is); this tab's own changes are already shown. A
-// dropped connection asks again, with backoff, from the last revision seen,
+// the document as it now is); this tab's own changes come with their answers.
+// A dropped connection asks again, with backoff, from the last revision seen,
 // so nothing is missed and nothing applied twice.
 import { csrfToken, request } from "./api.js";
 
@@ -23,14 +23,6 @@ let tabId = null;
 export function clientId() {
   if (!tabId) tabId = randomId();
   return tabId;
-}
-
-// What to do with one feed answer, given the revision the canvas shows: pure, so it is tested alone.
-// "reload" when another tab's change (or a gap in the log) is newer than what is shown.
-export function planFor(answer, shown, client) {
-  if (answer.resync && answer.revision > shown) return "reload";
-  const foreign = answer.entries.some((entry) => entry.revision > shown && entry.client !== client);
-  return foreign ? "reload" : "none";
 }
 
 // The people to show: every tab but this one, one entry per person (their latest selection first found).
@@ -179,9 +171,10 @@ export function startLive({ root, store, notice, emit }) {
       failures = 0;
       root.dataset.live = "online";
       const data = answer.data;
-      if (planFor(data, store.getState().status.revision ?? seen, client) === "reload") {
-        await store.getState().remoteChanged(data.revision);
-        emit("documentSaved", { revision: data.revision, remote: true });
+      // The store decides: it loads the draft when this is newer than what it shows and no edit of this tab
+      // is unanswered (that answer brings it; the store looks again once it is in).
+      if (await store.getState().remoteChanged(data.revision)) {
+        emit("documentSaved", { revision: store.getState().status.revision, remote: true });
       }
       seen = Math.max(seen, data.revision);
       root.dataset.seen = String(seen);
