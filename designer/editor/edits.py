@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from django.http import HttpResponse, JsonResponse
@@ -26,15 +25,14 @@ from designer import analysis as doc_analysis
 from designer.editor import live, panels
 from designer.editor.context import TEMPLATE, inspector_context, load, with_events
 from designer.errors import BadRequest, DesignerError, EditConflict, RevisionConflict
-from designer.models import DraftOperation
 from designer.models import Workflow as WorkflowModel
 from designer.permissions import require_workflow_role
 from designer.untrusted import form_json
 from designer.views.htmx import HtmxHttpRequest
 from designer.views.pages import error_message, signed_in
-from designer.workflows import merge
+from designer.workflows import edits as workflow_edits
 from designer.workflows import operations as ops
-from designer.workflows import services as workflow_services
+from designer.workflows.edits import Edited
 from designer.workflows.patch import json_patch
 from runtime import Analysis, WorkflowError
 
@@ -121,80 +119,12 @@ def operation_context(workflow: WorkflowModel, analysis: Analysis) -> ops.Contex
     return ops.Context(exit_labels=exit_labels, field_schema=field_schema)
 
 
-@dataclass(frozen=True, slots=True)
-class Committed:
-    """A saved edit, with the draft its operations were applied to: ``base_revision`` (the saved revision less
-    one: the save is a compare-and-set on it), its ``base_document`` and ``base_analysis``. When the edit was
-    rebased or retried that is not the revision the client sent, nor the draft the request first read."""
-
-    saved: workflow_services.SavedDocument
-    applied: ops.Applied
-    base_revision: int
-    base_document: dict[str, Any]
-    base_analysis: Analysis
-
-
-#: Times an edit is rebased again when yet another save lands between its rebase and its own save. Each retry
-#: means someone else's save went in, so the loop ends once the writers ahead of it have saved: this only bounds a
-#: pathological stream (five was too few: six people saving one revision at once could see one refused).
-_REBASE_ATTEMPTS = 50
-
-
-def _later(workflow: WorkflowModel, revision: int, client: str) -> list[merge.Later] | None:
-    """Other tabs' edits saved after ``revision``, in server order; None when the log does not reach back there."""
-    # Up to the revision this rebase is judged on: rows saved since are judged by the retry that meets them.
-    rows = list(DraftOperation.objects.filter(workflow_id=workflow.pk, revision__gt=revision,
-                                              revision__lte=workflow.revision)
-                .select_related("actor").order_by("revision"))
-    if len(rows) != workflow.revision - revision:
-        return None
-    return [merge.Later(row.revision, live.display_name(row.actor), row.ops) for row in rows
-            if not (client and row.client == client)]
-
-
-def _rebase(workflow: WorkflowModel, revision: object, operations: object, client: str) -> object:
-    """The revision to save ``operations`` on: ``revision`` itself when current; else the current one, when the
-    edits saved since touched nothing these do (``merge``); else ``EditConflict``, keeping the first."""
-    if isinstance(revision, bool) or not isinstance(revision, int) or not 0 < revision < workflow.revision:
-        return revision  # current, or nonsense that save_document names
-    later = _later(workflow, revision, client)
-    sent = [op for op in operations if isinstance(op, Mapping)] if isinstance(operations, list) else []
-    kept = ([merge.Kept(workflow.revision, "someone", merge.EVERYTHING)] if later is None
-            else merge.conflicts(sent, later))
-    if kept:
-        first = kept[0]
-        raise EditConflict(
-            f"{first.actor} changed {first.describe()} first (revision {first.revision}); their change is kept "
-            "and yours was not applied",
-            kept=[k.to_dict() for k in kept], ops=operations, current_revision=workflow.revision,
-        )
-    return workflow.revision
-
-
 def commit(*, actor: Any, workflow: WorkflowModel, revision: object, operations: object,
-           analysis: Any, client: str = "") -> Committed:
-    """Apply ``operations`` to the stored draft and save it, rebased onto the current revision when others saved
-    since ``revision`` and nothing they changed is what these operations change."""
-    for attempt in range(_REBASE_ATTEMPTS):
-        base = _rebase(workflow, revision, operations, client)
-        before = workflow.document  # the save re-reads ``workflow``: this stays the base revision's
-        applied = ops.apply_all(before, operations, operation_context(workflow, analysis))
-        try:
-            saved = workflow_services.save_document(
-                actor=actor, workflow=workflow, revision=base, document=applied.document,
-                operations=list(operations) if isinstance(operations, list) else None,
-                undo=applied.undo, client=client)
-        except RevisionConflict:
-            # Saved by someone else between our read and our write: read again, judge again.
-            fresh = WorkflowModel.objects.filter(pk=workflow.pk).first()
-            if fresh is None or attempt == _REBASE_ATTEMPTS - 1 or not isinstance(base, int) \
-                    or not 0 < base < fresh.revision:
-                raise
-            workflow, analysis = fresh, doc_analysis.analysis_for(fresh)
-            continue
-        assert isinstance(base, int)  # save_document refuses anything else
-        return Committed(saved, applied, base_revision=base, base_document=before, base_analysis=analysis)
-    raise AssertionError("unreachable")
+           analysis: Analysis, client: str = "") -> Edited:
+    """An editor's edit through the one edit service: rebased onto the current draft when others saved since
+    ``revision`` and nothing they changed is what these operations change."""
+    return workflow_edits.apply_edits(actor=actor, workflow=workflow, revision=revision, operations=operations,
+                                      client=client, rebase=True, analysis=analysis, context=operation_context)
 
 
 def parse_revision(value: object) -> object:
@@ -217,7 +147,7 @@ def _json_body(request: HtmxHttpRequest) -> dict[str, Any]:
     return body
 
 
-def _saved_json(committed: Committed) -> dict[str, Any]:
+def _saved_json(committed: Edited) -> dict[str, Any]:
     workflow, analysis = committed.saved.workflow, committed.saved.analysis
     return {
         "revision": workflow.revision,
@@ -233,7 +163,7 @@ def _saved_json(committed: Committed) -> dict[str, Any]:
 PATCH_SHARE = 0.5
 
 
-def patch_json(committed: Committed) -> dict[str, Any]:
+def patch_json(committed: Edited) -> dict[str, Any]:
     """The save's answer for a client that holds the document at the revision it edited (``"answer": "patch"``).
 
     ``revision``: the saved revision; ``base_revision``: the revision the operations were applied to, which is
@@ -260,7 +190,7 @@ def patch_json(committed: Committed) -> dict[str, Any]:
     else:
         answer["patch"] = changes
     summary = None if analysis is before_analysis else doc_analysis.summary(analysis)
-    if summary is not None and summary != doc_analysis.summary(before_analysis):
+    if summary is not None and (before_analysis is None or summary != doc_analysis.summary(before_analysis)):
         answer["analysis"] = summary
         answer["diagnostics"] = summary["diagnostics"]
     return answer

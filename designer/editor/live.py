@@ -30,6 +30,7 @@ from django.http import HttpResponse, JsonResponse
 from django.utils import timezone
 from django.views.decorators.cache import never_cache
 
+from designer.access.people import display_name
 from designer.conf import trellis
 from designer.errors import BadRequest
 from designer.models import DraftOperation, EditorPresence, Workflow, WorkflowVersion
@@ -55,13 +56,6 @@ COLOURS = ("#1f6feb", "#a2371f", "#1a7f37", "#8250df", "#9a6700", "#bf3989", "#0
 def client_id(value: object) -> str:
     """The browser tab's id as it sent it, or empty when it is not one (then no change counts as its own)."""
     return value if isinstance(value, str) and _CLIENT.fullmatch(value) else ""
-
-
-def display_name(user: Any) -> str:
-    if user is None:
-        return "Someone"
-    full = f"{user.first_name} {user.last_name}".strip()
-    return full or user.get_username()
 
 
 def initials(user: Any) -> str:

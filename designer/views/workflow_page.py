@@ -27,6 +27,7 @@ from designer.triggers import signature
 from designer.uploads import TOO_MUCH, too_large
 from designer.views.htmx import HtmxHttpRequest
 from designer.views.pages import error_message, signed_in
+from designer.workflows import edits as workflow_edits
 from designer.workflows import versions as version_services
 from designer.workflows.diff import diff, labels_of, node_marks, route_target
 from runtime import WorkflowError
@@ -206,8 +207,8 @@ def version_restore_undo(request: HtmxHttpRequest, workflow_id: int) -> HttpResp
         messages.error(request, "There is no restore to undo.")
         return redirect("workflow-page", workflow.pk)
     try:
-        edited = version_services.apply_edits(actor=request.user, workflow=workflow, revision=undo["revision"],
-                                              operations=undo["ops"])
+        edited = workflow_edits.apply_edits(actor=request.user, workflow=workflow, revision=undo["revision"],
+                                            operations=undo["ops"])
     except (DesignerError, WorkflowError) as exc:
         messages.error(request, f"Not undone: {error_message(exc)}")
         return redirect("workflow-page", workflow.pk)
