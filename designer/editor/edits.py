@@ -19,11 +19,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from django.http import HttpResponse, JsonResponse
+from django.template.loader import render_to_string
 from django.template.response import TemplateResponse
 
 from designer import analysis as doc_analysis
 from designer.editor import live, panels
-from designer.editor.context import TEMPLATE, inspector_context, load, with_events
+from designer.editor.context import TEMPLATE, diagnostics_panel, inspector_context, load, with_events
 from designer.errors import BadRequest, DesignerError, EditConflict, RevisionConflict
 from designer.models import Workflow as WorkflowModel
 from designer.permissions import require_workflow_role
@@ -209,9 +210,14 @@ def _edit_json(request: HtmxHttpRequest, workflow: WorkflowModel, analysis: Any)
         return JsonResponse(exc.to_dict(), status=exc.status)
     except WorkflowError as exc:
         return JsonResponse({"code": exc.code, "message": exc.message}, status=400)
-    if body.get("answer") == "patch":
-        return JsonResponse(patch_json(committed))
-    return JsonResponse(_saved_json(committed))
+    answer = patch_json(committed) if body.get("answer") == "patch" else _saved_json(committed)
+    if "diagnostics" in answer:
+        # The diagnostics panel as the page draws it, so the canvas shows it from the answer, not fetched again.
+        saved = committed.saved
+        fresh = load(request, saved.workflow.pk, workflow=saved.workflow, analysis=saved.analysis)
+        answer["diagnostics_panel"] = render_to_string(f"{TEMPLATE}#diagnostics", diagnostics_panel(fresh),
+                                                       request=request)
+    return JsonResponse(answer)
 
 
 @signed_in("POST")
@@ -255,7 +261,9 @@ def edit(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
     if request.POST.get("action") == "settings":
         show = None
     fresh = load(request, workflow_id, workflow=saved.workflow, analysis=saved.analysis)
-    response = TemplateResponse(request, f"{TEMPLATE}#inspector", inspector_context(fresh, show))
+    # The diagnostics panel comes with the answer (out of band), not fetched again after it.
+    context = {**inspector_context(fresh, show), **diagnostics_panel(fresh), "diagnostics_oob": True}
+    response = TemplateResponse(request, f"{TEMPLATE}#inspector", context)
     return with_events(response, document_changed={
         "revision": saved.workflow.revision, "node": show, "undo": committed.applied.undo,
     })

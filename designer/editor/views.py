@@ -22,6 +22,7 @@ from designer.editor.context import (
     TEMPLATE,
     Loaded,
     diagnostics_of,
+    diagnostics_panel,
     inspector_context,
     load,
     node_of,
@@ -111,8 +112,7 @@ def picker(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
 @signed_in("GET")
 def diagnostics(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
     loaded = load(request, workflow_id)
-    context = {"workflow": loaded.workflow, "summary": panels.diagnostics_summary(diagnostics_of(loaded))}
-    return TemplateResponse(request, f"{TEMPLATE}#diagnostics", context)
+    return TemplateResponse(request, f"{TEMPLATE}#diagnostics", diagnostics_panel(loaded))
 
 
 # --- the schema builders (changes re-render; "Save" is one set_schema edit) ---------------------
@@ -202,7 +202,9 @@ def _save_schema(request: HtmxHttpRequest, loaded: Loaded, key: str, node_id: st
         return render(tree, error_message(exc))
     saved = committed.saved
     fresh = load(request, loaded.workflow.pk, workflow=saved.workflow, analysis=saved.analysis)
-    response = TemplateResponse(request, f"{TEMPLATE}#inspector", inspector_context(fresh, node_id))
+    # The diagnostics panel comes with the answer (out of band), not fetched again after it.
+    context = {**inspector_context(fresh, node_id), **diagnostics_panel(fresh), "diagnostics_oob": True}
+    response = TemplateResponse(request, f"{TEMPLATE}#inspector", context)
     response = reswap(retarget(response, "#inspector"), "innerHTML")
     return with_events(response, document_changed={"revision": saved.workflow.revision, "node": node_id,
                                                   "undo": committed.applied.undo})

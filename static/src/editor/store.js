@@ -151,7 +151,15 @@ export function createEditorStore(deps) {
       if (loading) await loading;
       const shown = get().status.revision;
       if (inFlight || heard == null || (shown != null && heard <= shown)) return null;
-      return load();
+      return loadedElsewhere();
+    };
+
+    // A draft this tab did not edit itself was loaded (another person's change, a patch it could not apply):
+    // the panels that show the draft ask for theirs.
+    const loadedElsewhere = async () => {
+      const data = await load();
+      if (data) emit("documentLoaded", { revision: get().status.revision });
+      return data;
     };
 
     const pushUndo = (history, ops) => {
@@ -208,7 +216,11 @@ export function createEditorStore(deps) {
           pendingSelect = data.select;
           lastSelected = data.select;
         }
-        if (!applyChanges(data, settled)) await load();
+        if (!applyChanges(data, settled)) await loadedElsewhere();
+        else if (data.diagnostics_panel && get().status.revision === data.revision) {
+          // The diagnostics panel as the server draws it for this revision: shown from the answer.
+          emit("diagnostics", { html: data.diagnostics_panel });
+        }
         if (data.select) emit("select", { nodeId: data.select, field: selectField });
         emit("documentSaved", { revision: data.revision });
         return data;

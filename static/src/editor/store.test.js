@@ -315,6 +315,25 @@ describe("the editor store", () => {
     expect(nodeIds(store)).toEqual(["a", "x", "y"]);
   });
 
+  it("shows the diagnostics panel an answer carries; a draft loaded instead asks the panels for theirs", async () => {
+    const { store, server, events } = t;
+    server.nodes = ["a"];
+    server.revision = 2;
+    server.answer = { status: 200, data: { revision: 2, base_revision: 1, undo: [], diagnostics: [],
+      patch: [{ op: "add", path: "/nodes/0", value: { id: "a" } }], diagnostics_panel: "<p>1 error</p>" } };
+    await store.getState().send(add("a"));
+    expect(events).toContainEqual(["diagnostics", { html: "<p>1 error</p>" }]);
+    expect(events.some(([name]) => name === "documentLoaded")).toBe(false);
+    // A patch on a revision not shown: the draft is loaded whole, and its panel is not the answer's.
+    events.length = 0;
+    server.nodes = ["a", "b"];
+    server.revision = 9;
+    server.answer = { status: 200, data: { revision: 9, base_revision: 8, undo: [], diagnostics: [],
+      patch: [{ op: "add", path: "/nodes/1", value: { id: "b" } }], diagnostics_panel: "<p>stale</p>" } };
+    await store.getState().send(add("b"));
+    expect(events.map(([name]) => name)).toEqual(["documentLoaded", "documentSaved"]);
+  });
+
   it("a draft that could not be loaded is loaded at the feed's next word; a whole answer older than the shown is not shown",
     async () => {
       const { store, server, loads } = t;

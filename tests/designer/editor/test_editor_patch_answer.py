@@ -158,3 +158,21 @@ def test_a_patch_answer_names_the_revision_it_was_made_on_when_a_save_landed_in_
     chain.refresh_from_db()
     assert apply_patch(copy.deepcopy(theirs), data["patch"]) == chain.document
     assert len(chain.document["routes"]) == len(_chain(60)["routes"]) - 1
+
+
+def test_the_diagnostics_panel_comes_with_an_edit_that_changes_it(cast: Any, chain: Any) -> None:
+    """The canvas shows the diagnostics panel from the edit's answer (issue 28): drawn by the server only when the
+    diagnostics changed; a panel's form answer carries it out of band."""
+    client = client_for(cast.editor)
+    moved = _send(client, chain, [{"op": "move_nodes", "positions": {"each": {"x": 1, "y": 2}}}], answer="patch").json()
+    assert "diagnostics_panel" not in moved
+    chain.refresh_from_db()
+    cut = _send(client, chain, [{"op": "disconnect", "source": "step_030", "label": "ok"}], answer="patch").json()
+    panel = cut["diagnostics_panel"]
+    assert 'data-testid="error-count"' in panel and 'data-focus-node="step_031"' in panel
+    chain.refresh_from_db()
+    answer = client.post(f"/workflows/{chain.pk}/edit/change/", {
+        "revision": chain.revision, "action": "connect", "node": "step_030", "source": "step_030", "label": "ok",
+        "target": "step_031"}, HTTP_HX_REQUEST="true").content.decode()
+    assert 'id="diagnostics" hx-swap-oob="innerHTML"' in answer
+    assert 'data-focus-node="step_031"' not in answer.split('id="diagnostics"')[1]
