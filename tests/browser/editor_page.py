@@ -183,13 +183,7 @@ class EditorPage:
 
     def select(self, node_id: str) -> None:
         self.node(node_id).locator(".wf-node__title").click()
-        try:
-            expect(self.inspector).to_have_attribute("data-node", node_id, timeout=7_000)
-        except AssertionError:
-            # Known defect under investigation (issue 34 note): under CI load a first click on a node can leave
-            # the workflow's inspector shown; a person clicks again, and so does this helper, once.
-            self.node(node_id).locator(".wf-node__title").click()
-            expect(self.inspector).to_have_attribute("data-node", node_id)
+        expect(self.inspector).to_have_attribute("data-node", node_id)
 
     # --- inspector actions -------------------------------------------------------------
 

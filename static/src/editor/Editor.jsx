@@ -113,6 +113,10 @@ function Canvas({ workflowId, apiBase, canEdit, root }) {
           onSelectionChange={actions.onSelectionChange}
           onNodeClick={onNodeClick}
           nodesDraggable={canEdit}
+          // A node is selected by the press, not by the click: nodes laid out close together can trade places
+          // under the pointer between press and release (seen under load), and a click then goes to their
+          // common parent and selects nothing (issue 34's lost first click). A press that does not move saves no move.
+          nodeDragThreshold={0}
           nodesConnectable={canEdit}
           edgesReconnectable={canEdit}
           deleteKeyCode={canEdit ? ["Delete", "Backspace"] : null}
