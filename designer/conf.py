@@ -348,6 +348,11 @@ class TrellisSettings:
         "step in a step process")
     # --- documents and tasks ---
     MAX_DOCUMENT_NODES = Setting(count(1), 2000, "nodes a workflow document may have")
+    LIVE_WAIT_SECONDS = Setting(
+        seconds(), 10,
+        "seconds the editor's live feed (others' changes and presence) holds a request open waiting for news; at "
+        "most half of a web process's threads wait at once, the others answer at once; `0`: answer at once "
+        "(editors then poll about once a second); keep it under `TRELLIS_WEB_TIMEOUT`")
     MAX_UPLOAD_BYTES = Setting(
         optional(count(1)), None,
         "largest multipart request body (file uploads) accepted; bigger ones are refused before they are read",

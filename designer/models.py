@@ -21,6 +21,7 @@ from designer.access.models import (
     TeamScopedQuerySet,
     WorkflowGrant,
 )
+from designer.editor.models import EditorPresence
 from designer.monitoring.models import WorkerHeartbeat
 from designer.notifications.models import AnswerLink, Delivery, NotificationRule
 from designer.runs.models import (
@@ -38,12 +39,12 @@ from designer.runs.models import (
 )
 from designer.secrets.models import Secret, SecretUse
 from designer.triggers.models import Schedule, TriggerFire, Webhook, WebhookSignatureUse
-from designer.workflows.models import Workflow, WorkflowVersion, empty_document
+from designer.workflows.models import DraftOperation, Workflow, WorkflowVersion, empty_document
 
 __all__ = [
-    "AnswerLink", "ApiToken", "Delivery", "FairShare", "ForeachBatch", "ForeachBatchItem", "Invitation",
-    "LoginAttemptWindow", "Membership", "NotificationRule", "QueuedTask", "RecoveryChain", "Run", "RunCheckpoint",
-    "RunEvent", "RunInput", "RunStatePart", "RunValue", "Schedule", "Secret", "SecretUse", "Team", "TeamQuerySet",
-    "TeamScopedQuerySet", "TriggerFire", "Webhook", "WebhookSignatureUse", "WorkerHeartbeat", "Workflow",
-    "WorkflowGrant", "WorkflowVersion", "empty_document",
+    "AnswerLink", "ApiToken", "Delivery", "DraftOperation", "EditorPresence", "empty_document", "FairShare",
+    "ForeachBatch", "ForeachBatchItem", "Invitation", "LoginAttemptWindow", "Membership", "NotificationRule",
+    "QueuedTask", "RecoveryChain", "Run", "RunCheckpoint", "RunEvent", "RunInput", "RunStatePart", "RunValue",
+    "Schedule", "Secret", "SecretUse", "Team", "TeamQuerySet", "TeamScopedQuerySet", "TriggerFire", "Webhook",
+    "WebhookSignatureUse", "WorkerHeartbeat", "Workflow", "WorkflowGrant", "WorkflowVersion",
 ]

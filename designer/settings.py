@@ -121,7 +121,7 @@ ASGI_APPLICATION = "designer.asgi.application"
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        # Site-wide templates (base, errors, login, the editor's until the live co-editing work lands), then each
+        # Site-wide templates (base, errors, login, the browsable API's), then each
         # domain's own (designer/<domain>/templates/<domain>/): one app, so the app-directories loader would
         # look in designer/templates/ only.
         "DIRS": [BASE_DIR / "templates", *sorted((BASE_DIR / "designer").glob("*/templates"))],

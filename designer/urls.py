@@ -14,11 +14,6 @@ from designer.access.login_throttle import ThrottledAdminAuthenticationForm, Thr
 from designer.core.api import ApiRootView
 from designer.core.api_schema import unknown_api_path
 from designer.core.browsable import code_style
-from designer.core.routes import routes
-from designer.editor import edits as editor_edits
-from designer.editor import run as editor_run
-from designer.editor import trial as editor_try
-from designer.editor import views as editor
 from designer.monitoring import health, metrics
 from designer.workflows.views import home
 
@@ -41,7 +36,7 @@ handler500 = "designer.core.error_pages.server_error"
 API_MODULES = ("access.api", "workflows.api", "runs.api", "runs.history_api", "runs.executions_api", "secrets.api",
                "triggers.api")
 #: The domains whose ``urls.py`` holds their pages.
-PAGE_DOMAINS = ("access", "workflows", "runs", "notifications", "secrets", "triggers")
+PAGE_DOMAINS = ("access", "workflows", "runs", "notifications", "secrets", "triggers", "editor")
 
 api_urlpatterns: list[URLPattern | URLResolver] = [
     path("", ApiRootView.as_view(), name="root"),
@@ -51,24 +46,6 @@ api_urlpatterns: list[URLPattern | URLResolver] = [
     re_path(r"^[\s\S]*\Z", unknown_api_path, name="unknown"),
 ]
 
-# The editor's pages (designer/editor/): here until the live co-editing work lands, then its own urls.py.
-editor_urlpatterns = routes("""
-    workflows/<int:workflow_id>/edit/                           editor          editor
-    workflows/<int:workflow_id>/edit/palette/                   palette         editor-palette
-    workflows/<int:workflow_id>/edit/inspector/                 inspector       editor-inspector
-    workflows/<int:workflow_id>/edit/picker/                    picker          editor-picker
-    workflows/<int:workflow_id>/edit/diagnostics/               diagnostics     editor-diagnostics
-    workflows/<int:workflow_id>/edit/change/                    edit            editor-edit
-    workflows/<int:workflow_id>/edit/schema-builder/            schema_builder  editor-schema-builder
-    workflows/<int:workflow_id>/edit/publish/                   publish         editor-publish
-    workflows/<int:workflow_id>/edit/runs/                      runs            editor-runs
-    workflows/<int:workflow_id>/edit/run-overlay/               overlay         editor-run-overlay
-    workflows/<int:workflow_id>/edit/run-node/                  node            editor-run-node
-    workflows/<int:workflow_id>/edit/try-node/                  form            editor-try-node
-    workflows/<int:workflow_id>/edit/try-node/start/            start           editor-try-node-start
-    workflows/<int:workflow_id>/edit/try-node/executions/       executions      editor-try-node-executions
-    workflows/<int:workflow_id>/edit/try-node/<str:result_id>/  outcome         editor-try-node-outcome
-""", editor, editor_edits, editor_run, editor_try)
 
 urlpatterns: list[URLPattern | URLResolver] = [
     path("", home, name="home"),
@@ -90,5 +67,4 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("api/code-style.css", code_style, name="api-code-style"),
     path("api/", include((api_urlpatterns, "api"))),
     *(path("", include(f"designer.{domain}.urls")) for domain in PAGE_DOMAINS),
-    path("", include(editor_urlpatterns)),
 ]

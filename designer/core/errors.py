@@ -100,6 +100,15 @@ class RevisionConflict(DesignerError):
     status = 409
 
 
+class EditConflict(DesignerError):
+    """An edit that wants a field someone else changed after the revision it started from: the first change is
+    kept, ``kept`` lists what it changed and who made it, ``ops`` are the refused edit's own operations (sent again
+    on the current revision, they apply: "apply mine")."""
+
+    code = "edit.conflict"
+    status = 409
+
+
 class SecretExists(DesignerError):
     """A team already has a secret of that name (rotate it instead)."""
 

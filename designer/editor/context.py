@@ -65,6 +65,11 @@ def diagnostics_of(loaded: Loaded) -> list[dict[str, Any]]:
     return items
 
 
+def diagnostics_panel(loaded: Loaded) -> dict[str, Any]:
+    """The diagnostics panel's context (``editor.html#diagnostics``): every diagnostic of the draft, with its fix."""
+    return {"workflow": loaded.workflow, "summary": panels.diagnostics_summary(diagnostics_of(loaded))}
+
+
 def _fix_label(fix: list[dict[str, Any]]) -> str:
     if len(fix) == 1 and fix[0]["op"] == "connect":
         return f"Route {fix[0]['label']} back to {fix[0]['target']}"

@@ -16,23 +16,24 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from django.http import HttpResponse, JsonResponse
+from django.template.loader import render_to_string
 from django.template.response import TemplateResponse
 
 from designer.access.permissions import require_workflow_role
-from designer.core.errors import BadRequest, DesignerError, RevisionConflict
+from designer.core.errors import BadRequest, DesignerError, EditConflict, RevisionConflict
 from designer.core.htmx import HtmxHttpRequest
 from designer.core.pages import error_message, signed_in
 from designer.core.untrusted import form_json
-from designer.editor import panels
-from designer.editor.context import TEMPLATE, inspector_context, load, with_events
+from designer.editor import live, panels
+from designer.editor.context import TEMPLATE, diagnostics_panel, inspector_context, load, with_events
 from designer.models import Workflow as WorkflowModel
 from designer.workflows import analysis as doc_analysis
+from designer.workflows import edits as workflow_edits
 from designer.workflows import operations as ops
-from designer.workflows import services as workflow_services
+from designer.workflows.edits import Edited
 from designer.workflows.patch import json_patch
 from runtime import Analysis, WorkflowError
 
@@ -60,7 +61,7 @@ FORM_ACTIONS = {
     "workflow-output-add": "add_workflow_output",
     "workflow-output-remove": "remove_workflow_output",
 }
-_NOT_ARGS = frozenset({"action", "revision", "csrfmiddlewaretoken", "ops"})
+_NOT_ARGS = frozenset({"action", "revision", "csrfmiddlewaretoken", "ops", "client"})
 
 
 def form_ops(form: Any) -> list[dict[str, Any]]:
@@ -119,19 +120,12 @@ def operation_context(workflow: WorkflowModel, analysis: Analysis) -> ops.Contex
     return ops.Context(exit_labels=exit_labels, field_schema=field_schema)
 
 
-@dataclass(frozen=True, slots=True)
-class Committed:
-    saved: workflow_services.SavedDocument
-    applied: ops.Applied
-
-
 def commit(*, actor: Any, workflow: WorkflowModel, revision: object, operations: object,
-           analysis: Any) -> Committed:
-    """Apply ``operations`` to the stored draft and save it if ``revision`` is still current."""
-    applied = ops.apply_all(workflow.document, operations, operation_context(workflow, analysis))
-    saved = workflow_services.save_document(actor=actor, workflow=workflow, revision=revision,
-                                            document=applied.document)
-    return Committed(saved, applied)
+           analysis: Analysis, client: str = "") -> Edited:
+    """An editor's edit through the one edit service: rebased onto the current draft when others saved since
+    ``revision`` and nothing they changed is what these operations change."""
+    return workflow_edits.apply_edits(actor=actor, workflow=workflow, revision=revision, operations=operations,
+                                      client=client, rebase=True, analysis=analysis, context=operation_context)
 
 
 def parse_revision(value: object) -> object:
@@ -154,7 +148,7 @@ def _json_body(request: HtmxHttpRequest) -> dict[str, Any]:
     return body
 
 
-def _saved_json(committed: Committed) -> dict[str, Any]:
+def _saved_json(committed: Edited) -> dict[str, Any]:
     workflow, analysis = committed.saved.workflow, committed.saved.analysis
     return {
         "revision": workflow.revision,
@@ -170,31 +164,34 @@ def _saved_json(committed: Committed) -> dict[str, Any]:
 PATCH_SHARE = 0.5
 
 
-def patch_json(committed: Committed, *, before: dict[str, Any], before_analysis: Analysis) -> dict[str, Any]:
+def patch_json(committed: Edited) -> dict[str, Any]:
     """The save's answer for a client that holds the document at the revision it edited (``"answer": "patch"``).
 
-    ``revision``: the saved revision; ``base_revision``: the one the operations applied to (the client's);
+    ``revision``: the saved revision; ``base_revision``: the revision the operations were applied to, which is
+    the client's own only when nobody else saved since it (else the edit was rebased onto a newer one);
     ``patch``: JSON Patch (RFC 6902; add, remove, replace) from the document at ``base_revision`` to the saved
     one, or ``document`` (the whole saved document) instead when the patch would not be much smaller;
     ``analysis`` and ``diagnostics`` (as in the full answer) only when they differ from ``base_revision``'s
     (a move changes neither); ``undo`` and ``select`` as in the full answer. A client whose document is not at
-    ``base_revision`` (a panel saved meanwhile) loads the document instead of applying the patch.
+    ``base_revision`` (others saved, or a panel did) must not apply the patch: it loads the document instead.
     """
     workflow, analysis = committed.saved.workflow, committed.saved.analysis
     after = workflow.document
+    before_analysis = committed.base_analysis
     answer: dict[str, Any] = {
         "revision": workflow.revision,
-        "base_revision": workflow.revision - 1,
+        # Carried, not worked out as revision - 1 of a re-read row: a patch is only right on its own base.
+        "base_revision": committed.base_revision,
         "undo": committed.applied.undo,
         "select": committed.applied.select,
     }
-    changes = json_patch(before, after)
+    changes = json_patch(committed.base_document, after)
     if len(json.dumps(changes)) > PATCH_SHARE * len(json.dumps(after)):
         answer["document"] = after
     else:
         answer["patch"] = changes
     summary = None if analysis is before_analysis else doc_analysis.summary(analysis)
-    if summary is not None and summary != doc_analysis.summary(before_analysis):
+    if summary is not None and (before_analysis is None or summary != doc_analysis.summary(before_analysis)):
         answer["analysis"] = summary
         answer["diagnostics"] = summary["diagnostics"]
     return answer
@@ -203,18 +200,24 @@ def patch_json(committed: Committed, *, before: dict[str, Any], before_analysis:
 def _edit_json(request: HtmxHttpRequest, workflow: WorkflowModel, analysis: Any) -> HttpResponse:
     try:
         body = _json_body(request)
-        before = workflow.document  # the save refreshes ``workflow``: this stays the base revision's
         committed = commit(actor=request.user, workflow=workflow, revision=body.get("revision"),
-                           operations=body.get("ops"), analysis=analysis)
+                           operations=body.get("ops"), analysis=analysis, client=live.client_id(body.get("client")))
+    except EditConflict as exc:
+        return JsonResponse(exc.to_dict(), status=409)
     except RevisionConflict as exc:
         return JsonResponse({**exc.to_dict(), "current_revision": exc.details["current_revision"]}, status=409)
     except DesignerError as exc:
         return JsonResponse(exc.to_dict(), status=exc.status)
     except WorkflowError as exc:
         return JsonResponse({"code": exc.code, "message": exc.message}, status=400)
-    if body.get("answer") == "patch":
-        return JsonResponse(patch_json(committed, before=before, before_analysis=analysis))
-    return JsonResponse(_saved_json(committed))
+    answer = patch_json(committed) if body.get("answer") == "patch" else _saved_json(committed)
+    if "diagnostics" in answer:
+        # The diagnostics panel as the page draws it, so the canvas shows it from the answer, not fetched again.
+        saved = committed.saved
+        fresh = load(request, saved.workflow.pk, workflow=saved.workflow, analysis=saved.analysis)
+        answer["diagnostics_panel"] = render_to_string(f"{TEMPLATE}#diagnostics", diagnostics_panel(fresh),
+                                                       request=request)
+    return JsonResponse(answer)
 
 
 @signed_in("POST")
@@ -228,7 +231,14 @@ def edit(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
     try:
         committed = commit(actor=request.user, workflow=loaded.workflow,
                            revision=parse_revision(request.POST.get("revision", "")),
-                           operations=form_ops(request.POST), analysis=loaded.analysis)
+                           operations=form_ops(request.POST), analysis=loaded.analysis,
+                           client=live.client_id(request.POST.get("client")))
+    except EditConflict as exc:
+        fresh = load(request, workflow_id)
+        response = TemplateResponse(request, f"{TEMPLATE}#inspector", inspector_context(fresh, node_id or None))
+        return with_events(response, document_changed={"revision": fresh.workflow.revision},
+                           notice={"kind": "conflict", "message": exc.message[0].upper() + exc.message[1:] + ".",
+                                   "action": {"ops": exc.details["ops"], "label": "Apply mine instead"}})
     except RevisionConflict as exc:
         fresh = load(request, workflow_id)
         response = TemplateResponse(request, f"{TEMPLATE}#inspector",
@@ -251,7 +261,9 @@ def edit(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
     if request.POST.get("action") == "settings":
         show = None
     fresh = load(request, workflow_id, workflow=saved.workflow, analysis=saved.analysis)
-    response = TemplateResponse(request, f"{TEMPLATE}#inspector", inspector_context(fresh, show))
+    # The diagnostics panel comes with the answer (out of band), not fetched again after it.
+    context = {**inspector_context(fresh, show), **diagnostics_panel(fresh), "diagnostics_oob": True}
+    response = TemplateResponse(request, f"{TEMPLATE}#inspector", context)
     return with_events(response, document_changed={
         "revision": saved.workflow.revision, "node": show, "undo": committed.applied.undo,
     })

@@ -27,6 +27,7 @@ from designer.editor.context import (
     TEMPLATE,
     Loaded,
     diagnostics_of,
+    diagnostics_panel,
     inspector_context,
     load,
     node_of,
@@ -111,8 +112,7 @@ def picker(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
 @signed_in("GET")
 def diagnostics(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
     loaded = load(request, workflow_id)
-    context = {"workflow": loaded.workflow, "summary": panels.diagnostics_summary(diagnostics_of(loaded))}
-    return TemplateResponse(request, f"{TEMPLATE}#diagnostics", context)
+    return TemplateResponse(request, f"{TEMPLATE}#diagnostics", diagnostics_panel(loaded))
 
 
 # --- the schema builders (changes re-render; "Save" is one set_schema edit) ---------------------
@@ -202,10 +202,20 @@ def _save_schema(request: HtmxHttpRequest, loaded: Loaded, key: str, node_id: st
         return render(tree, error_message(exc))
     saved = committed.saved
     fresh = load(request, loaded.workflow.pk, workflow=saved.workflow, analysis=saved.analysis)
-    response = TemplateResponse(request, f"{TEMPLATE}#inspector", inspector_context(fresh, node_id))
+    # The diagnostics panel comes with the answer (out of band), not fetched again after it.
+    context = {**inspector_context(fresh, node_id), **diagnostics_panel(fresh), "diagnostics_oob": True}
+    response = TemplateResponse(request, f"{TEMPLATE}#inspector", context)
     response = reswap(retarget(response, "#inspector"), "innerHTML")
     return with_events(response, document_changed={"revision": saved.workflow.revision, "node": node_id,
                                                   "undo": committed.applied.undo})
+
+
+def _shown_revision(value: str | None) -> int | None:
+    # The revision the canvas showed when Publish was pressed (the page's revision field); absent: the draft's.
+    try:
+        return int(value) if value else None
+    except ValueError:
+        raise BadRequest("revision is the whole number of the revision shown", field="revision") from None
 
 
 @signed_in("POST")
@@ -214,14 +224,17 @@ def publish(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
     loaded = load(request, workflow_id)
     require_workflow_role(request.user, loaded.workflow, "editor")
     try:
-        version = workflow_services.publish_workflow(actor=request.user, workflow=loaded.workflow,
-                                                     note=request.POST.get("note", ""))
+        version = workflow_services.publish_workflow(
+            actor=request.user, workflow=loaded.workflow, note=request.POST.get("note", ""),
+            revision=_shown_revision(request.POST.get("revision")))
     except (DesignerError, WorkflowError) as exc:
         count = len(getattr(exc, "diagnostics", ()) or ())
         message = (f"Not published: the draft has {count} error{'s' if count != 1 else ''}; "
                    "fix them in the diagnostics panel first.") if count else f"Not published: {error_message(exc)}"
         return with_events(HttpResponse(status=204), notice={"kind": "error", "message": message})
     # ``version-published``: the run panel reloads on it, so the new version is listed at once.
+    shown = _shown_revision(request.POST.get("revision"))
+    which = f" (revision {shown}, as shown)" if shown is not None and shown != loaded.workflow.revision else ""
     return with_events(HttpResponse(status=204), notice={
-        "kind": "success", "message": f"Published version {version.number} of {loaded.workflow.name}.",
+        "kind": "success", "message": f"Published version {version.number} of {loaded.workflow.name}{which}.",
     }, version_published={"number": version.number})

@@ -26,6 +26,7 @@ from designer.models import Schedule, TriggerFire, Webhook
 from designer.models import Workflow as WorkflowModel
 from designer.triggers import services as trigger_services
 from designer.triggers import signature
+from designer.workflows import edits as workflow_edits
 from designer.workflows import selectors as workflow_selectors
 from designer.workflows import versions as version_services
 from designer.workflows.diff import diff, labels_of, node_marks, route_target
@@ -206,8 +207,8 @@ def version_restore_undo(request: HtmxHttpRequest, workflow_id: int) -> HttpResp
         messages.error(request, "There is no restore to undo.")
         return redirect("workflow-page", workflow.pk)
     try:
-        edited = version_services.apply_edits(actor=request.user, workflow=workflow, revision=undo["revision"],
-                                              operations=undo["ops"])
+        edited = workflow_edits.apply_edits(actor=request.user, workflow=workflow, revision=undo["revision"],
+                                            operations=undo["ops"])
     except (DesignerError, WorkflowError) as exc:
         messages.error(request, f"Not undone: {error_message(exc)}")
         return redirect("workflow-page", workflow.pk)

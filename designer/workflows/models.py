@@ -1,4 +1,5 @@
-"""The workflows domain's rows: a workflow's editable draft and its published, immutable versions."""
+"""The workflows domain's rows: a workflow's editable draft, the log of its saved operations (what live
+co-editing follows) and its published, immutable versions."""
 
 from __future__ import annotations
 
@@ -81,3 +82,32 @@ class WorkflowVersion(models.Model):
         if self.pk is not None and not self._state.adding:
             raise ValueError("a published WorkflowVersion is immutable")
         super().save(*args, **kwargs)
+
+
+class DraftOperation(models.Model):
+    """One saved change of a draft, numbered by the revision it produced: the truth every editor follows.
+
+    Written in the transaction that stores the draft (``workflows.services.save_document``), so a revision
+    exists exactly when its row does. ``ops`` are the named operations as applied, in server order (empty: a
+    whole-document save, e.g. through the API); ``undo`` turns the revision back into the one before (empty when
+    it is not known), which is how a publisher gets the revision they were shown.
+    """
+
+    team_lookup: ClassVar[str] = "workflow__team"
+
+    workflow = models.ForeignKey("designer.Workflow", on_delete=models.CASCADE, related_name="+")
+    revision = models.PositiveIntegerField()
+    actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                              related_name="+")
+    #: The browser tab that sent it, so that tab does not apply its own change twice.
+    client = models.CharField(max_length=64, blank=True, default="")
+    ops = ExactJSONField(default=list)
+    undo = ExactJSONField(default=list)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=("workflow", "revision"), name="draftop_unique_revision")]
+        ordering = ("workflow_id", "revision")
+
+    def __str__(self) -> str:
+        return f"workflow {self.workflow_id} revision {self.revision}"

@@ -12,7 +12,8 @@ from django.utils.text import slugify
 from designer.access.permissions import require_duplicate, require_own_team_role, require_role, require_workflow_role
 from designer.core.errors import BadRequest, ObjectNotFound, RevisionConflict
 from designer.core.untrusted import parse_id
-from designer.models import Team, Workflow, WorkflowVersion
+from designer.models import DraftOperation, Team, Workflow, WorkflowVersion
+from designer.workflows import operations
 from designer.workflows.analysis import analysis_for, analyze_document, dump_document, parse_document, remember_analysis
 from designer.workflows.patch import same_json
 from runtime import Analysis
@@ -156,8 +157,19 @@ def delete_workflow(*, actor: Any, workflow: Workflow) -> None:
     workflow.delete()
 
 
-def save_document(*, actor: Any, workflow: Workflow, revision: object, document: object) -> SavedDocument:
+#: Operation-log rows kept per draft: enough for any editor that was away a while to resume, and for a publisher
+#: to go back to the revision they were shown; older ones are pruned as new ones come.
+LOG_KEEP = 1000
+
+
+def save_document(*, actor: Any, workflow: Workflow, revision: object, document: object,
+                  operations: list[Any] | None = None, undo: list[Any] | None = None,
+                  client: str = "") -> SavedDocument:
     """Store a new draft if ``revision`` is still current; analysis errors do not block saving.
+
+    Each save is logged as a ``DraftOperation`` in the same transaction, numbered by the revision it made:
+    ``operations`` and ``undo`` as applied (a whole-document save logs none, and its undo is the document it
+    replaced when that was the one at ``revision``), ``client`` the editor tab that sent it.
 
     Raises ``DocumentInvalid`` / ``DocumentTooLarge`` (nothing stored) for JSON
     that is not a document, and ``RevisionConflict`` (nothing stored) when
@@ -189,7 +201,15 @@ def save_document(*, actor: Any, workflow: Workflow, revision: object, document:
                 f"revision {revision} that you edited; reload and apply your change again",
                 current_revision=current["revision"], document=current["document"],
             )
-    workflow.refresh_from_db()
+        if operations is None and undo is None and workflow.revision == revision:
+            undo = [{"op": "replace_document", "document": workflow.document}]
+        DraftOperation.objects.create(workflow_id=workflow.pk, revision=revision + 1, actor=actor,
+                                      client=client[:64], ops=operations or [], undo=undo or [])
+        if (revision + 1) % 100 == 0:
+            DraftOperation.objects.filter(workflow_id=workflow.pk, revision__lte=revision + 1 - LOG_KEEP).delete()
+        # Read back inside the transaction that still holds the row: after it, another save may already have
+        # landed, and the caller would hold someone else's revision beside this save's analysis and undo.
+        workflow.refresh_from_db()
     remember_analysis(workflow, analysis)  # the panels that follow the save ask about this revision
     return SavedDocument(workflow=workflow, analysis=analysis)
 
@@ -210,10 +230,31 @@ def _metadata_only(workflow: Workflow, document: object, revision: int) -> bool:
     return all(key == "metadata" or same_json(value, stored[key]) for key, value in document.items())
 
 
+def document_at(workflow: Workflow, revision: int) -> dict[str, Any]:
+    """The draft as it was at ``revision`` (at most the current one): the current document with the logged undo of
+    every later revision applied, newest first. ``RevisionConflict`` when the log no longer reaches back there."""
+    document: dict[str, Any] = workflow.document
+    if revision == workflow.revision:
+        return document
+    later = list(DraftOperation.objects.filter(workflow_id=workflow.pk, revision__gt=revision,
+                                               revision__lte=workflow.revision).order_by("-revision"))
+    if revision > workflow.revision or len(later) != workflow.revision - revision or any(not e.undo for e in later):
+        raise RevisionConflict(
+            f"revision {revision} of the draft is no longer known (it is now at revision {workflow.revision}); "
+            "look at the draft as it is and publish again", current_revision=workflow.revision)
+    for entry in later:
+        document = operations.apply_all(document, entry.undo).document
+    return document
+
+
 @transaction.atomic
-def publish_workflow(*, actor: Any, workflow: Workflow, note: object = "") -> WorkflowVersion:
-    """Freeze the current draft as the next version (editor), with the publisher's ``note`` on what changed;
-    refused while it has errors (``runtime.WorkflowValidationError`` carrying every error diagnostic)."""
+def publish_workflow(*, actor: Any, workflow: Workflow, note: object = "",
+                     revision: int | None = None) -> WorkflowVersion:
+    """Freeze the draft as the next version (editor), with the publisher's ``note`` on what changed;
+    refused while it has errors (``runtime.WorkflowValidationError`` carrying every error diagnostic).
+
+    ``revision`` is the revision the publisher was shown: when someone saved after it, that revision is published,
+    not their newer edits (default: the current draft)."""
     require_workflow_role(actor, workflow, "editor")
     if note is None:
         note = ""
@@ -221,7 +262,8 @@ def publish_workflow(*, actor: Any, workflow: Workflow, note: object = "") -> Wo
         raise BadRequest("a version's note is text of at most 2000 characters", field="note")
     note = _without_nul(note.strip(), field="note")
     locked = Workflow.objects.select_for_update().get(pk=workflow.pk)
-    parsed = parse_document(locked.document)
+    shown = locked.document if revision is None else document_at(locked, revision)
+    parsed = _as_document_of(parse_document(shown), slug=locked.slug)
     analyze_document(parsed, team=locked.team_id).raise_for_errors()
     latest = locked.versions.aggregate(latest=Max("number"))["latest"] or 0
     return WorkflowVersion.objects.create(

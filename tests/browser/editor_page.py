@@ -183,13 +183,7 @@ class EditorPage:
 
     def select(self, node_id: str) -> None:
         self.node(node_id).locator(".wf-node__title").click()
-        try:
-            expect(self.inspector).to_have_attribute("data-node", node_id, timeout=7_000)
-        except AssertionError:
-            # Known defect under investigation (issue 34 note): under CI load a first click on a node can leave
-            # the workflow's inspector shown; a person clicks again, and so does this helper, once.
-            self.node(node_id).locator(".wf-node__title").click()
-            expect(self.inspector).to_have_attribute("data-node", node_id)
+        expect(self.inspector).to_have_attribute("data-node", node_id)
 
     # --- inspector actions -------------------------------------------------------------
 
@@ -203,8 +197,11 @@ class EditorPage:
         expect(self.node(new_id)).to_have_count(1)
 
     def wait_idle(self) -> None:
-        """No save and no htmx request in flight: a panel refresh landing later would replace what we open."""
+        """No save and no htmx request in flight, and the live feed's first answer in (it may reload the draft
+        and its panels): a panel refresh landing later would replace what we open."""
         expect(self.canvas).to_have_attribute("data-state", "saved")
+        self.page.wait_for_function("() => !document.querySelector('[data-live-url]')"
+                                    " || document.querySelector('[data-live-url]').dataset.live === 'online'")
         self.page.wait_for_function("() => document.querySelector('.htmx-request') === null")
 
     def field_row(self, field_label: str) -> Locator:

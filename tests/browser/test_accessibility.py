@@ -19,10 +19,11 @@ from urllib.parse import urlsplit
 import pytest
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.utils import timezone
 from playwright.sync_api import Page, expect
 
 from demo.data import load_demo
-from designer.models import Run, Workflow
+from designer.models import EditorPresence, Run, Workflow
 from designer.notifications import services as notification_services
 from designer.runs import services as run_services
 from designer.workflows import services as workflow_services
@@ -143,10 +144,16 @@ def test_main_pages_have_no_serious_or_critical_axe_violations(
     expect(page.locator("h1").first).to_be_visible()
     refused = {"workflow-list": refused_violations(page, "workflow-list", artifacts_dir)}
 
+    # Someone else on the draft (live co-editing's presence): their initials in the header and on their node.
+    now = timezone.now()
+    EditorPresence.objects.create(workflow=orders, user=get_user_model().objects.get(username="viewer"),
+                                  client="other-tab", node="price", seen_at=now, changed_at=now)
     editor = EditorPage(page, base, orders).open()
     editor.wait_idle()
     editor.select("price")
     expect(editor.inspector.locator(".picker-slot").first).to_be_attached()
+    expect(editor.node("price").locator(".presence-badges")).to_be_visible()
+    expect(page.locator("#editor-presence")).to_be_visible()
     refused["editor"] = refused_violations(page, "editor", artifacts_dir)
     editor.click_empty_canvas()  # the workflow's own inspector: its settings and schema builders
     expect(editor.inspector).to_have_attribute("data-kind", "workflow")

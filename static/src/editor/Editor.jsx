@@ -18,7 +18,8 @@ import {
   useShortcuts,
 } from "./hooks.js";
 import { MINIMAP, READABLE_ZOOM } from "./layout.js";
-import { discardQueued, sendOps, setRevision } from "./queue.js";
+import { startLive } from "./live.js";
+import { discardQueued, readRevisionFrom, sendOps } from "./queue.js";
 import { createEditorStore } from "./store.js";
 import { edgeTypes } from "./edges.jsx";
 import { Frames, Toolbar } from "./chrome.jsx";
@@ -27,14 +28,13 @@ import { nodeTypes } from "./nodes.jsx";
 // The store's ties to this page: the server's document and validate endpoints, the queue, and the page's
 // revision and save state (the panels' forms and the tests read them from the canvas element).
 function pageStore({ workflowId, apiBase, canEdit, root }) {
-  return createEditorStore({
+  const store = createEditorStore({
     canEdit,
     sendOps,
     discardQueued,
     fetchDocument: () => request("GET", documentUrl(apiBase, workflowId)),
     fetchAnalysis: () => request("POST", validateUrl(apiBase, workflowId), {}),
     publish: (revision, state) => {
-      setRevision(revision);
       root.dataset.revision = String(revision);
       root.dataset.state = state;
       const field = document.getElementById("editor-revision");
@@ -43,6 +43,9 @@ function pageStore({ workflowId, apiBase, canEdit, root }) {
     notice,
     emit: (name, detail) => emit(EVENTS[name], detail),
   });
+  // The panels' edits go out on the revision the store shows; nothing else keeps one.
+  readRevisionFrom(() => store.getState().status.revision);
+  return store;
 }
 
 function Canvas({ workflowId, apiBase, canEdit, root }) {
@@ -57,6 +60,11 @@ function Canvas({ workflowId, apiBase, canEdit, root }) {
   useEffect(() => {
     store.getState().load();
   }, [store]);
+  // Others' changes and presence, as they land (live.js).
+  useEffect(
+    () => startLive({ root, store, notice, emit: (name, detail) => emit(EVENTS[name], detail) }),
+    [root, store],
+  );
 
   const { runs, runOverlay, loadRuns, showRun, onNodeClick } = useRunOverlay(root);
   const { doc, analysis, nodes, setNodes, frames, drawnEdges, onEdgesChange, selectOnly } = useDrawing(store, {
@@ -105,6 +113,10 @@ function Canvas({ workflowId, apiBase, canEdit, root }) {
           onSelectionChange={actions.onSelectionChange}
           onNodeClick={onNodeClick}
           nodesDraggable={canEdit}
+          // A node is selected by the press, not by the click: nodes laid out close together can trade places
+          // under the pointer between press and release (seen under load), and a click then goes to their
+          // common parent and selects nothing (issue 34's lost first click). A press that does not move saves no move.
+          nodeDragThreshold={0}
           nodesConnectable={canEdit}
           edgesReconnectable={canEdit}
           deleteKeyCode={canEdit ? ["Delete", "Backspace"] : null}

@@ -7,6 +7,8 @@ export const EVENTS = {
   documentChanged: "trellis:document-changed", // panels -> canvas: the server document changed, reload it
   documentSaved: "trellis:document-saved", // canvas -> panels {revision}: a canvas edit was stored
   documentReloaded: "trellis:document-reloaded", // canvas -> panels {revision}: canvas replaced its document
+  documentLoaded: "trellis:document-loaded", // canvas -> panels {revision}: it loaded a draft it did not edit
+  diagnostics: "trellis:diagnostics", // canvas -> panels {html}: the diagnostics panel an edit's answer carried
   notice: "trellis:notice", // anyone -> notice bar {message, kind}
   applyOps: "trellis:apply-ops", // panels -> canvas {ops}: an edit to send through the queue (one-click fixes)
 };
@@ -15,6 +17,7 @@ export function emit(name, detail = {}) {
   document.dispatchEvent(new CustomEvent(name, { detail, bubbles: true }));
 }
 
-export function notice(message, kind = "info") {
-  emit(EVENTS.notice, { message, kind });
+// `action` ({ops, label}): a button in the notice that sends those operations (a conflict's "apply mine").
+export function notice(message, kind = "info", action = null) {
+  emit(EVENTS.notice, action ? { message, kind, action } : { message, kind });
 }

@@ -2,7 +2,8 @@
 // Everything goes through DOM CustomEvents; delegated listeners survive htmx
 // swapping the panels' contents.
 import { emit, EVENTS } from "./events.js";
-import { currentRevision, discardQueued, editUrl, enqueue, setRevision } from "./queue.js";
+import { clientId } from "./live.js";
+import { currentRevision, editUrl, enqueue } from "./queue.js";
 
 const DRAG_TYPE = "application/x-trellis-node";
 
@@ -14,28 +15,46 @@ function inspector() {
 // promise at once, before it is even sent; a load started then ("refresh what is shown") dumped the queued
 // selection and the inspector kept the old panel. So the loads are serialized here: one in flight, and the
 // latest wanted one after it.
-let inFlight = null; // URL of the inspector load in flight
+let inFlight = null; // the inspector load in flight: {url, nodeId, field, another, refresh}
 let wanted = null; // the load asked for while another was in flight; only the latest counts
 
-function loadInspector(nodeId, field) {
-  const panel = inspector();
-  if (!panel || !window.htmx) return;
+function inspectorUrl(panel, nodeId, field) {
   const params = new URLSearchParams();
   if (nodeId) params.set("node", nodeId);
   if (field) params.set("field", field);
-  panel.dataset.node = nodeId || "";
-  const url = `${panel.dataset.url}?${params}`;
-  if (inFlight) {
-    wanted = url === inFlight ? null : { url, field, another: (nodeId || "") !== (shownNode() || "") };
-    return;
-  }
-  issueInspectorLoad({ url, field, another: (nodeId || "") !== (shownNode() || "") });
+  return `${panel.dataset.url}?${params}`;
 }
 
-function issueInspectorLoad({ url, field, another }) {
+// Shows a node's panel (the workflow's for none), as a selection asks: it always replaces what is shown.
+function loadInspector(nodeId, field) {
+  const panel = inspector();
+  if (!panel || !window.htmx) return;
+  panel.dataset.node = nodeId || "";
+  const load = { url: inspectorUrl(panel, nodeId, field), nodeId: nodeId || "", field,
+                 another: (nodeId || "") !== (shownNode() || ""), refresh: false };
+  if (inFlight) {
+    wanted = load.url === inFlight.url && !inFlight.refresh ? null : load;
+    return;
+  }
+  issueInspectorLoad(load);
+}
+
+// Brings the panel up to date with the draft after a change. It is the panel of the node last asked for (a
+// selection on its way is already fresh), and it never lands on a panel the person has started working in: a
+// name typed while the refresh was on its way stays (``force`` for a conflict, whose panel must show what won).
+function refreshInspector({ force = false } = {}) {
+  const panel = inspector();
+  if (!panel || !window.htmx || wanted) return;
+  const nodeId = inFlight ? inFlight.nodeId : shownNode() || "";
+  const load = { url: inspectorUrl(panel, nodeId, null), nodeId, field: null, another: false, refresh: !force };
+  if (inFlight) wanted = load; // the load in flight may have been read before the change
+  else if (force || !inspectorBusy()) issueInspectorLoad(load);
+}
+
+function issueInspectorLoad(load) {
   const panel = inspector();
   if (!panel) return;
-  inFlight = url;
+  inFlight = load;
   const next = () => {
     inFlight = null;
     const after = wanted;
@@ -45,20 +64,34 @@ function issueInspectorLoad({ url, field, another }) {
   const shown = () => {
     // Another node starts at its top; a focused field is brought into view.
     if (!wanted) {
-      const row = field && panel.querySelector(".field-row.is-focused");
+      const row = load.field && panel.querySelector(".field-row.is-focused");
       if (row) row.scrollIntoView({ block: "nearest" });
-      else if (another) panel.closest(".editor-side")?.scrollTo({ top: 0 });
+      else if (load.another) panel.closest(".editor-side")?.scrollTo({ top: 0 });
     }
     next();
   };
-  window.htmx.ajax("GET", url, { target: "#inspector", swap: "innerHTML" }).then(shown, next);
+  window.htmx.ajax("GET", load.url, { target: "#inspector", swap: "innerHTML" }).then(shown, next);
 }
 
-function inspectorLoading() {
-  return Boolean(inFlight || wanted);
+// A refresh answered after the person started typing in (or opened a picker of) the panel it would replace is
+// not shown: their unsaved input stays, and their save is judged against the draft by the server.
+function keepBusyPanel(event) {
+  const detail = event.detail || {};
+  if (!inFlight || !inFlight.refresh || !(detail.target instanceof Element) || detail.target.id !== "inspector") {
+    return;
+  }
+  if (detail.pathInfo && detail.pathInfo.requestPath === inFlight.url && inspectorBusy()) detail.shouldSwap = false;
 }
 
-function showNotice(message, kind) {
+// The diagnostics panel an edit's answer carried (server-rendered and escaped, like any htmx swap).
+function showDiagnostics(html) {
+  const panel = document.getElementById("diagnostics");
+  if (!panel || typeof html !== "string") return;
+  if (window.htmx) window.htmx.swap(panel, html, { swapStyle: "innerHTML" });
+  else panel.innerHTML = html;
+}
+
+function showNotice(message, kind, action) {
   const bar = document.getElementById("editor-notice");
   if (!bar) return;
   bar.replaceChildren();
@@ -73,7 +106,18 @@ function showNotice(message, kind) {
   close.setAttribute("aria-label", "Dismiss notice");
   close.textContent = "×";
   close.addEventListener("click", () => bar.replaceChildren());
-  box.append(text, close);
+  box.append(text);
+  if (action && Array.isArray(action.ops) && action.ops.length) {
+    // The click goes through the document's [data-fix-ops] handler: the operations are sent as an edit.
+    const apply = document.createElement("button");
+    apply.type = "button";
+    apply.className = "small";
+    apply.textContent = action.label || "Apply";
+    apply.dataset.fixOps = JSON.stringify(action.ops);
+    apply.addEventListener("click", () => window.setTimeout(() => bar.replaceChildren(), 0));
+    box.append(apply);
+  }
+  box.append(close);
   bar.append(box);
   // Good news fades on its own; conflicts and errors stay until dismissed.
   if (kind === "success" || kind === "info") {
@@ -110,7 +154,8 @@ function isEditRequest(detail) {
 }
 
 // A panel's form edit waits its turn in the tab's edit queue and goes out with
-// the revision the previous edit produced, exactly like a canvas edit.
+// the revision shown when the person sent it (the store's), exactly like a
+// canvas edit.
 //
 // The form may be swapped out of the page while its request is in flight (the
 // person selects another node, the inspector reloads). htmx would then fire
@@ -120,6 +165,10 @@ function isEditRequest(detail) {
 // answer over: the trellis:* events of its HX-Trigger go to the document
 // (without re-selecting the old node) and nothing is swapped.
 function announceDetachedAnswer(xhr) {
+  // Its diagnostics panel (out of band) is still this draft's.
+  const text = xhr && typeof xhr.responseText === "string" ? xhr.responseText : "";
+  const oob = text && new DOMParser().parseFromString(text, "text/html").querySelector("#diagnostics[hx-swap-oob]");
+  if (oob) showDiagnostics(oob.innerHTML);
   const header = xhr && xhr.getResponseHeader("HX-Trigger");
   if (!header) return;
   let events;
@@ -141,6 +190,7 @@ function queuePanelEdits() {
     if (!isEditRequest(event.detail)) return;
     event.preventDefault();
     const { elt, issueRequest } = event.detail;
+    const revision = currentRevision();
     enqueue(
       () =>
         new Promise((resolve) => {
@@ -167,24 +217,23 @@ function queuePanelEdits() {
           elt.addEventListener("htmx:validation:halted", finish);
           // Last resort for a request htmx drops without any event.
           timer = window.setTimeout(finish, 20000);
+          madeOn.set(elt, revision);
           issueRequest(true);
         }),
     );
   });
   document.addEventListener("htmx:configRequest", (event) => {
     if (!isEditRequest(event.detail)) return;
-    const revision = currentRevision();
+    const elt = event.detail.elt;
+    const revision = madeOn.has(elt) ? madeOn.get(elt) : currentRevision();
+    madeOn.delete(elt);
     if (revision != null) event.detail.parameters.revision = String(revision);
-  });
-  // The panel's answer names the revision it saved; the next queued edit builds on it.
-  document.addEventListener(EVENTS.documentChanged, (event) => {
-    const detail = event.detail || {};
-    if (detail.revision != null) setRevision(detail.revision);
-  });
-  document.addEventListener(EVENTS.notice, (event) => {
-    if (event.detail && event.detail.kind === "conflict") discardQueued();
+    event.detail.parameters.client = clientId();
   });
 }
+
+// The revision each queued panel edit was made on, from its sending to its request.
+const madeOn = new WeakMap();
 
 // One path picker open at a time: opening one closes the others.
 function onePicker() {
@@ -215,13 +264,15 @@ export function installGlue() {
     if (same && !field && inspector()?.querySelector(".schema-builder[data-dirty]")) return;
     loadInspector(nodeId, field);
   });
-  document.addEventListener(EVENTS.notice, (event) => showNotice(event.detail.message, event.detail.kind || "info"));
-  document.addEventListener(EVENTS.documentReloaded, () => loadInspector(shownNode()));
-  // A canvas edit can change what the inspector shows (reachability, the
-  // diagnostics of a field); refresh it unless the person is working in it.
-  document.addEventListener(EVENTS.documentSaved, () => {
-    if (!inspectorBusy() && !inspectorLoading()) loadInspector(shownNode());
-  });
+  document.addEventListener(EVENTS.notice, (event) =>
+    showNotice(event.detail.message, event.detail.kind || "info", event.detail.action),
+  );
+  document.addEventListener(EVENTS.documentReloaded, () => refreshInspector({ force: true }));
+  // A canvas edit (this tab's or, through the live feed, another person's) can change what the inspector shows
+  // (reachability, the diagnostics of a field); refresh it unless the person is working in it.
+  document.addEventListener(EVENTS.documentSaved, () => refreshInspector());
+  document.addEventListener("htmx:beforeSwap", keepBusyPanel);
+  document.addEventListener(EVENTS.diagnostics, (event) => showDiagnostics(event.detail && event.detail.html));
 
   document.addEventListener("click", (event) => {
     const focus = event.target.closest("[data-focus-node]");

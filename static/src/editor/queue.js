@@ -1,25 +1,27 @@
 // The tab's one edit queue. Every change to the document, from the canvas
 // or from a side panel's form, is a list of named edit operations sent to the
 // editor's one write endpoint, one request at a time, each with the revision
-// the previous one produced: a tab therefore never conflicts with itself, and
-// only another person's save can answer 409. After a conflict the edits queued
-// on the stale document are dropped (their operations were chosen on it).
+// it was made on. That revision is the store's (store.js): the queue keeps
+// none of its own. The server rebases an edit made on an older revision onto
+// the newer draft (server order; this tab's own earlier edits never count
+// against it) and refuses it (409) only when it wants a field someone else
+// changed since: the edits queued behind it are still sent.
 import { request } from "./api.js";
+import { clientId } from "./live.js";
 
 let tail = Promise.resolve();
-let revision = null;
 let generation = 0;
+let revisionSource = () => null;
 
-export function currentRevision() {
-  return revision;
+// Where the page's revision is read from: the editor's store, once it exists.
+export function readRevisionFrom(source) {
+  revisionSource = source;
 }
 
-export function setRevision(value) {
-  if (value == null) return;
-  revision = Number(value);
-  // Panels not refreshed since (a schema builder with unsaved changes) send the page's revision field.
-  const field = document.getElementById("editor-revision");
-  if (field) field.value = String(revision);
+// The revision the draft shown is at (the one a panel's edit is made on).
+export function currentRevision() {
+  const value = revisionSource();
+  return value == null ? null : Number(value);
 }
 
 // A conflict or a reload: whatever is still queued was decided on a stale document.
@@ -41,16 +43,9 @@ export function editUrl() {
   return root ? root.dataset.editUrl : null;
 }
 
-// Sends operations through the queue; resolves with {status, data} as the server answered. A saved edit is
-// answered with what changed since the revision sent ("answer": "patch", designer/editor/edits.py patch_json).
-export function sendOps(ops) {
-  return enqueue(async () => {
-    const answer = await request("POST", editUrl(), { revision, ops, answer: "patch" });
-    if (answer.status === 200) setRevision(answer.data.revision);
-    else if (answer.status === 409) {
-      setRevision(answer.data.current_revision);
-      discardQueued();
-    }
-    return answer;
-  });
+// Sends operations made on `revision` through the queue; resolves with {status, data} as the server answered.
+// A saved edit is answered with what changed since the revision it was applied to ("answer": "patch",
+// designer/editor/edits.py patch_json).
+export function sendOps(ops, revision) {
+  return enqueue(() => request("POST", editUrl(), { revision, ops, answer: "patch", client: clientId() }));
 }

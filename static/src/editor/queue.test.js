@@ -1,7 +1,7 @@
 // @vitest-environment happy-dom
 import { describe, expect, it } from "vitest";
 
-import { currentRevision, discardQueued, enqueue, setRevision } from "./queue.js";
+import { currentRevision, discardQueued, enqueue, readRevisionFrom } from "./queue.js";
 
 describe("the tab's edit queue", () => {
   it("runs edits one at a time, in order, even when an earlier one is slower", async () => {
@@ -34,11 +34,13 @@ describe("the tab's edit queue", () => {
     await expect(fresh).resolves.toBe("fresh");
   });
 
-  it("keeps the revision numeric, ignores a missing one and writes it to the page's revision field", () => {
-    document.body.innerHTML = '<input type="hidden" id="editor-revision" value="1">';
-    setRevision("7");
-    setRevision(null);
+  it("keeps no revision of its own: it reads the store's, as a number", () => {
+    readRevisionFrom(() => null);
+    expect(currentRevision()).toBeNull();
+    let shown = "7";
+    readRevisionFrom(() => shown);
     expect(currentRevision()).toBe(7);
-    expect(document.getElementById("editor-revision").value).toBe("7");
+    shown = 8;
+    expect(currentRevision()).toBe(8);
   });
 });

@@ -27,13 +27,28 @@ export function createEditorStore(deps) {
   let analysisTicket = 0;
   let pendingSelect = null;
   let lastSelected = null;
-  // The revision `doc` is at (a save's patch applies only to the revision it was sent with).
-  let docRevision = null;
+  // The newest revision the server has named (a save's answer, the live feed): the draft shown catches up to it.
+  let heard = null;
+  // The document load in flight, and one asked for while it was (it runs after it).
+  let loading = null;
+  let again = null;
 
   return createStore((set, get) => {
-    const publishRevision = (revision, state = "saved") => {
+    // `status.revision` is the revision of `doc`, and this is the one place either changes: always together.
+    const advance = (doc, revision, changes, state) => {
+      set({ ...changes, doc, status: { state, revision } });
+      publish(revision, state);
+    };
+
+    // The save state shown in the toolbar; never the revision.
+    const showState = (state) => {
+      const revision = get().status.revision;
       set({ status: { state, revision } });
       publish(revision, state);
+    };
+
+    const hear = (revision) => {
+      if (typeof revision === "number" && (heard == null || revision > heard)) heard = revision;
     };
 
     // Regions, reachability and labels for every node in one call; an older answer never overwrites a newer one.
@@ -44,53 +59,106 @@ export function createEditorStore(deps) {
       set(data.diagnostics ? { analysis: data, diagnostics: data.diagnostics } : { analysis: data });
     };
 
+    // A whole document from the server. Answers may cross (another person's change loaded while this tab's own
+    // edit was answered): the server's revisions only grow, so an older document than the one shown is never
+    // shown again.
     const adopt = (data, { revision = data.revision, diagnostics = data.diagnostics, state = "saved" } = {}) => {
-      docRevision = revision;
-      set(diagnostics ? { doc: data.document, diagnostics } : { doc: data.document });
-      publishRevision(revision, state);
+      hear(revision);
+      const shown = get().status.revision;
+      if (shown != null && revision != null && revision < shown) {
+        showState(state);
+        return;
+      }
+      const changes = diagnostics ? { diagnostics } : {};
       if (data.analysis) {
         analysisTicket += 1;
-        set({ analysis: data.analysis });
-      } else {
-        refreshAnalysis();
+        changes.analysis = data.analysis;
       }
+      advance(data.document, revision, changes, state);
+      if (!data.analysis) refreshAnalysis();
     };
 
-    // A save's answer (queue.js asks for "patch"): a patch from the document at the revision the edit was sent
-    // with, or the whole document when that is smaller; the analysis and diagnostics come only when they
-    // changed. False when the document held is not at that revision (a panel saved meanwhile and its reload is
-    // still on its way): then it is loaded whole.
+    // A save's answer (queue.js asks for "patch"): a patch from the document at `base_revision` (the revision
+    // the server applied the edit to: the one it was sent with, or a newer one when others saved meanwhile), or
+    // the whole document when that is smaller; the analysis and diagnostics come only when they changed. A patch
+    // applies only to the document at its base: for any other one it is refused (false) and the caller loads
+    // the document whole.
     const applyChanges = (data, state) => {
+      hear(data.revision);
+      const shown = get().status.revision;
+      if (shown != null && data.revision <= shown) {
+        showState(state); // a load already brought this revision, or a newer one
+        return true;
+      }
       let doc = data.document;
       if (!doc) {
-        if (!data.patch || docRevision !== data.base_revision || !get().doc) return false;
+        if (!data.patch || shown !== data.base_revision || !get().doc) return false;
         try {
           doc = applyPatch(get().doc, data.patch);
         } catch {
           return false;
         }
       }
-      docRevision = data.revision;
-      const changes = { doc };
+      const changes = {};
       if (data.diagnostics) changes.diagnostics = data.diagnostics;
       if (data.analysis) {
         analysisTicket += 1;
         changes.analysis = data.analysis;
       }
-      set(changes);
-      publishRevision(data.revision, state);
+      advance(doc, data.revision, changes, state);
       return true;
     };
 
-    const load = async () => {
-      const { status: code, data } = await fetchDocument();
+    const fetchAndAdopt = async () => {
+      let answer;
+      try {
+        answer = await fetchDocument();
+      } catch {
+        return null; // the live feed's next answer asks again
+      }
+      const { status: code, data } = answer;
       if (code !== 200) {
         notice(data && data.message ? data.message : `Could not load the workflow (HTTP ${code}).`, "error");
         return null;
       }
       // Fit once, to the graph as loaded; an empty canvas keeps its viewport so nodes land where they are dropped.
       if (!data.document.nodes.length) set({ fitted: true });
-      adopt(data);
+      adopt(data, { state: inFlight ? "saving" : "saved" });
+      return data;
+    };
+
+    // One load at a time; one asked for while another is in flight runs after it (the one in flight may have
+    // been read before the change it is asked for).
+    const load = () => {
+      if (!loading) {
+        loading = fetchAndAdopt().finally(() => {
+          loading = null;
+        });
+        return loading;
+      }
+      if (!again) {
+        again = loading.then(() => {
+          again = null;
+          return load();
+        });
+      }
+      return again;
+    };
+
+    // Shows the newest revision heard of, once nothing of this tab's is unanswered (its answer brings it).
+    // Resolves with the loaded answer, or null when the draft shown is already that new.
+    const catchUp = async () => {
+      if (loading) await loading;
+      const shown = get().status.revision;
+      if (inFlight || heard == null || (shown != null && heard <= shown)) return null;
+      return loadedElsewhere();
+    };
+
+    // A draft this tab did not edit itself was loaded (another person's change, a patch it could not apply):
+    // the panels that show the draft ask for theirs.
+    const loadedElsewhere = async () => {
+      const data = await load();
+      if (data) emit("documentLoaded", { revision: get().status.revision });
       return data;
     };
 
@@ -109,26 +177,35 @@ export function createEditorStore(deps) {
       else if (kind === "undo-keep") set({ history: { ...history, undo: [...history.undo, ops] } });
     };
 
-    // Sends one edit (a list of operations) through the tab's queue; resolves with the server's answer
-    // when it was stored, null otherwise (refused, skipped after a conflict, or not sent at all).
-    const send = async (ops, { record: kind = "undo", selectField = null } = {}) => {
+    // Sends one edit (a list of operations) through the tab's queue, on the revision shown now (the one the
+    // person made it on: the server rebases it past edits saved since that touch other things); resolves with
+    // the server's answer when it was stored, null otherwise (refused, skipped after a conflict, or not sent).
+    const send = async (ops, options = {}) => {
       if (!canEdit || !ops.length) return null;
       inFlight += 1;
-      publishRevision(get().status.revision, "saving");
+      showState("saving");
       let answer;
       try {
-        answer = await sendOps(ops);
+        answer = await sendOps(ops, get().status.revision);
       } catch {
         inFlight -= 1;
         discardQueued();
         notice("The server could not be reached; the change was not saved.", "error");
-        publishRevision(get().status.revision, "error");
+        showState("error");
         return null;
       }
+      try {
+        return await answered(answer, options);
+      } finally {
+        if (inFlight === 0) catchUp();
+      }
+    };
+
+    const answered = async (answer, { record: kind = "undo", selectField = null }) => {
       inFlight -= 1;
       const settled = inFlight === 0 ? "saved" : "saving";
       if (answer.skipped) {
-        publishRevision(get().status.revision, settled);
+        showState(settled);
         return null;
       }
       const { status: code, data } = answer;
@@ -139,14 +216,29 @@ export function createEditorStore(deps) {
           pendingSelect = data.select;
           lastSelected = data.select;
         }
-        if (!applyChanges(data, settled)) await load();
+        if (!applyChanges(data, settled)) await loadedElsewhere();
+        else if (data.diagnostics_panel && get().status.revision === data.revision) {
+          // The diagnostics panel as the server draws it for this revision: shown from the answer.
+          emit("diagnostics", { html: data.diagnostics_panel });
+        }
         if (data.select) emit("select", { nodeId: data.select, field: selectField });
         emit("documentSaved", { revision: data.revision });
         return data;
       }
+      if (code === 409 && data && data.code === "edit.conflict") {
+        // Someone changed the same field first: theirs is kept and shown; one click sends ours again, on it.
+        notice(`${data.message}.`, "conflict", { ops: data.ops, label: "Apply mine instead" });
+        hear(data.current_revision);
+        await load();
+        emit("documentReloaded", { revision: get().status.revision });
+        return null;
+      }
       if (code === 409) {
+        // Not a rebase refused for one field: the log does not reach back (or a whole document was saved), so
+        // what is queued behind it was made on a draft that is gone.
+        discardQueued();
         set({ history: EMPTY_HISTORY });
-        adopt({ document: data.document, revision: data.current_revision, diagnostics: null });
+        adopt({ document: data.document, revision: data.current_revision, diagnostics: null }, { state: settled });
         notice(
           `Someone else saved this workflow (now revision ${data.current_revision}). ` +
             "The canvas shows their version; your last change was not applied.",
@@ -180,6 +272,12 @@ export function createEditorStore(deps) {
 
       load,
       send,
+      // The live feed names the draft's newest revision: show it, unless it is shown (or this tab's own
+      // unanswered edit will bring it). Resolves with the loaded answer, or null when nothing was loaded.
+      remoteChanged: (revision) => {
+        hear(revision);
+        return catchUp();
+      },
       undo: () => step("undo", "redo"),
       redo: () => step("redo", "undo-keep"),
 

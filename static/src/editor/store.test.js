@@ -1,12 +1,13 @@
 // The editor's store, driven through the real edit queue (queue.js, which
-// sends each edit with the revision the previous answer gave) by a fake server
+// sends each edit with the store's revision it was made on) by a fake server
 // behind fetch that answers like the editor's write endpoint: an edit on the
 // current revision is stored and answered with the next revision and the
-// operations that undo it; one on an older revision is a 409.
+// operations that undo it; one on an older revision is rebased (stored too),
+// unless a test makes it a conflict (server.answer).
 // @vitest-environment happy-dom
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 
-import { discardQueued, sendOps, setRevision } from "./queue.js";
+import { discardQueued, sendOps } from "./queue.js";
 import { createEditorStore, HISTORY_LIMIT } from "./store.js";
 
 function fakeServer() {
@@ -14,6 +15,7 @@ function fakeServer() {
     revision: 1,
     nodes: [],
     received: [],
+    revisions: [], // the revision each edit was sent on
     gates: [], // unanswered edits wait here when `hold` is on
     hold: false,
     answer: null, // an override for the next answer: {status, data} or an Error to throw
@@ -29,9 +31,7 @@ function fakeServer() {
         if (answer instanceof Error) throw answer;
         return answer;
       }
-      if (revision !== server.revision) {
-        return { status: 409, data: { ...server.documentAnswer(), current_revision: server.revision } };
-      }
+      server.revisions.push(revision);
       const undo = [];
       for (const op of ops) {
         if (op.op === "add_node") {
@@ -54,6 +54,7 @@ function fakeServer() {
 
 function setUp({ canEdit = true } = {}) {
   const server = fakeServer();
+  const loads = { count: 0, fail: 0 }; // document loads asked for; how many of the next ones fail
   document.body.innerHTML = '<div data-editor-canvas data-edit-url="/edit/"></div>';
   globalThis.fetch = async (url, init) => {
     const body = JSON.parse(init.body);
@@ -67,16 +68,20 @@ function setUp({ canEdit = true } = {}) {
     canEdit,
     sendOps,
     discardQueued,
-    fetchDocument: async () => ({ status: 200, data: { ...server.documentAnswer(), diagnostics: [] } }),
-    fetchAnalysis: async () => ({ status: 200, data: { labels: {}, diagnostics: [] } }),
-    publish: (revision, state) => {
-      setRevision(revision); // as the page does: the queue sends the next edit on this revision
-      published.push([revision, state]);
+    fetchDocument: async () => {
+      loads.count += 1;
+      if (loads.fail) {
+        loads.fail -= 1;
+        throw new TypeError("Failed to fetch");
+      }
+      return { status: 200, data: { ...server.documentAnswer(), diagnostics: [] } };
     },
-    notice: (message, kind) => notices.push({ message, kind }),
+    fetchAnalysis: async () => ({ status: 200, data: { labels: {}, diagnostics: [] } }),
+    publish: (revision, state) => published.push([revision, state]),
+    notice: (message, kind, action) => notices.push(action ? { message, kind, action } : { message, kind }),
     emit: (name, detail) => events.push([name, detail]),
   });
-  return { server, store, published, notices, events };
+  return { server, store, published, notices, events, loads };
 }
 
 const add = (id) => [{ op: "add_node", id }];
@@ -204,7 +209,7 @@ describe("the editor store", () => {
     expect(sizes(store)).toEqual([1, 1]);
   });
 
-  it("on a conflict adopts the server's document, clears the history and skips what was queued on the old one",
+  it("on a conflict shows the kept document, keeps the history, offers 'apply mine' and sends what was queued",
     async () => {
       const { store, server, notices, events } = t;
       await store.getState().send(add("a"));
@@ -212,19 +217,139 @@ describe("the editor store", () => {
       const refused = store.getState().send(add("b"));
       const queued = store.getState().send(add("c"));
       await tick();
+      server.nodes = ["a", "theirs"];
+      server.revision = 9;
       server.answer = {
         status: 409,
-        data: { current_revision: 9, document: { nodes: [{ id: "theirs" }], routes: [] } },
+        data: { code: "edit.conflict", message: "Ada changed node b first (revision 9)", current_revision: 9,
+                ops: add("b") },
       };
+      server.hold = false;
       server.release();
       await expect(refused).resolves.toBeNull();
-      await expect(queued).resolves.toBeNull();
-      expect(server.received).toEqual([add("a"), add("b")]); // "c" was never sent
+      await expect(queued).resolves.not.toBeNull();
+      // "c" went out after the refusal, on the revision it was made on (the server rebases it).
+      expect(server.received).toEqual([add("a"), add("b"), add("c")]);
+      expect(server.revisions.at(-1)).toBe(2);
+      expect(nodeIds(store)).toEqual(["a", "theirs", "c"]);
+      expect(sizes(store)).toEqual([2, 0]); // a and c: your own edits stay undoable
+      expect(store.getState().status).toEqual({ state: "saved", revision: 10 });
+      const conflict = notices.find((n) => n.kind === "conflict");
+      expect(conflict.action).toEqual({ ops: add("b"), label: "Apply mine instead" });
+      expect(events.some(([name]) => name === "documentReloaded")).toBe(true);
+    });
+
+  it("shows another tab's change once, and never an older document over a newer one", async () => {
+    const { store, server } = t;
+    await store.getState().send(add("a"));
+    server.nodes = ["a", "theirs"];
+    server.revision = 3;
+    await store.getState().remoteChanged(3);
+    expect(nodeIds(store)).toEqual(["a", "theirs"]);
+    expect(store.getState().status.revision).toBe(3);
+    await expect(store.getState().remoteChanged(3)).resolves.toBeNull(); // already shown: nothing loaded
+    server.revision = 2; // an answer that crossed a newer one
+    server.nodes = ["a"];
+    await store.getState().load();
+    expect(nodeIds(store)).toEqual(["a", "theirs"]);
+    expect(store.getState().status.revision).toBe(3);
+  });
+
+  // The interleaving that left a screen at the newest revision without another person's change (issue 34): an
+  // edit sent on revision 2 is in flight when the live feed says someone else saved 3; the server rebases the
+  // edit onto 3 and answers with a patch from 3. The patch is applied only to the document at 3, never to the
+  // one shown (2), and the revision moves only with the document it belongs to.
+  it("applies a save's patch only to the revision it was made on, and catches up with the feed after", async () => {
+    const { store, server, loads } = t;
+    server.nodes = ["a", "b", "c"];
+    server.revision = 2;
+    await store.getState().load();
+    server.hold = true;
+    const mine = store.getState().send([{ op: "remove_nodes", ids: ["c"] }]);
+    await tick();
+    // Someone else deletes b (revision 3); the feed tells this tab while its own edit is unanswered.
+    server.nodes = ["a", "c"];
+    server.revision = 3;
+    const loadsBefore = loads.count;
+    await expect(store.getState().remoteChanged(3)).resolves.toBeNull(); // the edit's answer brings it
+    expect(store.getState().status.revision).toBe(2);
+    expect(nodeIds(store)).toEqual(["a", "b", "c"]);
+    // Rebased onto 3 and saved as 4: the patch is from revision 3 ([a, c]): on the 2 shown it would remove b.
+    server.nodes = ["a"];
+    server.revision = 4;
+    server.answer = { status: 200, data: { revision: 4, base_revision: 3, undo: [],
+      patch: [{ op: "remove", path: "/nodes/1" }] } };
+    server.hold = false;
+    server.release();
+    await mine;
+    expect(loads.count).toBe(loadsBefore + 1); // refused, and the draft loaded whole instead
+    expect(nodeIds(store)).toEqual(["a"]);
+    expect(store.getState().status).toEqual({ state: "saved", revision: 4 });
+    expect(t.published.every(([revision], i) => i === 0 || revision >= t.published[i - 1][0])).toBe(true);
+  });
+
+  it("applies a patch made on the revision shown, and sends an edit on the revision it was made on", async () => {
+    const { store, server, loads } = t;
+    server.nodes = ["a", "b"];
+    server.revision = 3;
+    await store.getState().remoteChanged(3);
+    const loadsBefore = loads.count;
+    server.nodes = ["a"];
+    server.revision = 4;
+    server.answer = { status: 200, data: { revision: 4, base_revision: 3, undo: [],
+      patch: [{ op: "remove", path: "/nodes/1" }] } };
+    await store.getState().send([{ op: "remove_nodes", ids: ["b"] }]);
+    expect(loads.count).toBe(loadsBefore);
+    expect(nodeIds(store)).toEqual(["a"]);
+    expect(store.getState().status.revision).toBe(4);
+    // Two edits made on revision 4 before either is answered both go out on 4 (the server rebases the second
+    // past the first, which is this tab's own).
+    server.hold = true;
+    const first = store.getState().send(add("x"));
+    const second = store.getState().send(add("y"));
+    await tick();
+    server.hold = false;
+    server.release();
+    await Promise.all([first, second]);
+    expect(server.revisions.slice(-2)).toEqual([4, 4]);
+    expect(nodeIds(store)).toEqual(["a", "x", "y"]);
+  });
+
+  it("shows the diagnostics panel an answer carries; a draft loaded instead asks the panels for theirs", async () => {
+    const { store, server, events } = t;
+    server.nodes = ["a"];
+    server.revision = 2;
+    server.answer = { status: 200, data: { revision: 2, base_revision: 1, undo: [], diagnostics: [],
+      patch: [{ op: "add", path: "/nodes/0", value: { id: "a" } }], diagnostics_panel: "<p>1 error</p>" } };
+    await store.getState().send(add("a"));
+    expect(events).toContainEqual(["diagnostics", { html: "<p>1 error</p>" }]);
+    expect(events.some(([name]) => name === "documentLoaded")).toBe(false);
+    // A patch on a revision not shown: the draft is loaded whole, and its panel is not the answer's.
+    events.length = 0;
+    server.nodes = ["a", "b"];
+    server.revision = 9;
+    server.answer = { status: 200, data: { revision: 9, base_revision: 8, undo: [], diagnostics: [],
+      patch: [{ op: "add", path: "/nodes/1", value: { id: "b" } }], diagnostics_panel: "<p>stale</p>" } };
+    await store.getState().send(add("b"));
+    expect(events.map(([name]) => name)).toEqual(["documentLoaded", "documentSaved"]);
+  });
+
+  it("a draft that could not be loaded is loaded at the feed's next word; a whole answer older than the shown is not shown",
+    async () => {
+      const { store, server, loads } = t;
+      server.nodes = ["theirs"];
+      server.revision = 5;
+      loads.fail = 1;
+      await expect(store.getState().remoteChanged(5)).resolves.toBeNull(); // the network failed: nothing shown
+      expect(store.getState().status.revision).toBe(1);
+      await store.getState().remoteChanged(5); // the feed's next answer names the same revision
       expect(nodeIds(store)).toEqual(["theirs"]);
-      expect(sizes(store)).toEqual([0, 0]);
-      expect(store.getState().status).toEqual({ state: "saved", revision: 9 });
-      expect(notices.at(-1).kind).toBe("conflict");
-      expect(events.at(-1)).toEqual(["documentReloaded", { revision: 9 }]);
+      expect(store.getState().status.revision).toBe(5);
+      // This tab's edit answered with the whole document of revision 4 after revision 5 was shown: kept at 5.
+      server.answer = { status: 200, data: { revision: 4, document: { nodes: [], routes: [] }, undo: [] } };
+      await store.getState().send(add("late"));
+      expect(nodeIds(store)).toEqual(["theirs"]);
+      expect(store.getState().status).toEqual({ state: "saved", revision: 5 });
     });
 
   it("when the server cannot be reached keeps the history and shows the error state", async () => {

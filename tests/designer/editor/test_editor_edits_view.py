@@ -61,13 +61,22 @@ def test_a_node_dropped_into_a_loop_is_wired_with_the_analyzers_labels(cast: Any
     assert data["analysis"]["control_regions"]["inner"] == ["each"]
 
 
-def test_a_stale_revision_is_409_with_the_current_document_and_nothing_changes(cast: Any, loop: Any) -> None:
+def test_a_stale_revision_is_rebased_or_409_when_it_wants_what_was_changed_since(cast: Any, loop: Any) -> None:
     client = client_for(cast.editor)
     assert _send(client, loop, [{"op": "set_start", "node": "each"}]).status_code == 200
-    response = _send(client, loop, [{"op": "remove_nodes", "ids": ["work"]}], revision=loop.revision)
+    # The same field as the save it missed: refused, naming what was kept; nothing changes.
+    response = _send(client, loop, [{"op": "set_start", "node": "work"}], revision=loop.revision)
     assert response.status_code == 409
+    assert response.json()["code"] == "edit.conflict"
     assert response.json()["current_revision"] == loop.revision + 1
-    assert [n["id"] for n in response.json()["document"]["nodes"]] == ["each", "work"]
+    assert response.json()["kept"][0]["what"] == "the workflow's start"
+    loop.refresh_from_db()
+    assert loop.document["start"] == "each" and loop.revision == 2
+    # Something else: applied on top of the newer draft.
+    response = _send(client, loop, [{"op": "remove_nodes", "ids": ["work"]}], revision=1)
+    assert response.status_code == 200 and response.json()["revision"] == 3
+    assert [n["id"] for n in response.json()["document"]["nodes"]] == ["each"]
+    assert response.json()["document"]["start"] == "each"
 
 
 def test_bad_operations_are_400_with_what_is_wrong_and_save_nothing(cast: Any, loop: Any) -> None:

@@ -12,7 +12,11 @@ import pytest
 from django.test import Client
 
 from designer.editor.context import BUILDER_INLINE_FIELDS
+from designer.models import DraftOperation, Workflow
+from designer.workflows import services as workflow_services
+from designer.workflows.operations import apply_all
 from designer.workflows.patch import apply_patch, json_patch
+from designer.workflows.services import document_at
 from tests.designer.clients import client_for
 
 pytestmark = pytest.mark.django_db
@@ -122,3 +126,53 @@ def test_a_big_state_schema_opens_on_demand_in_the_workflow_settings(cast: Any, 
     assert client_for(cast.viewer).get(f"/workflows/{chain.pk}/edit/schema-builder/",
                                        {"schema_key": "state_schema"}).status_code == 200
     assert client.get(f"/workflows/{chain.pk}/edit/schema-builder/", {"schema_key": "nope"}).status_code == 400
+
+
+def test_a_patch_answer_names_the_revision_it_was_made_on_when_a_save_landed_in_between(
+    cast: Any, chain: Any, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Someone else saves between this edit's read and its write: the edit is rebased and saved one revision
+    later, and its patch is from the draft it was applied to (the other person's), named by that revision. (It
+    was named ``revision - 1`` while made from the draft first read: a client holding the other person's draft
+    applied it there and removed a second route, showing the newest revision with the wrong routes.)"""
+    real_save = workflow_services.save_document
+    first_read = chain.revision
+    calls: list[int] = []
+
+    def save_after_someone_else(**kwargs: Any) -> Any:
+        calls.append(kwargs["revision"])
+        if len(calls) == 1:  # the other person's edit lands first: a route of step_010 cut
+            other = Workflow.objects.get(pk=chain.pk)
+            cut = [{"op": "disconnect", "source": "step_010", "label": "ok"}]
+            real_save(actor=cast.owner, workflow=other, revision=other.revision,
+                      document=apply_all(other.document, cut).document, operations=cut, client="other-tab")
+        return real_save(**kwargs)
+
+    monkeypatch.setattr(workflow_services, "save_document", save_after_someone_else)
+    move = {"op": "move_nodes", "positions": {"step_040": {"x": 5, "y": 6}}}
+    data = _send(client_for(cast.editor), chain, [move], answer="patch").json()
+    assert calls == [first_read, first_read + 1]  # refused once, rebased onto the other person's save
+    assert data["revision"] == first_read + 2 and data["base_revision"] == first_read + 1
+    others = DraftOperation.objects.get(workflow=chain, revision=first_read + 1)
+    theirs = document_at(Workflow.objects.get(pk=chain.pk), others.revision)
+    chain.refresh_from_db()
+    assert apply_patch(copy.deepcopy(theirs), data["patch"]) == chain.document
+    assert len(chain.document["routes"]) == len(_chain(60)["routes"]) - 1
+
+
+def test_the_diagnostics_panel_comes_with_an_edit_that_changes_it(cast: Any, chain: Any) -> None:
+    """The canvas shows the diagnostics panel from the edit's answer (issue 28): drawn by the server only when the
+    diagnostics changed; a panel's form answer carries it out of band."""
+    client = client_for(cast.editor)
+    moved = _send(client, chain, [{"op": "move_nodes", "positions": {"each": {"x": 1, "y": 2}}}], answer="patch").json()
+    assert "diagnostics_panel" not in moved
+    chain.refresh_from_db()
+    cut = _send(client, chain, [{"op": "disconnect", "source": "step_030", "label": "ok"}], answer="patch").json()
+    panel = cut["diagnostics_panel"]
+    assert 'data-testid="error-count"' in panel and 'data-focus-node="step_031"' in panel
+    chain.refresh_from_db()
+    answer = client.post(f"/workflows/{chain.pk}/edit/change/", {
+        "revision": chain.revision, "action": "connect", "node": "step_030", "source": "step_030", "label": "ok",
+        "target": "step_031"}, HTTP_HX_REQUEST="true").content.decode()
+    assert 'id="diagnostics" hx-swap-oob="innerHTML"' in answer
+    assert 'data-focus-node="step_031"' not in answer.split('id="diagnostics"')[1]
