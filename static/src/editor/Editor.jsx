@@ -23,6 +23,7 @@ import { discardQueued, sendOps, setRevision } from "./queue.js";
 import { createEditorStore } from "./store.js";
 import { edgeTypes } from "./edges.jsx";
 import { Frames, Toolbar } from "./chrome.jsx";
+import { drawsVisibleOnly } from "./graph.js";
 import { nodeTypes } from "./nodes.jsx";
 
 // The store's ties to this page: the server's document and validate endpoints, the queue, and the page's
@@ -118,6 +119,7 @@ function Canvas({ workflowId, apiBase, canEdit, root }) {
           selectionKeyCode="Shift"
           minZoom={READABLE_ZOOM}
           maxZoom={2}
+          onlyRenderVisibleElements={Boolean(doc) && drawsVisibleOnly(doc)}
           proOptions={{ hideAttribution: true }}
           aria-label="Workflow canvas"
         >

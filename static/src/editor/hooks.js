@@ -87,7 +87,7 @@ export function useNodeMoves({ canEdit, flow, store, setNodes }) {
   return useCallback(
     (changes) => {
       const kept = changes.filter((c) => c.type !== "remove");
-      setNodes((current) => applyNodeChanges(kept, current));
+      setNodes((current) => withoutEstimates(applyNodeChanges(kept, current), kept));
       if (!canEdit) return;
       if (kept.some((c) => c.type === "position" && c.dragging)) dragging.current = true;
       const settled = kept.filter((c) => c.type === "position" && c.position && c.dragging === false);
@@ -119,6 +119,18 @@ export function useNodeMoves({ canEdit, flow, store, setNodes }) {
     },
     [canEdit, flow, store, setNodes],
   );
+}
+
+// A node measured in view drops the size and handles estimated for it (graph.js buildNodes): React Flow would
+// otherwise take the estimated handles again over the measured ones whenever the node changes.
+function withoutEstimates(nodes, changes) {
+  const measured = new Set(changes.filter((c) => c.type === "dimensions" && c.dimensions).map((c) => c.id));
+  if (!measured.size) return nodes;
+  return nodes.map((node) => {
+    if (!measured.has(node.id) || !node.handles) return node;
+    const { handles: _handles, initialWidth: _width, initialHeight: _height, ...rest } = node;
+    return rest;
+  });
 }
 
 // Fit the whole drawing: nodes, the loop frames around them and the
@@ -164,7 +176,9 @@ export function useFitGraph({ flow, store, root, wrapper, frames, nodes }) {
   );
 
   useEffect(() => {
-    if (!fitted && nodes.length && nodes.every((node) => node.measured)) {
+    // A big graph fits to the sizes estimated for it (graph.js buildNodes), before anything is drawn: only the
+    // nodes in view are drawn, where the fit puts the view.
+    if (!fitted && nodes.length && nodes.every((node) => node.measured || node.handles)) {
       fitGraph();
       store.getState().markFitted();
     }

@@ -9,7 +9,13 @@ import { rowLayout } from "./rows.js";
 // a long chain as one row far wider than any screen.
 export const ROWS_FROM = 80;
 
+// From this many nodes, the canvas draws only the nodes and routes in view (graph.js drawsVisibleOnly).
+export const DRAW_VISIBLE_FROM = ROWS_FROM;
+
 export const NODE_WIDTH = 220;
+
+// The height of a label row at the bottom of a node (graph.css .wf-label), where its handle sits.
+export const LABEL_ROW = 24;
 
 // The smallest text on the canvas, in px (editor.css: node kind, labels, route labels, frames).
 export const SMALLEST_FONT_PX = 13;
