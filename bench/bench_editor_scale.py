@@ -395,7 +395,8 @@ def _report(sides: list[Side], results: dict[tuple[str, int], dict[str, Any]]) -
             r = results[(side.name, size)]
             width, height = r["box"]
             rows.append([str(size), side.name, f"{r['page'] / 1024:,.0f}", f"{r['server']:,.0f}",
-                         f"{r['drawn'] / 1000:.2f}", f"{r['fitted'] / 1000:.2f}", f"{r['dom']:.0f}", f"{r['drag']:,.0f}",
+                         f"{r['drawn'] / 1000:.2f}", f"{r['fitted'] / 1000:.2f}", f"{r['dom']:.0f}",
+                         f"{r['drag']:,.0f}",
                          f"{r['drag_bytes'] / 1024:,.1f}", f"{r['layout'] / 1000:.2f}",
                          f"{width:,.0f} x {height:,.0f}", f"{r['shown']:.0f}/{size + 2}",
                          f"{r['mini']:.0f}/{size + 2}", f"{r['zoom']:.2f}"])
@@ -403,13 +404,13 @@ def _report(sides: list[Side], results: dict[tuple[str, int], dict[str, Any]]) -
           ["nodes", "tree", "page KB", "page server ms", "canvas complete s", "fitted s", "nodes in page",
            "drag to saved ms",
            "save answer KB", "layout s", "laid-out box px", "shown after layout", "minimap nodes", "zoom"], rows,
-          f"Median of {ROUNDS} rounds, the trees taking turns. canvas: navigation start until, after the first fit, "
-          "every node in view is drawn\nand measured and the minimap shows every node / until the first fit (the "
-          "document has no positions: the canvas lays it\nout itself); nodes in page: how many the page holds then. drag: 50 px,"
-          " pointer up until 'Saved' and the next frame. layout: the\ntoolbar's Lay out, click until 'Saved' and the "
-          "next frame; box: the stored positions' extent; shown: nodes inside the canvas after\nthe fit; minimap: "
-          "nodes drawn at least 1 px wide. Targets at 600: canvas < 1.0 s, drag < 150 ms, layout < 0.5 s into a\n"
-          "shape that fits a screen at a readable zoom, a minimap that shows the graph.")
+          f"Median of {ROUNDS} rounds, the trees taking turns. canvas: navigation start until, after the first "
+          "fit, every node in view is drawn\nand measured and the minimap shows every node / until the first fit "
+          "(the document has no positions: the canvas lays it\nout itself); nodes in page: how many the page holds "
+          "then. drag: 50 px, pointer up until 'Saved' and the next frame.\nlayout: the toolbar's Lay out, click "
+          "until 'Saved' and the next frame; box: the stored positions' extent; shown: nodes\ninside the canvas "
+          "after the fit; minimap: nodes drawn at least 1 px wide. Targets at 600: canvas < 1.0 s, drag < 150 ms,\n"
+          "layout < 0.5 s into a shape that fits a screen at a readable zoom, a minimap that shows the graph.")
     if len(sides) == 2:
         base, this = sides
         ratios = []

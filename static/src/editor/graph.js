@@ -104,9 +104,9 @@ export function drawsVisibleOnly(doc) {
   return doc.nodes.length >= DRAW_VISIBLE_FROM;
 }
 
-export function buildNodes(doc, analysis, diagnostics, previous, { canEdit, selectId, runOverlay = null }) {
+// estimate: give nodes not yet measured their estimated size and handles (a canvas drawing only what is in view).
+export function buildNodes(doc, analysis, diagnostics, previous, { canEdit, selectId, runOverlay = null, estimate = false }) {
   const before = new Map(previous.map((node) => [node.id, node]));
-  const estimate = drawsVisibleOnly(doc);
   const regions = analysis.control_regions || {};
   const reachable = analysis.reachable ? new Set(analysis.reachable) : null;
   const colors = regionColors(doc);

@@ -13,7 +13,7 @@ import { useStore } from "zustand";
 import { request } from "./api.js";
 import { positionsOf, routeOps } from "./doc.js";
 import { emit, EVENTS, notice } from "./events.js";
-import { buildEdges, buildFrames, buildNodes, withChannels } from "./graph.js";
+import { buildEdges, buildFrames, buildNodes, drawsVisibleOnly, withChannels } from "./graph.js";
 import { autoLayout, besideOutput, dropSpot, estimatedHeight, NODE_WIDTH, readableViewport } from "./layout.js";
 
 // The nodes and edges React Flow draws, rebuilt whenever the document or what
@@ -29,7 +29,8 @@ export function useDrawing(store, { canEdit, runOverlay }) {
   useEffect(() => {
     if (!doc || !analysis) return;
     const selectId = store.getState().takePendingSelect(doc);
-    setNodes((previous) => buildNodes(doc, analysis, diagnostics, previous, { canEdit, selectId, runOverlay }));
+    const estimate = drawsVisibleOnly(doc);
+    setNodes((previous) => buildNodes(doc, analysis, diagnostics, previous, { canEdit, selectId, runOverlay, estimate }));
     setEdges((previous) => buildEdges(doc, analysis, previous));
   }, [store, doc, analysis, diagnostics, canEdit, runOverlay]);
 
@@ -268,8 +269,7 @@ export function usePanelEvents({ store, canEdit, flow, wrapper, addTemplate, sel
       if (!nodeId) return;
       store.getState().selectionChanged(nodeId);
       selectOnly(nodeId);
-      const target = flow.getNode(nodeId);
-      if (target) flow.fitView({ nodes: [{ id: nodeId }], maxZoom: 1.1, duration: 250, padding: 0.6 });
+      showNode(flow, wrapper.current, nodeId);
       emit(EVENTS.select, { nodeId, field });
     };
     const onAdd = (event) => {
@@ -296,6 +296,19 @@ export function usePanelEvents({ store, canEdit, flow, wrapper, addTemplate, sel
       document.removeEventListener(EVENTS.addNode, onAdd);
     };
   }, [addTemplate, canEdit, flow, selectOnly, store, wrapper]);
+}
+
+// Brings one node into view, as React Flow's fitView on it would; fitView waits until every node is measured,
+// which a big graph drawn only where it is in view never is (graph.js drawsVisibleOnly).
+function showNode(flow, wrapper, nodeId) {
+  const node = flow.getInternalNode(nodeId);
+  if (!node || !wrapper) return;
+  const pane = (wrapper.querySelector(".react-flow") || wrapper).getBoundingClientRect();
+  const { x, y } = node.internals.positionAbsolute;
+  const width = (node.measured && node.measured.width) || node.initialWidth || NODE_WIDTH;
+  const height = (node.measured && node.measured.height) || node.initialHeight || estimatedHeight(1);
+  const viewport = getViewportForBounds({ x, y, width, height }, pane.width, pane.height, 0.05, 1.1, 0.6);
+  flow.setViewport(viewport, { duration: 250 });
 }
 
 // Where a palette item added with no drop point goes when one node is selected: beside that node's free
