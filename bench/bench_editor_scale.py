@@ -1,12 +1,15 @@
 """The editor at scale (issue 34): 20 / 100 / 300 / 600 ``template`` nodes inside customers -> orders, measured
 in headless Chromium against ``manage.py serve`` (gunicorn, what ``make run`` starts), this tree beside a base
-commit (default: main before the work, 8558a96), in one run.
+commit (default: 143ebe8, main's first editor-at-scale work with live co-editing, before the in-view drawing),
+in one run.
 
 Each side gets its own copy of the code (the base: ``git archive`` into a temporary folder, its front end built
 there with ``npm ci`` + Vite), its own SQLite database and server; the two alternate size by size. Per size:
 
 - page: the editor page's HTML (bytes) and its server time (the navigation's request start to response start);
-- canvas: from navigation start until every node is drawn and measured, and until the first fit;
+- canvas: from navigation start until the first fit, and until after it the canvas is complete: the minimap shows
+  every node and every node in view is drawn and measured (from 80 nodes the canvas draws only those; the base
+  drew every node), with how many nodes the page holds then;
 - drag: a 50 px drag of a node until the toolbar says "Saved" and the next frame is drawn, and the bytes of the
   save's answer (the move itself is about 85 bytes);
 - layout: the toolbar's "Lay out" from click to "Saved", the laid-out graph's bounding box (from the stored
@@ -38,7 +41,7 @@ from bench.bench_engine import table
 
 REPO = Path(__file__).resolve().parents[1]
 SIZES = [int(size) for size in os.environ.get("TRELLIS_BENCH_SIZES", "20,100,300,600").split(",")]
-BASE = os.environ.get("TRELLIS_BENCH_BASE", "8558a96")
+BASE = os.environ.get("TRELLIS_BENCH_BASE", "143ebe8")
 ROUNDS = int(os.environ.get("TRELLIS_BENCH_ROUNDS", "3"))
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
