@@ -37,12 +37,13 @@ function subtitle(node) {
 
 // Labels the analyzer reports, plus any label a stored route uses that the
 // node cannot emit, drawn as an "unknown" handle so the broken route shows.
-function labelsOf(node, doc, analysis) {
+// routesFrom: the document's routes by source (one pass, not one per node: 600 nodes made that 360,000 steps).
+function labelsOf(node, routesFrom, analysis) {
   const emitted = (analysis.labels && analysis.labels[node.id]) || [];
   const labels = emitted.map((name) => ({ name, known: true }));
   const names = new Set(emitted);
-  for (const route of doc.routes) {
-    if (route.source === node.id && !names.has(route.label)) {
+  for (const route of routesFrom.get(node.id) || []) {
+    if (!names.has(route.label)) {
       names.add(route.label);
       labels.push({ name: route.label, known: !analysis.labels });
     }
@@ -112,8 +113,13 @@ export function buildNodes(doc, analysis, diagnostics, previous, { canEdit, sele
   const colors = regionColors(doc);
   const counts = diagnosticCounts(diagnostics);
   const start = doc.start || (doc.nodes[0] && doc.nodes[0].id);
+  const routesFrom = new Map();
+  for (const route of doc.routes) {
+    if (!routesFrom.has(route.source)) routesFrom.set(route.source, []);
+    routesFrom.get(route.source).push(route);
+  }
   const labelsById = {};
-  for (const node of doc.nodes) labelsById[node.id] = labelsOf(node, doc, analysis);
+  for (const node of doc.nodes) labelsById[node.id] = labelsOf(node, routesFrom, analysis);
   const positions = resolvePositions(doc, labelsById, regions);
   return doc.nodes.map((node) => {
     const old = before.get(node.id);

@@ -147,10 +147,16 @@ function runLayout(nodes, routes, regions) {
 function untangle(nodes, routes, regions, positions) {
   const height = new Map(nodes.map((node) => [node.id, estimatedHeight(node.labels.length)]));
   const region = (id) => JSON.stringify(regions[id] || []);
+  // Routes by source, found once (a filter per node was 360,000 steps at 600 nodes).
+  const from = new Map();
+  for (const route of routes) {
+    if (!from.has(route.source)) from.set(route.source, []);
+    from.get(route.source).push(route);
+  }
   for (const node of nodes) {
     const handle = (route) => node.labels.findIndex((label) => label.name === route.label);
     const targets = [];
-    const handled = routes.filter((r) => r.source === node.id && handle(r) >= 0);
+    const handled = (from.get(node.id) || []).filter((r) => handle(r) >= 0);
     for (const route of handled.sort((a, b) => handle(a) - handle(b))) {
       if (route.target !== node.id && positions[route.target] && !targets.includes(route.target)) {
         targets.push(route.target);
