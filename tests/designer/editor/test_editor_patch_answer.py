@@ -12,6 +12,8 @@ import pytest
 from django.test import Client
 
 from designer.editor.context import BUILDER_INLINE_FIELDS
+from designer.models import Workflow
+from designer.workflows import services as workflow_services
 from designer.workflows.patch import apply_patch, json_patch
 from tests.designer.clients import client_for
 
@@ -62,6 +64,16 @@ def test_a_move_is_answered_with_one_replace_and_no_analysis(cast: Any, chain: A
                  answer="patch").json()
     assert data["patch"] == [{"op": "replace", "path": "/metadata/positions/step_007/x", "value": 55}]
     assert len(json.dumps(data)) < 300
+
+
+def test_a_moves_saved_draft_is_the_stored_one(cast: Any, chain: Any) -> None:
+    # A metadata-only save reads back only the revision and time: what it answers must still be the stored row.
+    moved = {**chain.document, "metadata": {"positions": {"each": {"x": 1, "y": 2}}}}
+    saved = workflow_services.save_document(actor=cast.editor, workflow=chain, revision=chain.revision,
+                                            document=moved).workflow
+    stored = Workflow.objects.get(pk=chain.pk)
+    assert (saved.revision, saved.updated_at) == (stored.revision, stored.updated_at)
+    assert json.dumps(saved.document) == json.dumps(stored.document)
 
 
 def test_an_edit_that_changes_the_analysis_carries_it(cast: Any, chain: Any) -> None:
