@@ -162,6 +162,8 @@ def _saved_json(committed: Edited) -> dict[str, Any]:
 
 #: A patch answer carries the whole document instead when its patch would be more than this share of it.
 PATCH_SHARE = 0.5
+#: ...unless the patch is at most this many bytes of JSON: then it is the answer whatever the document's size.
+PATCH_ALWAYS = 1024
 
 
 def patch_json(committed: Edited) -> dict[str, Any]:
@@ -186,7 +188,9 @@ def patch_json(committed: Edited) -> dict[str, Any]:
         "select": committed.applied.select,
     }
     changes = json_patch(committed.base_document, after)
-    if len(json.dumps(changes)) > PATCH_SHARE * len(json.dumps(after)):
+    size = len(json.dumps(changes))
+    # A patch of a few hundred bytes (a move) is sent without measuring the whole document against it.
+    if size > PATCH_ALWAYS and size > PATCH_SHARE * len(json.dumps(after)):
         answer["document"] = after
     else:
         answer["patch"] = changes

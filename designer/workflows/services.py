@@ -178,7 +178,8 @@ def save_document(*, actor: Any, workflow: Workflow, revision: object, document:
     require_workflow_role(actor, workflow, "editor")
     if isinstance(revision, bool) or not isinstance(revision, int):
         raise BadRequest("revision must be the integer revision the edit started from", field="revision")
-    if _metadata_only(workflow, document, revision):
+    metadata_only = _metadata_only(workflow, document, revision)
+    if metadata_only:
         # A move: the canvas's places changed, nothing the analysis reads (600 nodes: 0.8 s less per drag).
         assert isinstance(document, dict)
         stored, analysis = document, analysis_for(workflow)
@@ -209,7 +210,13 @@ def save_document(*, actor: Any, workflow: Workflow, revision: object, document:
             DraftOperation.objects.filter(workflow_id=workflow.pk, revision__lte=revision + 1 - LOG_KEEP).delete()
         # Read back inside the transaction that still holds the row: after it, another save may already have
         # landed, and the caller would hold someone else's revision beside this save's analysis and undo.
-        workflow.refresh_from_db()
+        if metadata_only:
+            # The stored JSON is ``stored`` itself, which shares the unchanged nodes with the draft it replaced:
+            # read back only what the database set (a move of one node of 600 needs no 360 KB parse).
+            workflow.refresh_from_db(fields=["revision", "updated_at"])
+            workflow.document = stored
+        else:
+            workflow.refresh_from_db()
     remember_analysis(workflow, analysis)  # the panels that follow the save ask about this revision
     return SavedDocument(workflow=workflow, analysis=analysis)
 

@@ -11,42 +11,30 @@ from typing import Any
 import pytest
 from playwright.sync_api import Page, Response, expect
 
+from bench.bench_editor_scale import document
 from designer.access import teams as team_services
 from designer.workflows import services as workflow_services
-from tests.browser.editor_page import EditorPage, empty_document
+from tests.browser.editor_page import EditorPage
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
-SIZE = 120  # above layout.js ROWS_FROM: the layered layout in rows (rows.js)
+SIZE = 120  # from layout.js ROWS_FROM / DRAW_VISIBLE_FROM (80): the layout in rows, only the view drawn
 
 
 def _big_document() -> dict[str, Any]:
-    names = [f"line_{n:03d}" for n in range(SIZE)]
-    nodes: list[dict[str, Any]] = [
-        {"id": "customers", "kind": "foreach", "over": "input.customers"},
-        {"id": "orders", "kind": "foreach", "over": "context.foreach.customers.item.orders"},
-    ]
-    routes = [{"source": "customers", "label": "loop", "target": "orders"},
-              {"source": "orders", "label": "loop", "target": names[0]},
-              {"source": "orders", "label": "done", "target": "customers"}]
-    for n, name in enumerate(names):
-        nodes.append({"id": name, "kind": "task", "task": "template", "input": [
-            {"target": "template", "value": "{customer}"},
-            {"target": "values.customer", "path": "context.foreach.customers.item.name"},
-        ], "output": [{"source": ".", "target": name}]})
-        routes.append({"source": name, "label": "ok", "target": names[n + 1] if n + 1 < SIZE else "orders"})
-    return empty_document(
-        nodes=nodes, routes=routes,
-        state_schema={"type": "object", "properties": {name: {"type": "string"} for name in names}})
+    return document(SIZE)  # the benchmark's: SIZE template nodes inside customers -> orders
 
 
-# Every drawn node's box in flow coordinates, and the loop frames'.
+# Every drawn node's box in flow coordinates.
 _BOXES = """() => {
   const zoom = Number(document.querySelector("[data-editor-canvas]").dataset.zoom);
   const box = (el) => { const r = el.getBoundingClientRect(); return {x: r.x / zoom, y: r.y / zoom,
                                                                    width: r.width / zoom, height: r.height / zoom}; };
   return [...document.querySelectorAll(".react-flow__node")].map((el) => ({id: el.dataset.id, ...box(el)}));
 }"""
+
+# The minimap's node boxes that are at least a pixel wide.
+_MINIMAP_DRAWN = "els => els.filter((el) => el.getBoundingClientRect().width >= 1).length"
 
 
 def test_a_big_graph_is_laid_out_in_rows_shown_on_the_minimap_and_a_move_is_a_small_answer(
@@ -55,20 +43,31 @@ def test_a_big_graph_is_laid_out_in_rows_shown_on_the_minimap_and_a_move_is_a_sm
     team = team_services.create_team(actor=user, name="Acme")
     workflow = workflow_services.import_workflow(actor=user, team=team, document=_big_document(), name="Big")
     editor = EditorPage(logged_in_page, live_server.url, workflow).open()
-    expect(editor.page.locator(".react-flow__node")).to_have_count(SIZE + 2)
+    minimap = editor.page.locator(".wf-minimap .react-flow__minimap-node")
+    # Every node is on the minimap, but only those in view are in the page (with the routes between them).
+    expect(minimap).to_have_count(SIZE + 2)
+    assert minimap.evaluate_all(_MINIMAP_DRAWN) == SIZE + 2
+    drawn = editor.page.locator(".react-flow__node").count()
+    assert 0 < drawn < SIZE + 2, drawn
+    expect(editor.edge("orders", "loop")).to_have_count(1)
+    expect(editor.node(f"line_{SIZE - 1:03d}")).to_have_count(0)
 
     before = editor.revision()
     editor.page.get_by_role("button", name="Layout", exact=True).click()
     editor.wait_saved(before + 1)
     positions = editor.document()["metadata"]["positions"]
     assert len(positions) == SIZE + 2
+    # No two drawn nodes overlap, nor (at their estimated sizes, layout.js estimatedHeight) any two laid out.
     boxes = editor.page.evaluate(_BOXES)
-    # No two nodes overlap.
+    boxes += [{"id": f"laid {key}", "x": p["x"], "y": p["y"], "width": 220, "height": 88 + 24 * 2}  # 2 labels each
+              for key, p in positions.items()]
     boxes.sort(key=lambda b: b["x"])
     for i, a in enumerate(boxes):
         for b in boxes[i + 1:]:
             if b["x"] >= a["x"] + a["width"]:
                 break
+            if a["id"].startswith("laid") != b["id"].startswith("laid"):
+                continue
             assert b["y"] >= a["y"] + a["height"] or a["y"] >= b["y"] + b["height"], (a["id"], b["id"])
     # Shaped like a screen: not one row (the chain used to be 190,000 px wide at 600 nodes) nor one column.
     xs = [p["x"] for p in positions.values()]
@@ -78,9 +77,15 @@ def test_a_big_graph_is_laid_out_in_rows_shown_on_the_minimap_and_a_move_is_a_sm
     # The body's frame holds the body: the first chain node is right of its foreach and below its frame's title.
     assert positions["line_000"]["x"] > positions["orders"]["x"] + 220
     # The minimap draws every node at least a pixel wide.
-    drawn = editor.page.locator(".wf-minimap .react-flow__minimap-node").evaluate_all(
-        "els => els.filter((el) => el.getBoundingClientRect().width >= 1).length")
-    assert drawn == SIZE + 2
+    assert minimap.evaluate_all(_MINIMAP_DRAWN) == SIZE + 2
+
+    # Shown on demand (the diagnostics' links do this): the last node, out of view until now, is drawn.
+    last = f"line_{SIZE - 1:03d}"
+    editor.page.evaluate("(id) => document.dispatchEvent(new CustomEvent('trellis:focus', {detail: {nodeId: id}}))",
+                         last)
+    expect(editor.node(last)).to_be_visible()
+    expect(editor.inspector).to_have_attribute("data-node", last)
+    editor.page.keyboard.press("f")  # back to the fit, where line_000 is
 
     # A drag is answered with a patch of the move, not the document.
     answers: list[Response] = []

@@ -23,7 +23,22 @@ import { discardQueued, readRevisionFrom, sendOps } from "./queue.js";
 import { createEditorStore } from "./store.js";
 import { edgeTypes } from "./edges.jsx";
 import { Frames, Toolbar } from "./chrome.jsx";
+import { drawsVisibleOnly } from "./graph.js";
 import { nodeTypes } from "./nodes.jsx";
+
+// The document asked for as soon as the island's script runs (main.jsx), not after React's first render of the
+// canvas: at 600 nodes that render and the other panels' first requests are ~150 ms the page need not wait.
+let early = null;
+
+export function askForDocumentEarly({ workflowId, apiBase }) {
+  early = request("GET", documentUrl(apiBase, workflowId));
+}
+
+function fetchDocumentOnce(apiBase, workflowId) {
+  const answer = early || request("GET", documentUrl(apiBase, workflowId));
+  early = null;
+  return answer;
+}
 
 // The store's ties to this page: the server's document and validate endpoints, the queue, and the page's
 // revision and save state (the panels' forms and the tests read them from the canvas element).
@@ -32,7 +47,7 @@ function pageStore({ workflowId, apiBase, canEdit, root }) {
     canEdit,
     sendOps,
     discardQueued,
-    fetchDocument: () => request("GET", documentUrl(apiBase, workflowId)),
+    fetchDocument: () => fetchDocumentOnce(apiBase, workflowId),
     fetchAnalysis: () => request("POST", validateUrl(apiBase, workflowId), {}),
     publish: (revision, state) => {
       root.dataset.revision = String(revision);
@@ -124,6 +139,7 @@ function Canvas({ workflowId, apiBase, canEdit, root }) {
           selectionKeyCode="Shift"
           minZoom={READABLE_ZOOM}
           maxZoom={2}
+          onlyRenderVisibleElements={Boolean(doc) && drawsVisibleOnly(doc)}
           proOptions={{ hideAttribution: true }}
           aria-label="Workflow canvas"
         >

@@ -4,7 +4,7 @@
 import { MarkerType } from "@xyflow/react";
 
 import { positionsOf } from "./doc.js";
-import { autoLayout, estimatedHeight, freeSpot, NODE_WIDTH } from "./layout.js";
+import { autoLayout, DRAW_VISIBLE_FROM, estimatedHeight, freeSpot, LABEL_ROW, NODE_WIDTH } from "./layout.js";
 
 const REGION_COLORS = ["#7c4dff", "#00897b", "#ef6c00", "#c2185b", "#1e88e5", "#6d4c41"];
 
@@ -37,12 +37,13 @@ function subtitle(node) {
 
 // Labels the analyzer reports, plus any label a stored route uses that the
 // node cannot emit, drawn as an "unknown" handle so the broken route shows.
-function labelsOf(node, doc, analysis) {
+// routesFrom: the document's routes by source (one pass, not one per node: 600 nodes made that 360,000 steps).
+function labelsOf(node, routesFrom, analysis) {
   const emitted = (analysis.labels && analysis.labels[node.id]) || [];
   const labels = emitted.map((name) => ({ name, known: true }));
   const names = new Set(emitted);
-  for (const route of doc.routes) {
-    if (route.source === node.id && !names.has(route.label)) {
+  for (const route of routesFrom.get(node.id) || []) {
+    if (!names.has(route.label)) {
       names.add(route.label);
       labels.push({ name: route.label, known: !analysis.labels });
     }
@@ -79,15 +80,46 @@ function resolvePositions(doc, labelsById, regions) {
   return positions;
 }
 
-export function buildNodes(doc, analysis, diagnostics, previous, { canEdit, selectId, runOverlay = null }) {
+// A big graph draws only the nodes in view (Editor.jsx onlyRenderVisibleElements). React Flow draws every node
+// once anyway to measure its handles, unless the node says where they are: so a node not yet measured carries
+// its estimated size and handles (the label rows are LABEL_ROW high at its bottom, editor.css), which place its
+// routes and its minimap box until it scrolls into view and is measured (useNodeMoves then drops them).
+const HANDLE = 11; // graph.css .wf-handle: 11 px, 6 px outside the node's edge
+
+function estimatedHandles(labels) {
+  const height = estimatedHeight(labels.length);
+  const handles = labels.map(({ name }, index) => ({
+    id: name,
+    type: "source",
+    position: "right",
+    x: NODE_WIDTH + 6 - HANDLE,
+    y: height - (labels.length - index - 0.5) * LABEL_ROW - HANDLE / 2,
+    width: HANDLE,
+    height: HANDLE,
+  }));
+  handles.push({ id: "in", type: "target", position: "left", x: -6, y: height / 2 - HANDLE / 2, width: HANDLE, height: HANDLE });
+  return handles;
+}
+
+export function drawsVisibleOnly(doc) {
+  return doc.nodes.length >= DRAW_VISIBLE_FROM;
+}
+
+// estimate: give nodes not yet measured their estimated size and handles (a canvas drawing only what is in view).
+export function buildNodes(doc, analysis, diagnostics, previous, { canEdit, selectId, runOverlay = null, estimate = false }) {
   const before = new Map(previous.map((node) => [node.id, node]));
   const regions = analysis.control_regions || {};
   const reachable = analysis.reachable ? new Set(analysis.reachable) : null;
   const colors = regionColors(doc);
   const counts = diagnosticCounts(diagnostics);
   const start = doc.start || (doc.nodes[0] && doc.nodes[0].id);
+  const routesFrom = new Map();
+  for (const route of doc.routes) {
+    if (!routesFrom.has(route.source)) routesFrom.set(route.source, []);
+    routesFrom.get(route.source).push(route);
+  }
   const labelsById = {};
-  for (const node of doc.nodes) labelsById[node.id] = labelsOf(node, doc, analysis);
+  for (const node of doc.nodes) labelsById[node.id] = labelsOf(node, routesFrom, analysis);
   const positions = resolvePositions(doc, labelsById, regions);
   return doc.nodes.map((node) => {
     const old = before.get(node.id);
@@ -116,6 +148,11 @@ export function buildNodes(doc, analysis, diagnostics, previous, { canEdit, sele
         run: runOverlay ? runOverlay.nodes[node.id] || IDLE : null,
       },
     };
+    if (estimate && !built.measured) {
+      built.initialWidth = NODE_WIDTH;
+      built.initialHeight = estimatedHeight(built.data.labels.length);
+      built.handles = estimatedHandles(built.data.labels);
+    }
     // The node as drawn before when nothing about it changed: React Flow then leaves it alone (a save of one
     // node's move among 600 redraws that one).
     return old && sameNode(old, built) ? old : built;
@@ -143,8 +180,17 @@ function sameNode(old, built) {
   });
 }
 
+function sameEdge(old, built) {
+  return old.selected === built.selected && old.source === built.source && old.target === built.target && old.sourceHandle === built.sourceHandle
+    && old.type === built.type && old.className === built.className && old.animated === built.animated
+    && old.style.stroke === built.style.stroke && old.style.strokeWidth === built.style.strokeWidth
+    && old.data.back === built.data.back && old.data.route.label === built.data.route.label;
+}
+
 export function buildEdges(doc, analysis, previous) {
   const before = new Map(previous.map((edge) => [edge.id, edge]));
+  // The "next item" dash runs forever: on a big graph every frame would then repaint the whole canvas.
+  const animate = !drawsVisibleOnly(doc);
   const regions = analysis.control_regions || {};
   const colors = regionColors(doc);
   const kinds = new Map(doc.nodes.map((node) => [node.id, node.kind]));
@@ -159,7 +205,7 @@ export function buildEdges(doc, analysis, previous) {
     if (back) classes.push("wf-edge--back");
     if (loop) classes.push("wf-edge--loop");
     if (route.label === "error") classes.push("wf-edge--error");
-    return {
+    const built = {
       id,
       source: route.source,
       sourceHandle: route.label,
@@ -169,12 +215,15 @@ export function buildEdges(doc, analysis, previous) {
       selected: Boolean(before.get(id) && before.get(id).selected),
       className: classes.join(" "),
       label: back ? "next item" : undefined,
-      animated: back,
+      animated: back && animate,
       style: { stroke: color, strokeWidth: back || loop ? 2 : 1.6 },
       markerEnd: { type: MarkerType.ArrowClosed, color, width: 18, height: 18 },
       data: { route, back },
       ariaLabel: `route ${route.source} ${route.label} to ${route.target}`,
     };
+    // The edge as drawn before when nothing about it changed: React Flow then leaves it alone.
+    const old = before.get(id);
+    return old && sameEdge(old, built) ? old : built;
   });
 }
 
@@ -213,8 +262,6 @@ export function buildFrames(doc, analysis, nodes) {
 // edge turns), so two routes from neighbouring labels stay tellable apart
 // instead of sharing one line. Upward routes turn later the lower their
 // label, downward ones the higher: fanned-out routes then never cross.
-const LABEL_ROW = 24;
-
 export function withChannels(edges, nodes) {
   const byId = new Map(nodes.map((node) => [node.id, node]));
   const siblings = new Map();

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 
-import { buildEdges, buildFrames, buildNodes, regionColors, withChannels } from "./graph.js";
+import { buildEdges, buildFrames, buildNodes, drawsVisibleOnly, regionColors, withChannels } from "./graph.js";
+import { DRAW_VISIBLE_FROM, estimatedHeight, NODE_WIDTH } from "./layout.js";
 import { positionsOf, routeOps } from "./doc.js";
 
 // customers -> orders (nested foreach) with one task in the inner body.
@@ -118,5 +119,53 @@ describe("buildEdges and frames", () => {
     expect(steps).toHaveLength(2);
     expect(steps[0]).not.toBe(steps[1]);
     expect(fanned[2].pathOptions).toBeUndefined();
+  });
+});
+
+describe("a big graph drawn only where it is in view", () => {
+  it("gives a node not yet measured its estimated size and a handle per label, and a measured one none", () => {
+    const measured = [{ id: "pack", measured: { width: 220, height: 150 }, position: { x: 600, y: 0 } }];
+    const nodes = buildNodes(doc, analysis, [], measured, { canEdit: true, selectId: null, estimate: true });
+    const byId = Object.fromEntries(nodes.map((node) => [node.id, node]));
+    const end = byId.end;
+    expect(end.initialWidth).toBe(NODE_WIDTH);
+    expect(end.initialHeight).toBe(estimatedHeight(1));
+    expect(end.handles.map((h) => [h.id, h.type, h.position])).toEqual([["ok", "source", "right"], ["in", "target", "left"]]);
+    // Handles on the right edge, in label order, inside the node's height; the input halfway down the left.
+    const orders = byId.orders.handles;
+    expect(orders[0].y).toBeLessThan(orders[1].y);
+    expect(orders[1].y + orders[1].height).toBeLessThanOrEqual(byId.orders.initialHeight);
+    expect(orders[0].x + orders[0].width).toBeGreaterThan(NODE_WIDTH);
+    expect(orders[2].x).toBeLessThan(0);
+    expect(byId.pack.handles).toBeUndefined();
+    expect(byId.pack.initialHeight).toBeUndefined();
+    // Without estimates (a graph drawn whole) nodes carry neither.
+    const whole = buildNodes(doc, analysis, [], [], { canEdit: true, selectId: null });
+    expect(whole.some((node) => node.handles || node.initialWidth)).toBe(false);
+  });
+
+  it("keeps each unchanged route's edge and rebuilds a changed one", () => {
+    const first = buildEdges(doc, analysis, []);
+    const retargeted = {
+      ...doc,
+      routes: doc.routes.map((r) => (r.source === "pack" && r.label === "typo" ? { ...r, target: "customers" } : r)),
+    };
+    const again = buildEdges(retargeted, analysis, first);
+    again.forEach((edge, index) => {
+      if (edge.id === "pack::typo") expect(edge).not.toBe(first[index]);
+      else expect(edge).toBe(first[index]);
+    });
+  });
+
+  it("draws the route back without the endless dash from DRAW_VISIBLE_FROM nodes", () => {
+    expect(buildEdges(doc, analysis, []).find((edge) => edge.id === "pack::ok").animated).toBe(true);
+    const names = Array.from({ length: DRAW_VISIBLE_FROM }, (_, n) => `t${n}`);
+    const big = {
+      ...doc,
+      nodes: [...doc.nodes, ...names.map((id) => ({ id, kind: "task", task: "finish" }))],
+    };
+    expect(drawsVisibleOnly(big)).toBe(true);
+    expect(drawsVisibleOnly(doc)).toBe(false);
+    expect(buildEdges(big, analysis, []).find((edge) => edge.id === "pack::ok").animated).toBe(false);
   });
 });

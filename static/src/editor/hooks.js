@@ -13,7 +13,7 @@ import { useStore } from "zustand";
 import { request } from "./api.js";
 import { positionsOf, routeOps } from "./doc.js";
 import { emit, EVENTS, notice } from "./events.js";
-import { buildEdges, buildFrames, buildNodes, withChannels } from "./graph.js";
+import { buildEdges, buildFrames, buildNodes, drawsVisibleOnly, withChannels } from "./graph.js";
 import { autoLayout, besideOutput, dropSpot, estimatedHeight, NODE_WIDTH, readableViewport } from "./layout.js";
 
 // The nodes and edges React Flow draws, rebuilt whenever the document or what
@@ -30,7 +30,8 @@ export function useDrawing(store, { canEdit, runOverlay }) {
   useEffect(() => {
     if (!doc || !analysis) return;
     const selectId = store.getState().takePendingSelect(doc);
-    setNodes((previous) => buildNodes(doc, analysis, diagnostics, previous, { canEdit, selectId, runOverlay }));
+    const estimate = drawsVisibleOnly(doc);
+    setNodes((previous) => buildNodes(doc, analysis, diagnostics, previous, { canEdit, selectId, runOverlay, estimate }));
     setEdges((previous) => buildEdges(doc, analysis, previous));
   }, [store, doc, analysis, diagnostics, canEdit, runOverlay]);
 
@@ -88,7 +89,7 @@ export function useNodeMoves({ canEdit, flow, store, setNodes }) {
   return useCallback(
     (changes) => {
       const kept = changes.filter((c) => c.type !== "remove");
-      setNodes((current) => applyNodeChanges(kept, current));
+      setNodes((current) => withoutEstimates(applyNodeChanges(kept, current), kept));
       if (!canEdit) return;
       if (kept.some((c) => c.type === "position" && c.dragging)) dragging.current = true;
       const settled = kept.filter((c) => c.type === "position" && c.position && c.dragging === false);
@@ -120,6 +121,18 @@ export function useNodeMoves({ canEdit, flow, store, setNodes }) {
     },
     [canEdit, flow, store, setNodes],
   );
+}
+
+// A node measured in view drops the size and handles estimated for it (graph.js buildNodes): React Flow would
+// otherwise take the estimated handles again over the measured ones whenever the node changes.
+function withoutEstimates(nodes, changes) {
+  const measured = new Set(changes.filter((c) => c.type === "dimensions" && c.dimensions).map((c) => c.id));
+  if (!measured.size) return nodes;
+  return nodes.map((node) => {
+    if (!measured.has(node.id) || !node.handles) return node;
+    const { handles: _handles, initialWidth: _width, initialHeight: _height, ...rest } = node;
+    return rest;
+  });
 }
 
 // Fit the whole drawing: nodes, the loop frames around them and the
@@ -166,7 +179,9 @@ export function useFitGraph({ flow, store, root, wrapper, frames, nodes }) {
   );
 
   useEffect(() => {
-    if (!fitted && nodes.length && nodes.every((node) => node.measured)) {
+    // A big graph fits to the sizes estimated for it (graph.js buildNodes), before anything is drawn: only the
+    // nodes in view are drawn, where the fit puts the view.
+    if (!fitted && nodes.length && nodes.every((node) => node.measured || node.handles)) {
       fitGraph();
       store.getState().markFitted();
     }
@@ -256,8 +271,7 @@ export function usePanelEvents({ store, canEdit, flow, wrapper, addTemplate, sel
       if (!nodeId) return;
       store.getState().selectionChanged(nodeId);
       selectOnly(nodeId);
-      const target = flow.getNode(nodeId);
-      if (target) flow.fitView({ nodes: [{ id: nodeId }], maxZoom: 1.1, duration: 250, padding: 0.6 });
+      showNode(flow, wrapper.current, nodeId);
       emit(EVENTS.select, { nodeId, field });
     };
     const onAdd = (event) => {
@@ -284,6 +298,19 @@ export function usePanelEvents({ store, canEdit, flow, wrapper, addTemplate, sel
       document.removeEventListener(EVENTS.addNode, onAdd);
     };
   }, [addTemplate, canEdit, flow, selectOnly, store, wrapper]);
+}
+
+// Brings one node into view, as React Flow's fitView on it would; fitView waits until every node is measured,
+// which a big graph drawn only where it is in view never is (graph.js drawsVisibleOnly).
+function showNode(flow, wrapper, nodeId) {
+  const node = flow.getInternalNode(nodeId);
+  if (!node || !wrapper) return;
+  const pane = (wrapper.querySelector(".react-flow") || wrapper).getBoundingClientRect();
+  const { x, y } = node.internals.positionAbsolute;
+  const width = (node.measured && node.measured.width) || node.initialWidth || NODE_WIDTH;
+  const height = (node.measured && node.measured.height) || node.initialHeight || estimatedHeight(1);
+  const viewport = getViewportForBounds({ x, y, width, height }, pane.width, pane.height, 0.05, 1.1, 0.6);
+  flow.setViewport(viewport, { duration: 250 });
 }
 
 // Where a palette item added with no drop point goes when one node is selected: beside that node's free

@@ -4,19 +4,22 @@ import "@xyflow/react/dist/style.css";
 import { StrictMode } from "react";
 import { createRoot } from "react-dom/client";
 
-import { Editor } from "./Editor.jsx";
+import { askForDocumentEarly, Editor } from "./Editor.jsx";
 import { installGlue } from "./glue.js";
 import { installSplit } from "./split.js";
 
 const element = /** @type {HTMLElement | null} */ (document.querySelector("[data-editor-canvas]"));
 if (element) {
+  const workflowId = element.dataset.workflowId;
+  const apiBase = element.dataset.apiBase || "/api/";
+  askForDocumentEarly({ workflowId, apiBase });
   installGlue();
   installSplit();
   createRoot(element).render(
     <StrictMode>
       <Editor
-        workflowId={element.dataset.workflowId}
-        apiBase={element.dataset.apiBase || "/api/"}
+        workflowId={workflowId}
+        apiBase={apiBase}
         canEdit={element.dataset.canEdit === "true"}
         root={element}
       />

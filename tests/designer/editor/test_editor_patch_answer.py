@@ -68,6 +68,16 @@ def test_a_move_is_answered_with_one_replace_and_no_analysis(cast: Any, chain: A
     assert len(json.dumps(data)) < 300
 
 
+def test_a_moves_saved_draft_is_the_stored_one(cast: Any, chain: Any) -> None:
+    # A metadata-only save reads back only the revision and time: what it answers must still be the stored row.
+    moved = {**chain.document, "metadata": {"positions": {"each": {"x": 1, "y": 2}}}}
+    saved = workflow_services.save_document(actor=cast.editor, workflow=chain, revision=chain.revision,
+                                            document=moved).workflow
+    stored = Workflow.objects.get(pk=chain.pk)
+    assert (saved.revision, saved.updated_at) == (stored.revision, stored.updated_at)
+    assert json.dumps(saved.document) == json.dumps(stored.document)
+
+
 def test_an_edit_that_changes_the_analysis_carries_it(cast: Any, chain: Any) -> None:
     before = copy.deepcopy(chain.document)
     data = _send(client_for(cast.editor), chain, [{"op": "disconnect", "source": "step_030", "label": "ok"}],

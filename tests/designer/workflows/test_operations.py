@@ -89,6 +89,21 @@ def test_move_nodes_changes_only_positions_and_undo_forgets_new_places(doc: dict
         {k: v for k, v in doc.items() if k != "metadata"}
 
 
+@pytest.mark.parametrize("metadata", [None, {}, {"positions": "broken", "note": {"kept": True}}])
+def test_move_nodes_starts_places_where_there_were_none_and_leaves_the_input_alone(
+    doc: dict[str, Any], metadata: Any
+) -> None:
+    document = {k: v for k, v in doc.items() if k != "metadata"}
+    if metadata is not None:
+        document["metadata"] = metadata
+    before = copy.deepcopy(document)
+    applied = ops.apply(document, {"op": "move_nodes", "positions": {"each": {"x": 5, "y": 6}}}, CONTEXT)
+    assert document == before
+    assert applied.document["metadata"]["positions"] == {"each": {"x": 5, "y": 6}}
+    if metadata and "note" in metadata:
+        assert applied.document["metadata"]["note"] == {"kept": True}
+
+
 @pytest.mark.parametrize("positions, wrong", [
     ({"ghost": {"x": 1, "y": 1}}, "no node 'ghost'"),
     ({"each": {"x": float("nan"), "y": 1}}, "finite number x"),
