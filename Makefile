@@ -133,10 +133,11 @@ dev: migrate
 	@echo "Serving http://$(HOST):$(PORT)/ (reloading on code changes) with a task worker; Ctrl-C stops both."
 	$(call serve_with_worker,$(PY) manage.py runserver $(HOST):$(PORT))
 
-# The front end's unit tests (vitest) and lint (ESLint) first: seconds, and they
-# name a broken module before the browser tests fail on it.
+# The front end's lint (ESLint), type check (TypeScript over JSDoc, tsconfig.json) and unit tests (vitest)
+# first: seconds, and they name a broken module before the browser tests fail on it.
 test: setup
 	npm run --silent lint
+	npm run --silent typecheck
 	npm test --silent
 	$(PY) -m pytest -n $(TEST_WORKERS) $(PYTEST_ARGS)
 
@@ -149,6 +150,7 @@ lint: $(VENV)/.stamp-install node_modules/.stamp-npm
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
 	npm run --silent lint
+	npm run --silent typecheck
 
 bench: $(VENV)/.stamp-install-bench
 	$(PY) -m bench $(BENCH)

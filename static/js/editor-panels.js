@@ -58,7 +58,7 @@
   document.addEventListener("change", function (event) {
     const select = event.target instanceof HTMLSelectElement && event.target.matches("[data-new-target]") ? event.target : null;
     if (!select) return;
-    const input = select.parentElement.querySelector('input[name="new_' + select.name + '"]');
+    const input = /** @type {HTMLInputElement | null} */ (select.parentElement.querySelector('input[name="new_' + select.name + '"]'));
     if (!input) return;
     const typing = select.value === "";
     input.hidden = !typing;

@@ -11,6 +11,7 @@ interface Htmx {
   ajax(method: string, url: string, context?: HtmxAjaxContext): Promise<void>;
   process(element: Element): void;
   trigger(element: Element | string, name: string, detail?: unknown): void;
+  swap(target: Element, html: string, spec: { swapStyle: string }): void;
 }
 
 interface HtmxEventDetail {

@@ -52,7 +52,7 @@ function pageStore({ workflowId, apiBase, canEdit, root }) {
     publish: (revision, state) => {
       root.dataset.revision = String(revision);
       root.dataset.state = state;
-      const field = document.getElementById("editor-revision");
+      const field = /** @type {HTMLInputElement | null} */ (document.getElementById("editor-revision"));
       if (field) field.value = String(revision);
     },
     notice,

@@ -130,7 +130,7 @@ function showNotice(message, kind, action) {
 function shownNode() {
   const panel = inspector();
   const rendered = panel && panel.querySelector(".inspector[data-node]");
-  return rendered ? rendered.dataset.node : panel?.dataset.node;
+  return rendered ? /** @type {HTMLElement} */ (rendered).dataset.node : panel?.dataset.node;
 }
 
 // Busy: the person is typing in it, has a picker open, or a schema builder holds unsaved changes
@@ -254,9 +254,9 @@ export function installGlue() {
   // Typing in a schema builder makes it unsaved before the server has seen the change.
   document.addEventListener("input", (event) => {
     const builder = event.target instanceof Element && event.target.closest(".schema-builder");
-    if (builder) builder.dataset.dirty = "true";
+    if (builder) /** @type {HTMLElement} */ (builder).dataset.dirty = "true";
   });
-  document.addEventListener(EVENTS.select, (event) => {
+  document.addEventListener(EVENTS.select, (/** @type {CustomEvent} */ event) => {
     const { nodeId, field } = event.detail || {};
     // Selecting (or dragging) the node already shown keeps its panel when a schema builder in it has
     // unsaved changes: reloading would re-render the builder from the saved schema.
@@ -264,7 +264,7 @@ export function installGlue() {
     if (same && !field && inspector()?.querySelector(".schema-builder[data-dirty]")) return;
     loadInspector(nodeId, field);
   });
-  document.addEventListener(EVENTS.notice, (event) =>
+  document.addEventListener(EVENTS.notice, (/** @type {CustomEvent} */ event) =>
     showNotice(event.detail.message, event.detail.kind || "info", event.detail.action),
   );
   document.addEventListener(EVENTS.documentReloaded, () => refreshInspector({ force: true }));
@@ -272,10 +272,11 @@ export function installGlue() {
   // (reachability, the diagnostics of a field); refresh it unless the person is working in it.
   document.addEventListener(EVENTS.documentSaved, () => refreshInspector());
   document.addEventListener("htmx:beforeSwap", keepBusyPanel);
-  document.addEventListener(EVENTS.diagnostics, (event) => showDiagnostics(event.detail && event.detail.html));
+  document.addEventListener(EVENTS.diagnostics, (/** @type {CustomEvent} */ event) => showDiagnostics(event.detail && event.detail.html));
 
   document.addEventListener("click", (event) => {
-    const focus = event.target.closest("[data-focus-node]");
+    const target = /** @type {Element} */ (event.target);
+    const focus = /** @type {HTMLElement | null} */ (target.closest("[data-focus-node]"));
     if (focus) {
       const nodeId = focus.dataset.focusNode;
       const field = focus.dataset.focusField || null;
@@ -284,19 +285,20 @@ export function installGlue() {
       else loadInspector(null, field);
       return;
     }
-    const fix = event.target.closest("[data-fix-ops]");
+    const fix = /** @type {HTMLElement | null} */ (target.closest("[data-fix-ops]"));
     if (fix) {
       emit(EVENTS.applyOps, { ops: JSON.parse(fix.dataset.fixOps) });
       return;
     }
-    const item = event.target.closest("[data-template]");
+    const item = /** @type {HTMLElement | null} */ (target.closest("[data-template]"));
     if (item && !item.closest("[data-readonly]")) {
       emit(EVENTS.addNode, { template: JSON.parse(item.dataset.template) });
     }
   });
 
   document.addEventListener("dragstart", (event) => {
-    const item = event.target.closest && event.target.closest("[data-template]");
+    const target = /** @type {Element} */ (event.target);
+    const item = /** @type {HTMLElement | null} */ (target.closest && target.closest("[data-template]"));
     if (!item || item.closest("[data-readonly]")) return;
     event.dataTransfer.setData(DRAG_TYPE, item.dataset.template);
     event.dataTransfer.effectAllowed = "copy";

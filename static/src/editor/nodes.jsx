@@ -1,5 +1,6 @@
 // Canvas drawing of workflow nodes: one component for every kind, one source
 // handle per label the analyzer says the node can emit.
+// @ts-ignore -- @xyflow/react exports Handle as a component and as a type; a JS file sees only the type
 import { Handle, Position } from "@xyflow/react";
 import { memo } from "react";
 
@@ -34,7 +35,7 @@ function WorkflowNode({ id, data, selected }) {
   return (
     <div
       className={classes.filter(Boolean).join(" ")}
-      style={{ "--region-color": data.regionColor || "transparent" }}
+      style={/** @type {import("react").CSSProperties} */ ({ "--region-color": data.regionColor || "transparent" })}
       data-kind={data.kind}
     >
       <Handle type="target" position={Position.Left} id="in" className="wf-handle wf-handle--in" />

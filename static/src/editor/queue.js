@@ -39,7 +39,7 @@ export function enqueue(task) {
 }
 
 export function editUrl() {
-  const root = document.querySelector("[data-editor-canvas]");
+  const root = /** @type {HTMLElement | null} */ (document.querySelector("[data-editor-canvas]"));
   return root ? root.dataset.editUrl : null;
 }
 
