@@ -165,7 +165,10 @@ _RESET = """
 import json, sys
 import django
 django.setup()
-from designer.workflows.analysis import dump_document, parse_document
+try:
+    from designer.workflows.analysis import dump_document, parse_document
+except ImportError:  # a base tree from before issue 28 moved the designer by domain
+    from designer.analysis import dump_document, parse_document
 from designer.models import Workflow
 from django.db.models import F
 workflow = Workflow.objects.get(pk=int(sys.argv[2]))
