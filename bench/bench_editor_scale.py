@@ -161,6 +161,16 @@ client.force_login(user)
 print(json.dumps({"session": client.cookies["sessionid"].value, "workflows": ids}))
 """
 
+def drag_50px(page: Any, box: Any) -> None:
+    """Press on ``box``'s title and move 50 px right, the button still down: the caller releases it (the
+    profiler starts its trace in between)."""
+    mouse = page.mouse
+    mouse.move(box["x"] + 10, box["y"] + box["height"] / 2)
+    mouse.down()
+    mouse.move(box["x"] + 11, box["y"] + box["height"] / 2 + 1)
+    mouse.move(box["x"] + 10 + 50, box["y"] + box["height"] / 2, steps=5)
+
+
 _RESET = """
 import json, sys
 import django
@@ -307,12 +317,8 @@ def measure(browser: Any, side: Side, size: int) -> dict[str, Any]:
         box = title.bounding_box()
         assert box, "line_000 is not drawn"
         page.evaluate(_WATCH_SAVE, revision)
-        mouse = page.mouse
-        mouse.move(box["x"] + 10, box["y"] + box["height"] / 2)
-        mouse.down()
-        mouse.move(box["x"] + 11, box["y"] + box["height"] / 2 + 1)
-        mouse.move(box["x"] + 10 + 50, box["y"] + box["height"] / 2, steps=5)
-        mouse.up()
+        drag_50px(page, box)
+        page.mouse.up()
         drag = page.wait_for_function("() => window.__save", timeout=60_000).json_value()
         drag_bytes, drag_wait = answers.get("bytes", 0), answers.get("wait", 0)
         return {"page": answers.get("page", 0), "server": timing, "drawn": canvas["drawn"],

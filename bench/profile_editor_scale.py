@@ -29,6 +29,7 @@ from bench.bench_editor_scale import (
     SIZES,
     VIEWPORT,
     Side,
+    drag_50px,
     warm,
 )
 
@@ -137,13 +138,9 @@ def profile(browser: Any, side: Side, size: int, out: Path | None) -> None:
     box = page.locator('.react-flow__node[data-id="line_000"] .wf-node__title').bounding_box()
     assert box, "line_000 is not drawn"
     page.evaluate(_WATCH_SAVE, revision)
-    mouse = page.mouse
-    mouse.move(box["x"] + 10, box["y"] + box["height"] / 2)
-    mouse.down()
-    mouse.move(box["x"] + 11, box["y"] + box["height"] / 2 + 1)
-    mouse.move(box["x"] + 10 + 50, box["y"] + box["height"] / 2, steps=5)
+    drag_50px(page, box)
     browser.start_tracing(page=page, categories=CATEGORIES.split(","))
-    mouse.up()
+    page.mouse.up()
     page.wait_for_function("() => window.__save", timeout=60_000)
     summarise(f"drag-{size}", browser.stop_tracing(), out)
     context.close()
