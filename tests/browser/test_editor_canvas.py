@@ -99,6 +99,44 @@ def test_a_drag_sends_one_move_operation_not_the_document(
     assert editor.errors == []
 
 
+def test_a_node_picked_while_a_panel_save_reloads_the_draft_is_the_one_delete_removes(
+    logged_in_page: Page, live_server: Any, user: Any, team: Any, site_tasks: None
+) -> None:
+    # Save a node's name, and pick another node before the saved draft is back (a slow answer under load): the
+    # draft's drawing must not select the saved node again, or Delete removes a node the inspector does not show.
+    workflow = _workflow(user, team, nested_document(positions=True))
+    editor = EditorPage(logged_in_page, live_server.url, workflow).open()
+    held: list[Route] = []
+    document_url = f"**/workflows/{workflow.pk}/document/"
+    def hold(route: Route) -> None:
+        held.append(route)
+
+    editor.page.route(document_url, hold)
+
+    editor.select("orders")
+    editor.inspector.get_by_label("Name", exact=True).fill("Every order")
+    before = editor.revision()
+    editor.inspector.get_by_role("button", name="Save node", exact=True).click()
+    for _ in range(250):
+        if held:
+            break
+        editor.page.wait_for_timeout(20)
+    assert held, "the saved draft was never asked for"
+    editor.select("set_value")
+    for route in held:
+        route.continue_()
+    editor.page.unroute(document_url, hold)
+    editor.wait_saved(before + 1)
+    expect(editor.node("set_value")).to_have_class(re.compile(r"\bselected\b"))
+    expect(editor.node("orders")).not_to_have_class(re.compile(r"\bselected\b"))
+
+    editor.page.keyboard.press("Delete")
+    editor.wait_saved(before + 2)
+    expect(editor.node("set_value")).to_have_count(0)
+    assert {n["id"] for n in editor.document()["nodes"]} == {"customers", "orders", "pack_item"}
+    assert editor.errors == []
+
+
 def test_a_panel_save_whose_form_is_replaced_before_its_answer_still_reaches_the_canvas(
     logged_in_page: Page, live_server: Any, user: Any, team: Any, site_tasks: None
 ) -> None:

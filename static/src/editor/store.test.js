@@ -385,6 +385,16 @@ describe("the editor store", () => {
     expect(server.received.at(-1)).toEqual([{ op: "rename", id: "renamed" }]);
   });
 
+  it("a node picked while a panel's edit loads stays selected when the edit's drawing lands", async () => {
+    const { store, server } = t;
+    server.nodes = ["orders", "set_value"];
+    server.revision = 2;
+    const saved = store.getState().panelChanged({ nodeId: "orders" });
+    expect(store.getState().selectionChanged("set_value")).toBe(true); // picked before the draft came back
+    await saved;
+    expect(store.getState().takePendingSelect(store.getState().doc)).toBeNull();
+  });
+
   it("selects the node an edit added and tells the panels", async () => {
     const { store, events } = t;
     t.server.answer = {

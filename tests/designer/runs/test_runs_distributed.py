@@ -216,7 +216,10 @@ def test_cancelling_a_waiting_run_cancels_it_at_once_and_its_batches_stop(api: A
                                                  document=document(batch_size=2, in_flight=1))
     client = api(cast.editor)
     run = start_run(client, workflow, {"xs": [1, 2, 3, 4]})
-    run_batch(batch_env, "--max-tasks", "1")  # the run itself: it plans its batches and waits
+    # Queued now: the run and the recovery chain's first sweep (started by the run's enqueue). One slot takes
+    # the sweep first (ownerless work goes first), then the run, which plans its batches and waits; with two
+    # slots and one task, which of them ran was a race (seen failing on CI).
+    run_batch(batch_env, "--slots", "1", "--max-tasks", "2")
     assert Run.objects.get(pk=run["id"]).status == "waiting"
     planned = list(ForeachBatch.objects.filter(run_id=run["id"]).order_by("number").values_list("status", flat=True))
     assert planned == ["queued", "pending"]  # one batch in flight at a time
