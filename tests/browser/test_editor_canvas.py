@@ -68,9 +68,14 @@ def test_a_drag_sends_one_move_operation_not_the_document(
     # Edits only: live co-editing's presence (the dragged node is now selected) is not an edit.
     editor.page.on("request", lambda request: sent.append(request)
                    if request.method != "GET" and "/edit/presence/" not in request.url else None)
+    panels: list[str] = []
+    editor.page.on("request", lambda request: panels.append(request.url) if "/run-panel/" in request.url else None)
     editor.move("set_value", 0, 60)
     assert [(r.method, r.url.removeprefix(live_server.url)) for r in sent] == [
         ("POST", f"/workflows/{workflow.pk}/edit/change/")]
+    # No panel shows where nodes stand: the run panel (which reloads 500 ms after a change) is not asked again.
+    editor.page.wait_for_timeout(1_000)
+    assert panels == []
     body = json.loads(sent[0].post_data or "")
     assert body["revision"] == 1
     assert [op["op"] for op in body["ops"]] == ["move_nodes"]

@@ -6,6 +6,7 @@ export const EVENTS = {
   addNode: "trellis:add-node", // palette (keyboard) -> canvas {template}
   documentChanged: "trellis:document-changed", // panels -> canvas: the server document changed, reload it
   documentSaved: "trellis:document-saved", // canvas -> panels {revision}: a canvas edit was stored
+  layoutSaved: "trellis:layout-saved", // canvas -> anyone {revision}: an edit that only moved nodes was stored
   documentReloaded: "trellis:document-reloaded", // canvas -> panels {revision}: canvas replaced its document
   documentLoaded: "trellis:document-loaded", // canvas -> panels {revision}: it loaded a draft it did not edit
   diagnostics: "trellis:diagnostics", // canvas -> panels {html}: the diagnostics panel an edit's answer carried

@@ -195,13 +195,13 @@ export function createEditorStore(deps) {
         return null;
       }
       try {
-        return await answered(answer, options);
+        return await answered(answer, ops, options);
       } finally {
         if (inFlight === 0) catchUp();
       }
     };
 
-    const answered = async (answer, { record: kind = "undo", selectField = null }) => {
+    const answered = async (answer, ops, { record: kind = "undo", selectField = null }) => {
       inFlight -= 1;
       const settled = inFlight === 0 ? "saved" : "saving";
       if (answer.skipped) {
@@ -222,7 +222,10 @@ export function createEditorStore(deps) {
           emit("diagnostics", { html: data.diagnostics_panel });
         }
         if (data.select) emit("select", { nodeId: data.select, field: selectField });
-        emit("documentSaved", { revision: data.revision });
+        // No panel shows where nodes stand: a move (a drag, a layout) reloads none of them, which after every
+        // drag cost the inspector's and the run panel's requests for nothing.
+        const layoutOnly = ops.every((op) => op.op === "move_nodes");
+        emit(layoutOnly ? "layoutSaved" : "documentSaved", { revision: data.revision });
         return data;
       }
       if (code === 409 && data && data.code === "edit.conflict") {

@@ -407,6 +407,14 @@ describe("the editor store", () => {
     expect(sizes(store)).toEqual([0, 0]); // nothing to undo in the answer: the history is unchanged
   });
 
+  it("tells the panels of an edit that changes what they show, and not of one that only moved nodes", async () => {
+    const { store, events } = t;
+    await store.getState().send([{ op: "move_nodes", positions: { a: { x: 1, y: 2 } } }]);
+    expect(events.at(-1)).toEqual(["layoutSaved", { revision: 2 }]);
+    await store.getState().send([{ op: "move_nodes", positions: {} }, ...add("b")]);
+    expect(events.at(-1)).toEqual(["documentSaved", { revision: 3 }]);
+  });
+
   it("sends nothing from a read-only editor", async () => {
     const readOnly = setUp({ canEdit: false });
     await readOnly.store.getState().load();
