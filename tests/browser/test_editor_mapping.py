@@ -24,6 +24,7 @@ from designer.workflows import services as workflow_services
 from designer.workflows.analysis import parse_document
 from runtime import Engine
 from tests.browser.editor_page import EditorPage
+from tests.documents_support import routes
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -310,12 +311,7 @@ IMPORTED: dict[str, Any] = {
             {"target": "values.total", "path": "context.foreach.orders.item.total"},
         ]},
     ],
-    "routes": [
-        {"source": "customers", "label": "loop", "target": "orders"},
-        {"source": "orders", "label": "loop", "target": "line"},
-        {"source": "line", "label": "ok", "target": "orders"},
-        {"source": "orders", "label": "done", "target": "customers"},
-    ],
+    "routes": routes("customers loop orders loop line ok orders done customers"),
 }
 
 
