@@ -47,8 +47,7 @@ def workflow() -> Any:
         "type": "object", "properties": {"items": {"type": "array", "items": {"type": "integer"}}}})
     each = graph.foreach("each", "input.items", results="out", max_concurrency=4)
     body = graph.use("double", id="body", input=[{"target": "x", "path": each.item}])
-    graph.set_route(each, "loop", body)
-    graph.set_route(body, "ok", each)
+    graph.chain(each, "loop", body, "ok", each)
     graph.output("out", "state.out")
     return graph.build()
 

@@ -31,8 +31,7 @@ def loop() -> Workflow:
         "xs": {"type": "array", "items": {"type": "integer"}}}, "required": ["xs"]})
     each = g.foreach("each", "input.xs", max_concurrency=3, results="doubled")
     d = g.use("double", "d", input=[{"target": "x", "path": each.item}])
-    g.set_route(each, "loop", d)
-    g.set_route(d, "ok", each)
+    g.chain(each, "loop", d, "ok", each)
     g.output("doubled", "state.doubled")
     return g.build()
 
