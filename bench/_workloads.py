@@ -348,12 +348,16 @@ def trellis_loop(limit: int) -> Workflow:
     return g.build()
 
 
-def trellis_foreach() -> Workflow:
-    g = WorkflowBuilder("bench-foreach", input_schema={"type": "object", "properties": {"items": {"type": "array"}}})
+def _each_item(workflow_id: str, body: Callable[[WorkflowBuilder, Any], Any]) -> Workflow:
+    """A foreach over ``input.items`` whose body is the one node ``body(builder, item_path)`` adds."""
+    g = WorkflowBuilder(workflow_id, input_schema={"type": "object", "properties": {"items": {"type": "array"}}})
     each = g.foreach("each", "input.items")
-    body = g.use("touch", "body", input=[{"target": "x", "path": each.item}])
-    g.chain(each, "loop", body, "ok", each)
+    g.chain(each, "loop", body(g, each.item), "ok", each)
     return g.build()
+
+
+def trellis_foreach() -> Workflow:
+    return _each_item("bench-foreach", lambda g, item: g.use("touch", "body", input=[{"target": "x", "path": item}]))
 
 
 def trellis_nested() -> Workflow:
@@ -374,11 +378,8 @@ def trellis_subgraph_child() -> Workflow:
 
 def trellis_subgraph() -> Workflow:
     """A foreach over ``input.items`` whose body calls ``trellis_subgraph_child`` with each item."""
-    g = WorkflowBuilder("bench-subgraph", input_schema={"type": "object", "properties": {"items": {"type": "array"}}})
-    each = g.foreach("each", "input.items")
-    call = g.subgraph("bench-child", "call", input=[{"target": "x", "path": each.item}])
-    g.chain(each, "loop", call, "ok", each)
-    return g.build()
+    return _each_item("bench-subgraph",
+                      lambda g, item: g.subgraph("bench-child", "call", input=[{"target": "x", "path": item}]))
 
 
 def trellis_loop_then_pause(limit: int) -> Workflow:

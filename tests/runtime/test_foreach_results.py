@@ -106,9 +106,13 @@ def test_an_error_route_back_to_the_foreach_collects_the_error_payload() -> None
     assert out[1]["error"]["type"] == "ValueError" and out[1]["error"]["index"] == 1
 
 
+#: Rows of integers: ``{"rows": [[1, 2], [3]]}``.
+ROWS_INPUT = {"type": "object", "properties": {"rows": {
+    "type": "array", "items": {"type": "array", "items": {"type": "integer"}}}}, "required": ["rows"]}
+
+
 def nested() -> Workflow:
-    g = WorkflowBuilder("nested", input_schema={"type": "object", "properties": {"rows": {
-        "type": "array", "items": {"type": "array", "items": {"type": "integer"}}}}, "required": ["rows"]})
+    g = WorkflowBuilder("nested", input_schema=ROWS_INPUT)
     rows = g.foreach("rows", "input.rows", max_concurrency=2, results="sums")
     cells = g.foreach("cells", rows.item, max_concurrency=3, results="row_doubled")
     d = g.use("double", "d", input=[{"target": "x", "path": cells.item}])
@@ -194,8 +198,7 @@ def test_results_round_trip_in_the_document_and_stay_out_when_unset() -> None:
 
 
 def test_an_inner_foreach_routing_back_gives_its_result_list_to_the_outer_one() -> None:
-    g = WorkflowBuilder("grid", input_schema={"type": "object", "properties": {"rows": {
-        "type": "array", "items": {"type": "array", "items": {"type": "integer"}}}}, "required": ["rows"]})
+    g = WorkflowBuilder("grid", input_schema=ROWS_INPUT)
     rows = g.foreach("rows", "input.rows", max_concurrency=2, results="grid")
     cells = g.foreach("cells", rows.item, max_concurrency=2, results="row")
     d = g.use("double", "d", input=[{"target": "x", "path": cells.item}])

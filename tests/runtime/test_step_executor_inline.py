@@ -12,16 +12,7 @@ from pydantic_core import from_json
 from runtime import Engine, WorkflowBuilder
 from runtime.engine import EngineOptions, StepCall
 from runtime.tasks import TaskRegistry
-
-
-def registry() -> TaskRegistry:
-    reg = TaskRegistry()
-
-    @reg.task
-    def double(x: int) -> int:
-        return 2 * x
-
-    return reg
+from tests.runtime.engine_helpers import registry
 
 
 class RecordingExecutor:

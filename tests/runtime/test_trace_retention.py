@@ -13,17 +13,7 @@ from runtime.checkpoint import InMemoryCheckpointer
 from runtime.engine import EngineOptions
 from runtime.errors import EngineOptionsError
 from runtime.state import SequentialIds, TraceEvent
-from runtime.tasks import TaskRegistry
-
-
-def tasks() -> TaskRegistry:
-    registry = TaskRegistry()
-
-    @registry.task
-    def double(x: int) -> int:
-        return 2 * x
-
-    return registry
+from tests.runtime.engine_helpers import registry as tasks
 
 
 def loop() -> Workflow:
