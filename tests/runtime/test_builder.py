@@ -250,8 +250,9 @@ def test_chain_routes_a_path_and_checks_its_arguments() -> None:
     assert graph.build().routes_from("a") == {"ok": "b"}
     with pytest.raises(WorkflowBuildError, match="chain from 'each' ends on label 'ok' with no node after it"):
         graph.chain(each, "done", b, "ok")
-    with pytest.raises(WorkflowBuildError, match="chain from 'b' needs a label and a node"):
+    with pytest.raises(WorkflowBuildError, match="chain from 'b' needs a label and a node") as caught:
         graph.chain(b)
+    assert caught.value.to_dict()["code"] == "workflow.build" and caught.value.details["node_id"] == "b"
     with pytest.raises(WorkflowBuildError, match="chain: a label must be a string, got a TaskNode"):
         graph.chain(b, a, "ok")
     with pytest.raises(WorkflowBuildError, match="node 'a' already routes label 'ok' to 'b'"):
