@@ -17,7 +17,6 @@ from typing import Any
 import pytest
 from playwright.sync_api import Locator, Page, expect
 
-from designer.access import teams as team_services
 from designer.models import Membership, Run
 from designer.workflows import catalog
 from designer.workflows import services as workflow_services
@@ -50,11 +49,6 @@ RUN_INPUT = (
     ' {"name": "Ed", "orders": [{"total": 5}]}]'
 )
 EXPECTED_LINES = ["Ada: 3", "Ada: 4.5", "Bo: 7", "Cy: 1", "Cy: 2", "Cy: 8", "Ed: 5"]
-
-
-@pytest.fixture
-def team(user: Any) -> Any:
-    return team_services.create_team(actor=user, name="Acme")
 
 
 @pytest.fixture
