@@ -320,8 +320,7 @@ def items_foreach(name: str, concurrency: int = 1, *, collect: bool = True, batc
                          batch_size=batch_size, max_batches_in_flight=max_batches_in_flight)
     body = graph.use("math", id="body", input=[{"target": "op", "value": "add"}, {"target": "a", "path": each.item},
                                               {"target": "b", "value": 1}])
-    graph.set_route(each, "loop", body)
-    graph.set_route(body, "ok", each)
+    graph.chain(each, "loop", body, "ok", each)
     if collect:
         graph.output("out", "state.out")
     return graph.build().model_dump(mode="json")
@@ -349,13 +348,16 @@ def trellis_loop(limit: int) -> Workflow:
     return g.build()
 
 
-def trellis_foreach() -> Workflow:
-    g = WorkflowBuilder("bench-foreach", input_schema={"type": "object", "properties": {"items": {"type": "array"}}})
+def _each_item(workflow_id: str, body: Callable[[WorkflowBuilder, Any], Any]) -> Workflow:
+    """A foreach over ``input.items`` whose body is the one node ``body(builder, item_path)`` adds."""
+    g = WorkflowBuilder(workflow_id, input_schema={"type": "object", "properties": {"items": {"type": "array"}}})
     each = g.foreach("each", "input.items")
-    body = g.use("touch", "body", input=[{"target": "x", "path": each.item}])
-    g.set_route(each, "loop", body)
-    g.set_route(body, "ok", each)
+    g.chain(each, "loop", body(g, each.item), "ok", each)
     return g.build()
+
+
+def trellis_foreach() -> Workflow:
+    return _each_item("bench-foreach", lambda g, item: g.use("touch", "body", input=[{"target": "x", "path": item}]))
 
 
 def trellis_nested() -> Workflow:
@@ -363,10 +365,7 @@ def trellis_nested() -> Workflow:
     rows = g.foreach("rows", "input.rows")
     cells = g.foreach("cells", rows.item)
     body = g.use("touch", "body", input=[{"target": "x", "path": cells.item}])
-    g.set_route(rows, "loop", cells)
-    g.set_route(cells, "loop", body)
-    g.set_route(body, "ok", cells)
-    g.set_route(cells, "done", rows)
+    g.chain(rows, "loop", cells, "loop", body, "ok", cells, "done", rows)
     return g.build()
 
 
@@ -379,12 +378,8 @@ def trellis_subgraph_child() -> Workflow:
 
 def trellis_subgraph() -> Workflow:
     """A foreach over ``input.items`` whose body calls ``trellis_subgraph_child`` with each item."""
-    g = WorkflowBuilder("bench-subgraph", input_schema={"type": "object", "properties": {"items": {"type": "array"}}})
-    each = g.foreach("each", "input.items")
-    call = g.subgraph("bench-child", "call", input=[{"target": "x", "path": each.item}])
-    g.set_route(each, "loop", call)
-    g.set_route(call, "ok", each)
-    return g.build()
+    return _each_item("bench-subgraph",
+                      lambda g, item: g.subgraph("bench-child", "call", input=[{"target": "x", "path": item}]))
 
 
 def trellis_loop_then_pause(limit: int) -> Workflow:
@@ -394,9 +389,7 @@ def trellis_loop_then_pause(limit: int) -> Workflow:
                  output=[{"source": ".", "target": "x"}])
     ask = g.interrupt("ask", prompt="continue?", resume_schema={"type": "object"})
     finish = g.use("inc", "finish", input=[{"target": "x", "path": "state.x"}], output=[{"source": ".", "target": "x"}])
-    g.set_route(step, "again", step)
-    g.set_route(step, "done", ask)
-    g.set_route(ask, "ok", finish)
+    g.chain(step, "again", step, "done", ask, "ok", finish)
     g.output("x", "state.x")
     return g.build()
 
@@ -409,10 +402,7 @@ def trellis_foreach_then_pause() -> Workflow:
     body = g.use("touch", "body", input=[{"target": "x", "path": each.item}])
     ask = g.interrupt("ask", prompt="continue?", resume_schema={"type": "object"})
     finish = g.use("inc", "finish", input=[{"target": "x", "path": "state.x"}], output=[{"source": ".", "target": "x"}])
-    g.set_route(each, "loop", body)
-    g.set_route(body, "ok", each)
-    g.set_route(each, "done", ask)
-    g.set_route(ask, "ok", finish)
+    g.chain(each, "loop", body, "ok", each, "done", ask, "ok", finish)
     g.output("x", "state.x")
     return g.build()
 
@@ -426,10 +416,8 @@ def trellis_deep(depth: int) -> Workflow:
         loops.append(g.foreach(f"f{level}", over, as_=f"level{level}"))
     ask = g.interrupt("ask", prompt="deep", input=[{"target": "where", "path": loops[-1].index}])
     for outer, inner in zip(loops, loops[1:], strict=False):
-        g.set_route(outer, "loop", inner)
-        g.set_route(inner, "done", outer)
-    g.set_route(loops[-1], "loop", ask)
-    g.set_route(ask, "ok", loops[-1])
+        g.chain(outer, "loop", inner, "done", outer)
+    g.chain(loops[-1], "loop", ask, "ok", loops[-1])
     return g.build()
 
 

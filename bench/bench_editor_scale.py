@@ -26,18 +26,17 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from bench.bench_engine import table
+from tests.server_support import free_port, listening
 
 REPO = Path(__file__).resolve().parents[1]
 SIZES = [int(size) for size in os.environ.get("TRELLIS_BENCH_SIZES", "20,100,300,600").split(",")]
@@ -82,12 +81,6 @@ def document(size: int) -> dict[str, Any]:
 # --- the sides: a copy of the code each, with a database and a server ------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 class Side:
     """One tree (this one or the base's) served on its own database; ``urls[size]``: the editor of each size."""
 
@@ -110,21 +103,14 @@ class Side:
                               check=True, capture_output=True, text=True)
         made = json.loads(done.stdout.strip().splitlines()[-1])
         self.session, ids = made["session"], made["workflows"]
-        port = _free_port()
+        port = free_port()
         self.base_url = f"http://127.0.0.1:{port}"
         self.urls = {int(size): f"{self.base_url}/workflows/{pk}/edit/" for size, pk in ids.items()}
         process = self.process = subprocess.Popen([sys.executable, "manage.py", "serve", f"127.0.0.1:{port}"],
                                                   cwd=self.root, env=self.env, stdout=subprocess.DEVNULL,
                                                   stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=1):
-                    return
-            except OSError:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"{self.name}: manage.py serve did not start") from None
-                time.sleep(0.1)
+        if not listening(port, process):
+            raise RuntimeError(f"{self.name}: manage.py serve did not start")
 
     def reset(self, size: int) -> None:
         """The workflow of ``size`` back to its imported document (no positions), at a new revision."""

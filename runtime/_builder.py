@@ -261,6 +261,25 @@ class WorkflowBuilder:
         self._routes[(source_id, label)] = target_id
         return route
 
+    def chain(self, first: NodeRef, *hops: NodeRef) -> list[WorkflowRoute]:
+        """Route a path in one call: ``chain(each, "loop", body, "ok", each)`` is ``set_route(each, "loop", body)``
+        then ``set_route(body, "ok", each)``. ``hops`` alternate a label and the node it leads to; a route
+        refused (a label already routed) stops the chain there, with the routes before it kept, as with
+        ``set_route`` one at a time.
+        """
+        if not hops or len(hops) % 2:
+            end = f"ends on label {hops[-1]!r} with no node after it" if hops else "needs a label and a node"
+            raise WorkflowBuildError(f"chain from {self._id_of(first)!r} {end}", node_id=self._id_of(first))
+        routes: list[WorkflowRoute] = []
+        source = first
+        for label, target in zip(hops[::2], hops[1::2], strict=True):
+            if not isinstance(label, str):
+                raise WorkflowBuildError(f"chain: a label must be a string, got a {type(label).__name__}",
+                                         node_id=self._id_of(source))
+            routes.append(self.set_route(source, label, target))
+            source = target
+        return routes
+
     def set_start(self, node: NodeRef) -> None:
         """Start at ``node`` instead of the first node added."""
         self._start = self._id_of(node)

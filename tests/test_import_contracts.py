@@ -12,6 +12,8 @@ import functools
 from collections.abc import Iterator
 from pathlib import Path
 
+from runtime._graphs import strongly_connected
+
 REPO = Path(__file__).resolve().parent.parent
 PACKAGES = ("designer", "runtime")
 
@@ -139,38 +141,9 @@ def _graph() -> tuple[dict[str, set[str]], set[tuple[str, str]]]:
 
 
 def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:
-    """Strongly connected components of more than one module (Tarjan), each sorted."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    found: list[list[str]] = []
-
-    def visit(node: str) -> None:
-        index[node] = low[node] = len(index)
-        stack.append(node)
-        on_stack.add(node)
-        for target in sorted(edges[node]):
-            if target not in index:
-                visit(target)
-                low[node] = min(low[node], low[target])
-            elif target in on_stack:
-                low[node] = min(low[node], index[target])
-        if low[node] == index[node]:
-            component = []
-            while True:
-                member = stack.pop()
-                on_stack.discard(member)
-                component.append(member)
-                if member == node:
-                    break
-            if len(component) > 1:
-                found.append(sorted(component))
-
-    for node in sorted(edges):
-        if node not in index:
-            visit(node)
-    return found
+    """Strongly connected components of more than one module, each sorted (runtime's own Tarjan)."""
+    ordered = {node: sorted(targets) for node, targets in sorted(edges.items())}
+    return sorted(sorted(component) for component in strongly_connected(ordered, ordered) if len(component) > 1)
 
 
 def _domain(module: str) -> str | None:

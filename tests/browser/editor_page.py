@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from playwright.sync_api import Locator, Page, expect
+from playwright.sync_api import Locator, Page, Route, expect
 
 from designer.models import Workflow
 
@@ -60,24 +60,13 @@ class EditorPage:
         self.errors: list[str] = []
         page.on("console", lambda message: self.errors.append(message.text) if message.type == "error" else None)
         page.on("pageerror", lambda error: self.errors.append(str(error)))
+        # Locators are lazy: each finds its element again whenever it is used.
+        self.canvas = page.locator("[data-editor-canvas]")
+        self.inspector = page.locator("#inspector .inspector")
+        self.diagnostics = page.locator("#diagnostics")
+        self.notice = page.locator("#editor-notice")
 
     # --- locators -----------------------------------------------------------------
-
-    @property
-    def canvas(self) -> Locator:
-        return self.page.locator("[data-editor-canvas]")
-
-    @property
-    def inspector(self) -> Locator:
-        return self.page.locator("#inspector .inspector")
-
-    @property
-    def diagnostics(self) -> Locator:
-        return self.page.locator("#diagnostics")
-
-    @property
-    def notice(self) -> Locator:
-        return self.page.locator("#editor-notice")
 
     def node(self, node_id: str) -> Locator:
         return self.page.locator(f'.react-flow__node[data-id="{node_id}"]')
@@ -114,6 +103,15 @@ class EditorPage:
         return self.workflow.document
 
     # --- canvas actions -------------------------------------------------------------
+
+    def start_name_save(self, node_id: str, name: str) -> int:
+        """Select ``node_id``, type ``name`` and press Save node without waiting for the answer; returns the
+        revision before the save."""
+        self.select(node_id)
+        self.inspector.get_by_label("Name", exact=True).fill(name)
+        before = self.revision()
+        self.inspector.get_by_role("button", name="Save node", exact=True).click()
+        return before
 
     def drop(self, kind: str, title: str, x: int, y: int) -> str:
         """Drag a palette item onto the canvas at (x, y) of the pane; returns the new node's id."""
@@ -280,3 +278,29 @@ def nested_document(*, positions: bool = False) -> dict[str, Any]:
             "pack_item": {"x": 600, "y": 0}, "set_value": {"x": 600, "y": 240},
         }}
     return doc
+
+
+class HeldRequests:
+    """Every request to ``url`` (a glob) stopped before it reaches the server, until ``release()``: a slow answer
+    under load, made certain."""
+
+    def __init__(self, page: Page, url: str) -> None:
+        self.page, self.url = page, url
+        self.routes: list[Route] = []
+        page.route(url, self._hold)
+
+    def _hold(self, route: Route) -> None:
+        self.routes.append(route)
+
+    def wait(self, what: str) -> None:
+        """Until one is held (Playwright hands routes over only while the page is waited on)."""
+        for _ in range(250):
+            if self.routes:
+                return
+            self.page.wait_for_timeout(20)
+        raise AssertionError(f"{what} never went out")
+
+    def release(self) -> None:
+        for route in self.routes:
+            route.continue_()
+        self.page.unroute(self.url, self._hold)

@@ -22,11 +22,11 @@ from django.contrib.auth import get_user_model
 from django.utils import timezone
 from playwright.sync_api import Page, expect
 
-from demo.data import load_demo
 from designer.models import EditorPresence, Run, Workflow
 from designer.notifications import services as notification_services
 from designer.runs import services as run_services
 from designer.workflows import services as workflow_services
+from tests.browser.browser_support import sign_in
 from tests.browser.editor_page import EditorPage
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -95,20 +95,6 @@ def refused_violations(page: Page, where: str, artifacts_dir: Path) -> list[dict
     if mismatched:
         refused.append({"id": "visible-label-is-name", "nodes": mismatched})
     return refused
-
-
-@pytest.fixture
-def demo(transactional_db: None) -> dict[str, Workflow]:
-    load_demo()
-    return {w.slug: w for w in Workflow.objects.filter(team__slug="demo")}
-
-
-def sign_in(page: Page, base: str, username: str) -> None:
-    page.goto(f"{base}/accounts/login/")
-    page.get_by_label("Username").fill(username)
-    page.get_by_label("Password").fill(username)  # demo accounts: password == username
-    page.get_by_role("button", name="Log in").click()
-    page.wait_for_url(f"{base}/")
 
 
 def test_main_pages_have_no_serious_or_critical_axe_violations(

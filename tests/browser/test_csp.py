@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 from playwright.sync_api import Page, expect
 
-from designer.models import Run, Workflow
+from designer.models import Workflow
+from tests.browser.browser_support import sign_in, worked_run
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -47,36 +48,6 @@ class Watch:
             assert self.page.evaluate("window.htmx.config.allowEval") is False, where
 
 
-@pytest.fixture
-def demo(transactional_db: None) -> dict[str, Workflow]:
-    from demo.data import load_demo
-
-    load_demo()
-    return {w.slug: w for w in Workflow.objects.filter(team__slug="demo")}
-
-
-def finished_run(demo: dict[str, Workflow], slug: str, run_worker: Any) -> Run:
-    """Run a demo in a real worker process: the step pool forked inside this Playwright-driven process would
-    inherit the browser driver's pipes and event loop and can hang the session."""
-    from django.contrib.auth import get_user_model
-
-    from designer.runs import services as run_services
-
-    workflow = demo[slug]
-    run = run_services.start_run(actor=get_user_model().objects.get(username="demo"),
-                                 workflow=workflow, input=workflow.document["metadata"]["sample_input"])
-    run_worker()
-    return Run.objects.get(pk=run.pk)
-
-
-def sign_in(page: Page, base: str, username: str) -> None:
-    page.goto(f"{base}/accounts/login/")
-    page.get_by_label("Username").fill(username)
-    page.get_by_label("Password").fill(username)  # demo accounts: password == username
-    page.get_by_role("button", name="Log in").click()
-    page.wait_for_url(f"{base}/")
-
-
 def test_pages_run_under_the_policy_without_violations(page: Page, live_server: Any,
                                                        demo: dict[str, Workflow], run_worker: Any) -> None:
     base = live_server.url
@@ -86,7 +57,7 @@ def test_pages_run_under_the_policy_without_violations(page: Page, live_server: 
     sign_in(page, base, "admin")  # demo owner and superuser: sees the app pages and the admin
     watch.check("home")
 
-    run = finished_run(demo, "customer-orders", run_worker)
+    run = worked_run(demo["customer-orders"], run_worker)
     page.goto(f"{base}/runs/{run.pk}/")
     # Server-rendered style attributes (style-src-attr) position the timeline bars: they are applied.
     bar = page.locator(".tl-bar").last

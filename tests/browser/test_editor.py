@@ -12,24 +12,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import Page, expect
+from playwright.sync_api import expect
 
-from designer.access import teams as team_services
 from designer.workflows import services as workflow_services
-from tests.browser.editor_page import EDITOR_TASKS, EditorPage, empty_document
+from tests.browser.editor_page import EditorPage, empty_document
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-
-@pytest.fixture
-def site_tasks(settings: Any) -> None:
-    """The site's catalogue plus the test's ``pack_item`` task (the live server shares this process)."""
-    settings.TRELLIS_TASK_MODULES = [EDITOR_TASKS]
-
-
-@pytest.fixture
-def team(user: Any) -> Any:
-    return team_services.create_team(actor=user, name="Acme")
 
 
 @pytest.fixture
@@ -43,10 +31,7 @@ def _bound(document: dict[str, Any], node_id: str) -> dict[str, str]:
     return {b["target"]: b.get("path") for b in node.get("input", [])}
 
 
-def test_build_nested_loops_by_drag_and_drop_and_bind_with_pickers(
-    logged_in_page: Page, live_server: Any, workflow: Any, artifacts_dir: Path
-) -> None:
-    editor = EditorPage(logged_in_page, live_server.url, workflow).open()
+def test_build_nested_loops_by_drag_and_drop_and_bind_with_pickers(editor: EditorPage, artifacts_dir: Path) -> None:
     expect(editor.page.get_by_text("Drag a task or a control node from the palette")).to_be_visible()
     editor.page.screenshot(path=artifacts_dir / "editor-empty.png")
 
@@ -146,9 +131,8 @@ def test_build_nested_loops_by_drag_and_drop_and_bind_with_pickers(
 
 
 def test_a_new_loops_placeholder_path_is_flagged_and_leads_back_to_its_picker(
-    logged_in_page: Page, live_server: Any, workflow: Any, artifacts_dir: Path
+    editor: EditorPage, artifacts_dir: Path
 ) -> None:
-    editor = EditorPage(logged_in_page, live_server.url, workflow).open()
     assert editor.drop("foreach", "For each", 160, 200) == "foreach"
     # The loop starts on the placeholder `input`: its picker is open, ready to type in.
     row = editor.inspector.locator('li.field-row[data-field="over"]')

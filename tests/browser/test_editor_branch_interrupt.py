@@ -8,9 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import Page, expect
+from playwright.sync_api import expect
 
-from designer.access import teams as team_services
 from designer.workflows import services as workflow_services
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -25,8 +24,7 @@ SPENDING_INPUT = {
 
 
 @pytest.fixture
-def workflow(user: Any) -> Any:
-    team = team_services.create_team(actor=user, name="Acme")
+def workflow(user: Any, team: Any) -> Any:
     return workflow_services.create_workflow(actor=user, team=team, name="Spending", document={
         "id": "spending", "input_schema": SPENDING_INPUT, "nodes": [], "routes": [],
     })
@@ -36,11 +34,7 @@ def _node(document: dict[str, Any], node_id: str) -> dict[str, Any]:
     return next(n for n in document["nodes"] if n["id"] == node_id)
 
 
-def test_branch_dropped_given_a_path_two_cases_and_a_route_per_case(
-    logged_in_page: Page, live_server: Any, workflow: Any, artifacts_dir: Path
-) -> None:
-    editor = EditorPage(logged_in_page, live_server.url, workflow).open()
-
+def test_branch_dropped_given_a_path_two_cases_and_a_route_per_case(editor: EditorPage, artifacts_dir: Path) -> None:
     # Dropped, the branch compares the placeholder `input`; its path picker is already open.
     assert editor.drop("branch", "Branch", 160, 220) == "branch"
     picker = editor.inspector.locator('li.field-row[data-field="path"] .picker')
@@ -93,10 +87,7 @@ def test_branch_dropped_given_a_path_two_cases_and_a_route_per_case(
     assert editor.errors == []
 
 
-def test_interrupt_prompt_labels_resume_schema_and_payload(
-    logged_in_page: Page, live_server: Any, workflow: Any, artifacts_dir: Path
-) -> None:
-    editor = EditorPage(logged_in_page, live_server.url, workflow).open()
+def test_interrupt_prompt_labels_resume_schema_and_payload(editor: EditorPage, artifacts_dir: Path) -> None:
     assert editor.drop("interrupt", "Interrupt", 160, 220) == "interrupt"
     assert editor.drop("task", "set_value", 560, 220) == "set_value"
     assert editor.handles("interrupt") == ["ok", "error"]

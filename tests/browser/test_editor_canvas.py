@@ -14,27 +14,23 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import Page, Request, Route, expect
+from playwright.sync_api import Page, Request, expect
 
-from designer.access import teams as team_services
 from designer.workflows import services as workflow_services
-from tests.browser.editor_page import EDITOR_TASKS, READABLE_ZOOM, EditorPage, nested_document
+from tests.browser.browser_support import overlap
+from tests.browser.editor_page import EDITOR_TASKS, READABLE_ZOOM, EditorPage, HeldRequests, nested_document
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
-@pytest.fixture
-def site_tasks(settings: Any) -> None:
-    settings.TRELLIS_TASK_MODULES = [EDITOR_TASKS]
-
-
-@pytest.fixture
-def team(user: Any) -> Any:
-    return team_services.create_team(actor=user, name="Acme")
-
-
 def _workflow(user: Any, team: Any, document: dict[str, Any]) -> Any:
     return workflow_services.import_workflow(actor=user, team=team, document=document, name="Customer orders")
+
+
+@pytest.fixture
+def editor(logged_in_page: Page, live_server: Any, user: Any, team: Any, site_tasks: None) -> EditorPage:
+    """The editor open on the customers -> orders loops, laid out."""
+    return EditorPage(logged_in_page, live_server.url, _workflow(user, team, nested_document(positions=True))).open()
 
 
 def _routes(document: dict[str, Any]) -> dict[tuple[str, str], str]:
@@ -54,16 +50,7 @@ def _drop_at(editor: EditorPage, kind: str, title: str, x: float, y: float) -> s
     return editor.drop(kind, title, round(point["x"]), round(point["y"]))
 
 
-def _overlap(a: dict[str, float], b: dict[str, float]) -> bool:
-    return not (a["x"] + a["width"] <= b["x"] or b["x"] + b["width"] <= a["x"]
-                or a["y"] + a["height"] <= b["y"] or b["y"] + b["height"] <= a["y"])
-
-
-def test_a_drag_sends_one_move_operation_not_the_document(
-    logged_in_page: Page, live_server: Any, user: Any, team: Any, site_tasks: None
-) -> None:
-    workflow = _workflow(user, team, nested_document(positions=True))
-    editor = EditorPage(logged_in_page, live_server.url, workflow).open()
+def test_a_drag_sends_one_move_operation_not_the_document(editor: EditorPage, live_server: Any) -> None:
     sent: list[Request] = []
     # Edits only: live co-editing's presence (the dragged node is now selected) is not an edit.
     editor.page.on("request", lambda request: sent.append(request)
@@ -72,7 +59,7 @@ def test_a_drag_sends_one_move_operation_not_the_document(
     editor.page.on("request", lambda request: panels.append(request.url) if "/run-panel/" in request.url else None)
     editor.move("set_value", 0, 60)
     assert [(r.method, r.url.removeprefix(live_server.url)) for r in sent] == [
-        ("POST", f"/workflows/{workflow.pk}/edit/change/")]
+        ("POST", f"/workflows/{editor.workflow.pk}/edit/change/")]
     # No panel shows where nodes stand: the run panel (which reloads 500 ms after a change) is not asked again.
     editor.page.wait_for_timeout(1_000)
     assert panels == []
@@ -91,10 +78,7 @@ def test_a_drag_sends_one_move_operation_not_the_document(
     assert editor.document()["metadata"]["positions"]["set_value"] == {"x": 600, "y": 240}
 
     # A panel edit and a canvas edit sent back to back queue up: no conflict with oneself.
-    editor.select("pack_item")
-    editor.inspector.get_by_label("Name", exact=True).fill("Pack it")
-    before = editor.revision()
-    editor.inspector.get_by_role("button", name="Save node", exact=True).click()
+    before = editor.start_name_save("pack_item", "Pack it")
     editor.page.keyboard.press("Escape")
     editor.move("customers", 0, 30)
     editor.wait_saved(before + 2)
@@ -104,33 +88,14 @@ def test_a_drag_sends_one_move_operation_not_the_document(
     assert editor.errors == []
 
 
-def test_a_node_picked_while_a_panel_save_reloads_the_draft_is_the_one_delete_removes(
-    logged_in_page: Page, live_server: Any, user: Any, team: Any, site_tasks: None
-) -> None:
+def test_a_node_picked_while_a_panel_save_reloads_the_draft_is_the_one_delete_removes(editor: EditorPage) -> None:
     # Save a node's name, and pick another node before the saved draft is back (a slow answer under load): the
     # draft's drawing must not select the saved node again, or Delete removes a node the inspector does not show.
-    workflow = _workflow(user, team, nested_document(positions=True))
-    editor = EditorPage(logged_in_page, live_server.url, workflow).open()
-    held: list[Route] = []
-    document_url = f"**/workflows/{workflow.pk}/document/"
-    def hold(route: Route) -> None:
-        held.append(route)
-
-    editor.page.route(document_url, hold)
-
-    editor.select("orders")
-    editor.inspector.get_by_label("Name", exact=True).fill("Every order")
-    before = editor.revision()
-    editor.inspector.get_by_role("button", name="Save node", exact=True).click()
-    for _ in range(250):
-        if held:
-            break
-        editor.page.wait_for_timeout(20)
-    assert held, "the saved draft was never asked for"
+    held = HeldRequests(editor.page, f"**/workflows/{editor.workflow.pk}/document/")
+    before = editor.start_name_save("orders", "Every order")
+    held.wait("the saved draft")
     editor.select("set_value")
-    for route in held:
-        route.continue_()
-    editor.page.unroute(document_url, hold)
+    held.release()
     editor.wait_saved(before + 1)
     expect(editor.node("set_value")).to_have_class(re.compile(r"\bselected\b"))
     expect(editor.node("orders")).not_to_have_class(re.compile(r"\bselected\b"))
@@ -142,34 +107,17 @@ def test_a_node_picked_while_a_panel_save_reloads_the_draft_is_the_one_delete_re
     assert editor.errors == []
 
 
-def test_a_panel_save_whose_form_is_replaced_before_its_answer_still_reaches_the_canvas(
-    logged_in_page: Page, live_server: Any, user: Any, team: Any, site_tasks: None
-) -> None:
+def test_a_panel_save_whose_form_is_replaced_before_its_answer_still_reaches_the_canvas(editor: EditorPage) -> None:
     # Save a node, then at once pick another one (or start dragging it): the
     # inspector swaps the saving form out before the server answers. The answer
     # must still reach the canvas, or the tab's edit queue stalls and the next
     # canvas edit goes out with a stale revision.
-    workflow = _workflow(user, team, nested_document(positions=True))
-    editor = EditorPage(logged_in_page, live_server.url, workflow).open()
-    held: list[Route] = []
-    edit_url = f"**/workflows/{workflow.pk}/edit/change/"
-    def hold(route: Route) -> None:
-        held.append(route)
-
-    editor.page.route(edit_url, hold)
-
-    editor.select("pack_item")
-    editor.inspector.get_by_label("Name", exact=True).fill("Pack it")
-    before = editor.revision()
-    editor.inspector.get_by_role("button", name="Save node", exact=True).click()
-    for _ in range(250):
-        if held:
-            break
-        editor.page.wait_for_timeout(20)
-    assert len(held) == 1, "the panel's save never went out"
+    held = HeldRequests(editor.page, f"**/workflows/{editor.workflow.pk}/edit/change/")
+    before = editor.start_name_save("pack_item", "Pack it")
+    held.wait("the panel's save")
+    assert len(held.routes) == 1
     editor.select("set_value")
-    held[0].continue_()
-    editor.page.unroute(edit_url, hold)
+    held.release()
 
     editor.wait_saved(before + 1)
     assert next(n for n in editor.document()["nodes"] if n["id"] == "pack_item")["name"] == "Pack it"
@@ -183,11 +131,7 @@ def test_a_panel_save_whose_form_is_replaced_before_its_answer_still_reaches_the
     assert editor.errors == []
 
 
-def test_dropping_into_a_loop_wires_the_body_and_closes_the_back_edge(
-    logged_in_page: Page, live_server: Any, user: Any, team: Any, site_tasks: None, artifacts_dir: Path
-) -> None:
-    workflow = _workflow(user, team, nested_document(positions=True))
-    editor = EditorPage(logged_in_page, live_server.url, workflow).open()
+def test_dropping_into_a_loop_wires_the_body_and_closes_the_back_edge(editor: EditorPage, artifacts_dir: Path) -> None:
 
     # Inside the inner loop's frame, under its last step: the node joins the end of that body.
     frame = editor.page.locator('.wf-frame[data-foreach="orders"]').bounding_box()
@@ -218,21 +162,17 @@ def test_dropping_into_a_loop_wires_the_body_and_closes_the_back_edge(
     boxes = {name: editor.node(name).bounding_box() for name in names}
     for i, a in enumerate(names):
         for b in names[i + 1:]:
-            assert not _overlap(boxes[a], boxes[b]), (a, b)  # type: ignore[arg-type]
+            assert not overlap(boxes[a], boxes[b]), (a, b)  # type: ignore[arg-type]
     editor.page.screenshot(path=artifacts_dir / "editor-guided-loop-drops.png")
     assert editor.errors == []
 
 
-def test_a_drop_on_top_of_a_node_lands_beside_it(
-    logged_in_page: Page, live_server: Any, user: Any, team: Any, site_tasks: None
-) -> None:
-    workflow = _workflow(user, team, nested_document(positions=True))
-    editor = EditorPage(logged_in_page, live_server.url, workflow).open()
+def test_a_drop_on_top_of_a_node_lands_beside_it(editor: EditorPage) -> None:
     target = editor.node("set_value").bounding_box()
     assert target
     added = _drop_at(editor, "task", "pack_item", target["x"] + target["width"] / 2, target["y"] + 30)
     new, old = editor.node(added).bounding_box(), editor.node("set_value").bounding_box()
-    assert new and old and not _overlap(new, old)
+    assert new and old and not overlap(new, old)
 
 
 def test_one_click_fix_and_the_canvas_keeps_its_size_while_diagnostics_change(
@@ -261,11 +201,7 @@ def test_one_click_fix_and_the_canvas_keeps_its_size_while_diagnostics_change(
     assert editor.errors == []
 
 
-def test_one_picker_at_a_time_and_escape_closes_it(
-    logged_in_page: Page, live_server: Any, user: Any, team: Any, site_tasks: None
-) -> None:
-    workflow = _workflow(user, team, nested_document(positions=True))
-    editor = EditorPage(logged_in_page, live_server.url, workflow).open()
+def test_one_picker_at_a_time_and_escape_closes_it(editor: EditorPage) -> None:
     editor.select("pack_item")
     editor.open_picker("customer")
     editor.open_picker("sku")

@@ -13,16 +13,12 @@ from demo.data import TEAM_SLUG, load_demo
 from designer.access import teams as team_services
 from designer.models import Membership, Team, Workflow
 from designer.workflows import services as workflow_services
+from tests.browser.browser_support import overlap
 from tests.browser.editor_page import EditorPage
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 DEMO_SLUGS = ("customer-orders", "process-order", "orders-via-subgraph", "spending-approval")
-
-
-def _apart(a: dict[str, float], b: dict[str, float]) -> bool:
-    return (a["x"] + a["width"] <= b["x"] or b["x"] + b["width"] <= a["x"]
-            or a["y"] + a["height"] <= b["y"] or b["y"] + b["height"] <= a["y"])
 
 
 def test_demo_workflows_open_laid_out_and_clean(
@@ -42,7 +38,7 @@ def test_demo_workflows_open_laid_out_and_clean(
         for i, first in enumerate(ids):
             for second in ids[i + 1:]:
                 a, b = boxes[first], boxes[second]
-                assert a and b and _apart(a, b), (slug, first, second)
+                assert a and b and not overlap(a, b), (slug, first, second)
         # After the initial fit every node and loop frame is inside the canvas, none under the toolbar,
         # the zoom controls or the minimap; a graph too big for that at a legible zoom shows its start
         # that way and the minimap the rest (EditorPage.wait_fitted).

@@ -17,13 +17,13 @@ from typing import Any
 import pytest
 from playwright.sync_api import Locator, Page, expect
 
-from designer.access import teams as team_services
 from designer.models import Membership, Run
 from designer.workflows import catalog
 from designer.workflows import services as workflow_services
 from designer.workflows.analysis import parse_document
 from runtime import Engine
 from tests.browser.editor_page import EditorPage
+from tests.documents_support import routes
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -49,11 +49,6 @@ RUN_INPUT = (
     ' {"name": "Ed", "orders": [{"total": 5}]}]'
 )
 EXPECTED_LINES = ["Ada: 3", "Ada: 4.5", "Bo: 7", "Cy: 1", "Cy: 2", "Cy: 8", "Ed: 5"]
-
-
-@pytest.fixture
-def team(user: Any) -> Any:
-    return team_services.create_team(actor=user, name="Acme")
 
 
 @pytest.fixture
@@ -310,12 +305,7 @@ IMPORTED: dict[str, Any] = {
             {"target": "values.total", "path": "context.foreach.orders.item.total"},
         ]},
     ],
-    "routes": [
-        {"source": "customers", "label": "loop", "target": "orders"},
-        {"source": "orders", "label": "loop", "target": "line"},
-        {"source": "line", "label": "ok", "target": "orders"},
-        {"source": "orders", "label": "done", "target": "customers"},
-    ],
+    "routes": routes("customers loop orders loop line ok orders done customers"),
 }
 
 

@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 from playwright.sync_api import Page, expect
 
-from designer.access import teams as team_services
 from designer.models import Membership
 from designer.workflows import services as workflow_services
 from tests.browser.editor_page import EDITOR_TASKS, EditorPage, empty_document, nested_document
@@ -21,11 +20,6 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 @pytest.fixture(autouse=True)
 def site_tasks(settings: Any) -> None:
     settings.TRELLIS_TASK_MODULES = [EDITOR_TASKS]
-
-
-@pytest.fixture
-def team(user: Any) -> Any:
-    return team_services.create_team(actor=user, name="Acme")
 
 
 def _node(document: dict[str, Any], node_id: str) -> dict[str, Any]:

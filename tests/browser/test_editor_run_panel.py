@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from playwright.sync_api import Page, Route, expect
+from playwright.sync_api import Locator, Page, Route, expect
 
 from designer.access import teams as team_services
 from designer.models import Run
@@ -105,14 +105,19 @@ def test_a_refused_start_shows_its_error_in_the_panel_and_keeps_the_editor_with_
     assert page.url.endswith(f"/workflows/{editor.workflow.pk}/edit/") and Run.objects.count() == 0
 
 
+def _filled_in(editor: EditorPage) -> Locator:
+    """The run panel with its one field filled in, the editor done saving."""
+    panel = editor.page.locator("#run-panel")
+    panel.get_by_label("first").fill("Ada")
+    editor.wait_idle()
+    return panel
+
+
 def test_the_started_notice_survives_the_reload_a_save_sets_off(greet_editor: EditorPage) -> None:
     # A save reloads the panel 500 ms later; Start pressed in between showed "Run #N started" for a moment only
     # (CI caught it in the arrays test, the run started but its notice gone).
-    editor = greet_editor
-    page = editor.page
-    panel = page.locator("#run-panel")
-    panel.get_by_label("first").fill("Ada")
-    editor.wait_idle()
+    editor, page = greet_editor, greet_editor.page
+    panel = _filled_in(editor)
     panel.get_by_role("button", name="Start run").click()
     started = panel.locator(".notice a")
     expect(started).to_be_visible()
@@ -129,11 +134,8 @@ def test_the_started_notice_survives_the_reload_a_save_sets_off(greet_editor: Ed
 def test_a_reload_landing_while_start_is_on_its_way_does_not_swallow_its_answer(greet_editor: EditorPage) -> None:
     # CI, under load: the run started, but a reload answer replaced the form first and the Start's answer (the
     # notice) was swapped into the detached old panel, so the person never saw it.
-    editor = greet_editor
-    page = editor.page
-    panel = page.locator("#run-panel")
-    panel.get_by_label("first").fill("Ada")
-    editor.wait_idle()
+    editor, page = greet_editor, greet_editor.page
+    panel = _filled_in(editor)
     page.evaluate(COUNT_ANSWERS)
 
     held: list[Route] = []

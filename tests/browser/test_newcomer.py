@@ -13,14 +13,10 @@ from playwright.sync_api import Page, expect
 
 from designer.access import teams as team_services
 from designer.workflows import services as workflow_services
+from tests.browser.browser_support import overlap
 from tests.browser.editor_page import EditorPage, nested_document
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-
-def _apart(a: dict[str, float], b: dict[str, float]) -> bool:
-    return (a["x"] + a["width"] <= b["x"] or b["x"] + b["width"] <= a["x"]
-            or a["y"] + a["height"] <= b["y"] or b["y"] + b["height"] <= a["y"])
 
 
 def test_home_tables_line_up_and_nothing_is_missing(
@@ -76,7 +72,7 @@ def test_editor_notices_leave_the_header_buttons_free(
     assert box
     for button in editor.page.locator(".editor-head a, .editor-head button, .editor-head .button").all():
         other = button.bounding_box()
-        assert other and _apart(box, other), button.inner_text()
+        assert other and not overlap(box, other), button.inner_text()
 
 
 def test_import_opens_the_new_workflow_in_the_editor(

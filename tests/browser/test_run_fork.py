@@ -27,8 +27,7 @@ def scaling_document() -> dict[str, Any]:
     each = g.foreach("each", "input.xs", results="products")
     times = g.use("math", id="times", input=[{"target": "op", "value": "mul"}, {"target": "a", "path": each.item},
                                               {"target": "b", "path": "state.factor"}])
-    g.set_route(each, "loop", times)
-    g.set_route(times, "ok", each)
+    g.chain(each, "loop", times, "ok", each)
     g.output("products", "state.products")
     return g.build().model_dump(mode="json")
 

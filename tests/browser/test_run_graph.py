@@ -17,7 +17,8 @@ from demo.data import load_demo
 from designer.models import Run, Team
 from designer.runs import services as run_services
 from designer.workflows import services as workflow_services
-from tests.browser.test_runs import FINISH_MS, sign_in
+from tests.browser.browser_support import sign_in
+from tests.browser.test_runs import FINISH_MS
 from tests.browser.test_runs_live_feed import slow_foreach
 from tests.designer.nested_failure import CUSTOMERS, make_workflows
 

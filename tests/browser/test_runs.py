@@ -16,27 +16,12 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from designer.models import Run, Workflow
+from tests.browser.browser_support import sign_in, worked_run
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 #: Generous: the worker is a separate process on a busy 2-core machine.
 FINISH_MS = 60_000
-
-
-@pytest.fixture
-def demo(transactional_db: None) -> dict[str, Workflow]:
-    from demo.data import load_demo
-
-    load_demo()
-    return {w.slug: w for w in Workflow.objects.filter(team__slug="demo")}
-
-
-def sign_in(page: Page, base: str, username: str, password: str | None = None) -> None:
-    page.goto(f"{base}/accounts/login/")
-    page.get_by_label("Username").fill(username)
-    page.get_by_label("Password").fill(password or username)  # demo accounts: password == username
-    page.get_by_role("button", name="Log in").click()
-    page.wait_for_url(f"{base}/")
 
 
 def start_from_panel(page: Page, base: str, workflow: Workflow) -> int:
@@ -139,15 +124,9 @@ def test_viewer_has_no_run_controls_and_a_stranger_gets_404(
     page: Page, live_server: Any, demo: dict[str, Workflow], run_worker: Any, make_user: Any, password: str,
     artifacts_dir: Path,
 ) -> None:
-    from django.contrib.auth import get_user_model
-
-    from designer.runs import services as run_services
-
     workflow = demo["spending-approval"]
-    owner = get_user_model().objects.get(username="demo")
-    run = run_services.start_run(actor=owner, workflow=workflow, input={"amount": 5000, "requester": "ops"})
-    run_worker()
-    assert Run.objects.get(pk=run.pk).status == "interrupted"
+    run = worked_run(workflow, run_worker, {"amount": 5000, "requester": "ops"})
+    assert run.status == "interrupted"
 
     base = live_server.url
     sign_in(page, base, "viewer")

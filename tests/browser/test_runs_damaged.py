@@ -10,27 +10,17 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from designer.models import Run, Workflow
-from designer.runs import services as run_services
-from tests.browser.test_runs import sign_in
+from tests.browser.browser_support import sign_in, worked_run
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
 def test_a_damaged_run_page_reloads_as_damaged_and_can_be_cancelled_and_deleted(
-    page: Page, live_server: Any, artifacts_dir: Path, run_worker: Any
+    page: Page, live_server: Any, artifacts_dir: Path, run_worker: Any, demo: dict[str, Workflow]
 ) -> None:
-    from django.contrib.auth import get_user_model
-
-    from demo.data import load_demo
-
-    load_demo()
-    workflow = Workflow.objects.get(team__slug="demo", slug="spending-approval")
-    run = run_services.start_run(actor=get_user_model().objects.get(username="demo"), workflow=workflow,
-                                 input=workflow.document["metadata"]["sample_input"])
-    # A real worker process runs it: the step pool forked inside this Playwright-driven process would inherit
-    # the browser driver's pipes and event loop and can hang the session.
-    run_worker()
-    assert Run.objects.get(pk=run.pk).status == "interrupted"
+    workflow = demo["spending-approval"]
+    run = worked_run(workflow, run_worker)
+    assert run.status == "interrupted"
 
     base = live_server.url
     sign_in(page, base, "demo")

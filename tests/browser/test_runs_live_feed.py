@@ -16,7 +16,8 @@ from designer.models import Team
 from designer.runs import services as run_services
 from designer.workflows import services as workflow_services
 from runtime import WorkflowBuilder
-from tests.browser.test_runs import FINISH_MS, sign_in
+from tests.browser.browser_support import sign_in
+from tests.browser.test_runs import FINISH_MS
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -28,8 +29,7 @@ def slow_foreach() -> dict[str, Any]:
         "xs": {"type": "array", "items": {"type": "integer"}}}})
     each = g.foreach("each", "input.xs")
     pause = g.use("wait", "pause", input=[{"target": "seconds", "value": 0.3}])
-    g.set_route(each, "loop", pause)
-    g.set_route(pause, "ok", each)
+    g.chain(each, "loop", pause, "ok", each)
     return g.build().model_dump(mode="json")
 
 

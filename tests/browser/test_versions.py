@@ -224,6 +224,13 @@ def _fitted_and_readable(page: Page) -> None:
     assert small == [], small
 
 
+def _drawn(page: Page, screenshot: Path) -> None:
+    """The diff canvas drawn with its three nodes and fitted; then a screenshot of the whole page."""
+    expect(page.locator("[data-diff-canvas][data-ready='true'] .react-flow__node")).to_have_count(3)
+    expect(page.locator("[data-diff-canvas]")).to_have_attribute("data-fitted", "true")
+    page.screenshot(path=screenshot, full_page=True)
+
+
 def _row(page: Page, what: str, key: str) -> Any:
     return page.locator(f"li[data-what='{what}'][data-key='{key}']")
 
@@ -235,9 +242,7 @@ def test_compare_shows_before_and_after_by_label_on_a_fitted_readable_canvas_and
     page, base = logged_in_page, live_server.url
     page.set_viewport_size({"width": size[0], "height": size[1]})
     page.goto(f"{base}/workflows/{labelled.pk}/versions/compare/?a=1&b=2")
-    expect(page.locator("[data-diff-canvas][data-ready='true'] .react-flow__node")).to_have_count(3)
-    expect(page.locator("[data-diff-canvas]")).to_have_attribute("data-fitted", "true")
-    page.screenshot(path=artifacts_dir / f"versions-compare-values-{size[0]}x{size[1]}.png", full_page=True)
+    _drawn(page, artifacts_dir / f"versions-compare-values-{size[0]}x{size[1]}.png")
     amount = _row(page, "input", "amount")
     expect(amount.locator(".change-summary")).to_have_text("input binding amount of Assess the request changed")
     expect(amount.locator("td[data-before]")).to_have_text("input.amount")
@@ -256,9 +261,7 @@ def test_compare_shows_before_and_after_by_label_on_a_fitted_readable_canvas_and
     page.goto(f"{base}/workflows/{labelled.pk}/")
     page.locator("tr[data-version='1']").get_by_role("link", name="Restore into draft…").click()
     expect(page.get_by_role("heading", name="Restore v1 into the draft")).to_be_visible()
-    expect(page.locator("[data-diff-canvas][data-ready='true'] .react-flow__node")).to_have_count(3)
-    expect(page.locator("[data-diff-canvas]")).to_have_attribute("data-fitted", "true")
-    page.screenshot(path=artifacts_dir / f"versions-restore-preview-{size[0]}x{size[1]}.png", full_page=True)
+    _drawn(page, artifacts_dir / f"versions-restore-preview-{size[0]}x{size[1]}.png")
     amount = _row(page, "input", "amount")
     expect(amount.locator("td[data-before]")).to_have_text("5")
     expect(amount.locator("td[data-after]")).to_have_text("input.amount")

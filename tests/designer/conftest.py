@@ -3,10 +3,8 @@ in another team, API clients logged in as each, and a small valid workflow."""
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +18,7 @@ from designer.models import Membership
 from designer.workflows import services as workflow_services
 from runtime import WorkflowBuilder
 from tests.designer.runs_support import stop_process
+from tests.server_support import free_port, listening
 
 ROLES = ("owner", "editor", "viewer", "stranger")
 
@@ -39,6 +38,11 @@ class Cast:
     def workflow(self, name: str, document: dict[str, Any]) -> Any:
         """A new workflow of ``document`` in the team, created by its owner."""
         return workflow_services.create_workflow(actor=self.owner, team=self.team, name=name, document=document)
+
+    def their_workflow(self, name: str, document: dict[str, Any]) -> Any:
+        """A new workflow of ``document`` in the other team, created by the stranger who owns it."""
+        return workflow_services.create_workflow(actor=self.stranger, team=self.other_team, name=name,
+                                                 document=document)
 
 
 @pytest.fixture(autouse=True)
@@ -129,31 +133,18 @@ def enqueued() -> Any:
     task_enqueued.disconnect(record)
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 @pytest.fixture
 def served(worker_env: dict[str, str]) -> Iterator[str]:
     """``manage.py serve`` (the server ``make run`` starts) on a free port of 127.0.0.1, on this test's database;
     its base URL once it accepts connections."""
-    port = _free_port()
+    port = free_port()
     process = subprocess.Popen([sys.executable, "manage.py", "serve", f"127.0.0.1:{port}"],
                                cwd=Path(__file__).resolve().parents[2], env=worker_env, stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT, text=True)
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=1):
-                    break
-            except OSError:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    output = process.stdout.read() if process.stdout else ""
-                    pytest.fail(f"manage.py serve did not start:\n{output[-3000:]}")
-                time.sleep(0.1)
+        if not listening(port, process):
+            output = process.stdout.read() if process.stdout else ""
+            pytest.fail(f"manage.py serve did not start:\n{output[-3000:]}")
         yield f"http://127.0.0.1:{port}"
     finally:
         stop_process(process)

@@ -170,8 +170,7 @@ def counting_document(workflow_id: str = "counting", *, pause: bool = True, bloc
     if pause:
         wait = graph.use("snooze" if blocking else "wait", id="pause",
                          input=[{"target": "seconds", "path": "input.pause"}])
-        graph.set_route(first, "ok", wait)
-        graph.set_route(wait, "ok", second)
+        graph.chain(first, "ok", wait, "ok", second)
     else:
         graph.set_route(first, "ok", second)
     graph.output("first", "state.first")
@@ -189,8 +188,7 @@ def flaky_document(*, max_concurrency: int = 1, state_schema: dict[str, Any] | N
     each = g.foreach("each", "input.keys", max_concurrency=max_concurrency, results="done")
     call = g.use("flaky_once", id="call", input=[{"target": "key", "path": each.item},
                                                   {"target": "folder", "path": "input.folder"}])
-    g.set_route(each, "loop", call)
-    g.set_route(call, "ok", each)
+    g.chain(each, "loop", call, "ok", each)
     g.output("done", "state.done")
     return g.build().model_dump(mode="json")
 
@@ -216,7 +214,6 @@ def greeting_document(workflow_id: str = "greetings") -> dict[str, Any]:
         resume_schema={"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]},
         output=[{"source": "answer", "target": "greetings", "mode": "append"}],
     )
-    graph.set_route(people, "loop", ask)
-    graph.set_route(ask, "ok", people)
+    graph.chain(people, "loop", ask, "ok", people)
     graph.output("greetings", "state.greetings")
     return graph.build().model_dump(mode="json")

@@ -94,8 +94,7 @@ def nested_capture(*, inner_concurrency: int = 1, outer_concurrency: int = 1, af
     orders = g.foreach("orders", customers.item.child("orders"), as_="order", max_concurrency=inner_concurrency)
     seen = g.use("capture", id="seen", input=capture_input(),
                  output=[{"source": ".", "target": "seen", "mode": "append"}])
-    g.set_route(customers, "loop", orders)
-    g.set_route(orders, "loop", seen)
+    g.chain(customers, "loop", orders, "loop", seen)
     if interrupt:
         ask = g.interrupt("ask", prompt="ok?", input=[{"target": "order", "path": orders.item}],
                           resume_schema={"type": "object", "properties": {"answer": {"type": "string"}},
@@ -103,16 +102,13 @@ def nested_capture(*, inner_concurrency: int = 1, outer_concurrency: int = 1, af
                           output=[{"source": "answer", "target": "answers", "mode": "append"}])
         confirm = g.use("capture", id="confirm", input=capture_input(),
                         output=[{"source": ".", "target": "after", "mode": "append"}])
-        g.set_route(seen, "ok", ask)
-        g.set_route(ask, "ok", confirm)
-        g.set_route(confirm, "ok", orders)
+        g.chain(seen, "ok", ask, "ok", confirm, "ok", orders)
     else:
         g.set_route(seen, "ok", orders)
     if after_inner:
         after = g.use("capture", id="after", input=capture_input(),
                       output=[{"source": ".", "target": "after", "mode": "append"}])
-        g.set_route(orders, "done", after)
-        g.set_route(after, "ok", customers)
+        g.chain(orders, "done", after, "ok", customers)
     else:
         g.set_route(orders, "done", customers)
     g.output("seen", state_path("seen"))
@@ -128,8 +124,7 @@ def single_foreach(*, concurrency: int = 1, alias: str | None = "order") -> Work
     orders = g.foreach("orders", input_path("orders"), as_=alias, max_concurrency=concurrency)
     seen = g.use("capture", id="seen", input=capture_input(),
                  output=[{"source": ".", "target": "seen", "mode": "append"}])
-    g.set_route(orders, "loop", seen)
-    g.set_route(seen, "ok", orders)
+    g.chain(orders, "loop", seen, "ok", orders)
     g.output("seen", state_path("seen"))
     return g.build()
 
@@ -156,8 +151,7 @@ def asking() -> Workflow:
     each = g.foreach("each", "input.xs", max_concurrency=2, results="answers")
     ask = g.interrupt("ask", prompt="?", input=[{"target": "x", "path": each.item}],
                       resume_schema={"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]})
-    g.set_route(each, "loop", ask)
-    g.set_route(ask, "ok", each)
+    g.chain(each, "loop", ask, "ok", each)
     g.output("answers", "state.answers")
     return g.build()
 

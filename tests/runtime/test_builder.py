@@ -240,6 +240,25 @@ def test_set_route_accepts_nodes_or_ids_and_refuses_a_second_target_for_a_label(
     assert graph.build().routes_from("a") == {"ok": "b"}
 
 
+def test_chain_routes_a_path_and_checks_its_arguments() -> None:
+    graph = WorkflowBuilder(id="w")
+    each = graph.foreach("each", "input.xs")
+    a, b = graph.use("a"), graph.use("b")
+    routes = graph.chain(each, "loop", a, "ok", "b", "ok", each)
+    assert [(r.source, r.label, r.target) for r in routes] == [("each", "loop", "a"), ("a", "ok", "b"),
+                                                               ("b", "ok", "each")]
+    assert graph.build().routes_from("a") == {"ok": "b"}
+    with pytest.raises(WorkflowBuildError, match="chain from 'each' ends on label 'ok' with no node after it"):
+        graph.chain(each, "done", b, "ok")
+    with pytest.raises(WorkflowBuildError, match="chain from 'b' needs a label and a node") as caught:
+        graph.chain(b)
+    assert caught.value.to_dict()["code"] == "workflow.build" and caught.value.details["node_id"] == "b"
+    with pytest.raises(WorkflowBuildError, match="chain: a label must be a string, got a TaskNode"):
+        graph.chain(b, a, "ok")
+    with pytest.raises(WorkflowBuildError, match="node 'a' already routes label 'ok' to 'b'"):
+        graph.chain(b, "error", a, "ok", each)
+
+
 def test_set_route_refuses_a_node_of_another_builder() -> None:
     other = WorkflowBuilder(id="other").use("stray")
     graph = WorkflowBuilder(id="w")

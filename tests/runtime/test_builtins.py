@@ -494,13 +494,8 @@ def test_builtins_run_in_a_built_workflow_on_the_engine() -> None:
         {"target": "values.n", "value": 2},
         {"target": "values.total", "path": "state.total"},
     ], output=[{"target": "message"}])
-    graph.set_route(load, "ok", orders)
-    graph.set_route(orders, "loop", check)
-    graph.set_route(check, "true", keep)
+    graph.chain(load, "ok", orders, "loop", check, "true", keep, "ok", orders, "done", total, "ok", message)
     graph.set_route(check, "false", orders)
-    graph.set_route(keep, "ok", orders)
-    graph.set_route(orders, "done", total)
-    graph.set_route(total, "ok", message)
     graph.output("message", "state.message")
     graph.output("big", "state.big")
 

@@ -32,10 +32,8 @@ def pausing_foreach(pause_at: int):  # type: ignore[no-untyped-def]
     each = g.foreach("each", input_path("items"))
     check = g.branch("check", each.item, [{"label": "stop", "op": "equals", "value": pause_at}])
     ask = g.interrupt("ask", prompt="go on?")
-    g.set_route(each, "loop", check)
-    g.set_route(check, "stop", ask)
+    g.chain(each, "loop", check, "stop", ask, "ok", each)
     g.set_route(check, "default", each)
-    g.set_route(ask, "ok", each)
     return g.build()
 
 

@@ -38,9 +38,7 @@ def doubling_workflow(*, delay: float = 0.0, concurrency: int = 2) -> Workflow:
               output=[{"source": ".", "target": "doubled", "mode": "append"}])
     t = g.use("total", id="sum", input=[{"target": "values", "path": state_path("doubled")}],
               output=[{"source": ".", "target": "sum"}])
-    g.set_route(each, "loop", d)
-    g.set_route(d, "ok", each)
-    g.set_route(each, "done", t)
+    g.chain(each, "loop", d, "ok", each, "done", t)
     g.output("sum", state_path("sum"))
     g.output("doubled", state_path("doubled"))
     return g.build()

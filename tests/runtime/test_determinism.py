@@ -61,13 +61,7 @@ def busy_workflow() -> Any:
                       output=[{"source": "y", "target": "totals", "mode": "append"}])
     after = g.use("async_jitter", id="after", input=[{"target": "x", "path": groups.index}],
                   output=[{"source": ".", "target": "log", "mode": "append"}])
-    g.set_route(groups, "loop", items)
-    g.set_route(items, "loop", a)
-    g.set_route(a, "ok", s)
-    g.set_route(s, "ok", call)
-    g.set_route(call, "ok", items)
-    g.set_route(items, "done", after)
-    g.set_route(after, "ok", groups)
+    g.chain(groups, "loop", items, "loop", a, "ok", s, "ok", call, "ok", items, "done", after, "ok", groups)
     g.output("log", state_path("log"))
     g.output("totals", state_path("totals"))
     return g.build()
@@ -118,8 +112,7 @@ def test_commit_order_is_frame_order_not_completion_order() -> None:
     each = g.foreach("each", input_path("xs"), max_concurrency=5)
     t = g.use("slow_first", id="t", input=[{"target": "x", "path": each.item}],
               output=[{"source": ".", "target": "log", "mode": "append"}])
-    g.set_route(each, "loop", t)
-    g.set_route(t, "ok", each)
+    g.chain(each, "loop", t, "ok", each)
     result = Engine(registry=reg).run(g.build(), {"xs": [0, 1, 2, 3, 4]})
     assert gate.is_set()
     assert result.state["log"] == [0, 1, 2, 3, 4]

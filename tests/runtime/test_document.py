@@ -12,21 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, ValidationError
 
-from runtime import Workflow
-from runtime.document import (
-    BranchCase,
-    BranchNode,
-    ForeachNode,
-    InputBinding,
-    InterruptNode,
-    OutputBinding,
-    RetryPolicy,
-    SubgraphNode,
-    TaskNode,
-    WorkflowOutput,
-    WorkflowRef,
-    WorkflowRoute,
-)
+from runtime import Workflow, document
+from runtime.document import ForeachNode, InputBinding, OutputBinding, TaskNode
 from runtime.paths import GraphSourcePath, LocalPath, StatePath, context_path, input_path, is_item_index, state_path
 
 
@@ -54,7 +41,8 @@ def test_nodes_are_a_union_discriminated_on_kind() -> None:
             {"kind": "interrupt", "id": "i", "prompt": "ok?"},
         ],
     })
-    assert [type(n) for n in doc.nodes] == [TaskNode, ForeachNode, SubgraphNode, BranchNode, InterruptNode]
+    assert [type(n) for n in doc.nodes] == [TaskNode, ForeachNode, document.SubgraphNode, document.BranchNode,
+                                            document.InterruptNode]
     assert doc.node("f").over == state_path("items")  # type: ignore[union-attr]
 
 
@@ -165,13 +153,13 @@ def test_literal_values_must_be_json() -> None:
     with pytest.raises(ValidationError, match="the value is nan, which JSON cannot represent"):
         InputBinding(target="x", value=float("nan"))  # type: ignore[arg-type]
     with pytest.raises(ValidationError, match=r"the value\[0\] is a tuple, which is not JSON"):
-        BranchCase(label="a", value=[(1, 2)])
+        document.BranchCase(label="a", value=[(1, 2)])
     with pytest.raises(ValidationError, match="non-string key 1"):
         Workflow.model_validate({"id": "w", "metadata": {"pos": {1: 2}}})
 
 
 def test_workflow_outputs_project_paths_into_local_fields() -> None:
-    doc = Workflow(id="w", outputs=[WorkflowOutput(target="total", path="state.sum")])  # type: ignore[arg-type]
+    doc = Workflow(id="w", outputs=[document.WorkflowOutput(target="total", path="state.sum")])  # type: ignore[arg-type]
     assert doc.model_dump(mode="json")["outputs"] == [{"target": "total", "path": "state.sum"}]
     message = validation_message({"id": "w", "outputs": [
         {"target": "total", "path": "state.a"}, {"target": "total", "path": "state.b"},
@@ -195,7 +183,7 @@ def test_foreach_alias_serializes_as_as() -> None:
 
 
 def test_retry_policy_backoff_is_capped() -> None:
-    policy = RetryPolicy(max_attempts=5, backoff_seconds=1, backoff_multiplier=3, max_backoff_seconds=5)
+    policy = document.RetryPolicy(max_attempts=5, backoff_seconds=1, backoff_multiplier=3, max_backoff_seconds=5)
     assert [policy.delay_before(n) for n in (1, 2, 3, 4)] == [0.0, 1.0, 3.0, 5.0]
 
 
@@ -327,21 +315,22 @@ def nodes(draw: st.DrawFn, node_id: str) -> Any:
     kind = draw(st.sampled_from(["task", "foreach", "subgraph", "branch", "interrupt"]))
     name = draw(st.none() | texts)
     if kind == "task":
-        retry = draw(st.none() | st.builds(RetryPolicy, max_attempts=st.integers(1, 5)))
+        retry = draw(st.none() | st.builds(document.RetryPolicy, max_attempts=st.integers(1, 5)))
         return TaskNode(id=node_id, name=name, task=draw(st.text(min_size=1, max_size=8)),
                         input=draw(bindings()), output=draw(outputs), retry=retry)
     if kind == "foreach":
         return ForeachNode(id=node_id, over=draw(source_paths), as_=draw(st.none() | st.text(min_size=1)),
                            max_concurrency=draw(st.integers(1, 8)))
     if kind == "subgraph":
-        ref = WorkflowRef(id=draw(st.text(min_size=1, max_size=6)), version=draw(st.none() | st.integers(0, 9)))
-        return SubgraphNode(id=node_id, workflow=ref, input=draw(bindings()), output=draw(outputs))
+        ref = document.WorkflowRef(id=draw(st.text(min_size=1, max_size=6)),
+                                   version=draw(st.none() | st.integers(0, 9)))
+        return document.SubgraphNode(id=node_id, workflow=ref, input=draw(bindings()), output=draw(outputs))
     if kind == "branch":
         case_labels = draw(st.lists(labels, max_size=3, unique=True))
-        cases = [BranchCase(label=label, op=draw(st.sampled_from(["equals", "in", "gt", "truthy"])),
+        cases = [document.BranchCase(label=label, op=draw(st.sampled_from(["equals", "in", "gt", "truthy"])),
                             value=draw(json_values)) for label in case_labels]
-        return BranchNode(id=node_id, path=draw(source_paths), cases=cases)
-    return InterruptNode(id=node_id, prompt=draw(texts), input=draw(bindings()), output=draw(outputs),
+        return document.BranchNode(id=node_id, path=draw(source_paths), cases=cases)
+    return document.InterruptNode(id=node_id, prompt=draw(texts), input=draw(bindings()), output=draw(outputs),
                          labels=draw(st.lists(labels, min_size=1, max_size=3, unique=True)),
                          resume_schema={"type": "object", "properties": {"ok": {"type": "boolean"}}})
 
@@ -362,8 +351,8 @@ def workflows(draw: st.DrawFn) -> Workflow:
         input_schema={"type": "object", "properties": {"a": {"type": "integer"}}},
         start=draw(st.none() | st.sampled_from(ids)) if ids else None,
         nodes=node_list,
-        routes=[WorkflowRoute(source=s, label=label, target=t) for (s, label), t in routes.items()],
-        outputs=[WorkflowOutput(target=target, path=draw(source_paths)) for target in output_targets],
+        routes=[document.WorkflowRoute(source=s, label=label, target=t) for (s, label), t in routes.items()],
+        outputs=[document.WorkflowOutput(target=target, path=draw(source_paths)) for target in output_targets],
         metadata=draw(st.dictionaries(texts, json_values, max_size=3)),
     )
 
@@ -415,8 +404,6 @@ def test_nothing_in_a_document_can_change_in_place_however_it_was_made(doc: Work
 
 
 def test_foreach_distribution_settings_round_trip_and_are_left_out_when_unset() -> None:
-    from runtime.document import ForeachNode
-
     plain = ForeachNode(id="f", over="input.xs")
     assert set(plain.model_dump(mode="json")) == {"kind", "id", "name", "description", "over", "as",
                                                   "max_concurrency"}
@@ -430,8 +417,6 @@ def test_foreach_distribution_settings_round_trip_and_are_left_out_when_unset() 
 
 
 def test_failure_tolerance_is_exceeded_when_either_limit_is() -> None:
-    from runtime.document import ForeachNode
-
     assert ForeachNode(id="f", over="input.xs").too_many_failures(1, 100)
     assert not ForeachNode(id="f", over="input.xs").too_many_failures(0, 100)
     by_count = ForeachNode(id="f", over="input.xs", tolerated_failure_count=2)

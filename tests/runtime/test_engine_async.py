@@ -22,8 +22,7 @@ def fan_out(task: str, concurrency: int) -> Any:
     each = g.foreach("each", input_path("xs"), max_concurrency=concurrency)
     t = g.use(task, id="t", input=[{"target": "x", "path": each.item}],
               output=[{"source": ".", "target": "out", "mode": "append"}])
-    g.set_route(each, "loop", t)
-    g.set_route(t, "ok", each)
+    g.chain(each, "loop", t, "ok", each)
     g.output("out", state_path("out"))
     return g.build()
 
@@ -129,11 +128,8 @@ def test_mixed_sync_and_async_tasks_in_one_superstep() -> None:
               output=[{"source": ".", "target": "out", "mode": "append"}])
     a = g.use("waits", id="a", input=[{"target": "x", "path": each.item}],
               output=[{"source": ".", "target": "out", "mode": "append"}])
-    g.set_route(each, "loop", p)
-    g.set_route(p, "sync", s)
-    g.set_route(p, "async", a)
-    g.set_route(s, "ok", each)
-    g.set_route(a, "ok", each)
+    g.chain(each, "loop", p, "sync", s, "ok", each)
+    g.chain(p, "async", a, "ok", each)
     g.output("out", state_path("out"))
     workflow = g.build()
     sync_result = Engine(registry=reg, options=EngineOptions(ids=SequentialIds())).run(workflow, {"xs": [1, 2, 3, 4]})

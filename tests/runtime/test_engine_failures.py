@@ -163,8 +163,7 @@ def failing_item_workflow(concurrency: int) -> Any:
     each = g.foreach("each", input_path("xs"), max_concurrency=concurrency)
     c = g.use("check", id="c", input=[{"target": "x", "path": each.item}],
               output=[{"source": ".", "target": "ok", "mode": "append"}])
-    g.set_route(each, "loop", c)
-    g.set_route(c, "ok", each)
+    g.chain(each, "loop", c, "ok", each)
     return reg, g.build()
 
 

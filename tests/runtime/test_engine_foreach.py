@@ -25,10 +25,7 @@ def doubling(concurrency: int = 1, *, mutate_over: bool = False) -> Any:
               output=[{"source": ".", "target": "out", "mode": "append"}]
               + ([{"source": ".", "target": "xs", "mode": "append"}] if mutate_over else []))
     fin = g.use("echo", id="fin", input=[{"target": "value", "value": True}], output=[{"target": "finished"}])
-    g.set_route(load, "ok", each)
-    g.set_route(each, "loop", d)
-    g.set_route(d, "ok", each)
-    g.set_route(each, "done", fin)
+    g.chain(load, "ok", each, "loop", d, "ok", each, "done", fin)
     g.output("out", state_path("out"))
     return g.build()
 
@@ -65,8 +62,7 @@ def test_over_must_be_a_list() -> None:
     g = WorkflowBuilder("bad_over", input_schema={"type": "object", "properties": {"xs": {}}})
     each = g.foreach("each", input_path("xs"))
     e = g.use("echo", id="e")
-    g.set_route(each, "loop", e)
-    g.set_route(e, "ok", each)
+    g.chain(each, "loop", e, "ok", each)
     result = engine().run(g.build(), {"xs": {"not": "a list"}})
     assert result.status == "failed"
     assert result.error is not None and result.error.details["node_id"] == "each"
@@ -99,8 +95,7 @@ def test_item_frames_are_children_of_the_entering_frame_with_typed_metadata() ->
     g = WorkflowBuilder("pause", input_schema={"type": "object", "properties": {"xs": ITEMS}})
     each = g.foreach("each", input_path("xs"), as_="x", max_concurrency=3)
     ask = g.interrupt("ask", resume_schema={"type": "object"})
-    g.set_route(each, "loop", ask)
-    g.set_route(ask, "ok", each)
+    g.chain(each, "loop", ask, "ok", each)
     result = engine().run(g.build(), {"xs": [5, 6]})
     rs = result.run_state
     (activation,) = rs.activations.values()
@@ -178,8 +173,7 @@ def test_body_lineage_ending_without_returning_still_completes_the_item() -> Non
     each = g.foreach("each", input_path("xs"))
     m = g.use("maybe", id="m", input=[{"target": "x", "path": each.item}],
               output=[{"source": ".", "target": "out", "mode": "append"}])
-    g.set_route(each, "loop", m)
-    g.set_route(m, "ok", each)
+    g.chain(each, "loop", m, "ok", each)
     eng = Engine(registry=reg, options=EngineOptions(ids=SequentialIds()))
     from runtime._compiled import compile_workflow
 

@@ -29,10 +29,8 @@ def approval(*, concurrency: int = 1) -> Any:
                       output=[{"source": ".", "target": "decisions", "mode": "append"}])
     esc = g.use("echo", id="esc", input=[{"target": "value", "path": each.item}],
                 output=[{"source": ".", "target": "escalated", "mode": "append"}])
-    g.set_route(each, "loop", ask)
-    g.set_route(ask, "ok", each)
-    g.set_route(ask, "escalate", esc)
-    g.set_route(esc, "ok", each)
+    g.chain(each, "loop", ask, "ok", each)
+    g.chain(ask, "escalate", esc, "ok", each)
     g.output("decisions", state_path("decisions"))
     return g.build()
 

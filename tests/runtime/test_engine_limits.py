@@ -20,8 +20,7 @@ def _endless_cycle():
     # "big" has no route, so the run could end there and the analyzer accepts the cycle; x=1 is never big.
     a = g.use("size", id="a", input=[{"target": "x", "path": "input.x"}])
     b = g.use("echo", id="b", input=[{"target": "value", "path": "input.x"}])
-    g.set_route(a, "small", b)
-    g.set_route(b, "ok", a)
+    g.chain(a, "small", b, "ok", a)
     return g.build()
 
 
@@ -69,10 +68,8 @@ def _foreach_over_cycles():
     each = g.foreach("each", "input.xs", max_concurrency=1, results="out")
     a = g.use("size", id="a", input=[{"target": "x", "path": each.item}])
     b = g.use("echo", id="b", input=[{"target": "value", "path": each.item}])
-    g.set_route(each, "loop", a)
-    g.set_route(a, "big", each)
-    g.set_route(a, "small", b)
-    g.set_route(b, "ok", a)
+    g.chain(each, "loop", a, "big", each)
+    g.chain(a, "small", b, "ok", a)
     return g.build()
 
 

@@ -167,8 +167,7 @@ def test_subgraph_inside_foreach_with_concurrency_keeps_scopes_apart() -> None:
     each = g.foreach("each", input_path("xs"), max_concurrency=3)
     call = g.subgraph("child", id="call", input=[{"target": "x", "path": each.item}],
                       output=[{"source": "y", "target": "ys", "mode": "append"}])
-    g.set_route(each, "loop", call)
-    g.set_route(call, "ok", each)
+    g.chain(each, "loop", call, "ok", each)
     g.output("ys", state_path("ys"))
     scopes_seen: set[str] = set()
     eng = engine(workflows={"child": child()},

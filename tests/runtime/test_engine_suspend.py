@@ -163,8 +163,7 @@ def test_other_frames_go_on_while_one_sleeps() -> None:
     f = g.use("flaky", id="f", input=[{"target": "fail", "path": each.item}, {"target": "key", "path": each.index}],
               retry={"max_attempts": 2, "backoff_seconds": 5},
               output=[{"source": ".", "target": "done", "mode": "append"}])
-    g.set_route(each, "loop", f)
-    g.set_route(f, "ok", each)
+    g.chain(each, "loop", f, "ok", each)
     g.output("done", "state.done")
     doc = g.build()
 

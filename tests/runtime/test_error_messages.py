@@ -21,8 +21,7 @@ def test_an_exception_without_a_message_still_gives_a_message_naming_node_and_it
     graph = WorkflowBuilder("silent", input_schema=ITEMS)
     each = graph.foreach("each", "input.xs", as_="x")
     body = graph.use("silent", id="work", input=[{"target": "x", "path": each.item}])
-    graph.set_route(each, "loop", body)
-    graph.set_route(body, "ok", each)
+    graph.chain(each, "loop", body, "ok", each)
     result = Engine(reg).run(graph.build(), {"xs": [0, 1, 2]})
     assert result.status == "failed" and result.error is not None
     message = result.error.message

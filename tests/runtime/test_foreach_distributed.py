@@ -73,8 +73,7 @@ def nested(batch_size: int = 2) -> Workflow:
     customers = graph.foreach("customers", "input.customers", as_="customer", results="per_customer")
     orders = orders_and_lines(graph, "context.foreach.customers.item.orders", results="last_orders",
                               batch_size=batch_size)
-    graph.set_route(customers, "loop", orders)
-    graph.set_route(orders, "done", customers)
+    graph.chain(customers, "loop", orders, "done", customers)
     graph.output("per_customer", "state.per_customer")
     return graph.build()
 
@@ -162,8 +161,7 @@ def tolerant(count: int | None = None, percentage: float | None = None) -> Workf
     xs = graph.foreach("xs", "input.xs", results="out", batch_size=3, max_concurrency=2,
                        tolerated_failure_count=count, tolerated_failure_percentage=percentage)
     check = graph.use("check", id="check", input=[{"target": "x", "path": xs.item}])
-    graph.set_route(xs, "loop", check)
-    graph.set_route(check, "ok", xs)
+    graph.chain(xs, "loop", check, "ok", xs)
     graph.output("out", "state.out")
     return graph.build()
 
@@ -258,10 +256,7 @@ def test_a_failure_deep_inside_a_tolerant_item_fails_that_item_and_drops_its_inn
     outer = graph.foreach("outer", "input.xs", results="out", tolerated_failure_count=1)
     xs = graph.foreach("xs", "context.foreach.outer.item", results="inner", max_concurrency=3)
     check = graph.use("check", id="check", input=[{"target": "x", "path": xs.item}])
-    graph.set_route(outer, "loop", xs)
-    graph.set_route(xs, "loop", check)
-    graph.set_route(check, "ok", xs)
-    graph.set_route(xs, "done", outer)
+    graph.chain(outer, "loop", xs, "loop", check, "ok", xs, "done", outer)
     graph.output("out", "state.out")
     result = engine().run(graph.build(), {"xs": [[0, 2], [3, 5, 6, 7], [8]]})  # item 1 holds 5, which fails
     assert result.status == "completed", result.error
@@ -291,8 +286,7 @@ def test_a_batch_whose_items_back_off_waits_without_sleeping_and_continues_from_
     each = g.foreach("each", "input.xs", results="out", batch_size=4, max_concurrency=2)
     work = g.use("flaky", id="work", input=[{"target": "x", "path": each.item}],
                  retry={"max_attempts": 3, "backoff_seconds": 30, "backoff_multiplier": 2})
-    g.set_route(each, "loop", work)
-    g.set_route(work, "ok", each)
+    g.chain(each, "loop", work, "ok", each)
     doc = g.build()
     engine = Engine(registry=reg, options=EngineOptions(ids=SequentialIds(), distribute=lambda node, items: True,
                                                         sleep_in_process=False, clock=lambda: now[0]))
@@ -356,8 +350,7 @@ def calling_parent() -> Workflow:
                               results="per_customer")
     call = graph.subgraph("orders-child", id="call",
                           input=[{"target": "orders", "path": "context.foreach.customers.item.orders"}])
-    graph.set_route(customers, "loop", call)
-    graph.set_route(call, "ok", customers)
+    graph.chain(customers, "loop", call, "ok", customers)
     graph.output("per_customer", "state.per_customer")
     return graph.build()
 

@@ -56,12 +56,8 @@ def uneven(concurrency: int) -> Workflow:
     first = g.use("double", "first", input=[{"target": "x", "path": each.item}])
     slow = g.use("describe", "slow", input=[{"target": "x", "path": each.item}])
     fast = g.use("describe", "fast", input=[{"target": "x", "path": each.item}])
-    g.set_route(each, "loop", check)
-    g.set_route(check, "default", first)
-    g.set_route(first, "ok", slow)
-    g.set_route(check, "odd", fast)
-    g.set_route(slow, "ok", each)
-    g.set_route(fast, "ok", each)
+    g.chain(each, "loop", check, "default", first, "ok", slow, "ok", each)
+    g.chain(check, "odd", fast, "ok", each)
     g.output("described", "state.described")
     return g.build()
 
@@ -88,9 +84,7 @@ def test_results_are_written_at_done_and_readable_after_it() -> None:
     d = g.use("double", "d", input=[{"target": "x", "path": each.item}])
     t = g.use("total", "t", input=[{"target": "values", "path": "state.doubled"}], output=[{"source": ".",
                                                                                           "target": "sum"}])
-    g.set_route(each, "loop", d)
-    g.set_route(d, "ok", each)
-    g.set_route(each, "done", t)
+    g.chain(each, "loop", d, "ok", each, "done", t)
     g.output("sum", "state.sum")
     seen: list[bool] = []
     result = engine(on_superstep=lambda rs, _: seen.append("doubled" in rs.root_scope.state)).run(
@@ -104,8 +98,7 @@ def test_an_error_route_back_to_the_foreach_collects_the_error_payload() -> None
     g = WorkflowBuilder("errors", input_schema=XS_INPUT)
     each = g.foreach("each", "input.xs", results="out")
     f = g.use("fragile", "f", input=[{"target": "x", "path": each.item}])
-    g.set_route(each, "loop", f)
-    g.set_route(f, "ok", each)
+    g.chain(each, "loop", f, "ok", each)
     g.set_route(f, "error", each)
     g.output("out", "state.out")
     out = engine().run(g.build(), {"xs": [1, -2, 3]}).output["out"]
@@ -113,18 +106,18 @@ def test_an_error_route_back_to_the_foreach_collects_the_error_payload() -> None
     assert out[1]["error"]["type"] == "ValueError" and out[1]["error"]["index"] == 1
 
 
+#: Rows of integers: ``{"rows": [[1, 2], [3]]}``.
+ROWS_INPUT = {"type": "object", "properties": {"rows": {
+    "type": "array", "items": {"type": "array", "items": {"type": "integer"}}}}, "required": ["rows"]}
+
+
 def nested() -> Workflow:
-    g = WorkflowBuilder("nested", input_schema={"type": "object", "properties": {"rows": {
-        "type": "array", "items": {"type": "array", "items": {"type": "integer"}}}}, "required": ["rows"]})
+    g = WorkflowBuilder("nested", input_schema=ROWS_INPUT)
     rows = g.foreach("rows", "input.rows", max_concurrency=2, results="sums")
     cells = g.foreach("cells", rows.item, max_concurrency=3, results="row_doubled")
     d = g.use("double", "d", input=[{"target": "x", "path": cells.item}])
     t = g.use("total", "t", input=[{"target": "values", "path": "state.row_doubled"}])
-    g.set_route(rows, "loop", cells)
-    g.set_route(cells, "loop", d)
-    g.set_route(d, "ok", cells)
-    g.set_route(cells, "done", t)
-    g.set_route(t, "ok", rows)
+    g.chain(rows, "loop", cells, "loop", d, "ok", cells, "done", t, "ok", rows)
     g.output("sums", "state.sums")
     return g.build()
 
@@ -155,9 +148,7 @@ def test_the_analyzer_types_results_from_the_body_and_offers_them_after_done() -
     each = g.foreach("each", "input.xs", results="described")
     d = g.use("describe", "d", input=[{"target": "x", "path": each.item}])
     t = g.use("total", "t", input=[{"target": "values", "path": "input.xs"}])
-    g.set_route(each, "loop", d)
-    g.set_route(d, "ok", each)
-    g.set_route(each, "done", t)
+    g.chain(each, "loop", d, "ok", each, "done", t)
     analysis = analyze(g.build(), registry=tasks())
     assert analysis.ok, analysis.diagnostics
     schema = analysis.state_schema["properties"]["described"]
@@ -176,10 +167,8 @@ def test_results_of_a_branch_and_an_error_route_are_typed_as_their_union() -> No
     each = g.foreach("each", "input.xs", results="out")
     f = g.use("fragile", "f", input=[{"target": "x", "path": each.item}])
     b = g.branch("b", path=each.item, cases=[{"label": "skip", "op": "equals", "value": 0}])
-    g.set_route(each, "loop", b)
-    g.set_route(b, "skip", each)
-    g.set_route(b, "default", f)
-    g.set_route(f, "ok", each)
+    g.chain(each, "loop", b, "skip", each)
+    g.chain(b, "default", f, "ok", each)
     g.set_route(f, "error", each)
     analysis = analyze(g.build(), registry=tasks())
     items = analysis.state_schema["properties"]["out"]["items"]
@@ -192,8 +181,7 @@ def test_a_declared_state_field_that_cannot_hold_the_results_is_a_type_mismatch(
                         state_schema={"type": "object", "properties": {"out": {"type": "string"}}})
     each = g.foreach("each", "input.xs", results="out")
     d = g.use("double", "d", input=[{"target": "x", "path": each.item}])
-    g.set_route(each, "loop", d)
-    g.set_route(d, "ok", each)
+    g.chain(each, "loop", d, "ok", each)
     with pytest.raises(WorkflowValidationError) as caught:
         engine().run(g.build(), {"xs": [1]})
     problems = [(d.code, d.node_id, d.field) for d in caught.value.diagnostics]
@@ -210,15 +198,11 @@ def test_results_round_trip_in_the_document_and_stay_out_when_unset() -> None:
 
 
 def test_an_inner_foreach_routing_back_gives_its_result_list_to_the_outer_one() -> None:
-    g = WorkflowBuilder("grid", input_schema={"type": "object", "properties": {"rows": {
-        "type": "array", "items": {"type": "array", "items": {"type": "integer"}}}}, "required": ["rows"]})
+    g = WorkflowBuilder("grid", input_schema=ROWS_INPUT)
     rows = g.foreach("rows", "input.rows", max_concurrency=2, results="grid")
     cells = g.foreach("cells", rows.item, max_concurrency=2, results="row")
     d = g.use("double", "d", input=[{"target": "x", "path": cells.item}])
-    g.set_route(rows, "loop", cells)
-    g.set_route(cells, "loop", d)
-    g.set_route(d, "ok", cells)
-    g.set_route(cells, "done", rows)
+    g.chain(rows, "loop", cells, "loop", d, "ok", cells, "done", rows)
     g.output("grid", "state.grid")
     workflow = g.build()
     analysis = analyze(workflow, registry=tasks())

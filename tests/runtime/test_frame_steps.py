@@ -37,8 +37,7 @@ def _cycle() -> Workflow:
     size = g.use("size", id="size", input=[{"target": "x", "path": "state.x"}])
     inc = g.use("add", id="inc", input=[{"target": "a", "path": "state.x"}, {"target": "b", "value": 3}],
                 output=[{"source": ".", "target": "x"}])
-    g.set_route(size, "small", inc)
-    g.set_route(inc, "ok", size)
+    g.chain(size, "small", inc, "ok", size)
     return g.build()
 
 

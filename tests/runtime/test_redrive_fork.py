@@ -55,11 +55,7 @@ def nested() -> Workflow:
     cells = g.foreach("cells", "context.foreach.groups.item.xs", max_concurrency=3, results="cells_done")
     work = g.use("cell", "cell", input=[{"target": "name", "path": name}, {"target": "x", "path": cells.item},
                                         {"target": "factor", "path": "state.factor"}])
-    g.set_route(groups, "loop", head)
-    g.set_route(head, "ok", cells)
-    g.set_route(cells, "loop", work)
-    g.set_route(work, "ok", cells)
-    g.set_route(cells, "done", groups)
+    g.chain(groups, "loop", head, "ok", cells, "loop", work, "ok", cells, "done", groups)
     g.output("per_group", "state.per_group")
     return g.build()
 

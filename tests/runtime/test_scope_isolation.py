@@ -20,8 +20,7 @@ def child_capture(*, with_foreach: bool = False, interrupt: bool = False) -> Wor
     if with_foreach:
         orders = g.foreach("orders", input_path("orders"), as_="order_line")
         g.set_start(orders)
-        g.set_route(orders, "loop", capture)
-        g.set_route(capture, "ok", orders)
+        g.chain(orders, "loop", capture, "ok", orders)
         if interrupt:
             pause = g.interrupt("pause", resume_schema={"type": "object"})
             g.set_route(orders, "done", pause)
@@ -44,9 +43,7 @@ def parent(*, child_orders: bool = False) -> Workflow:
         bindings.append({"target": "orders", "path": input_path("orders")})
     call = g.subgraph("child", id="call", input=bindings,
                       output=[{"source": ".", "target": "children", "mode": "append"}])
-    g.set_route(orders, "loop", look)
-    g.set_route(look, "ok", call)
-    g.set_route(call, "ok", orders)
+    g.chain(orders, "loop", look, "ok", call, "ok", orders)
     g.output("children", state_path("children"))
     g.output("seen", state_path("seen"))
     return g.build()

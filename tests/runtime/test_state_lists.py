@@ -50,10 +50,8 @@ def collecting(concurrency: int, *, interrupt_at: int | None = None, read_log: b
     if interrupt_at is not None:
         gate = g.branch("gate", path=each.index, cases=[{"label": "ask", "op": "equals", "value": interrupt_at}])
         ask = g.interrupt("ask", prompt="go on?", resume_schema={"type": "object"})
-        g.set_route(last, "ok", gate)
-        g.set_route(gate, "ask", ask)
+        g.chain(last, "ok", gate, "ask", ask, "ok", each)
         g.set_route(gate, "default", each)
-        g.set_route(ask, "ok", each)
     else:
         g.set_route(last, "ok", each)
     g.output("doubled", "state.doubled")

@@ -12,16 +12,7 @@ from pydantic_core import from_json
 from runtime import Engine, WorkflowBuilder
 from runtime.engine import EngineOptions, StepCall
 from runtime.tasks import TaskRegistry
-
-
-def registry() -> TaskRegistry:
-    reg = TaskRegistry()
-
-    @reg.task
-    def double(x: int) -> int:
-        return 2 * x
-
-    return reg
+from tests.runtime.engine_helpers import registry
 
 
 class RecordingExecutor:
@@ -47,8 +38,7 @@ def workflow() -> Any:
         "type": "object", "properties": {"items": {"type": "array", "items": {"type": "integer"}}}})
     each = graph.foreach("each", "input.items", results="out", max_concurrency=4)
     body = graph.use("double", id="body", input=[{"target": "x", "path": each.item}])
-    graph.set_route(each, "loop", body)
-    graph.set_route(body, "ok", each)
+    graph.chain(each, "loop", body, "ok", each)
     graph.output("out", "state.out")
     return graph.build()
 

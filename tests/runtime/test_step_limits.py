@@ -70,8 +70,7 @@ def one_step(task: str, inputs: dict[str, Any], *, error_route: bool = False, re
     loop = None
     if in_foreach:
         loop = graph.foreach("each", "input.items")
-        graph.set_route(loop, "loop", node)
-        graph.set_route(node, "ok", loop)
+        graph.chain(loop, "loop", node, "ok", loop)
         graph.set_start(loop)
     if error_route:
         # The failed node's output bindings receive its error payload ({"error": {...}}) on the error route.

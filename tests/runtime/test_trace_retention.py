@@ -13,17 +13,7 @@ from runtime.checkpoint import InMemoryCheckpointer
 from runtime.engine import EngineOptions
 from runtime.errors import EngineOptionsError
 from runtime.state import SequentialIds, TraceEvent
-from runtime.tasks import TaskRegistry
-
-
-def tasks() -> TaskRegistry:
-    registry = TaskRegistry()
-
-    @registry.task
-    def double(x: int) -> int:
-        return 2 * x
-
-    return registry
+from tests.runtime.engine_helpers import registry as tasks
 
 
 def loop() -> Workflow:
@@ -31,8 +21,7 @@ def loop() -> Workflow:
         "xs": {"type": "array", "items": {"type": "integer"}}}, "required": ["xs"]})
     each = g.foreach("each", "input.xs", max_concurrency=3, results="doubled")
     d = g.use("double", "d", input=[{"target": "x", "path": each.item}])
-    g.set_route(each, "loop", d)
-    g.set_route(d, "ok", each)
+    g.chain(each, "loop", d, "ok", each)
     g.output("doubled", "state.doubled")
     return g.build()
 

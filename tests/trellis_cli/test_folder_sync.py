@@ -50,6 +50,18 @@ def cli(site: dict[str, Any], *args: str) -> tuple[int, str]:
     return code, out.getvalue()
 
 
+def pull(site: dict[str, Any], folder: Path, *args: str) -> tuple[int, str]:
+    return cli(site, "pull", str(folder), "--team", str(site["team"].pk), *args)
+
+
+def rename_first_node(path: Path, name: str, **workflow: Any) -> None:
+    """Edit a pulled file as a person would in git: its first node's name, and any of its ``workflow`` fields."""
+    body = json.loads(path.read_text())
+    body["document"]["nodes"][0]["name"] = name
+    body["workflow"].update(workflow)
+    path.write_text(json.dumps(body))
+
+
 def snapshot(folder: Path) -> dict[str, bytes]:
     return {path.name: path.read_bytes() for path in sorted(folder.iterdir())}
 
@@ -57,7 +69,7 @@ def snapshot(folder: Path) -> dict[str, bytes]:
 def test_pull_writes_one_stable_file_per_workflow_of_the_team_and_a_round_trip_changes_nothing(
         site: dict[str, Any], tmp_path: Path) -> None:
     folder = tmp_path / "flows"
-    code, printed = cli(site, "pull", str(folder), "--team", str(site["team"].pk))
+    code, printed = pull(site, folder)
     assert code == 0, printed
     assert sorted(p.name for p in folder.iterdir()) == ["greet.json", "second.json"]  # not the other team's
     body = json.loads((folder / "greet.json").read_text())
@@ -72,19 +84,16 @@ def test_pull_writes_one_stable_file_per_workflow_of_the_team_and_a_round_trip_c
     revisions = dict(Workflow.objects.values_list("pk", "revision"))
     assert cli(site, "push", str(folder)) == (0, "")  # nothing changed: nothing saved
     assert cli(site, "diff", str(folder)) == (0, "")
-    assert cli(site, "pull", str(folder), "--team", str(site["team"].pk)) == (0, "")
+    assert pull(site, folder) == (0, "")
     assert snapshot(folder) == first
     assert dict(Workflow.objects.values_list("pk", "revision")) == revisions
 
 
 def test_an_edited_file_is_diffed_and_pushed_through_the_write_path(site: dict[str, Any], tmp_path: Path) -> None:
     folder = tmp_path / "flows"
-    cli(site, "pull", str(folder), "--team", str(site["team"].pk))
+    pull(site, folder)
     path = folder / "greet.json"
-    body = json.loads(path.read_text())
-    body["document"]["nodes"][0]["name"] = "Add one and two"
-    body["workflow"]["description"] = "adds numbers"
-    path.write_text(json.dumps(body))
+    rename_first_node(path, "Add one and two", description="adds numbers")
 
     code, printed = cli(site, "diff", str(folder))
     assert code == 1
@@ -103,16 +112,14 @@ def test_an_edited_file_is_diffed_and_pushed_through_the_write_path(site: dict[s
 
 def test_a_stale_file_is_refused_and_the_newer_draft_is_kept(site: dict[str, Any], tmp_path: Path) -> None:
     folder = tmp_path / "flows"
-    cli(site, "pull", str(folder), "--team", str(site["team"].pk))
+    pull(site, folder)
     greet = Workflow.objects.get(pk=site["greet"].pk)
     theirs = json.loads(json.dumps(greet.document))
     theirs["nodes"][0]["name"] = "Saved in the editor"
     workflow_services.save_document(actor=site["owner"], workflow=greet, revision=greet.revision, document=theirs)
 
     path = folder / "greet.json"
-    body = json.loads(path.read_text())
-    body["document"]["nodes"][0]["name"] = "Edited in git"
-    path.write_text(json.dumps(body))
+    rename_first_node(path, "Edited in git")
     code, printed = cli(site, "push", str(folder))
     assert code == 1
     assert "greet.json: not pushed" in printed and "pull (or diff) and merge first" in printed
@@ -121,22 +128,20 @@ def test_a_stale_file_is_refused_and_the_newer_draft_is_kept(site: dict[str, Any
     code, printed = cli(site, "diff", str(folder))
     assert code == 1 and "someone saved since you pulled" in printed
     # Pulling would drop the file's edit: refused without --force, though the server moved on since.
-    code, printed = cli(site, "pull", str(folder), "--team", str(site["team"].pk))
+    code, printed = pull(site, folder)
     assert code == 1 and "greet.json: not pulled, it has changes not pushed" in printed
     assert json.loads(path.read_text())["document"]["nodes"][0]["name"] == "Edited in git"
 
 
 def test_pull_keeps_changes_not_pushed_unless_forced(site: dict[str, Any], tmp_path: Path) -> None:
     folder = tmp_path / "flows"
-    cli(site, "pull", str(folder), "--team", str(site["team"].pk))
+    pull(site, folder)
     path = folder / "second.json"
-    body = json.loads(path.read_text())
-    body["document"]["nodes"][0]["name"] = "mine"
-    path.write_text(json.dumps(body))
-    code, printed = cli(site, "pull", str(folder), "--team", str(site["team"].pk))
+    rename_first_node(path, "mine")
+    code, printed = pull(site, folder)
     assert code == 1 and "second.json: not pulled, it has changes not pushed" in printed
     assert json.loads(path.read_text())["document"]["nodes"][0]["name"] == "mine"
-    assert cli(site, "pull", str(folder), "--team", str(site["team"].pk), "--force")[0] == 0
+    assert pull(site, folder, "--force")[0] == 0
     assert json.loads(path.read_text())["document"]["nodes"][0]["name"] is None
 
 

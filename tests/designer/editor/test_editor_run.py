@@ -10,6 +10,7 @@ import pytest
 from designer.runs import services as run_services
 from designer.runs.executor import execute
 from tests.designer.clients import client_for
+from tests.documents_support import routes
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -22,12 +23,7 @@ LENGTHS: dict[str, Any] = {
          "input": [{"target": "value", "path": "context.foreach.each.item"}]},
         {"id": "after", "kind": "task", "task": "set_value"},
     ],
-    "routes": [
-        {"source": "each", "label": "loop", "target": "measure"},
-        {"source": "measure", "label": "ok", "target": "each"},
-        {"source": "measure", "label": "error", "target": "each"},
-        {"source": "each", "label": "done", "target": "after"},
-    ],
+    "routes": routes("each loop measure ok each", "measure error each done after"),
 }
 
 

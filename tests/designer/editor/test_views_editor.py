@@ -12,6 +12,7 @@ from django.test import Client
 from designer.core.errors import BadRequest
 from designer.workflows import operations as edits
 from tests.designer.clients import client_for, inspector, post_change
+from tests.documents_support import routes
 
 pytestmark = pytest.mark.django_db
 
@@ -29,13 +30,7 @@ NESTED: dict[str, Any] = {
          "input": [{"target": "value", "path": "context.foreach.orders.item.sku"}]},
         {"id": "after", "kind": "task", "task": "set_value"},
     ],
-    "routes": [
-        {"source": "customers", "label": "loop", "target": "orders"},
-        {"source": "orders", "label": "loop", "target": "inner"},
-        {"source": "inner", "label": "ok", "target": "orders"},
-        {"source": "orders", "label": "done", "target": "after"},
-        {"source": "after", "label": "ok", "target": "customers"},
-    ],
+    "routes": routes("customers loop orders loop inner ok orders done after ok customers"),
     "metadata": {"positions": {"orders": {"x": 1, "y": 2}}},
 }
 
@@ -280,11 +275,7 @@ APPROVAL: dict[str, Any] = {
         {"id": "review", "kind": "interrupt", "prompt": "", "labels": ["ok"]},
         {"id": "done", "kind": "task", "task": "set_value"},
     ],
-    "routes": [
-        {"source": "size", "label": "yes", "target": "review"},
-        {"source": "size", "label": "default", "target": "done"},
-        {"source": "review", "label": "ok", "target": "done"},
-    ],
+    "routes": routes("size yes review", "size default done", "review ok done"),
 }
 
 

@@ -12,6 +12,7 @@ import pytest
 from django.test import Client
 
 from tests.designer.clients import client_for, inspector, post_change
+from tests.documents_support import routes
 
 pytestmark = pytest.mark.django_db
 
@@ -33,12 +34,7 @@ LOOPS: dict[str, Any] = {
             {"target": "colour", "value": "red"},
         ]},
     ],
-    "routes": [
-        {"source": "customers", "label": "loop", "target": "orders"},
-        {"source": "orders", "label": "loop", "target": "line"},
-        {"source": "line", "label": "ok", "target": "orders"},
-        {"source": "orders", "label": "done", "target": "customers"},
-    ],
+    "routes": routes("customers loop orders loop line ok orders done customers"),
 }
 
 

@@ -4,7 +4,6 @@ its figures read from the database at scrape time (runs by team and status, the 
 
 from __future__ import annotations
 
-import socket
 import urllib.request
 from datetime import timedelta
 from typing import Any
@@ -27,6 +26,7 @@ from tests.designer.runs_support import (
     wait_for,
     worker_environment,
 )
+from tests.server_support import free_port
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -40,8 +40,7 @@ def adding_document(*, batch_size: int | None = None) -> dict[str, Any]:
     each = g.foreach("each", "input.xs", results="sums", batch_size=batch_size)
     add = g.use("math", id="add", input=[{"target": "op", "value": "add"}, {"target": "a", "path": each.item},
                                          {"target": "b", "value": 1}])
-    g.set_route(each, "loop", add)
-    g.set_route(add, "ok", each)
+    g.chain(each, "loop", add, "ok", each)
     g.output("sums", "state.sums")
     return g.build().model_dump(mode="json")
 
@@ -70,15 +69,11 @@ def test_metrics_are_off_without_a_token_and_refuse_a_wrong_one(client: Client, 
     assert scrape(client).status_code == 200
 
 
-def test_web_metrics_count_runs_by_team_and_status_the_queue_and_workers(client: Client, settings: Any,
-                                                                          make_user: Any, run_worker: Any) -> None:
+def test_web_metrics_count_runs_by_team_and_status_the_queue_and_workers(client: Client, settings: Any, cast: Any,
+                                                                          run_worker: Any) -> None:
     settings.TRELLIS_METRICS_TOKEN = TOKEN
-    owner, other = make_user("vera"), make_user("sam")
-    team = team_services.create_team(actor=owner, name="Orders")
-    elsewhere = team_services.create_team(actor=other, name="Elsewhere")
-    mine = workflow_services.create_workflow(actor=owner, team=team, name="Adding", document=adding_document())
-    theirs = workflow_services.create_workflow(actor=other, team=elsewhere, name="Adding",
-                                               document=adding_document())
+    owner, other, team, elsewhere = cast.owner, cast.stranger, cast.team, cast.other_team
+    mine, theirs = cast.workflow("Adding", adding_document()), cast.their_workflow("Adding", adding_document())
     for xs in ([1], [2, 3]):
         run_services.start_run(actor=owner, workflow=mine, input={"xs": xs})
     run_services.start_run(actor=other, workflow=theirs, input={"xs": [4]})
@@ -112,12 +107,6 @@ def test_web_metrics_count_runs_by_team_and_status_the_queue_and_workers(client:
     assert found[("trellis_queue_oldest_age_seconds", ())] == 0
     assert found[("trellis_runs_queued_oldest_age_seconds", ())] == 0
     assert found[("trellis_runs", (("status", "completed"), ("team", elsewhere.slug)))] == 2
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def test_a_real_worker_serves_its_own_metrics_on_loopback(make_user: Any, worker_env: dict[str, str]) -> None:

@@ -41,8 +41,7 @@ def doubling_document(*, batch_size: int | None = None) -> dict[str, Any]:
     each = g.foreach("each", "input.xs", results="doubled", batch_size=batch_size)
     double = g.use("math", id="double", input=[{"target": "op", "value": "mul"}, {"target": "a", "path": each.item},
                                                {"target": "b", "value": 2}])
-    g.set_route(each, "loop", double)
-    g.set_route(double, "ok", each)
+    g.chain(each, "loop", double, "ok", each)
     g.output("doubled", "state.doubled")
     return g.build().model_dump(mode="json")
 

@@ -201,8 +201,7 @@ def snoozing_loop() -> dict[str, Any]:
     each = g.foreach("each", "input.items", max_concurrency=4, results="done")
     nap = g.use("snooze_logged", id="nap", input=[{"target": "seconds", "path": each.item},
                                                   {"target": "folder", "path": "input.folder"}])
-    g.set_route(each, "loop", nap)
-    g.set_route(nap, "ok", each)
+    g.chain(each, "loop", nap, "ok", each)
     g.output("done", "state.done")
     return g.build().model_dump(mode="json")
 

@@ -190,8 +190,7 @@ def test_a_foreach_over_a_thousand_items_writes_them_once() -> None:
     g = WorkflowBuilder("thousand", input_schema={"type": "object", "properties": {"orders": {"type": "array"}}})
     orders = g.foreach("orders", input_path("orders"))
     body = g.use("double", id="body", input=[{"target": "x", "path": orders.item}])
-    g.set_route(orders, "loop", body)
-    g.set_route(body, "ok", orders)
+    g.chain(orders, "loop", body, "ok", orders)
     items = list(range(1000, 2000))
     items_bytes = len(json.dumps(items))
 
@@ -240,8 +239,7 @@ def _collecting_run(size: int) -> tuple[list[int], list[int], Any]:
     orders = g.foreach("orders", input_path("orders"), max_concurrency=3, results="doubled")
     body = g.use("double", id="body", input=[{"target": "x", "path": orders.item}],
                  output=[{"source": ".", "target": "log", "mode": "append"}])
-    g.set_route(orders, "loop", body)
-    g.set_route(body, "ok", orders)
+    g.chain(orders, "loop", body, "ok", orders)
     result = engine(checkpointer=Watching(team, create_run=create_run)).run(g.build(), {"orders": list(range(size))})
     assert result.status == "completed"
     assert result.state["doubled"] == [2 * x for x in range(size)]

@@ -30,13 +30,11 @@ def naps(*, run_step_seconds: float | None = None, error_route: bool = False) ->
     each = g.foreach("each", "input.items")
     nap = g.use("snooze", id="nap", input=[{"target": "seconds", "path": each.item}],
                 output=[{"source": "error", "target": "error"}] if error_route else None)
-    g.set_route(each, "loop", nap)
-    g.set_route(nap, "ok", each)
+    g.chain(each, "loop", nap, "ok", each)
     if error_route:
         note = g.use("set_value", id="note", input=[{"target": "value", "path": "state.error.code"}],
                      output=[{"source": ".", "target": "note"}])
-        g.set_route(nap, "error", note)
-        g.set_route(note, "ok", each)
+        g.chain(nap, "error", note, "ok", each)
         g.output("note", "state.note")
     return g.build().model_dump(mode="json")
 

@@ -13,12 +13,10 @@ from django.db.migrations.executor import MigrationExecutor
 from hypothesis import given
 from hypothesis import strategies as st
 
-from designer.access import teams as team_services
 from designer.core.errors import BadRequest
 from designer.models import Run, RunValue
 from designer.runs import services as run_services
 from designer.runs import values as run_values
-from designer.workflows import services as workflow_services
 from runtime import WorkflowBuilder
 
 
@@ -36,13 +34,9 @@ def totals_document() -> dict[str, Any]:
 
 
 @pytest.fixture
-def runs(make_user: Any, run_worker: Any) -> dict[str, Any]:
-    owner, stranger = make_user("vera"), make_user("sam")
-    team = team_services.create_team(actor=owner, name="Orders")
-    elsewhere = team_services.create_team(actor=stranger, name="Elsewhere")
-    mine = workflow_services.create_workflow(actor=owner, team=team, name="Totals", document=totals_document())
-    theirs = workflow_services.create_workflow(actor=stranger, team=elsewhere, name="Totals",
-                                               document=totals_document())
+def runs(cast: Any, run_worker: Any) -> dict[str, Any]:
+    owner, stranger = cast.owner, cast.stranger
+    mine, theirs = cast.workflow("Totals", totals_document()), cast.their_workflow("Totals", totals_document())
     started = {
         "a1042": run_services.start_run(actor=owner, workflow=mine, input={
             "order": "A-1042", "a": 40, "b": 2, "customers": [{"id": "C-100"}, {"id": "C-200"}]}),

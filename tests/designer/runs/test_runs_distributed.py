@@ -53,8 +53,7 @@ def document(*, batch_size: int, in_flight: int = 2, pause: float = 0.0, task: s
                          max_batches_in_flight=in_flight, **tolerance)
     work = graph.use(task, id="work", input=[{"target": "x", "path": each.item},
                                                 {"target": "pause", "value": pause}])
-    graph.set_route(each, "loop", work)
-    graph.set_route(work, "ok", each)
+    graph.chain(each, "loop", work, "ok", each)
     graph.output("doubled", "state.doubled")
     return graph.build().model_dump(mode="json")
 
@@ -250,8 +249,7 @@ def test_a_batch_whose_items_back_off_frees_its_worker_and_goes_on_from_where_th
                          max_concurrency=4)
     work = graph.use("backing_off", id="work", input=[{"target": "x", "path": each.item}],
                      retry={"max_attempts": 2, "backoff_seconds": 15})
-    graph.set_route(each, "loop", work)
-    graph.set_route(work, "ok", each)
+    graph.chain(each, "loop", work, "ok", each)
     graph.output("tens", "state.tens")
     flaky = workflow_services.create_workflow(actor=cast.owner, team=cast.team, name="Flaky",
                                               document=graph.build().model_dump(mode="json"))

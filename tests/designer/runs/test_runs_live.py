@@ -37,11 +37,8 @@ def stopping_foreach(size: int) -> Workflow:
     check = g.branch("check", each.item, [{"label": "stop", "op": "equals", "value": size - 1}])
     double = g.use("double", "double", input=[{"target": "x", "path": each.item}])
     ask = g.interrupt("ask", prompt="last one?")
-    g.set_route(each, "loop", check)
-    g.set_route(check, "stop", ask)
-    g.set_route(check, "default", double)
-    g.set_route(double, "ok", each)
-    g.set_route(ask, "ok", each)
+    g.chain(each, "loop", check, "stop", ask, "ok", each)
+    g.chain(check, "default", double, "ok", each)
     return g.build()
 
 
@@ -182,8 +179,7 @@ def waiting_distributed_run(cast: Any, workflow: Any, size: int, committed: int)
         "xs": {"type": "array", "items": {"type": "integer"}}}})
     each = g.foreach("each", "input.xs", results="doubled", batch_size=100, max_batches_in_flight=2)
     double_node = g.use("double", "double", input=[{"target": "x", "path": each.item}])
-    g.set_route(each, "loop", double_node)
-    g.set_route(double_node, "ok", each)
+    g.chain(each, "loop", double_node, "ok", each)
 
     def create_run(run_state: RunState) -> Run:
         return Run.objects.create(team=cast.team, workflow=workflow, document={}, runtime_id=run_state.run_id,

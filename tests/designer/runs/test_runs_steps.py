@@ -257,8 +257,7 @@ def test_a_payload_holding_the_whole_context_reaches_the_step_process(pool: Step
     loop = graph.foreach("each", "input.xs")
     node = graph.use("set_value", id="look", input=[{"target": "value", "path": "context"}],
                      output=[{"source": "loop_item", "target": "seen", "mode": "append"}])
-    graph.set_route(loop, "loop", node)
-    graph.set_route(node, "ok", loop)
+    graph.chain(loop, "loop", node, "ok", loop)
     result = engine(pool).run(graph.build(), {"xs": ["a", "b"]})
     assert result.status == "completed", result.error
     assert result.state["seen"] == ["a", "b"]

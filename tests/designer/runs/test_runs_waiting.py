@@ -19,17 +19,7 @@ from designer.models import Run
 from designer.runs.recovery import requeue_stale_runs
 from designer.tasks import execute_run
 from runtime import WorkflowBuilder
-from tests.designer.runs_support import (
-    all_events,
-    counting_document,
-    run_detail,
-    start_run,
-    start_worker,
-    status_of,
-    stop_worker,
-    wait_for,
-    work_until_finished,
-)
+from tests.designer import runs_support as runs
 
 
 def flaky_document(fail: int, *, attempts: int = 3, backoff: float = 1.0) -> dict[str, Any]:
@@ -52,14 +42,14 @@ def task_results(run_id: int) -> list[TaskResult]:
 
 def test_a_retry_backoff_frees_the_worker_for_other_runs(api: Any, cast: Any, env: dict[str, str]) -> None:
     client = api(cast.editor)
-    flaky = start_run(client, cast.workflow("Flaky", flaky_document(fail=2, backoff=2.0)), {})
-    other = start_run(client, cast.workflow("Counting", counting_document(pause=False)), {"x": 1})
-    work_until_finished(env, (flaky, other), message="both runs")  # one worker process: one task at a time
+    flaky = runs.start_run(client, cast.workflow("Flaky", flaky_document(fail=2, backoff=2.0)), {})
+    other = runs.start_run(client, cast.workflow("Counting", runs.counting_document(pause=False)), {"x": 1})
+    runs.work_until_finished(env, (flaky, other), message="both runs")  # one worker process: one task at a time
 
-    done = run_detail(client, flaky["id"])
+    done = runs.run_detail(client, flaky["id"])
     assert done["status"] == "completed" and done["output"] == {"attempt": 3}
     assert done["wake_at"] is None
-    events = all_events(client, flaky["id"])
+    events = runs.all_events(client, flaky["id"])
     kinds = [e["kind"] for e in events]
     assert kinds.count("node_retrying") == 2 and kinds.count("node_waiting") == 2
     assert kinds.count("run_waiting") == 2
@@ -84,15 +74,15 @@ def test_a_retry_backoff_frees_the_worker_for_other_runs(api: Any, cast: Any, en
 def test_a_wait_step_holds_no_worker_and_outlasts_the_step_timeout(api: Any, cast: Any, env: dict[str, str]
                                                                    ) -> None:
     client = api(cast.editor)
-    waiting = start_run(client, cast.workflow("Waiting", counting_document()), {"x": 1, "pause": 2})
-    other = start_run(client, cast.workflow("Counting", counting_document(pause=False)), {"x": 5})
+    waiting = runs.start_run(client, cast.workflow("Waiting", runs.counting_document()), {"x": 1, "pause": 2})
+    other = runs.start_run(client, cast.workflow("Counting", runs.counting_document(pause=False)), {"x": 5})
     # A 1 s step timeout: a wait that ran as a step would be killed (step.timeout) long before its 2 s.
-    work_until_finished({**env, "TRELLIS_STEP_TIMEOUT_SECONDS": "1"}, (waiting, other), message="both runs")
+    runs.work_until_finished({**env, "TRELLIS_STEP_TIMEOUT_SECONDS": "1"}, (waiting, other), message="both runs")
 
-    done = run_detail(client, waiting["id"])
+    done = runs.run_detail(client, waiting["id"])
     assert done["status"] == "completed", done["error"]
     assert done["output"] == {"first": 2, "second": 4}
-    events = all_events(client, waiting["id"])
+    events = runs.all_events(client, waiting["id"])
     suspended = [e for e in events if e["kind"] == "node_waiting"]
     assert [(e["node_id"], e["data"]["summary"]["reason"]) for e in suspended] == [("pause", "wait")]
     completed = next(e for e in events if e["kind"] == "node_completed" and e["node_id"] == "pause")
@@ -102,17 +92,17 @@ def test_a_wait_step_holds_no_worker_and_outlasts_the_step_timeout(api: Any, cas
 def test_a_waiting_run_is_shown_with_its_next_attempt_and_is_not_orphaned(api: Any, cast: Any,
                                                                           env: dict[str, str]) -> None:
     client = api(cast.editor)
-    run = start_run(client, cast.workflow("Flaky", flaky_document(fail=1, attempts=2, backoff=3_600)), {})
-    worker = start_worker(env)
+    run = runs.start_run(client, cast.workflow("Flaky", flaky_document(fail=1, attempts=2, backoff=3_600)), {})
+    worker = runs.start_worker(env)
     try:
-        wait_for(lambda: status_of(run["id"]) == "waiting", message="the run to wait", worker=worker)
+        runs.wait_for(lambda: runs.status_of(run["id"]) == "waiting", message="the run to wait", worker=worker)
     finally:
-        stop_worker(worker)
+        runs.stop_worker(worker)
 
     row = Run.objects.get(pk=run["id"])
     assert row.lease_owner == "" and row.wake_at is not None
     assert row.wake_at - row.started_at > timedelta(minutes=59)  # the backoff is an hour
-    detail = run_detail(client, run["id"])
+    detail = runs.run_detail(client, run["id"])
     assert detail["status"] == "waiting"
     assert detail["wake_at"] == row.wake_at.isoformat()
     (pending,) = task_results(run["id"])[1:]
@@ -130,7 +120,7 @@ def test_a_waiting_run_is_shown_with_its_next_attempt_and_is_not_orphaned(api: A
     # No worker holds it: a cancel ends it at once.
     response = client.post(reverse("api:run-cancel", args=[run["id"]]))
     assert response.status_code in (200, 202)
-    assert status_of(run["id"]) == "cancelled"
+    assert runs.status_of(run["id"]) == "cancelled"
 
 
 def test_a_retry_policy_over_the_total_delay_cap_is_refused(api: Any, cast: Any, settings: Any) -> None:
@@ -159,7 +149,7 @@ def test_an_early_duplicate_task_leaves_a_waiting_run_one_future_task(cast: Any,
     from designer.runs.executor import execute
     from designer.runs.services import start_run as start
 
-    run = start(actor=cast.editor, workflow=cast.workflow("Waiting", counting_document()),
+    run = start(actor=cast.editor, workflow=cast.workflow("Waiting", runs.counting_document()),
                 input={"x": 1, "pause": 120})
     assert execute(run.pk) == "waiting"  # in this process, as the worker that took the start task would
     waiting = Run.objects.get(pk=run.pk)

@@ -431,8 +431,7 @@ def test_concurrent_interrupts_are_listed_and_answered_separately(cast: Any) -> 
     confirm = graph.interrupt("confirm", prompt="Is this item fine?", labels=("accept", "reject"),
                               input=[{"target": "item", "path": items.item}],
                               resume_schema={"type": "object", "properties": {"note": {"type": "string"}}})
-    graph.set_route(items, "loop", confirm)
-    graph.set_route(confirm, "accept", items)
+    graph.chain(items, "loop", confirm, "accept", items)
     graph.set_route(confirm, "reject", items)
     workflow = workflow_services.create_workflow(actor=cast.owner, team=cast.team, name="Checks",
                                                  document=graph.build().model_dump(mode="json"))

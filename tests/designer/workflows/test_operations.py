@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from designer.core.errors import BadRequest
 from designer.workflows import operations as ops
 from designer.workflows.analysis import dump_document, parse_document
+from tests.documents_support import routes
 
 RAW: dict[str, Any] = {
     "id": "orders",
@@ -26,13 +27,7 @@ RAW: dict[str, Any] = {
         {"id": "ask", "kind": "interrupt", "prompt": "ok?", "labels": ["ok", "no"]},
         {"id": "after", "kind": "task", "task": "set_value"},
     ],
-    "routes": [
-        {"source": "each", "label": "loop", "target": "charge"},
-        {"source": "charge", "label": "ok", "target": "each"},
-        {"source": "each", "label": "done", "target": "pick"},
-        {"source": "pick", "label": "yes", "target": "ask"},
-        {"source": "ask", "label": "ok", "target": "after"},
-    ],
+    "routes": routes("each loop charge ok each done pick yes ask ok after"),
     "outputs": [{"target": "all", "path": "input.orders"}],
     "metadata": {"positions": {"each": {"x": 0, "y": 0}, "charge": {"x": 300, "y": 0}}},
 }
