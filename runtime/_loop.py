@@ -578,7 +578,7 @@ class RunLoop:
             rs.error = error.to_dict()
             self.recorder.emit("run_failed", summary=summarize(rs.error))
         elif sched.completed:
-            rs.status = "completed"
+            rs.__dict__["status"] = "completed"  # field storage: see _algo.prepare_step's steps counter
             self.recorder.emit("run_completed", summary=summarize(rs.output))
         elif sched.batch_done:
             rs.status = "completed"  # one batch's own state (runtime._batches): its items are all over
