@@ -7,6 +7,7 @@ in-flight supersteps run again.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import subprocess
@@ -262,3 +263,38 @@ def test_the_hook_hears_of_a_batched_superstep_only_after_its_bytes_are_synced(
     cp.close()
     assert [step for step, _, _ in heard] == list(range(21))
     assert all(size > 0 and synced_size == size for _, size, synced_size in heard), heard
+
+
+def test_the_async_driver_also_reports_a_batched_superstep_only_once_it_is_on_disk(tmp_path: Path) -> None:
+    """``Engine.arun`` waits for the writer (off the event loop) before its hook, as the sync driver does. The
+    writer holds its first batch until someone waits for the disk, so a hook that did not wait would find that
+    superstep still in flight."""
+    someone_waits = threading.Event()
+
+    class Held(FileCheckpointer):
+        def _write(self, lines: list[Any]) -> None:
+            someone_waits.wait()
+            super()._write(lines)
+
+        def flush(self) -> None:
+            someone_waits.set()
+            super().flush()
+
+        def _commit(self, run_state: RunState, *args: Any) -> None:
+            if run_state.status != "running":
+                someone_waits.set()
+            super()._commit(run_state, *args)
+
+    cp = Held(tmp_path / "logs", durability="batched", max_pending=4)
+    in_flight: list[int] = []
+
+    async def report(_run_state: RunState, _events: Any) -> None:
+        in_flight.append(cp.in_flight())
+        someone_waits.set()  # a failing run still ends
+
+    engine = Engine(registry=child.registry(None, None),
+                    options=EngineOptions(checkpointer=cp, ids=SequentialIds(), on_superstep=report))
+    result = asyncio.run(engine.arun(child.workflow(5), None, run_id="victim"))
+    cp.close()
+    assert result.status == "completed"
+    assert in_flight == [0] * 6
