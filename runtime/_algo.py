@@ -497,7 +497,7 @@ class Scheduler:
         rs = self.rs
         self.remove_frame(root_frame)
         if scope.scope_id == ROOT_SCOPE_ID:
-            rs.output = output
+            rs.__dict__["output"] = output  # field storage: see prepare_step's steps counter
             self.completed = True
             return
         del rs.scopes[scope.scope_id]

@@ -66,7 +66,7 @@ def set_in(container: Any, parts: Sequence[str], value: Any) -> Any:
     if not parts:
         return value
     head, rest = parts[0], parts[1:]
-    base = dict(container) if isinstance(container, Mapping) else {}
+    base = dict(container) if type(container) in _MAPPINGS or isinstance(container, Mapping) else {}
     base[head] = set_in(base.get(head), rest, value) if rest else value
     return base
 
@@ -88,7 +88,7 @@ def put_in(container: Any, parts: Sequence[str], value: Any) -> Any:
             items.extend([None] * (position + 1 - len(items)))
         items[position] = put_in(items[position], rest, value) if rest else value
         return items
-    base = dict(container) if isinstance(container, Mapping) else {}
+    base = dict(container) if type(container) in _MAPPINGS or isinstance(container, Mapping) else {}
     base[head] = put_in(base.get(head), rest, value) if rest else value
     return base
 

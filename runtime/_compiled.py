@@ -142,11 +142,12 @@ def _locate(value: Any, text: str, *, is_key: bool) -> str:
 def with_defaults(schema: Mapping[str, Any], value: dict[str, Any]) -> dict[str, Any]:
     """``value`` with the schema's top-level property defaults filled in where absent."""
     properties = schema.get("properties")
-    if not isinstance(properties, Mapping):
+    # A document's objects are FrozenDicts, so the dict check answers first: the Mapping ABC's is slow.
+    if not (isinstance(properties, dict) or isinstance(properties, Mapping)):
         return value
     filled = value
     for name, prop in properties.items():
-        if name not in value and isinstance(prop, Mapping) and "default" in prop:
+        if name not in value and (isinstance(prop, dict) or isinstance(prop, Mapping)) and "default" in prop:
             if filled is value:
                 filled = dict(value)
             default = prop["default"]

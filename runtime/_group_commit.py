@@ -26,11 +26,16 @@ The guarantees (``DURABILITY``):
     process or a power cut) the run resumes from its last durable
     checkpoint: at most the ``max_pending`` supersteps in flight run again
     (at-least-once, as a superstep interrupted by a crash always did).
-    Nothing a finished call returned is ever lost. The engine's
-    ``on_superstep`` hook and trace sink see a superstep as it is saved,
-    which in this mode may be before it is durable: a superstep replayed
-    after a crash reaches them again (as one interrupted by a crash always
-    did).
+    Nothing a finished call returned is ever lost, and nothing reported
+    done either: the engine's ``on_superstep`` hook (what tells the world a
+    superstep is done) is called only once that superstep is on disk (the
+    loop waits for the writer first, so with a hook saves coalesce only as
+    far as the hook lets them). The trace sink is a live feed, as in
+    ``"sync"``: it sees events as they are made, before their superstep is
+    saved, and a superstep replayed after a crash reaches it again (as one
+    interrupted by a crash always did). So every superstep is still
+    checkpointed, in order; a crash re-runs at most the supersteps no one
+    was told of.
 ``"off"``
     written before ``save`` returns, never fsynced: survives a killed
     process, not a power cut.

@@ -61,6 +61,7 @@ from runtime._errors import (
     TaskResultError,
     WorkflowError,
 )
+from runtime._group_commit import GroupCommitStore
 from runtime._ids import IdFactory
 from runtime._inspect import check_resume_value
 from runtime._registry import Route, TaskSpec
@@ -577,7 +578,7 @@ class RunLoop:
             rs.error = error.to_dict()
             self.recorder.emit("run_failed", summary=summarize(rs.error))
         elif sched.completed:
-            rs.status = "completed"
+            rs.__dict__["status"] = "completed"  # field storage: see _algo.prepare_step's steps counter
             self.recorder.emit("run_completed", summary=summarize(rs.output))
         elif sched.batch_done:
             rs.status = "completed"  # one batch's own state (runtime._batches): its items are all over
@@ -717,7 +718,18 @@ class RunLoop:
         if self.config.checkpointer is not None:
             self.config.checkpointer.save(self.rs, events)
         if self.config.on_superstep is not None:
+            if self._group_commit is not None and self._group_commit.in_flight():
+                self._group_commit.flush()
             self.config.on_superstep(self.rs, events)
+
+    @cached_property
+    def _group_commit(self) -> GroupCommitStore[Any] | None:
+        """The checkpointer when it commits in groups behind ``save`` (``durability="batched"``): the
+        ``on_superstep`` hook is told of a superstep only once it is on disk, so a superstep reported done is
+        never one a crash can lose. Without a hook nothing is told before the call returns, and a call that
+        returns has waited for the disk (a run that stops saves synchronously), so the saves coalesce freely."""
+        cp = self.config.checkpointer
+        return cp if isinstance(cp, GroupCommitStore) and cp.durability == "batched" else None
 
     @cached_property
     def _async_saver(self) -> AsyncCheckpointer | None:
@@ -733,6 +745,8 @@ class RunLoop:
             self.config.checkpointer.save(self.rs, events)
         hook = self.config.on_superstep
         if hook is not None:
+            if self._group_commit is not None and self._group_commit.in_flight():
+                await asyncio.to_thread(self._group_commit.flush)
             outcome = hook(self.rs, events)
             if inspect.isawaitable(outcome):
                 await outcome

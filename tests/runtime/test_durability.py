@@ -7,6 +7,7 @@ in-flight supersteps run again.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import subprocess
@@ -173,3 +174,127 @@ def test_a_batched_run_killed_mid_way_resumes_to_a_clean_runs_end(tmp_path: Path
     assert resumed.output == output == {"x": limit}
     assert cp.load("victim").model_dump(mode="json") == final.model_dump(mode="json")
     assert [e.identity() for e in cp.load_events("victim")] == events
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "file"])
+def test_a_superstep_the_hook_reported_done_survives_a_kill_right_after_the_report(tmp_path: Path, kind: str) -> None:
+    """Group commit keeps "every step checkpointed" as seen from outside: the ``on_superstep`` hook hears of a
+    superstep only once it is on disk. The child's writer holds each batch until this test answers, and the test
+    answers only once the engine waits for the disk, so a hook called before the write reports a superstep that
+    the kill then loses (this test fails with the hook called right after ``save``)."""
+    directory = tmp_path / "reported"
+    victim = subprocess.Popen([sys.executable, "-m", "tests.runtime.durability_child", "reported", kind,
+                               str(directory)], cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+    assert victim.stdin is not None and victim.stdout is not None
+    reported = None
+    writing = waiting = False
+    try:
+        for line in victim.stdout:
+            word, *rest = line.split() or [""]
+            if word == "done":
+                reported = (int(rest[0]), int(rest[1]))
+                break
+            writing = writing or word == "writing"
+            waiting = waiting or word == "waiting"
+            if writing and waiting:
+                writing = waiting = False
+                victim.stdin.write("go\n")
+                victim.stdin.flush()
+    finally:
+        os.kill(victim.pid, signal.SIGKILL)
+        victim.wait(timeout=30)
+    assert reported is not None, victim.stderr.read() if victim.stderr else ""
+
+    stored = _batched(kind, directory).load("victim")
+    assert (stored.status, stored.step, stored.root_scope.state["x"]) == ("running", *reported)
+
+
+def test_the_hook_hears_of_a_batched_superstep_only_after_its_bytes_are_synced(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fsync half of the same promise, in one process: when the hook runs, the log has been fdatasynced at
+    its whole length. The writer waits for the engine to wait for the disk, so a hook that did not wait would
+    find nothing written."""
+    synced: list[int] = []
+
+    def recorded_sync(fd: int) -> None:
+        os.fdatasync(fd)
+        synced.append(os.fstat(fd).st_size)
+
+    monkeypatch.setattr("runtime._checkpoint.sync_file", recorded_sync)
+    waits = threading.Condition()
+    # Times the engine waited for the disk (or a hook ran), how many of them the writer used, and whether the
+    # run's last save (which waits in the save itself) lets every batch go.
+    told = [0, 0, 0]
+
+    def engine_waits(last: bool = False) -> None:
+        with waits:
+            told[0] += 1
+            told[2] |= last
+            waits.notify_all()
+
+    class Held(FileCheckpointer):
+        def _write(self, lines: list[Any]) -> None:
+            with waits:
+                waits.wait_for(lambda: told[1] < told[0] or told[2])
+                told[1] = told[0]
+            super()._write(lines)
+
+        def flush(self) -> None:
+            engine_waits()
+            super().flush()
+
+        def _commit(self, run_state: RunState, *args: Any) -> None:
+            if run_state.status != "running":
+                engine_waits(last=True)
+            super()._commit(run_state, *args)
+
+    cp = Held(tmp_path / "logs", durability="batched", max_pending=4)
+    heard: list[tuple[int, int, int]] = []
+
+    def report(run_state: RunState, _events: Any) -> None:
+        size = cp.log_path("victim").stat().st_size if cp.log_path("victim").exists() else 0
+        heard.append((run_state.step, size, synced[-1] if synced else 0))
+        engine_waits()  # lets a writer held by a hook that did not wait go on, so a failing test ends
+
+    engine = Engine(registry=child.registry(None, None),
+                    options=EngineOptions(checkpointer=cp, ids=SequentialIds(), on_superstep=report))
+    assert engine.run(child.workflow(20), None, run_id="victim").status == "completed"
+    cp.close()
+    assert [step for step, _, _ in heard] == list(range(21))
+    assert all(size > 0 and synced_size == size for _, size, synced_size in heard), heard
+
+
+def test_the_async_driver_also_reports_a_batched_superstep_only_once_it_is_on_disk(tmp_path: Path) -> None:
+    """``Engine.arun`` waits for the writer (off the event loop) before its hook, as the sync driver does. The
+    writer holds its first batch until someone waits for the disk, so a hook that did not wait would find that
+    superstep still in flight."""
+    someone_waits = threading.Event()
+
+    class Held(FileCheckpointer):
+        def _write(self, lines: list[Any]) -> None:
+            someone_waits.wait()
+            super()._write(lines)
+
+        def flush(self) -> None:
+            someone_waits.set()
+            super().flush()
+
+        def _commit(self, run_state: RunState, *args: Any) -> None:
+            if run_state.status != "running":
+                someone_waits.set()
+            super()._commit(run_state, *args)
+
+    cp = Held(tmp_path / "logs", durability="batched", max_pending=4)
+    in_flight: list[int] = []
+
+    async def report(_run_state: RunState, _events: Any) -> None:
+        in_flight.append(cp.in_flight())
+        someone_waits.set()  # a failing run still ends
+
+    engine = Engine(registry=child.registry(None, None),
+                    options=EngineOptions(checkpointer=cp, ids=SequentialIds(), on_superstep=report))
+    result = asyncio.run(engine.arun(child.workflow(5), None, run_id="victim"))
+    cp.close()
+    assert result.status == "completed"
+    assert in_flight == [0] * 6
