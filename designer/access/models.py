@@ -47,6 +47,22 @@ class TeamScopedQuerySet(models.QuerySet):
         return self.filter(visible)
 
 
+class TeamScoped(models.Model):
+    """A row that belongs to one team: ``objects.for_user(user)`` is how pages and the API read it.
+
+    ``team_lookup`` is the path from the row to its ``Team``; ``workflow_lookup``, where the row hangs off a
+    workflow, the path to that workflow, through which teams it is granted to see the row too.
+    """
+
+    team_lookup: ClassVar[str]
+    workflow_lookup: ClassVar[str | None] = None
+
+    objects = TeamScopedQuerySet.as_manager()
+
+    class Meta:
+        abstract = True
+
+
 class TeamQuerySet(TeamScopedQuerySet):
     def with_role(self, user: Any) -> TeamQuerySet:
         """Annotate ``role``: the caller's role in each team."""
@@ -154,7 +170,7 @@ def hash_secret(secret: str) -> str:
     return hashlib.sha256(secret.encode()).hexdigest()
 
 
-class Invitation(models.Model):
+class Invitation(TeamScoped):
     """An owner's offer of a role in a team. No membership exists until the invitee accepts.
 
     ``user`` is the account the invitation is addressed to when the owner named an existing one
@@ -187,8 +203,6 @@ class Invitation(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     expires_at = models.DateTimeField()
     responded_at = models.DateTimeField(null=True, blank=True)
-
-    objects = TeamScopedQuerySet.as_manager()
 
     class Meta:
         ordering = ("-created_at", "-pk")

@@ -8,8 +8,10 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
+from designer.access.models import TeamScoped
 
-class NotificationRule(models.Model):
+
+class NotificationRule(TeamScoped):
     """A team's default (``workflow`` empty) or one workflow's own rule: which run events, to whom.
 
     Email goes to the chosen team members' addresses; the webhook gets a signed JSON POST. Its signing secret is
@@ -42,7 +44,7 @@ class NotificationRule(models.Model):
         return f"notifications of {self.workflow or 'team default'}"
 
 
-class Delivery(models.Model):
+class Delivery(TeamScoped):
     """One message to one destination: what it was about, how each attempt went."""
 
     team_lookup: ClassVar[str] = "team"
@@ -83,7 +85,7 @@ class Delivery(models.Model):
         return f"{self.event} by {self.channel} to {self.destination}: {self.status}"
 
 
-class AnswerLink(models.Model):
+class AnswerLink(TeamScoped):
     """A link in a notification that answers one interrupt of one run, for one person, once, until it expires.
 
     The link holds ``key`` signed (``django.core.signing``); only its hash is stored, so the table alone cannot
