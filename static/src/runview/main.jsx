@@ -24,9 +24,8 @@ import { request } from "../editor/api.js";
 import { Frames } from "../editor/chrome.jsx";
 import { edgeTypes } from "../editor/edges.jsx";
 import { buildEdges, buildFrames, buildNodes, withChannels } from "../editor/graph.js";
-import { KindIcon } from "../editor/icons.jsx";
 import { READABLE_ZOOM, readableViewport } from "../editor/layout.js";
-import { KINDS } from "../editor/nodes.jsx";
+import { labelRole, NodeHead, regionStyle } from "../editor/nodes.jsx";
 import { countsText, executionsUrl, firstCall, stateClass } from "./states.js";
 
 function RunNode({ id, data }) {
@@ -35,19 +34,13 @@ function RunNode({ id, data }) {
   return (
     <div
       className={`wf-node wf-node--${data.kind} run-node is-${stateClass(state)}${data.open ? " is-selected" : ""}`}
-      style={/** @type {import("react").CSSProperties} */ ({ "--region-color": data.regionColor || "transparent" })}
+      style={regionStyle(data)}
       data-testid="run-node"
       data-node={id}
       data-state={state}
     >
       <Handle type="target" position={Position.Left} id="in" className="wf-handle wf-handle--in" isConnectable={false} />
-      <div className="wf-node__head">
-        <span className="wf-node__kind">
-          <KindIcon kind={data.kind} size={13} />
-        </span>
-        <span className="wf-node__kind-label">{KINDS[data.kind] || data.kind}</span>
-        {data.isStart && <span className="wf-node__start">start</span>}
-      </div>
+      <NodeHead data={data} />
       {/* The node's own button: its name is its label, what it opens is its executions. */}
       <button
         type="button"
@@ -95,12 +88,6 @@ function RunNode({ id, data }) {
       </ul>
     </div>
   );
-}
-
-function labelRole(kind, label) {
-  if (label === "error") return "error";
-  if (kind === "foreach") return label === "loop" ? "loop" : "done";
-  return "normal";
 }
 
 const nodeTypes = { run: memo(RunNode) };
