@@ -15,7 +15,7 @@ export const KINDS = {
 };
 
 // What a route label is drawn as; `known` is false for a label the node's kind cannot emit (the editor's warning).
-export function labelRole(kind, label, known = true) {
+function labelRole(kind, label, known) {
   if (!known) return "unknown";
   if (label === "error") return "error";
   if (kind === "foreach") return label === "loop" ? "loop" : "done";
@@ -39,6 +39,27 @@ export function NodeHead({ data, children = null }) {
       {data.isStart && <span className="wf-node__start">start</span>}
       {children}
     </div>
+  );
+}
+
+// A node's route labels, each with the handle its routes leave from. `handle(name, known)` adds to the handle's
+// props (the editor's hint; the run page's handles connect nothing); `showUnknown` marks labels the kind cannot emit.
+export function NodeLabels({ data, handle, showUnknown = true, hidden = false }) {
+  return (
+    <ul className="wf-node__labels" aria-hidden={hidden ? "true" : undefined}>
+      {data.labels.map(({ name, known }) => (
+        <li key={name} className={`wf-label wf-label--${labelRole(data.kind, name, known || !showUnknown)}`}>
+          <span className="wf-label__text">{name}</span>
+          <Handle
+            type="source"
+            position={Position.Right}
+            id={name}
+            className="wf-handle wf-handle--out"
+            {...handle(name, known)}
+          />
+        </li>
+      ))}
+    </ul>
   );
 }
 
@@ -89,20 +110,12 @@ function WorkflowNode({ id, data, selected }) {
           in {data.region.join(" › ")}
         </div>
       )}
-      <ul className="wf-node__labels">
-        {data.labels.map(({ name, known }) => (
-          <li key={name} className={`wf-label wf-label--${labelRole(data.kind, name, known)}`}>
-            <span className="wf-label__text">{name}</span>
-            <Handle
-              type="source"
-              position={Position.Right}
-              id={name}
-              className="wf-handle wf-handle--out"
-              title={known ? `drag from "${name}" to a node to route it` : `"${name}" is not a label this node emits`}
-            />
-          </li>
-        ))}
-      </ul>
+      <NodeLabels
+        data={data}
+        handle={(name, known) => ({
+          title: known ? `drag from "${name}" to a node to route it` : `"${name}" is not a label this node emits`,
+        })}
+      />
     </div>
   );
 }
