@@ -19,8 +19,6 @@ class NotificationRule(TeamScoped):
     (``designer.triggers.signature``), so the database alone cannot sign.
     """
 
-    team_lookup: ClassVar[str] = "team"
-
     team = models.ForeignKey("designer.Team", on_delete=models.CASCADE, related_name="+")
     workflow = models.ForeignKey("designer.Workflow", null=True, blank=True, on_delete=models.CASCADE,
                                  related_name="+")
@@ -46,8 +44,6 @@ class NotificationRule(TeamScoped):
 
 class Delivery(TeamScoped):
     """One message to one destination: what it was about, how each attempt went."""
-
-    team_lookup: ClassVar[str] = "team"
 
     class Channel(models.TextChoices):
         EMAIL = "email"

@@ -20,7 +20,6 @@ _INPUT_UNSAVED = "_trellis_input_unsaved"
 class Run(TeamScoped):
     """One execution. ``document`` is the exact graph that runs (a draft snapshot or a version's)."""
 
-    team_lookup: ClassVar[str] = "team"
     workflow_lookup: ClassVar[str] = "workflow"
 
     class Status(models.TextChoices):

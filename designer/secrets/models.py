@@ -14,8 +14,6 @@ from designer.access.models import TeamScoped
 class Secret(TeamScoped):
     """One named secret of a team: its value encrypted (``designer.secrets.crypto``), never shown again."""
 
-    team_lookup: ClassVar[str] = "team"
-
     team = models.ForeignKey("designer.Team", on_delete=models.CASCADE, related_name="secrets")
     name = models.CharField(max_length=64)
     ciphertext = models.TextField()

@@ -20,7 +20,6 @@ def empty_document() -> dict[str, Any]:
 class Workflow(TeamScoped):
     """The editable draft. ``revision`` guards concurrent edits of ``document``."""
 
-    team_lookup: ClassVar[str] = "team"
     workflow_lookup: ClassVar[str] = "pk"
 
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="workflows")
