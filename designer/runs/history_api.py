@@ -13,10 +13,9 @@ from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
+from designer.core.api import BaseAPIView, parse
 from designer.core.api_schema import JSONObjectField, RequestSerializer, StrictCharField, StrictIntegerField
-from designer.core.parsers import LimitedJSONParser
 from designer.core.routes import routes
 from designer.core.untrusted import MAX_ID
 from designer.runs import history as run_history
@@ -69,21 +68,14 @@ class CheckpointDetailSerializer(CheckpointSerializer):
     frames = serializers.JSONField(help_text="each live frame with its structured `context` at that superstep")
 
 
-def _parse(serializer_class: type[serializers.Serializer], data: Any) -> dict[str, Any]:
-    serializer = serializer_class(data=data)
-    serializer.is_valid(raise_exception=True)
-    return dict(serializer.validated_data)
-
-
 #: The answer of redrive, re-run and fork: the run's detail, as GET /api/runs/{id}/ gives it (the schema names its
 #: component, which designer.runs.api declares).
 RUN_DETAIL_SCHEMA: dict[str, Any] = {"$ref": "#/components/schemas/RunDetail"}
 
 
-class _RunsView(APIView):
+class _RunsView(BaseAPIView):
     """A view of one run (``run_id`` in the URL), which it finds, scoped to the caller's teams, as ``self.run``."""
 
-    parser_classes = [LimitedJSONParser]
     run: Any
 
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
@@ -108,7 +100,7 @@ class RunRerunView(_RunsView):
     @extend_schema(request=RerunSerializer, responses={201: RUN_DETAIL_SCHEMA}, operation_id="runs_rerun",
                    description="Start a new run with the same (or an edited) input and the same or current version.")
     def post(self, request: Request, run_id: int) -> Response:
-        data = _parse(RerunSerializer, request.data)
+        data = parse(RerunSerializer, request.data)
         new = run_history.rerun(actor=request.user, run=self.run, input=data["input"], version=data["version"])
         return _started(new, status.HTTP_201_CREATED)
 
@@ -130,7 +122,7 @@ class RunForkView(_RunsView):
                    description="Start a new run from a kept checkpoint of this one, with the state and/or an "
                                "interrupt's answer edited (checked against their schemas).")
     def post(self, request: Request, run_id: int) -> Response:
-        data = _parse(ForkSerializer, request.data)
+        data = parse(ForkSerializer, request.data)
         answer = dict(data["answer"]) if data["answer"] is not None else None
         new = run_history.fork_run(actor=request.user, run=self.run, step=data["step"], state=data["state"],
                                    answer=answer)
