@@ -97,25 +97,36 @@ class ApprovalState(BaseModel):
     decision: Decision | None = None
 
 
-def _each_order_of_each_customer(graph: WorkflowBuilder,
-                                 step: Callable[[ForeachNode, ForeachNode], TaskNode | SubgraphNode], *,
-                                 by_customer: str, per_customer: str, flattened: str, aliases: bool) -> TaskNode:
-    """customers > fetch the customer's orders > orders > ``step(customers, orders)``, each loop collecting its
-    items' results (the inner loop's list per customer, then those lists in customer order), flattened once into
-    ``state.<flattened>`` by the returned node. The two order workflows differ only in ``step``."""
+def _each_order_of_each_customer(
+        id: str, name: str, description: str, state_schema: type[BaseModel],
+        step: Callable[[WorkflowBuilder, ForeachNode, ForeachNode], TaskNode | SubgraphNode], *,
+        by_customer: str, per_customer: str, flattened: str, aliases: bool) -> tuple[WorkflowBuilder, TaskNode]:
+    """A workflow over ``CustomersInput``: customers > fetch the customer's orders > orders >
+    ``step(graph, customers, orders)``, each loop collecting its items' results (the inner loop's list per
+    customer, then those lists in customer order), flattened once into ``state.<flattened>`` by the returned
+    node. The two order workflows differ only in ``step``."""
+    graph = WorkflowBuilder(id, name, description=description, input_schema=CustomersInput,
+                            state_schema=state_schema)
     customers = graph.foreach("customers", "input.customers", as_="customer" if aliases else None,
                               results=by_customer)
     fetch = graph.use("fetch_orders", id="fetch", input=[{"target": "customer", "path": customers.item}],
                       output=[{"source": ".", "target": "orders"}])
     orders = graph.foreach("orders", "state.orders", as_="order" if aliases else None, results=per_customer)
-    body = step(customers, orders)
+    body = step(graph, customers, orders)
     flatten = graph.use("collect", id="flatten", input=[{"target": "items", "path": f"state.{by_customer}"},
                                                         {"target": "flatten", "value": True}],
                         output=[{"source": ".", "target": flattened}])
     for source, label, target in ((customers, "loop", fetch), (fetch, "ok", orders), (orders, "loop", body),
                                   (body, "ok", orders), (orders, "done", customers), (customers, "done", flatten)):
         graph.set_route(source, label, target)
-    return flatten
+    return graph, flatten
+
+
+def _built(graph: WorkflowBuilder, *outputs: str) -> Document:
+    """The document, whose run output is the named state fields (each demo's result is some of its state)."""
+    for name in outputs:
+        graph.output(name, f"state.{name}")
+    return graph.build()
 
 
 def _both_items(customers: ForeachNode, orders: ForeachNode) -> list[dict[str, Any]]:
@@ -123,22 +134,18 @@ def _both_items(customers: ForeachNode, orders: ForeachNode) -> list[dict[str, A
 
 
 def customer_orders() -> Document:
-    graph = WorkflowBuilder(
-        "customer-orders", "Customer orders",
-        description="Price every order of every customer: a foreach over customers with a nested foreach over "
-                    "their orders.",
-        input_schema=CustomersInput, state_schema=CustomerOrdersState,
-    )
     # ``price`` reads both loops' items in one task's bindings.
-    flatten = _each_order_of_each_customer(
-        graph, lambda customers, orders: graph.use("price_order", id="price", input=_both_items(customers, orders)),
+    graph, flatten = _each_order_of_each_customer(
+        "customer-orders", "Customer orders",
+        "Price every order of every customer: a foreach over customers with a nested foreach over their orders.",
+        CustomerOrdersState,
+        lambda graph, customers, orders: graph.use("price_order", id="price",
+                                                   input=_both_items(customers, orders)),
         by_customer="priced_by_customer", per_customer="customer_priced", flattened="priced", aliases=True)
     totals = graph.use("sum_totals", id="totals", input=[{"target": "priced", "path": "state.priced"}],
                        output=[{"source": ".", "target": "totals"}])
     graph.set_route(flatten, "ok", totals)
-    graph.output("priced", "state.priced")
-    graph.output("totals", "state.totals")
-    return graph.build()
+    return _built(graph, "priced", "totals")
 
 
 def process_order() -> Document:
@@ -158,24 +165,19 @@ def process_order() -> Document:
         output=[{"source": ".", "target": "shipment"}],
     )
     graph.set_route(price, "ok", ship)
-    graph.output("priced", "state.priced")
-    graph.output("shipment", "state.shipment")
-    return graph.build()
+    return _built(graph, "priced", "shipment")
 
 
 def orders_via_subgraph() -> Document:
-    graph = WorkflowBuilder(
+    graph, _ = _each_order_of_each_customer(
         "orders-via-subgraph", "Orders via subgraph",
-        description="For every order of every customer, run the published 'process-order' workflow; both loop "
-                    "items are passed in as the child's declared inputs.",
-        input_schema=CustomersInput, state_schema=ViaSubgraphState,
-    )
-    _each_order_of_each_customer(
-        graph, lambda customers, orders: graph.subgraph("process-order", id="process",
+        "For every order of every customer, run the published 'process-order' workflow; both loop items are "
+        "passed in as the child's declared inputs.",
+        ViaSubgraphState,
+        lambda graph, customers, orders: graph.subgraph("process-order", id="process",
                                                         input=_both_items(customers, orders)),
         by_customer="by_customer", per_customer="customer_results", flattened="results", aliases=False)
-    graph.output("results", "state.results")
-    return graph.build()
+    return _built(graph, "results")
 
 
 def spending_approval() -> Document:
@@ -214,8 +216,7 @@ def spending_approval() -> Document:
     graph.set_route(size, "large", review)
     graph.set_route(size, "small", auto)
     graph.set_route(review, "ok", record)
-    graph.output("decision", "state.decision")
-    return graph.build()
+    return _built(graph, "decision")
 
 
 @dataclass(frozen=True)

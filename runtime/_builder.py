@@ -102,9 +102,10 @@ class WorkflowBuilder:
         run_step_seconds: float | None = None,
     ) -> None:
         self.id = id
-        self.step_timeout_seconds = step_timeout_seconds
-        self.run_timeout_seconds = run_timeout_seconds
-        self.run_step_seconds = run_step_seconds
+        # Only the limits given go into the document: an absent one is the engine's default, not None.
+        self._limits = {key: value for key, value in (("step_timeout_seconds", step_timeout_seconds),
+                                                       ("run_timeout_seconds", run_timeout_seconds),
+                                                       ("run_step_seconds", run_step_seconds)) if value is not None}
         self.name = name
         self.description = description
         self.input_schema = schema_from(input_schema, "input_schema")
@@ -308,9 +309,7 @@ class WorkflowBuilder:
         start = self._start if self._start is not None else next(iter(self._nodes), None)
         if start is not None:
             data["start"] = start
-        for setting in ("step_timeout_seconds", "run_timeout_seconds", "run_step_seconds"):
-            if getattr(self, setting) is not None:
-                data[setting] = getattr(self, setting)
+        data.update(self._limits)
         return _make(Workflow, f"workflow {self.id!r}", **data)
 
     # -- helpers ------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ everything that needs schemas or the task registry is the analyzer's job.
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Annotated, Any, Final, Literal, Self, TypeVar
 
 from pydantic import (
@@ -493,6 +493,20 @@ class Workflow(_Model):
     def routes_from(self, node_id: str) -> dict[str, str]:
         """label -> target for one source node."""
         return {route.label: route.target for route in self.routes if route.source == node_id}
+
+
+def coerce_workflow(value: object, refusal: Callable[[ValidationError | None], Exception]) -> Workflow:
+    """``value`` as a Workflow: one already is, a JSON mapping is parsed. Anything else, or a mapping that is not a
+    valid document, raises what ``refusal`` makes of the mapping's ``ValidationError`` (None: not a mapping), so
+    each caller says in its own terms what was wrong."""
+    if isinstance(value, Workflow):
+        return value
+    if isinstance(value, Mapping):
+        try:
+            return Workflow.model_validate(value)
+        except ValidationError as error:
+            raise refusal(error) from None
+    raise refusal(None)
 
 
 def fully_frozen(value: Any) -> bool:

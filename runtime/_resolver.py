@@ -7,7 +7,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from pydantic import ValidationError
 
-from runtime._document import Workflow, WorkflowRef
+from runtime._document import Workflow, WorkflowRef, coerce_workflow
 from runtime._errors import SubgraphResolutionError
 
 
@@ -20,21 +20,20 @@ class WorkflowResolver(Protocol):
 
 def as_workflow(found: Any, shown: str) -> Workflow:
     """``found`` as a Workflow: documents given as JSON mappings are parsed; anything else is refused."""
-    if isinstance(found, Workflow):
-        return found
-    if isinstance(found, Mapping):
-        try:
-            return Workflow.model_validate(found)
-        except ValidationError as exc:
-            first = exc.errors(include_url=False)[0]
-            where = ".".join(str(part) for part in first["loc"]) or "(document)"
-            raise SubgraphResolutionError(
-                f"workflow {shown!r} is not a valid workflow document ({exc.error_count()} problem"
-                f"{'s' if exc.error_count() != 1 else ''}; first at {where}: {first['msg']}); fix the document "
-                f"given for it", workflow=shown) from None
-    raise SubgraphResolutionError(
-        f"workflow {shown!r} resolved to a {type(found).__name__}, not a workflow document; give a Workflow or "
-        f"its JSON mapping", workflow=shown)
+    return coerce_workflow(found, lambda error: _unresolvable(found, shown, error))
+
+
+def _unresolvable(found: Any, shown: str, error: ValidationError | None) -> SubgraphResolutionError:
+    if error is None:
+        return SubgraphResolutionError(
+            f"workflow {shown!r} resolved to a {type(found).__name__}, not a workflow document; give a Workflow or "
+            f"its JSON mapping", workflow=shown)
+    first = error.errors(include_url=False)[0]
+    where = ".".join(str(part) for part in first["loc"]) or "(document)"
+    return SubgraphResolutionError(
+        f"workflow {shown!r} is not a valid workflow document ({error.error_count()} problem"
+        f"{'s' if error.error_count() != 1 else ''}; first at {where}: {first['msg']}); fix the document "
+        f"given for it", workflow=shown)
 
 
 class MappingResolver:

@@ -11,6 +11,7 @@ pending until it expires or is revoked.
 from __future__ import annotations
 
 import email.policy
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -94,32 +95,32 @@ INVITER_WINDOW = timedelta(hours=1)
 ADDRESS_WINDOW = timedelta(days=1)
 
 
-def _wait(oldest: Any, window: timedelta, now: Any) -> int:
-    return max(1, int((oldest + window - now).total_seconds()) + 1)
+def _refuse_past(sent: Any, most: int, window: timedelta, now: Any, unit: tuple[int, str],
+                 said: Callable[[int], str]) -> None:
+    """Refuse another invitation when ``most`` of ``sent`` are younger than ``window``; ``said(n)`` tells how many
+    there were, and the wait is told in whole ``unit``s (seconds, name) and given exactly as ``retry_after``."""
+    times = sent.filter(created_at__gt=now - window).order_by("created_at").values_list("created_at", flat=True)
+    if len(times) < most:
+        return
+    wait = max(1, int((times[0] + window - now).total_seconds()) + 1)
+    seconds, name = unit
+    raise InvitationsLimited(
+        f"{said(len(times))}, the most allowed; try again in "
+        f"{max(1, wait // seconds)} {name}{'s' if wait >= 2 * seconds else ''}", retry_after=wait, field="user")
 
 
 def _check_limits(actor: Any, ref: str, account: Any, email: str, now: Any) -> None:
     """Refuse an invitation past the sender's hourly or the recipient's daily limit (one owner sent 30 emails to one
     address in 1.8 s). The sender's row is locked first, so one sender's parallel invitations count one by one."""
     get_user_model().objects.select_for_update().filter(pk=actor.pk).first()
-    sent = (Invitation.objects.filter(invited_by=actor, created_at__gt=now - INVITER_WINDOW)
-            .order_by("created_at").values_list("created_at", flat=True))
-    if len(sent) >= trellis.INVITATIONS_PER_INVITER:
-        wait = _wait(sent[0], INVITER_WINDOW, now)
-        raise InvitationsLimited(
-            f"you have sent {len(sent)} invitation{'s' if len(sent) != 1 else ''} in the last hour, the most allowed; "
-            f"try again in "
-            f"{max(1, wait // 60)} minute{'s' if wait > 119 else ''}", retry_after=wait, field="user")
+    _refuse_past(Invitation.objects.filter(invited_by=actor), trellis.INVITATIONS_PER_INVITER, INVITER_WINDOW, now,
+                 (60, "minute"),
+                 lambda n: f"you have sent {n} invitation{'s' if n != 1 else ''} in the last hour")
     to_them = Q(invitee__iexact=ref) | (Q(email__iexact=email) if email else Q()) | (
         Q(user=account) if account is not None else Q())
-    received = (Invitation.objects.filter(to_them, created_at__gt=now - ADDRESS_WINDOW)
-                .order_by("created_at").values_list("created_at", flat=True))
-    if len(received) >= trellis.INVITATIONS_PER_ADDRESS:
-        wait = _wait(received[0], ADDRESS_WINDOW, now)
-        raise InvitationsLimited(
-            f"{ref} has been invited {len(received)} time{'s' if len(received) != 1 else ''} in the last day, the most "
-            f"allowed; try again in "
-            f"{max(1, wait // 3600)} hour{'s' if wait > 7199 else ''}", retry_after=wait, field="user")
+    _refuse_past(Invitation.objects.filter(to_them), trellis.INVITATIONS_PER_ADDRESS, ADDRESS_WINDOW, now,
+                 (3600, "hour"),
+                 lambda n: f"{ref} has been invited {n} time{'s' if n != 1 else ''} in the last day")
 
 
 @transaction.atomic

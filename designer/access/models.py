@@ -47,11 +47,33 @@ class TeamScopedQuerySet(models.QuerySet):
         return self.filter(visible)
 
 
+class TeamScoped(models.Model):
+    """A row that belongs to one team: ``objects.for_user(user)`` is how pages and the API read it.
+
+    ``team_lookup`` is the path from the row to its ``Team`` (its ``team`` field unless it says otherwise);
+    ``workflow_lookup``, where the row hangs off a workflow, the path to that workflow, through which teams it is
+    granted to see the row too.
+    """
+
+    team_lookup: ClassVar[str] = "team"
+    workflow_lookup: ClassVar[str | None] = None
+
+    objects = TeamScopedQuerySet.as_manager()
+
+    class Meta:
+        abstract = True
+
+
 class TeamQuerySet(TeamScopedQuerySet):
     def with_role(self, user: Any) -> TeamQuerySet:
         """Annotate ``role``: the caller's role in each team."""
         role = Membership.objects.filter(team=OuterRef("pk"), user=user).values("role")[:1]
         return self.annotate(role=Subquery(role))
+
+
+def _server_default_or(meaning: str) -> Any:
+    """A team's own value of a server setting (admin): ``meaning`` says what it is; empty, the setting holds."""
+    return models.PositiveIntegerField(null=True, blank=True, help_text=f"{meaning}; empty: the server's default")
 
 
 class Team(models.Model):
@@ -61,22 +83,14 @@ class Team(models.Model):
     slug = models.SlugField(max_length=140, unique=True)
     created_at = models.DateTimeField(auto_now_add=True)
     # Retention (designer/runs/retention.py): empty follows the server's TRELLIS_RETENTION_DAYS / _RUNS.
-    retention_days = models.PositiveIntegerField(
-        null=True, blank=True, help_text="delete finished runs older than this many days (0: keep however old); "
-                                         "empty: the server's default")
-    retention_runs = models.PositiveIntegerField(
-        null=True, blank=True, help_text="keep at most this many finished runs, the newest (0: no count limit); "
-                                         "empty: the server's default")
+    retention_days = _server_default_or("delete finished runs older than this many days (0: keep however old)")
+    retention_runs = _server_default_or("keep at most this many finished runs, the newest (0: no count limit)")
     # Fair queues (designer/runs/fairness.py): empty limits follow TRELLIS_TEAM_MAX_RUNNING / _WORKFLOW_MAX_RUNNING.
     queue_weight = models.PositiveSmallIntegerField(
         default=1, help_text="this team's share of the workers against other teams with work queued (2: twice "
                              "as many tasks picked as a team of weight 1)")
-    max_running = models.PositiveIntegerField(
-        null=True, blank=True, help_text="tasks this team may have running at once across all workers (0: no "
-                                         "limit); empty: the server's default")
-    workflow_max_running = models.PositiveIntegerField(
-        null=True, blank=True, help_text="tasks one workflow of this team may have running at once (0: no limit); "
-                                         "empty: the server's default")
+    max_running = _server_default_or("tasks this team may have running at once across all workers (0: no limit)")
+    workflow_max_running = _server_default_or("tasks one workflow of this team may have running at once (0: no limit)")
 
     objects = TeamQuerySet.as_manager()
 
@@ -154,7 +168,7 @@ def hash_secret(secret: str) -> str:
     return hashlib.sha256(secret.encode()).hexdigest()
 
 
-class Invitation(models.Model):
+class Invitation(TeamScoped):
     """An owner's offer of a role in a team. No membership exists until the invitee accepts.
 
     ``user`` is the account the invitation is addressed to when the owner named an existing one
@@ -162,8 +176,6 @@ class Invitation(models.Model):
     opens the emailed link may create an account and join. ``invitee`` keeps what the owner typed:
     the owner is never told which of the two cases happened.
     """
-
-    team_lookup: ClassVar[str] = "team"
 
     class Status(models.TextChoices):
         PENDING = "pending", "Pending"
@@ -187,8 +199,6 @@ class Invitation(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     expires_at = models.DateTimeField()
     responded_at = models.DateTimeField(null=True, blank=True)
-
-    objects = TeamScopedQuerySet.as_manager()
 
     class Meta:
         ordering = ("-created_at", "-pk")

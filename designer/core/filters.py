@@ -31,38 +31,42 @@ DAY_SCHEMA: Final[dict[str, Any]] = {"anyOf": [{"type": "string", "format": "dat
 # --- form fields: each says what is wrong with a value, in words an API client and a page can show ---------------
 
 
-class IdField(forms.Field):
-    def to_python(self, value: Any) -> int | None:
+class _ParsedField(forms.Field):
+    """A parameter read from its text: an empty value is no filter (None); ``parse`` gets the rest, stripped."""
+
+    def to_python(self, value: Any) -> Any:
         if value in self.empty_values:
             return None
-        number = parse_id(value)
-        if number is None:
-            raise forms.ValidationError(f"must be an id (a positive integer up to {MAX_ID}), got {str(value)[:40]!r}")
-        return number
+        return self.parse(str(value).strip())
+
+    def parse(self, text: str) -> Any:
+        raise NotImplementedError
 
 
-class VersionField(forms.Field):
-    """A published version number, or ``draft`` (also ``null``) for runs of the draft."""
+class IdField(_ParsedField):
+    #: What the parameter must be, said when it is not.
+    expected = f"an id (a positive integer up to {MAX_ID})"
 
-    def to_python(self, value: Any) -> int | str | None:
-        if value in self.empty_values:
-            return None
-        text = str(value).strip()
-        if text in ("draft", "null"):
-            return "draft"
+    def parse(self, text: str) -> int | str:
         number = parse_id(text)
         if number is None:
-            raise forms.ValidationError(f"must be a published version number (1 or more) or draft, got {text[:40]!r}")
+            raise forms.ValidationError(f"must be {self.expected}, got {text[:40]!r}")
         return number
 
 
-class UserRefField(forms.Field):
+class VersionField(IdField):
+    """A published version number, or ``draft`` (also ``null``) for runs of the draft."""
+
+    expected = "a published version number (1 or more) or draft"
+
+    def parse(self, text: str) -> int | str:
+        return "draft" if text in ("draft", "null") else super().parse(text)
+
+
+class UserRefField(_ParsedField):
     """A user id or a username."""
 
-    def to_python(self, value: Any) -> int | str | None:
-        if value in self.empty_values:
-            return None
-        text = str(value).strip()
+    def parse(self, text: str) -> int | str:
         if len(text) > MAX_USERNAME or "\x00" in text:
             raise forms.ValidationError(f"must be a user id or a username (at most {MAX_USERNAME} characters)")
         return parse_id(text) or text
@@ -79,16 +83,13 @@ class SearchField(forms.CharField):
         return text
 
 
-class YesNoField(forms.Field):
-    def to_python(self, value: Any) -> bool | None:
-        if value in self.empty_values:
-            return None
-        text = str(value).strip().lower()
-        if text in ("true", "1", "yes"):
+class YesNoField(_ParsedField):
+    def parse(self, text: str) -> bool:
+        if text.lower() in ("true", "1", "yes"):
             return True
-        if text in ("false", "0", "no"):
+        if text.lower() in ("false", "0", "no"):
             return False
-        raise forms.ValidationError(f"must be true or false, got {text[:40]!r}")
+        raise forms.ValidationError(f"must be true or false, got {text.lower()[:40]!r}")
 
 
 # --- filters: a form field, a lookup, and the OpenAPI schema of the parameter --------------------------------

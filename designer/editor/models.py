@@ -7,8 +7,10 @@ from typing import ClassVar
 from django.conf import settings
 from django.db import models
 
+from designer.access.models import TeamScoped
 
-class EditorPresence(models.Model):
+
+class EditorPresence(TeamScoped):
     """One open editor tab: who, on which draft, with which node selected, last heard from when."""
 
     team_lookup: ClassVar[str] = "workflow__team"

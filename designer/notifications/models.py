@@ -8,16 +8,16 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
+from designer.access.models import TeamScoped
 
-class NotificationRule(models.Model):
+
+class NotificationRule(TeamScoped):
     """A team's default (``workflow`` empty) or one workflow's own rule: which run events, to whom.
 
     Email goes to the chosen team members' addresses; the webhook gets a signed JSON POST. Its signing secret is
     derived from ``webhook_salt`` and the server's ``SECRET_KEY`` as incoming webhooks' are
     (``designer.triggers.signature``), so the database alone cannot sign.
     """
-
-    team_lookup: ClassVar[str] = "team"
 
     team = models.ForeignKey("designer.Team", on_delete=models.CASCADE, related_name="+")
     workflow = models.ForeignKey("designer.Workflow", null=True, blank=True, on_delete=models.CASCADE,
@@ -42,10 +42,8 @@ class NotificationRule(models.Model):
         return f"notifications of {self.workflow or 'team default'}"
 
 
-class Delivery(models.Model):
+class Delivery(TeamScoped):
     """One message to one destination: what it was about, how each attempt went."""
-
-    team_lookup: ClassVar[str] = "team"
 
     class Channel(models.TextChoices):
         EMAIL = "email"
@@ -83,7 +81,7 @@ class Delivery(models.Model):
         return f"{self.event} by {self.channel} to {self.destination}: {self.status}"
 
 
-class AnswerLink(models.Model):
+class AnswerLink(TeamScoped):
     """A link in a notification that answers one interrupt of one run, for one person, once, until it expires.
 
     The link holds ``key`` signed (``django.core.signing``); only its hash is stored, so the table alone cannot

@@ -5,88 +5,64 @@ from __future__ import annotations
 from typing import Any
 
 from django.http import HttpResponse
-from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 
-from designer.access import selectors as team_selectors
-from designer.access.permissions import has_role, role_of
 from designer.access.selectors import members_of
+from designer.access.team_pages import TeamPage
 from designer.core.errors import BadRequest, DesignerError
 from designer.core.htmx import HtmxHttpRequest
 from designer.core.pages import error_message, signed_in
 from designer.core.schema_form import build_form, parse_form, with_error
-from designer.models import Workflow
+from designer.models import Team, Workflow
 from designer.notifications import selectors
 from designer.notifications import services as notification_services
 
-TEMPLATE = "notifications/page.html"
 ANSWER_TEMPLATE = "notifications/answer.html"
 
 
-def _context(request: HtmxHttpRequest, team: Any, **extra: Any) -> dict[str, Any]:
-    role = role_of(request.user, team)
-    return {"team": team, "role": role, "can_edit": has_role(role, "editor"),
-            "rules": selectors.rules_of(user=request.user, team_id=team.pk),
+def _contents(user: Any, team: Any) -> dict[str, Any]:
+    return {"rules": selectors.rules_of(user=user, team_id=team.pk),
             "members": [membership.user for membership in members_of(team)],
-            "free_workflows": selectors.workflows_without_rule(user=request.user, team_id=team.pk),
-            "deliveries": selectors.deliveries_of(user=request.user, team_id=team.pk), **extra}
+            "free_workflows": selectors.workflows_without_rule(user=user, team_id=team.pk),
+            "deliveries": selectors.deliveries_of(user=user, team_id=team.pk)}
 
 
-def _answer(request: HtmxHttpRequest, team: Any, *, status: int = 200, **extra: Any) -> HttpResponse:
-    if request.htmx or status >= 400 or extra:
-        template = f"{TEMPLATE}#notifications" if request.htmx else TEMPLATE
-        return TemplateResponse(request, template, _context(request, team, **extra), status=status)
-    return redirect("team-notifications", team_id=team.pk)
+PAGE = TeamPage(template="notifications/page.html", partial="notifications", url_name="team-notifications",
+                contents=_contents, renders_answers=True)
 
 
-@signed_in("GET")
-def page(request: HtmxHttpRequest, team_id: int) -> HttpResponse:
-    team = team_selectors.get_team(user=request.user, team_id=team_id)
-    return TemplateResponse(request, TEMPLATE, _context(request, team))
+page = signed_in("GET")(PAGE.show)
 
 
-@signed_in("POST")
-def save(request: HtmxHttpRequest, team_id: int) -> HttpResponse:
-    team = team_selectors.get_team(user=request.user, team_id=team_id)
+@PAGE.form
+def save(request: HtmxHttpRequest, team: Team) -> dict[str, Any]:
     workflow_id = request.POST.get("workflow", "")
-    try:
-        workflow = None
-        if workflow_id:
-            workflow = Workflow.objects.filter(team=team, pk=int(workflow_id) if workflow_id.isdigit() else 0).first()
-            if workflow is None:
-                raise BadRequest("choose one of this team's workflows", field="workflow")
-        rule, new_secret = notification_services.save_rule(
-            actor=request.user, team=team, workflow=workflow, on_failure="on_failure" in request.POST,
-            on_interrupt="on_interrupt" in request.POST, on_completion="on_completion" in request.POST,
-            members=request.POST.getlist("members"), webhook_url=request.POST.get("webhook_url", ""))
-    except DesignerError as exc:
-        return _answer(request, team, status=exc.status, error=error_message(exc))
+    workflow = None
+    if workflow_id:
+        workflow = Workflow.objects.filter(team=team, pk=int(workflow_id) if workflow_id.isdigit() else 0).first()
+        if workflow is None:
+            raise BadRequest("choose one of this team's workflows", field="workflow")
+    rule, new_secret = notification_services.save_rule(
+        actor=request.user, team=team, workflow=workflow, on_failure="on_failure" in request.POST,
+        on_interrupt="on_interrupt" in request.POST, on_completion="on_completion" in request.POST,
+        members=request.POST.getlist("members"), webhook_url=request.POST.get("webhook_url", ""))
     whose = f"workflow {rule.workflow.name}" if rule.workflow else "the team's default"
-    return _answer(request, team, notice=f"Notifications of {whose} saved.", new_secret=new_secret,
-                   secret_rule=rule.pk if new_secret else None)
+    return {"notice": f"Notifications of {whose} saved.", "new_secret": new_secret,
+            "secret_rule": rule.pk if new_secret else None}
 
 
-@signed_in("POST")
-def send_test(request: HtmxHttpRequest, team_id: int, rule_id: int) -> HttpResponse:
-    team = team_selectors.get_team(user=request.user, team_id=team_id)
-    try:
-        rule = selectors.get_rule(user=request.user, team_id=team.pk, rule_id=rule_id)
-        sent = notification_services.send_test(actor=request.user, rule=rule)
-    except DesignerError as exc:
-        return _answer(request, team, status=exc.status, error=error_message(exc))
-    return _answer(request, team, notice=f"Test queued to {len(sent)} destination(s); the log below shows how "
-                                         "each went.")
+@PAGE.form
+def send_test(request: HtmxHttpRequest, team: Team, rule_id: int) -> dict[str, Any]:
+    rule = selectors.get_rule(user=request.user, team_id=team.pk, rule_id=rule_id)
+    sent = notification_services.send_test(actor=request.user, rule=rule)
+    return {"notice": f"Test queued to {len(sent)} destination(s); the log below shows how each went."}
 
 
-@signed_in("POST")
-def delete(request: HtmxHttpRequest, team_id: int, rule_id: int) -> HttpResponse:
-    team = team_selectors.get_team(user=request.user, team_id=team_id)
-    try:
-        rule = selectors.get_rule(user=request.user, team_id=team.pk, rule_id=rule_id)
-        notification_services.delete_rule(actor=request.user, rule=rule)
-    except DesignerError as exc:
-        return _answer(request, team, status=exc.status, error=error_message(exc))
-    return _answer(request, team, notice="Rule deleted.")
+@PAGE.form
+def delete(request: HtmxHttpRequest, team: Team, rule_id: int) -> dict[str, Any]:
+    rule = selectors.get_rule(user=request.user, team_id=team.pk, rule_id=rule_id)
+    notification_services.delete_rule(actor=request.user, rule=rule)
+    return {"notice": "Rule deleted."}
 
 
 # --- answering an interrupt from a link ------------------------------------------------------------------------------

@@ -19,12 +19,11 @@ from rest_framework import serializers, status
 from rest_framework.pagination import PageNumberPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
+from designer.core.api import BaseAPIView, parse
 from designer.core.api_schema import JSONObjectField, RequestSerializer, StrictCharField
 from designer.core.errors import BadRequest, ObjectNotFound
 from designer.core.filters import apply_filters, openapi_parameters
-from designer.core.parsers import LimitedJSONParser
 from designer.core.routes import routes
 from designer.core.serializers import HAS_TEXT
 from designer.core.untrusted import MAX_ID
@@ -298,12 +297,6 @@ class ResumeRunSerializer(RequestSerializer):
     label = StrictCharField(required=False, allow_null=True, default=None, min_length=1)
 
 
-def _parse(serializer_class: type[serializers.Serializer], data: Any) -> dict[str, Any]:
-    serializer = serializer_class(data=data)
-    serializer.is_valid(raise_exception=True)
-    return dict(serializer.validated_data)
-
-
 class RunPagination(PageNumberPagination):
     """DRF's page-number pagination, answering with page numbers (not URLs); a page past the end is a 404, as in
     DRF, with the number of pages in the message."""
@@ -345,11 +338,7 @@ class RunPagination(PageNumberPagination):
 # --- views --------------------------------------------------------------------------
 
 
-class _RunsView(APIView):
-    parser_classes = [LimitedJSONParser]
-
-
-class WorkflowRunsView(_RunsView):
+class WorkflowRunsView(BaseAPIView):
     @extend_schema(request=StartRunSerializer, operation_id="runs_start",
                    responses={201: RunDetailSerializer,
                               409: OpenApiResponse(description=(
@@ -363,13 +352,13 @@ class WorkflowRunsView(_RunsView):
                                "published version.")
     def post(self, request: Request, workflow_id: int) -> Response:
         workflow = get_workflow(user=request.user, workflow_id=workflow_id)
-        data = _parse(StartRunSerializer, request.data)
+        data = parse(StartRunSerializer, request.data)
         version = run_services.LATEST if data["version"] is None else data["version"]
         run = run_services.start_run(actor=request.user, workflow=workflow, input=data["input"], version=version)
         return Response(run_detail(run), status=status.HTTP_201_CREATED)
 
 
-class RunListView(_RunsView):
+class RunListView(BaseAPIView):
     @extend_schema(
         parameters=[
             *openapi_parameters(RunFilter),
@@ -391,7 +380,7 @@ class RunListView(_RunsView):
                                                   for run, damage in checkpoints.with_damage(page)])
 
 
-class RunDetailView(_RunsView):
+class RunDetailView(BaseAPIView):
     @extend_schema(responses={200: RunDetailSerializer}, operation_id="runs_retrieve")
     def get(self, request: Request, run_id: int) -> Response:
         return Response(run_detail(get_run(user=request.user, run_id=run_id)))
@@ -402,7 +391,7 @@ class RunDetailView(_RunsView):
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
-class RunEventsView(_RunsView):
+class RunEventsView(BaseAPIView):
     @extend_schema(
         parameters=[OpenApiParameter("after", {"type": "integer", "minimum": -1, "maximum": MAX_ID}, required=False,
                                      description="the last seq already seen (-1 or absent: from the start)"),
@@ -419,24 +408,24 @@ class RunEventsView(_RunsView):
         return Response(EventPageSerializer(page).data)
 
 
-class RunFrameContextView(_RunsView):
+class RunFrameContextView(BaseAPIView):
     @extend_schema(responses={200: FrameContextSerializer}, operation_id="runs_frame_context")
     def get(self, request: Request, run_id: int, frame_id: str) -> Response:
         run = get_run(user=request.user, run_id=run_id)
         return Response(checkpoints.frame_context(run, frame_id))
 
 
-class RunResumeView(_RunsView):
+class RunResumeView(BaseAPIView):
     @extend_schema(request=ResumeRunSerializer, responses={202: RunDetailSerializer}, operation_id="runs_resume")
     def post(self, request: Request, run_id: int) -> Response:
         run = get_run(user=request.user, run_id=run_id)
-        data = _parse(ResumeRunSerializer, request.data)
+        data = parse(ResumeRunSerializer, request.data)
         run = run_services.resume_run(actor=request.user, run=run, interrupt_id=data["interrupt_id"],
                                       value=data["value"], label=data["label"])
         return Response(run_detail(run), status=status.HTTP_202_ACCEPTED)
 
 
-class RunCancelView(_RunsView):
+class RunCancelView(BaseAPIView):
     @extend_schema(request=None, responses={200: RunSummarySerializer, 202: RunSummarySerializer},
                    operation_id="runs_cancel",
                    description="200: cancelled now; 202: flagged, its worker stops at the next superstep. The body "

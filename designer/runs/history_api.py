@@ -13,10 +13,9 @@ from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
+from designer.core.api import BaseAPIView, parse
 from designer.core.api_schema import JSONObjectField, RequestSerializer, StrictCharField, StrictIntegerField
-from designer.core.parsers import LimitedJSONParser
 from designer.core.routes import routes
 from designer.core.untrusted import MAX_ID
 from designer.runs import history as run_history
@@ -69,23 +68,24 @@ class CheckpointDetailSerializer(CheckpointSerializer):
     frames = serializers.JSONField(help_text="each live frame with its structured `context` at that superstep")
 
 
-def _parse(serializer_class: type[serializers.Serializer], data: Any) -> dict[str, Any]:
-    serializer = serializer_class(data=data)
-    serializer.is_valid(raise_exception=True)
-    return dict(serializer.validated_data)
-
-
 #: The answer of redrive, re-run and fork: the run's detail, as GET /api/runs/{id}/ gives it (the schema names its
 #: component, which designer.runs.api declares).
 RUN_DETAIL_SCHEMA: dict[str, Any] = {"$ref": "#/components/schemas/RunDetail"}
 
 
-def _detail(run: Any) -> dict[str, Any]:
-    return run_detail(run)
+class _RunsView(BaseAPIView):
+    """A view of one run (``run_id`` in the URL), which it finds, scoped to the caller's teams, as ``self.run``."""
+
+    run: Any
+
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        super().initial(request, *args, **kwargs)
+        self.run = get_run(user=request.user, run_id=kwargs["run_id"])
 
 
-class _RunsView(APIView):
-    parser_classes = [LimitedJSONParser]
+def _started(new: Any, code: int) -> Response:
+    """A run that redrive, re-run or fork started, as its detail (GET /api/runs/{id}/)."""
+    return Response(run_detail(new), status=code)
 
 
 class RunRedriveView(_RunsView):
@@ -93,33 +93,28 @@ class RunRedriveView(_RunsView):
                    description="Run a failed run again from its last checkpoint: only the failed steps and items "
                                "run again, against the same pinned versions; a new attempt of the same run.")
     def post(self, request: Request, run_id: int) -> Response:
-        run = get_run(user=request.user, run_id=run_id)
-        return Response(_detail(run_history.redrive_run(actor=request.user, run=run)),
-                        status=status.HTTP_202_ACCEPTED)
+        return _started(run_history.redrive_run(actor=request.user, run=self.run), status.HTTP_202_ACCEPTED)
 
 
 class RunRerunView(_RunsView):
     @extend_schema(request=RerunSerializer, responses={201: RUN_DETAIL_SCHEMA}, operation_id="runs_rerun",
                    description="Start a new run with the same (or an edited) input and the same or current version.")
     def post(self, request: Request, run_id: int) -> Response:
-        run = get_run(user=request.user, run_id=run_id)
-        data = _parse(RerunSerializer, request.data)
-        new = run_history.rerun(actor=request.user, run=run, input=data["input"], version=data["version"])
-        return Response(_detail(new), status=status.HTTP_201_CREATED)
+        data = parse(RerunSerializer, request.data)
+        new = run_history.rerun(actor=request.user, run=self.run, input=data["input"], version=data["version"])
+        return _started(new, status.HTTP_201_CREATED)
 
 
 class RunCheckpointsView(_RunsView):
     @extend_schema(responses={200: CheckpointListSerializer}, operation_id="runs_checkpoints")
     def get(self, request: Request, run_id: int) -> Response:
-        run = get_run(user=request.user, run_id=run_id)
-        return Response({"checkpoints": checkpoints_of(run)})
+        return Response({"checkpoints": checkpoints_of(self.run)})
 
 
 class RunCheckpointView(_RunsView):
     @extend_schema(responses={200: CheckpointDetailSerializer}, operation_id="runs_checkpoint")
     def get(self, request: Request, run_id: int, step: int) -> Response:
-        run = get_run(user=request.user, run_id=run_id)
-        return Response(checkpoint_detail(run_history.kept_checkpoint(run, step)))
+        return Response(checkpoint_detail(run_history.kept_checkpoint(self.run, step)))
 
 
 class RunForkView(_RunsView):
@@ -127,12 +122,11 @@ class RunForkView(_RunsView):
                    description="Start a new run from a kept checkpoint of this one, with the state and/or an "
                                "interrupt's answer edited (checked against their schemas).")
     def post(self, request: Request, run_id: int) -> Response:
-        run = get_run(user=request.user, run_id=run_id)
-        data = _parse(ForkSerializer, request.data)
+        data = parse(ForkSerializer, request.data)
         answer = dict(data["answer"]) if data["answer"] is not None else None
-        new = run_history.fork_run(actor=request.user, run=run, step=data["step"], state=data["state"],
+        new = run_history.fork_run(actor=request.user, run=self.run, step=data["step"], state=data["state"],
                                    answer=answer)
-        return Response(_detail(new), status=status.HTTP_201_CREATED)
+        return _started(new, status.HTTP_201_CREATED)
 
 
 urlpatterns = routes("""

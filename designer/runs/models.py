@@ -8,7 +8,7 @@ from typing import Any, ClassVar
 from django.conf import settings
 from django.db import models, transaction
 
-from designer.access.models import Team, TeamScopedQuerySet
+from designer.access.models import Team, TeamScoped
 from designer.core.fields import ExactJSONField
 from designer.runs import values as run_values
 from designer.workflows.models import Workflow, WorkflowVersion
@@ -17,10 +17,9 @@ _INPUT = "_trellis_input"  # Run.input, once read or set
 _INPUT_UNSAVED = "_trellis_input_unsaved"
 
 
-class Run(models.Model):
+class Run(TeamScoped):
     """One execution. ``document`` is the exact graph that runs (a draft snapshot or a version's)."""
 
-    team_lookup: ClassVar[str] = "team"
     workflow_lookup: ClassVar[str] = "workflow"
 
     class Status(models.TextChoices):
@@ -104,8 +103,6 @@ class Run(models.Model):
     # run spans are its children, so the run's trace starts at the web request that started it.
     traceparent = models.CharField(max_length=64, blank=True, default="")
 
-    objects = TeamScopedQuerySet.as_manager()
-
     class Meta:
         ordering = ("-created_at", "-pk")
         indexes = [
@@ -187,11 +184,18 @@ class Run(models.Model):
         return int((self.finished_at - self.started_at).total_seconds() * 1000)
 
 
-class RunEvent(models.Model):
-    """One trace event. For inspection only: runs resume from ``Run.run_state``, never from here."""
+class RunScoped(TeamScoped):
+    """A row that belongs to one run (its ``run`` field): seen by whoever may see the run."""
 
     team_lookup: ClassVar[str] = "run__team"
-    workflow_lookup: ClassVar[str] = "run__workflow"
+    workflow_lookup: ClassVar[str | None] = "run__workflow"
+
+    class Meta:
+        abstract = True
+
+
+class RunEvent(RunScoped):
+    """One trace event. For inspection only: runs resume from ``Run.run_state``, never from here."""
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="events")
     seq = models.PositiveIntegerField()
@@ -206,8 +210,6 @@ class RunEvent(models.Model):
     at = models.DateTimeField()
     duration_ms = models.PositiveIntegerField(null=True, blank=True)
 
-    objects = TeamScopedQuerySet.as_manager()
-
     class Meta:
         ordering = ("run_id", "seq")
         constraints = [
@@ -218,32 +220,24 @@ class RunEvent(models.Model):
         return f"{self.run_id}#{self.seq} {self.kind}"
 
 
-class RunInput(models.Model):
+class RunInput(RunScoped):
     """A run's input, read through ``Run.input``. Written when the run is created and never changed; a row of its own
     so that the checkpoints updating the run's row do not copy it each time (see ``Run.input``)."""
 
-    team_lookup: ClassVar[str] = "run__team"
-    workflow_lookup: ClassVar[str] = "run__workflow"
-
     run = models.OneToOneField(Run, on_delete=models.CASCADE, primary_key=True, related_name="+")
     value = ExactJSONField(default=dict, blank=True)
-
-    objects = TeamScopedQuerySet.as_manager()
 
     def __str__(self) -> str:
         return f"input of run {self.run_id}"
 
 
-class RunCheckpoint(models.Model):
+class RunCheckpoint(RunScoped):
     """A past checkpoint of a run, kept so a new run can be forked from it (``TRELLIS_CHECKPOINT_HISTORY``).
 
     ``state`` is the checkpoint without its write-once parts, like ``Run.run_state``; the parts stay shared in
     ``RunStatePart`` (``RunState.parts_left_out(state)`` says which ones this checkpoint needs), so history never
     copies a foreach's items. ``Run.run_state`` stays the latest checkpoint alone.
     """
-
-    team_lookup: ClassVar[str] = "run__team"
-    workflow_lookup: ClassVar[str] = "run__workflow"
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="checkpoints")
     step = models.PositiveIntegerField()
@@ -255,8 +249,6 @@ class RunCheckpoint(models.Model):
     engine_trace_seq = models.PositiveIntegerField()
     state = ExactJSONField()
 
-    objects = TeamScopedQuerySet.as_manager()
-
     class Meta:
         ordering = ("run_id", "step")
         constraints = [
@@ -267,7 +259,7 @@ class RunCheckpoint(models.Model):
         return f"{self.run_id} after superstep {self.step}"
 
 
-class RunStatePart(models.Model):
+class RunStatePart(RunScoped):
     """A part of a run's checkpoint that never changes once written, stored once instead of at every superstep.
 
     Three kinds (``key``): ``items:<activation id>`` (the item snapshot a foreach
@@ -279,14 +271,9 @@ class RunStatePart(models.Model):
     RunState through ``designer.runs.checkpointer.run_state_of(run)``.
     """
 
-    team_lookup: ClassVar[str] = "run__team"
-    workflow_lookup: ClassVar[str] = "run__workflow"
-
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="state_parts")
     key = models.CharField(max_length=100)
     value = ExactJSONField(null=True)
-
-    objects = TeamScopedQuerySet.as_manager()
 
     class Meta:
         constraints = [
@@ -297,16 +284,13 @@ class RunStatePart(models.Model):
         return f"{self.run_id} {self.key}"
 
 
-class ForeachBatch(models.Model):
+class ForeachBatch(RunScoped):
     """One batch of a distributed foreach activation (``runtime._batches``): items ``[start, stop)``, run by its
     own task (``execute_batch``) on any worker under its own lease, like a run.
 
     ``pending`` (not yet enqueued: more than the node's batches in flight), ``queued``, ``running``, ``done``
     (every item has a ``ForeachBatchItem``) or ``cancelled`` (its run was cancelled).
     """
-
-    team_lookup: ClassVar[str] = "run__team"
-    workflow_lookup: ClassVar[str] = "run__workflow"
 
     class Status(models.TextChoices):
         PENDING = "pending", "Pending"
@@ -336,8 +320,6 @@ class ForeachBatch(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 
-    objects = TeamScopedQuerySet.as_manager()
-
     class Meta:
         ordering = ("run", "activation_id", "number")
         constraints = [
@@ -352,12 +334,9 @@ class ForeachBatch(models.Model):
         return f"run {self.run_id} {self.node_id} batch {self.number} [{self.start}, {self.stop}) {self.status}"
 
 
-class ForeachBatchItem(models.Model):
+class ForeachBatchItem(RunScoped):
     """One committed item of a distributed foreach: its result, or its error. The unique key is what makes an
     item commit once: a batch restarted after its worker died runs only the indices that have no row."""
-
-    team_lookup: ClassVar[str] = "run__team"
-    workflow_lookup: ClassVar[str] = "run__workflow"
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="+")
     batch = models.ForeignKey(ForeachBatch, on_delete=models.CASCADE, related_name="items")
@@ -365,8 +344,6 @@ class ForeachBatchItem(models.Model):
     index = models.PositiveIntegerField()
     result = ExactJSONField(null=True)
     error = ExactJSONField(null=True)
-
-    objects = TeamScopedQuerySet.as_manager()
 
     class Meta:
         constraints = [

@@ -4,18 +4,16 @@ rotate and delete them. A value is write-only: no answer carries it, whatever th
 from __future__ import annotations
 
 import sys
-from typing import Any
 
 from django.core.validators import RegexValidator
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
+from designer.core.api import BaseAPIView, parse
 from designer.core.api_schema import RequestSerializer, StrictCharField
 from designer.core.errors import ObjectNotFound
-from designer.core.parsers import LimitedJSONParser
 from designer.core.routes import routes
 from designer.core.serializers import ErrorSerializer
 from designer.models import Team
@@ -53,21 +51,13 @@ class SecretRotateSerializer(RequestSerializer):
                             validators=[NO_NUL_VALUE], help_text="the new value; runs started from now on use it")
 
 
-def _parse(serializer_class: type[serializers.Serializer], data: Any) -> dict[str, Any]:
-    serializer = serializer_class(data=data)
-    serializer.is_valid(raise_exception=True)
-    return dict(serializer.validated_data)
-
-
 def _team(request: Request, team_id: int) -> int:
     if not Team.objects.for_user(request.user).filter(pk=team_id).exists():
         raise ObjectNotFound("this team does not exist or you are not in it")
     return team_id
 
 
-class SecretListView(APIView):
-    parser_classes = [LimitedJSONParser]
-
+class SecretListView(BaseAPIView):
     @extend_schema(responses={200: SecretSerializer(many=True), **ERRORS}, operation_id="teams_secrets_list")
     def get(self, request: Request, team_id: int) -> Response:
         team = _team(request, team_id)
@@ -77,21 +67,19 @@ class SecretListView(APIView):
                    description="Create a secret (owner or editor). The value is stored encrypted and never shown.")
     def post(self, request: Request, team_id: int) -> Response:
         team = _team(request, team_id)
-        data = _parse(SecretCreateSerializer, request.data)
+        data = parse(SecretCreateSerializer, request.data)
         created = secret_services.create_secret(actor=request.user, team=team, **data)
         shown = selectors.get_secret(user=request.user, team_id=team, name=created.name)
         return Response(SecretSerializer(shown).data, status=status.HTTP_201_CREATED)
 
 
-class SecretDetailView(APIView):
-    parser_classes = [LimitedJSONParser]
-
+class SecretDetailView(BaseAPIView):
     @extend_schema(request=SecretRotateSerializer, responses={200: SecretSerializer, **ERRORS},
                    description="Rotate: give the secret a new value (owner or editor).")
     def put(self, request: Request, team_id: int, name: str) -> Response:
         team = _team(request, team_id)
         secret = selectors.get_secret(user=request.user, team_id=team, name=name)
-        data = _parse(SecretRotateSerializer, request.data)
+        data = parse(SecretRotateSerializer, request.data)
         secret_services.rotate_secret(actor=request.user, secret=secret, value=data["value"])
         return Response(SecretSerializer(selectors.get_secret(user=request.user, team_id=team, name=name)).data)
 

@@ -8,11 +8,11 @@ from typing import ClassVar
 from django.conf import settings
 from django.db import models
 
+from designer.access.models import TeamScoped
 
-class Secret(models.Model):
+
+class Secret(TeamScoped):
     """One named secret of a team: its value encrypted (``designer.secrets.crypto``), never shown again."""
-
-    team_lookup: ClassVar[str] = "team"
 
     team = models.ForeignKey("designer.Team", on_delete=models.CASCADE, related_name="secrets")
     name = models.CharField(max_length=64)
@@ -31,7 +31,7 @@ class Secret(models.Model):
         return f"secret {self.name} of team {self.team_id}"
 
 
-class SecretUse(models.Model):
+class SecretUse(TeamScoped):
     """A step that was given a secret's value: which run, which node, when."""
 
     team_lookup: ClassVar[str] = "run__team"

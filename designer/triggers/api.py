@@ -15,9 +15,9 @@ from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
 from designer.access.permissions import require_workflow_role
+from designer.core.api import BaseAPIView, parse
 from designer.core.api_schema import (
     CHECKED_BEYOND,
     JSONObjectField,
@@ -27,7 +27,6 @@ from designer.core.api_schema import (
     StrictIntegerField,
 )
 from designer.core.errors import ObjectNotFound
-from designer.core.parsers import LimitedJSONParser
 from designer.core.routes import routes
 from designer.core.serializers import HAS_TEXT, ErrorSerializer
 from designer.core.untrusted import MAX_ID
@@ -151,14 +150,7 @@ class ScheduleUpdateSerializer(RequestSerializer):
     enabled = StrictBooleanField(help_text="false pauses the schedule; true resumes it from the next tick")
 
 
-def _parse(serializer_class: type[serializers.Serializer], data: Any) -> dict[str, Any]:
-    serializer = serializer_class(data=data)
-    serializer.is_valid(raise_exception=True)
-    return dict(serializer.validated_data)
-
-
-class _Base(APIView):
-    parser_classes = [LimitedJSONParser]
+class _Base(BaseAPIView):
 
     def workflow(self, request: Request, workflow_id: int) -> Any:
         workflow = workflow_selectors.get_workflow(user=request.user, workflow_id=workflow_id)
@@ -186,7 +178,7 @@ class WebhookListView(_Base):
                                "a signed webhook's signing_secret is shown once too.")
     def post(self, request: Request, workflow_id: int) -> Response:
         workflow = self.workflow(request, workflow_id)
-        data = _parse(WebhookCreateSerializer, request.data)
+        data = parse(WebhookCreateSerializer, request.data)
         created = trigger_services.create_webhook(actor=request.user, workflow=workflow, **data)
         payload = dict(NewWebhookSerializer(created.webhook).data)
         payload["url"] = request.build_absolute_uri(reverse("webhook-call", args=[created.secret]))
@@ -213,7 +205,7 @@ class ScheduleListView(_Base):
                                "input schema now.")
     def post(self, request: Request, workflow_id: int) -> Response:
         workflow = self.workflow(request, workflow_id)
-        data = _parse(ScheduleCreateSerializer, request.data)
+        data = parse(ScheduleCreateSerializer, request.data)
         schedule = trigger_services.create_schedule(
             actor=request.user, workflow=workflow, name=data["name"], cron=data["cron"],
             timezone_name=data["timezone"], input=data["input"], version=data["version"], missed=data["missed"])
@@ -228,7 +220,7 @@ class ScheduleDetailView(_Base):
     @extend_schema(request=ScheduleUpdateSerializer, responses={200: ScheduleSerializer, **ERRORS})
     def patch(self, request: Request, workflow_id: int, schedule_id: int) -> Response:
         schedule = self.trigger(Schedule, request, workflow_id, schedule_id)
-        data = _parse(ScheduleUpdateSerializer, request.data)
+        data = parse(ScheduleUpdateSerializer, request.data)
         updated = trigger_services.set_schedule_enabled(actor=request.user, schedule=schedule,
                                                         enabled=data["enabled"])
         return Response(ScheduleSerializer(updated).data)

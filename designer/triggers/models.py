@@ -7,18 +7,15 @@ and stored as its SHA-256 (``models_access.hash_secret``), like API tokens.
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 from django.conf import settings
 from django.db import models
 
-from designer.access.models import TeamScopedQuerySet
 from designer.core.fields import ExactJSONField
 from designer.runs.models import Run
-from designer.workflows.models import Workflow, WorkflowVersion
+from designer.workflows.models import Workflow, WorkflowScoped, WorkflowVersion
 
 
-class Webhook(models.Model):
+class Webhook(WorkflowScoped):
     """``POST /hooks/<secret>/`` with a JSON body starts a run of ``version`` (None: the latest published
     version when the call arrives) with that body as its input.
 
@@ -28,9 +25,6 @@ class Webhook(models.Model):
     class Mode(models.TextChoices):
         URL = "url", "Secret URL"
         SIGNED = "signed", "Signed requests (HMAC-SHA256)"
-
-    team_lookup: ClassVar[str] = "workflow__team"
-    workflow_lookup: ClassVar[str] = "workflow"
 
     workflow = models.ForeignKey(Workflow, on_delete=models.CASCADE, related_name="webhooks")
     version = models.ForeignKey(WorkflowVersion, null=True, blank=True, on_delete=models.CASCADE,
@@ -49,8 +43,6 @@ class Webhook(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
 
-    objects = TeamScopedQuerySet.as_manager()
-
     class Meta:
         ordering = ("workflow_id", "-created_at", "-pk")
         constraints = [
@@ -67,14 +59,11 @@ class Webhook(models.Model):
         return self.revoked_at is None
 
 
-class Schedule(models.Model):
+class Schedule(WorkflowScoped):
     """Runs ``version`` (None: the latest published at each tick) on a cron expression in ``timezone``.
 
     ``next_fire_at`` is the tick the queue holds a ``fire_schedule`` task for; the task that changes it
     (a compare-and-set) is the one that fires that tick, so duplicates and many workers fire it once."""
-
-    team_lookup: ClassVar[str] = "workflow__team"
-    workflow_lookup: ClassVar[str] = "workflow"
 
     class Missed(models.TextChoices):
         SKIP = "skip", "Skip missed ticks"
@@ -96,8 +85,6 @@ class Schedule(models.Model):
                                    related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
 
-    objects = TeamScopedQuerySet.as_manager()
-
     class Meta:
         ordering = ("workflow_id", "name", "pk")
         constraints = [
@@ -109,12 +96,9 @@ class Schedule(models.Model):
         return f"schedule {self.name} of {self.workflow}"
 
 
-class TriggerFire(models.Model):
+class TriggerFire(WorkflowScoped):
     """One webhook call accepted, or one schedule tick handled (``run`` empty when it was skipped or
     refused). ``(schedule, tick)`` is unique: the database itself refuses a second fire of a tick."""
-
-    team_lookup: ClassVar[str] = "workflow__team"
-    workflow_lookup: ClassVar[str] = "workflow"
 
     class Outcome(models.TextChoices):
         STARTED = "started", "Started a run"
@@ -129,8 +113,6 @@ class TriggerFire(models.Model):
     outcome = models.CharField(max_length=8, choices=Outcome.choices, default=Outcome.STARTED)
     detail = models.CharField(max_length=500, blank=True, default="")
     at = models.DateTimeField(auto_now_add=True)
-
-    objects = TeamScopedQuerySet.as_manager()
 
     class Meta:
         ordering = ("-at", "-pk")

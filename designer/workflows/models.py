@@ -8,7 +8,7 @@ from typing import Any, ClassVar
 from django.conf import settings
 from django.db import models
 
-from designer.access.models import Team, TeamScopedQuerySet
+from designer.access.models import Team, TeamScoped
 from designer.core.fields import ExactJSONField
 
 
@@ -17,10 +17,9 @@ def empty_document() -> dict[str, Any]:
     return {}
 
 
-class Workflow(models.Model):
+class Workflow(TeamScoped):
     """The editable draft. ``revision`` guards concurrent edits of ``document``."""
 
-    team_lookup: ClassVar[str] = "team"
     workflow_lookup: ClassVar[str] = "pk"
 
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="workflows")
@@ -35,8 +34,6 @@ class Workflow(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
-    objects = TeamScopedQuerySet.as_manager()
-
     class Meta:
         ordering = ("team_id", "name", "pk")
         constraints = [
@@ -48,15 +45,23 @@ class Workflow(models.Model):
         return self.name
 
 
-class WorkflowVersion(models.Model):
+class WorkflowScoped(TeamScoped):
+    """A row that belongs to one workflow (its ``workflow`` field): seen by the workflow's team and the teams
+    it is granted to."""
+
+    team_lookup: ClassVar[str] = "workflow__team"
+    workflow_lookup: ClassVar[str | None] = "workflow"
+
+    class Meta:
+        abstract = True
+
+
+class WorkflowVersion(WorkflowScoped):
     """A published, immutable copy of a workflow's document.
 
     Subgraph nodes and runs refer to versions, so nothing ever updates a row
     once written; ``save`` refuses to, to make a mistake loud.
     """
-
-    team_lookup: ClassVar[str] = "workflow__team"
-    workflow_lookup: ClassVar[str] = "workflow"
 
     workflow = models.ForeignKey(Workflow, on_delete=models.CASCADE, related_name="versions")
     number = models.PositiveIntegerField()
@@ -66,8 +71,6 @@ class WorkflowVersion(models.Model):
     )
     published_at = models.DateTimeField(auto_now_add=True)
     note = models.TextField(blank=True, default="", help_text="what changed, in the publisher's words")
-
-    objects = TeamScopedQuerySet.as_manager()
 
     class Meta:
         ordering = ("workflow_id", "-number")
@@ -84,7 +87,7 @@ class WorkflowVersion(models.Model):
         super().save(*args, **kwargs)
 
 
-class DraftOperation(models.Model):
+class DraftOperation(TeamScoped):
     """One saved change of a draft, numbered by the revision it produced: the truth every editor follows.
 
     Written in the transaction that stores the draft (``workflows.services.save_document``), so a revision

@@ -33,6 +33,7 @@ from runtime._document import (
     SubgraphNode,
     TaskNode,
     Workflow,
+    coerce_workflow,
 )
 from runtime._errors import (
     PathSyntaxError,
@@ -253,22 +254,15 @@ class Analysis:
                 f"{len(self.errors)} errors, {len(self.warnings)} warnings>")
 
 
-def _coerce_workflow(workflow: Workflow | Mapping[str, Any]) -> Workflow:
-    if isinstance(workflow, Workflow):
-        return workflow
-    if isinstance(workflow, Mapping):
-        try:
-            return Workflow.model_validate(workflow)
-        except ValidationError as error:
-            problems = [
-                Diagnostic("document.invalid", "error", None, ".".join(str(p) for p in e["loc"]) or None,
-                           e["msg"], "fix the document so that it matches the workflow format")
-                for e in error.errors()
-            ]
-            raise WorkflowValidationError(
-                f"the workflow document is malformed: {problems[0].message}", diagnostics=problems
-            ) from None
-    raise TypeError(f"analyze() needs a Workflow or its JSON mapping, got {type(workflow).__name__}")
+def _malformed(workflow: object, error: ValidationError | None) -> Exception:
+    if error is None:
+        return TypeError(f"analyze() needs a Workflow or its JSON mapping, got {type(workflow).__name__}")
+    problems = [
+        Diagnostic("document.invalid", "error", None, ".".join(str(p) for p in e["loc"]) or None,
+                   e["msg"], "fix the document so that it matches the workflow format")
+        for e in error.errors()
+    ]
+    return WorkflowValidationError(f"the workflow document is malformed: {problems[0].message}", diagnostics=problems)
 
 
 def _structure(workflow: Workflow, nodes: Mapping[str, object], registry: Any,
@@ -424,7 +418,8 @@ def analyze(workflow: Workflow | Mapping[str, Any], *, registry: Any | None = No
     on the calling subgraph node.
     """
     session = _Session(registry, as_resolver(workflows))
-    return session.analyze(_coerce_workflow(workflow), (), frozenset(), frozenset())
+    document = coerce_workflow(workflow, lambda error: _malformed(workflow, error))
+    return session.analyze(document, (), frozenset(), frozenset())
 
 
 class _Session:

@@ -9,7 +9,7 @@ one schema object.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from runtime._analysis import _schemas as S
 from runtime._analysis._schemas import Schema
@@ -62,31 +62,24 @@ def _listing(names: list[str]) -> str:
     return f"known fields: {shown}{', …' if len(names) > 12 else ''}"
 
 
+@dataclass(eq=False)
 class Scope:
-    def __init__(
-        self,
-        workflow_id: str,
-        foreach_nodes: Mapping[str, ForeachNode],
-        other_nodes: frozenset[str],
-        stacks: Mapping[str, Stack],
-        input_schema: Schema,
-        state_schema: Schema,
-        caller_foreach: frozenset[str] = frozenset(),
-        caller_aliases: frozenset[str] = frozenset(),
-    ) -> None:
-        self.workflow_id = workflow_id
-        self.foreach_nodes = foreach_nodes
-        self.other_nodes = other_nodes
-        self.stacks = stacks
-        self.input_schema = input_schema
-        self.state_schema = state_schema
-        self.caller_foreach = caller_foreach
-        self.caller_aliases = caller_aliases
-        self.alias_owner = {n.as_: n.id for n in foreach_nodes.values() if n.as_ is not None}
-        self._items: dict[str, Schema] = {}
-        self._in_progress: set[str] = set()
-        self._contexts: dict[Stack, Schema] = {}
-        self._resolved: dict[tuple[GraphSourcePath, Stack], Resolved] = {}
+    workflow_id: str
+    foreach_nodes: Mapping[str, ForeachNode]
+    other_nodes: frozenset[str]
+    stacks: Mapping[str, Stack]
+    input_schema: Schema
+    state_schema: Schema
+    caller_foreach: frozenset[str] = frozenset()
+    caller_aliases: frozenset[str] = frozenset()
+    alias_owner: dict[str, str] = field(init=False)
+    _items: dict[str, Schema] = field(default_factory=dict, init=False)
+    _in_progress: set[str] = field(default_factory=set, init=False)
+    _contexts: dict[Stack, Schema] = field(default_factory=dict, init=False)
+    _resolved: dict[tuple[GraphSourcePath, Stack], Resolved] = field(default_factory=dict, init=False)
+
+    def __post_init__(self) -> None:
+        self.alias_owner = {n.as_: n.id for n in self.foreach_nodes.values() if n.as_ is not None}
 
     # -- foreach items --------------------------------------------------------
 

@@ -2,7 +2,7 @@
 // document, its save state and the undo/redo history, every edit through the
 // tab's one queue) and the hooks (hooks.js) that draw it with React Flow and
 // turn what a person does into edits.
-import { Background, MiniMap, Panel, ReactFlow, ReactFlowProvider, useReactFlow } from "@xyflow/react";
+import { MiniMap, Panel, ReactFlowProvider, useReactFlow } from "@xyflow/react";
 import { useCallback, useEffect, useRef, useState } from "react";
 import { useStore } from "zustand";
 
@@ -21,8 +21,7 @@ import { MINIMAP, READABLE_ZOOM } from "./layout.js";
 import { startLive } from "./live.js";
 import { discardQueued, readRevisionFrom, sendOps } from "./queue.js";
 import { createEditorStore } from "./store.js";
-import { edgeTypes } from "./edges.jsx";
-import { Frames, Toolbar } from "./chrome.jsx";
+import { GraphCanvas, Toolbar } from "./chrome.jsx";
 import { drawsVisibleOnly } from "./graph.js";
 import { nodeTypes } from "./nodes.jsx";
 
@@ -113,11 +112,12 @@ function Canvas({ workflowId, apiBase, canEdit, root }) {
         onRun={showRun}
       />
       <div className="wf-flow">
-        <ReactFlow
+        <GraphCanvas
+          frames={frames}
+          loops={runOverlay ? runOverlay.loops : null}
           nodes={nodes}
           edges={drawnEdges}
           nodeTypes={nodeTypes}
-          edgeTypes={edgeTypes}
           onNodesChange={onNodesChange}
           onEdgesChange={onEdgesChange}
           onDelete={actions.onDelete}
@@ -138,13 +138,9 @@ function Canvas({ workflowId, apiBase, canEdit, root }) {
           multiSelectionKeyCode={["Meta", "Control"]}
           selectionKeyCode="Shift"
           minZoom={READABLE_ZOOM}
-          maxZoom={2}
           onlyRenderVisibleElements={Boolean(doc) && drawsVisibleOnly(doc)}
-          proOptions={{ hideAttribution: true }}
           aria-label="Workflow canvas"
         >
-          <Frames frames={frames} loops={runOverlay ? runOverlay.loops : null} />
-          <Background gap={20} size={1.2} color="#d3d8e0" />
           {/* Top right, above where the fit starts the drawing (useFitGraph), so it covers no node at first. */}
           <MiniMap
             pannable
@@ -163,7 +159,7 @@ function Canvas({ workflowId, apiBase, canEdit, root }) {
                 : "This workflow has no nodes yet."}
             </Panel>
           )}
-        </ReactFlow>
+        </GraphCanvas>
       </div>
     </div>
   );

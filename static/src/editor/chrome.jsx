@@ -1,7 +1,8 @@
 // The canvas's own chrome: loop-body frames drawn under the nodes, and the toolbar (a row above the
 // drawing, so it never covers a node however narrow the canvas).
-import { ViewportPortal } from "@xyflow/react";
+import { Background, ReactFlow, ViewportPortal } from "@xyflow/react";
 
+import { edgeTypes } from "./edges.jsx";
 import { KindIcon } from "./icons.jsx";
 
 function loopProgress(loop) {
@@ -100,5 +101,19 @@ export function Toolbar({
       </span>
       {!canEdit && <span className="wf-readonly">Read-only</span>}
     </div>
+  );
+}
+
+const NO_ATTRIBUTION = { hideAttribution: true };
+
+// The canvas a workflow is drawn on, by the editor and by the run page: its edges, its foreach frames (with the
+// run's loop counts, `loops`) and the grid. Each page gives its nodes, handlers and own controls (`children`).
+export function GraphCanvas({ frames, loops, children, ...flow }) {
+  return (
+    <ReactFlow edgeTypes={edgeTypes} maxZoom={2} proOptions={NO_ATTRIBUTION} {...flow}>
+      <Frames frames={frames} loops={loops} />
+      <Background gap={20} size={1.2} color="#d3d8e0" />
+      {children}
+    </ReactFlow>
   );
 }

@@ -14,11 +14,53 @@ export const KINDS = {
   interrupt: "Interrupt",
 };
 
+// What a route label is drawn as; `known` is false for a label the node's kind cannot emit (the editor's warning).
 function labelRole(kind, label, known) {
   if (!known) return "unknown";
   if (label === "error") return "error";
   if (kind === "foreach") return label === "loop" ? "loop" : "done";
   return "normal";
+}
+
+// A node's colour band: its outermost foreach region's colour, on the editor's canvas and the run page's.
+export function regionStyle(data) {
+  return /** @type {import("react").CSSProperties} */ ({ "--region-color": data.regionColor || "transparent" });
+}
+
+// The head every node shares on the editor's canvas and the run page's: its kind, and whether it is the start.
+// `children` adds to it (the editor's problem badge).
+export function NodeHead({ data, children = null }) {
+  return (
+    <div className="wf-node__head">
+      <span className="wf-node__kind">
+        <KindIcon kind={data.kind} size={13} />
+      </span>
+      <span className="wf-node__kind-label">{KINDS[data.kind] || data.kind}</span>
+      {data.isStart && <span className="wf-node__start">start</span>}
+      {children}
+    </div>
+  );
+}
+
+// A node's route labels, each with the handle its routes leave from. `handle(name, known)` adds to the handle's
+// props (the editor's hint; the run page's handles connect nothing); `showUnknown` marks labels the kind cannot emit.
+export function NodeLabels({ data, handle, showUnknown = true, hidden = false }) {
+  return (
+    <ul className="wf-node__labels" aria-hidden={hidden ? "true" : undefined}>
+      {data.labels.map(({ name, known }) => (
+        <li key={name} className={`wf-label wf-label--${labelRole(data.kind, name, known || !showUnknown)}`}>
+          <span className="wf-label__text">{name}</span>
+          <Handle
+            type="source"
+            position={Position.Right}
+            id={name}
+            className="wf-handle wf-handle--out"
+            {...handle(name, known)}
+          />
+        </li>
+      ))}
+    </ul>
+  );
 }
 
 function WorkflowNode({ id, data, selected }) {
@@ -35,16 +77,11 @@ function WorkflowNode({ id, data, selected }) {
   return (
     <div
       className={classes.filter(Boolean).join(" ")}
-      style={/** @type {import("react").CSSProperties} */ ({ "--region-color": data.regionColor || "transparent" })}
+      style={regionStyle(data)}
       data-kind={data.kind}
     >
       <Handle type="target" position={Position.Left} id="in" className="wf-handle wf-handle--in" />
-      <div className="wf-node__head">
-        <span className="wf-node__kind">
-          <KindIcon kind={data.kind} size={13} />
-        </span>
-        <span className="wf-node__kind-label">{KINDS[data.kind] || data.kind}</span>
-        {data.isStart && <span className="wf-node__start">start</span>}
+      <NodeHead data={data}>
         {problems > 0 && (
           <span
             className={`wf-node__badge ${data.errors ? "is-error" : "is-warning"}`}
@@ -55,7 +92,7 @@ function WorkflowNode({ id, data, selected }) {
             {problems}
           </span>
         )}
-      </div>
+      </NodeHead>
       <div className="wf-node__title" title={id}>{data.title}</div>
       {data.run && (
         <div className="wf-node__run" data-testid="run-status" data-status={data.run.status}>
@@ -73,20 +110,12 @@ function WorkflowNode({ id, data, selected }) {
           in {data.region.join(" › ")}
         </div>
       )}
-      <ul className="wf-node__labels">
-        {data.labels.map(({ name, known }) => (
-          <li key={name} className={`wf-label wf-label--${labelRole(data.kind, name, known)}`}>
-            <span className="wf-label__text">{name}</span>
-            <Handle
-              type="source"
-              position={Position.Right}
-              id={name}
-              className="wf-handle wf-handle--out"
-              title={known ? `drag from "${name}" to a node to route it` : `"${name}" is not a label this node emits`}
-            />
-          </li>
-        ))}
-      </ul>
+      <NodeLabels
+        data={data}
+        handle={(name, known) => ({
+          title: known ? `drag from "${name}" to a node to route it` : `"${name}" is not a label this node emits`,
+        })}
+      />
     </div>
   );
 }

@@ -5,13 +5,11 @@
 // Everything it shows comes from /runs/<id>/graph/ (designer/runs/graph_views.py); this file only draws it.
 import "@xyflow/react/dist/style.css";
 import {
-  Background,
   Controls,
   getViewportForBounds,
   // @ts-ignore -- @xyflow/react exports Handle as a component and as a type; a JS file sees only the type
   Handle,
   Position,
-  ReactFlow,
   ReactFlowProvider,
   useNodesInitialized,
   useNodesState,
@@ -21,13 +19,13 @@ import { memo, StrictMode, useCallback, useEffect, useMemo, useRef, useState } f
 import { createRoot } from "react-dom/client";
 
 import { request } from "../editor/api.js";
-import { Frames } from "../editor/chrome.jsx";
-import { edgeTypes } from "../editor/edges.jsx";
+import { GraphCanvas } from "../editor/chrome.jsx";
 import { buildEdges, buildFrames, buildNodes, withChannels } from "../editor/graph.js";
-import { KindIcon } from "../editor/icons.jsx";
 import { READABLE_ZOOM, readableViewport } from "../editor/layout.js";
-import { KINDS } from "../editor/nodes.jsx";
+import { NodeHead, NodeLabels, regionStyle } from "../editor/nodes.jsx";
 import { countsText, executionsUrl, firstCall, stateClass } from "./states.js";
+
+const READ_ONLY_HANDLE = { isConnectable: false };
 
 function RunNode({ id, data }) {
   const state = data.state;
@@ -35,19 +33,13 @@ function RunNode({ id, data }) {
   return (
     <div
       className={`wf-node wf-node--${data.kind} run-node is-${stateClass(state)}${data.open ? " is-selected" : ""}`}
-      style={/** @type {import("react").CSSProperties} */ ({ "--region-color": data.regionColor || "transparent" })}
+      style={regionStyle(data)}
       data-testid="run-node"
       data-node={id}
       data-state={state}
     >
       <Handle type="target" position={Position.Left} id="in" className="wf-handle wf-handle--in" isConnectable={false} />
-      <div className="wf-node__head">
-        <span className="wf-node__kind">
-          <KindIcon kind={data.kind} size={13} />
-        </span>
-        <span className="wf-node__kind-label">{KINDS[data.kind] || data.kind}</span>
-        {data.isStart && <span className="wf-node__start">start</span>}
-      </div>
+      <NodeHead data={data} />
       {/* The node's own button: its name is its label, what it opens is its executions. */}
       <button
         type="button"
@@ -79,28 +71,9 @@ function RunNode({ id, data }) {
           Open {data.childName} ({data.calls.length} call{data.calls.length === 1 ? "" : "s"})
         </button>
       )}
-      <ul className="wf-node__labels" aria-hidden="true">
-        {data.labels.map(({ name }) => (
-          <li key={name} className={`wf-label wf-label--${labelRole(data.kind, name)}`}>
-            <span className="wf-label__text">{name}</span>
-            <Handle
-              type="source"
-              position={Position.Right}
-              id={name}
-              className="wf-handle wf-handle--out"
-              isConnectable={false}
-            />
-          </li>
-        ))}
-      </ul>
+      <NodeLabels data={data} handle={() => READ_ONLY_HANDLE} showUnknown={false} hidden />
     </div>
   );
-}
-
-function labelRole(kind, label) {
-  if (label === "error") return "error";
-  if (kind === "foreach") return label === "loop" ? "loop" : "done";
-  return "normal";
 }
 
 const nodeTypes = { run: memo(RunNode) };
@@ -347,11 +320,12 @@ function Canvas({ root }) {
         </p>
       )}
       <div className="run-graph__canvas" ref={wrapper}>
-        <ReactFlow
+        <GraphCanvas
+          frames={frames}
+          loops={graph ? graph.loops : null}
           nodes={nodes}
           edges={edges}
           nodeTypes={nodeTypes}
-          edgeTypes={edgeTypes}
           onNodesChange={onNodesChange}
           onNodeClick={onNodeClick}
           nodesDraggable={false}
@@ -360,14 +334,10 @@ function Canvas({ root }) {
           edgesFocusable={false}
           nodesFocusable={false}
           minZoom={READABLE_ZOOM / 2}
-          maxZoom={2}
-          proOptions={{ hideAttribution: true }}
           aria-label="Run graph"
         >
-          <Frames frames={frames} loops={graph ? graph.loops : null} />
-          <Background gap={20} size={1.2} color="#d3d8e0" />
           <Controls showInteractive={false} position="bottom-left" />
-        </ReactFlow>
+        </GraphCanvas>
       </div>
     </div>
   );
