@@ -4,6 +4,7 @@ palette wraps after an underscore rather than mid-word."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -65,6 +66,11 @@ def test_the_editor_header_fits_a_1024_window_and_task_names_wrap_at_underscores
     # The editor fills the window's height below the top bar: no strip of page under it, nothing below the fold.
     editor = page.locator(".editor").bounding_box()
     assert editor and round(editor["y"] + editor["height"]) == SMALL["height"], editor
+
+    # The canvas toolbar's save status is read whole, not cut to "Saved · r…" by the run chooser beside it.
+    status = page.locator(".wf-status")
+    expect(status).to_have_text(re.compile(r"^Saved · revision \d+$"))
+    assert status.evaluate("el => el.scrollWidth <= el.clientWidth"), "the save status is cut off"
 
     title = page.locator('[data-palette="task:assess_request"] .palette-item__title')
     text, ends = title.evaluate(LINE_ENDS)
