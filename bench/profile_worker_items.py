@@ -27,7 +27,7 @@ import pstats
 import sys
 import tempfile
 import time
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -44,7 +44,7 @@ class Timers:
     part, from wrappers put around the functions that make each part."""
 
     def __init__(self) -> None:
-        self.seconds: Counter[str] = Counter()
+        self.seconds: dict[str, float] = defaultdict(float)
         self.calls: Counter[str] = Counter()
         self._undo: list[Callable[[], None]] = []
 
