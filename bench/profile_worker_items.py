@@ -9,7 +9,8 @@ profiler, which inflates Python code and not the database's C): the claim, the e
 CPU less the parts), the steps, the checkpoint's delta and encoding, the run row's
 UPDATE, the kept checkpoint and parts, the trace events, the commit, the superstep observers (metrics) and the
 outcome. With ``TRELLIS_PROFILE_CPROFILE=1`` the same run is also profiled and the functions with the most own time
-are listed.
+are listed. ``TRELLIS_PROFILE_CLOCK=wall`` times the parts by the wall clock instead (waits for the disk or the
+database server show then).
 
     .venv/bin/python -m bench.profile_worker_items                 # 10,000 items, SQLite
     TRELLIS_PROFILE_ITEMS=2000 .venv/bin/python -m bench.profile_worker_items
@@ -37,6 +38,8 @@ from bench import _workloads as w
 ITEMS = int(os.environ.get("TRELLIS_PROFILE_ITEMS", "10000"))
 CONCURRENCY = int(os.environ.get("BENCH_WORKER_ITEMS_CONCURRENCY", "16"))
 SHOWN = 30
+#: ``cpu`` (the calling thread's CPU) or ``wall``: what the parts are timed by.
+CLOCK = os.environ.get("TRELLIS_PROFILE_CLOCK", "cpu")
 
 
 class Timers:
@@ -51,14 +54,15 @@ class Timers:
     def wrap(self, owner: Any, name: str, part: str) -> None:
         original = getattr(owner, name)
         seconds, calls = self.seconds, self.calls
+        clock = time.perf_counter if CLOCK == "wall" else time.thread_time
 
         @functools.wraps(original)
         def timed(*args: Any, **kwargs: Any) -> Any:
-            began = time.thread_time()
+            began = clock()
             try:
                 return original(*args, **kwargs)
             finally:
-                seconds[part] += time.thread_time() - began
+                seconds[part] += clock() - began
                 calls[part] += 1
 
         setattr(owner, name, timed)
@@ -89,7 +93,8 @@ class Timers:
                 undo()
 
     def report(self, items: int, cpu: float) -> None:
-        """``cpu``: the process's CPU seconds for the whole run; what the parts do not account for is the engine's."""
+        """``cpu``: the run's seconds on ``CLOCK`` (the process's CPU, or the wall time); what the parts do not
+        account for is the engine's."""
         s = self.seconds
         save_rest = s["save"] - sum(value for key, value in s.items() if key.startswith("save: ")) - s["commit"]
         rows = [
@@ -106,7 +111,7 @@ class Timers:
             ("superstep observers (metrics)", s["observers"]),
             ("outcome (finish)", s["outcome"]),
         ]
-        print(f"{'part (CPU)':<38} {'us/item':>8} {'share':>6}")
+        print(f"{'part (' + CLOCK + ')':<38} {'us/item':>8} {'share':>6}")
         for name, seconds in rows:
             print(f"{name:<38} {seconds / items * 1e6:>8.1f} {seconds / cpu:>6.0%}")
         print(f"{'all (execute)':<38} {cpu / items * 1e6:>8.1f}")
@@ -132,6 +137,8 @@ def _run() -> None:
     profile = cProfile.Profile()
     timers = Timers()
     run = run_services.start_run(actor=user, workflow=workflow, input={"items": items})
+    server = w.postmaster()
+    server_cpu = w.db_cpu(server)
     with timers.installed():
         began, cpu = time.perf_counter(), time.process_time()
         if profiled:
@@ -140,14 +147,17 @@ def _run() -> None:
         if profiled:
             profile.disable()
         wall, cpu = time.perf_counter() - began, time.process_time() - cpu
+    server_cpu = w.db_cpu(server) - server_cpu
     done = Run.objects.get(pk=run.pk)
     if status != "completed" or done.output != {"out": [i + 1 for i in items]}:
         raise RuntimeError(f"the profiled run ended {status}: {done.error}")
     print(f"\n{connection.vendor}: {ITEMS:,} items at max_concurrency {CONCURRENCY}: {wall:.2f} s wall, "
           f"{ITEMS / wall:,.0f} items/s, this process's CPU {cpu / ITEMS * 1e6:.0f} us/item"
-          f"{' (under cProfile)' if profiled else ''}; {os.cpu_count()} CPUs, load average "
+          f"{' (under cProfile)' if profiled else ''}"
+          f"{f', the database server {server_cpu / ITEMS * 1e6:.0f} us/item' if server else ''}; "
+          f"{os.cpu_count()} CPUs, load average "
           f"{os.getloadavg()[0]:.1f}\n")
-    timers.report(ITEMS, cpu)
+    timers.report(ITEMS, wall if CLOCK == "wall" else cpu)
     if profiled:
         out = os.environ.get("TRELLIS_PROFILE_OUT")
         if out:
