@@ -137,31 +137,56 @@ def _insert_events(run_pk: int, events: Sequence[TraceEvent], start: int) -> Non
     and building a model instance per event and compiling its insert was half of a worker's time per item. The
     values read back as the ones ``bulk_create`` would store (``data`` as ``_json_text`` writes it).
 
-    On PostgreSQL one ``COPY``: a multi-row INSERT made the client rewrite a statement of hundreds of
-    placeholders at every save (a third of the worker's time), and ``executemany`` costs the server a statement
-    per row. Elsewhere (SQLite) one ``executemany``, a loop in C over one compiled statement."""
-    vendor = connection.vendor
-    # ``at`` as the field would send it: an aware datetime to PostgreSQL; elsewhere the text of the naive time in
-    # the connection's zone, as ``adapt_datetimefield_value`` makes it (done here in one step, not five calls).
-    zone = UTC if vendor == "postgresql" else connection.timezone
-    naive = vendor != "postgresql"
+    On PostgreSQL one ``COPY`` of text made here (``_copy_rows``): a multi-row INSERT made the client rewrite a
+    statement of hundreds of placeholders at every save, ``executemany`` costs the server a statement per row, and
+    ``Copy.write_row`` formatted each row in Python. Elsewhere (SQLite) one ``executemany``, a loop in C over one
+    compiled statement."""
+    quote = connection.ops.quote_name
+    table_columns = f"{quote(RunEvent._meta.db_table)} ({', '.join(quote(name) for name in _EVENT_COLUMNS)})"
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor, cursor.cursor.copy(f"COPY {table_columns} FROM STDIN") as copy:
+            copy.write(_copy_rows(run_pk, events, start))
+        return
+    # ``at`` as the field sends it: the text of the naive time in the connection's zone, as
+    # ``adapt_datetimefield_value`` makes it (here in one step, not five calls).
+    zone = connection.timezone
     rows = []
     for number, event in enumerate(events):
         duration = event.duration
-        at = datetime.fromtimestamp(event.time, tz=zone)
         rows.append((run_pk, start + number, event.kind, event.node_id or "", event.frame_id or "",
                      event.scope_id or "", event.lineage_id or "", event.activation_id or "", event.index,
-                     _json_text(_event_data(event)), str(at.replace(tzinfo=None)) if naive else at,
+                     _json_text(_event_data(event)),
+                     str(datetime.fromtimestamp(event.time, tz=zone).replace(tzinfo=None)),
                      None if duration is None else max(0, round(duration * 1000))))
-    quote = connection.ops.quote_name
-    table_columns = f"{quote(RunEvent._meta.db_table)} ({', '.join(quote(name) for name in _EVENT_COLUMNS)})"
     with connection.cursor() as cursor:
-        if vendor == "postgresql":
-            with cursor.cursor.copy(f"COPY {table_columns} FROM STDIN") as copy:
-                for values in rows:
-                    copy.write_row(values)
-            return
         cursor.executemany(f"INSERT INTO {table_columns} VALUES ({', '.join(['%s'] * len(_EVENT_COLUMNS))})", rows)
+
+
+def _copy_text(value: str | None) -> str:
+    """A text column's value in ``COPY``'s text format: backslash, tab, newline and carriage return escaped."""
+    if value is None or value == "":
+        return ""
+    if "\\" in value or "\t" in value or "\n" in value or "\r" in value:
+        return value.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r")
+    return value
+
+
+def _copy_rows(run_pk: int, events: Sequence[TraceEvent], start: int) -> str:
+    """``events`` as the rows of a ``COPY ... FROM STDIN`` in text format, ``_EVENT_COLUMNS`` in order: ``\\N`` for
+    NULL, the time in ISO 8601 with its zone. JSON text holds no tab or line break (it escapes them), so only its
+    backslashes need escaping."""
+    lines = []
+    for number, event in enumerate(events):
+        index, duration = event.index, event.duration
+        lines.append("\t".join((
+            str(run_pk), str(start + number), _copy_text(event.kind), _copy_text(event.node_id),
+            _copy_text(event.frame_id), _copy_text(event.scope_id), _copy_text(event.lineage_id),
+            _copy_text(event.activation_id), "\\N" if index is None else str(index),
+            _json_text(_event_data(event)).replace("\\", "\\\\"),
+            datetime.fromtimestamp(event.time, tz=UTC).isoformat(),
+            "\\N" if duration is None else str(max(0, round(duration * 1000))))))
+    lines.append("")
+    return "\n".join(lines)
 
 
 def _json_text(value: Any) -> str:
