@@ -17,7 +17,11 @@ PostgreSQL through ``.ci/postgres.sh`` when its server binaries are installed (`
 skips it, ``BENCH_WORKER_ITEMS_SQLITE=0`` skips SQLite). On a loaded machine the wall time follows the load; the
 CPU per item is the steadier figure, so growth is given for both. Nothing is asserted.
 
+The default sizes are 1k and 10k items (about a minute with PostgreSQL); ``BENCH_WORKER_ITEMS_BIG=1`` adds the
+100k row (a few minutes more), which shows the cost per item flat up to 100k.
+
     python -m bench worker_items
+    BENCH_WORKER_ITEMS_BIG=1 python -m bench worker_items                  # 1k, 10k and 100k
     BENCH_WORKER_ITEM_SIZES=1000,10000 python -m bench worker_items
     BENCH_WORKER_ITEMS_CONCURRENCY=4 python -m bench worker_items   # another max_concurrency
 """
@@ -32,7 +36,8 @@ from typing import Any
 from bench import _workloads as w
 from bench.bench_engine import table
 
-SIZES = tuple(int(size) for size in os.environ.get("BENCH_WORKER_ITEM_SIZES", "1000,10000,100000").split(","))
+_DEFAULT_SIZES = "1000,10000,100000" if os.environ.get("BENCH_WORKER_ITEMS_BIG") == "1" else "1000,10000"
+SIZES = tuple(int(size) for size in os.environ.get("BENCH_WORKER_ITEM_SIZES", _DEFAULT_SIZES).split(","))
 CONCURRENCY = int(os.environ.get("BENCH_WORKER_ITEMS_CONCURRENCY", "16"))
 GROWTH_GOAL = 1.5
 #: Items per second through one worker that issue 33 asks for, per database.

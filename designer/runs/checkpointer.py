@@ -32,7 +32,6 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
-from functools import partial
 from typing import Any
 
 import pydantic_core
@@ -136,40 +135,72 @@ _EVENT_COLUMNS = ("run_id", "seq", "kind", "node_id", "frame_id", "scope_id", "l
 def _insert_events(run_pk: int, events: Sequence[TraceEvent], start: int) -> None:
     """The rows ``event_row`` makes, written without ``bulk_create``: a collected foreach stores four events an item,
     and building a model instance per event and compiling its insert was half of a worker's time per item. The
-    values are the ones ``bulk_create`` would send (the same field preparation for ``data`` and ``at``).
+    values read back as the ones ``bulk_create`` would store (``data`` as ``_json_text`` writes it).
 
-    On PostgreSQL one ``COPY``: a multi-row INSERT made the client rewrite a statement of hundreds of
-    placeholders at every save (a third of the worker's time), and ``executemany`` costs the server a statement
-    per row. Elsewhere (SQLite) one ``executemany``, a loop in C over one compiled statement."""
-    encode = _json_text()
-    vendor = connection.vendor
-    adapt_datetime = (lambda value: value) if vendor == "postgresql" else connection.ops.adapt_datetimefield_value
+    On PostgreSQL one ``COPY`` of text made here (``_copy_rows``): a multi-row INSERT made the client rewrite a
+    statement of hundreds of placeholders at every save, ``executemany`` costs the server a statement per row, and
+    ``Copy.write_row`` formatted each row in Python. Elsewhere (SQLite) one ``executemany``, a loop in C over one
+    compiled statement."""
+    quote = connection.ops.quote_name
+    table_columns = f"{quote(RunEvent._meta.db_table)} ({', '.join(quote(name) for name in _EVENT_COLUMNS)})"
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor, cursor.cursor.copy(f"COPY {table_columns} FROM STDIN") as copy:
+            copy.write(_copy_rows(run_pk, events, start))
+        return
+    # ``at`` as the field sends it: the text of the naive time in the connection's zone, as
+    # ``adapt_datetimefield_value`` makes it (here in one step, not five calls).
+    zone = connection.timezone
     rows = []
     for number, event in enumerate(events):
         duration = event.duration
         rows.append((run_pk, start + number, event.kind, event.node_id or "", event.frame_id or "",
                      event.scope_id or "", event.lineage_id or "", event.activation_id or "", event.index,
-                     encode(_event_data(event)),
-                     adapt_datetime(datetime.fromtimestamp(event.time, tz=UTC)),
+                     _json_text(_event_data(event)),
+                     str(datetime.fromtimestamp(event.time, tz=zone).replace(tzinfo=None)),
                      None if duration is None else max(0, round(duration * 1000))))
-    quote = connection.ops.quote_name
-    table_columns = f"{quote(RunEvent._meta.db_table)} ({', '.join(quote(name) for name in _EVENT_COLUMNS)})"
     with connection.cursor() as cursor:
-        if vendor == "postgresql":
-            with cursor.cursor.copy(f"COPY {table_columns} FROM STDIN") as copy:
-                for values in rows:
-                    copy.write_row(values)
-            return
         cursor.executemany(f"INSERT INTO {table_columns} VALUES ({', '.join(['%s'] * len(_EVENT_COLUMNS))})", rows)
 
 
-def _json_text() -> Callable[[Any], str]:
-    """What ``ExactJSONField`` writes for a plain JSON value (a dict of JSON data) on this connection, without the
-    field's layers of preparation: Django's ``json.dumps`` on SQLite, ``ensure_ascii=False`` elsewhere (the field's
-    own text column). ``tests/designer/runs/test_event_rows.py`` holds the rows to what the ORM writes."""
-    if connection.vendor == "sqlite":
-        return json.dumps
-    return partial(json.dumps, ensure_ascii=False)
+def _copy_text(value: str | None) -> str:
+    """A text column's value in ``COPY``'s text format: backslash, tab, newline and carriage return escaped."""
+    if value is None or value == "":
+        return ""
+    if "\\" in value or "\t" in value or "\n" in value or "\r" in value:
+        return value.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r")
+    return value
+
+
+def _copy_rows(run_pk: int, events: Sequence[TraceEvent], start: int) -> str:
+    """``events`` as the rows of a ``COPY ... FROM STDIN`` in text format, ``_EVENT_COLUMNS`` in order: ``\\N`` for
+    NULL, the time in ISO 8601 with its zone. JSON text holds no tab or line break (it escapes them), so only its
+    backslashes need escaping."""
+    lines = []
+    for number, event in enumerate(events):
+        index, duration = event.index, event.duration
+        lines.append("\t".join((
+            str(run_pk), str(start + number), _copy_text(event.kind), _copy_text(event.node_id),
+            _copy_text(event.frame_id), _copy_text(event.scope_id), _copy_text(event.lineage_id),
+            _copy_text(event.activation_id), "\\N" if index is None else str(index),
+            _json_text(_event_data(event)).replace("\\", "\\\\"),
+            datetime.fromtimestamp(event.time, tz=UTC).isoformat(),
+            "\\N" if duration is None else str(max(0, round(duration * 1000))))))
+    lines.append("")
+    return "\n".join(lines)
+
+
+def _json_text(value: Any) -> str:
+    """A plain JSON value (a dict of JSON data) as the JSON text ``ExactJSONField`` stores, without the field's
+    layers of preparation, encoded in C by ``pydantic_core``: ``json.dumps`` was a third of the cost of storing a
+    trace event and most of encoding a checkpoint. The text differs from ``json.dumps``'s only in spacing and in
+    leaving non-ASCII characters unescaped: it reads back as the same value, key order included, with NaN and the
+    infinities written as ``json.dumps`` writes them. A value ``pydantic_core`` refuses (a lone surrogate in a
+    string, an object that is not JSON) goes to ``json.dumps``, which escapes the one and refuses the other as
+    before. ``tests/designer/runs/test_event_rows.py`` holds the rows to what the ORM writes."""
+    try:
+        return pydantic_core.to_json(value, inf_nan_mode="constants").decode()
+    except pydantic_core.PydanticSerializationError:
+        return json.dumps(value)
 
 
 def _keep_checkpoint(run_pk: int, run_state: RunState, data: dict[str, Any], text: str | None = None) -> None:
@@ -177,7 +208,7 @@ def _keep_checkpoint(run_pk: int, run_state: RunState, data: dict[str, Any], tex
     crash replaces the checkpoint it left. Written as SQL (the same statement on SQLite and PostgreSQL) rather than
     ``bulk_create(update_conflicts=...)``, which built and compiled a model instance at every superstep."""
     quote = connection.ops.quote_name
-    state = _json_text()(data) if text is None else text  # ``text``: ``data`` already encoded (the save's)
+    state = _json_text(data) if text is None else text  # ``text``: ``data`` already encoded (the save's)
     table = quote(RunCheckpoint._meta.db_table)
     with connection.cursor() as cursor:
         cursor.execute(
@@ -381,7 +412,7 @@ class OrmCheckpointer:
         pk_known = self._pks.get(run_state.run_id)
         ledger = self._ledgers.get(pk_known) if pk_known is not None else None
         delta = run_state.checkpoint_delta(ledger or PartLedger())
-        encode = _json_text()
+        encode = _json_text
         state_text = encode(delta.data)  # once: the run's row and the kept checkpoint hold the same text
         progress_text = encode(progress_of(run_state))
         # Summed in the database, in the transaction that stores these events: a superstep rolled back by a

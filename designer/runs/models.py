@@ -195,9 +195,16 @@ class RunScoped(TeamScoped):
 
 
 class RunEvent(RunScoped):
-    """One trace event. For inspection only: runs resume from ``Run.run_state``, never from here."""
+    """One trace event. For inspection only: runs resume from ``Run.run_state``, never from here.
 
-    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="events")
+    ``run`` has neither a foreign key constraint nor an index of its own (issue 33): a collected foreach writes four
+    events an item, and the database checked each row's run (on PostgreSQL a trigger and a locking query per row,
+    a third of the server's work per event) and kept an index that ``(run, seq)``'s unique one already serves. The
+    only writer, ``checkpointer.append_events``, runs in a transaction that has just updated (and so locked) the
+    run's row, so the run exists; deleting a run deletes its events through the ORM's cascade as before."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="events", db_constraint=False,
+                            db_index=False)
     seq = models.PositiveIntegerField()
     kind = models.CharField(max_length=40)
     node_id = models.CharField(max_length=200, blank=True, default="")

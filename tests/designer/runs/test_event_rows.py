@@ -36,6 +36,11 @@ def _events(run_id: str) -> list[TraceEvent]:
                    attempt=2, duration=0.0004, summary={"text": 'é "q" \x00 ✓', "list": [1, 2.5, None, True]}),
         TraceEvent(seq=2, kind="item_completed", run_id=run_id, step=3, time=1_700_000_002.0, node_id="each",
                    activation_id="act_1", index=0, duration=12.3456),
+        # What COPY's text format escapes (backslash, tab, line breaks), in a column of its own and in JSON; a time
+        # on a whole second.
+        TraceEvent(seq=3, kind="node_failed", run_id=run_id, step=4, time=1_700_000_003.0, scope_id="root",
+                   node_id="odd\\id\twith\nbreaks\r", frame_id="\\N", label="a\\b",
+                   summary={"path": "C:\\dir\\\\x", "lines": "one\ntwo\tthree\r"}),
     ]
 
 
@@ -46,10 +51,10 @@ def _stored(run: Run) -> list[dict[str, Any]]:
 def test_appended_rows_are_the_rows_the_orm_stores() -> None:
     raw, orm = _run("Raw"), _run("Orm")
     with transaction.atomic():
-        assert append_events(raw.pk, _events(raw.runtime_id), first=5) == 8
+        assert append_events(raw.pk, _events(raw.runtime_id), first=5) == 9
     RunEvent.objects.bulk_create([event_row(orm.pk, event, 5 + n) for n, event in enumerate(_events(orm.runtime_id))])
     assert _stored(raw) == _stored(orm)
-    assert [row["seq"] for row in _stored(raw)] == [5, 6, 7]
+    assert [row["seq"] for row in _stored(raw)] == [5, 6, 7, 8]
     back = [trace_event(raw.runtime_id, row) for row in RunEvent.objects.filter(run=raw).order_by("seq")]
     assert [event.to_dict() | {"seq": 0} for event in back] == [
         event.to_dict() | {"seq": 0} for event in _events(raw.runtime_id)]
@@ -60,8 +65,8 @@ def test_events_are_numbered_on_from_the_stored_trace() -> None:
     with transaction.atomic():
         append_events(run.pk, _events(run.runtime_id)[:2])
         # Another writer's events that reuse numbers already stored go after them.
-        assert append_events(run.pk, _events(run.runtime_id)) == 5
-    assert [row["seq"] for row in _stored(run)] == [0, 1, 2, 3, 4]
+        assert append_events(run.pk, _events(run.runtime_id)) == 6
+    assert [row["seq"] for row in _stored(run)] == [0, 1, 2, 3, 4, 5]
 
 
 def test_more_events_than_one_insert_takes_are_all_stored_in_order() -> None:
