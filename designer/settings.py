@@ -161,7 +161,9 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # WAL lets the web server read while the worker writes; IMMEDIATE takes the
     # write lock at BEGIN so two writers queue on the busy timeout instead of
-    # failing with "database is locked" when a read transaction upgrades.
+    # failing with "database is locked" when a read transaction upgrades. The backend makes writers queue for
+    # their turn on a file lock rather than in SQLite's busy handler's sleeps (designer/core/sqlite/base.py).
+    DATABASES["default"]["ENGINE"] = "designer.core.sqlite"
     DATABASES["default"]["OPTIONS"] = {
         "transaction_mode": "IMMEDIATE",
         "timeout": 20,
