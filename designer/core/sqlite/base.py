@@ -124,7 +124,8 @@ class DatabaseWrapper(base.DatabaseWrapper):
         turn = self._turn()
         if turn is None or self._turn_held is not None:
             return
-        turn.take(float(self.settings_dict.get("OPTIONS", {}).get("timeout", 5)))
+        with self.wrap_database_errors:  # "database is locked" as Django's OperationalError, as SQLite's would be
+            turn.take(float(self.settings_dict.get("OPTIONS", {}).get("timeout", 5)))
         self._turn_held = turn
 
     def _give_turn(self) -> None:
