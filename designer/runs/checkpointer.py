@@ -133,14 +133,20 @@ _EVENT_COLUMNS = ("run_id", "seq", "kind", "node_id", "frame_id", "scope_id", "l
                   "data", "at", "duration_ms")
 
 
+#: Events a save writes with ``COPY`` on PostgreSQL when there are more of them; fewer go in one INSERT.
+COPY_ABOVE = 8
+
+
 def _insert_events(run_pk: int, events: Sequence[TraceEvent], start: int) -> None:
     """The rows ``event_row`` makes, written without ``bulk_create``: a collected foreach stores four events an item,
     and building a model instance per event and compiling its insert was half of a worker's time per item. The
     values are the ones ``bulk_create`` would send (the same field preparation for ``data`` and ``at``).
 
-    On PostgreSQL one ``COPY``: a multi-row INSERT made the client rewrite a statement of hundreds of
-    placeholders at every save (a third of the worker's time), and ``executemany`` costs the server a statement
-    per row. Elsewhere (SQLite) one ``executemany``, a loop in C over one compiled statement."""
+    On PostgreSQL one ``COPY`` for many rows: a multi-row INSERT made the client rewrite a statement of hundreds
+    of placeholders at every save (a third of the worker's time), and ``executemany`` costs the server a
+    statement per row. A few rows (a one-step run's save, a resume's) go in one multi-row INSERT: one round trip
+    where ``COPY`` takes two (its start, then the rows), which was most of what a resume cost there beyond
+    SQLite (issue 33). Elsewhere (SQLite) one ``executemany``, a loop in C over one compiled statement."""
     encode = _json_text()
     vendor = connection.vendor
     adapt_datetime = (lambda value: value) if vendor == "postgresql" else connection.ops.adapt_datetimefield_value
@@ -155,10 +161,15 @@ def _insert_events(run_pk: int, events: Sequence[TraceEvent], start: int) -> Non
     quote = connection.ops.quote_name
     table_columns = f"{quote(RunEvent._meta.db_table)} ({', '.join(quote(name) for name in _EVENT_COLUMNS)})"
     with connection.cursor() as cursor:
-        if vendor == "postgresql":
+        if vendor == "postgresql" and len(rows) > COPY_ABOVE:
             with cursor.cursor.copy(f"COPY {table_columns} FROM STDIN") as copy:
                 for values in rows:
                     copy.write_row(values)
+            return
+        if vendor == "postgresql":
+            row = f"({', '.join(['%s'] * len(_EVENT_COLUMNS))})"
+            cursor.execute(f"INSERT INTO {table_columns} VALUES {', '.join([row] * len(rows))}",
+                           [value for values in rows for value in values])
             return
         cursor.executemany(f"INSERT INTO {table_columns} VALUES ({', '.join(['%s'] * len(_EVENT_COLUMNS))})", rows)
 
