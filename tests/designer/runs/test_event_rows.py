@@ -1,4 +1,5 @@
-"""``append_events`` writes trace events with one COPY (PostgreSQL) or ``executemany`` (SQLite) instead of
+"""``append_events`` writes trace events with one multi-row INSERT, or COPY for many (PostgreSQL), or ``executemany``
+(SQLite) instead of
 ``bulk_create``: the rows it stores are the ones the ORM stores for ``event_row``, column for column, and read back
 as the same events."""
 
@@ -10,7 +11,7 @@ import pytest
 from django.db import transaction
 
 from designer.models import Run, RunCheckpoint, RunEvent, Team, Workflow
-from designer.runs.checkpointer import _keep_checkpoint, append_events, event_row, trace_event
+from designer.runs.checkpointer import COPY_ABOVE, _keep_checkpoint, append_events, event_row, trace_event
 from runtime.state import TraceEvent
 from runtime.testing.checkpointer_conformance import sample_run_state
 
@@ -43,16 +44,19 @@ def _stored(run: Run) -> list[dict[str, Any]]:
     return list(RunEvent.objects.filter(run=run).order_by("seq").values(*COLUMNS))
 
 
-def test_appended_rows_are_the_rows_the_orm_stores() -> None:
+@pytest.mark.parametrize("copies", [1, COPY_ABOVE])  # one INSERT; COPY on PostgreSQL
+def test_appended_rows_are_the_rows_the_orm_stores(copies: int) -> None:
     raw, orm = _run("Raw"), _run("Orm")
+    count = 3 * copies
     with transaction.atomic():
-        assert append_events(raw.pk, _events(raw.runtime_id), first=5) == 8
-    RunEvent.objects.bulk_create([event_row(orm.pk, event, 5 + n) for n, event in enumerate(_events(orm.runtime_id))])
+        assert append_events(raw.pk, _events(raw.runtime_id) * copies, first=5) == 5 + count
+    RunEvent.objects.bulk_create([event_row(orm.pk, event, 5 + n)
+                                  for n, event in enumerate(_events(orm.runtime_id) * copies)])
     assert _stored(raw) == _stored(orm)
-    assert [row["seq"] for row in _stored(raw)] == [5, 6, 7]
+    assert [row["seq"] for row in _stored(raw)] == list(range(5, 5 + count))
     back = [trace_event(raw.runtime_id, row) for row in RunEvent.objects.filter(run=raw).order_by("seq")]
     assert [event.to_dict() | {"seq": 0} for event in back] == [
-        event.to_dict() | {"seq": 0} for event in _events(raw.runtime_id)]
+        event.to_dict() | {"seq": 0} for event in _events(raw.runtime_id) * copies]
 
 
 def test_events_are_numbered_on_from_the_stored_trace() -> None:
