@@ -4,6 +4,9 @@ An idle ``run_worker`` is woken by the enqueue (NOTIFY on PostgreSQL, a wake fil
 ``designer.runs.wakeup``) and runs ``TRELLIS_WORKER_SLOTS`` at once; the peer is the queue's plain ``db_worker``,
 which looks at the queue once a second when idle and runs one task at a time. Both with the default poll
 interval of one second. Each setup is measured twice, the worker idle before each burst. Nothing is asserted.
+Beside the spread from creation to end: creation to claim (the run's ``started_at``) and claim to end, how long
+the bench took to create a burst (the API's side, on the same two cores), and the worker's CPU a run (it and its
+step processes).
 
     python -m bench small_runs
 """
