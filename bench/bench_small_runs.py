@@ -4,6 +4,9 @@ An idle ``run_worker`` is woken by the enqueue (NOTIFY on PostgreSQL, a wake fil
 ``designer.runs.wakeup``) and runs ``TRELLIS_WORKER_SLOTS`` at once; the peer is the queue's plain ``db_worker``,
 which looks at the queue once a second when idle and runs one task at a time. Both with the default poll
 interval of one second. Each setup is measured twice, the worker idle before each burst. Nothing is asserted.
+Beside the spread from creation to end: creation to claim (the run's ``started_at``) and claim to end, how long
+the bench took to create a burst (the API's side, on the same two cores), and the worker's CPU a run (it and its
+step processes).
 
     python -m bench small_runs
 """
@@ -58,23 +61,38 @@ def _leg() -> None:
                         raise RuntimeError(Path(log.name).read_text()[-3000:])
                     time.sleep(0.1)
                 took: list[float] = []
+                waited: list[float] = []
+                ran: list[float] = []
+                creating: list[float] = []
+                cpu = 0.0
                 for _ in range(BURSTS):
                     time.sleep(2)  # idle: the worker waits for work (or for its next poll)
+                    cpu_before = w.tree_cpu(worker.pid)
+                    began = time.perf_counter()
                     pks = [run_services.start_run(actor=user, workflow=workflow).pk for _ in range(RUNS)]
+                    creating.append(time.perf_counter() - began)
                     while Run.objects.filter(pk__in=pks, status__in=w.TERMINAL).count() < len(pks):
                         time.sleep(0.02)
-                    for created, finished, status in Run.objects.filter(pk__in=pks).values_list(
-                            "created_at", "finished_at", "status"):
+                    cpu += w.tree_cpu(worker.pid) - cpu_before
+                    for created, started, finished, status in Run.objects.filter(pk__in=pks).values_list(
+                            "created_at", "started_at", "finished_at", "status"):
                         if status != "completed":
                             raise RuntimeError(f"a benchmark run ended {status}")
                         took.append((finished - created).total_seconds())
+                        waited.append((started - created).total_seconds())
+                        ran.append((finished - started).total_seconds())
             finally:
                 worker.terminate()
                 worker.wait()
-        took.sort()
-        rows.append({"vendor": connection.vendor, "command": command, "runs": len(took),
-                     "median": statistics.median(took), "p95": took[round(0.95 * len(took)) - 1], "max": took[-1]})
+        rows.append({"vendor": connection.vendor, "command": command, "runs": len(took), **_spread(took),
+                     "claim_p95": _spread(waited)["p95"], "run_p95": _spread(ran)["p95"],
+                     "create_s": max(creating), "cpu_ms": 1000 * cpu / len(took)})
     w.print_rows(rows)
+
+
+def _spread(values: list[float]) -> dict[str, float]:
+    ordered = sorted(values)
+    return {"median": statistics.median(ordered), "p95": ordered[round(0.95 * len(ordered)) - 1], "max": ordered[-1]}
 
 
 def main() -> int:
@@ -84,10 +102,12 @@ def main() -> int:
         rows += w.run_postgres_leg("bench.bench_small_runs", env)
     peer = {row["vendor"]: row["p95"] for row in rows if row["command"] == "db_worker"}
     cells = [[row["vendor"], row["command"], str(row["runs"]), f"{row['median']:.3f}", f"{row['p95']:.3f}",
-              f"{row['max']:.3f}", f"{peer[row['vendor']] / row['p95']:.1f}x"] for row in rows]
+              f"{row['max']:.3f}", f"{row['claim_p95']:.3f}", f"{row['run_p95']:.3f}", f"{row['create_s']:.2f}",
+              f"{row['cpu_ms']:.1f}", f"{peer[row['vendor']] / row['p95']:.1f}x"] for row in rows]
     table(f"{RUNS} one-step runs started at once on one worker, creation to end (s), {BURSTS} bursts; "
           f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}",
-          ["database", "worker", "runs", "p50 s", "p95 s", "max s", "db_worker p95 / this"], cells,
+          ["database", "worker", "runs", "p50 s", "p95 s", "max s", "to claim p95", "claim to end p95",
+           f"creating {RUNS} s", "worker CPU ms/run", "db_worker p95 / this"], cells,
           "run_worker is woken by the enqueue and runs its slots at once; db_worker polls once a second and runs "
           "one task at a time")
     return 0

@@ -21,7 +21,7 @@ from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 from django_tasks_db.models import DBTaskResult, get_date_max
-from prometheus_client import CollectorRegistry, Counter, Histogram, ProcessCollector, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector, generate_latest
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from prometheus_client.registry import Collector
@@ -117,6 +117,12 @@ EXECUTIONS_STARTED = Counter("trellis_run_executions_started", "Run executions t
 EXECUTIONS_FINISHED = Counter("trellis_run_executions_finished", "Run executions this worker ended, by team and "
                               "the status they left the run in (completed, failed, cancelled, waiting, "
                               "interrupted, skipped, lease-lost).", ["team", "status"], registry=WORKER_REGISTRY)
+
+SLOTS_WAITING = Gauge("trellis_worker_slots_waiting", "Slots of this worker waiting for work (idle).",
+                      registry=WORKER_REGISTRY)
+WAKEUPS = Counter("trellis_worker_wakeups", "Ends of an idle slot's wait, by cause: announced (work was queued: "
+                  "NOTIFY on PostgreSQL, the wake file on SQLite) or poll (its poll interval ran out).",
+                  ["cause"], registry=WORKER_REGISTRY)
 
 
 def team_label(team_id: int, *, slug: str | None = None) -> str:

@@ -29,6 +29,7 @@ from django_tasks_db.utils import is_locked_database_exception
 
 from designer.core.periodic import PeriodicThread
 from designer.models import RecoveryChain
+from designer.monitoring import metrics
 from designer.runs import chain, fairness, signals, wakeup
 from designer.runs.recovery import requeue_stale_runs
 
@@ -120,9 +121,18 @@ class FairWorker(Worker):
                     return
                 close_old_connections()
                 if self.running and claimed is None:
-                    self._waiter.wait(self.interval)
+                    self._idle()
         finally:
             connection.close()
+
+    def _idle(self) -> None:
+        """Wait for announced work or the poll interval, and count which ended the wait (the worker's metrics)."""
+        metrics.SLOTS_WAITING.inc()
+        try:
+            woken = self._waiter.wait(self.interval)
+        finally:
+            metrics.SLOTS_WAITING.dec()
+        metrics.WAKEUPS.labels("announced" if woken else "poll").inc()
 
     def run(self) -> None:
         worker_logger.info("Starting worker worker_id=%s slots=%d queues=%s", self.worker_id, self.slots,

@@ -8,6 +8,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+import urllib.request
 from collections import Counter
 from datetime import timedelta
 from pathlib import Path
@@ -27,6 +28,7 @@ from designer.runs.fairness import Load, Policy, Queued, choose
 from designer.workflows import services as workflow_services
 from runtime import WorkflowBuilder
 from tests.conftest import REPO_ROOT
+from tests.designer.monitoring.test_metrics import free_port, samples
 from tests.designer.runs_support import stop_worker, wait_for
 
 
@@ -253,24 +255,38 @@ def test_the_worker_recovers_runs_on_a_thread_of_its_own(queue: dict[str, Any], 
     assert QueuedTask.objects.filter(task_id=again.task_result_id, team=queue["b"]).exists()
 
 
+def worker_metrics(port: int) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    """The worker's own metrics, empty while its server is not up yet."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=30) as answer:
+            return samples(answer.read().decode())
+    except OSError:
+        return {}
+
+
 @pytestmark_db
 def test_an_idle_worker_is_woken_by_new_work_not_by_its_poll(make_user: Any, worker_env: dict[str, str]) -> None:
     """With a poll interval of ten minutes, only the announcement of the enqueue (NOTIFY on PostgreSQL, the wake
-    file beside an SQLite database) can get the runs taken while the test waits."""
+    file beside an SQLite database) can get the runs taken while the test waits; the worker's own metrics say
+    which ended its slots' waits."""
     owner = make_user("wendy")
     team = team_services.create_team(actor=owner, name="Woken")
     workflow = workflow_services.create_workflow(actor=owner, team=team, name="One", document=one_step())
+    port = free_port()
     process = subprocess.Popen(
         [sys.executable, "manage.py", "run_worker", "--interval", "600", "--no-startup-delay", "--no-reload"],
-        cwd=REPO_ROOT, env=worker_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        cwd=REPO_ROOT, env={**worker_env, "TRELLIS_WORKER_METRICS_PORT": str(port)},
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
-        # Idle first: it has run the recovery sweep it queued at start-up, and both slots have gone back to
-        # waiting (a claim takes milliseconds) before any run exists.
-        wait_for(lambda: DBTaskResult.objects.filter(status="SUCCESSFUL").exists(), message="the worker's first sweep",
-                 worker=process)
-        time.sleep(1)
+        # Idle first: both slots wait (after the recovery sweep it queued at start-up) before any run exists.
+        wait_for(lambda: worker_metrics(port).get(("trellis_worker_slots_waiting", ())) == 2,
+                 message="both slots idle", worker=process)
+        before = worker_metrics(port).get(("trellis_worker_wakeups_total", (("cause", "announced"),)), 0)
         runs = [run_services.start_run(actor=owner, workflow=workflow) for _ in range(3)]
         wait_for(lambda: Run.objects.filter(pk__in=[run.pk for run in runs], status="completed").count() == 3,
                  timeout=120, message="the runs to complete", worker=process)
+        found = worker_metrics(port)
     finally:
         stop_worker(process)
+    assert found[("trellis_worker_wakeups_total", (("cause", "announced"),))] > before
+    assert ("trellis_worker_wakeups_total", (("cause", "poll"),)) not in found
