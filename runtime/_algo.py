@@ -72,7 +72,7 @@ from runtime._state import (
     trusted,
 )
 from runtime._steps import capped
-from runtime._trace import KEPT_AS_IS, TraceEvent, summarize
+from runtime._trace import KEPT_AS_IS, TraceEvent, new_event, summarize
 
 _COLLECTIONS = {"frame": "frames", "lineage": "lineages", "act": "activations", "scope": "scopes", "int": "interrupts"}
 
@@ -156,8 +156,8 @@ class Recorder:
         else:
             # Run-level events belong to the run's root scope.
             scope_id, frame_id, lineage_id = ROOT_SCOPE_ID, None, None
-        event = TraceEvent(self.seq, kind, rs.run_id, rs.step, self.clock(), scope_id, frame_id, lineage_id, node_id,
-                           activation_id, index, label, attempt, duration, summary)
+        event = new_event(self.seq, kind, rs.run_id, rs.step, self.clock(), scope_id, frame_id, lineage_id, node_id,
+                          activation_id, index, label, attempt, duration, summary)
         self.seq += 1
         self.step.append(event)
         if self.sink is not None:
