@@ -32,7 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from runtime import _parts
 from runtime._bindings import set_in
-from runtime._context import RESERVED_CONTEXT_FIELDS, ForeachContext, RuntimeContext
+from runtime._context import RESERVED_CONTEXT_FIELDS, ForeachContext, RuntimeContext, foreach_context
 from runtime._document import VersionOne, WorkflowRef
 from runtime._errors import CorruptRunStateError
 from runtime._integrity import check_run_state
@@ -789,15 +789,8 @@ def foreach_entries(run_state: RunState, frame_id: str, *,
         entry = None
         if meta is not None:
             entry = (
-                ForeachContext(
-                    node_id=meta.node_id,
-                    activation_id=meta.activation_id,
-                    frame_id=current.frame_id,
-                    scope_id=current.scope_id,
-                    lineage_id=current.lineage_id,
-                    index=meta.index,
-                    item=meta.item,
-                ),
+                foreach_context(meta.node_id, meta.activation_id, current.frame_id, current.scope_id,
+                                current.lineage_id, meta.index, meta.item),
                 meta.alias,
             )
         walked.append((current, entry))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
 import json
 import re
 from typing import Any
@@ -10,6 +12,7 @@ import pytest
 
 from runtime import Engine, RunState
 from runtime._algo import _context_summary
+from runtime._context import ForeachContext, foreach_context
 from runtime._trace import summarize
 from runtime.engine import EngineOptions
 from runtime.errors import CorruptRunStateError
@@ -242,3 +245,14 @@ def test_the_flat_foreach_context_summary_equals_the_general_one() -> None:
         assert got["foreach"]["each"] is not entry and got["foreach"]["each"]["item"] == summarize(item)
         if isinstance(item, dict):
             assert got["loop_item"] is got["foreach"]["each"]["item"]  # summarized once, as the general path does
+
+
+def test_the_engine_s_foreach_context_factory_builds_exactly_what_the_constructor_builds() -> None:
+    values = {f.name: f"value-{position}" for position, f in enumerate(dataclasses.fields(ForeachContext))}
+    built = foreach_context(*values.values())  # type: ignore[arg-type]
+    assert type(built) is ForeachContext and built == ForeachContext(**values)  # type: ignore[arg-type]
+    assert [getattr(built, name) for name in values] == list(values.values())
+    assert list(inspect.signature(foreach_context).parameters) == list(values)
+    assert hash(built) == hash(ForeachContext(**values))  # type: ignore[arg-type]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        built.index = 1  # type: ignore[misc]
