@@ -68,6 +68,7 @@ from runtime._state import (
     Wakeup,
     foreach_item_metadata,
     frame_of,
+    new_item_metadata,
     runtime_context,
     trusted,
 )
@@ -594,7 +595,7 @@ class Scheduler:
                                       "index": index, "item": item, "alias": activation.alias}},
             )
             # The engine just wrote this metadata itself: remember it rather than re-checking it.
-            self._metadata[frame.frame_id] = (frame, ForeachItemMetadata(
+            self._metadata[frame.frame_id] = (frame, new_item_metadata(
                 activation.node_id, activation.activation_id, index, item, activation.alias))
             activation.__dict__["next_index"] += 1  # field storage: see prepare_step's steps counter
             activation.running.append(frame.frame_id)

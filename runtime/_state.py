@@ -697,6 +697,27 @@ class ForeachItemMetadata:
     alias: str | None
 
 
+class _ItemMetadataTwin:
+    """``ForeachItemMetadata``'s layout twin (same slots, same order): see ``new_item_metadata``."""
+
+    __slots__ = ForeachItemMetadata.__slots__
+
+
+def new_item_metadata(node_id: str, activation_id: str, index: int, item: object, alias: str | None
+                  ) -> ForeachItemMetadata:
+    """``ForeachItemMetadata(...)`` by plain slot stores on a layout twin, then ``__class__`` assignment (as
+    ``runtime._context.foreach_context``): the engine makes one per foreach item it admits."""
+    built: Any = _ItemMetadataTwin()
+    built.node_id = node_id
+    built.activation_id = activation_id
+    built.index = index
+    built.item = item
+    built.alias = alias
+    built.__class__ = ForeachItemMetadata
+    metadata: ForeachItemMetadata = built
+    return metadata
+
+
 _ITEM_KEYS = frozenset({"node_id", "activation_id", "index", "item", "alias"})
 
 
