@@ -68,11 +68,12 @@ from runtime._state import (
     Wakeup,
     foreach_item_metadata,
     frame_of,
+    new_item_metadata,
     runtime_context,
     trusted,
 )
 from runtime._steps import capped
-from runtime._trace import KEPT_AS_IS, TraceEvent, summarize
+from runtime._trace import KEPT_AS_IS, TraceEvent, new_event, summarize
 
 _COLLECTIONS = {"frame": "frames", "lineage": "lineages", "act": "activations", "scope": "scopes", "int": "interrupts"}
 
@@ -156,8 +157,8 @@ class Recorder:
         else:
             # Run-level events belong to the run's root scope.
             scope_id, frame_id, lineage_id = ROOT_SCOPE_ID, None, None
-        event = TraceEvent(self.seq, kind, rs.run_id, rs.step, self.clock(), scope_id, frame_id, lineage_id, node_id,
-                           activation_id, index, label, attempt, duration, summary)
+        event = new_event(self.seq, kind, rs.run_id, rs.step, self.clock(), scope_id, frame_id, lineage_id, node_id,
+                          activation_id, index, label, attempt, duration, summary)
         self.seq += 1
         self.step.append(event)
         if self.sink is not None:
@@ -594,7 +595,7 @@ class Scheduler:
                                       "index": index, "item": item, "alias": activation.alias}},
             )
             # The engine just wrote this metadata itself: remember it rather than re-checking it.
-            self._metadata[frame.frame_id] = (frame, ForeachItemMetadata(
+            self._metadata[frame.frame_id] = (frame, new_item_metadata(
                 activation.node_id, activation.activation_id, index, item, activation.alias))
             activation.__dict__["next_index"] += 1  # field storage: see prepare_step's steps counter
             activation.running.append(frame.frame_id)
@@ -1100,6 +1101,18 @@ class PrepareRules:
 
 def _context_summary(mapping: Mapping[str, Any]) -> dict[str, Any]:
     """The context mapping with each item bounded like any payload, identities kept whole."""
+    foreach = mapping["foreach"]
+    if len(foreach) == 1 and len(mapping) == 3 and "loop_item" in mapping and "loop_index" in mapping:
+        # One loop and no alias: the context of every item of a flat foreach, built per item step, so without
+        # the general case's closure and identity table. The item is summarized once and shared with
+        # ``loop_item`` when they are the same object, exactly as the general case does.
+        [(key, entry)] = foreach.items()
+        raw = entry["item"]
+        item = raw if type(raw) in KEPT_AS_IS else summarize(raw)
+        loop_item = mapping["loop_item"]
+        return {"foreach": {key: {**entry, "item": item}},
+                "loop_item": item if loop_item is raw or type(loop_item) in KEPT_AS_IS else summarize(loop_item),
+                "loop_index": mapping["loop_index"]}
     # ``loop_item`` and each alias are the same objects as items of ``foreach``: each is summarized once
     # (by identity: every one of them lives as long as ``mapping``).
     done: dict[int, Any] = {}
@@ -1112,9 +1125,7 @@ def _context_summary(mapping: Mapping[str, Any]) -> dict[str, Any]:
             found = done[id(value)] = summarize(value)
         return found
 
-    summary: dict[str, Any] = {
-        "foreach": {key: {**entry, "item": bounded(entry["item"])} for key, entry in mapping["foreach"].items()}
-    }
+    summary = {"foreach": {key: {**entry, "item": bounded(entry["item"])} for key, entry in foreach.items()}}
     for key, value in mapping.items():
         if key != "foreach":
             summary[key] = bounded(value)
@@ -1170,7 +1181,10 @@ def prepare_step(run_state: RunState, scheduler: Scheduler, plan_for: Callable[[
             work.error = exc
         if work.call is not None and recording:
             # What the task is called with, as its bindings built it (bounded like every trace payload).
-            summary = {**(summary or {}), "input": summarize(work.payload)}
+            if summary is None:
+                summary = {"input": summarize(work.payload)}
+            else:  # this step's own dict: adding to it is the copy the spread made, without the copy
+                summary["input"] = summarize(work.payload)
         emit("node_started", frame, summary=summary)
         works.append(work)
     return works

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
 import json
 import re
 from typing import Any
@@ -9,6 +11,9 @@ from typing import Any
 import pytest
 
 from runtime import Engine, RunState
+from runtime._algo import _context_summary
+from runtime._context import ForeachContext, foreach_context
+from runtime._trace import summarize
 from runtime.engine import EngineOptions
 from runtime.errors import CorruptRunStateError
 from runtime.inspect import frame_context
@@ -221,3 +226,33 @@ def test_recorded_context_bounds_items_but_keeps_their_structure() -> None:
     assert foreach["customers"]["item"] == CUSTOMERS[0]
     assert foreach["orders"]["item"] == 1
     assert started.summary["context"]["customer"] == CUSTOMERS[0]
+
+
+def test_the_flat_foreach_context_summary_equals_the_general_one() -> None:
+    """``_context_summary`` takes a short path for one loop without alias; it must give what the general path
+    gives (bounded items, the item's summary shared with ``loop_item``, identities whole, keys in order)."""
+    long_item = {"text": "x" * 500, "rows": list(range(20))}
+    for item in (7, "short", long_item, None):
+        entry = {"node_id": "each", "activation_id": "act_1", "frame_id": "frame_1", "scope_id": "root",
+                 "lineage_id": "lineage_1", "index": 3, "item": item}
+        flat = {"foreach": {"each": entry}, "loop_item": item, "loop_index": 3}
+        # The same mapping with one more key (an alias) goes the general way; dropping the key again from its
+        # summary leaves what the flat mapping's summary must be.
+        general = _context_summary({**flat, "alias": item})
+        del general["alias"]
+        got = _context_summary(flat)
+        assert got == general and list(got) == list(general) == ["foreach", "loop_item", "loop_index"]
+        assert got["foreach"]["each"] is not entry and got["foreach"]["each"]["item"] == summarize(item)
+        if isinstance(item, dict):
+            assert got["loop_item"] is got["foreach"]["each"]["item"]  # summarized once, as the general path does
+
+
+def test_the_engine_s_foreach_context_factory_builds_exactly_what_the_constructor_builds() -> None:
+    values = {f.name: f"value-{position}" for position, f in enumerate(dataclasses.fields(ForeachContext))}
+    built = foreach_context(*values.values())  # type: ignore[arg-type]
+    assert type(built) is ForeachContext and built == ForeachContext(**values)  # type: ignore[arg-type]
+    assert [getattr(built, name) for name in values] == list(values.values())
+    assert list(inspect.signature(foreach_context).parameters) == list(values)
+    assert hash(built) == hash(ForeachContext(**values))  # type: ignore[arg-type]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        built.index = 1  # type: ignore[misc]

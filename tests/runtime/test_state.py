@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
 import json
 import re
 from typing import Any
@@ -13,7 +15,7 @@ from hypothesis import strategies as st
 from runtime import RunState
 from runtime._algo import mint
 from runtime._bindings import MISSING, ScopeReader, build_payload, get_in, set_in
-from runtime._state import foreach_item_metadata, new_run_state, runtime_context
+from runtime._state import ForeachItemMetadata, foreach_item_metadata, new_item_metadata, new_run_state, runtime_context
 from runtime._trace import summarize
 from runtime.document import InputBinding, WorkflowRef
 from runtime.errors import CorruptRunStateError
@@ -237,3 +239,13 @@ def test_a_started_runs_state_is_what_validation_would_make() -> None:
     assert built == validated and built.model_fields_set == validated.model_fields_set
     assert built.to_json() == validated.to_json()
     assert built.frames is not new_run_state("run_2", ref).frames  # nothing shared between runs
+
+
+def test_the_engine_s_item_metadata_factory_builds_exactly_what_the_constructor_builds() -> None:
+    values = {f.name: f"value-{position}" for position, f in enumerate(dataclasses.fields(ForeachItemMetadata))}
+    built = new_item_metadata(*values.values())  # type: ignore[arg-type]
+    assert type(built) is ForeachItemMetadata and built == ForeachItemMetadata(**values)  # type: ignore[arg-type]
+    assert [getattr(built, name) for name in values] == list(values.values())
+    assert list(inspect.signature(new_item_metadata).parameters) == list(values)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        built.index = 1  # type: ignore[misc]
