@@ -28,8 +28,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from django.db import connections
 from django.db.models import Count, Max, Min
 from django.utils import timezone
+from django.utils.dateparse import parse_datetime
 from django_tasks_db.models import DBTaskResult, DBTaskResultQuerySet
 from django_tasks_db.utils import exclusive_transaction
 
@@ -139,12 +141,60 @@ def _running() -> tuple[dict[int, int], dict[int, int]]:
     return dict(teams), dict(workflows)
 
 
-def _store(rows: Sequence[FairShare]) -> None:
+def _moment(value: datetime | str | None) -> datetime | None:
+    """A ``last_picked`` as a raw cursor returns it: aware (PostgreSQL), or naive UTC, as a datetime or text
+    (SQLite, by the column's declared type)."""
+    if value is None:
+        return None
+    parsed = value if isinstance(value, datetime) else parse_datetime(value)
+    if parsed is None:
+        raise ValueError(f"FairShare.last_picked: not a datetime: {value!r}")
+    return parsed if timezone.is_aware(parsed) else parsed.replace(tzinfo=UTC)
+
+
+def _policies_and_shares(teams: Sequence[int], *, using: str
+                         ) -> tuple[dict[int, Policy], dict[tuple[int, int], FairShare]]:
+    """The queued ``teams``' policies and their share rows with the floor row, in one statement. Written as SQL:
+    the two ORM reads it replaces cost about a quarter of a pick's CPU in query compilation (issue 33)."""
+    connection = connections[using]
+    team_table = connection.ops.quote_name(Team._meta.db_table)
+    share_table = connection.ops.quote_name(FairShare._meta.db_table)
+    marks = ", ".join(["%s"] * len(teams))
+    sql = (f"SELECT t.id, t.queue_weight, t.max_running, t.workflow_max_running, s.workflow_id, s.served, "
+           f"s.last_picked FROM {team_table} t LEFT JOIN {share_table} s ON s.team_id = t.id "
+           f"WHERE t.id IN ({marks}) "
+           f"UNION ALL SELECT 0, NULL, NULL, NULL, workflow_id, served, last_picked FROM {share_table} "
+           f"WHERE team_id = %s AND workflow_id = %s")
+    policies: dict[int, Policy] = {}
+    shares: dict[tuple[int, int], FairShare] = {}
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*teams, *FLOOR_ROW])
+        for team, weight, max_running, workflow_max_running, workflow, served, last_picked in cursor.fetchall():
+            if team:
+                policies[team] = limits_of({"queue_weight": weight, "max_running": max_running,
+                                            "workflow_max_running": workflow_max_running})
+            if workflow is not None:
+                shares[(team, workflow)] = FairShare(team_id=team, workflow_id=workflow, served=served,
+                                                     last_picked=_moment(last_picked))
+    return policies, shares
+
+
+def _store(rows: Sequence[FairShare], *, using: str) -> None:
     """Write the share rows of one pick in one statement, creating those that do not exist yet (an upsert on
     ``(team, workflow)``: two workers creating a row at once leave one). Each row carries both fields, the one
-    it does not move as it was read, so a pick costs one write rather than one per row (issue 33)."""
-    FairShare.objects.bulk_create(rows, update_conflicts=True, unique_fields=["team_id", "workflow_id"],
-                                  update_fields=["served", "last_picked"])
+    it does not move as it was read, so a pick costs one write rather than one per row (issue 33). Written as
+    SQL (the same upsert ``bulk_create(update_conflicts=True)`` makes, without building it each pick)."""
+    connection = connections[using]
+    table = connection.ops.quote_name(FairShare._meta.db_table)
+    values = ", ".join(["(%s, %s, %s, %s)"] * len(rows))
+    params: list[object] = []
+    for row in rows:
+        params += [row.team_id, row.workflow_id, row.served,
+                   connection.ops.adapt_datetimefield_value(row.last_picked)]
+    with connection.cursor() as cursor:
+        cursor.execute(f"INSERT INTO {table} (team_id, workflow_id, served, last_picked) VALUES {values} "
+                       f"ON CONFLICT (team_id, workflow_id) DO UPDATE SET served = EXCLUDED.served, "
+                       f"last_picked = EXCLUDED.last_picked", params)
 
 
 def held_back(tasks: DBTaskResultQuerySet, *, worker_teams: Mapping[int, int], free_slots: int, slots: int) -> bool:
@@ -178,11 +228,7 @@ def claim_next(tasks: DBTaskResultQuerySet, *, worker_id: str, worker_teams: Cou
             return None
         queued = [Queued(row["fair_key__team_id"], row["fair_key__workflow_id"], position)
                   for position, row in enumerate(groups)]
-        teams = {entry.team_id for entry in queued}
-        policies = {row["pk"]: limits_of(row) for row in Team.objects.filter(pk__in=teams).values(
-            "pk", "queue_weight", "max_running", "workflow_max_running")}
-        shares = {(row.team_id, row.workflow_id): row for row in FairShare.objects.filter(
-            team_id__in=[*teams, 0])}
+        policies, shares = _policies_and_shares(sorted({entry.team_id for entry in queued}), using=tasks.db)
         floor_row = shares.get(FLOOR_ROW)
         # Only a limit reads the running counts: without one (the default) the pick needs none of them.
         limited = any(policy.max_running or policy.workflow_max_running for policy in policies.values())
@@ -214,7 +260,8 @@ def claim_next(tasks: DBTaskResultQuerySet, *, worker_id: str, worker_teams: Cou
         _store([FairShare(team_id=picked.team_id, workflow_id=0, served=served, last_picked=now),
                 FairShare(team_id=FLOOR_ROW[0], workflow_id=FLOOR_ROW[1], served=floor, last_picked=floor_picked),
                 FairShare(team_id=picked.team_id, workflow_id=picked.workflow_id,
-                          served=workflow_row.served if workflow_row else 0.0, last_picked=now)])
+                          served=workflow_row.served if workflow_row else 0.0, last_picked=now)],
+               using=tasks.db)
         return Claimed(task, picked.team_id)
 
 

@@ -33,7 +33,7 @@ from django.utils import timezone
 
 from designer.conf import trellis
 from designer.core.periodic import PeriodicThread
-from designer.models import Run
+from designer.models import Run, Team, Workflow
 
 #: Statuses in which a run wants a worker.
 RUNNABLE = (Run.Status.QUEUED, Run.Status.RUNNING)
@@ -122,7 +122,25 @@ def claim(run_id: int, owner: str) -> Run | None:
         claimed = _take_lease(run_id, owner)
     if not claimed:
         return None
-    return Run.objects.select_related("team", "workflow").get(pk=run_id)
+    return _claimed_run(run_id)
+
+
+def _claimed_run(run_id: int) -> Run:
+    """The run just claimed, with the team's slug and the workflow's name the worker labels it with (the rest of
+    both is read if ever asked for). Written as SQL: the ORM read with ``select_related`` it replaces spent most
+    of a millisecond a run compiling the query and building three full rows (issue 33)."""
+    quote = connection.ops.quote_name
+    sql = (f"SELECT r.*, t.slug AS {quote('claimed_team_slug')}, w.name AS {quote('claimed_workflow_name')} "
+           f"FROM {quote(Run._meta.db_table)} r JOIN {quote(Team._meta.db_table)} t ON t.id = r.team_id "
+           f"JOIN {quote(Workflow._meta.db_table)} w ON w.id = r.workflow_id WHERE r.id = %s")
+    run = next(iter(Run.objects.raw(sql, [run_id])))
+    # Only the named fields are loaded; any other is deferred, so reading it queries rather than being wrong.
+    team = Team.from_db(connection.alias, ["id", "slug"], [run.team_id, vars(run).pop("claimed_team_slug")])
+    workflow = Workflow.from_db(connection.alias, ["id", "name"],
+                                [run.workflow_id, vars(run).pop("claimed_workflow_name")])
+    Run._meta.get_field("team").set_cached_value(run, team)
+    Run._meta.get_field("workflow").set_cached_value(run, workflow)
+    return run
 
 
 def _take_lease(run_id: int, owner: str) -> bool:

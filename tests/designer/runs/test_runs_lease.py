@@ -40,6 +40,20 @@ def test_claim_is_exclusive_until_the_lease_expires(workflow: Any) -> None:
     assert second.started_at == first.started_at  # the run started once, however many workers it took
 
 
+def test_a_claimed_run_is_the_whole_row_with_its_team_and_workflow(workflow: Any,
+                                                                    django_assert_num_queries: Any) -> None:
+    run = make_run(workflow, output={"x": 1})
+    claimed = lease.claim(run.pk, "worker-a")
+    assert claimed is not None
+    stored = Run.objects.get(pk=run.pk)
+    assert {field.attname: getattr(claimed, field.attname) for field in Run._meta.concrete_fields} == {
+        field.attname: getattr(stored, field.attname) for field in Run._meta.concrete_fields}
+    with django_assert_num_queries(0):  # what the worker labels the run with comes with the claim
+        assert (claimed.team.slug, claimed.workflow.name) == (workflow.team.slug, workflow.name)
+    with django_assert_num_queries(2):  # the rest is read when asked for, never a wrong default
+        assert (claimed.team.name, claimed.workflow.team_id) == (workflow.team.name, workflow.team_id)
+
+
 def test_renew_fails_for_a_worker_that_lost_its_lease(workflow: Any) -> None:
     run = make_run(workflow)
     assert lease.claim(run.pk, "worker-a")
