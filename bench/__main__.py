@@ -11,6 +11,8 @@ import pkgutil
 import sys
 from pathlib import Path
 
+from bench import _headline
+
 
 def discover() -> list[str]:
     here = Path(__file__).parent
@@ -34,6 +36,7 @@ def main(argv: list[str]) -> int:
         if isinstance(result, int) and result != 0:
             print(f"{name} failed with status {result}")
             return result
+    _headline.print_summary()
     return 0
 
 

@@ -33,6 +33,7 @@ import time
 from functools import partial
 from typing import Any
 
+from bench import _headline
 from bench import _workloads as w
 from bench.bench_engine import table
 
@@ -116,6 +117,14 @@ def main() -> int:
                       f"{row['worker_cpu'] / size * 1e6:,.0f}", db, f"{cpu_per_item:,.0f}",
                       f"{per_item / first[vendor][0]:.2f}x", f"{cpu_per_item / first[vendor][1]:.2f}x",
                       f"{row['events']:,}", f"{row['peak_mib']:,.0f}"])
+        goal = RATE_GOAL.get(vendor, 0)
+        _headline.record("worker", f"collected foreach, {size:,} items, {vendor}", trellis=f"{rate:,.0f} items/s",
+                         peer=f"engine alone {engine_rate:,.0f} items/s", ratio=f"{rate / goal:.2f}x of goal",
+                         goal=f">= {goal:,} items/s", met=rate >= goal)
+        if size != SIZES[0]:
+            growth = cpu_per_item / first[vendor][1]
+            _headline.record("worker", f"CPU per item, {size:,} / {SIZES[0]:,} items, {vendor}",
+                             trellis=f"{growth:.2f}x", goal=f"<= {GROWTH_GOAL}x (flat)", met=growth <= GROWTH_GOAL)
     table(f"One collected foreach (math step per item, {CONCURRENCY} at once) through one run_worker, beside the "
           f"engine alone; {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}",
           ["database", "items", "wall s", "items/s", "goal items/s", "engine items/s", "engine/worker",
