@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
-import inspect
 import json
 import re
 from typing import Any
@@ -27,6 +25,7 @@ from tests.runtime.engine_helpers import (
     registry,
     single_foreach,
 )
+from tests.runtime.factory_support import assert_same_as_constructor
 
 ID = re.compile(r"^(act|frame|lineage)_\d{13}$")
 
@@ -248,11 +247,4 @@ def test_the_flat_foreach_context_summary_equals_the_general_one() -> None:
 
 
 def test_the_engine_s_foreach_context_factory_builds_exactly_what_the_constructor_builds() -> None:
-    values = {f.name: f"value-{position}" for position, f in enumerate(dataclasses.fields(ForeachContext))}
-    built = foreach_context(*values.values())  # type: ignore[arg-type]
-    assert type(built) is ForeachContext and built == ForeachContext(**values)  # type: ignore[arg-type]
-    assert [getattr(built, name) for name in values] == list(values.values())
-    assert list(inspect.signature(foreach_context).parameters) == list(values)
-    assert hash(built) == hash(ForeachContext(**values))  # type: ignore[arg-type]
-    with pytest.raises(dataclasses.FrozenInstanceError):
-        built.index = 1  # type: ignore[misc]
+    assert_same_as_constructor(ForeachContext, foreach_context)

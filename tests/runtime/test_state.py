@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
-import inspect
 import json
 import re
 from typing import Any
@@ -23,6 +21,7 @@ from runtime.inspect import frame_context
 from runtime.paths import GraphSourcePath, LocalPath
 from runtime.state import ExecutionFrame, RandomIds, SequentialIds, TraceEvent
 from runtime.testing.checkpointer_conformance import sample_run_state
+from tests.runtime.factory_support import assert_same_as_constructor
 
 
 def test_run_state_json_is_the_checkpoint_format_and_round_trips() -> None:
@@ -242,10 +241,4 @@ def test_a_started_runs_state_is_what_validation_would_make() -> None:
 
 
 def test_the_engine_s_item_metadata_factory_builds_exactly_what_the_constructor_builds() -> None:
-    values = {f.name: f"value-{position}" for position, f in enumerate(dataclasses.fields(ForeachItemMetadata))}
-    built = new_item_metadata(*values.values())  # type: ignore[arg-type]
-    assert type(built) is ForeachItemMetadata and built == ForeachItemMetadata(**values)  # type: ignore[arg-type]
-    assert [getattr(built, name) for name in values] == list(values.values())
-    assert list(inspect.signature(new_item_metadata).parameters) == list(values)
-    with pytest.raises(dataclasses.FrozenInstanceError):
-        built.index = 1  # type: ignore[misc]
+    assert_same_as_constructor(ForeachItemMetadata, new_item_metadata)
