@@ -24,9 +24,15 @@ def assert_same_as_constructor(cls: type, factory: Callable[..., Any]) -> None:
     values = {name: f"value-{position}" for position, name in enumerate(names)}
     built, expected = factory(*values.values()), cls(**values)
     assert type(built) is cls
-    assert [getattr(built, name) for name in names] == list(values.values())
-    assert built == expected and hash(built) == hash(expected) and repr(built) == repr(expected)
+
+    def fields_of(instance: Any) -> list[Any]:
+        return [getattr(instance, name) for name in names]
+
+    assert fields_of(built) == list(values.values()) and repr(built) == repr(expected)
+    if cls.__eq__ is not object.__eq__:  # a class compared by identity (eq=False) has only its fields to compare
+        assert built == expected and hash(built) == hash(expected)
     with pytest.raises(dataclasses.FrozenInstanceError):
         setattr(built, names[0], "other")
-    assert pickle.loads(pickle.dumps(built)) == built
-    assert dataclasses.replace(built, **{names[0]: "other"}) == cls(**{**values, names[0]: "other"})
+    assert fields_of(pickle.loads(pickle.dumps(built))) == fields_of(built)
+    assert fields_of(dataclasses.replace(built, **{names[0]: "other"})) == fields_of(
+        cls(**{**values, names[0]: "other"}))
