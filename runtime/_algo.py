@@ -85,8 +85,8 @@ def wake_time(at: float) -> str:
 
 def mint(run_state: RunState, ids: IdFactory, kind: str) -> str:
     """A new id of ``kind``, unique within the run."""
-    taken = getattr(run_state, _COLLECTIONS[kind])
     fields = run_state.__dict__  # field storage (see prepare_step's steps counter): two ids per foreach item
+    taken = fields[_COLLECTIONS[kind]]
     while True:
         fields["id_seq"] += 1
         new = ids.new(kind, fields["id_seq"])
