@@ -396,12 +396,18 @@ class Scheduler:
                 return RuntimeContext(run_id=self.rs.run_id, workflow_id=workflow_id, scope_id=frame.scope_id,
                                       frame_id=frame.frame_id, lineage_id=frame.lineage_id, node_id=frame.node_id)
         known = self._entries.get(frame.frame_id)
-        if known is not None and known[0] is frame and len(known[1]) == 1 and known[1][0][1] is None:
-            # An item of a foreach in a scope's root frame, without an alias: what runtime_context derives from
-            # the cache (see admit), without the general case's walk, duplicate check and alias table.
-            entry = known[1][0][0]
-            return RuntimeContext(self.rs.run_id, workflow_id, frame.scope_id, frame.frame_id, frame.lineage_id,
-                                  frame.node_id, 1, {entry.node_id: entry}, {})
+        if known is not None and known[0] is frame:
+            # An item whose entries were cached when it was admitted (see admit): when no active foreach has an
+            # alias, what runtime_context derives from them, without its walk and alias table.
+            foreach = {}
+            for entry, alias in known[1]:
+                if alias is not None:
+                    break
+                foreach[entry.node_id] = entry
+            else:
+                if len(foreach) == len(known[1]):  # else a foreach is active twice: runtime_context refuses it
+                    return RuntimeContext(self.rs.run_id, workflow_id, frame.scope_id, frame.frame_id,
+                                          frame.lineage_id, frame.node_id, 1, foreach, {})
         return runtime_context(self.rs, frame.frame_id, workflow_id=workflow_id, item_metadata=self.item_metadata,
                                cache=self._entries)
 

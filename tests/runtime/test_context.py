@@ -315,3 +315,23 @@ def test_items_of_a_flat_foreach_without_alias_see_one_context_everywhere() -> N
         assert len({s["lineage_id"] for s in seen}) == 4
         started = [e for e in result.trace if e.kind == "node_started" and e.node_id == "seen"]
         assert [e.summary["context"]["foreach"] for e in started] == [s["typed"] for s in seen]
+
+
+def test_items_of_nested_foreach_without_aliases_see_one_context_everywhere() -> None:
+    """The same for an inner item, whose cached entries are its outer item's and its own."""
+    customers = [{"name": "A", "orders": [1, 2, 3]}, {"name": "B", "orders": [4]}]
+    for inner, outer in ((1, 1), (3, 2)):
+        result = engine().run(nested_capture(inner_concurrency=inner, outer_concurrency=outer, aliases=False),
+                              {"customers": customers})
+        assert result.status == "completed"
+        seen = result.output["seen"]
+        assert sorted((s["bound"]["foreach"]["customers"]["index"], s["bound"]["foreach"]["orders"]["item"])
+                      for s in seen) == [(0, 1), (0, 2), (0, 3), (1, 4)]
+        for snapshot in seen:
+            assert snapshot["typed"] == snapshot["bound"]["foreach"]
+            assert list(snapshot["typed"]) == ["customers", "orders"]
+            assert set(snapshot["bound"]) == {"foreach", "loop_item", "loop_index"}
+            assert snapshot["bound"]["foreach"]["orders"]["frame_id"] == snapshot["frame_id"]
+            assert snapshot["bound"]["foreach"]["customers"]["item"]["orders"].count(snapshot["loop_item"]) == 1
+        started = [e for e in result.trace if e.kind == "node_started" and e.node_id == "seen"]
+        assert [e.summary["context"]["foreach"] for e in started] == [s["typed"] for s in seen]
