@@ -24,7 +24,15 @@ from typing import Any
 
 from pydantic_core import to_jsonable_python
 
-from runtime._bindings import MISSING, ScopeReader, apply_outputs, build_payload, project, set_in
+from runtime._bindings import (
+    MISSING,
+    ScopeReader,
+    apply_outputs,
+    build_flat_payload,
+    build_payload,
+    project,
+    set_in,
+)
 from runtime._compiled import CompiledWorkflow
 from runtime._context import RuntimeContext, foreach_context
 from runtime._document import (
@@ -1245,7 +1253,9 @@ def prepare_work(work: Work, scheduler: Scheduler, rules: PrepareRules) -> None:
             work.spec, work.label, work.result = spec, spec.default_label, woken.result
             return
         ctx = work.context or scheduler.context(work.frame, work.plan.id)
-        payload = build_payload(task.inputs, _reader(work, scheduler, ctx), ordered=True)
+        reader = _reader(work, scheduler, ctx)
+        payload = (build_flat_payload(task.flat, reader) if task.flat is not None
+                   else build_payload(task.inputs, reader, ordered=True))
         work.spec, work.context, work.payload = spec, ctx, payload
         if woken is not None:
             work.first_attempt = max(1, min(woken.attempt, node.retry.max_attempts if node.retry else 1))

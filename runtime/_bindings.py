@@ -189,6 +189,31 @@ def build_payload(bindings: Sequence[InputBinding], reader: ScopeReader, *, orde
     return payload
 
 
+def flat_reads(bindings: Sequence[InputBinding]) -> tuple[tuple[str, GraphSourcePath], ...] | None:
+    """``(field, path)`` of each binding, in order, when every one reads a path into a top-level field of the
+    payload (no secret, no literal, no deeper or array-item target); else None. Such a payload is an object of
+    those fields (``build_flat_payload``), the shape of nearly every task step's input."""
+    reads = []
+    for binding in bindings:
+        parts = binding.target.parts
+        if binding.secret is not None or binding.path is None or len(parts) != 1 or is_item_index(parts[0]):
+            return None
+        reads.append((parts[0], binding.path))
+    return tuple(reads)
+
+
+def build_flat_payload(reads: Sequence[tuple[str, GraphSourcePath]], reader: ScopeReader) -> dict[str, Any]:
+    """``build_payload`` of bindings that ``flat_reads`` gave ``reads`` for: each field set in place on one new
+    object, where the general case copies the payload at every binding (``put_in``). A field whose path does not
+    resolve is left out, as there."""
+    payload: dict[str, Any] = {}
+    for name, path in reads:
+        value = reader.read(path)
+        if value is not MISSING:
+            payload[name] = value
+    return payload
+
+
 def local_get(payload: Any, path: LocalPath) -> Any:
     return get_in(payload, path.parts) if path.parts else payload
 

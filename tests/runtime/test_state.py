@@ -12,7 +12,16 @@ from hypothesis import strategies as st
 
 from runtime import RunState
 from runtime._algo import mint
-from runtime._bindings import MISSING, ScopeReader, build_payload, get_in, set_in
+from runtime._bindings import (
+    MISSING,
+    ScopeReader,
+    build_flat_payload,
+    build_payload,
+    flat_reads,
+    get_in,
+    payload_order,
+    set_in,
+)
 from runtime._state import ForeachItemMetadata, foreach_item_metadata, new_item_metadata, new_run_state, runtime_context
 from runtime._trace import summarize
 from runtime.document import InputBinding, WorkflowRef
@@ -196,6 +205,36 @@ def test_build_payload_puts_the_whole_binding_first_and_skips_missing_values() -
         InputBinding(target=LocalPath(("index",)), path=GraphSourcePath("context", ("loop_index",))),
     ]
     assert build_payload(bindings, reader) == {"sku": "A", "qty": 5, "meta": {"note": "hi"}, "index": 3}
+
+
+def _binding(target: str, path: str | None = None, **extra: object) -> InputBinding:
+    parts = tuple(target.split(".")) if target else ()
+    source = GraphSourcePath(path.split(".")[0], tuple(path.split(".")[1:])) if path else None
+    return InputBinding(target=LocalPath(parts), path=source, **extra)  # type: ignore[arg-type]
+
+
+def test_a_flat_payload_is_what_the_general_builder_builds() -> None:
+    """A task whose bindings each read a path into a top-level field gets its payload from ``build_flat_payload``:
+    the same object the general builder makes, missing paths left out, a repeated field set by the last binding."""
+    reader = ScopeReader({"order": {"sku": "A", "qty": 1}, "n": 0}, {"note": "hi", "none": None},
+                         lambda: {"loop_index": 3, "foreach": {}})
+    cases = [
+        [],
+        [_binding("x", "input.order")],
+        [_binding("x", "input.order.sku"), _binding("y", "state.note"), _binding("z", "context.loop_index")],
+        [_binding("x", "state.nothing"), _binding("y", "input.n"), _binding("w", "state.none")],
+        [_binding("x", "input.order"), _binding("x", "state.note"), _binding("x", "state.missing")],
+        [_binding("x", "context.foreach.each.item")],
+    ]
+    for bindings in cases:
+        reads = flat_reads(payload_order(bindings))
+        assert reads is not None, bindings
+        expected = build_payload(bindings, reader)
+        got = build_flat_payload(reads, reader)
+        assert got == expected and list(got) == list(expected), bindings
+    for shape in ([_binding("", "input.order")], [_binding("meta.note", "state.note")], [_binding("0", "input.n")],
+                  [_binding("x", value=5)], [_binding("x", secret="token")]):
+        assert flat_reads(shape) is None, shape
 
 
 def test_context_is_only_derived_when_a_path_reads_it() -> None:
