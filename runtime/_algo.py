@@ -24,9 +24,17 @@ from typing import Any
 
 from pydantic_core import to_jsonable_python
 
-from runtime._bindings import MISSING, ScopeReader, apply_outputs, build_payload, project, set_in
+from runtime._bindings import (
+    MISSING,
+    ScopeReader,
+    apply_outputs,
+    build_flat_payload,
+    build_payload,
+    project,
+    set_in,
+)
 from runtime._compiled import CompiledWorkflow
-from runtime._context import RuntimeContext
+from runtime._context import RuntimeContext, foreach_context
 from runtime._document import (
     DEFAULT_BATCHES_IN_FLIGHT,
     BranchNode,
@@ -85,8 +93,8 @@ def wake_time(at: float) -> str:
 
 def mint(run_state: RunState, ids: IdFactory, kind: str) -> str:
     """A new id of ``kind``, unique within the run."""
-    taken = getattr(run_state, _COLLECTIONS[kind])
     fields = run_state.__dict__  # field storage (see prepare_step's steps counter): two ids per foreach item
+    taken = fields[_COLLECTIONS[kind]]
     while True:
         fields["id_seq"] += 1
         new = ids.new(kind, fields["id_seq"])
@@ -395,6 +403,19 @@ class Scheduler:
                 # A scope's root frame (what runs outside any foreach): nothing to walk.
                 return RuntimeContext(run_id=self.rs.run_id, workflow_id=workflow_id, scope_id=frame.scope_id,
                                       frame_id=frame.frame_id, lineage_id=frame.lineage_id, node_id=frame.node_id)
+        known = self._entries.get(frame.frame_id)
+        if known is not None and known[0] is frame:
+            # An item whose entries were cached when it was admitted (see admit): when no active foreach has an
+            # alias, what runtime_context derives from them, without its walk and alias table.
+            foreach = {}
+            for entry, alias in known[1]:
+                if alias is not None:
+                    break
+                foreach[entry.node_id] = entry
+            else:
+                if len(foreach) == len(known[1]):  # else a foreach is active twice: runtime_context refuses it
+                    return RuntimeContext(self.rs.run_id, workflow_id, frame.scope_id, frame.frame_id,
+                                          frame.lineage_id, frame.node_id, 1, foreach, {})
         return runtime_context(self.rs, frame.frame_id, workflow_id=workflow_id, item_metadata=self.item_metadata,
                                cache=self._entries)
 
@@ -585,6 +606,10 @@ class Scheduler:
         loop_target = plan.target(activation.node_id, "loop")
         only = activation.only
         total = activation.total
+        # The waiting frame's context entries, when a step has derived them: every item's start with them.
+        entries = self._entries
+        known = entries.get(parent.frame_id)
+        outer = known[1] if known is not None and known[0] is parent else None
         while loop_target is not None and len(activation.running) < activation.max_concurrency \
                 and activation.next_index < total:
             index = activation.next_index if only is None else only[activation.next_index]
@@ -597,6 +622,10 @@ class Scheduler:
             # The engine just wrote this metadata itself: remember it rather than re-checking it.
             self._metadata[frame.frame_id] = (frame, new_item_metadata(
                 activation.node_id, activation.activation_id, index, item, activation.alias))
+            if outer is not None:  # the item's context entries: its parent's, then its own (foreach_entries)
+                entries[frame.frame_id] = (frame, (*outer, (foreach_context(
+                    activation.node_id, activation.activation_id, frame.frame_id, frame.scope_id, frame.lineage_id,
+                    index, item), activation.alias)))
             activation.__dict__["next_index"] += 1  # field storage: see prepare_step's steps counter
             activation.running.append(frame.frame_id)
             self.recorder.emit("item_started", frame, node_id=activation.node_id,
@@ -1045,7 +1074,6 @@ class Work:
     spec: TaskSpec | None = None
     call: Callable[[], Any] | None = None
     context: RuntimeContext | None = None
-    mapping: Mapping[str, Any] | None = None  # the context as paths read it, built once per step
     value: Any = None
     label: str | None = None
     result: Any = None
@@ -1132,6 +1160,22 @@ def _context_summary(mapping: Mapping[str, Any]) -> dict[str, Any]:
     return summary
 
 
+def context_summary(context: RuntimeContext) -> dict[str, Any]:
+    """``_context_summary(context.to_mapping())`` without the mapping in between when the frame is an item of one
+    flat foreach without an alias (the context of every item step of such a foreach): the entry's fields are
+    written once, straight into the summary."""
+    foreach = context.foreach
+    if len(foreach) != 1 or context.aliases:
+        return _context_summary(context.to_mapping())
+    [(key, entry)] = foreach.items()
+    raw = entry.item
+    item = raw if type(raw) in KEPT_AS_IS else summarize(raw)
+    return {"foreach": {key: {"node_id": entry.node_id, "activation_id": entry.activation_id,
+                              "frame_id": entry.frame_id, "scope_id": entry.scope_id,
+                              "lineage_id": entry.lineage_id, "index": entry.index, "item": item}},
+            "loop_item": item, "loop_index": entry.index}
+
+
 def prepare_step(run_state: RunState, scheduler: Scheduler, plan_for: Callable[[RuntimeScope], CompiledWorkflow],
                  woken: dict[str, Wakeup], rules: PrepareRules) -> list[Work]:
     """Start a superstep: take every ready frame in queue order and read what it needs.
@@ -1169,10 +1213,9 @@ def prepare_step(run_state: RunState, scheduler: Scheduler, plan_for: Callable[[
         summary: dict[str, Any] | None = None
         if "foreach" in frame.metadata:
             # Finished frames are pruned from RunState; the event keeps their context for inspection.
-            work.context = scheduler.context(frame, plan.id)
-            work.mapping = work.context.to_mapping()
+            work.context = context = scheduler.context(frame, plan.id)
             if recording:
-                summary = {"context": _context_summary(work.mapping)}
+                summary = {"context": context_summary(context)}
         try:
             prepare_work(work, scheduler, rules)
         except CorruptRunStateError:
@@ -1191,13 +1234,9 @@ def prepare_step(run_state: RunState, scheduler: Scheduler, plan_for: Callable[[
 
 
 def _reader(work: Work, scheduler: Scheduler, context: RuntimeContext | None = None) -> ScopeReader:
-    mapping = work.mapping
-    expose = scheduler.exposer(work.scope)
-    if mapping is not None:
-        return ScopeReader(work.scope.input, work.scope.state, lambda: mapping, expose)
     context = context or work.context
     if context is not None:
-        return ScopeReader(work.scope.input, work.scope.state, context.to_mapping, expose)
+        return ScopeReader(work.scope.input, work.scope.state, None, scheduler.exposer(work.scope), runtime=context)
     return scheduler.reader(work.scope, work.frame, work.plan.id)
 
 
@@ -1214,7 +1253,9 @@ def prepare_work(work: Work, scheduler: Scheduler, rules: PrepareRules) -> None:
             work.spec, work.label, work.result = spec, spec.default_label, woken.result
             return
         ctx = work.context or scheduler.context(work.frame, work.plan.id)
-        payload = build_payload(task.inputs, _reader(work, scheduler, ctx), ordered=True)
+        reader = _reader(work, scheduler, ctx)
+        payload = (build_flat_payload(task.flat, reader) if task.flat is not None
+                   else build_payload(task.inputs, reader, ordered=True))
         work.spec, work.context, work.payload = spec, ctx, payload
         if woken is not None:
             work.first_attempt = max(1, min(woken.attempt, node.retry.max_attempts if node.retry else 1))

@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, Final
 
+from runtime._context import FOREACH_CONTEXT_FIELDS, RuntimeContext
 from runtime._document import InputBinding, OutputBinding
 from runtime._document_json import FrozenDict, FrozenList, thaw
 from runtime._errors import BindingError
@@ -93,27 +94,48 @@ def put_in(container: Any, parts: Sequence[str], value: Any) -> Any:
     return base
 
 
+def read_foreach_entry(context: RuntimeContext, parts: Sequence[str]) -> Any:
+    """``get_in(context.to_mapping(), parts)`` for a path ``foreach.<id>.<field>...`` (at least three parts), read
+    from the ``ForeachContext`` itself: a foreach item step reads its item once or twice, and building the mapping
+    (three dicts and a proxy) cost more than the read."""
+    entry = context.foreach.get(parts[1])
+    field = parts[2]
+    if entry is None or field not in FOREACH_CONTEXT_FIELDS:
+        return MISSING
+    value = entry.item if field == "item" else getattr(entry, field)
+    return get_in(value, parts[3:]) if len(parts) > 3 else value
+
+
 class ScopeReader:
     """Reads ``input``, ``state`` and ``context`` paths of one frame.
 
     The context mapping is built only when a path asks for it; most nodes
-    never read context, and deriving it walks frame ancestry.
+    never read context, and deriving it walks frame ancestry. Given the
+    frame's ``RuntimeContext`` (``runtime``), a reader reads a foreach entry's
+    fields from it (``read_foreach_entry``), and builds the mapping from it
+    for any other context path (``context_fn`` is then not needed).
     """
 
-    __slots__ = ("_input", "_state", "_context_fn", "_context", "_expose")
+    __slots__ = ("_input", "_state", "_context_fn", "_context", "_expose", "_runtime")
 
-    def __init__(self, input: Any, state: Any, context_fn: Callable[[], Mapping[str, Any]],
-                 expose: Callable[[tuple[str, ...]], None] | None = None) -> None:
+    def __init__(self, input: Any, state: Any, context_fn: Callable[[], Mapping[str, Any]] | None,
+                 expose: Callable[[tuple[str, ...]], None] | None = None, *,
+                 runtime: RuntimeContext | None = None) -> None:
         self._input = input
         self._state = state
         self._context_fn = context_fn
         self._context: Mapping[str, Any] | None = None
         # Told every state path read, so a list the engine grows in place is copied before it grows again.
         self._expose = expose
+        self._runtime = runtime
 
     def context(self) -> Mapping[str, Any]:
         if self._context is None:
-            self._context = self._context_fn()
+            if self._runtime is not None:
+                self._context = self._runtime.to_mapping()
+            else:
+                assert self._context_fn is not None
+                self._context = self._context_fn()
         return self._context
 
     def read(self, path: GraphSourcePath) -> Any:
@@ -125,6 +147,9 @@ class ScopeReader:
         elif root == "input":
             base = self._input
         else:
+            parts = path.parts
+            if self._runtime is not None and len(parts) >= 3 and parts[0] == "foreach":
+                return read_foreach_entry(self._runtime, parts)
             base = self.context()
         return get_in(base, path.parts) if path.parts else base
 
@@ -161,6 +186,31 @@ def build_payload(bindings: Sequence[InputBinding], reader: ScopeReader, *, orde
                 continue
             value = None
         payload = put_in(payload, parts, value) if parts else value
+    return payload
+
+
+def flat_reads(bindings: Sequence[InputBinding]) -> tuple[tuple[str, GraphSourcePath], ...] | None:
+    """``(field, path)`` of each binding, in order, when every one reads a path into a top-level field of the
+    payload (no secret, no literal, no deeper or array-item target); else None. Such a payload is an object of
+    those fields (``build_flat_payload``), the shape of nearly every task step's input."""
+    reads = []
+    for binding in bindings:
+        parts = binding.target.parts
+        if binding.secret is not None or binding.path is None or len(parts) != 1 or is_item_index(parts[0]):
+            return None
+        reads.append((parts[0], binding.path))
+    return tuple(reads)
+
+
+def build_flat_payload(reads: Sequence[tuple[str, GraphSourcePath]], reader: ScopeReader) -> dict[str, Any]:
+    """``build_payload`` of bindings that ``flat_reads`` gave ``reads`` for: each field set in place on one new
+    object, where the general case copies the payload at every binding (``put_in``). A field whose path does not
+    resolve is left out, as there."""
+    payload: dict[str, Any] = {}
+    for name, path in reads:
+        value = reader.read(path)
+        if value is not MISSING:
+            payload[name] = value
     return payload
 
 

@@ -16,7 +16,7 @@ import referencing.exceptions
 from jsonschema import exceptions as jsonschema_exceptions
 from pydantic_core import to_jsonable_python
 
-from runtime._bindings import payload_order
+from runtime._bindings import flat_reads, payload_order
 from runtime._document import InputBinding, Node, TaskNode, Workflow, WorkflowRef
 from runtime._errors import InputValidationError
 from runtime._paths import GraphSourcePath, LocalPath
@@ -195,6 +195,8 @@ class CompiledTask:
     secrets: bool = False
     #: The node's input bindings in the order the payload is built (``payload_order``).
     inputs: Sequence[InputBinding] = ()
+    #: ``flat_reads(inputs)``: set when the payload is an object of top-level fields each read from a path.
+    flat: tuple[tuple[str, GraphSourcePath], ...] | None = None
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -241,7 +243,7 @@ def compile_workflow(workflow: Workflow, registry: TaskRegistry) -> CompiledWork
     tasks = {node.id: CompiledTask(spec=specs[node.id], timer=getattr(specs[node.id].fn, TIMER_ATTRIBUTE, None),
                                    timeout=step_timeout(node, specs[node.id], workflow, None),
                                    secrets=any(binding.secret is not None for binding in node.input),
-                                   inputs=payload_order(node.input))
+                                   inputs=payload_order(node.input), flat=flat_reads(payload_order(node.input)))
              for node in workflow.nodes if isinstance(node, TaskNode)}
     return CompiledWorkflow(
         workflow=workflow,

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from runtime._twins import layout_twin
+
 #: Keys of the JSON context mapping that an alias may never take.
 RESERVED_CONTEXT_FIELDS = frozenset({"foreach", "loop_item", "loop_index"})
 
@@ -38,21 +40,14 @@ class ForeachContext:
                 "scope_id": self.scope_id, "lineage_id": self.lineage_id, "index": self.index, "item": self.item}
 
 
-class _ForeachContextTwin:
-    """``ForeachContext``'s layout twin (same slots, same order): see ``foreach_context``."""
-
-    __slots__ = ForeachContext.__slots__
+_FOREACH_CONTEXT_TWIN = layout_twin(ForeachContext)
 
 
 def foreach_context(node_id: str, activation_id: str, frame_id: str, scope_id: str, lineage_id: str, index: int,
                     item: object) -> ForeachContext:
-    """``ForeachContext(...)`` at a third of the cost, for the engine, which derives one per foreach item step.
-
-    The frozen dataclass's generated ``__init__`` writes each field with ``object.__setattr__`` by name; this
-    fills a twin by plain slot stores, then makes it a ``ForeachContext`` (``__class__`` assignment, allowed
-    between identical layouts). tests/runtime/test_context.py pins it to the constructor.
-    """
-    built: Any = _ForeachContextTwin()
+    """``ForeachContext(...)`` at a third of the cost (a layout twin, see ``runtime._twins``), for the engine,
+    which derives one per foreach item step. tests/runtime/test_context.py pins it to the constructor."""
+    built: Any = _FOREACH_CONTEXT_TWIN()
     built.node_id = node_id
     built.activation_id = activation_id
     built.frame_id = frame_id

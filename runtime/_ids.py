@@ -50,7 +50,8 @@ class RandomIds:
         return f"run_{self._digits()}"
 
     def new(self, kind: str, seq: int) -> str:
-        return f"{kind}_{self._digits()}"
+        # _digits() written out: the engine mints two ids per foreach item.
+        return f"{kind}_{_LOW + int(self._rng.random() * _SPAN)}"
 
 
 class SequentialIds:

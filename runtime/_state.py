@@ -20,7 +20,6 @@ growing lists (``runtime._parts``), so a save costs what changed.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import weakref
 from collections.abc import Callable, Mapping
@@ -37,6 +36,7 @@ from runtime._document import VersionOne, WorkflowRef
 from runtime._errors import CorruptRunStateError
 from runtime._integrity import check_run_state
 from runtime._parts import CHUNK, CheckpointDelta, PartLedger, chunk_key
+from runtime._twins import layout_twin
 
 RUN_STATE_VERSION: Literal[1] = 1
 ROOT_SCOPE_ID = "root"
@@ -366,7 +366,7 @@ class RunState(_StateModel):
         registry = _parts.lists_of(self, create=False)
         lists = tuple((scope_id, path, values, len(values)) for scope_id, path, values in registry.live(self.scopes)
                       ) if registry is not None and registry.by_path else ()
-        return RunStateSnapshot(data, lists, results)
+        return new_snapshot(data, lists, results)
 
 
 
@@ -616,12 +616,20 @@ def trusted[M: _StateModel](cls: type[M], values: dict[str, Any]) -> M:
     engine itself wrote cost more than the rest of creating them. This is
     what pydantic's ``model_construct`` does, minus its per-field loop.
     """
-    model = cls.__new__(cls)
-    object.__setattr__(model, "__dict__", values)
-    object.__setattr__(model, "__pydantic_fields_set__", set(values))
-    object.__setattr__(model, "__pydantic_extra__", None)
-    object.__setattr__(model, "__pydantic_private__", None)
+    model = _new_object(cls)  # no state model defines __new__
+    _set_dict(model, values)
+    _set_fields_set(model, set(values))
+    _set_extra(model, None)
+    _set_private(model, None)
     return model
+
+
+# The setters of the slots every pydantic model has (BaseModel.__slots__), looked up once: ``trusted`` makes two
+# models per foreach item, and ``object.__setattr__`` finds each slot by name on every call (a third more).
+_new_object = object.__new__
+_set_dict, _set_fields_set, _set_extra, _set_private = (
+    BaseModel.__dict__[name].__set__
+    for name in ("__dict__", "__pydantic_fields_set__", "__pydantic_extra__", "__pydantic_private__"))
 
 
 def new_run_state(run_id: str, workflow: WorkflowRef) -> RunState:
@@ -637,7 +645,7 @@ def new_run_state(run_id: str, workflow: WorkflowRef) -> RunState:
     return rs
 
 
-@dataclass(frozen=True, slots=True, eq=False, init=False)
+@dataclass(frozen=True, slots=True, eq=False)
 class RunStateSnapshot:
     """What ``RunState.snapshot`` took: plain dicts sharing the state's immutable JSON values."""
 
@@ -646,15 +654,6 @@ class RunStateSnapshot:
     lists: tuple[tuple[str, tuple[str, ...], list[Any], int], ...] = ()
     #: (activation id, next index then, running indices then) of every foreach that collects results.
     results: tuple[tuple[str, int, tuple[int, ...]], ...] = ()
-
-    def __init__(self, data: Mapping[str, Any], lists: tuple[tuple[str, tuple[str, ...], list[Any], int], ...] = (),
-                 results: tuple[tuple[str, int, tuple[int, ...]], ...] = ()) -> None:
-        # An in-memory checkpointer takes one per superstep: each slot is written through its descriptor, as
-        # TraceEvent.__init__ does, instead of the generated frozen __init__'s object.__setattr__ by name.
-        set_data, set_lists, set_results = _SNAPSHOT_SLOTS
-        set_data(self, data)
-        set_lists(self, lists)
-        set_results(self, results)
 
     @property
     def run_id(self) -> str:
@@ -697,17 +696,14 @@ class ForeachItemMetadata:
     alias: str | None
 
 
-class _ItemMetadataTwin:
-    """``ForeachItemMetadata``'s layout twin (same slots, same order): see ``new_item_metadata``."""
-
-    __slots__ = ForeachItemMetadata.__slots__
+_ITEM_METADATA_TWIN = layout_twin(ForeachItemMetadata)
 
 
 def new_item_metadata(node_id: str, activation_id: str, index: int, item: object, alias: str | None
                   ) -> ForeachItemMetadata:
-    """``ForeachItemMetadata(...)`` by plain slot stores on a layout twin, then ``__class__`` assignment (as
-    ``runtime._context.foreach_context``): the engine makes one per foreach item it admits."""
-    built: Any = _ItemMetadataTwin()
+    """``ForeachItemMetadata(...)`` at a third of the cost (a layout twin, see ``runtime._twins``): the engine
+    makes one per foreach item it admits. tests/runtime/test_state.py pins it to the constructor."""
+    built: Any = _ITEM_METADATA_TWIN()
     built.node_id = node_id
     built.activation_id = activation_id
     built.index = index
@@ -867,6 +863,17 @@ def runtime_context(run_state: RunState, frame_id: str, *, workflow_id: str = ""
     )
 
 
-#: ``RunStateSnapshot``'s slot setters, in field order (what its ``__init__`` writes through).
-_SNAPSHOT_SLOTS: tuple[Callable[[RunStateSnapshot, Any], None], ...] = tuple(
-    RunStateSnapshot.__dict__[f.name].__set__ for f in dataclasses.fields(RunStateSnapshot))
+_SNAPSHOT_TWIN = layout_twin(RunStateSnapshot)
+
+
+def new_snapshot(data: Mapping[str, Any], lists: tuple[tuple[str, tuple[str, ...], list[Any], int], ...],
+                 results: tuple[tuple[str, int, tuple[int, ...]], ...]) -> RunStateSnapshot:
+    """``RunStateSnapshot(data, lists, results)`` through a layout twin (``runtime._twins``): an in-memory
+    checkpointer takes one per superstep. tests/runtime/test_snapshot.py pins it to the constructor."""
+    built: Any = _SNAPSHOT_TWIN()
+    built.data = data
+    built.lists = lists
+    built.results = results
+    built.__class__ = RunStateSnapshot
+    snapshot: RunStateSnapshot = built
+    return snapshot

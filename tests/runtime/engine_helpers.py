@@ -81,8 +81,9 @@ def capture_input() -> list[dict[str, Any]]:
 
 
 def nested_capture(*, inner_concurrency: int = 1, outer_concurrency: int = 1, after_inner: bool = False,
-                   interrupt: bool = False) -> Workflow:
-    """customers -> orders (each customer's orders) -> capture (-> ask) -> back; optionally a capture after orders."""
+                   interrupt: bool = False, aliases: bool = True) -> Workflow:
+    """customers -> orders (each customer's orders) -> capture (-> ask) -> back; optionally a capture after orders.
+    ``aliases``: the loops are aliased ``customer`` and ``order``."""
     g = WorkflowBuilder(
         "nested",
         input_schema={"type": "object", "properties": {"customers": {"type": "array", "items": {
@@ -90,8 +91,10 @@ def nested_capture(*, inner_concurrency: int = 1, outer_concurrency: int = 1, af
             "required": ["name", "orders"]}}}, "required": ["customers"]},
         state_schema={"type": "object", "properties": {"seen": ANY_LIST, "after": ANY_LIST, "answers": ANY_LIST}},
     )
-    customers = g.foreach("customers", input_path("customers"), as_="customer", max_concurrency=outer_concurrency)
-    orders = g.foreach("orders", customers.item.child("orders"), as_="order", max_concurrency=inner_concurrency)
+    customers = g.foreach("customers", input_path("customers"), as_="customer" if aliases else None,
+                          max_concurrency=outer_concurrency)
+    orders = g.foreach("orders", customers.item.child("orders"), as_="order" if aliases else None,
+                       max_concurrency=inner_concurrency)
     seen = g.use("capture", id="seen", input=capture_input(),
                  output=[{"source": ".", "target": "seen", "mode": "append"}])
     g.chain(customers, "loop", orders, "loop", seen)

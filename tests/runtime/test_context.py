@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
-import inspect
 import json
 import re
 from typing import Any
@@ -11,12 +9,14 @@ from typing import Any
 import pytest
 
 from runtime import Engine, RunState
-from runtime._algo import _context_summary
-from runtime._context import ForeachContext, foreach_context
+from runtime._algo import _context_summary, context_summary
+from runtime._bindings import MISSING, ScopeReader
+from runtime._context import ForeachContext, RuntimeContext, foreach_context
 from runtime._trace import summarize
 from runtime.engine import EngineOptions
 from runtime.errors import CorruptRunStateError
 from runtime.inspect import frame_context
+from runtime.paths import parse_source_path
 from runtime.state import RandomIds, parse_run_state
 from tests.runtime.engine_helpers import (
     CUSTOMERS,
@@ -27,6 +27,7 @@ from tests.runtime.engine_helpers import (
     registry,
     single_foreach,
 )
+from tests.runtime.factory_support import assert_same_as_constructor
 
 ID = re.compile(r"^(act|frame|lineage)_\d{13}$")
 
@@ -248,11 +249,89 @@ def test_the_flat_foreach_context_summary_equals_the_general_one() -> None:
 
 
 def test_the_engine_s_foreach_context_factory_builds_exactly_what_the_constructor_builds() -> None:
-    values = {f.name: f"value-{position}" for position, f in enumerate(dataclasses.fields(ForeachContext))}
-    built = foreach_context(*values.values())  # type: ignore[arg-type]
-    assert type(built) is ForeachContext and built == ForeachContext(**values)  # type: ignore[arg-type]
-    assert [getattr(built, name) for name in values] == list(values.values())
-    assert list(inspect.signature(foreach_context).parameters) == list(values)
-    assert hash(built) == hash(ForeachContext(**values))  # type: ignore[arg-type]
-    with pytest.raises(dataclasses.FrozenInstanceError):
-        built.index = 1  # type: ignore[misc]
+    assert_same_as_constructor(ForeachContext, foreach_context)
+
+
+def _contexts() -> list[RuntimeContext]:
+    """Contexts of each shape a step may have: none, one flat loop (scalar, long, missing item), an alias, two
+    nested loops."""
+    def entry(node_id: str, index: int, item: object) -> ForeachContext:
+        return ForeachContext(node_id, f"act_{index}", f"frame_{node_id}", "root", f"lineage_{node_id}", index, item)
+
+    long_item = {"text": "x" * 500, "rows": list(range(20)), "nested": {"tags": ["a", "b"]}}
+    contexts = [RuntimeContext()]
+    for item in (7, "short", long_item, None, [1, 2]):
+        contexts.append(RuntimeContext(foreach={"each": entry("each", 3, item)}))
+    contexts.append(RuntimeContext(foreach={"each": entry("each", 1, long_item)}, aliases={"row": "each"}))
+    contexts.append(RuntimeContext(foreach={"outer": entry("outer", 0, long_item), "inner": entry("inner", 2, 5)},
+                                   aliases={"row": "outer"}))
+    return contexts
+
+
+def test_the_summary_built_from_the_context_equals_the_one_built_from_its_mapping() -> None:
+    """The engine summarizes an item step's context straight from its ``RuntimeContext`` (``context_summary``):
+    it must record what summarizing the graph-visible mapping records, keys in the same order."""
+    for context in _contexts()[1:]:
+        expected = _context_summary(context.to_mapping())
+        got = context_summary(context)
+        assert got == expected and json.dumps(got) == json.dumps(expected)
+
+
+CONTEXT_PATHS = ["context", "context.foreach", "context.foreach.each", "context.foreach.each.item",
+                 "context.foreach.each.item.text", "context.foreach.each.item.rows.3", "context.foreach.each.item.1",
+                 "context.foreach.each.index", "context.foreach.each.frame_id", "context.foreach.each.nope",
+                 "context.foreach.missing.item", "context.foreach.outer.item.nested.tags.1",
+                 "context.foreach.inner.item", "context.foreach.each.item.0.deeper", "context.loop_item",
+                 "context.loop_index", "context.row", "context.foreach.each.to_json"]
+
+
+def test_a_reader_given_the_runtime_context_reads_what_the_mapping_holds() -> None:
+    """A step's reader reads ``context.foreach.<id>.<field>`` from the typed entries instead of building the
+    mapping; every context path must read the same value (or the same absence) either way."""
+    for context in _contexts():
+        typed = ScopeReader({}, {}, None, runtime=context)
+        mapped = ScopeReader({}, {}, context.to_mapping)
+        for path in CONTEXT_PATHS:
+            parsed = parse_source_path(path)
+            assert typed.read(parsed) == mapped.read(parsed), (path, context)
+            assert (typed.read(parsed) is MISSING) == (mapped.read(parsed) is MISSING), path
+
+
+def test_items_of_a_flat_foreach_without_alias_see_one_context_everywhere() -> None:
+    """The engine hands an item of a foreach without an alias a context built from what it cached when it admitted
+    the item: the typed entries, the bound mapping and the recorded context agree, each item with its own
+    identities."""
+    for concurrency in (1, 3):
+        workflow = single_foreach(concurrency=concurrency, alias=None)
+        result = engine().run(workflow, {"orders": [4, 5, 6, 7]})
+        assert result.status == "completed"
+        seen = result.output["seen"]
+        assert [s["bound"]["foreach"]["orders"]["item"] for s in seen] == [4, 5, 6, 7]
+        for index, snapshot in enumerate(seen):
+            assert snapshot["typed"] == snapshot["bound"]["foreach"]
+            assert snapshot["bound"]["loop_index"] == snapshot["loop_index"] == index
+            assert set(snapshot["bound"]) == {"foreach", "loop_item", "loop_index"}
+            assert snapshot["bound"]["foreach"]["orders"]["frame_id"] == snapshot["frame_id"]
+        assert len({s["lineage_id"] for s in seen}) == 4
+        started = [e for e in result.trace if e.kind == "node_started" and e.node_id == "seen"]
+        assert [e.summary["context"]["foreach"] for e in started] == [s["typed"] for s in seen]
+
+
+def test_items_of_nested_foreach_without_aliases_see_one_context_everywhere() -> None:
+    """The same for an inner item, whose cached entries are its outer item's and its own."""
+    customers = [{"name": "A", "orders": [1, 2, 3]}, {"name": "B", "orders": [4]}]
+    for inner, outer in ((1, 1), (3, 2)):
+        result = engine().run(nested_capture(inner_concurrency=inner, outer_concurrency=outer, aliases=False),
+                              {"customers": customers})
+        assert result.status == "completed"
+        seen = result.output["seen"]
+        assert sorted((s["bound"]["foreach"]["customers"]["index"], s["bound"]["foreach"]["orders"]["item"])
+                      for s in seen) == [(0, 1), (0, 2), (0, 3), (1, 4)]
+        for snapshot in seen:
+            assert snapshot["typed"] == snapshot["bound"]["foreach"]
+            assert list(snapshot["typed"]) == ["customers", "orders"]
+            assert set(snapshot["bound"]) == {"foreach", "loop_item", "loop_index"}
+            assert snapshot["bound"]["foreach"]["orders"]["frame_id"] == snapshot["frame_id"]
+            assert snapshot["bound"]["foreach"]["customers"]["item"]["orders"].count(snapshot["loop_item"]) == 1
+        started = [e for e in result.trace if e.kind == "node_started" and e.node_id == "seen"]
+        assert [e.summary["context"]["foreach"] for e in started] == [s["typed"] for s in seen]

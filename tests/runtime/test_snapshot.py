@@ -13,10 +13,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from runtime import RunState, WorkflowBuilder
-from runtime._state import RunStateSnapshot
+from runtime._state import RunStateSnapshot, new_snapshot
 from runtime.checkpoint import InMemoryCheckpointer
 from runtime.state import TraceEvent
 from tests.runtime.engine_helpers import CUSTOMERS, answer_all, engine, nested_capture, single_foreach
+from tests.runtime.factory_support import assert_same_as_constructor
 from tests.runtime.test_engine_subgraph import broken_child, caller, child
 
 
@@ -125,3 +126,7 @@ def test_trusted_models_are_indistinguishable_from_validated_ones() -> None:
     lineage = {"lineage_id": "lineage_2", "kind": "item", "scope_id": "root", "frame_id": "frame_1",
                "parent_lineage_id": "lineage_0"}
     assert trusted(Lineage, dict(lineage)) == Lineage.model_validate(lineage)
+
+
+def test_the_snapshot_factory_builds_exactly_what_the_constructor_builds() -> None:
+    assert_same_as_constructor(RunStateSnapshot, new_snapshot)

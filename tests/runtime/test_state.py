@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
-import inspect
 import json
 import re
 from typing import Any
@@ -14,7 +12,16 @@ from hypothesis import strategies as st
 
 from runtime import RunState
 from runtime._algo import mint
-from runtime._bindings import MISSING, ScopeReader, build_payload, get_in, set_in
+from runtime._bindings import (
+    MISSING,
+    ScopeReader,
+    build_flat_payload,
+    build_payload,
+    flat_reads,
+    get_in,
+    payload_order,
+    set_in,
+)
 from runtime._state import ForeachItemMetadata, foreach_item_metadata, new_item_metadata, new_run_state, runtime_context
 from runtime._trace import summarize
 from runtime.document import InputBinding, WorkflowRef
@@ -23,6 +30,7 @@ from runtime.inspect import frame_context
 from runtime.paths import GraphSourcePath, LocalPath
 from runtime.state import ExecutionFrame, RandomIds, SequentialIds, TraceEvent
 from runtime.testing.checkpointer_conformance import sample_run_state
+from tests.runtime.factory_support import assert_same_as_constructor
 
 
 def test_run_state_json_is_the_checkpoint_format_and_round_trips() -> None:
@@ -199,6 +207,36 @@ def test_build_payload_puts_the_whole_binding_first_and_skips_missing_values() -
     assert build_payload(bindings, reader) == {"sku": "A", "qty": 5, "meta": {"note": "hi"}, "index": 3}
 
 
+def _binding(target: str, path: str | None = None, **extra: object) -> InputBinding:
+    parts = tuple(target.split(".")) if target else ()
+    source = GraphSourcePath(path.split(".")[0], tuple(path.split(".")[1:])) if path else None
+    return InputBinding(target=LocalPath(parts), path=source, **extra)  # type: ignore[arg-type]
+
+
+def test_a_flat_payload_is_what_the_general_builder_builds() -> None:
+    """A task whose bindings each read a path into a top-level field gets its payload from ``build_flat_payload``:
+    the same object the general builder makes, missing paths left out, a repeated field set by the last binding."""
+    reader = ScopeReader({"order": {"sku": "A", "qty": 1}, "n": 0}, {"note": "hi", "none": None},
+                         lambda: {"loop_index": 3, "foreach": {}})
+    cases = [
+        [],
+        [_binding("x", "input.order")],
+        [_binding("x", "input.order.sku"), _binding("y", "state.note"), _binding("z", "context.loop_index")],
+        [_binding("x", "state.nothing"), _binding("y", "input.n"), _binding("w", "state.none")],
+        [_binding("x", "input.order"), _binding("x", "state.note"), _binding("x", "state.missing")],
+        [_binding("x", "context.foreach.each.item")],
+    ]
+    for bindings in cases:
+        reads = flat_reads(payload_order(bindings))
+        assert reads is not None, bindings
+        expected = build_payload(bindings, reader)
+        got = build_flat_payload(reads, reader)
+        assert got == expected and list(got) == list(expected), bindings
+    for shape in ([_binding("", "input.order")], [_binding("meta.note", "state.note")], [_binding("0", "input.n")],
+                  [_binding("x", value=5)], [_binding("x", secret="token")]):
+        assert flat_reads(shape) is None, shape
+
+
 def test_context_is_only_derived_when_a_path_reads_it() -> None:
     calls: list[int] = []
     reader = ScopeReader({}, {"a": 1}, lambda: calls.append(1) or {})  # type: ignore[func-returns-value]
@@ -242,10 +280,4 @@ def test_a_started_runs_state_is_what_validation_would_make() -> None:
 
 
 def test_the_engine_s_item_metadata_factory_builds_exactly_what_the_constructor_builds() -> None:
-    values = {f.name: f"value-{position}" for position, f in enumerate(dataclasses.fields(ForeachItemMetadata))}
-    built = new_item_metadata(*values.values())  # type: ignore[arg-type]
-    assert type(built) is ForeachItemMetadata and built == ForeachItemMetadata(**values)  # type: ignore[arg-type]
-    assert [getattr(built, name) for name in values] == list(values.values())
-    assert list(inspect.signature(new_item_metadata).parameters) == list(values)
-    with pytest.raises(dataclasses.FrozenInstanceError):
-        built.index = 1  # type: ignore[misc]
+    assert_same_as_constructor(ForeachItemMetadata, new_item_metadata)
