@@ -143,7 +143,10 @@ function screenShaped(nodes, routes, regions, view) {
   for (const shape of SHAPES) {
     const positions = rowLayout(sized, routes, regions, aspect * shape);
     const zoom = fitZoom(nodes, positions, view);
-    if (!best || zoom > best.zoom + 1e-9) best = { positions, zoom };
+    // Narrower shapes only help while they fit better (a big body's own shape is the whole's): the first that
+    // does not ends the search, so a big graph is laid out about twice, not once per shape.
+    if (best && zoom <= best.zoom + 1e-9) break;
+    best = { positions, zoom };
   }
   untangle(nodes, routes, regions, best.positions);
   return best;
