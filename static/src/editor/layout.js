@@ -5,8 +5,8 @@ import { Graph, layout } from "@dagrejs/dagre";
 
 import { rowLayout } from "./rows.js";
 
-// From this many nodes, the layered layout that wraps into rows (rows.js): dagre takes seconds there, and draws
-// a long chain as one row far wider than any screen.
+// From this many nodes, always the layered layout that wraps into rows (rows.js), without trying dagre first:
+// dagre takes seconds there. Below it, rows too when dagre's layout does not fit the canvas (autoLayout).
 export const ROWS_FROM = 80;
 
 // From this many nodes, the canvas draws only the nodes and routes in view (graph.js drawsVisibleOnly).

@@ -1,4 +1,5 @@
-// Automatic layout of a big graph (layout.js autoLayout hands over above ROWS_FROM nodes): dagre took 1.3 s
+// Automatic layout of a graph too big for one row (layout.js autoLayout hands over from ROWS_FROM nodes, and
+// below that when dagre's layout does not fit the canvas at a readable zoom and rows fit it better): dagre took 1.3 s
 // for 600 nodes and drew a chain as one row 190,000 px wide, so the first view showed 3 nodes and the
 // minimap an empty box (issue 34). Here the graph is laid out in layers left to right, as dagre does, but the
 // layers wrap into rows, so the whole is about as wide as a screen is wide for its height; in linear time.
