@@ -54,6 +54,8 @@ def editor(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
         "palette": panels.palette(loaded.workflow),
         "query": "",
         "api_base": reverse("api:task-list").removesuffix("tasks/"),
+        # api.js documentUrl: the same address, so the canvas's fetch takes the preloaded answer.
+        "document_url": reverse("api:workflow-document", args=[workflow_id]),
         "summary": panels.diagnostics_summary(diagnostics),
     }
     return TemplateResponse(request, TEMPLATE, context)

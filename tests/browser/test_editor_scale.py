@@ -108,3 +108,46 @@ def test_a_big_graph_is_laid_out_in_rows_shown_on_the_minimap_and_a_move_is_a_sm
     state.get_by_role("button", name=f"Edit the {SIZE} fields", exact=True).click()
     expect(state.get_by_label("Field name")).to_have_count(SIZE)
     assert not editor.errors
+
+
+# Nodes whose drawn box meets the canvas's pane (what a person sees after a fit).
+_SHOWN = """() => {
+  const pane = document.querySelector(".react-flow__pane").getBoundingClientRect();
+  return [...document.querySelectorAll(".react-flow__node")].filter((n) => {
+    const r = n.getBoundingClientRect();
+    return r.right > pane.left && r.left < pane.right && r.bottom > pane.top && r.top < pane.bottom;
+  }).length;
+}"""
+
+
+def test_a_small_graph_is_laid_out_to_the_canvas_shape_and_the_canvas_takes_the_preloaded_document(
+    logged_in_page: Page, live_server: Any, user: Any
+) -> None:
+    size = 20  # dagre's own size (below ROWS_FROM): it drew this chain as one row of 6,820 x 173 px
+    team = team_services.create_team(actor=user, name="Acme")
+    workflow = workflow_services.import_workflow(actor=user, team=team, document=document(size), name="Small")
+    asked: list[str] = []
+    logged_in_page.on("request", lambda r: asked.append(r.url) if "/document/" in r.url else None)
+    editor = EditorPage(logged_in_page, live_server.url, workflow).open()
+    # The head's preload asked for the document once and the canvas took that answer (no second request).
+    assert editor.page.locator("link[rel=preload][as=fetch]").get_attribute("href") == \
+        f"/api/workflows/{workflow.pk}/document/"
+    assert len(asked) == 1, asked
+
+    before = editor.revision()
+    editor.page.get_by_role("button", name="Layout", exact=True).click()
+    editor.wait_saved(before + 1)
+    positions = editor.document()["metadata"]["positions"]
+    xs = [p["x"] for p in positions.values()]
+    ys = [p["y"] for p in positions.values()]
+    width, height = max(xs) - min(xs) + 220, max(ys) - min(ys) + 136
+    # Shaped like the canvas it was laid out in (about 1,000 x 650 flow px at the readable zoom), not one row.
+    assert 0.8 <= width / height <= 2.4, (width, height)
+    # The reading order holds: the chain goes on to the right, or starts the next row below.
+    for n in range(size - 1):
+        here, after = positions[f"line_{n:03d}"], positions[f"line_{n + 1:03d}"]
+        assert after["x"] > here["x"] or after["y"] > here["y"], (n, here, after)
+    # After the fit that follows, more than the 3 nodes one long row showed.
+    editor.page.wait_for_timeout(400)  # the fit's 200 ms animation
+    assert editor.page.evaluate(_SHOWN) >= 5
+    assert not editor.errors

@@ -87,7 +87,7 @@ function Canvas({ workflowId, apiBase, canEdit, root }) {
   });
   const { fitGraph, framesRef } = useFitGraph({ flow, store, root, wrapper, frames, nodes });
   const onNodesChange = useNodeMoves({ canEdit, flow, store, setNodes });
-  const actions = useEditActions({ store, canEdit, flow, framesRef, nodes, analysis, fitGraph });
+  const actions = useEditActions({ store, canEdit, flow, framesRef, nodes, analysis, fitGraph, wrapper });
   const fit = useCallback(() => fitGraph(200), [fitGraph]);
   usePanelEvents({ store, canEdit, flow, wrapper, addTemplate: actions.addTemplate, selectOnly });
   useShortcuts({ canEdit, undo, redo, fit });

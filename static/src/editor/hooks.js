@@ -14,7 +14,16 @@ import { request } from "./api.js";
 import { positionsOf, routeOps } from "./doc.js";
 import { emit, EVENTS, notice } from "./events.js";
 import { buildEdges, buildFrames, buildNodes, drawsVisibleOnly, withChannels } from "./graph.js";
-import { autoLayout, besideOutput, dropSpot, estimatedHeight, NODE_WIDTH, readableViewport } from "./layout.js";
+import {
+  autoLayout,
+  besideOutput,
+  DEFAULT_VIEW,
+  dropSpot,
+  estimatedHeight,
+  NODE_WIDTH,
+  READABLE_ZOOM,
+  readableViewport,
+} from "./layout.js";
 
 // The nodes and edges React Flow draws, rebuilt whenever the document or what
 // the server says about it changes; React Flow's own changes (selection,
@@ -160,13 +169,7 @@ export function useFitGraph({ flow, store, root, wrapper, frames, nodes }) {
         x2 = Math.max(x2, frame.x + frame.width);
         y2 = Math.max(y2, frame.y + frame.height + 30);
       }
-      // The drawing's own area (the toolbar is a row above it).
-      const pane = wrapper.current.querySelector(".react-flow") || wrapper.current;
-      const area = pane.getBoundingClientRect();
-      const { width, height } = area;
-      // Start below the minimap (top right), so at first it covers no node.
-      const minimap = pane.querySelector(".wf-minimap");
-      const top = minimap ? Math.max(24, Math.round(minimap.getBoundingClientRect().bottom - area.top + 16)) : 24;
+      const { width, height, top } = drawingArea(wrapper.current);
       const bounds = { x: x1, y: y1, width: x2 - x1, height: y2 - y1 };
       const fit = getViewportForBounds(bounds, width, height, 0.05, 1.1, { top: `${top}px`, bottom: "24px", x: "5%" });
       // Never below a zoom where labels stay legible: a graph too big for that
@@ -192,6 +195,24 @@ export function useFitGraph({ flow, store, root, wrapper, frames, nodes }) {
   }, [fitted, root]);
 
   return { fitGraph, framesRef };
+}
+
+// The drawing's own area (the toolbar is a row above it) and where a fit starts it: below the minimap (top
+// right), so at first the minimap covers no node.
+function drawingArea(wrapper) {
+  const pane = wrapper.querySelector(".react-flow") || wrapper;
+  const area = pane.getBoundingClientRect();
+  const minimap = pane.querySelector(".wf-minimap");
+  const top = minimap ? Math.max(24, Math.round(minimap.getBoundingClientRect().bottom - area.top + 16)) : 24;
+  return { width: area.width, height: area.height, top };
+}
+
+// What a fit shows of the graph at READABLE_ZOOM, in flow px: the shape autoLayout lays a graph out to fit.
+function readableView(wrapper) {
+  if (!wrapper) return DEFAULT_VIEW;
+  const { width, height, top } = drawingArea(wrapper);
+  const view = { width: (width - 48) / READABLE_ZOOM, height: (height - top - 24) / READABLE_ZOOM };
+  return view.width > 100 && view.height > 100 ? view : DEFAULT_VIEW;
 }
 
 // A run drawn on the graph: the runs to choose from and the chosen one's overlay.
@@ -407,7 +428,7 @@ const DRAG_TYPE = "application/x-trellis-node";
 
 // What a person does on the canvas, each turned into one edit: delete,
 // connect, re-target or cut a route, drop a palette item, lay the graph out.
-export function useEditActions({ store, canEdit, flow, framesRef, nodes, analysis, fitGraph }) {
+export function useEditActions({ store, canEdit, flow, framesRef, nodes, analysis, fitGraph, wrapper }) {
   const send = useCallback((ops, options) => store.getState().send(ops, options), [store]);
 
   const onDelete = useCallback(
@@ -514,9 +535,10 @@ export function useEditActions({ store, canEdit, flow, framesRef, nodes, analysi
       current.nodes.map((node) => ({ id: node.id, labels: labels.get(node.id) || [] })),
       current.routes,
       (analysis && analysis.control_regions) || {},
+      readableView(wrapper.current),
     );
     send([{ op: "move_nodes", positions }]).then(() => window.requestAnimationFrame(() => fitGraph(200)));
-  }, [analysis, fitGraph, nodes, send, store]);
+  }, [analysis, fitGraph, nodes, send, store, wrapper]);
 
   return {
     onDelete, onConnect, onReconnectStart, onReconnect, onReconnectEnd, onSelectionChange,

@@ -5,8 +5,8 @@ import { Graph, layout } from "@dagrejs/dagre";
 
 import { rowLayout } from "./rows.js";
 
-// From this many nodes, the layered layout that wraps into rows (rows.js): dagre takes seconds there, and draws
-// a long chain as one row far wider than any screen.
+// From this many nodes, always the layered layout that wraps into rows (rows.js), without trying dagre first:
+// dagre takes seconds there. Below it, rows too when dagre's layout does not fit the canvas (autoLayout).
 export const ROWS_FROM = 80;
 
 // From this many nodes, the canvas draws only the nodes and routes in view (graph.js drawsVisibleOnly).
@@ -82,22 +82,74 @@ export function estimatedHeight(labelCount) {
   return 88 + 24 * Math.max(1, labelCount);
 }
 
-// nodes: [{id, labels}], routes: [{source, target}], regions: {id: [foreach ids]}
-// -> {id: {x, y}}. Loop bodies become dagre clusters, so each body is laid out
-// as one block and its frame encloses nothing but the body. Big graphs: rows.js.
-export function autoLayout(nodes, routes, regions = {}) {
-  if (nodes.length >= ROWS_FROM) {
-    const sized = nodes.map((node) => ({ id: node.id, width: NODE_WIDTH, height: estimatedHeight(node.labels.length) }));
-    const positions = rowLayout(sized, routes, regions);
-    untangle(nodes, routes, regions, positions);
-    return positions;
+// The canvas's drawing area at READABLE_ZOOM, in flow px, when the caller does not say (a layout made before the
+// canvas is measured): a 1600 x 1000 window's canvas between the palette and the inspector, less the band under
+// the minimap where the fit starts the drawing (hooks.js useFitGraph). layoutAll passes the real one.
+export const DEFAULT_VIEW = { width: 1000, height: 650 };
+
+// The shapes a wrapped layout tries, as fractions of the view's own width / height: a loop body's rows are
+// shaped first and its foreach and frame then sit beside it, so a body shaped like the screen makes a whole
+// wider than the screen; narrower bodies make up for that. The best fit wins.
+const SHAPES = [1, 0.75, 0.55, 0.4];
+
+// The zoom at which a laid-out graph fills `view` (the larger, the more of it one screen shows at once).
+export function fitZoom(nodes, positions, view = DEFAULT_VIEW) {
+  const box = extent(nodes, positions);
+  return Math.min(view.width / Math.max(box.width, 1), view.height / Math.max(box.height, 1));
+}
+
+// The box around laid-out nodes (their sizes estimated): {x, y, width, height}.
+export function extent(nodes, positions) {
+  let [x1, y1, x2, y2] = [Infinity, Infinity, -Infinity, -Infinity];
+  for (const node of nodes) {
+    const at = positions[node.id];
+    if (!at) continue;
+    x1 = Math.min(x1, at.x);
+    y1 = Math.min(y1, at.y);
+    x2 = Math.max(x2, at.x + NODE_WIDTH);
+    y2 = Math.max(y2, at.y + estimatedHeight(node.labels.length));
   }
+  return x1 === Infinity ? { x: 0, y: 0, width: 0, height: 0 } : { x: x1, y: y1, width: x2 - x1, height: y2 - y1 };
+}
+
+// nodes: [{id, labels}], routes: [{source, target}], regions: {id: [foreach ids]}, view: the canvas's area at
+// READABLE_ZOOM ({width, height} in flow px) -> {id: {x, y}}.
+//
+// A graph is laid out to fit the canvas's shape (issue 34: a 20-node chain was one row 6,820 px wide, 3 nodes
+// in view). Small graphs: dagre (loop bodies as clusters, so each body is one block and its frame encloses
+// nothing but the body), kept when it fits the view at a readable zoom or fits it better than rows would;
+// otherwise, and always for big graphs (dagre takes seconds there), the layers wrap into rows (rows.js), in
+// reading order, each loop body a block inside its loop.
+export function autoLayout(nodes, routes, regions = {}, view = DEFAULT_VIEW) {
+  if (nodes.length >= ROWS_FROM) return screenShaped(nodes, routes, regions, view).positions;
+  let layered;
   try {
-    return runLayout(nodes, routes, regions);
+    layered = runLayout(nodes, routes, regions);
   } catch {
     // dagre's compound mode rejects some unusual graphs; a flat layout still helps.
-    return runLayout(nodes, routes, {});
+    layered = runLayout(nodes, routes, {});
   }
+  const zoom = fitZoom(nodes, layered, view);
+  if (zoom >= READABLE_ZOOM) return layered;
+  const wrapped = screenShaped(nodes, routes, regions, view);
+  return wrapped.zoom > zoom ? wrapped.positions : layered;
+}
+
+// The row layout (rows.js) whose whole fits `view` best, of the SHAPES tried: {positions, zoom}.
+function screenShaped(nodes, routes, regions, view) {
+  const sized = nodes.map((node) => ({ id: node.id, width: NODE_WIDTH, height: estimatedHeight(node.labels.length) }));
+  const aspect = view.width / view.height;
+  let best = null;
+  for (const shape of SHAPES) {
+    const positions = rowLayout(sized, routes, regions, aspect * shape);
+    const zoom = fitZoom(nodes, positions, view);
+    // Narrower shapes only help while they fit better (a big body's own shape is the whole's): the first that
+    // does not ends the search, so a big graph is laid out about twice, not once per shape.
+    if (best && zoom <= best.zoom + 1e-9) break;
+    best = { positions, zoom };
+  }
+  untangle(nodes, routes, regions, best.positions);
+  return best;
 }
 
 function runLayout(nodes, routes, regions) {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 
-import { autoLayout, dropSpot, estimatedHeight, freeSpot, NODE_WIDTH, READABLE_ZOOM, readableViewport,
-  SMALLEST_FONT_PX, besideOutput, BESIDE_GAP } from "./layout.js";
+import { autoLayout, DEFAULT_VIEW, dropSpot, estimatedHeight, extent, fitZoom, freeSpot, NODE_WIDTH, READABLE_ZOOM,
+  readableViewport, SMALLEST_FONT_PX, besideOutput, BESIDE_GAP } from "./layout.js";
 
 const box = (x, y) => ({ x, y, width: NODE_WIDTH, height: 110 });
 const apart = (a, b) =>
@@ -127,6 +127,88 @@ describe("autoLayout", () => {
     expect(Object.keys(at).sort()).toEqual(["after", "each", "x", "y"]);
     for (const [a, b] of [["x", "y"], ["x", "after"], ["y", "after"], ["each", "x"]]) {
       expect(apart(at[a], at[b])).toBe(true);
+    }
+  });
+});
+
+// size template nodes in a chain inside customers -> orders (the editor benchmark's graph).
+function nestedChain(size) {
+  const names = Array.from({ length: size }, (_, n) => `line_${n}`);
+  const loop = [{ name: "loop" }, { name: "done" }, { name: "error" }];
+  const nodes = [{ id: "customers", labels: loop }, { id: "orders", labels: loop },
+    ...names.map((id) => ({ id, labels: [{ name: "ok" }, { name: "error" }] }))];
+  const routes = [
+    { source: "customers", label: "loop", target: "orders" },
+    { source: "orders", label: "loop", target: names[0] },
+    { source: "orders", label: "done", target: "customers" },
+    ...names.map((id, n) => ({ source: id, label: "ok", target: names[n + 1] || "orders" })),
+  ];
+  const regions = { customers: [], orders: ["customers"] };
+  for (const id of names) regions[id] = ["customers", "orders"];
+  return { nodes, routes, regions, names };
+}
+
+describe("autoLayout's shape (issue 34: a 20-node chain was one row 6,820 px wide, 3 of 22 nodes in view)", () => {
+  it("wraps a small graph wider than the canvas into rows shaped like the canvas", () => {
+    const { nodes, routes, regions } = nestedChain(20);
+    const at = autoLayout(nodes, routes, regions);
+    const box = extent(nodes, at);
+    const viewAspect = DEFAULT_VIEW.width / DEFAULT_VIEW.height;
+    expect(box.width / box.height).toBeGreaterThan(viewAspect / 2);
+    expect(box.width / box.height).toBeLessThan(viewAspect * 1.5);
+    // One row would need a zoom of ~0.15 to fit; wrapped, a fit shows it at 0.5 or more.
+    expect(fitZoom(nodes, at)).toBeGreaterThan(0.5);
+  });
+
+  it("keeps the reading order: each row left to right, the rows top to bottom", () => {
+    const { nodes, routes, regions, names } = nestedChain(20);
+    const at = autoLayout(nodes, routes, regions);
+    let rows = 1;
+    names.slice(1).forEach((id, n) => {
+      const before = at[names[n]];
+      if (at[id].y === before.y) expect(at[id].x).toBeGreaterThan(before.x);
+      else {
+        expect(at[id].y).toBeGreaterThan(before.y + estimatedHeight(2));
+        expect(at[id].x).toBeLessThan(before.x);
+        rows += 1;
+      }
+    });
+    expect(rows).toBeGreaterThan(2);
+  });
+
+  it("keeps each loop body inside its loop, after its foreach", () => {
+    const { nodes, routes, regions, names } = nestedChain(20);
+    const at = autoLayout(nodes, routes, regions);
+    const body = extent(nodes.filter((node) => names.includes(node.id)), at);
+    const outer = extent(nodes.filter((node) => node.id !== "customers"), at);
+    const owner = (id) => ({ ...at[id], width: NODE_WIDTH, height: estimatedHeight(3) });
+    const outside = (box, area) => box.x + box.width <= area.x || box.x >= area.x + area.width
+      || box.y + box.height <= area.y || box.y >= area.y + area.height;
+    // orders' body holds neither foreach; customers' body (orders and the chain) does not hold customers.
+    expect(outside(owner("orders"), body)).toBe(true);
+    expect(outside(owner("customers"), body)).toBe(true);
+    expect(outside(owner("customers"), outer)).toBe(true);
+    // Each foreach comes before its body: left of it, or above it.
+    for (const [id, area] of [["orders", body], ["customers", outer]]) {
+      const o = owner(id);
+      expect(o.x + o.width <= area.x || o.y + o.height <= area.y).toBe(true);
+    }
+  });
+
+  it("keeps one row for a chain that fits the canvas at a readable zoom", () => {
+    const { nodes, routes, regions } = nestedChain(1);
+    const at = autoLayout(nodes, routes, regions);
+    expect(fitZoom(nodes, at)).toBeGreaterThanOrEqual(READABLE_ZOOM);
+    expect(at.customers.x).toBeLessThan(at.orders.x);
+    expect(at.orders.x).toBeLessThan(at.line_0.x);
+  });
+
+  it("lays a graph out to the canvas it is given: a tall canvas gets a taller layout", () => {
+    for (const size of [20, 300]) {
+      const { nodes, routes, regions } = nestedChain(size);
+      const wide = extent(nodes, autoLayout(nodes, routes, regions, { width: 1600, height: 600 }));
+      const tall = extent(nodes, autoLayout(nodes, routes, regions, { width: 600, height: 1200 }));
+      expect(tall.width / tall.height).toBeLessThan(wide.width / wide.height / 2);
     }
   });
 });

@@ -1,4 +1,5 @@
-// Automatic layout of a big graph (layout.js autoLayout hands over above ROWS_FROM nodes): dagre took 1.3 s
+// Automatic layout of a graph too big for one row (layout.js autoLayout hands over from ROWS_FROM nodes, and
+// below that when dagre's layout does not fit the canvas at a readable zoom and rows fit it better): dagre took 1.3 s
 // for 600 nodes and drew a chain as one row 190,000 px wide, so the first view showed 3 nodes and the
 // minimap an empty box (issue 34). Here the graph is laid out in layers left to right, as dagre does, but the
 // layers wrap into rows, so the whole is about as wide as a screen is wide for its height; in linear time.
@@ -9,8 +10,9 @@
 const COLUMN_GAP = 90; // between layers (dagre's ranksep in layout.js)
 const STACK_GAP = 40; // between items of one layer (dagre's nodesep)
 const ROW_GAP = 90; // between wrapped rows: room for the routes that return to the left
-// Wider than high, as a screen (and the minimap) is; a row is never narrower than its widest layer.
-const ASPECT = 1.6;
+// Wider than high, as a screen (and the minimap) is; a row is never narrower than its widest layer. The caller
+// may ask for another shape (layout.js screenShaped tries a few, for the whole to fit the canvas best).
+export const ASPECT = 1.6;
 // Room around a body for its frame (graph.js buildFrames: 16 px per nesting level, a title row on top).
 const FRAME_PAD = 28;
 const FRAME_LEVEL = 16;
@@ -58,7 +60,7 @@ function layers(items, edges) {
   return { layer, forward };
 }
 
-function placeBlock(items, edges) {
+function placeBlock(items, edges, aspect) {
   const byId = new Map(items.map((item) => [item.id, item]));
   const { layer, forward } = layers(items, edges);
   const columns = [];
@@ -85,7 +87,7 @@ function placeBlock(items, edges) {
     height: column.reduce((sum, id) => sum + byId.get(id).height, 0) + STACK_GAP * (column.length - 1),
   }));
   const area = sizes.reduce((sum, size) => sum + (size.width + COLUMN_GAP) * (size.height + ROW_GAP), 0);
-  const rowWidth = Math.max(Math.sqrt(area * ASPECT), ...sizes.map((size) => size.width));
+  const rowWidth = Math.max(Math.sqrt(area * aspect), ...sizes.map((size) => size.width));
   // Greedy rows: a layer that would pass the row's width starts the next row, unless the row holds little yet
   // (a foreach before its wide body stays beside it).
   const rows = [];
@@ -122,8 +124,8 @@ function placeBlock(items, edges) {
 }
 
 // nodes: [{id, width, height}], routes: [{source, target}], regions: {id: [foreach ids, outermost first]}
-// -> {id: {x, y}} (top left corners).
-export function rowLayout(nodes, routes, regions = {}) {
+// -> {id: {x, y}} (top left corners). aspect: the width / height each block's rows aim at.
+export function rowLayout(nodes, routes, regions = {}, aspect = ASPECT) {
   const byId = new Map(nodes.map((node) => [node.id, node]));
   const known = new Set(byId.keys());
   const owners = (id) => (regions[id] || []).filter((owner) => known.has(owner));
@@ -164,7 +166,7 @@ export function rowLayout(nodes, routes, regions = {}) {
       const owner = item.slice("\u0000body:".length);
       if (memberSet.has(owner)) edges.push([owner, item]);
     }
-    const block = placeBlock(items, edges);
+    const block = placeBlock(items, edges, aspect);
     const positions = {};
     let levels = 0;
     for (const [id, at] of Object.entries(block.positions)) {
