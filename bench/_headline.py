@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from bench.bench_engine import table
+from bench._table import table
 
 
 @dataclass(frozen=True, slots=True)

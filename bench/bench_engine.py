@@ -31,7 +31,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from bench import _headline
 from bench import _workloads as w
+from bench._table import table
 from runtime import Engine, RunState, Workflow
 from runtime.checkpoint import InMemoryCheckpointer
 from runtime.engine import EngineOptions
@@ -221,24 +223,6 @@ class Results:
 # Output
 
 
-def table(title: str, headers: list[str], rows: list[list[str]], note: str = "") -> None:
-    # max() of one int fails: a section can have no rows (e.g. only variants that skip its sizes were chosen).
-    widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(headers)]
-
-    def line(cells: list[str]) -> str:
-        first = cells[0].ljust(widths[0])
-        return "  ".join([first, *(c.rjust(width) for c, width in zip(cells[1:], widths[1:], strict=True))])
-
-    print()
-    print(title)
-    print(line(headers))
-    print("  ".join("-" * width for width in widths))
-    for row in rows:
-        print(line(row))
-    if note:
-        print(note)
-
-
 def us(seconds: float, steps: int) -> str:
     return f"{seconds / steps * 1e6:,.1f}"
 
@@ -252,6 +236,13 @@ def ratio_cells(trellis: Timing, langgraph: Timing | None) -> list[str]:
 
 
 RATIO_HEADERS = ["ratio", "goal met?", "wall ratio"]
+
+
+def _record_ratio(row: str, trellis: Timing, langgraph: Timing, steps: int) -> None:
+    ratio = langgraph.cpu / trellis.cpu
+    _headline.record("engine", row, trellis=f"{us(trellis.cpu, steps)} us/step",
+                     peer=f"LangGraph {us(langgraph.cpu, steps)} us/step", ratio=f"{ratio:,.1f}x",
+                     goal=f">= {GOAL:g}x", met=ratio >= GOAL)
 NOTE = ("us/step = process CPU time (all threads) / node steps, median of up to 9 runs; ratio = LangGraph / Trellis; "
         f"goal: ratio >= {GOAL:g}; wall ratio = same from wall-clock times")
 
@@ -270,6 +261,8 @@ def section_per_step(results: Results) -> None:
             lg = results.langgraph(case, checkpointed)
             rows.append([case.label, "in-memory" if checkpointed else "none", f"{case.steps:,}",
                          us(t.cpu, case.steps), us(lg.cpu, case.steps), *ratio_cells(t, lg)])
+            _record_ratio(f"{case.label}, {'in-memory checkpointer' if checkpointed else 'no checkpointer'}",
+                          t, lg, case.steps)
             print(f"  measured {case.label} ({'checkpointed' if checkpointed else 'no checkpointer'})", flush=True)
     table("1. Microseconds per node step, Trellis vs LangGraph",
           ["workload", "checkpointer", "steps", "trellis us/step", "langgraph us/step", *RATIO_HEADERS], rows,
@@ -300,6 +293,12 @@ def section_scaling(results: Results) -> None:
         quiet = results.trellis(case, True, gc_off=True).cpu / case.steps
         rows.append([case.label, f"{t_item * 1e6:,.1f}", f"{t_item / first['trellis']:.2f}x", f"{quiet * 1e6:,.1f}",
                      lg_cell, lg_growth, *ratio_cells(t, lg)])
+        if lg is not None:
+            _record_ratio(f"{case.label}, in-memory checkpointer", t, lg, case.steps)
+        if size != 1_000:
+            growth = t_item / first["trellis"]
+            _headline.record("engine", f"foreach per item, {size:,} / 1,000 items", trellis=f"{growth:.2f}x",
+                             goal="flat (<= 1.5x)", met=growth <= 1.5)
         print(f"  measured foreach {size:,} (checkpointed)", flush=True)
     table("2. Foreach cost per item as the collection grows (in-memory checkpointer on both sides)",
           ["workload", "trellis us/step", "trellis growth", "trellis gc off", "langgraph us/step",
