@@ -58,6 +58,22 @@ class TestDurableFileCheckpointer(TestFileCheckpointer):
     def make_checkpointer(self) -> FileCheckpointer:
         return FileCheckpointer(self.directory, durable=True)
 
+    def make_history_checkpointer(self, policy: HistoryPolicy) -> FileCheckpointer:
+        return FileCheckpointer(self.directory, durable=True, history=policy)
+
+    def reopen(self, checkpointer: object) -> FileCheckpointer:
+        return FileCheckpointer(self.directory, durable=True, history=getattr(checkpointer, "history_policy", None))
+
+
+class TestSlightlyPaddedFileCheckpointer(TestDurableFileCheckpointer):
+    """Padding to the next page only: many saves extend the log, the others overwrite what is left of it."""
+
+    def make_checkpointer(self) -> FileCheckpointer:
+        return FileCheckpointer(self.directory, durable=True, preallocate=200)
+
+    def make_history_checkpointer(self, policy: HistoryPolicy) -> FileCheckpointer:
+        return FileCheckpointer(self.directory, durable=True, preallocate=200, history=policy)
+
 
 class TestSqliteCheckpointer(CheckpointerConformance):
     @pytest.fixture(autouse=True)
