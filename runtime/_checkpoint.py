@@ -427,18 +427,16 @@ class FileCheckpointer(GroupCommitStore[_Line]):
         size."""
         end = size + len(chunk)
         allocated = self._allocated.pop(run_id, size)
-        if self.preallocate and end > allocated:
-            # Extend the padding with this write: its sync commits the new size once for the saves to come.
-            allocated = -(-(end + self.preallocate) // _PAGE) * _PAGE
-            chunk += bytes(allocated - end)
         with open(path, "r+b") as handle:
             fd = handle.fileno()
             try:
                 if not self.preallocate:
                     os.ftruncate(fd, size)
-                written = 0
-                while written < len(chunk):
-                    written += os.pwrite(fd, chunk[written:], size + written)
+                _write_at(fd, chunk, size)
+                if self.preallocate and end > allocated:
+                    # Extend the padding with this save: its sync commits the new size once for the saves to come.
+                    allocated = -(-(end + self.preallocate) // _PAGE) * _PAGE
+                    _pad(fd, end, allocated)
                 if self.durable:
                     sync_file(fd)
             except BaseException:
@@ -576,6 +574,24 @@ class FileCheckpointer(GroupCommitStore[_Line]):
     def run_ids(self) -> list[str]:
         self.flush()
         return sorted(p.name[: -len(".log")] for p in self.directory.glob("*.log") if not p.name.startswith("."))
+
+
+def _write_at(fd: int, data: bytes, offset: int) -> None:
+    written = 0
+    while written < len(data):
+        written += os.pwrite(fd, data[written:], offset + written)
+
+
+def _pad(fd: int, start: int, end: int) -> None:
+    """Write zeros from ``start`` to ``end`` a page at a time. One large write would be cached as one large folio,
+    and a save that overwrote a few bytes of it would dirty, and its sync write, the whole folio (a MiB per save,
+    measured), where a page at a time keeps a save to the pages it touches."""
+    zeros = bytes(_PAGE)
+    position = start
+    while position < end:
+        boundary = min(end, (position // _PAGE + 1) * _PAGE)
+        _write_at(fd, zeros[: boundary - position], position)
+        position = boundary
 
 
 def line_events(events: Sequence[TraceEvent]) -> list[dict[str, Any]]:
