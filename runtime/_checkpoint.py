@@ -307,7 +307,7 @@ class FileCheckpointer(GroupCommitStore[_Line]):
     def __init__(self, directory: str | os.PathLike[str], *, durable: bool = False,
                  durability: Durability | None = None, max_pending: int = MAX_PENDING,
                  compact_factor: float = 2.0, compact_min_bytes: int = 1 << 20,
-                 snapshot_min_bytes: int = 1 << 15, preallocate: int = 1 << 18,
+                 snapshot_min_bytes: int = 1 << 13, preallocate: int = 1 << 18,
                  history: HistoryPolicy | None = None) -> None:
         self.history_policy = history
         self.directory = Path(directory)
