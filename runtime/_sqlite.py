@@ -64,7 +64,7 @@ import pydantic_core
 from runtime._checkpoint import CheckpointInfo, HistoryPolicy
 from runtime._errors import CheckpointNotFoundError, CorruptRunStateError
 from runtime._group_commit import MAX_PENDING, Durability, GroupCommitStore
-from runtime._parts import CheckpointDelta
+from runtime._parts import CheckpointDelta, PartLedger
 from runtime._state import RunState
 from runtime._trace import TraceEvent
 
@@ -308,7 +308,17 @@ class SqliteCheckpointer(GroupCommitStore[_Save]):
         except ValueError as exc:
             raise CorruptRunStateError(f"run {run_id!r}: the stored checkpoint is not JSON: {exc}",
                                        run_id=run_id) from None
-        return RunState.join_parts(data, parts)
+        run_state = RunState.join_parts(data, parts)
+        # When the run's stored parts are exactly what this state names, this checkpointer knows what is stored:
+        # the resumed run's first save is then as cheap as any other, not a snapshot that sweeps and rewrites
+        # every part (a 100,000-item foreach's items). Any other part (a kept checkpoint's, one left by another
+        # writer) leaves the ledger fresh, and the first save sorts them out.
+        ledger = PartLedger()
+        delta = run_state.checkpoint_delta(ledger)
+        if delta.live_keys() == parts.keys():
+            ledger.apply(delta)
+            self._ledgers[run_id] = ledger
+        return run_state
 
     def history(self, run_id: str) -> list[CheckpointInfo]:
         self.flush()

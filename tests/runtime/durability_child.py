@@ -2,8 +2,9 @@
 
 ``python -m tests.runtime.durability_child KIND DIR LIMIT SIDE`` counts to LIMIT one superstep at a time through
 a checkpointer with ``durability="batched"`` (KIND ``sqlite`` or ``file``, at most ``MAX_PENDING`` saves in
-flight). Each step first appends ``"<x> <saves in flight>"`` to SIDE: what it is about to compute and how far
-behind the disk is then, so the test can tell which checkpoints were certainly durable when the process died.
+flight), or a ``FileCheckpointer`` with ``durability="sync"`` on a padded log (KIND ``file-sync``). Each step
+first appends ``"<x> <saves in flight>"`` to SIDE: what it is about to compute and how far behind the disk is
+then, so the test can tell which checkpoints were certainly durable when the process died.
 
 ``python -m tests.runtime.durability_child reported KIND DIR`` counts the same way with an ``on_superstep`` hook
 that prints ``done <step> <x>``, and a background writer that holds each batch until the test answers: it prints
@@ -26,6 +27,7 @@ from runtime.state import SequentialIds
 from runtime.tasks import Route, TaskRegistry
 
 MAX_PENDING = 8
+PADDING = 5000
 COUNTER = {"type": "object", "properties": {"x": {"type": "integer", "default": 0}}}
 
 
@@ -41,6 +43,10 @@ def workflow(limit: int) -> Any:
 def checkpointer(kind: str, directory: Path) -> SqliteCheckpointer | FileCheckpointer:
     if kind == "sqlite":
         return SqliteCheckpointer(directory / "runs.sqlite3", durability="batched", max_pending=MAX_PENDING)
+    if kind == "file-sync":
+        # Padding a page or two at a time, so the kill may land on a save that extends it as well as on one
+        # that overwrites it.
+        return FileCheckpointer(directory / "logs", durability="sync", preallocate=PADDING)
     return FileCheckpointer(directory / "logs", durability="batched", max_pending=MAX_PENDING)
 
 

@@ -58,6 +58,22 @@ class TestDurableFileCheckpointer(TestFileCheckpointer):
     def make_checkpointer(self) -> FileCheckpointer:
         return FileCheckpointer(self.directory, durable=True)
 
+    def make_history_checkpointer(self, policy: HistoryPolicy) -> FileCheckpointer:
+        return FileCheckpointer(self.directory, durable=True, history=policy)
+
+    def reopen(self, checkpointer: object) -> FileCheckpointer:
+        return FileCheckpointer(self.directory, durable=True, history=getattr(checkpointer, "history_policy", None))
+
+
+class TestSlightlyPaddedFileCheckpointer(TestDurableFileCheckpointer):
+    """Padding to the next page only: many saves extend the log, the others overwrite what is left of it."""
+
+    def make_checkpointer(self) -> FileCheckpointer:
+        return FileCheckpointer(self.directory, durable=True, preallocate=200)
+
+    def make_history_checkpointer(self, policy: HistoryPolicy) -> FileCheckpointer:
+        return FileCheckpointer(self.directory, durable=True, preallocate=200, history=policy)
+
 
 class TestSqliteCheckpointer(CheckpointerConformance):
     @pytest.fixture(autouse=True)
@@ -404,3 +420,28 @@ def test_in_memory_history_asks_what_to_keep_only_when_the_policy_can_drop_one(k
     assert len(cp.history(result.run_id)) == (result.run_state.step + 1 if keep_last is None else 3)
     assert (asked == []) == (keep_last is None)
     assert max(asked, default=0) <= 4
+
+
+def test_a_sqlite_checkpointer_that_loaded_a_run_does_not_rewrite_its_parts_at_the_next_save(tmp_path: Path) -> None:
+    """A resume's first save costs what changed, as every other save: the load tells the checkpointer which parts
+    are stored when they are exactly the ones the state names."""
+    path = tmp_path / "runs.sqlite3"
+    with SqliteCheckpointer(path) as first:
+        state = sample_run_state()
+        first.save(state)
+    with SqliteCheckpointer(path) as again:
+        loaded = again.load(state.run_id)
+        loaded.step += 1
+        before = again._db.total_changes
+        again.save(loaded)
+        assert again._db.total_changes - before == 1  # the runs row; the item and input parts stay as stored
+        assert again.load(state.run_id).model_dump(mode="json") == loaded.model_dump(mode="json")
+    # A part no state names (as a kept checkpoint's would be) leaves the first save to sweep it.
+    with sqlite3.connect(path) as db:
+        db.execute("INSERT INTO parts (run_id, key, value) VALUES (?, 'items:act_gone', '[]')", (state.run_id,))
+    with SqliteCheckpointer(path) as third:
+        loaded = third.load(state.run_id)
+        third.save(loaded)
+    with sqlite3.connect(path) as db:
+        keys = {key for (key,) in db.execute("SELECT key FROM parts WHERE run_id = ?", (state.run_id,))}
+    assert "items:act_gone" not in keys and keys
