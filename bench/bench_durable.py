@@ -35,6 +35,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, TypedDict
 
+from bench import _headline
 from bench import _workloads as w
 from bench.bench_engine import Timing, table
 from bench.bench_scale import fanout, langgraph_durable, trellis_durable
@@ -80,6 +81,10 @@ def step_rows() -> list[list[str]]:
                     rows.append([f"{label}, {how}", store, f"{mine / steps * 1e6:,.0f} us/step",
                                  f"{median['lg'] / steps * 1e6:,.0f} us/step", f"{ratio:,.2f}x",
                                  "yes" if ratio >= GOAL_RATIO else "NO"])
+                    _headline.record("durable", f"{label.split(':')[0]}, {how}, {store}",
+                                     trellis=f"{mine / steps * 1e6:,.0f} us/step",
+                                     peer=f"SqliteSaver {median['lg'] / steps * 1e6:,.0f} us/step",
+                                     ratio=f"{ratio:,.2f}x", goal=f">= {GOAL_RATIO:g}x", met=ratio >= GOAL_RATIO)
             print(f"  measured {label}", flush=True)
     return rows
 
@@ -305,6 +310,11 @@ def main() -> int:
             goal = "-" if steps != max(HISTORIES) else "yes" if flat else "NO"
             rows.append([f"resume after {steps:,} steps", store, f"{seconds * 1e3:,.2f} ms",
                          f"{peer * 1e3:,.2f} ms", f"{peer / seconds:,.2f}x", goal])
+            if steps == max(HISTORIES):
+                _headline.record("durable", f"resume after {steps:,} steps, {store}",
+                                 trellis=f"{seconds * 1e3:,.2f} ms CPU", peer=f"SqliteSaver {peer * 1e3:,.2f} ms",
+                                 ratio=f"{peer / seconds:,.2f}x",
+                                 goal=f"<= {GOAL_RESUME_MS:g} ms, flat", met=flat)
     table("Durable checkpointers vs LangGraph SqliteSaver (steps: wall clock; resume: CPU time)",
           ["row", "Trellis store", "Trellis", "SqliteSaver", "ratio", "goal met?"], rows,
           f"ratio = SqliteSaver / Trellis, median of {ROUNDS} rounds. Steps: SqliteSaver durability='sync' (a step's\n"
