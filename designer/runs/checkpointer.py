@@ -45,7 +45,7 @@ from runtime import RunState, WorkflowError
 from runtime.checkpoint import CheckpointDelta, CheckpointInfo, HistoryPolicy, PartLedger
 from runtime.errors import CheckpointNotFoundError, CorruptRunStateError
 from runtime.inspect import run_summary
-from runtime.state import TraceEvent
+from runtime.state import TraceEvent, parse_run_state
 
 _SETTING = object()
 
@@ -527,7 +527,9 @@ class OrmCheckpointer:
             data = None
         if not isinstance(data, dict):
             raise CorruptRunStateError(f"run {run_id!r}: the stored run_state is not a JSON object", run_id=run_id)
-        run_state = RunState.from_json(_joined(pk, data))
+        # Parsed for the engine: the state is new and this checkpointer keeps no reference to it (the ledger holds
+        # keys and counts), so the resume that follows may work on it in place instead of deep-copying it.
+        run_state = parse_run_state(_joined(pk, data))
         self._pks[run_id] = pk
         if any(activation.distributed for activation in run_state.activations.values()):
             self._next_seq.pop(pk, None)  # its batches append to the trace from other workers: read at each save
