@@ -65,23 +65,21 @@ class FairWorker(Worker):
         self._claiming = threading.Lock()
         self._busy = 0
         self._teams: Counter[int] = Counter()
-
-    def _ready(self) -> Any:
-        tasks = DBTaskResult.objects.ready().filter(backend_name=self.backend_name)
-        if not self.process_all_queues:
-            tasks = tasks.filter(queue_name__in=self.queue_names)
-        if self.excluded_queue_names:
-            tasks = tasks.exclude(queue_name__in=self.excluded_queue_names)
-        return tasks
+        #: What db_worker's own ``DBTaskResult.objects.ready()`` filter says, once (its SQL is built once too).
+        self._ready = fairness.ReadyTasks(
+            backend_name=self.backend_name,
+            queue_names=None if self.process_all_queues else tuple(self.queue_names),
+            excluded=tuple(self.excluded_queue_names),
+            using=DBTaskResult.objects.db)
 
     def _claim(self) -> tuple[fairness.Claimed | None, bool]:
         """The task this slot runs next (reserved in the slot count) and whether the queue could be read."""
         with self._claiming:  # one slot claims at a time, so each sees the others' reservations
             try:
                 free = self.slots - self._busy
-                if fairness.held_back(self._ready(), worker_teams=self._teams, free_slots=free, slots=self.slots):
+                if fairness.held_back(self._ready, worker_teams=self._teams, free_slots=free, slots=self.slots):
                     return None, True
-                claimed = fairness.claim_next(self._ready(), worker_id=self.worker_id, worker_teams=self._teams,
+                claimed = fairness.claim_next(self._ready, worker_id=self.worker_id, worker_teams=self._teams,
                                               free_slots=free, slots=self.slots)
             except OperationalError as exc:
                 if not is_locked_database_exception(exc):
