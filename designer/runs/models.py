@@ -156,6 +156,11 @@ class Run(TeamScoped):
         self.__dict__[_INPUT] = value
         self.__dict__[_INPUT_UNSAVED] = True
 
+    def input_read(self, value: Any) -> None:
+        """Say what the stored input is (None: the run has no ``RunInput`` row), read together with this row by
+        the caller (the worker's claim): ``input`` then needs no query of its own."""
+        self.__dict__[_INPUT] = {} if value is None else value
+
     def save(self, *args: Any, **kwargs: Any) -> None:
         if not self.__dict__.get(_INPUT_UNSAVED):
             super().save(*args, **kwargs)
