@@ -37,7 +37,7 @@ from django.utils import timezone
 from designer.conf import trellis
 from designer.models import Run, RunCheckpoint, RunValue
 from designer.monitoring import metrics, tracing
-from designer.runs import batches, budgets, signals, steps, waiting
+from designer.runs import batches, budgets, signals, steps, task_backend, waiting
 from designer.runs.checkpointer import OrmCheckpointer, checkpoint_state_of, run_state_of
 from designer.runs.history_selectors import TolerantRedrive, tolerated_failures
 from designer.runs.lease import Heartbeat, LeaseLost, claim, new_owner_id, release
@@ -79,7 +79,9 @@ class Execution:
         #: A completed run's redrive of tolerated foreach items, until its first save has re-opened them.
         self.reopen: TolerantRedrive | None = None
         self.fork = run.fork_request if isinstance(run.fork_request, dict) else None
-        self.checkpointer = OrmCheckpointer(run.team_id, owner=owner, extra_fields=self._extra_fields)
+        # The last checkpoint commits with the outcome (``finish``): one transaction ends the run.
+        self.checkpointer = OrmCheckpointer(run.team_id, owner=owner, extra_fields=self._extra_fields,
+                                            hold_final=True)
         self.checkpointer.cancel_requested = run.cancel_requested
         if run.runtime_id is not None:
             self.checkpointer.remember(run.runtime_id, run.pk)
@@ -214,7 +216,10 @@ class Execution:
                 if not left:
                     batches.wake(self.run.pk)
             return status
-        with transaction.atomic():
+        # One commit: the engine's last checkpoint (held open by the checkpointer), the outcome and the lease's
+        # release, the output's values, what ``run_reached`` writes, and the task's success. A worker that dies
+        # before it leaves the run at its previous checkpoint, leased, for recovery to drive again.
+        with self.checkpointer.final(), transaction.atomic():
             if not release(self.run.pk, self.owner, **fields, **budgets.use_fields(self.engine)):
                 raise LeaseLost(f"run {self.run.pk}: lease lost before the outcome was stored")
             self.use_recorded = True
@@ -222,6 +227,7 @@ class Execution:
                 RunValue.objects.record(run_id=self.run.pk, side="output", value=result.output)
             signals.run_reached.send(sender=Run, run_id=self.run.pk, status=status, team_id=self.run.team_id,
                                      workflow_id=self.run.workflow_id)
+            task_backend.succeed(status)  # what ``execute_run`` returns
         return status
 
     def fail(self, exc: BaseException) -> str:
@@ -265,13 +271,17 @@ def execute(run_id: int) -> str:
         if run_trace is not None:
             execution.observers.append(run_trace.on_superstep)
         try:
+            # The outcome is stored before the heartbeat stops: the final checkpoint's transaction is open until
+            # then, and a renewal under way waits for it (the run's row lock, SQLite's write lock).
             with Heartbeat(run.pk, owner):
                 result = execution.drive()
-            outcome = execution.finish(result)
+                outcome = execution.finish(result)
         except LeaseLost as exc:
+            execution.checkpointer.settle()
             logger.warning("%s; another worker owns the run now", exc)
             outcome = "lease-lost"
         except Exception as exc:
+            execution.checkpointer.settle()  # a final checkpoint commits, as it did before its outcome failed
             if not isinstance(exc, WorkflowError):
                 logger.exception("run %s: unexpected error in the worker", run_id)
             outcome = execution.fail(exc)
