@@ -84,7 +84,7 @@ class Execution:
                                             hold_final=True)
         self.checkpointer.cancel_requested = run.cancel_requested
         if run.runtime_id is not None:
-            self.checkpointer.remember(run.runtime_id, run.pk)
+            self.checkpointer.remember(run.runtime_id, run.pk, trace_next=run.trace_next)
         #: The engine of the drive, once it started (its budget meter holds the step-seconds it used).
         self.engine: Engine | None = None
         #: Whether the release that stored the outcome also added the step-seconds used (one UPDATE fewer).
@@ -220,7 +220,8 @@ class Execution:
         # release, the output's values, what ``run_reached`` writes, and the task's success. A worker that dies
         # before it leaves the run at its previous checkpoint, leased, for recovery to drive again.
         with self.checkpointer.final(), transaction.atomic():
-            if not release(self.run.pk, self.owner, **fields, **budgets.use_fields(self.engine)):
+            used = budgets.use_of(self.engine)
+            if not release(self.run.pk, self.owner, added={"step_seconds_used": used} if used else None, **fields):
                 raise LeaseLost(f"run {self.run.pk}: lease lost before the outcome was stored")
             self.use_recorded = True
             if result.output is not None:
