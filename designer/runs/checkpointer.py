@@ -361,14 +361,18 @@ class OrmCheckpointer:
         if held is not None:
             held.__exit__(None, None, None)
 
-    def remember(self, run_id: str, pk: int, *, trace_next: int | None = None) -> None:
+    def remember(self, run_id: str, pk: int, *, trace_next: int | None = None, unsaved: bool = False) -> None:
         """Say which row holds ``run_id`` (in this checkpointer's team), when the caller has just read it: the
         first save then skips looking it up (a worker's claim reads the row anyway). ``trace_next``: the number
         after the run's last trace event, when the caller read it holding the run's lease, so that nobody else
-        appends to the trace meanwhile (a distributed foreach's batches do: ``save`` reads it then)."""
+        appends to the trace meanwhile (a distributed foreach's batches do: ``save`` reads it then).
+        ``unsaved``: the row has no checkpoint yet, so no parts either (they are stored only with one): the first
+        save need not look for parts an earlier process left."""
         self._pks[run_id] = pk
         if trace_next is not None:
             self._next_seq[pk] = trace_next
+        if unsaved:
+            self._ledgers[pk] = PartLedger(fresh=False)
 
     def _rows(self, run_id: str) -> Any:
         return Run.objects.filter(team_id=self.team_id, runtime_id=run_id)

@@ -84,7 +84,8 @@ class Execution:
                                             hold_final=True)
         self.checkpointer.cancel_requested = run.cancel_requested
         if run.runtime_id is not None:
-            self.checkpointer.remember(run.runtime_id, run.pk, trace_next=run.trace_next)
+            self.checkpointer.remember(run.runtime_id, run.pk, trace_next=run.trace_next,
+                                       unsaved=run.run_state is None)
         #: The engine of the drive, once it started (its budget meter holds the step-seconds it used).
         self.engine: Engine | None = None
         #: Whether the release that stored the outcome also added the step-seconds used (one UPDATE fewer).
