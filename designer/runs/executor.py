@@ -37,7 +37,7 @@ from django.utils import timezone
 from designer.conf import trellis
 from designer.models import Run, RunCheckpoint, RunValue
 from designer.monitoring import metrics, tracing
-from designer.runs import batches, budgets, signals, steps, task_backend, waiting
+from designer.runs import batches, budgets, plans, signals, steps, task_backend, waiting
 from designer.runs.checkpointer import OrmCheckpointer, checkpoint_state_of, run_state_of
 from designer.runs.history_selectors import TolerantRedrive, tolerated_failures
 from designer.runs.lease import Heartbeat, LeaseLost, claim, new_owner_id, release
@@ -86,6 +86,8 @@ class Execution:
         if run.runtime_id is not None:
             self.checkpointer.remember(run.runtime_id, run.pk, trace_next=run.trace_next,
                                        unsaved=run.run_state is None)
+        #: The document the drive runs (``plans.document``), once it started.
+        self.document: Any = run.document
         #: The engine of the drive, once it started (its budget meter holds the step-seconds it used).
         self.engine: Engine | None = None
         #: Whether the release that stored the outcome also added the step-seconds used (one UPDATE fewer).
@@ -124,7 +126,10 @@ class Execution:
 
     def drive(self) -> RunResult:
         run = self.run
-        engine = Engine(catalog.registry(), EngineOptions(
+        registry, retry_cap = catalog.registry(), waiting.max_retry_delay()
+        # The same document object for every run of the same document, and one compile cache (plans.py).
+        document = self.document = plans.document(run.team_id, run.document, run.subgraph_versions)
+        engine = Engine(registry, EngineOptions(
             workflows=PinnedResolver(TeamVersionResolver(run.team_id), run.subgraph_versions),
             checkpointer=self.checkpointer,
             should_cancel=self._should_cancel,
@@ -133,7 +138,8 @@ class Execution:
             distribute=batches.distribute,
             # A backoff or a wait step suspends the run (designer.runs.waiting): no worker sleeps for it.
             sleep_in_process=False,
-            max_retry_delay=waiting.max_retry_delay(),
+            max_retry_delay=retry_cap,
+            compiled=plans.compiled(registry, retry_cap),
             secrets=TeamSecrets(team_id=run.team_id, run_id=run.pk),
             budget=budgets.budget_for(run),
             on_superstep=self._on_superstep,  # step durations, foreach items, step spans
@@ -145,24 +151,24 @@ class Execution:
             if checkpoint is None and self.fork is not None:
                 return self._start_fork(engine)
             if checkpoint is None:
-                return engine.run(run.document, run.input, run_id=run.runtime_id or Run.runtime_id_for(run.pk))
+                return engine.run(document, run.input, run_id=run.runtime_id or Run.runtime_id_for(run.pk))
             # Only what picks the engine call is read from the JSON; the call gets the state parsed and checked.
             summary = run_summary(checkpoint, foreach_limit=0)
             state = parse_run_state(checkpoint)
             if self.redrive and summary.status == "failed":
-                return engine.redrive(state, workflow=run.document)
+                return engine.redrive(state, workflow=document)
             if self.redrive and summary.status == "completed":
                 return self._redrive_foreach(engine, state)
             if self.resume is not None:
                 return engine.resume(state, self.resume["interrupt_id"], self.resume.get("value"),
-                                     self.resume.get("label"), workflow=run.document)
+                                     self.resume.get("label"), workflow=document)
             distributed = list(summary.distributed)
             if summary.status == "waiting" and distributed and not batches.unfinished(run.pk):
                 # Every batch of its distributed foreach nodes is over: join them and carry on.
                 return engine.join_foreach(state, batches.outcomes(run.pk, distributed),
-                                           workflow=run.document)
+                                           workflow=document)
             # A run waiting for a wake-up time continues here too: the engine wakes the frames that are due.
-            return engine.continue_run(state, workflow=run.document)
+            return engine.continue_run(state, workflow=document)
 
     def _redrive_foreach(self, engine: Engine, checkpoint: RunState) -> RunResult:
         """A completed run's redrive: the tolerated failed items of its first distributed foreach that had any."""
@@ -175,7 +181,7 @@ class Execution:
         self.reopen = plan
         kept = parse_run_state(checkpoint_state_of(row))
         return engine.redrive_foreach(kept, checkpoint, activation_id=plan.activation_id, indices=plan.indices,
-                                      workflow=run.document)
+                                      workflow=self.document)
 
     def _start_fork(self, engine: Engine) -> RunResult:
         """The first drive of a forked run: from its parent's kept checkpoint, with the checked edits."""
@@ -187,7 +193,7 @@ class Execution:
                                           f"{request.get('step')} to fork from", step=request.get("step"))
         origin = parse_run_state(checkpoint_state_of(row))
         return engine.fork(origin, run_id=run.runtime_id or Run.runtime_id_for(run.pk),
-                           state=request.get("state"), answer=request.get("answer"), workflow=run.document)
+                           state=request.get("state"), answer=request.get("answer"), workflow=self.document)
 
     def finish(self, result: RunResult) -> str:
         status: str = result.status
