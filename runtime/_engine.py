@@ -15,6 +15,7 @@ from runtime._algo import fork_state, forkable, mint, reopen_foreach
 from runtime._analysis import analyze
 from runtime._batches import BatchResult, ItemOutcome, ItemTraces, batch_state
 from runtime._budget import BudgetMeter
+from runtime._compile_cache import CompileCache
 from runtime._compiled import CompiledWorkflow, compile_workflow
 from runtime._diagnostics import Diagnostic
 from runtime._document import ForeachNode, TaskNode, Workflow, WorkflowRef, fully_frozen
@@ -189,7 +190,7 @@ class Engine:
         self.secrets: SecretResolver | None = MappingSecrets(secrets) if isinstance(secrets, Mapping) else secrets
         # What is left of the run's budgets; the meter counts the step-seconds this engine's calls use.
         self.budget_meter = BudgetMeter(options.budget) if options.budget is not None else None
-        self._compiled: dict[int, tuple[Workflow, CompiledWorkflow]] = {}
+        self._compiled = options.compiled if options.compiled is not None else CompileCache(_CACHE_LIMIT)
         self._loop_config: LoopConfig | None = None
         self._known: dict[str, Workflow] = {}
         self._pool: ThreadPoolExecutor | None = None
@@ -222,11 +223,12 @@ class Engine:
 
         The plan is cached by the document's identity, which is sound because documents are frozen down to the
         JSON values in them (a changed document is a new object); one that is not (``model_construct``) is
-        compiled again at every call. Raises ``WorkflowValidationError`` listing every problem.
+        compiled again at every call. The cache is ``EngineOptions.compiled`` when given (shared with other
+        engines), else the engine's own. Raises ``WorkflowValidationError`` listing every problem.
         """
-        hit = self._compiled.get(id(workflow))
-        if hit is not None and hit[0] is workflow:
-            return hit[1]
+        hit = self._compiled.get(workflow)
+        if hit is not None:
+            return hit
         analyze(workflow, registry=self.registry, workflows=self.resolver).raise_for_errors()
         if self.max_retry_delay is not None:
             too_long = retry_delay_diagnostics(workflow, self.max_retry_delay)
@@ -237,10 +239,7 @@ class Engine:
         plan = compile_workflow(workflow, self.registry)
         if not fully_frozen(workflow):  # built with model_construct: it could change under a cached plan
             return plan
-        with self._lock:
-            if len(self._compiled) >= _CACHE_LIMIT:
-                self._compiled.pop(next(iter(self._compiled)))
-            self._compiled[id(workflow)] = (workflow, plan)
+        self._compiled.put(workflow, plan)
         return plan
 
     def _config(self) -> LoopConfig:

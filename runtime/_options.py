@@ -14,6 +14,7 @@ from typing import Any
 
 from runtime._budget import RunBudget
 from runtime._checkpoint import Checkpointer
+from runtime._compile_cache import CompileCache
 from runtime._document import ForeachNode, Workflow, WorkflowRef
 from runtime._errors import EngineOptionsError
 from runtime._ids import IdFactory
@@ -43,6 +44,10 @@ class EngineOptions:
     * ``secrets``: gives the value of a secret a binding names (a ``SecretResolver`` or a name-to-value mapping),
       revealed to that one step only. None: a document that names a secret fails at that step.
     * ``clock``: seconds since the epoch, for wake-up times, budgets and deadlines. None: ``time.time``.
+    * ``compiled``: a ``CompileCache`` shared with other engines, so that a document object validated and
+      compiled by one is not again by the next (a host that makes an engine per run). The host vouches that the
+      engines sharing it have the same registry, subgraph answers and ``max_retry_delay``. None: the engine
+      keeps its own.
 
     Hooks:
 
@@ -85,6 +90,7 @@ class EngineOptions:
     step_executor: StepExecutor | None = None
     secrets: SecretResolver | Mapping[str, str] | None = None
     clock: Callable[[], float] | None = None
+    compiled: CompileCache | None = None
     on_superstep: Callable[[RunState, list[TraceEvent]], Any] | None = None
     should_cancel: Callable[[str], bool] | None = None
     trace_sink: Callable[[TraceEvent], Any] | None = None
@@ -113,6 +119,8 @@ class EngineOptions:
             value = getattr(self, name)
             if value is not None and not callable(value):
                 _refuse(name, value, "a function or None")
+        if self.compiled is not None and not isinstance(self.compiled, CompileCache):
+            _refuse("compiled", self.compiled, "a CompileCache or None")
         if self.budget is not None and not isinstance(self.budget, RunBudget):
             _refuse("budget", self.budget, "a RunBudget or None")
         if self.secrets is not None and not isinstance(self.secrets, Mapping) \

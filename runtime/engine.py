@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from runtime._batches import BatchResult, DistributedForeach, ItemOutcome, distributed_foreach
 from runtime._budget import RunBudget
+from runtime._compile_cache import CompileCache
 from runtime._engine import Engine, RunResult
 from runtime._options import EngineOptions
 from runtime._resolver import MappingResolver, WorkflowResolver
@@ -13,6 +14,7 @@ from runtime._steps import StepCall, StepExecutor
 
 __all__ = [
     "BatchResult",
+    "CompileCache",
     "DistributedForeach",
     "Engine",
     "EngineOptions",

@@ -29,8 +29,10 @@ The designer mints runtime ids as ``run_<pk, 13 digits>`` (``Run.runtime_id_for`
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Callable, Sequence
+import sys
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -48,6 +50,9 @@ from runtime.inspect import run_summary
 from runtime.state import TraceEvent, parse_run_state
 
 _SETTING = object()
+#: A run's statuses after which its engine saves nothing more: the save that reaches one can be held open
+#: (``OrmCheckpointer(hold_final=True)``) to commit with the run's outcome.
+FINAL = frozenset({"completed", "failed", "cancelled"})
 
 
 def history_policy() -> HistoryPolicy | None:
@@ -307,6 +312,10 @@ class OrmCheckpointer:
     ``create_run(run_state)``: makes the row for a run id the team does not have yet (tests); without it such a
     save raises ``UnknownRunError``, since the designer creates every row before its first checkpoint.
     After each save ``cancel_requested`` holds the run's flag as read inside that transaction.
+    ``hold_final``: a save whose state is ``FINAL`` leaves its transaction open; ``final()`` commits it with what
+    its block writes (the worker's outcome), ``settle()`` commits it alone. The run's end is then one commit
+    where it was three (issue 33), and a process that dies before it has committed none of them: the run still
+    holds its previous checkpoint and its lease, and recovery re-drives it from there.
     """
 
     def __init__(
@@ -317,6 +326,7 @@ class OrmCheckpointer:
         extra_fields: Callable[[RunState], dict[str, Any]] | None = None,
         create_run: Callable[[RunState], Run] | None = None,
         history: Any = _SETTING,
+        hold_final: bool = False,
     ) -> None:
         self.history_policy: HistoryPolicy | None = history_policy() if history is _SETTING else history
         self.team_id = team.pk if isinstance(team, Team) else int(team)
@@ -328,11 +338,41 @@ class OrmCheckpointer:
         self._pks: dict[str, int] = {}  # runtime id -> row; a row's runtime id never changes
         self._ledgers: dict[int, PartLedger] = {}  # row -> what of its parts this checkpointer has stored
         self._next_seq: dict[int, int] = {}  # row -> the trace number after this checkpointer's last stored event
+        self.hold_final = hold_final
+        self._held: transaction.Atomic | None = None  # the final save's transaction, not committed yet
 
-    def remember(self, run_id: str, pk: int) -> None:
+    @contextlib.contextmanager
+    def final(self) -> Iterator[None]:
+        """Commit the held final save (if any) together with what the block writes. A block that raises has
+        written nothing (make it an ``atomic`` block of its own), and the save still commits, as it would have
+        on its own."""
+        held, self._held = self._held, None
+        if held is None:
+            yield
+            return
+        try:
+            yield
+        finally:
+            held.__exit__(None, None, None)
+
+    def settle(self) -> None:
+        """Commit the held final save, if any (the run ends some other way than through ``final``)."""
+        held, self._held = self._held, None
+        if held is not None:
+            held.__exit__(None, None, None)
+
+    def remember(self, run_id: str, pk: int, *, trace_next: int | None = None, unsaved: bool = False) -> None:
         """Say which row holds ``run_id`` (in this checkpointer's team), when the caller has just read it: the
-        first save then skips looking it up (a worker's claim reads the row anyway)."""
+        first save then skips looking it up (a worker's claim reads the row anyway). ``trace_next``: the number
+        after the run's last trace event, when the caller read it holding the run's lease, so that nobody else
+        appends to the trace meanwhile (a distributed foreach's batches do: ``save`` reads it then).
+        ``unsaved``: the row has no checkpoint yet, so no parts either (they are stored only with one): the first
+        save need not look for parts an earlier process left."""
         self._pks[run_id] = pk
+        if trace_next is not None:
+            self._next_seq[pk] = trace_next
+        if unsaved:
+            self._ledgers[pk] = PartLedger(fresh=False)
 
     def _rows(self, run_id: str) -> Any:
         return Run.objects.filter(team_id=self.team_id, runtime_id=run_id)
@@ -409,6 +449,7 @@ class OrmCheckpointer:
             RunStatePart.objects.filter(run_id=pk, key__in=sorted(unneeded)).delete()
 
     def save(self, run_state: RunState, events: Sequence[TraceEvent] = ()) -> None:
+        self.settle()  # a save after a final one (never from one drive): the one before commits first
         pk_known = self._pks.get(run_state.run_id)
         ledger = self._ledgers.get(pk_known) if pk_known is not None else None
         delta = run_state.checkpoint_delta(ledger or PartLedger())
@@ -419,7 +460,9 @@ class OrmCheckpointer:
         # crash is counted when it is redone, never twice.
         items = sum(1 for event in events if event.kind == "item_completed")
         failed = sum(1 for event in events if event.kind == "node_failed")
-        with transaction.atomic():
+        atomic = transaction.atomic()
+        atomic.__enter__()
+        try:
             # Inside the transaction: what the hook writes besides its fields commits with this save or not at all.
             extra = self.extra_fields(run_state) if self.extra_fields is not None else {}
             pk = self._pk(run_state)
@@ -443,6 +486,14 @@ class OrmCheckpointer:
                 if batches:
                     next_seq = None
             self.cancel_requested = cancelled
+        except BaseException:
+            atomic.__exit__(*sys.exc_info())
+            raise
+        if self.hold_final and run_state.status in FINAL:
+            # Nothing is saved after it: what this checkpointer remembers below is never used unless it commits.
+            self._held = atomic
+        else:
+            atomic.__exit__(None, None, None)
         # Only once committed: a rolled-back transaction must not be remembered.
         self._pks[run_state.run_id] = pk
         if next_seq is None:

@@ -37,7 +37,7 @@ from django.utils import timezone
 from designer.conf import trellis
 from designer.models import Run, RunCheckpoint, RunValue
 from designer.monitoring import metrics, tracing
-from designer.runs import batches, budgets, signals, steps, waiting
+from designer.runs import batches, budgets, plans, signals, steps, task_backend, waiting
 from designer.runs.checkpointer import OrmCheckpointer, checkpoint_state_of, run_state_of
 from designer.runs.history_selectors import TolerantRedrive, tolerated_failures
 from designer.runs.lease import Heartbeat, LeaseLost, claim, new_owner_id, release
@@ -79,10 +79,15 @@ class Execution:
         #: A completed run's redrive of tolerated foreach items, until its first save has re-opened them.
         self.reopen: TolerantRedrive | None = None
         self.fork = run.fork_request if isinstance(run.fork_request, dict) else None
-        self.checkpointer = OrmCheckpointer(run.team_id, owner=owner, extra_fields=self._extra_fields)
+        # The last checkpoint commits with the outcome (``finish``): one transaction ends the run.
+        self.checkpointer = OrmCheckpointer(run.team_id, owner=owner, extra_fields=self._extra_fields,
+                                            hold_final=True)
         self.checkpointer.cancel_requested = run.cancel_requested
         if run.runtime_id is not None:
-            self.checkpointer.remember(run.runtime_id, run.pk)
+            self.checkpointer.remember(run.runtime_id, run.pk, trace_next=run.trace_next,
+                                       unsaved=run.run_state is None)
+        #: The document the drive runs (``plans.document``), once it started.
+        self.document: Any = run.document
         #: The engine of the drive, once it started (its budget meter holds the step-seconds it used).
         self.engine: Engine | None = None
         #: Whether the release that stored the outcome also added the step-seconds used (one UPDATE fewer).
@@ -121,7 +126,10 @@ class Execution:
 
     def drive(self) -> RunResult:
         run = self.run
-        engine = Engine(catalog.registry(), EngineOptions(
+        registry, retry_cap = catalog.registry(), waiting.max_retry_delay()
+        # The same document object for every run of the same document, and one compile cache (plans.py).
+        document = self.document = plans.document(run.team_id, run.document, run.subgraph_versions)
+        engine = Engine(registry, EngineOptions(
             workflows=PinnedResolver(TeamVersionResolver(run.team_id), run.subgraph_versions),
             checkpointer=self.checkpointer,
             should_cancel=self._should_cancel,
@@ -130,7 +138,8 @@ class Execution:
             distribute=batches.distribute,
             # A backoff or a wait step suspends the run (designer.runs.waiting): no worker sleeps for it.
             sleep_in_process=False,
-            max_retry_delay=waiting.max_retry_delay(),
+            max_retry_delay=retry_cap,
+            compiled=plans.compiled(registry, retry_cap),
             secrets=TeamSecrets(team_id=run.team_id, run_id=run.pk),
             budget=budgets.budget_for(run),
             on_superstep=self._on_superstep,  # step durations, foreach items, step spans
@@ -142,24 +151,24 @@ class Execution:
             if checkpoint is None and self.fork is not None:
                 return self._start_fork(engine)
             if checkpoint is None:
-                return engine.run(run.document, run.input, run_id=run.runtime_id or Run.runtime_id_for(run.pk))
+                return engine.run(document, run.input, run_id=run.runtime_id or Run.runtime_id_for(run.pk))
             # Only what picks the engine call is read from the JSON; the call gets the state parsed and checked.
             summary = run_summary(checkpoint, foreach_limit=0)
             state = parse_run_state(checkpoint)
             if self.redrive and summary.status == "failed":
-                return engine.redrive(state, workflow=run.document)
+                return engine.redrive(state, workflow=document)
             if self.redrive and summary.status == "completed":
                 return self._redrive_foreach(engine, state)
             if self.resume is not None:
                 return engine.resume(state, self.resume["interrupt_id"], self.resume.get("value"),
-                                     self.resume.get("label"), workflow=run.document)
+                                     self.resume.get("label"), workflow=document)
             distributed = list(summary.distributed)
             if summary.status == "waiting" and distributed and not batches.unfinished(run.pk):
                 # Every batch of its distributed foreach nodes is over: join them and carry on.
                 return engine.join_foreach(state, batches.outcomes(run.pk, distributed),
-                                           workflow=run.document)
+                                           workflow=document)
             # A run waiting for a wake-up time continues here too: the engine wakes the frames that are due.
-            return engine.continue_run(state, workflow=run.document)
+            return engine.continue_run(state, workflow=document)
 
     def _redrive_foreach(self, engine: Engine, checkpoint: RunState) -> RunResult:
         """A completed run's redrive: the tolerated failed items of its first distributed foreach that had any."""
@@ -172,7 +181,7 @@ class Execution:
         self.reopen = plan
         kept = parse_run_state(checkpoint_state_of(row))
         return engine.redrive_foreach(kept, checkpoint, activation_id=plan.activation_id, indices=plan.indices,
-                                      workflow=run.document)
+                                      workflow=self.document)
 
     def _start_fork(self, engine: Engine) -> RunResult:
         """The first drive of a forked run: from its parent's kept checkpoint, with the checked edits."""
@@ -184,7 +193,7 @@ class Execution:
                                           f"{request.get('step')} to fork from", step=request.get("step"))
         origin = parse_run_state(checkpoint_state_of(row))
         return engine.fork(origin, run_id=run.runtime_id or Run.runtime_id_for(run.pk),
-                           state=request.get("state"), answer=request.get("answer"), workflow=run.document)
+                           state=request.get("state"), answer=request.get("answer"), workflow=self.document)
 
     def finish(self, result: RunResult) -> str:
         status: str = result.status
@@ -214,14 +223,19 @@ class Execution:
                 if not left:
                     batches.wake(self.run.pk)
             return status
-        with transaction.atomic():
-            if not release(self.run.pk, self.owner, **fields, **budgets.use_fields(self.engine)):
+        # One commit: the engine's last checkpoint (held open by the checkpointer), the outcome and the lease's
+        # release, the output's values, what ``run_reached`` writes, and the task's success. A worker that dies
+        # before it leaves the run at its previous checkpoint, leased, for recovery to drive again.
+        with self.checkpointer.final(), transaction.atomic():
+            used = budgets.use_of(self.engine)
+            if not release(self.run.pk, self.owner, added={"step_seconds_used": used} if used else None, **fields):
                 raise LeaseLost(f"run {self.run.pk}: lease lost before the outcome was stored")
             self.use_recorded = True
             if result.output is not None:
                 RunValue.objects.record(run_id=self.run.pk, side="output", value=result.output)
             signals.run_reached.send(sender=Run, run_id=self.run.pk, status=status, team_id=self.run.team_id,
                                      workflow_id=self.run.workflow_id)
+            task_backend.succeed(status)  # what ``execute_run`` returns
         return status
 
     def fail(self, exc: BaseException) -> str:
@@ -265,13 +279,17 @@ def execute(run_id: int) -> str:
         if run_trace is not None:
             execution.observers.append(run_trace.on_superstep)
         try:
+            # The outcome is stored before the heartbeat stops: the final checkpoint's transaction is open until
+            # then, and a renewal under way waits for it (the run's row lock, SQLite's write lock).
             with Heartbeat(run.pk, owner):
                 result = execution.drive()
-            outcome = execution.finish(result)
+                outcome = execution.finish(result)
         except LeaseLost as exc:
+            execution.checkpointer.settle()
             logger.warning("%s; another worker owns the run now", exc)
             outcome = "lease-lost"
         except Exception as exc:
+            execution.checkpointer.settle()  # a final checkpoint commits, as it did before its outcome failed
             if not isinstance(exc, WorkflowError):
                 logger.exception("run %s: unexpected error in the worker", run_id)
             outcome = execution.fail(exc)

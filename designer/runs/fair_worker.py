@@ -21,8 +21,11 @@ from collections import Counter
 from types import FrameType
 from typing import Any
 
+from django.core.exceptions import SuspiciousOperation
 from django.db import close_old_connections, connection
 from django.db.utils import OperationalError
+from django.tasks import TaskContext
+from django.tasks.signals import task_finished, task_started
 from django_tasks_db.management.commands.db_worker import Worker
 from django_tasks_db.models import DBTaskResult
 from django_tasks_db.utils import is_locked_database_exception
@@ -30,7 +33,7 @@ from django_tasks_db.utils import is_locked_database_exception
 from designer.core.periodic import PeriodicThread
 from designer.models import RecoveryChain
 from designer.monitoring import metrics
-from designer.runs import chain, fairness, signals, wakeup
+from designer.runs import chain, fairness, signals, task_backend, wakeup
 from designer.runs.recovery import requeue_stale_runs
 
 logger = logging.getLogger("designer.runs")
@@ -65,23 +68,21 @@ class FairWorker(Worker):
         self._claiming = threading.Lock()
         self._busy = 0
         self._teams: Counter[int] = Counter()
-
-    def _ready(self) -> Any:
-        tasks = DBTaskResult.objects.ready().filter(backend_name=self.backend_name)
-        if not self.process_all_queues:
-            tasks = tasks.filter(queue_name__in=self.queue_names)
-        if self.excluded_queue_names:
-            tasks = tasks.exclude(queue_name__in=self.excluded_queue_names)
-        return tasks
+        #: What db_worker's own ``DBTaskResult.objects.ready()`` filter says, once (its SQL is built once too).
+        self._ready = fairness.ReadyTasks(
+            backend_name=self.backend_name,
+            queue_names=None if self.process_all_queues else tuple(self.queue_names),
+            excluded=tuple(self.excluded_queue_names),
+            using=DBTaskResult.objects.db)
 
     def _claim(self) -> tuple[fairness.Claimed | None, bool]:
         """The task this slot runs next (reserved in the slot count) and whether the queue could be read."""
         with self._claiming:  # one slot claims at a time, so each sees the others' reservations
             try:
                 free = self.slots - self._busy
-                if fairness.held_back(self._ready(), worker_teams=self._teams, free_slots=free, slots=self.slots):
+                if fairness.held_back(self._ready, worker_teams=self._teams, free_slots=free, slots=self.slots):
                     return None, True
-                claimed = fairness.claim_next(self._ready(), worker_id=self.worker_id, worker_teams=self._teams,
+                claimed = fairness.claim_next(self._ready, worker_id=self.worker_id, worker_teams=self._teams,
                                               free_slots=free, slots=self.slots)
             except OperationalError as exc:
                 if not is_locked_database_exception(exc):
@@ -102,6 +103,37 @@ class FairWorker(Worker):
             self._busy -= 1
             if claimed.team_id is not None:
                 self._teams[claimed.team_id] -= 1
+
+    def run_task(self, db_task_result: DBTaskResult) -> None:
+        """Run one task and record how it ended, as db_worker's ``run_task`` does, except that a task may record
+        its own success in its last transaction (``task_backend.succeed``: a run's end and its task's are then
+        one commit, issue 33); only a task that did not is marked SUCCESSFUL here."""
+        try:
+            self.running_task = True
+            task = db_task_result.task
+            task_result = db_task_result.task_result
+            backend = task.get_backend()  # the sender, as db_worker sends it (the type, once the task failed)
+            task_started.send(sender=backend, task_result=task_result)
+            with task_backend.running(db_task_result) as current:
+                if task.takes_context:
+                    value = task.call(TaskContext(task_result=task_result), *task_result.args, **task_result.kwargs)
+                else:
+                    value = task.call(*task_result.args, **task_result.kwargs)
+            if not current.done:
+                db_task_result.set_successful(value)  # inside the error handling: a value it cannot store fails
+            task_finished.send(sender=backend, task_result=db_task_result.task_result)
+        except BaseException as exc:
+            db_task_result.set_failed(exc)
+            try:
+                backend_type = type(db_task_result.task.get_backend())
+                task_result = db_task_result.task_result
+            except (ImportError, SuspiciousOperation):
+                logger.exception("task %s failed unexpectedly", db_task_result.id)
+            else:
+                task_finished.send(sender=backend_type, task_result=task_result)
+        finally:
+            self.running_task = False
+            self._run_tasks += 1
 
     def _slot(self) -> None:
         try:

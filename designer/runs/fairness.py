@@ -23,16 +23,20 @@ at once may count one pick instead of two, which only nudges the order).
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 from django.db import connections
-from django.db.models import Count, Max, Min
+from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db.models import Count
+from django.tasks import TaskResultStatus
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
-from django_tasks_db.models import DBTaskResult, DBTaskResultQuerySet
+from django_tasks_db.models import DBTaskResult, get_date_max
 from django_tasks_db.utils import exclusive_transaction
 
 from designer.conf import trellis
@@ -115,10 +119,80 @@ def limits_of(team: Mapping[str, int | None]) -> Policy:
                   workflow_max_running=trellis.WORKFLOW_MAX_RUNNING if own_workflow is None else own_workflow)
 
 
-def _locked(tasks: DBTaskResultQuerySet) -> DBTaskResult | None:
-    """The first of ``tasks`` no other worker holds, locked. Only the task row is locked (``of``): PostgreSQL
-    cannot lock the nullable side of the outer join to ``QueuedTask``."""
-    return tasks.select_for_update(skip_locked=True, of=("self",)).first()
+@dataclass(frozen=True, slots=True)
+class ReadyTasks:
+    """The queued tasks one worker may take: ready now, of its backend, in its queues (``queue_names`` None: every
+    queue) and not in ``excluded``; what django-tasks-db's worker filters ``DBTaskResult.objects.ready()`` by."""
+
+    backend_name: str = "default"
+    queue_names: tuple[str, ...] | None = None
+    excluded: tuple[str, ...] = ()
+    using: str = "default"
+
+
+@dataclass(frozen=True, slots=True)
+class _Statements:
+    """A worker's queue reads as SQL, built once (``_statements``): the ORM built the groups query and the lock
+    at every pick, about 2 ms of a one-step run's CPU (issue 33). Each takes ``_Statements.params`` first."""
+
+    groups: str
+    ownerless: str
+    owned: str
+    #: Up to the list of the teams a worker runs, which ``held_back`` closes.
+    others: str
+    #: The fixed part of the filter's parameters, after the two clock values (``date max``, now).
+    fixed: tuple[object, ...]
+
+
+@functools.lru_cache(maxsize=32)
+def _statements(ready: ReadyTasks, vendor: str) -> _Statements:
+    connection = connections[ready.using]
+    quote = connection.ops.quote_name
+    tasks, owners = quote(DBTaskResult._meta.db_table), quote(QueuedTask._meta.db_table)
+    # ``DBTaskResult.objects.ready()``: READY, and due (``run_after`` is the far future's marker or has come).
+    where = "t.status = %s AND (t.run_after = %s OR t.run_after <= %s) AND t.backend_name = %s"
+    fixed: list[object] = [ready.backend_name]
+    if ready.queue_names is not None:
+        where += f" AND t.queue_name IN ({', '.join(['%s'] * len(ready.queue_names))})"
+        fixed += ready.queue_names
+    if ready.excluded:
+        where += f" AND NOT (t.queue_name IN ({', '.join(['%s'] * len(ready.excluded))}))"
+        fixed += ready.excluded
+    source = f"{tasks} t LEFT OUTER JOIN {owners} q ON q.task_id = t.id"
+    # The queue's own order (``DBTaskResult.Meta.ordering``). Only the task row is locked (``OF t``): PostgreSQL
+    # cannot lock the nullable side of the outer join. SQLite has no row locks: its transaction is exclusive.
+    order = "ORDER BY t.priority DESC, t.run_after ASC, t.enqueued_at ASC LIMIT 1"
+    lock = " FOR UPDATE OF t SKIP LOCKED" if vendor == "postgresql" else ""
+    return _Statements(
+        groups=f"SELECT q.team_id, q.workflow_id, MAX(t.priority), MIN(t.enqueued_at) FROM {source} "
+               f"WHERE {where} GROUP BY q.team_id, q.workflow_id",
+        ownerless=f"SELECT t.* FROM {source} WHERE {where} AND q.task_id IS NULL {order}{lock}",
+        owned=f"SELECT t.* FROM {source} WHERE {where} AND q.team_id = %s AND q.workflow_id = %s {order}{lock}",
+        # Ownerless tasks (a sweep, a schedule tick) are not of any team this worker runs.
+        others=f"SELECT 1 FROM {source} WHERE {where} AND (q.team_id IS NULL OR NOT (q.team_id IN (",
+        fixed=tuple(fixed))
+
+
+def _params(ready: ReadyTasks, statements: _Statements, connection: BaseDatabaseWrapper) -> list[object]:
+    adapt = connection.ops.adapt_datetimefield_value
+    return [str(TaskResultStatus.READY), adapt(get_date_max()), adapt(timezone.now()), *statements.fixed]
+
+
+def _first(ready: ReadyTasks, sql: str, params: list[object]) -> DBTaskResult | None:
+    return next(iter(DBTaskResult.objects.using(ready.using).raw(sql, params)), None)
+
+
+def _claim(task: DBTaskResult, worker_id: str, connection: BaseDatabaseWrapper) -> None:
+    """``DBTaskResult.claim`` as one SQL UPDATE: its ORM save was compiled at every pick."""
+    task.status = TaskResultStatus.RUNNING
+    task.started_at = timezone.now()
+    task.worker_ids = [*task.worker_ids, worker_id]
+    fields = [DBTaskResult._meta.get_field(name) for name in ("status", "started_at", "worker_ids", "id")]
+    values = [field.get_db_prep_save(getattr(task, field.attname), connection) for field in fields]
+    quote = connection.ops.quote_name
+    with connection.cursor() as cursor:
+        cursor.execute(f"UPDATE {quote(DBTaskResult._meta.db_table)} SET status = %s, started_at = %s, "
+                       "worker_ids = %s WHERE id = %s", values)
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,38 +271,48 @@ def _store(rows: Sequence[FairShare], *, using: str) -> None:
                        f"last_picked = EXCLUDED.last_picked", params)
 
 
-def held_back(tasks: DBTaskResultQuerySet, *, worker_teams: Mapping[int, int], free_slots: int, slots: int) -> bool:
+def held_back(ready: ReadyTasks, *, worker_teams: Mapping[int, int], free_slots: int, slots: int) -> bool:
     """Whether every one of the ready ``tasks`` is of a team this worker runs while only its last slot is free,
     so ``claim_next`` would pick none. One read, no lock: a free slot woken by each new run while its worker
     runs that team's work otherwise took the queue's write lock (exclusive on SQLite) and made every read of
     ``claim_next`` for nothing, competing with the very enqueues and runs it waited for (issue 33)."""
     if slots <= 1 or free_slots > 1:
         return False
-    here = [team for team, count in worker_teams.items() if count > 0]
+    here = sorted(team for team, count in worker_teams.items() if count > 0)
+    if not here:
+        return False
+    connection = connections[ready.using]
+    statements = _statements(ready, connection.vendor)
     # Ownerless tasks (a sweep, a schedule tick) and other teams' are not held back.
-    return bool(here) and not tasks.exclude(fair_key__team_id__in=here).exists()
+    sql = f"{statements.others}{', '.join(['%s'] * len(here))}))) LIMIT 1"
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*_params(ready, statements, connection), *here])
+        return cursor.fetchone() is None
 
 
-def claim_next(tasks: DBTaskResultQuerySet, *, worker_id: str, worker_teams: Counter[int], free_slots: int,
+def claim_next(ready: ReadyTasks, *, worker_id: str, worker_teams: Counter[int], free_slots: int,
                slots: int) -> Claimed | None:
-    """Claim the next of the ``tasks`` ready for this worker (its backend and queues) fairly; None: none may go."""
-    with exclusive_transaction(tasks.db):
-        groups = list(tasks.values("fair_key__team_id", "fair_key__workflow_id")
-                      .annotate(priority=Max("priority"), since=Min("enqueued_at")).order_by())
+    """Claim the next of the ``ready`` tasks fairly; None: none may go."""
+    connection = connections[ready.using]
+    statements = _statements(ready, connection.vendor)
+    with exclusive_transaction(ready.using):
+        params = _params(ready, statements, connection)
+        with connection.cursor() as cursor:
+            cursor.execute(statements.groups, params)
+            groups: list[tuple[Any, ...]] = cursor.fetchall()
         if not groups:
             return None
-        if any(row["fair_key__team_id"] is None for row in groups):
-            ownerless = _locked(tasks.filter(fair_key__isnull=True))
+        if any(team is None for team, *_ in groups):
+            ownerless = _first(ready, statements.ownerless, params)
             if ownerless is not None:
-                ownerless.claim(worker_id)
+                _claim(ownerless, worker_id, connection)
                 return Claimed(ownerless, None)
-        groups = sorted((row for row in groups if row["fair_key__team_id"] is not None),
-                        key=lambda row: (-row["priority"], row["since"]))
+        # The oldest of a group first (``since``: a datetime, or on SQLite its text, which sorts the same).
+        groups = sorted((row for row in groups if row[0] is not None), key=lambda row: (-row[2], row[3]))
         if not groups:
             return None
-        queued = [Queued(row["fair_key__team_id"], row["fair_key__workflow_id"], position)
-                  for position, row in enumerate(groups)]
-        policies, shares = _policies_and_shares(sorted({entry.team_id for entry in queued}), using=tasks.db)
+        queued = [Queued(team, workflow, position) for position, (team, workflow, *_) in enumerate(groups)]
+        policies, shares = _policies_and_shares(sorted({entry.team_id for entry in queued}), using=ready.using)
         floor_row = shares.get(FLOOR_ROW)
         # Only a limit reads the running counts: without one (the default) the pick needs none of them.
         limited = any(policy.max_running or policy.workflow_max_running for policy in policies.values())
@@ -248,10 +332,10 @@ def claim_next(tasks: DBTaskResultQuerySet, *, worker_id: str, worker_teams: Cou
             list(FairShare.objects.select_for_update().filter(team_id=picked.team_id, workflow_id=0))
             if _running()[0].get(picked.team_id, 0) >= policy.max_running:
                 return None  # another worker took the team's last slot since it was counted
-        task = _locked(tasks.filter(fair_key__team_id=picked.team_id, fair_key__workflow_id=picked.workflow_id))
+        task = _first(ready, statements.owned, [*params, picked.team_id, picked.workflow_id])
         if task is None:
             return None  # taken by another worker meanwhile; the slot asks again
-        task.claim(worker_id)
+        _claim(task, worker_id, connection)
         share = shares.get((picked.team_id, 0))
         served, floor = advance(share.served if share else 0.0, load.floor, policy.weight)
         now = timezone.now()
@@ -261,7 +345,7 @@ def claim_next(tasks: DBTaskResultQuerySet, *, worker_id: str, worker_teams: Cou
                 FairShare(team_id=FLOOR_ROW[0], workflow_id=FLOOR_ROW[1], served=floor, last_picked=floor_picked),
                 FairShare(team_id=picked.team_id, workflow_id=picked.workflow_id,
                           served=workflow_row.served if workflow_row else 0.0, last_picked=now)],
-               using=tasks.db)
+               using=ready.using)
         return Claimed(task, picked.team_id)
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from django.conf import settings
-from django.db import models, transaction
+from django.db import connections, models, transaction
 
 from designer.access.models import Team, TeamScoped
 from designer.core.fields import ExactJSONField
@@ -34,6 +34,9 @@ class Run(TeamScoped):
         CANCELLED = "cancelled", "Cancelled"
 
     FINISHED: ClassVar[frozenset[str]] = frozenset({"completed", "failed", "cancelled"})
+    #: Not a column: the number the run's next trace event gets, as the worker's claim read it with the row
+    #: (``lease.claim``); None when not read.
+    trace_next: int | None = None
 
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="runs")
     workflow = models.ForeignKey(Workflow, on_delete=models.CASCADE, related_name="runs")
@@ -155,6 +158,11 @@ class Run(TeamScoped):
         # Stored by the next ``save()`` (``Run.objects.create(input=...)`` sets it before its save).
         self.__dict__[_INPUT] = value
         self.__dict__[_INPUT_UNSAVED] = True
+
+    def input_read(self, value: Any) -> None:
+        """Say what the stored input is (None: the run has no ``RunInput`` row), read together with this row by
+        the caller (the worker's claim): ``input`` then needs no query of its own."""
+        self.__dict__[_INPUT] = {} if value is None else value
 
     def save(self, *args: Any, **kwargs: Any) -> None:
         if not self.__dict__.get(_INPUT_UNSAVED):
@@ -363,10 +371,17 @@ class ForeachBatchItem(RunScoped):
 
 class RunValueQuerySet(models.QuerySet):
     def record(self, *, run_id: int, side: str, value: Any) -> None:
-        """Replace what is kept of one side of a run (its input when stored, its output when the run ends)."""
-        self.filter(run_id=run_id, side=side).delete()
-        self.bulk_create(RunValue(run_id=run_id, side=side, path=path, text=text)
-                         for path, text in run_values.pairs_of(value))
+        """Replace what is kept of one side of a run (its input when stored, its output when the run ends). Two
+        SQL statements: the ORM's delete and insert were compiled at every run's end (issue 33). Up to
+        ``MAX_VALUES`` rows of four parameters: within every database's limit of one statement's parameters."""
+        connection = connections[self.db]
+        table = connection.ops.quote_name(self.model._meta.db_table)
+        rows = [(run_id, side, path, text) for path, text in run_values.pairs_of(value)]
+        with connection.cursor() as cursor:
+            cursor.execute(f"DELETE FROM {table} WHERE run_id = %s AND side = %s", [run_id, side])
+            if rows:
+                cursor.execute(f"INSERT INTO {table} (run_id, side, path, text) VALUES "
+                               + ", ".join(["(%s, %s, %s, %s)"] * len(rows)), [v for row in rows for v in row])
 
     def run_ids_matching(self, query: run_values.ValueQuery) -> models.QuerySet:
         """The ids of the runs holding ``query``'s value at its path, for ``pk__in``."""

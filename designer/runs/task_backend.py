@@ -7,6 +7,9 @@ behaviour that is safe without them.
 * Whether ``enqueue`` joins the caller's database transaction. The API does not say; django-tasks-db writes
   a row in the same database, so a run and its task commit together. Elsewhere the enqueue is deferred to
   ``on_commit`` (and a process dying between the two is covered by the run's queue deadline).
+* Marking the task a worker thread runs SUCCESSFUL in the caller's transaction (``running`` and ``succeed``), so
+  a run's end is one commit with its task's (issue 33). Without a running task (the plain ``db_worker``, a test
+  calling the executor) the backend's worker marks it as usual.
 * Closing the result of a task whose worker died. ``TaskResult`` is read-only and no backend call marks a
   result failed, so django-tasks-db would list that task as RUNNING forever; recovery marks it FAILED with
   ``WorkerLost`` so the task list tells the truth. Elsewhere the stale result is left as the backend has it.
@@ -14,9 +17,62 @@ behaviour that is safe without them.
 
 from __future__ import annotations
 
+import contextlib
+import threading
+from collections.abc import Iterator
 from typing import Any
 
+from django.db import connections
 from django.tasks import TaskResultStatus, task_backends
+from django.utils import timezone
+
+#: The task result a ``run_worker`` slot runs on this thread (``running``), and whether ``succeed`` marked it.
+_local = threading.local()
+
+
+class Running:
+    """A task result being run on this thread; ``done`` once ``succeed`` has written its success."""
+
+    def __init__(self, result: Any) -> None:
+        self.result = result
+        self.done = False
+
+
+@contextlib.contextmanager
+def running(result: Any) -> Iterator[Running]:
+    """While the block runs the task of ``result`` (a django-tasks-db ``DBTaskResult``) on this thread."""
+    current = Running(result)
+    _local.running = current
+    try:
+        yield current
+    finally:
+        _local.running = None
+
+
+def succeed(return_value: Any) -> bool:
+    """Mark the task this thread runs SUCCESSFUL with ``return_value`` in the caller's transaction; False when no
+    task is running here (the backend's worker then marks it when the task returns). What django-tasks-db's
+    ``set_successful`` writes, as one SQL UPDATE."""
+    current: Running | None = getattr(_local, "running", None)
+    if current is None or current.done:
+        return False
+    result = current.result
+    result.status = TaskResultStatus.SUCCESSFUL
+    result.finished_at = timezone.now()
+    result.return_value = return_value
+    result.exception_class_path = ""
+    result.traceback = ""
+    connection = connections[result._state.db or "default"]
+    names = ("status", "finished_at", "return_value", "exception_class_path", "traceback", "id")
+    fields = [type(result)._meta.get_field(name) for name in names]
+    values = [field.get_db_prep_save(getattr(result, field.attname), connection) for field in fields]
+    quote = connection.ops.quote_name
+    sets = ", ".join(f"{quote(field.column)} = %s" for field in fields[:-1])
+    with connection.cursor() as cursor:
+        cursor.execute(f"UPDATE {quote(type(result)._meta.db_table)} SET {sets} WHERE {quote(fields[-1].column)} = %s",
+                       values)
+    current.done = True
+    return True
 
 
 def _database_backend() -> type | None:

@@ -179,7 +179,7 @@ def test_body_lineage_ending_without_returning_still_completes_the_item() -> Non
 
     workflow = g.build()
     plan = compile_workflow(workflow, reg)
-    eng._compiled[id(workflow)] = (workflow, plan)  # skip the analyzer for this deliberately invalid document
+    eng._compiled.put(workflow, plan)  # skip the analyzer for this deliberately invalid document
     result = eng.run(workflow, {"xs": [1, 2, 3]})
     assert result.status == "completed"
     assert result.state["out"] == [1, 2, 3]

@@ -9,7 +9,7 @@ import pytest
 
 from runtime import Engine
 from runtime._options import FIELDS
-from runtime.engine import EngineOptions, MappingResolver
+from runtime.engine import CompileCache, EngineOptions, MappingResolver
 from runtime.errors import EngineOptionsError, WorkflowError
 from runtime.state import SequentialIds, parse_run_state
 from runtime.tasks import builtin_registry
@@ -37,7 +37,7 @@ def test_the_options_are_frozen_and_slotted() -> None:
     ("keep_trace", -1), ("keep_trace", True), ("max_result_bytes", 0), ("step_timeout", 0),
     ("step_timeout", float("nan")), ("max_retry_delay", -1), ("max_retry_delay", "60"),
     ("sleep_in_process", "no"), ("clock", 3.0), ("should_cancel", "yes"), ("budget", {"deadline": 1}),
-    ("secrets", ["api_key"]),
+    ("secrets", ["api_key"]), ("compiled", {}),
 ])
 def test_a_bad_value_is_refused_naming_its_field(field: str, value: Any) -> None:
     with pytest.raises(EngineOptionsError) as caught:
@@ -80,3 +80,19 @@ def test_a_parsed_state_is_used_by_one_call_and_any_other_is_copied() -> None:
     finished = parsed.model_dump_json()
     again = eng.continue_run(parsed, workflow=doc)
     assert again.run_state is not parsed and parsed.model_dump_json() == finished
+
+
+def test_engines_given_one_compile_cache_compile_a_document_once() -> None:
+    """A host that makes an engine per run hands each the same cache: the second engine finds the first's plan
+    for the same document object; another document object (a new version) is compiled for itself."""
+    shared = CompileCache(limit=2)
+    document, newer = child(), child()
+    first = Engine(registry(), EngineOptions(compiled=shared)).compile(document)
+    assert Engine(registry(), EngineOptions(compiled=shared)).compile(document) is first
+    assert Engine(registry(), EngineOptions(compiled=shared)).compile(newer) is not first
+    assert Engine(registry()).compile(document) is not first  # an engine's own cache is its own
+    assert len(shared) == 2
+    Engine(registry(), EngineOptions(compiled=shared)).compile(child())
+    assert len(shared) == 2 and shared.get(document) is None  # bounded: the oldest went first
+    with pytest.raises(ValueError, match="limit"):
+        CompileCache(limit=0)

@@ -136,7 +136,7 @@ def _runtime_only(eng: Engine, *workflows: Workflow) -> None:
     from runtime._compiled import compile_workflow
 
     for workflow in workflows:
-        eng._compiled[id(workflow)] = (workflow, compile_workflow(workflow, eng.registry))
+        eng._compiled.put(workflow, compile_workflow(workflow, eng.registry))
 
 
 def test_runtime_depth_limit_stops_runaway_recursion() -> None:

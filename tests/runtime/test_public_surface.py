@@ -33,8 +33,9 @@ SURFACE: dict[str, frozenset[str]] = {
         "document_json_schema",
     }),
     "runtime.engine": frozenset({
-        "BatchResult", "DistributedForeach", "Engine", "EngineOptions", "ItemOutcome", "MappingResolver", "RunBudget",
-        "RunResult", "StepCall", "StepExecutor", "WorkflowResolver", "distributed_foreach",
+        "BatchResult", "CompileCache", "DistributedForeach", "Engine", "EngineOptions", "ItemOutcome",
+        "MappingResolver", "RunBudget", "RunResult", "StepCall", "StepExecutor", "WorkflowResolver",
+        "distributed_foreach",
     }),
     "runtime.errors": frozenset({
         "BindingError", "CheckpointNotFoundError", "CheckpointWriteError", "CorruptRunStateError",

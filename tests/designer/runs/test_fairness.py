@@ -121,7 +121,7 @@ def claims(names: dict[int, str], *, count: int, slots: int = 1,
     """What ``count`` claims take, by run name (None: nothing may go), skipping the ownerless recovery sweeps."""
     taken: list[str | None] = []
     while len(taken) < count:
-        claimed = fairness.claim_next(DBTaskResult.objects.ready(), worker_id="test", worker_teams=worker_teams or
+        claimed = fairness.claim_next(fairness.ReadyTasks(), worker_id="test", worker_teams=worker_teams or
                                       Counter(), free_slots=1, slots=slots)
         if claimed is not None and claimed.team_id is None:
             continue
@@ -180,17 +180,50 @@ def test_a_workers_last_free_slot_is_kept_for_another_team(queue: dict[str, Any]
 def test_a_slot_held_back_by_the_kept_slot_is_told_so_without_a_claim(queue: dict[str, Any]) -> None:
     """``held_back`` answers what ``claim_next`` would, for the kept slot, with one read and no lock."""
     team_a, team_b = queue["a"].pk, queue["b"].pk
-    only_a = DBTaskResult.objects.ready().filter(fair_key__team_id=team_a)
-    every = DBTaskResult.objects.ready()  # team B's run and the ownerless recovery sweep too
+    # Team B's run waits in a queue of its own, the ownerless recovery sweep in another.
+    DBTaskResult.objects.filter(fair_key__team_id=team_b).update(queue_name="b")
+    DBTaskResult.objects.filter(fair_key__isnull=True).update(queue_name="sweeps")
+    only_a = fairness.ReadyTasks(queue_names=("default",))
+    every = fairness.ReadyTasks()  # team B's run and the ownerless recovery sweep too
     assert fairness.held_back(only_a, worker_teams=Counter({team_a: 1}), free_slots=1, slots=2)
+    assert fairness.held_back(fairness.ReadyTasks(excluded=("b", "sweeps")), worker_teams=Counter({team_a: 1}),
+                              free_slots=1, slots=2)
     assert not fairness.held_back(every, worker_teams=Counter({team_a: 1}), free_slots=1, slots=2)
-    assert not fairness.held_back(every.exclude(fair_key__team_id=team_b), worker_teams=Counter({team_a: 1}),
+    assert not fairness.held_back(fairness.ReadyTasks(excluded=("b",)), worker_teams=Counter({team_a: 1}),
                                   free_slots=1, slots=2)  # the ownerless sweep may still go
+    assert not fairness.held_back(fairness.ReadyTasks(queue_names=("default", "b")),
+                                  worker_teams=Counter({team_a: 1}), free_slots=1, slots=2)  # B's run may go
     assert not fairness.held_back(only_a, worker_teams=Counter({team_a: 1}), free_slots=2, slots=2)
     assert not fairness.held_back(only_a, worker_teams=Counter({team_a: 0}), free_slots=1, slots=2)
     assert not fairness.held_back(only_a, worker_teams=Counter(), free_slots=1, slots=1)
     assert fairness.claim_next(only_a, worker_id="test", worker_teams=Counter({team_a: 1}), free_slots=1,
                                slots=2) is None
+
+
+@pytestmark_db
+def test_a_worker_takes_only_the_queues_it_serves(queue: dict[str, Any]) -> None:
+    """The pick's SQL filters as db_worker's ``ready()`` does: the worker's queues, less the excluded ones, due."""
+    team_b = queue["b"].pk
+    DBTaskResult.objects.filter(fair_key__team_id=team_b).update(queue_name="b")
+    DBTaskResult.objects.filter(fair_key__isnull=True).delete()  # the recovery sweep: not a run
+    a_runs = [pk for pk, name in queue["names"].items() if name != "b"]
+    later = DBTaskResult.objects.filter(args_kwargs__args=[a_runs[0]])
+    later.update(run_after=timezone.now() + timedelta(hours=1))
+
+    def taken(ready: fairness.ReadyTasks) -> list[str]:
+        names = []
+        while (claimed := fairness.claim_next(ready, worker_id="test", worker_teams=Counter(), free_slots=1,
+                                              slots=1)) is not None:
+            names.append(queue["names"][claimed.task.args_kwargs["args"][0]])
+            assert DBTaskResult.objects.get(pk=claimed.task.pk).status == "RUNNING"
+            assert DBTaskResult.objects.get(pk=claimed.task.pk).worker_ids == ["test"]
+        return names
+
+    assert taken(fairness.ReadyTasks(queue_names=("b",))) == ["b"]
+    assert taken(fairness.ReadyTasks(backend_name="elsewhere")) == []
+    assert sorted(taken(fairness.ReadyTasks(excluded=("b",)))) == ["a2", "a3", "other"]  # a1 is not due yet
+    later.update(run_after=timezone.now())
+    assert taken(fairness.ReadyTasks()) == ["a1"]
 
 
 # --- the real worker ---------------------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ import pytest
 from django.tasks import TaskResultStatus
 from django.utils import timezone
 
-from designer.models import Run
+from designer.models import Run, RunInput
 from designer.runs import lease, queue
 from designer.runs.recovery import requeue_stale_runs
 from designer.tasks import execute_run
@@ -52,6 +52,18 @@ def test_a_claimed_run_is_the_whole_row_with_its_team_and_workflow(workflow: Any
         assert (claimed.team.slug, claimed.workflow.name) == (workflow.team.slug, workflow.name)
     with django_assert_num_queries(2):  # the rest is read when asked for, never a wrong default
         assert (claimed.team.name, claimed.workflow.team_id) == (workflow.team.name, workflow.team_id)
+
+
+def test_a_claimed_run_comes_with_its_input(workflow: Any, django_assert_num_queries: Any) -> None:
+    given = make_run(workflow, input={"customers": [{"id": 7}], "note": "é"})
+    without = make_run(workflow)
+    RunInput.objects.filter(run_id=without.pk).delete()  # a run stored before inputs had a row of their own
+    claimed, bare = lease.claim(given.pk, "worker-a"), lease.claim(without.pk, "worker-a")
+    assert claimed is not None and bare is not None
+    stored = Run.objects.get(pk=given.pk).input
+    with django_assert_num_queries(0):  # the drive reads the input at once: it came with the claim
+        assert claimed.input == {"customers": [{"id": 7}], "note": "é"} == stored
+        assert bare.input == {}
 
 
 def test_renew_fails_for_a_worker_that_lost_its_lease(workflow: Any) -> None:

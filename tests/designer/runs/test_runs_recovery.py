@@ -86,6 +86,46 @@ def test_a_run_whose_worker_was_killed_completes_from_its_last_checkpoint(api: A
     assert [e["kind"] for e in events].count("run_started") == 1
 
 
+def test_a_worker_that_dies_while_storing_the_end_of_a_run_has_stored_none_of_it(
+        api: Any, cast: Any, env: dict[str, str]) -> None:
+    """The run's last checkpoint, its outcome and its task's success are one transaction: a worker that dies in it
+    leaves the run at its previous checkpoint, leased and running, and its task running; recovery drives the run
+    again to the same end, each step once in its trace."""
+    workflow = cast.workflow("Counting", counting_document(pause=False))
+    client = api(cast.editor)
+    run = start_run(client, workflow, {"x": 1})
+    dying = {**env, "TRELLIS_TASK_MODULES": f"{env['TRELLIS_TASK_MODULES']},tests.designer.die_at_end",
+             "TRELLIS_TEST_DIE_AT_END": "1"}
+    worker = start_worker(dying)
+    try:
+        assert worker.wait(timeout=60) == 9  # it died when the run reached its end
+    finally:
+        stop_worker(worker)
+
+    died = Run.objects.get(pk=run["id"])
+    assert (died.status, died.finished_at, died.output) == ("running", None, None) and died.lease_owner
+    assert died.run_state["status"] == "running"  # the final checkpoint did not commit without the outcome
+    assert execute_run.get_result(died.task_result_id).status == TaskResultStatus.RUNNING
+    events_before = all_events(client, run["id"])
+    assert "run_completed" not in [e["kind"] for e in events_before]
+
+    survivor = start_worker(env)
+    try:
+        wait_for(lambda: Run.objects.get(pk=run["id"]).status == "completed", message="the recovered run",
+                 worker=survivor)
+    finally:
+        stop_worker(survivor)
+    detail = run_detail(client, run["id"])
+    assert detail["output"] == {"first": 2, "second": 4} and detail["attempts"] == 2
+    events = all_events(client, run["id"])
+    assert events[: len(events_before)] == events_before
+    assert [e["seq"] for e in events] == list(range(len(events)))
+    assert [e["kind"] for e in events].count("run_completed") == 1
+    assert node_runs(events, "first") == 1 and node_runs(events, "second") == 1
+    done = Run.objects.get(pk=run["id"])
+    assert execute_run.get_result(done.task_result_id).status == TaskResultStatus.SUCCESSFUL
+
+
 def test_a_worker_starting_up_recovers_runs_orphaned_while_no_worker_ran(api: Any, cast: Any,
                                                                         env: dict[str, str]) -> None:
     workflow = cast.workflow("Counting", counting_document(pause=False))
