@@ -96,16 +96,22 @@ def inspector_context(loaded: Loaded, node_id: str | None, focus: str | None = N
         "team_secrets": sorted(secret_names(team_id=loaded.workflow.team_id)),
     }
     if node is None:
+        node_ids = [n["id"] for n in document.get("nodes", [])]
+        start = document.get("start") or ""
         context["settings"] = {
-            "start": document.get("start") or "",
-            "nodes": [n["id"] for n in document.get("nodes", [])],
+            "start": start,
+            "nodes": node_ids,
+            # What the start picker shows before its list is wanted: the option the full list would select.
+            "shown": start if start in node_ids else "",
+            "lazy": len(node_ids) + 1 > SELECT_INLINE_OPTIONS,
         }
         context["builders"] = [
             schema_builder_context(loaded, "input_schema", None, collapse=True),
             schema_builder_context(loaded, "state_schema", None, collapse=True),
         ]
         context["workflow_outputs"] = document.get("outputs", [])
-        context["output_paths"] = panels.workflow_output_paths(loaded.analysis)
+        context["output_paths"] = output_paths = panels.workflow_output_paths(loaded.analysis)
+        context["output_paths_lazy"] = sum(len(group["options"]) for group in output_paths) > SELECT_INLINE_OPTIONS
         context["missing_node"] = node_id or ""
         return context
     diagnostics = [d for d in diagnostics_of(loaded) if d["node_id"] == node["id"]]
@@ -181,6 +187,11 @@ SCHEMA_HINTS = {
 #: about 2.5 KB, and the settings panel opens with the page and after every canvas save. A state schema of 600 fields
 #: made the editor page 1.7 MB, 91 % of it this builder (issue 34).
 BUILDER_INLINE_FIELDS: Final = 40
+#: A picker in the workflow settings with more options than this keeps them in a <template> inside its <select>
+#: until someone reaches for it (static/js/editor-panels.js moves them in on the first press, focus or key): the
+#: settings open with the page, and at 600 nodes the start picker and the output-path picker were 1,206 of the
+#: page's 1,694 elements, each styled and laid out before the canvas's script ran (issue 34).
+SELECT_INLINE_OPTIONS: Final = 100
 #: The field names a collapsed builder lists before "and N more".
 BUILDER_PREVIEW_FIELDS: Final = 8
 

@@ -65,4 +65,22 @@
     input.disabled = !typing;
     if (typing) input.focus();
   });
+
+  // A long picker (the start node, the output path) comes with one option, the one it shows, and the rest in a
+  // <template data-lazy-options> inside it: a template's content is neither styled nor laid out, and at 600 nodes
+  // those options were most of the page's elements (designer/editor/context.py SELECT_INLINE_OPTIONS). They move
+  // in before the picker opens, takes focus or reads a key, in the capture phase: the pointer's press opens a
+  // <select> only after its listeners ran, and focus comes before any key.
+  function fillOptions(event) {
+    const select = event.target;
+    if (!(select instanceof HTMLSelectElement)) return;
+    const stash = select.querySelector(":scope > template[data-lazy-options]");
+    if (!stash) return;
+    const shown = select.value;
+    select.replaceChildren(/** @type {HTMLTemplateElement} */ (stash).content);
+    select.value = shown;
+  }
+  ["pointerdown", "mousedown", "focusin", "keydown"].forEach(function (type) {
+    document.addEventListener(type, fillOptions, true);
+  });
 })();

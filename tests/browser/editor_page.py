@@ -50,6 +50,18 @@ READABLE_ZOOM = 0.924  # 12 / 13, rounded up
 EDITOR_TASKS = "tests.browser.editor_tasks"
 
 
+# Each drawn route's end: the arrowhead its marker-end names (graph.js arrowheadId), in the page, in its colour.
+_ARROWHEAD_PROBLEMS = """() => [...document.querySelectorAll(".react-flow__edge path.react-flow__edge-path")]
+  .flatMap((path) => {
+  const edge = path.closest(".react-flow__edge").dataset.id;
+  const id = (path.getAttribute("marker-end") || "").match(/^url\\('?#([^')]+)'?\\)$/);
+  const head = id && document.getElementById(id[1]);
+  if (!head || head.tagName !== "marker") return [`${edge}: no arrowhead (${path.getAttribute("marker-end")})`];
+  const [want, got] = [getComputedStyle(path).stroke, getComputedStyle(head.querySelector("polyline")).fill];
+  return want === got ? [] : [`${edge}: a ${got} arrowhead on a ${want} route`];
+})"""
+
+
 class EditorPage:
     """One browser tab on ``/workflows/<id>/edit/``; collects console errors as it goes."""
 
@@ -87,6 +99,10 @@ class EditorPage:
         # The first fit sets the zoom; measuring or dragging before it races with it.
         expect(self.canvas).to_have_attribute("data-fitted", "true")
         return self
+
+    def arrowhead_problems(self) -> list[str]:
+        """Each drawn route whose end names no arrowhead in the page, or one of another colour than the route."""
+        return self.page.evaluate(_ARROWHEAD_PROBLEMS)
 
     def revision(self) -> int:
         return int(self.canvas.get_attribute("data-revision") or 0)

@@ -132,6 +132,9 @@ def test_a_panel_save_whose_form_is_replaced_before_its_answer_still_reaches_the
 
 
 def test_dropping_into_a_loop_wires_the_body_and_closes_the_back_edge(editor: EditorPage, artifacts_dir: Path) -> None:
+    # Every route ends in an arrowhead of its own colour: a loop's, the way back to a loop's, a plain route's.
+    assert editor.page.locator(".react-flow__edge").count() >= 3
+    assert editor.arrowhead_problems() == []
 
     # Inside the inner loop's frame, under its last step: the node joins the end of that body.
     frame = editor.page.locator('.wf-frame[data-foreach="orders"]').bounding_box()
@@ -163,6 +166,7 @@ def test_dropping_into_a_loop_wires_the_body_and_closes_the_back_edge(editor: Ed
     for i, a in enumerate(names):
         for b in names[i + 1:]:
             assert not overlap(boxes[a], boxes[b]), (a, b)  # type: ignore[arg-type]
+    assert editor.arrowhead_problems() == []
     editor.page.screenshot(path=artifacts_dir / "editor-guided-loop-drops.png")
     assert editor.errors == []
 

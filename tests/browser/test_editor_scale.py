@@ -151,3 +151,49 @@ def test_a_small_graph_is_laid_out_to_the_canvas_shape_and_the_canvas_takes_the_
     editor.page.wait_for_timeout(400)  # the fit's 200 ms animation
     assert editor.page.evaluate(_SHOWN) >= 5
     assert not editor.errors
+
+
+def test_a_big_graphs_long_pickers_fill_when_pressed_or_focused_and_save_what_was_chosen(
+    logged_in_page: Page, live_server: Any, user: Any
+) -> None:
+    """The workflow settings' start picker and output-path picker hold one option until a person reaches for
+    them (designer/editor/context.py SELECT_INLINE_OPTIONS): a press of the pointer fills the start picker before
+    it opens, a key moves through the whole list; the keyboard's focus fills the output-path picker."""
+    team = team_services.create_team(actor=user, name="Acme")
+    workflow = workflow_services.import_workflow(actor=user, team=team, document=_big_document(), name="Big")
+    editor = EditorPage(logged_in_page, live_server.url, workflow).open()
+    start = editor.inspector.locator("#settings-start")
+    path = editor.inspector.get_by_label("Output path")
+    options = "(select) => [...select.options].map((option) => option.value)"
+    assert start.evaluate(options) == [""] and path.evaluate(options) == ["input"]
+
+    # The pointer's press opens the whole list, as it was before (Escape closes it, the first node still shown).
+    start.click()
+    assert start.evaluate(options) == ["", "customers", "orders"] + [f"line_{n:03d}" for n in range(SIZE)]
+    expect(start).to_have_value("")
+    editor.page.keyboard.press("Escape")
+    expect(start).to_have_value("")
+    editor.page.keyboard.press("ArrowDown")  # the first node, then customers
+    editor.page.keyboard.press("ArrowDown")
+    editor.page.keyboard.press("Enter")
+    expect(start).to_have_value("orders")
+    before = editor.revision()
+    editor.inspector.get_by_role("button", name="Save start").click()
+    editor.wait_saved(before + 1)
+    assert editor.document()["start"] == "orders"
+
+    # The settings drawn again after the save: the start shown is the one saved, filled in on focus by keyboard.
+    path = editor.inspector.get_by_label("Output path")
+    expect(editor.inspector.locator("#settings-start")).to_have_value("orders")
+    assert path.evaluate(options) == ["input"]
+    editor.inspector.get_by_label("Output field").focus()
+    editor.page.keyboard.press("Tab")
+    expect(path).to_be_focused()
+    assert len(path.evaluate(options)) > SIZE and path.evaluate(options)[-1] == f"state.line_{SIZE - 1:03d}"
+    expect(path).to_have_value("input")
+    editor.inspector.get_by_label("Output field").fill("last")
+    path.select_option(f"state.line_{SIZE - 1:03d}")
+    editor.press("Add")
+    expect(editor.inspector.locator("[data-output='last']")).to_have_count(1)
+    assert editor.document()["outputs"] == [{"target": "last", "path": f"state.line_{SIZE - 1:03d}"}]
+    assert not editor.errors

@@ -2,7 +2,10 @@
 // drawing, so it never covers a node however narrow the canvas).
 import { Background, ReactFlow, ViewportPortal } from "@xyflow/react";
 
+import { memo } from "react";
+
 import { edgeTypes } from "./edges.jsx";
+import { arrowheadId, ROUTE_COLORS } from "./graph.js";
 import { KindIcon } from "./icons.jsx";
 
 function loopProgress(loop) {
@@ -108,9 +111,43 @@ const NO_ATTRIBUTION = { hideAttribution: true };
 
 // The canvas a workflow is drawn on, by the editor and by the run page: its edges, its foreach frames (with the
 // run's loop counts, `loops`) and the grid. Each page gives its nodes, handlers and own controls (`children`).
+// The routes' arrowheads (graph.js arrowheadId), drawn as React Flow draws its closed arrow: 18 px, in the route's
+// colour. Routes keep their colours, so these never change.
+const Arrowheads = memo(function Arrowheads() {
+  return (
+    <svg className="wf-arrowheads" aria-hidden="true">
+      <defs>
+        {ROUTE_COLORS.map((color) => (
+          <marker
+            key={color}
+            id={arrowheadId(color)}
+            className="react-flow__arrowhead"
+            markerWidth="18"
+            markerHeight="18"
+            viewBox="-10 -10 20 20"
+            markerUnits="strokeWidth"
+            orient="auto-start-reverse"
+            refX="0"
+            refY="0"
+          >
+            <polyline
+              className="arrowclosed"
+              style={{ strokeWidth: 1, stroke: color, fill: color }}
+              strokeLinecap="round"
+              strokeLinejoin="round"
+              points="-5,-4 0,0 -5,4 -5,-4"
+            />
+          </marker>
+        ))}
+      </defs>
+    </svg>
+  );
+});
+
 export function GraphCanvas({ frames, loops, children, ...flow }) {
   return (
     <ReactFlow edgeTypes={edgeTypes} maxZoom={2} proOptions={NO_ATTRIBUTION} {...flow}>
+      <Arrowheads />
       <Frames frames={frames} loops={loops} />
       <Background gap={20} size={1.2} color="#d3d8e0" />
       {children}

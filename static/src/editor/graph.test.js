@@ -1,6 +1,15 @@
 import { describe, expect, it } from "vitest";
 
-import { buildEdges, buildFrames, buildNodes, drawsVisibleOnly, regionColors, withChannels } from "./graph.js";
+import {
+  arrowheadId,
+  buildEdges,
+  buildFrames,
+  buildNodes,
+  drawsVisibleOnly,
+  regionColors,
+  ROUTE_COLORS,
+  withChannels,
+} from "./graph.js";
 import { DRAW_VISIBLE_FROM, estimatedHeight, NODE_WIDTH } from "./layout.js";
 import { positionsOf, routeOps } from "./doc.js";
 
@@ -92,6 +101,19 @@ describe("buildEdges and frames", () => {
     expect(byId["orders::done"].data.back).toBe(true);
     expect(byId["customers::loop"].className).toContain("wf-edge--loop");
     expect(byId["customers::done"].data.back).toBe(false);
+  });
+
+  it("ends every route in the arrowhead of its own colour, one the canvas defines (chrome.jsx Arrowheads)", () => {
+    const withError = { ...doc, routes: [...doc.routes, { source: "end", label: "error", target: "pack" }] };
+    const drawn = buildEdges(withError, analysis, []);
+    const colors = new Set(drawn.map((edge) => edge.style.stroke));
+    expect(colors.size).toBeGreaterThanOrEqual(3); // a region's, an error route's, a plain route's
+    for (const edge of drawn) {
+      // A string: React Flow then builds no marker list of its own from every edge.
+      expect(edge.markerEnd).toBe(arrowheadId(edge.style.stroke));
+      expect(ROUTE_COLORS).toContain(edge.style.stroke);
+    }
+    expect(new Set(ROUTE_COLORS.map(arrowheadId)).size).toBe(ROUTE_COLORS.length);
   });
 
   it("frames each loop body, the outer frame around the inner one", () => {

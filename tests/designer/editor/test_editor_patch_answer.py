@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from designer.editor.context import BUILDER_INLINE_FIELDS
+from designer.editor.context import BUILDER_INLINE_FIELDS, SELECT_INLINE_OPTIONS
 from designer.models import DraftOperation, Workflow
 from designer.workflows import services as workflow_services
 from designer.workflows.operations import apply_all
@@ -136,6 +136,36 @@ def test_a_big_state_schema_opens_on_demand_in_the_workflow_settings(cast: Any, 
     assert client_for(cast.viewer).get(f"/workflows/{chain.pk}/edit/schema-builder/",
                                        {"schema_key": "state_schema"}).status_code == 200
     assert client.get(f"/workflows/{chain.pk}/edit/schema-builder/", {"schema_key": "nope"}).status_code == 400
+
+
+def _picker(page: str, opening: str) -> str:
+    start = page.index(opening)
+    return page[start:page.index("</select>", start)]
+
+
+def test_the_workflow_settings_long_pickers_keep_their_options_in_a_template_until_wanted(cast: Any) -> None:
+    """The start picker and the output-path picker of a big graph: the option shown, selected, then the whole list
+    in a <template> (neither styled nor laid out until editor-panels.js moves it in); a short list stays inline."""
+    client = client_for(cast.editor)
+    size = SELECT_INLINE_OPTIONS + 10
+    doc = _chain(size)
+    big = cast.workflow("Big", {**doc, "start": "step_003"})
+    page = client.get(f"/workflows/{big.pk}/edit/").content.decode()
+    start = _picker(page, '<select id="settings-start"')
+    shown, stashed = start.split("<template data-lazy-options>")
+    assert shown.count("<option") == 1 and '<option value="step_003" selected>step_003</option>' in shown
+    assert stashed.count("<option") == size + 2  # "(the first node)", the foreach, the chain
+    assert '<option value="step_003" selected>' in stashed and stashed.count("selected") == 1
+    path = _picker(page, '<select name="path" aria-label="Output path">')
+    shown, stashed = path.split("<template data-lazy-options>")
+    assert shown.count("<option") == 1 and '<option value="input" selected>input (object)</option>' in shown
+    assert stashed.count("<option") > size and '<option value="state.step_000">' in stashed
+    assert stashed.index('<optgroup label="Input">') < stashed.index('<optgroup label="State">')
+
+    small = cast.workflow("Small", _chain(5))
+    page = client.get(f"/workflows/{small.pk}/edit/").content.decode()
+    assert "data-lazy-options" not in page
+    assert _picker(page, '<select id="settings-start"').count("<option") == 7
 
 
 def test_a_patch_answer_names_the_revision_it_was_made_on_when_a_save_landed_in_between(
