@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 
 import { autoLayout, DEFAULT_VIEW, dropSpot, estimatedHeight, extent, fitZoom, freeSpot, NODE_WIDTH, READABLE_ZOOM,
   readableViewport, SMALLEST_FONT_PX, besideOutput, BESIDE_GAP } from "./layout.js";
+import { nestedChain } from "./chainGraph.test-support.js";
 
 const box = (x, y) => ({ x, y, width: NODE_WIDTH, height: 110 });
 const apart = (a, b) =>
@@ -91,7 +92,6 @@ describe("autoLayout", () => {
     }
   });
 
-
   const nodes = ["a", "b", "c"].map((id) => ({ id, labels: [{ name: "ok" }] }));
   const routes = [
     { source: "a", target: "b" },
@@ -130,23 +130,6 @@ describe("autoLayout", () => {
     }
   });
 });
-
-// size template nodes in a chain inside customers -> orders (the editor benchmark's graph).
-function nestedChain(size) {
-  const names = Array.from({ length: size }, (_, n) => `line_${n}`);
-  const loop = [{ name: "loop" }, { name: "done" }, { name: "error" }];
-  const nodes = [{ id: "customers", labels: loop }, { id: "orders", labels: loop },
-    ...names.map((id) => ({ id, labels: [{ name: "ok" }, { name: "error" }] }))];
-  const routes = [
-    { source: "customers", label: "loop", target: "orders" },
-    { source: "orders", label: "loop", target: names[0] },
-    { source: "orders", label: "done", target: "customers" },
-    ...names.map((id, n) => ({ source: id, label: "ok", target: names[n + 1] || "orders" })),
-  ];
-  const regions = { customers: [], orders: ["customers"] };
-  for (const id of names) regions[id] = ["customers", "orders"];
-  return { nodes, routes, regions, names };
-}
 
 describe("autoLayout's shape (issue 34: a 20-node chain was one row 6,820 px wide, 3 of 22 nodes in view)", () => {
   it("wraps a small graph wider than the canvas into rows shaped like the canvas", () => {

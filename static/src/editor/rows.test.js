@@ -2,23 +2,7 @@ import { describe, expect, it } from "vitest";
 
 import { autoLayout, estimatedHeight, NODE_WIDTH, ROWS_FROM } from "./layout.js";
 import { rowLayout } from "./rows.js";
-
-// size template nodes in a chain inside customers -> orders, as the editor benchmark draws them.
-function nested(size) {
-  const names = Array.from({ length: size }, (_, n) => `line_${n}`);
-  const loop = [{ name: "loop" }, { name: "done" }];
-  const nodes = [{ id: "customers", labels: loop }, { id: "orders", labels: loop },
-    ...names.map((id) => ({ id, labels: [{ name: "ok" }] }))];
-  const routes = [
-    { source: "customers", label: "loop", target: "orders" },
-    { source: "orders", label: "loop", target: names[0] },
-    { source: "orders", label: "done", target: "customers" },
-    ...names.map((id, n) => ({ source: id, label: "ok", target: names[n + 1] || "orders" })),
-  ];
-  const regions = { customers: [], orders: ["customers"] };
-  for (const id of names) regions[id] = ["customers", "orders"];
-  return { nodes, routes, regions };
-}
+import { nestedChain } from "./chainGraph.test-support.js";
 
 function boxes(nodes, positions) {
   return nodes.map((node) => ({ id: node.id, ...positions[node.id], width: NODE_WIDTH,
@@ -29,7 +13,7 @@ const overlap = (a, b) => a.x < b.x + b.width && b.x < a.x + a.width && a.y < b.
 
 describe("rowLayout", () => {
   it("wraps a long chain into rows shaped like a screen, no two nodes overlapping", () => {
-    const { nodes, routes, regions } = nested(600);
+    const { nodes, routes, regions } = nestedChain(600);
     const placed = boxes(nodes, autoLayout(nodes, routes, regions));
     const width = Math.max(...placed.map((b) => b.x + b.width)) - Math.min(...placed.map((b) => b.x));
     const height = Math.max(...placed.map((b) => b.y + b.height)) - Math.min(...placed.map((b) => b.y));
@@ -44,7 +28,7 @@ describe("rowLayout", () => {
   });
 
   it("keeps each loop body in a block of its own, right of its foreach", () => {
-    const { nodes, routes, regions } = nested(ROWS_FROM + 10);
+    const { nodes, routes, regions } = nestedChain(ROWS_FROM + 10);
     const placed = boxes(nodes, autoLayout(nodes, routes, regions));
     const body = placed.filter((b) => b.id.startsWith("line_"));
     const left = Math.min(...body.map((b) => b.x));
