@@ -267,8 +267,7 @@ def _bounds(positions: dict[str, dict[str, float]]) -> tuple[float, float]:
 
 
 def measure(browser: Any, side: Side, size: int) -> dict[str, Any]:
-    side.reset(size)
-    warm(browser, side, size)
+    warm(side, size)  # resets the workflow to its imported document first
     context = browser.new_context(viewport=VIEWPORT)
     context.add_cookies([{"name": "sessionid", "value": side.session, "url": side.base_url}])
     page = context.new_page()
@@ -319,7 +318,7 @@ def measure(browser: Any, side: Side, size: int) -> dict[str, Any]:
         context.close()
 
 
-def warm(browser: Any, side: Side, size: int) -> None:
+def warm(side: Side, size: int) -> None:
     """Not measured: each server worker has analysed this size's document once (the analysis is cached per
     revision and process), as when a person reopens a workflow.
 

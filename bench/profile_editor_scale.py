@@ -114,8 +114,7 @@ def summarise(phase: str, trace: bytes, out: Path | None) -> None:
 
 
 def profile(browser: Any, side: Side, size: int, out: Path | None) -> None:
-    side.reset(size)
-    warm(browser, side, size)
+    warm(side, size)  # resets the workflow to its imported document first
     context = browser.new_context(viewport=VIEWPORT)
     context.add_cookies([{"name": "sessionid", "value": side.session, "url": side.base_url}])
     page = context.new_page()
