@@ -304,9 +304,10 @@ export function createEditorStore(deps) {
       },
       // Records the selected node; true when it differs from the last one announced to the panels.
       selectionChanged: (nodeId) => {
-        // A node picked since an edit asked for its own wins: the edit's drawing, landing later, must not move
-        // the selection back (Delete would then remove a node the inspector does not show).
-        if (nodeId && nodeId !== pendingSelect) pendingSelect = null;
+        // A node picked, or the selection cleared, since an edit asked for its own wins: the edit's drawing,
+        // landing later, must not move the selection back (Delete would then remove a node the inspector does
+        // not show, and a click on the empty canvas would be undone under the workflow's settings).
+        if (nodeId !== pendingSelect) pendingSelect = null;
         if (nodeId === lastSelected) return false;
         lastSelected = nodeId;
         return true;

@@ -395,6 +395,16 @@ describe("the editor store", () => {
     expect(store.getState().takePendingSelect(store.getState().doc)).toBeNull();
   });
 
+  it("a selection cleared while a panel's edit loads stays cleared when the edit's drawing lands", async () => {
+    const { store, server } = t;
+    server.nodes = ["template"];
+    server.revision = 2;
+    const saved = store.getState().panelChanged({ nodeId: "template" });
+    expect(store.getState().selectionChanged(null)).toBe(true); // the empty canvas clicked before the draft came back
+    await saved;
+    expect(store.getState().takePendingSelect(store.getState().doc)).toBeNull();
+  });
+
   it("selects the node an edit added and tells the panels", async () => {
     const { store, events } = t;
     t.server.answer = {
