@@ -15,11 +15,12 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 from django.tasks import TaskResultStatus
 from django.utils import timezone
 
 from designer.models import Run
+from designer.monitoring.models import WorkerHeartbeat
 from designer.runs import lease, queue
 from designer.tasks import execute_run
 from tests.designer.runs_support import (
@@ -146,18 +147,22 @@ def test_a_worker_starting_up_recovers_runs_orphaned_while_no_worker_ran(api: An
 def test_two_workers_never_execute_the_same_run_twice(api: Any, cast: Any, env: dict[str, str]) -> None:
     workflow = cast.workflow("Counting", counting_document(blocking=True))
     client = api(cast.editor)
-    runs = [start_run(client, workflow, {"x": n, "pause": 0.2})["id"] for n in range(6)]
-    tasks = {run_id: [Run.objects.get(pk=run_id).task_result_id] for run_id in runs}
-    for run_id in runs:  # a second task for every run: both workers get to try each one
-        queue.enqueue_run(run_id)
-        tasks[run_id].append(Run.objects.get(pk=run_id).task_result_id)
-    assert all(len(set(ids)) == 2 for ids in tasks.values())
-
-    def results() -> list[Any]:
-        return [execute_run.get_result(result_id) for ids in tasks.values() for result_id in ids]
-
+    # Both workers are up (their heartbeat rows written) before the runs appear, so both get to take tasks however
+    # slowly a loaded machine starts the second one; the runs and both their tasks commit together.
     workers = [start_worker(env), start_worker(env)]
     try:
+        wait_for(lambda: WorkerHeartbeat.objects.count() == 2, message="both workers to start", worker=workers[1])
+        with transaction.atomic():
+            runs = [start_run(client, workflow, {"x": n, "pause": 0.2})["id"] for n in range(6)]
+            tasks = {run_id: [Run.objects.get(pk=run_id).task_result_id] for run_id in runs}
+            for run_id in runs:  # a second task for every run: both workers get to try each one
+                queue.enqueue_run(run_id)
+                tasks[run_id].append(Run.objects.get(pk=run_id).task_result_id)
+        assert all(len(set(ids)) == 2 for ids in tasks.values())
+
+        def results() -> list[Any]:
+            return [execute_run.get_result(result_id) for ids in tasks.values() for result_id in ids]
+
         wait_for(lambda: all(result.is_finished for result in results()), message="every task to finish",
                  worker=workers[0])
     finally:
