@@ -17,6 +17,8 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
+from tests.browser.journal import SECTION as JOURNAL_SECTION
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS_DIR = REPO_ROOT / "test-artifacts" / "screenshots"
 
@@ -248,3 +250,18 @@ def _forget_login_failures() -> Iterator[None]:
     from django.core.cache import cache
 
     cache.clear()
+
+# --- failed browser tests' journals, repeated at the end of the log ----------------------------------
+
+_journals: list[tuple[str, str]] = []
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.failed:
+        _journals.extend((report.nodeid, text) for name, text in report.sections if name == JOURNAL_SECTION)
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    for nodeid, text in _journals:
+        terminalreporter.write_sep("-", f"browser journal of {nodeid}")
+        terminalreporter.write_line(text)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Generator, Iterator
 from typing import Any
 
 import pytest
@@ -11,6 +12,28 @@ from demo.data import load_demo
 from designer.access import teams as team_services
 from designer.models import Workflow
 from tests.browser.editor_page import EDITOR_TASKS, EditorPage
+from tests.browser.journal import SECTION, Journal
+
+JOURNAL = pytest.StashKey[Journal]()
+
+
+@pytest.fixture(autouse=True)
+def _page_journal(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Every test's ``page`` keeps a journal, printed when the test fails (tests/browser/journal.py)."""
+    if "page" in request.fixturenames:
+        journal = Journal()
+        journal.attach(request.getfixturevalue("page"))
+        request.node.stash[JOURNAL] = journal
+    yield
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, Any]:
+    report = yield
+    journal = item.stash.get(JOURNAL, None)
+    if report.failed and journal is not None and journal.entries:
+        report.sections.append((SECTION, journal.render()))
+    return report
 
 
 @pytest.fixture
