@@ -178,6 +178,16 @@ def counting_document(workflow_id: str = "counting", *, pause: bool = True, bloc
     return graph.build().model_dump(mode="json")
 
 
+def one_value_document(name: str, value: Any) -> dict[str, Any]:
+    """One ``set_value`` step, also named ``name``, that writes ``value`` to ``state.<name>``, the run's output
+    ``{name: value}``: two of them with different values tell which document (or version) a run ran."""
+    graph = WorkflowBuilder(name, name.capitalize())
+    graph.use("set_value", id=name, input=[{"target": "value", "value": value}],
+              output=[{"source": ".", "target": name}])
+    graph.output(name, f"state.{name}")
+    return graph.build().model_dump(mode="json")
+
+
 def flaky_document(*, max_concurrency: int = 1, state_schema: dict[str, Any] | None = None) -> dict[str, Any]:
     """Each of ``input.keys`` through ``flaky_once`` (``STEP_TASKS``: a key starting with ``bad`` fails its
     first call; every call is logged under ``input.folder``, see ``flaky_calls``), the results collected in

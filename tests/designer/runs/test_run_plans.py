@@ -14,17 +14,9 @@ from designer.runs import services as run_services
 from designer.runs.executor import execute
 from designer.workflows import catalog
 from designer.workflows import services as workflow_services
-from runtime import WorkflowBuilder
+from tests.designer.runs_support import one_value_document
 
 pytestmark = pytest.mark.django_db
-
-
-def answering(value: int) -> dict[str, Any]:
-    g = WorkflowBuilder("answer", "Answer")
-    g.use("set_value", id="answer", input=[{"target": "value", "value": value}],
-          output=[{"source": ".", "target": "answer"}])
-    g.output("answer", "state.answer")
-    return g.build().model_dump(mode="json")
 
 
 def ran(run: Run) -> Any:
@@ -40,7 +32,7 @@ def plan_of(run: Run) -> Any:
 
 
 def test_runs_of_one_document_share_a_compile_and_a_new_version_gets_its_own(cast: Any) -> None:
-    workflow = cast.workflow("Answer", answering(1))
+    workflow = cast.workflow("Answer", one_value_document("answer", 1))
     workflow_services.publish_workflow(actor=cast.owner, workflow=workflow)
     first = run_services.start_run(actor=cast.owner, workflow=workflow, version=run_services.LATEST)
     second = run_services.start_run(actor=cast.owner, workflow=workflow, version=run_services.LATEST)
@@ -49,7 +41,7 @@ def test_runs_of_one_document_share_a_compile_and_a_new_version_gets_its_own(cas
 
     workflow.refresh_from_db()
     workflow_services.save_document(actor=cast.owner, workflow=workflow, revision=workflow.revision,
-                                    document=answering(2))
+                                    document=one_value_document("answer", 2))
     workflow_services.publish_workflow(actor=cast.owner, workflow=workflow)
     newer = run_services.start_run(actor=cast.owner, workflow=workflow, version=run_services.LATEST)
     assert ran(newer) == 2  # the new version's own document, not the compile of the one before
@@ -57,7 +49,7 @@ def test_runs_of_one_document_share_a_compile_and_a_new_version_gets_its_own(cas
 
     workflow.refresh_from_db()
     workflow_services.save_document(actor=cast.owner, workflow=workflow, revision=workflow.revision,
-                                    document=answering(3))
+                                    document=one_value_document("answer", 3))
     draft = run_services.start_run(actor=cast.owner, workflow=workflow)
     older = run_services.start_run(actor=cast.owner, workflow=workflow, version=1)
     assert (ran(draft), ran(older)) == (3, 1)
@@ -65,8 +57,8 @@ def test_runs_of_one_document_share_a_compile_and_a_new_version_gets_its_own(cas
 
 
 def test_the_same_document_in_another_team_is_its_own(cast: Any) -> None:
-    ours = cast.workflow("Answer", answering(1))
-    theirs = cast.their_workflow("Answer", answering(1))
+    ours = cast.workflow("Answer", one_value_document("answer", 1))
+    theirs = cast.their_workflow("Answer", one_value_document("answer", 1))
     mine = run_services.start_run(actor=cast.owner, workflow=ours)
     other = run_services.start_run(actor=cast.stranger, workflow=theirs)
     assert (ran(mine), ran(other)) == (1, 1)
@@ -75,7 +67,7 @@ def test_the_same_document_in_another_team_is_its_own(cast: Any) -> None:
 
 
 def test_a_document_the_engine_refuses_is_refused_as_before(cast: Any) -> None:
-    workflow = cast.workflow("Answer", answering(1))
+    workflow = cast.workflow("Answer", one_value_document("answer", 1))
     broken = Run.objects.create(team=workflow.team, workflow=workflow, document={"id": "x", "nodes": "none"})
     assert plans.document(workflow.team_id, broken.document, None) == broken.document  # left to the engine
     assert execute(broken.pk) == "failed"

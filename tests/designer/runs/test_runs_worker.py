@@ -147,16 +147,6 @@ def test_a_step_longer_than_the_lease_keeps_its_worker(api: Any, cast: Any, env:
     assert [e["kind"] for e in runs.all_events(client, run["id"])].count("node_started") == 3
 
 
-def stamp_document(stamp: str) -> dict[str, Any]:
-    from runtime import WorkflowBuilder
-
-    graph = WorkflowBuilder("stamp", "Stamp")
-    graph.use("set_value", id="set", input=[{"target": "value", "value": stamp}],
-              output=[{"source": ".", "target": "stamp"}])
-    graph.output("stamp", "state.stamp")
-    return graph.build().model_dump(mode="json")
-
-
 def gated_parent_document() -> dict[str, Any]:
     """Waits at an interrupt, then calls the latest published "stamp" (no version in the reference)."""
     from runtime import WorkflowBuilder
@@ -171,7 +161,7 @@ def gated_parent_document() -> dict[str, Any]:
 
 def test_a_run_keeps_the_child_versions_that_were_latest_when_it_started(api: Any, cast: Any,
                                                                           env: dict[str, str]) -> None:
-    child = cast.workflow("Stamp", stamp_document("v1"))
+    child = cast.workflow("Stamp", runs.one_value_document("stamp", "v1"))
     workflow_services.publish_workflow(actor=cast.owner, workflow=child)
     parent = cast.workflow("Gated", gated_parent_document())
     client = api(cast.editor)
@@ -182,7 +172,7 @@ def test_a_run_keeps_the_child_versions_that_were_latest_when_it_started(api: An
     # A new child version is published while the run waits at its interrupt.
     child.refresh_from_db()
     workflow_services.save_document(actor=cast.owner, workflow=child, revision=child.revision,
-                                    document=stamp_document("v2"))
+                                    document=runs.one_value_document("stamp", "v2"))
     workflow_services.publish_workflow(actor=cast.owner, workflow=child)
     late = runs.start_run(client, parent, {})
     [interrupt] = runs.run_detail(client, early["id"])["interrupts"]
