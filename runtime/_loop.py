@@ -221,6 +221,15 @@ def _call_sync(work: Work) -> tuple[Any, Exception | None]:
 
 def _run_sync_task(work: Work) -> None:
     started = time.perf_counter()
+    if work.first_attempt == 1 and getattr(work.node, "retry", None) is None:
+        # One attempt, the common case: _attempts' and _settle's work for it, without their calls and the loop.
+        ctx = work.context
+        assert ctx is not None
+        ctx.attempt = work.attempts = 1
+        raw, error = _call_sync(work)
+        _settle(work, 1, 1, raw, error)
+        work.duration = time.perf_counter() - started
+        return
     for attempt, last, _ in _attempts(work, time.sleep):
         raw, error = _call_sync(work)
         if not _settle(work, attempt, last, raw, error):

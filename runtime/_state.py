@@ -85,6 +85,11 @@ class ExecutionFrame(_StateModel):
 
 
 class Lineage(_StateModel):
+    """One line of work's identity. Frozen: nothing changes a lineage once made (a new line gets a new one), which
+    lets a snapshot share the model itself instead of copying it (``RunState.snapshot``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
     lineage_id: str
     kind: LineageKind
     scope_id: str
@@ -342,11 +347,11 @@ class RunState(_StateModel):
         scopes, frames, lineages, barriers = fields["scopes"], fields["frames"], fields["lineages"], fields["barriers"]
         data["scopes"] = {key: model.__dict__.copy() for key, model in scopes.items()}
         data["frames"] = {key: model.__dict__.copy() for key, model in frames.items()}
-        data["lineages"] = {key: model.__dict__.copy() for key, model in lineages.items()}
+        data["lineages"] = lineages.copy()  # frozen models: shared, not copied
         data["barriers"] = {key: model.__dict__.copy() for key, model in barriers.items()}
         interrupts, wakeups = fields["interrupts"], fields["wakeups"]
-        data["interrupts"] = {key: model.__dict__.copy() for key, model in interrupts.items()} if interrupts else {}
-        data["wakeups"] = {key: model.__dict__.copy() for key, model in wakeups.items()} if wakeups else {}
+        data["interrupts"] = {key: model.__dict__.copy() for key, model in interrupts.items()} if interrupts else _NONE
+        data["wakeups"] = {key: model.__dict__.copy() for key, model in wakeups.items()} if wakeups else _NONE
         results: tuple[tuple[str, int, tuple[int, ...]], ...] = ()
         activations = {}
         collecting = False
@@ -864,6 +869,9 @@ def runtime_context(run_state: RunState, frame_id: str, *, workflow_id: str = ""
 
 
 _SNAPSHOT_TWIN = layout_twin(RunStateSnapshot)
+#: The empty map a snapshot holds for an empty one of the state (no interrupts, no wake-ups: nearly every
+#: superstep): one shared object instead of one per snapshot. Snapshot data is never written to.
+_NONE: dict[str, Any] = {}
 
 
 def new_snapshot(data: Mapping[str, Any], lists: tuple[tuple[str, tuple[str, ...], list[Any], int], ...],
