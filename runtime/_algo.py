@@ -62,6 +62,8 @@ from runtime._parts import GrowList, lists_of, new_list_id
 from runtime._registry import TaskSpec
 from runtime._secrets import SecretResolver, conceal, reveal, scrub, scrub_error
 from runtime._state import (
+    FRAME_FIELDS,
+    LINEAGE_FIELDS,
     ROOT_SCOPE_ID,
     Barrier,
     EntryCache,
@@ -79,6 +81,7 @@ from runtime._state import (
     new_item_metadata,
     runtime_context,
     trusted,
+    trusted_full,
 )
 from runtime._steps import capped
 from runtime._trace import _EVENT_TWIN, KEPT_AS_IS, TraceEvent, summarize
@@ -397,16 +400,16 @@ class Scheduler:
             lineage_id = new_id("lineage", fields["id_seq"])
             if lineage_id not in lineages:
                 break
-        frame = trusted(ExecutionFrame, {
+        frame = trusted_full(ExecutionFrame, {
             "frame_id": frame_id, "parent_frame_id": parent.frame_id if parent else None, "scope_id": scope_id,
             "lineage_id": lineage_id, "node_id": node_id, "status": "ready", "waiting_for": None,
             "metadata": metadata or {}, "steps": 0,
-        })
+        }, FRAME_FIELDS)
         frames[frame_id] = frame
-        lineages[lineage_id] = trusted(Lineage, {
+        lineages[lineage_id] = trusted_full(Lineage, {
             "lineage_id": lineage_id, "kind": kind, "scope_id": scope_id, "frame_id": frame_id,
             "parent_lineage_id": parent.lineage_id if parent else None,
-        })
+        }, LINEAGE_FIELDS)
         return frame
 
     def remove_frame(self, frame: ExecutionFrame) -> None:

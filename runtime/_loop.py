@@ -222,12 +222,20 @@ def _call_sync(work: Work) -> tuple[Any, Exception | None]:
 def _run_sync_task(work: Work) -> None:
     started = time.perf_counter()
     if work.first_attempt == 1 and getattr(work.node, "retry", None) is None:
-        # One attempt, the common case: _attempts' and _settle's work for it, without their calls and the loop.
-        ctx = work.context
-        assert ctx is not None
+        # One attempt, the common case: what _attempts, _call_sync and _settle do for it, without their calls.
+        spec, ctx, call = work.spec, work.context, work.call
+        assert spec is not None and ctx is not None and call is not None
         ctx.attempt = work.attempts = 1
-        raw, error = _call_sync(work)
-        _settle(work, 1, 1, raw, error)
+        try:
+            raw = call()
+            if type(raw) not in _PLAIN and inspect.isawaitable(raw):  # a sync callable that hands back a coroutine
+                raw = asyncio.run(_await(raw))
+            if work.timeout is not None and time.perf_counter() - started > work.timeout:
+                raise timeout_error(spec.name, ctx, work.timeout)
+        except Exception as exc:
+            _failed_attempt(work, 1, 1, exc)
+        else:
+            _settle(work, 1, 1, raw, None)
         work.duration = time.perf_counter() - started
         return
     for attempt, last, _ in _attempts(work, time.sleep):
@@ -794,8 +802,30 @@ class RunLoop:
             return self.wake()
         return False
 
+    def _supersteps_while_running(self) -> None:
+        """``_steps``' supersteps while the run is running, each effect performed here, in order, as ``drive`` would
+        perform it: the sync driver's loop, without a generator's resumption and an effect pair per step (a
+        foreach item is one superstep). It returns when the run stops running; ``drive`` then goes on with
+        ``_steps``, which takes a waiting run from there and ends at once for any other status."""
+        rs, config = self.rs, self.config
+        saves = config.checkpointer is not None or config.on_superstep is not None
+        while rs.status == "running":
+            if (config.should_cancel is not None and self.cancelled()) or self.over_step_limit():
+                self.checkpoint(self.settle())
+                return
+            works = self.prepare()
+            self.execute(works)
+            if self.cancelled_mid_step(works):
+                self.checkpoint(self.settle())
+                return
+            self.commit(works)
+            events = self.settle()
+            if saves:
+                self.checkpoint(events)
+
     def drive(self) -> None:
         try:
+            self._supersteps_while_running()
             for effect in self._steps():
                 if effect[0] == "execute":
                     self.execute(effect[1])

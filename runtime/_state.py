@@ -629,6 +629,27 @@ def trusted[M: _StateModel](cls: type[M], values: dict[str, Any]) -> M:
     return model
 
 
+def trusted_full[M: _StateModel](cls: type[M], values: dict[str, Any], fields_set: set[str]) -> M:
+    """``trusted(cls, values)`` for ``values`` that give every field of ``cls``, whose set of given fields is
+    ``fields_set`` (``set(cls.model_fields)``), shared by every such model instead of a new set each.
+
+    Sharing is safe because the set already names every field: pydantic only ever adds a field's name to it (on
+    assignment), which changes nothing, and copies it for a model copy. The engine makes a frame and a lineage
+    this way at every foreach item.
+    """
+    model = _new_object(cls)
+    _set_dict(model, values)
+    _set_fields_set(model, fields_set)
+    _set_extra(model, None)
+    _set_private(model, None)
+    return model
+
+
+#: Every field of a frame, of a lineage: the shared ``fields_set`` of ``trusted_full``.
+FRAME_FIELDS: set[str] = set(ExecutionFrame.model_fields)
+LINEAGE_FIELDS: set[str] = set(Lineage.model_fields)
+
+
 # The setters of the slots every pydantic model has (BaseModel.__slots__), looked up once: ``trusted`` makes two
 # models per foreach item, and ``object.__setattr__`` finds each slot by name on every call (a third more).
 _new_object = object.__new__
