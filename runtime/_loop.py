@@ -616,8 +616,14 @@ class RunLoop:
             else:
                 rs.status = "interrupted"
                 self.recorder.emit("run_interrupted", summary={"interrupts": list(rs.interrupts)})
-        self.recorder.sync()
-        return self.recorder.take_step()
+        # Recorder.sync and take_step, written out (once per superstep): the counter goes back to the state, and
+        # the superstep's events are handed on and retained as ``keep`` says.
+        recorder = self.recorder
+        rs.__dict__["trace_seq"] = recorder.seq  # field storage: see _algo.prepare_step's steps counter
+        events, recorder.step = recorder.step, []
+        if recorder.keep != 0:
+            recorder.events.extend(events)
+        return events
 
     def cancelled(self) -> bool:
         check = self.config.should_cancel
@@ -813,8 +819,12 @@ class RunLoop:
             if (config.should_cancel is not None and self.cancelled()) or self.over_step_limit():
                 self.checkpoint(self.settle())
                 return
-            works = self.prepare()
-            self.execute(works)
+            works = self.prepare() if rs.wakeups else prepare_step(rs, self.scheduler, self.plan_for, self._woken,
+                                                                   self._rules)
+            if config.budget is None:
+                self._execute(works)  # what execute does without a budget to keep
+            else:
+                self.execute(works)
             if self.cancelled_mid_step(works):
                 self.checkpoint(self.settle())
                 return

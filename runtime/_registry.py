@@ -166,7 +166,7 @@ class TaskSpec:
                     task=self.name, node_id=_node_of(context), label=label, labels=list(self.labels),
                 )
         else:
-            label, payload = self.default_label, raw
+            label, payload = self.labels[0], raw  # default_label
         if self._result_adapter is None:
             try:
                 return label, to_jsonable_python(payload)
