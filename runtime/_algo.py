@@ -356,6 +356,8 @@ class Scheduler:
         # never change while the frame lives, and a step reads it several times.
         self._metadata: dict[str, tuple[ExecutionFrame, ForeachItemMetadata]] = {}
         self._entries: EntryCache = {}  # context entries per live frame (runtime._state.foreach_entries)
+        #: ``plan_for`` of the root scope, when the caller knows it (the run loop does): looked up at every step.
+        self.root_plan: CompiledWorkflow | None = None
 
     # -- primitives --------------------------------------------------------------
 
@@ -492,7 +494,10 @@ class Scheduler:
     def route(self, frame: ExecutionFrame, label: str, result: Any = None) -> None:
         """Follow ``label``; ``result`` is what the node produced (an item's result when it routes back)."""
         scope = self.rs.scopes.get(frame.scope_id)
-        plan = self.plan_for(scope if scope is not None else self.scope_of(frame))  # scope_of raises
+        if scope is None:
+            scope = self.scope_of(frame)  # raises
+        root = self.root_plan
+        plan = root if scope.scope_id == ROOT_SCOPE_ID and root is not None else self.plan_for(scope)
         target = plan.routes.get(frame.node_id, _NO_ROUTES).get(label)  # plan.target, at every node step
         if target is None:
             self.end_lineage(frame)
@@ -639,8 +644,11 @@ class Scheduler:
                                        f"{activation.frame_id!r}, which does not exist",
                                        activation_id=activation.activation_id)
         scope = rs.scopes.get(parent.scope_id)
-        plan = self.plan_for(scope if scope is not None else self.scope_of(parent))  # scope_of raises
-        loop_target = plan.target(activation.node_id, "loop")
+        if scope is None:
+            scope = self.scope_of(parent)  # raises
+        root = self.root_plan
+        plan = root if scope.scope_id == ROOT_SCOPE_ID and root is not None else self.plan_for(scope)
+        loop_target = plan.routes.get(activation.node_id, _NO_ROUTES).get("loop")  # plan.target
         only = activation.only
         total = len(activation.items) if only is None else len(only)  # activation.total
         # The waiting frame's context entries, when a step has derived them: every item's start with them.
@@ -1232,7 +1240,7 @@ def prepare_step(run_state: RunState, scheduler: Scheduler, plan_for: Callable[[
     rs.ready.clear()  # in place: a model attribute write costs more than the copy
     works: list[Work] = []
     emit, recording = scheduler.recorder.emit, scheduler.recorder.recording
-    frames, scopes = rs.frames, rs.scopes
+    frames, scopes, root_plan = rs.frames, rs.scopes, scheduler.root_plan
     for frame_id in ready:
         frame = frames.get(frame_id)
         if frame is None:
@@ -1243,7 +1251,7 @@ def prepare_step(run_state: RunState, scheduler: Scheduler, plan_for: Callable[[
         scope = scopes.get(frame.scope_id)
         if scope is None:
             scope = scheduler.scope_of(frame)  # raises: the frame's scope does not exist
-        plan = plan_for(scope)
+        plan = root_plan if scope.scope_id == ROOT_SCOPE_ID and root_plan is not None else plan_for(scope)
         node = plan.nodes.get(frame.node_id)
         if node is None:
             node = scheduler.node_of(frame)  # raises: the frame is at a node its workflow lacks
@@ -1260,7 +1268,7 @@ def prepare_step(run_state: RunState, scheduler: Scheduler, plan_for: Callable[[
         summary: dict[str, Any] | None = None
         if "foreach" in frame.metadata:
             # Finished frames are pruned from RunState; the event keeps their context for inspection.
-            work.context = context = scheduler.context(frame, plan.id)
+            work.context = context = scheduler.context(frame, plan.workflow.id)  # plan.id
             if recording:
                 summary = {"context": context_summary(context)}
         try:

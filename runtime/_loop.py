@@ -235,7 +235,14 @@ def _run_sync_task(work: Work) -> None:
         except Exception as exc:
             _failed_attempt(work, 1, 1, exc)
         else:
-            _settle(work, 1, 1, raw, None)
+            if work.max_result_bytes is None:  # _settle's work for a returned value when no size limit applies
+                work.error = None
+                try:
+                    work.label, work.result = spec.finish(raw, ctx)
+                except WorkflowError as exc:
+                    work.error = exc
+            else:
+                _settle(work, 1, 1, raw, None)
         work.duration = time.perf_counter() - started
         return
     for attempt, last, _ in _attempts(work, time.sleep):
@@ -337,6 +344,7 @@ class RunLoop:
                                  saved=config.checkpointer is not None or config.on_superstep is not None)
         self._plans: dict[tuple[str, int | None], CompiledWorkflow] = {}
         self.scheduler = Scheduler(run_state, config.ids, self.recorder, self.plan_for, config.distribute)
+        self.scheduler.root_plan = root_plan  # what plan_for gives the root scope, without the call
         self._event_loop: asyncio.AbstractEventLoop | None = None
         self.stop_error: StepLimitError | None = None
         self._woken: dict[str, Wakeup] = {}
@@ -423,7 +431,7 @@ class RunLoop:
             return
         if len(works) == 1:  # the common superstep: one frame
             work = works[0]
-            if not work.runnable:
+            if work.call is None or work.error is not None:  # not work.runnable
                 return
             if not work.spec.is_async:  # type: ignore[union-attr]
                 _run_sync_task(work)
@@ -574,7 +582,10 @@ class RunLoop:
             elif isinstance(node, TaskNode):
                 emit("node_completed", frame, label=work.label, attempt=work.attempts, duration=work.duration,
                      summary=summarize(work.result) if recording else None)
-                sched.commit_result(frame, node, work.label or "ok", work.result)
+                if node.output:
+                    sched.commit_result(frame, node, work.label or "ok", work.result)
+                else:  # nothing to write: commit_result would only route
+                    sched.route(frame, work.label or "ok", work.result)
             elif isinstance(node, BranchNode):
                 emit("node_completed", frame, label=work.value)
                 sched.route(frame, work.value)
@@ -816,7 +827,8 @@ class RunLoop:
         rs, config = self.rs, self.config
         saves = config.checkpointer is not None or config.on_superstep is not None
         while rs.status == "running":
-            if (config.should_cancel is not None and self.cancelled()) or self.over_step_limit():
+            if (config.should_cancel is not None and self.cancelled()) or (config.max_steps is not None
+                                                                           and self.over_step_limit()):
                 self.checkpoint(self.settle())
                 return
             works = self.prepare() if rs.wakeups else prepare_step(rs, self.scheduler, self.plan_for, self._woken,
@@ -831,7 +843,10 @@ class RunLoop:
             self.commit(works)
             events = self.settle()
             if saves:
-                self.checkpoint(events)
+                if config.on_superstep is None:
+                    config.checkpointer.save(rs, events)  # type: ignore[union-attr]  # checkpoint(), without a hook
+                else:
+                    self.checkpoint(events)
 
     def drive(self) -> None:
         try:
