@@ -655,28 +655,35 @@ class Scheduler:
         entries = self._entries
         known = entries.get(parent.frame_id)
         outer = known[1] if known is not None and known[0] is parent else None
-        while loop_target is not None and len(activation.running) < activation.max_concurrency \
-                and activation.next_index < total:
-            index = activation.next_index if only is None else only[activation.next_index]
-            item = activation.items[index]
+        if loop_target is None:
+            return
+        # The activation's fields read once (pydantic attribute reads at every item otherwise add up); next_index
+        # moves, so it is read and written in field storage (see prepare_step's steps counter).
+        fields = activation.__dict__
+        node_id, activation_id, alias = activation.node_id, activation.activation_id, activation.alias
+        scope_id, items, running, most = activation.scope_id, activation.items, activation.running, \
+            activation.max_concurrency
+        metadata, emit, ready = self._metadata, self.recorder.emit, rs.ready
+        recording = self.recorder.recording
+        while len(running) < most and fields["next_index"] < total:
+            index = fields["next_index"] if only is None else only[fields["next_index"]]
+            item = items[index]
             frame = self.new_frame(
-                parent=parent, scope_id=activation.scope_id, node_id=loop_target, kind="item",
-                metadata={"foreach": {"node_id": activation.node_id, "activation_id": activation.activation_id,
-                                      "index": index, "item": item, "alias": activation.alias}},
+                parent=parent, scope_id=scope_id, node_id=loop_target, kind="item",
+                metadata={"foreach": {"node_id": node_id, "activation_id": activation_id, "index": index,
+                                      "item": item, "alias": alias}},
             )
+            frame_id = frame.frame_id
             # The engine just wrote this metadata itself: remember it rather than re-checking it.
-            self._metadata[frame.frame_id] = (frame, new_item_metadata(
-                activation.node_id, activation.activation_id, index, item, activation.alias))
+            metadata[frame_id] = (frame, new_item_metadata(node_id, activation_id, index, item, alias))
             if outer is not None:  # the item's context entries: its parent's, then its own (foreach_entries)
-                entries[frame.frame_id] = (frame, (*outer, (foreach_context(
-                    activation.node_id, activation.activation_id, frame.frame_id, frame.scope_id, frame.lineage_id,
-                    index, item), activation.alias)))
-            activation.__dict__["next_index"] += 1  # field storage: see prepare_step's steps counter
-            activation.running.append(frame.frame_id)
-            self.recorder.emit("item_started", frame, node_id=activation.node_id,
-                               activation_id=activation.activation_id, index=index,
-                               summary=summarize(item) if self.recorder.recording else None)
-            rs.ready.append(frame.frame_id)  # enqueue: a new frame is ready and waits for nothing already
+                entries[frame_id] = (frame, (*outer, (foreach_context(
+                    node_id, activation_id, frame_id, frame.scope_id, frame.lineage_id, index, item), alias)))
+            fields["next_index"] += 1
+            running.append(frame_id)
+            emit("item_started", frame, node_id=node_id, activation_id=activation_id, index=index,
+                 summary=(item if type(item) in KEPT_AS_IS else summarize(item)) if recording else None)
+            ready.append(frame_id)  # enqueue: a new frame is ready and waits for nothing already
 
     def complete_item(self, frame: ExecutionFrame, meta: ForeachItemMetadata, result: Any = None,
                       failed: dict[str, Any] | None = None) -> None:

@@ -69,7 +69,7 @@ from runtime._resolver import WorkflowResolver
 from runtime._secrets import SecretResolver
 from runtime._state import ROOT_SCOPE_ID, RunState, RuntimeScope, Wakeup, frame_of
 from runtime._steps import StepCall, StepExecutor, check_result_size, timeout_error
-from runtime._trace import TraceEvent, summarize
+from runtime._trace import KEPT_AS_IS, TraceEvent, summarize
 from runtime.builtins import DATA_TASKS
 
 
@@ -580,8 +580,9 @@ class RunLoop:
             elif work.error is not None:
                 sched.fail(frame, node, work.error, attempts=work.attempts)
             elif isinstance(node, TaskNode):
+                result = work.result
                 emit("node_completed", frame, label=work.label, attempt=work.attempts, duration=work.duration,
-                     summary=summarize(work.result) if recording else None)
+                     summary=(result if type(result) in KEPT_AS_IS else summarize(result)) if recording else None)
                 if node.output:
                     sched.commit_result(frame, node, work.label or "ok", work.result)
                 else:  # nothing to write: commit_result would only route
