@@ -152,9 +152,11 @@ class Recorder:
             self.events.extend(events)
         return events
 
-    def emit(self, kind: str, frame: ExecutionFrame | None = None, *, node_id: str | None = None,
+    def emit(self, kind: str, frame: ExecutionFrame | None = None, node_id: str | None = None,
              activation_id: str | None = None, index: int | None = None, label: str | None = None,
              attempt: int | None = None, duration: float | None = None, summary: Any = None) -> None:
+        # Not keyword-only: the four events of every foreach item are emitted with positional arguments (a call
+        # with keywords costs half as much again); everywhere else they are named.
         if not self.recording:
             self.seq += 1
             return
@@ -385,8 +387,9 @@ class Scheduler:
             frame.waiting_for = None
         self.rs.ready.append(frame.frame_id)
 
-    def new_frame(self, *, parent: ExecutionFrame | None, scope_id: str, node_id: str, kind: LineageKind,
+    def new_frame(self, parent: ExecutionFrame | None, scope_id: str, node_id: str, kind: LineageKind,
                   metadata: dict[str, Any] | None = None, frame_id: str | None = None) -> ExecutionFrame:
+        # Not keyword-only: admit passes its arguments by position, once per item (see Recorder.emit).
         rs = self.rs
         # mint() twice, written out: a foreach item's frame and lineage ids (what mint does, same order).
         fields, new_id = rs.__dict__, self.ids.new
@@ -668,11 +671,9 @@ class Scheduler:
         while len(running) < most and fields["next_index"] < total:
             index = fields["next_index"] if only is None else only[fields["next_index"]]
             item = items[index]
-            frame = self.new_frame(
-                parent=parent, scope_id=scope_id, node_id=loop_target, kind="item",
-                metadata={"foreach": {"node_id": node_id, "activation_id": activation_id, "index": index,
-                                      "item": item, "alias": alias}},
-            )
+            frame = self.new_frame(parent, scope_id, loop_target, "item",
+                                   {"foreach": {"node_id": node_id, "activation_id": activation_id, "index": index,
+                                                "item": item, "alias": alias}})
             frame_id = frame.frame_id
             # The engine just wrote this metadata itself: remember it rather than re-checking it.
             metadata[frame_id] = (frame, new_item_metadata(node_id, activation_id, index, item, alias))
@@ -681,8 +682,8 @@ class Scheduler:
                     node_id, activation_id, frame_id, frame.scope_id, frame.lineage_id, index, item), alias)))
             fields["next_index"] += 1
             running.append(frame_id)
-            emit("item_started", frame, node_id=node_id, activation_id=activation_id, index=index,
-                 summary=(item if type(item) in KEPT_AS_IS else summarize(item)) if recording else None)
+            emit("item_started", frame, node_id, activation_id, index, None, None, None,
+                 (item if type(item) in KEPT_AS_IS else summarize(item)) if recording else None)
             ready.append(frame_id)  # enqueue: a new frame is ready and waits for nothing already
 
     def complete_item(self, frame: ExecutionFrame, meta: ForeachItemMetadata, result: Any = None,
@@ -701,8 +702,7 @@ class Scheduler:
             activation.results[meta.index] = list(result) if isinstance(result, GrowList) else result
         barrier.__dict__["arrived"] += 1
         if failed is None:
-            self.recorder.emit("item_completed", frame, node_id=meta.node_id, activation_id=meta.activation_id,
-                               index=meta.index)
+            self.recorder.emit("item_completed", frame, meta.node_id, meta.activation_id, meta.index)
         # remove_frame, written out (once per item)
         frame_id = frame.frame_id
         rs.frames.pop(frame_id, None)
@@ -1290,7 +1290,7 @@ def prepare_step(run_state: RunState, scheduler: Scheduler, plan_for: Callable[[
                 summary = {"input": summarize(work.payload)}
             else:  # this step's own dict: adding to it is the copy the spread made, without the copy
                 summary["input"] = summarize(work.payload)
-        emit("node_started", frame, summary=summary)
+        emit("node_started", frame, None, None, None, None, None, None, summary)  # summary=, by position
         works.append(work)
     return works
 

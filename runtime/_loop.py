@@ -581,8 +581,8 @@ class RunLoop:
                 sched.fail(frame, node, work.error, attempts=work.attempts)
             elif isinstance(node, TaskNode):
                 result = work.result
-                emit("node_completed", frame, label=work.label, attempt=work.attempts, duration=work.duration,
-                     summary=(result if type(result) in KEPT_AS_IS else summarize(result)) if recording else None)
+                emit("node_completed", frame, None, None, None, work.label, work.attempts, work.duration,  # by position
+                     (result if type(result) in KEPT_AS_IS else summarize(result)) if recording else None)
                 if node.output:
                     sched.commit_result(frame, node, work.label or "ok", work.result)
                 else:  # nothing to write: commit_result would only route
