@@ -691,14 +691,16 @@ class Scheduler:
         """An item is over: returned to its foreach with ``result``, or failed and tolerated (``failed``)."""
         rs = self.rs
         activation = rs.activations[meta.activation_id]
+        fields = activation.__dict__  # read and written in field storage: see prepare_step's steps counter
+        running = fields["running"]
         barrier = rs.barriers.get(meta.activation_id)
-        if barrier is None or frame.frame_id not in activation.running:
+        if barrier is None or frame.frame_id not in running:
             raise CorruptRunStateError(
                 f"foreach item frame {frame.frame_id!r} is not running in activation {meta.activation_id!r}",
                 frame_id=frame.frame_id, activation_id=meta.activation_id)
-        activation.running.remove(frame.frame_id)
-        activation.__dict__["completed"] += 1  # field storage: see prepare_step's steps counter
-        if activation.results_id is not None and failed is None:
+        running.remove(frame.frame_id)
+        fields["completed"] += 1
+        if fields["results_id"] is not None and failed is None:
             activation.results[meta.index] = list(result) if isinstance(result, GrowList) else result
         barrier.__dict__["arrived"] += 1
         if failed is None:
@@ -717,7 +719,7 @@ class Scheduler:
                 return
             self.admit(activation)
             return
-        if activation.completed >= len(activation.items):  # activation.total, without a batch's ``only``
+        if fields["completed"] >= len(fields["items"]):  # activation.total, without a batch's ``only``
             waiting = rs.frames.get(activation.frame_id)
             if waiting is None:
                 raise CorruptRunStateError(f"foreach activation {activation.activation_id!r} has no waiting frame",
@@ -1316,7 +1318,7 @@ def prepare_work(work: Work, scheduler: Scheduler, rules: PrepareRules) -> None:
             return
         ctx = work.context or scheduler.context(work.frame, work.plan.id)
         scope = work.scope
-        reader = ScopeReader(scope.input, scope.state, None, scheduler.exposer(scope), runtime=ctx)  # _reader's
+        reader = ScopeReader(scope.input, scope.state, None, scheduler.exposer(scope), ctx)  # _reader's
         payload = (build_flat_payload(task.flat, reader) if task.flat is not None
                    else build_payload(task.inputs, reader, ordered=True))
         work.spec, work.context, work.payload = spec, ctx, payload
