@@ -62,6 +62,8 @@ from runtime._parts import GrowList, lists_of, new_list_id
 from runtime._registry import TaskSpec
 from runtime._secrets import SecretResolver, conceal, reveal, scrub, scrub_error
 from runtime._state import (
+    FRAME_FIELDS,
+    LINEAGE_FIELDS,
     ROOT_SCOPE_ID,
     Barrier,
     EntryCache,
@@ -79,9 +81,12 @@ from runtime._state import (
     new_item_metadata,
     runtime_context,
     trusted,
+    trusted_full,
 )
 from runtime._steps import capped
-from runtime._trace import KEPT_AS_IS, TraceEvent, new_event, summarize
+from runtime._trace import _EVENT_TWIN, KEPT_AS_IS, TraceEvent, summarize
+
+_NO_ROUTES: dict[str, str] = {}  # read only: the routes of a node that has none
 
 _COLLECTIONS = {"frame": "frames", "lineage": "lineages", "act": "activations", "scope": "scopes", "int": "interrupts"}
 
@@ -147,9 +152,11 @@ class Recorder:
             self.events.extend(events)
         return events
 
-    def emit(self, kind: str, frame: ExecutionFrame | None = None, *, node_id: str | None = None,
+    def emit(self, kind: str, frame: ExecutionFrame | None = None, node_id: str | None = None,
              activation_id: str | None = None, index: int | None = None, label: str | None = None,
              attempt: int | None = None, duration: float | None = None, summary: Any = None) -> None:
+        # Not keyword-only: the four events of every foreach item are emitted with positional arguments (a call
+        # with keywords costs half as much again); everywhere else they are named.
         if not self.recording:
             self.seq += 1
             return
@@ -165,8 +172,25 @@ class Recorder:
         else:
             # Run-level events belong to the run's root scope.
             scope_id, frame_id, lineage_id = ROOT_SCOPE_ID, None, None
-        event = new_event(self.seq, kind, rs.run_id, rs.step, self.clock(), scope_id, frame_id, lineage_id, node_id,
-                          activation_id, index, label, attempt, duration, summary)
+        # new_event written out (the same layout-twin stores): four events per foreach item, and the call with
+        # fifteen arguments cost a fifth of the event.
+        event: Any = _EVENT_TWIN()
+        event.seq = self.seq
+        event.kind = kind
+        event.run_id = rs.run_id
+        event.step = rs.step
+        event.time = self.clock()
+        event.scope_id = scope_id
+        event.frame_id = frame_id
+        event.lineage_id = lineage_id
+        event.node_id = node_id
+        event.activation_id = activation_id
+        event.index = index
+        event.label = label
+        event.attempt = attempt
+        event.duration = duration
+        event.summary = summary
+        event.__class__ = TraceEvent
         self.seq += 1
         self.step.append(event)
         if self.sink is not None:
@@ -334,6 +358,8 @@ class Scheduler:
         # never change while the frame lives, and a step reads it several times.
         self._metadata: dict[str, tuple[ExecutionFrame, ForeachItemMetadata]] = {}
         self._entries: EntryCache = {}  # context entries per live frame (runtime._state.foreach_entries)
+        #: ``plan_for`` of the root scope, when the caller knows it (the run loop does): looked up at every step.
+        self.root_plan: CompiledWorkflow | None = None
 
     # -- primitives --------------------------------------------------------------
 
@@ -361,21 +387,34 @@ class Scheduler:
             frame.waiting_for = None
         self.rs.ready.append(frame.frame_id)
 
-    def new_frame(self, *, parent: ExecutionFrame | None, scope_id: str, node_id: str, kind: LineageKind,
+    def new_frame(self, parent: ExecutionFrame | None, scope_id: str, node_id: str, kind: LineageKind,
                   metadata: dict[str, Any] | None = None, frame_id: str | None = None) -> ExecutionFrame:
+        # Not keyword-only: admit passes its arguments by position, once per item (see Recorder.emit).
         rs = self.rs
-        frame_id = frame_id or mint(rs, self.ids, "frame")
-        lineage_id = mint(rs, self.ids, "lineage")
-        frame = trusted(ExecutionFrame, {
+        # mint() twice, written out: a foreach item's frame and lineage ids (what mint does, same order).
+        fields, new_id = rs.__dict__, self.ids.new
+        frames, lineages = fields["frames"], fields["lineages"]
+        if not frame_id:
+            while True:
+                fields["id_seq"] += 1
+                frame_id = new_id("frame", fields["id_seq"])
+                if frame_id not in frames:
+                    break
+        while True:
+            fields["id_seq"] += 1
+            lineage_id = new_id("lineage", fields["id_seq"])
+            if lineage_id not in lineages:
+                break
+        frame = trusted_full(ExecutionFrame, {
             "frame_id": frame_id, "parent_frame_id": parent.frame_id if parent else None, "scope_id": scope_id,
             "lineage_id": lineage_id, "node_id": node_id, "status": "ready", "waiting_for": None,
             "metadata": metadata or {}, "steps": 0,
-        })
-        rs.frames[frame_id] = frame
-        rs.lineages[lineage_id] = trusted(Lineage, {
+        }, FRAME_FIELDS)
+        frames[frame_id] = frame
+        lineages[lineage_id] = trusted_full(Lineage, {
             "lineage_id": lineage_id, "kind": kind, "scope_id": scope_id, "frame_id": frame_id,
             "parent_lineage_id": parent.lineage_id if parent else None,
-        })
+        }, LINEAGE_FIELDS)
         return frame
 
     def remove_frame(self, frame: ExecutionFrame) -> None:
@@ -457,12 +496,17 @@ class Scheduler:
 
     def route(self, frame: ExecutionFrame, label: str, result: Any = None) -> None:
         """Follow ``label``; ``result`` is what the node produced (an item's result when it routes back)."""
-        plan = self.plan_for(self.scope_of(frame))
-        target = plan.target(frame.node_id, label)
+        scope = self.rs.scopes.get(frame.scope_id)
+        if scope is None:
+            scope = self.scope_of(frame)  # raises
+        root = self.root_plan
+        plan = root if scope.scope_id == ROOT_SCOPE_ID and root is not None else self.plan_for(scope)
+        target = plan.routes.get(frame.node_id, _NO_ROUTES).get(label)  # plan.target, at every node step
         if target is None:
             self.end_lineage(frame)
             return
-        meta = self.item_metadata(frame)
+        known = self._metadata.get(frame.frame_id)  # item_metadata's cache, looked at here first
+        meta = known[1] if known is not None and known[0] is frame else self.item_metadata(frame)
         if meta is not None and target == meta.node_id:
             self.complete_item(frame, meta, result)
             return
@@ -602,56 +646,71 @@ class Scheduler:
             raise CorruptRunStateError(f"foreach activation {activation.activation_id!r} waits in frame "
                                        f"{activation.frame_id!r}, which does not exist",
                                        activation_id=activation.activation_id)
-        plan = self.plan_for(self.scope_of(parent))
-        loop_target = plan.target(activation.node_id, "loop")
+        scope = rs.scopes.get(parent.scope_id)
+        if scope is None:
+            scope = self.scope_of(parent)  # raises
+        root = self.root_plan
+        plan = root if scope.scope_id == ROOT_SCOPE_ID and root is not None else self.plan_for(scope)
+        loop_target = plan.routes.get(activation.node_id, _NO_ROUTES).get("loop")  # plan.target
         only = activation.only
-        total = activation.total
+        total = len(activation.items) if only is None else len(only)  # activation.total
         # The waiting frame's context entries, when a step has derived them: every item's start with them.
         entries = self._entries
         known = entries.get(parent.frame_id)
         outer = known[1] if known is not None and known[0] is parent else None
-        while loop_target is not None and len(activation.running) < activation.max_concurrency \
-                and activation.next_index < total:
-            index = activation.next_index if only is None else only[activation.next_index]
-            item = activation.items[index]
-            frame = self.new_frame(
-                parent=parent, scope_id=activation.scope_id, node_id=loop_target, kind="item",
-                metadata={"foreach": {"node_id": activation.node_id, "activation_id": activation.activation_id,
-                                      "index": index, "item": item, "alias": activation.alias}},
-            )
+        if loop_target is None:
+            return
+        # The activation's fields read once (pydantic attribute reads at every item otherwise add up); next_index
+        # moves, so it is read and written in field storage (see prepare_step's steps counter).
+        fields = activation.__dict__
+        node_id, activation_id, alias = activation.node_id, activation.activation_id, activation.alias
+        scope_id, items, running, most = activation.scope_id, activation.items, activation.running, \
+            activation.max_concurrency
+        metadata, emit, ready = self._metadata, self.recorder.emit, rs.ready
+        recording = self.recorder.recording
+        while len(running) < most and fields["next_index"] < total:
+            index = fields["next_index"] if only is None else only[fields["next_index"]]
+            item = items[index]
+            frame = self.new_frame(parent, scope_id, loop_target, "item",
+                                   {"foreach": {"node_id": node_id, "activation_id": activation_id, "index": index,
+                                                "item": item, "alias": alias}})
+            frame_id = frame.frame_id
             # The engine just wrote this metadata itself: remember it rather than re-checking it.
-            self._metadata[frame.frame_id] = (frame, new_item_metadata(
-                activation.node_id, activation.activation_id, index, item, activation.alias))
+            metadata[frame_id] = (frame, new_item_metadata(node_id, activation_id, index, item, alias))
             if outer is not None:  # the item's context entries: its parent's, then its own (foreach_entries)
-                entries[frame.frame_id] = (frame, (*outer, (foreach_context(
-                    activation.node_id, activation.activation_id, frame.frame_id, frame.scope_id, frame.lineage_id,
-                    index, item), activation.alias)))
-            activation.__dict__["next_index"] += 1  # field storage: see prepare_step's steps counter
-            activation.running.append(frame.frame_id)
-            self.recorder.emit("item_started", frame, node_id=activation.node_id,
-                               activation_id=activation.activation_id, index=index,
-                               summary=summarize(item) if self.recorder.recording else None)
-            self.enqueue(frame)
+                entries[frame_id] = (frame, (*outer, (foreach_context(
+                    node_id, activation_id, frame_id, frame.scope_id, frame.lineage_id, index, item), alias)))
+            fields["next_index"] += 1
+            running.append(frame_id)
+            emit("item_started", frame, node_id, activation_id, index, None, None, None,
+                 (item if type(item) in KEPT_AS_IS else summarize(item)) if recording else None)
+            ready.append(frame_id)  # enqueue: a new frame is ready and waits for nothing already
 
     def complete_item(self, frame: ExecutionFrame, meta: ForeachItemMetadata, result: Any = None,
                       failed: dict[str, Any] | None = None) -> None:
         """An item is over: returned to its foreach with ``result``, or failed and tolerated (``failed``)."""
         rs = self.rs
         activation = rs.activations[meta.activation_id]
+        fields = activation.__dict__  # read and written in field storage: see prepare_step's steps counter
+        running = fields["running"]
         barrier = rs.barriers.get(meta.activation_id)
-        if barrier is None or frame.frame_id not in activation.running:
+        if barrier is None or frame.frame_id not in running:
             raise CorruptRunStateError(
                 f"foreach item frame {frame.frame_id!r} is not running in activation {meta.activation_id!r}",
                 frame_id=frame.frame_id, activation_id=meta.activation_id)
-        activation.running.remove(frame.frame_id)
-        activation.__dict__["completed"] += 1  # field storage: see prepare_step's steps counter
-        if activation.results_id is not None and failed is None:
+        running.remove(frame.frame_id)
+        fields["completed"] += 1
+        if fields["results_id"] is not None and failed is None:
             activation.results[meta.index] = list(result) if isinstance(result, GrowList) else result
         barrier.__dict__["arrived"] += 1
         if failed is None:
-            self.recorder.emit("item_completed", frame, node_id=meta.node_id, activation_id=meta.activation_id,
-                               index=meta.index)
-        self.remove_frame(frame)
+            self.recorder.emit("item_completed", frame, meta.node_id, meta.activation_id, meta.index)
+        # remove_frame, written out (once per item)
+        frame_id = frame.frame_id
+        rs.frames.pop(frame_id, None)
+        rs.lineages.pop(frame.lineage_id, None)
+        self._metadata.pop(frame_id, None)
+        self._entries.pop(frame_id, None)
         if activation.only is not None:  # the activation of one batch: its items go back to the host
             if self.on_batch_item is not None:
                 self.on_batch_item(meta.index, None if failed is not None else result, failed)
@@ -660,7 +719,7 @@ class Scheduler:
                 return
             self.admit(activation)
             return
-        if activation.completed >= activation.total:
+        if fields["completed"] >= len(fields["items"]):  # activation.total, without a batch's ``only``
             waiting = rs.frames.get(activation.frame_id)
             if waiting is None:
                 raise CorruptRunStateError(f"foreach activation {activation.activation_id!r} has no waiting frame",
@@ -1190,13 +1249,18 @@ def prepare_step(run_state: RunState, scheduler: Scheduler, plan_for: Callable[[
     rs.ready.clear()  # in place: a model attribute write costs more than the copy
     works: list[Work] = []
     emit, recording = scheduler.recorder.emit, scheduler.recorder.recording
+    frames, scopes, root_plan = rs.frames, rs.scopes, scheduler.root_plan
     for frame_id in ready:
-        frame = frame_of(rs, frame_id)
+        frame = frames.get(frame_id)
+        if frame is None:
+            frame = frame_of(rs, frame_id)  # raises: the queue names a frame the state lacks
         if frame.status != "ready":
             raise CorruptRunStateError(f"frame {frame_id!r} is queued but its status is {frame.status!r}",
                                        frame_id=frame_id)
-        scope = scheduler.scope_of(frame)
-        plan = plan_for(scope)
+        scope = scopes.get(frame.scope_id)
+        if scope is None:
+            scope = scheduler.scope_of(frame)  # raises: the frame's scope does not exist
+        plan = root_plan if scope.scope_id == ROOT_SCOPE_ID and root_plan is not None else plan_for(scope)
         node = plan.nodes.get(frame.node_id)
         if node is None:
             node = scheduler.node_of(frame)  # raises: the frame is at a node its workflow lacks
@@ -1213,7 +1277,7 @@ def prepare_step(run_state: RunState, scheduler: Scheduler, plan_for: Callable[[
         summary: dict[str, Any] | None = None
         if "foreach" in frame.metadata:
             # Finished frames are pruned from RunState; the event keeps their context for inspection.
-            work.context = context = scheduler.context(frame, plan.id)
+            work.context = context = scheduler.context(frame, plan.workflow.id)  # plan.id
             if recording:
                 summary = {"context": context_summary(context)}
         try:
@@ -1228,7 +1292,7 @@ def prepare_step(run_state: RunState, scheduler: Scheduler, plan_for: Callable[[
                 summary = {"input": summarize(work.payload)}
             else:  # this step's own dict: adding to it is the copy the spread made, without the copy
                 summary["input"] = summarize(work.payload)
-        emit("node_started", frame, summary=summary)
+        emit("node_started", frame, None, None, None, None, None, None, summary)  # summary=, by position
         works.append(work)
     return works
 
@@ -1253,7 +1317,8 @@ def prepare_work(work: Work, scheduler: Scheduler, rules: PrepareRules) -> None:
             work.spec, work.label, work.result = spec, spec.default_label, woken.result
             return
         ctx = work.context or scheduler.context(work.frame, work.plan.id)
-        reader = _reader(work, scheduler, ctx)
+        scope = work.scope
+        reader = ScopeReader(scope.input, scope.state, None, scheduler.exposer(scope), ctx)  # _reader's
         payload = (build_flat_payload(task.flat, reader) if task.flat is not None
                    else build_payload(task.inputs, reader, ordered=True))
         work.spec, work.context, work.payload = spec, ctx, payload
@@ -1263,7 +1328,7 @@ def prepare_work(work: Work, scheduler: Scheduler, rules: PrepareRules) -> None:
         if task.timer is not None and work.clock is not None:
             _prepare_timer(work, spec, ctx, task.timer)
             return
-        work.timeout = capped(task.timeout, rules.step_timeout)
+        work.timeout = task.timeout if rules.step_timeout is None else capped(task.timeout, rules.step_timeout)
         work.max_result_bytes = rules.max_result_bytes
         if task.secrets:
             work.revealed_payload, work.revealed = reveal(payload, rules.secrets, node_id=node.id)

@@ -119,8 +119,9 @@ class ScopeReader:
     __slots__ = ("_input", "_state", "_context_fn", "_context", "_expose", "_runtime")
 
     def __init__(self, input: Any, state: Any, context_fn: Callable[[], Mapping[str, Any]] | None,
-                 expose: Callable[[tuple[str, ...]], None] | None = None, *,
+                 expose: Callable[[tuple[str, ...]], None] | None = None,
                  runtime: RuntimeContext | None = None) -> None:
+        # ``runtime`` may come by position: every task step makes a reader (a keyword costs more than the call).
         self._input = input
         self._state = state
         self._context_fn = context_fn

@@ -174,7 +174,10 @@ class InMemoryCheckpointer:
             run_id = run_state.run_id
             self._states[run_id] = snapshot
             if events:
-                self._events.setdefault(run_id, []).extend(events)
+                kept_events = self._events.get(run_id)
+                if kept_events is None:  # not setdefault: that makes a list at every save to throw away
+                    kept_events = self._events[run_id] = []
+                kept_events.extend(events)
             if policy is not None:
                 if policy.ends(run_state):
                     self._history.pop(run_id, None)

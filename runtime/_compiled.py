@@ -245,7 +245,7 @@ def compile_workflow(workflow: Workflow, registry: TaskRegistry) -> CompiledWork
                                    secrets=any(binding.secret is not None for binding in node.input),
                                    inputs=payload_order(node.input), flat=flat_reads(payload_order(node.input)))
              for node in workflow.nodes if isinstance(node, TaskNode)}
-    return CompiledWorkflow(
+    plan = CompiledWorkflow(
         workflow=workflow,
         nodes=workflow.node_map(),
         routes=routes,
@@ -255,3 +255,8 @@ def compile_workflow(workflow: Workflow, registry: TaskRegistry) -> CompiledWork
         tasks=tasks,
         ref=WorkflowRef(id=workflow.id),
     )
+    # Every run (and every call of a subgraph) checks its input: the validator is built with the plan, not by the
+    # first run, which paid for it (a few hundred microseconds, an engine made for a run and compiled first paid
+    # it in that run).
+    plan.validator("input", workflow.input_schema)
+    return plan

@@ -69,7 +69,7 @@ from runtime._resolver import WorkflowResolver
 from runtime._secrets import SecretResolver
 from runtime._state import ROOT_SCOPE_ID, RunState, RuntimeScope, Wakeup, frame_of
 from runtime._steps import StepCall, StepExecutor, check_result_size, timeout_error
-from runtime._trace import TraceEvent, summarize
+from runtime._trace import KEPT_AS_IS, TraceEvent, summarize
 from runtime.builtins import DATA_TASKS
 
 
@@ -221,6 +221,30 @@ def _call_sync(work: Work) -> tuple[Any, Exception | None]:
 
 def _run_sync_task(work: Work) -> None:
     started = time.perf_counter()
+    if work.first_attempt == 1 and getattr(work.node, "retry", None) is None:
+        # One attempt, the common case: what _attempts, _call_sync and _settle do for it, without their calls.
+        spec, ctx, call = work.spec, work.context, work.call
+        assert spec is not None and ctx is not None and call is not None
+        ctx.attempt = work.attempts = 1
+        try:
+            raw = call()
+            if type(raw) not in _PLAIN and inspect.isawaitable(raw):  # a sync callable that hands back a coroutine
+                raw = asyncio.run(_await(raw))
+            if work.timeout is not None and time.perf_counter() - started > work.timeout:
+                raise timeout_error(spec.name, ctx, work.timeout)
+        except Exception as exc:
+            _failed_attempt(work, 1, 1, exc)
+        else:
+            if work.max_result_bytes is None:  # _settle's work for a returned value when no size limit applies
+                work.error = None
+                try:
+                    work.label, work.result = spec.finish(raw, ctx)
+                except WorkflowError as exc:
+                    work.error = exc
+            else:
+                _settle(work, 1, 1, raw, None)
+        work.duration = time.perf_counter() - started
+        return
     for attempt, last, _ in _attempts(work, time.sleep):
         raw, error = _call_sync(work)
         if not _settle(work, attempt, last, raw, error):
@@ -320,6 +344,7 @@ class RunLoop:
                                  saved=config.checkpointer is not None or config.on_superstep is not None)
         self._plans: dict[tuple[str, int | None], CompiledWorkflow] = {}
         self.scheduler = Scheduler(run_state, config.ids, self.recorder, self.plan_for, config.distribute)
+        self.scheduler.root_plan = root_plan  # what plan_for gives the root scope, without the call
         self._event_loop: asyncio.AbstractEventLoop | None = None
         self.stop_error: StepLimitError | None = None
         self._woken: dict[str, Wakeup] = {}
@@ -406,7 +431,7 @@ class RunLoop:
             return
         if len(works) == 1:  # the common superstep: one frame
             work = works[0]
-            if not work.runnable:
+            if work.call is None or work.error is not None:  # not work.runnable
                 return
             if not work.spec.is_async:  # type: ignore[union-attr]
                 _run_sync_task(work)
@@ -555,9 +580,13 @@ class RunLoop:
             elif work.error is not None:
                 sched.fail(frame, node, work.error, attempts=work.attempts)
             elif isinstance(node, TaskNode):
-                emit("node_completed", frame, label=work.label, attempt=work.attempts, duration=work.duration,
-                     summary=summarize(work.result) if recording else None)
-                sched.commit_result(frame, node, work.label or "ok", work.result)
+                result = work.result
+                emit("node_completed", frame, None, None, None, work.label, work.attempts, work.duration,  # by position
+                     (result if type(result) in KEPT_AS_IS else summarize(result)) if recording else None)
+                if node.output:
+                    sched.commit_result(frame, node, work.label or "ok", work.result)
+                else:  # nothing to write: commit_result would only route
+                    sched.route(frame, work.label or "ok", work.result)
             elif isinstance(node, BranchNode):
                 emit("node_completed", frame, label=work.value)
                 sched.route(frame, work.value)
@@ -599,8 +628,14 @@ class RunLoop:
             else:
                 rs.status = "interrupted"
                 self.recorder.emit("run_interrupted", summary={"interrupts": list(rs.interrupts)})
-        self.recorder.sync()
-        return self.recorder.take_step()
+        # Recorder.sync and take_step, written out (once per superstep): the counter goes back to the state, and
+        # the superstep's events are handed on and retained as ``keep`` says.
+        recorder = self.recorder
+        rs.__dict__["trace_seq"] = recorder.seq  # field storage: see _algo.prepare_step's steps counter
+        events, recorder.step = recorder.step, []
+        if recorder.keep != 0:
+            recorder.events.extend(events)
+        return events
 
     def cancelled(self) -> bool:
         check = self.config.should_cancel
@@ -785,8 +820,38 @@ class RunLoop:
             return self.wake()
         return False
 
+    def _supersteps_while_running(self) -> None:
+        """``_steps``' supersteps while the run is running, each effect performed here, in order, as ``drive`` would
+        perform it: the sync driver's loop, without a generator's resumption and an effect pair per step (a
+        foreach item is one superstep). It returns when the run stops running; ``drive`` then goes on with
+        ``_steps``, which takes a waiting run from there and ends at once for any other status."""
+        rs, config = self.rs, self.config
+        saves = config.checkpointer is not None or config.on_superstep is not None
+        while rs.status == "running":
+            if (config.should_cancel is not None and self.cancelled()) or (config.max_steps is not None
+                                                                           and self.over_step_limit()):
+                self.checkpoint(self.settle())
+                return
+            works = self.prepare() if rs.wakeups else prepare_step(rs, self.scheduler, self.plan_for, self._woken,
+                                                                   self._rules)
+            if config.budget is None:
+                self._execute(works)  # what execute does without a budget to keep
+            else:
+                self.execute(works)
+            if self.cancelled_mid_step(works):
+                self.checkpoint(self.settle())
+                return
+            self.commit(works)
+            events = self.settle()
+            if saves:
+                if config.on_superstep is None:
+                    config.checkpointer.save(rs, events)  # type: ignore[union-attr]  # checkpoint(), without a hook
+                else:
+                    self.checkpoint(events)
+
     def drive(self) -> None:
         try:
+            self._supersteps_while_running()
             for effect in self._steps():
                 if effect[0] == "execute":
                     self.execute(effect[1])

@@ -171,6 +171,8 @@ _OWNERS: dict[int, weakref.ref[Any]] = {}
 
 def lists_of(run_state: Any, *, create: bool = True) -> StateLists | None:
     """The ``StateLists`` of a RunState object (kept beside it: a model attribute would change its equality)."""
+    if not _OWNERS and not create:  # no run in this process has a list registry (nearly always): nothing to look up
+        return None
     key = id(run_state)
     owner = _OWNERS.get(key)
     if owner is not None and owner() is run_state:

@@ -134,12 +134,23 @@ class TaskSpec:
 
     def bind(self, payload: object, context: RuntimeContext) -> Callable[[], Any]:
         """Validate ``payload`` and return a zero-argument call (a coroutine factory when async)."""
-        model = self.validate_input(payload, context)
         kwargs: dict[str, Any]
         if self.whole_payload:
-            kwargs = {_PAYLOAD_PARAMETER: model}
+            kwargs = {_PAYLOAD_PARAMETER: self.validate_input(payload, context)}
         else:
-            kwargs = {param: getattr(model, attr) for param, attr, _ in self._fields}
+            # A plain object (every task step's payload as bindings build it) goes to the validator directly:
+            # what validate_input does for it, less its checks for other shapes and its call (once per step).
+            # A payload that does not validate goes through validate_input, which explains what is wrong.
+            model: Any = None
+            if type(payload) is dict:
+                try:
+                    model = self._input_model.__pydantic_validator__.validate_python(payload)
+                except ValidationError:
+                    pass
+            if model is None:
+                model = self.validate_input(payload, context)
+            values = model.__dict__  # the model's fields (attr names f0, f1, ...), as getattr reads them
+            kwargs = {param: values[attr] for param, attr, _ in self._fields}
         for param in self._context_params:
             kwargs[param] = context
         return functools.partial(self.fn, **kwargs)
@@ -155,7 +166,7 @@ class TaskSpec:
                     task=self.name, node_id=_node_of(context), label=label, labels=list(self.labels),
                 )
         else:
-            label, payload = self.default_label, raw
+            label, payload = self.labels[0], raw  # default_label
         if self._result_adapter is None:
             try:
                 return label, to_jsonable_python(payload)

@@ -85,6 +85,11 @@ class ExecutionFrame(_StateModel):
 
 
 class Lineage(_StateModel):
+    """One line of work's identity. Frozen: nothing changes a lineage once made (a new line gets a new one), which
+    lets a snapshot share the model itself instead of copying it (``RunState.snapshot``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
     lineage_id: str
     kind: LineageKind
     scope_id: str
@@ -333,6 +338,8 @@ class RunState(_StateModel):
         copy-on-write (``runtime._bindings``) and ``items`` is taken once when
         the foreach starts. That is what keeps an in-memory checkpoint of a
         foreach over 100,000 items as cheap per superstep as one over 10.
+        Lineages are shared too: ``Lineage`` is frozen (the map of them is
+        copied, its models are not).
         """
         fields = self.__dict__
         data = fields.copy()
@@ -342,11 +349,11 @@ class RunState(_StateModel):
         scopes, frames, lineages, barriers = fields["scopes"], fields["frames"], fields["lineages"], fields["barriers"]
         data["scopes"] = {key: model.__dict__.copy() for key, model in scopes.items()}
         data["frames"] = {key: model.__dict__.copy() for key, model in frames.items()}
-        data["lineages"] = {key: model.__dict__.copy() for key, model in lineages.items()}
+        data["lineages"] = lineages.copy()  # frozen models: shared, not copied
         data["barriers"] = {key: model.__dict__.copy() for key, model in barriers.items()}
         interrupts, wakeups = fields["interrupts"], fields["wakeups"]
-        data["interrupts"] = {key: model.__dict__.copy() for key, model in interrupts.items()} if interrupts else {}
-        data["wakeups"] = {key: model.__dict__.copy() for key, model in wakeups.items()} if wakeups else {}
+        data["interrupts"] = {key: model.__dict__.copy() for key, model in interrupts.items()} if interrupts else _NONE
+        data["wakeups"] = {key: model.__dict__.copy() for key, model in wakeups.items()} if wakeups else _NONE
         results: tuple[tuple[str, int, tuple[int, ...]], ...] = ()
         activations = {}
         collecting = False
@@ -366,7 +373,14 @@ class RunState(_StateModel):
         registry = _parts.lists_of(self, create=False)
         lists = tuple((scope_id, path, values, len(values)) for scope_id, path, values in registry.live(self.scopes)
                       ) if registry is not None and registry.by_path else ()
-        return new_snapshot(data, lists, results)
+        # new_snapshot written out (once per superstep of an in-memory checkpointer)
+        built: Any = _SNAPSHOT_TWIN()
+        built.data = data
+        built.lists = lists
+        built.results = results
+        built.__class__ = RunStateSnapshot
+        snapshot: RunStateSnapshot = built
+        return snapshot
 
 
 
@@ -624,6 +638,27 @@ def trusted[M: _StateModel](cls: type[M], values: dict[str, Any]) -> M:
     return model
 
 
+def trusted_full[M: _StateModel](cls: type[M], values: dict[str, Any], fields_set: set[str]) -> M:
+    """``trusted(cls, values)`` for ``values`` that give every field of ``cls``, whose set of given fields is
+    ``fields_set`` (``set(cls.model_fields)``), shared by every such model instead of a new set each.
+
+    Sharing is safe because the set already names every field: pydantic only ever adds a field's name to it (on
+    assignment), which changes nothing, and copies it for a model copy. The engine makes a frame and a lineage
+    this way at every foreach item.
+    """
+    model = _new_object(cls)
+    _set_dict(model, values)
+    _set_fields_set(model, fields_set)
+    _set_extra(model, None)
+    _set_private(model, None)
+    return model
+
+
+#: Every field of a frame, of a lineage: the shared ``fields_set`` of ``trusted_full``.
+FRAME_FIELDS: set[str] = set(ExecutionFrame.model_fields)
+LINEAGE_FIELDS: set[str] = set(Lineage.model_fields)
+
+
 # The setters of the slots every pydantic model has (BaseModel.__slots__), looked up once: ``trusted`` makes two
 # models per foreach item, and ``object.__setattr__`` finds each slot by name on every call (a third more).
 _new_object = object.__new__
@@ -864,6 +899,9 @@ def runtime_context(run_state: RunState, frame_id: str, *, workflow_id: str = ""
 
 
 _SNAPSHOT_TWIN = layout_twin(RunStateSnapshot)
+#: The empty map a snapshot holds for an empty one of the state (no interrupts, no wake-ups: nearly every
+#: superstep): one shared object instead of one per snapshot. Snapshot data is never written to.
+_NONE: dict[str, Any] = {}
 
 
 def new_snapshot(data: Mapping[str, Any], lists: tuple[tuple[str, tuple[str, ...], list[Any], int], ...],

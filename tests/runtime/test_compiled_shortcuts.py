@@ -76,3 +76,24 @@ _INDEX = re.compile(r"0|[1-9][0-9]*")
                                      "١", "12\n", "1_0"])
 def test_an_item_index_is_a_canonical_ascii_decimal(segment: str) -> None:
     assert is_item_index(segment) == (_INDEX.fullmatch(segment) is not None and segment.isascii())
+
+
+def test_a_compiled_plan_has_its_input_validator_built_before_the_first_run() -> None:
+    """Compiling builds the validator every run checks its input with, so a run does not pay for building it."""
+    from runtime import Engine, WorkflowBuilder
+    from runtime.tasks import TaskRegistry
+
+    g = WorkflowBuilder("eager", input_schema={"type": "object", "properties": {"items": {"type": "array"}}})
+    g.use("echo", "e", input=[{"target": "value", "path": "input.items"}])
+    workflow = g.build()
+    tasks = TaskRegistry()
+
+    @tasks.task
+    def echo(value: object = None) -> object:
+        return value
+
+    plan = Engine(registry=tasks).compile(workflow)
+    built = plan._validators.get("input")
+    assert built is not None
+    assert Engine(registry=tasks).run(workflow, {"items": [1]}).status == "completed"
+    assert plan.validator("input", workflow.input_schema) is built

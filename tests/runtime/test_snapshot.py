@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from runtime import RunState, WorkflowBuilder
-from runtime._state import RunStateSnapshot, new_snapshot
+from runtime._state import Lineage, RunStateSnapshot, new_snapshot
 from runtime.checkpoint import InMemoryCheckpointer
 from runtime.state import TraceEvent
 from tests.runtime.engine_helpers import CUSTOMERS, answer_all, engine, nested_capture, single_foreach
@@ -130,3 +130,28 @@ def test_trusted_models_are_indistinguishable_from_validated_ones() -> None:
 
 def test_the_snapshot_factory_builds_exactly_what_the_constructor_builds() -> None:
     assert_same_as_constructor(RunStateSnapshot, new_snapshot)
+
+
+def test_snapshots_share_the_frozen_lineages_and_copy_the_frames() -> None:
+    """A lineage never changes once made, so it is frozen and a snapshot holds the model itself; a frame changes in
+    place (its node, status, steps), so a snapshot holds a copy of its fields."""
+    import pydantic
+    import pytest
+
+    shared: list[bool] = []
+
+    class Probe:
+        def save(self, run_state: RunState, events: Sequence[TraceEvent] = ()) -> None:
+            snapshot = run_state.snapshot()
+            for key, lineage in run_state.lineages.items():
+                shared.append(snapshot.data["lineages"][key] is lineage)
+            for key, frame in run_state.frames.items():
+                assert snapshot.data["frames"][key] is not frame.__dict__
+
+    result = engine(checkpointer=Probe()).run(single_foreach(), {"orders": list(range(5))})
+    assert result.status == "completed"
+    assert shared and all(shared)
+    lineage = next(iter(engine().run(single_foreach(), {"orders": [1]}).run_state.lineages.values()), None)
+    lineage = lineage or Lineage(lineage_id="lineage_1", kind="root", scope_id="root", frame_id="frame_1")
+    with pytest.raises(pydantic.ValidationError, match="frozen"):
+        lineage.kind = "item"

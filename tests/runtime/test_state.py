@@ -281,3 +281,54 @@ def test_a_started_runs_state_is_what_validation_would_make() -> None:
 
 def test_the_engine_s_item_metadata_factory_builds_exactly_what_the_constructor_builds() -> None:
     assert_same_as_constructor(ForeachItemMetadata, new_item_metadata)
+
+
+def test_a_new_frame_and_its_lineage_skip_taken_ids_and_count_each_mint() -> None:
+    """``Scheduler.new_frame`` mints the frame's and the lineage's ids itself (what ``mint`` does, twice): a taken id
+    is skipped, and every id drawn counts in ``id_seq``, so a deterministic factory stays in step with a resumed run."""
+    from runtime._algo import Recorder, Scheduler
+
+    class Repeating:
+        def __init__(self) -> None:
+            self.answers = ["frame_1", "frame_9", "lineage_1", "lineage_9"]
+            self.seqs: list[int] = []
+
+        def run_id(self) -> str:
+            return "run_x"
+
+        def new(self, kind: str, seq: int) -> str:
+            self.seqs.append(seq)
+            return self.answers.pop(0)
+
+    rs = sample_run_state()
+    rs.frames["frame_1"] = rs.frames.pop(next(iter(rs.frames))).model_copy(update={"frame_id": "frame_1"})
+    rs.lineages["lineage_1"] = next(iter(rs.lineages.values())).model_copy(update={"lineage_id": "lineage_1"})
+    ids = Repeating()
+    start = rs.id_seq
+    sched = Scheduler(rs, ids, Recorder(rs, clock=lambda: 0.0), lambda scope: None)  # type: ignore[arg-type,return-value]
+    frame = sched.new_frame(parent=None, scope_id="root", node_id="n", kind="root")
+    assert (frame.frame_id, frame.lineage_id) == ("frame_9", "lineage_9")
+    assert ids.seqs == [start + 1, start + 2, start + 3, start + 4] and rs.id_seq == start + 4
+    assert rs.frames["frame_9"] is frame and rs.lineages["lineage_9"].frame_id == "frame_9"
+
+
+def test_engine_made_frames_and_lineages_share_one_fields_set_that_names_every_field() -> None:
+    """``trusted_full`` gives every frame (every lineage) the same fields set: safe only because it names every field,
+    so an assignment (which adds the field's name) changes nothing another model sees."""
+    from runtime._state import FRAME_FIELDS, LINEAGE_FIELDS, trusted_full
+    from runtime.state import Lineage
+
+    values = {"frame_id": "frame_1", "parent_frame_id": None, "scope_id": "root", "lineage_id": "lineage_2",
+              "node_id": "n", "status": "ready", "waiting_for": None, "metadata": {}, "steps": 0}
+    first = trusted_full(ExecutionFrame, dict(values), FRAME_FIELDS)
+    second = trusted_full(ExecutionFrame, dict(values, frame_id="frame_3"), FRAME_FIELDS)
+    assert first.model_fields_set is second.model_fields_set == set(ExecutionFrame.model_fields)
+    assert first == ExecutionFrame.model_validate(values)
+    first.status = "waiting"
+    assert FRAME_FIELDS == set(ExecutionFrame.model_fields) and second.status == "ready"
+    assert first.model_dump(exclude_unset=True) == ExecutionFrame.model_validate(values | {"status": "waiting"}
+                                                                                 ).model_dump(exclude_unset=True)
+    lineage = {"lineage_id": "lineage_2", "kind": "item", "scope_id": "root", "frame_id": "frame_1",
+               "parent_lineage_id": None}
+    assert trusted_full(Lineage, dict(lineage), LINEAGE_FIELDS) == Lineage.model_validate(lineage)
+    assert LINEAGE_FIELDS == set(Lineage.model_fields)

@@ -53,3 +53,27 @@ def test_defaults_are_filled_in_and_the_event_stays_frozen() -> None:
 def test_the_engine_s_event_factory_builds_exactly_what_the_constructor_builds() -> None:
     """``new_event`` (what the engine's recorder uses) fills a layout twin and turns it into a ``TraceEvent``."""
     assert_same_as_constructor(TraceEvent, new_event)
+
+
+def test_the_recorder_builds_events_exactly_as_the_constructor_does() -> None:
+    """``Recorder.emit`` fills the event's layout twin itself (no factory call): every field must land in its own
+    slot, for a run-level event and for an item frame's (whose activation and index come from its metadata)."""
+    from runtime._algo import Recorder
+    from runtime._state import ExecutionFrame, new_run_state
+    from runtime.document import WorkflowRef
+
+    rs = new_run_state("run_1", WorkflowRef(id="w"))
+    rs.step, rs.trace_seq = 7, 40
+    recorder = Recorder(rs, clock=lambda: 12.5)
+    frame = ExecutionFrame(frame_id="frame_1", scope_id="root", lineage_id="lineage_2", node_id="body",
+                           metadata={"foreach": {"activation_id": "act_3", "index": 4}})
+    recorder.emit("node_completed", frame, label="ok", attempt=2, duration=0.25, summary={"x": 1})
+    recorder.emit("run_completed", summary=[1])
+    first, second = recorder.take_step()
+    assert type(first) is TraceEvent and type(second) is TraceEvent
+    assert first == TraceEvent(40, "node_completed", "run_1", 7, 12.5, "root", "frame_1", "lineage_2", "body", "act_3",
+                               4, "ok", 2, 0.25, {"x": 1})
+    assert second == TraceEvent(41, "run_completed", "run_1", 7, 12.5, "root", summary=[1])
+    assert dataclasses.replace(first, summary=None) == TraceEvent(*[getattr(first, f.name) for f in FIELDS][:-1])
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        first.seq = 1  # type: ignore[misc]
