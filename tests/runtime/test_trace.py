@@ -9,9 +9,7 @@ import pickle
 
 import pytest
 
-from runtime._trace import new_event
 from runtime.state import TraceEvent
-from tests.runtime.factory_support import assert_same_as_constructor
 
 FIELDS = dataclasses.fields(TraceEvent)
 
@@ -48,11 +46,6 @@ def test_defaults_are_filled_in_and_the_event_stays_frozen() -> None:
     assert pickle.loads(pickle.dumps(event)) == event
     with pytest.raises(TypeError):
         TraceEvent(3, "node_started", "run")  # type: ignore[call-arg]
-
-
-def test_the_engine_s_event_factory_builds_exactly_what_the_constructor_builds() -> None:
-    """``new_event`` (what the engine's recorder uses) fills a layout twin and turns it into a ``TraceEvent``."""
-    assert_same_as_constructor(TraceEvent, new_event)
 
 
 def test_the_recorder_builds_events_exactly_as_the_constructor_does() -> None:
