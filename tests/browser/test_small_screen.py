@@ -139,6 +139,13 @@ def test_folding_the_side_panels_shows_more_of_the_demo_graph_at_a_readable_zoom
     expect(editor.canvas).to_have_attribute("data-room", str(folded_width))
     folded = shown("panels-folded")
     assert len(folded) > len(opened), (opened, folded)
+    # The toolbar's words follow the canvas's width: back on the wider canvas, gone on the narrow one.
+    words = page.locator(".wf-toolbar .wf-tool__text", has_text="Fit")
+    expect(words).to_be_visible()
+    page.get_by_role("button", name="Inspector", exact=True).click()
+    expect(words).to_be_hidden()
+    page.get_by_role("button", name="Inspector", exact=True).click()
+    expect(words).to_be_visible()
     # The same on the next visit, fitted to the wider canvas from the start.
     page.reload()
     assert shown("panels-folded-reloaded") == folded
