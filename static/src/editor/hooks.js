@@ -213,12 +213,17 @@ export function usePanelRoom({ flow, wrapper, fitGraph, lastFit, root }) {
       const view = flow.getViewport();
       const fit = lastFit.current;
       const untouched = fit && Math.abs(fit.x - view.x) < 1 && Math.abs(fit.y - view.y) < 1 && fit.zoom === view.zoom;
+      // The canvas's width once the drawing has followed (tests wait for it); "changing" until then.
       root.dataset.room = "changing";
-      // The event comes before the page changes; the next frame is laid out with the panel's new width.
+      // The event comes before the page changes; the next frame is laid out with the panel's new width. The shift
+      // applies to the viewport as it is then: both panels folded in one frame shift it once, by the palette.
       window.requestAnimationFrame(() => {
         const after = paneBox();
         if (untouched) fitGraph();
-        else if (after) flow.setViewport({ ...view, x: view.x + before.left - after.left, y: view.y + before.top - after.top });
+        else if (after) {
+          const now = flow.getViewport();
+          flow.setViewport({ ...now, x: now.x + before.left - after.left, y: now.y + before.top - after.top });
+        }
         root.dataset.room = String(Math.round(after ? after.width : 0));
       });
     };
