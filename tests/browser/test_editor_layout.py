@@ -89,6 +89,13 @@ def _unbound_sku() -> dict[str, Any]:
     return document
 
 
+def _open(page: Page, live_server: Any, user: Any, team: Any, document: dict[str, Any] | None = None) -> EditorPage:
+    """The editor at 1600x1000 on a new "Orders" workflow: the customers -> orders loops, placed, by default."""
+    workflow = workflow_services.create_workflow(actor=user, team=team, name="Orders",
+                                                 document=document or nested_document(positions=True))
+    return EditorPage(page, live_server.url, workflow).open()
+
+
 def test_each_side_panel_folds_to_a_rail_and_the_canvas_takes_its_room(
     logged_in_page: Page, live_server: Any, user: Any, team: Any, artifacts_dir: Path
 ) -> None:
@@ -168,9 +175,7 @@ def test_the_panels_fold_and_open_by_keyboard_alone(
     logged_in_page: Page, live_server: Any, user: Any, team: Any, artifacts_dir: Path
 ) -> None:
     page = logged_in_page
-    workflow = workflow_services.create_workflow(actor=user, team=team, name="Orders",
-                                                 document=nested_document(positions=True))
-    editor = EditorPage(page, live_server.url, workflow).open()
+    editor = _open(page, live_server, user, team)
     opened = _box(page, ".react-flow")["width"]
     palette = _toggle(page, "palette")
 
@@ -239,8 +244,7 @@ def test_a_folded_inspector_stays_folded_on_a_click_and_opens_when_a_diagnostic_
     so moving nodes about never resizes the canvas under the pointer; the inspector loads that node behind its rail,
     one press away. Asking to see a node (a diagnostic's entry, a double click on the node) opens it."""
     page = logged_in_page
-    workflow = workflow_services.create_workflow(actor=user, team=team, name="Orders", document=_unbound_sku())
-    editor = EditorPage(page, live_server.url, workflow).open()
+    editor = _open(page, live_server, user, team, _unbound_sku())
     editor.wait_idle()
     inspector = _toggle(page, "inspector")
     inspector.click()
@@ -278,9 +282,7 @@ def test_the_diagnostics_band_is_one_line_with_nothing_to_list(
     logged_in_page: Page, live_server: Any, user: Any, team: Any, artifacts_dir: Path
 ) -> None:
     page = logged_in_page
-    workflow = workflow_services.create_workflow(actor=user, team=team, name="Orders",
-                                                 document=nested_document(positions=True))
-    editor = EditorPage(page, live_server.url, workflow).open()
+    editor = _open(page, live_server, user, team)
     editor.wait_idle()
     band = editor.diagnostics
     expect(band.locator(".diag-ok")).to_be_visible()
