@@ -126,6 +126,8 @@ def test_each_side_panel_folds_to_a_rail_and_the_canvas_takes_its_room(
         expect(body).to_be_hidden()
         rail = _box(page, selector)
         assert rail["width"] == RAIL, (panel, rail)
+        pressed = button.bounding_box()  # the whole rail brings the panel back, not a word's worth of it
+        assert pressed and pressed["height"] > 0.9 * rail["height"], (pressed, rail)
         grown += widths[panel] - RAIL
         _expect_room(editor, grown)
         # React Flow drew the graph into the new room: every node inside the canvas, the drawing in its middle
