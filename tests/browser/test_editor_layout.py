@@ -178,6 +178,7 @@ def test_the_panels_fold_and_open_by_keyboard_alone(
 ) -> None:
     page = logged_in_page
     editor = _open(page, live_server, user, team)
+    editor.wait_idle()  # the panels' first loads are in: nothing swaps under the focus
     opened = _box(page, ".react-flow")["width"]
     palette = _toggle(page, "palette")
 
