@@ -31,10 +31,13 @@ export function writePanels(state) {
   return JSON.stringify(Object.fromEntries(PANELS.map((panel) => [panel, state[panel] ? "collapsed" : "open"])));
 }
 
-/** The panel a key press toggles, or null: [ or ] alone, not while typing in a field.
- * @param {{key: string, ctrlKey?: boolean, metaKey?: boolean, altKey?: boolean, target?: EventTarget | null}} event */
+/** The panel a key press toggles, or null: [ or ] alone, not while typing in a field. On many keyboards (German,
+ * French...) [ and ] are typed with AltGr, which Windows reports as Ctrl+Alt: that is still the key alone.
+ * @param {{key: string, ctrlKey?: boolean, metaKey?: boolean, altKey?: boolean, target?: EventTarget | null,
+ *          getModifierState?: (key: string) => boolean}} event */
 export function shortcutPanel(event) {
-  if (event.ctrlKey || event.metaKey || event.altKey || isTyping(event.target)) return null;
+  const altGraph = Boolean(event.getModifierState && event.getModifierState("AltGraph"));
+  if (((event.ctrlKey || event.altKey) && !altGraph) || event.metaKey || isTyping(event.target)) return null;
   return SHORTCUTS[event.key] || null;
 }
 

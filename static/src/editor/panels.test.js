@@ -97,6 +97,13 @@ describe("the panels' keys", () => {
     expect(shortcutPanel({ key: "]", metaKey: true, target: body() })).toBeNull();
     expect(shortcutPanel({ key: "[", altKey: true, target: body() })).toBeNull();
     for (const key of ["f", "F", "Delete", "z"]) expect(shortcutPanel({ key, target: body() })).toBeNull();
+    // AltGr+8 on a German keyboard under Windows: Ctrl and Alt down, AltGraph among the modifiers.
+    const altGraph = (name) => name === "AltGraph";
+    expect(shortcutPanel({ key: "[", ctrlKey: true, altKey: true, getModifierState: altGraph, target: body() }))
+      .toBe("palette");
+    expect(shortcutPanel({ key: "]", altKey: true, getModifierState: altGraph, target: body() })).toBe("inspector");
+    expect(shortcutPanel({ key: "[", ctrlKey: true, altKey: true, getModifierState: () => false, target: body() }))
+      .toBeNull();
   });
 
   it("are text while typing in a field", () => {
