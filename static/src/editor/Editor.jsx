@@ -14,6 +14,7 @@ import {
   useFitGraph,
   useNodeMoves,
   usePanelEvents,
+  usePanelRoom,
   useRunOverlay,
   useShortcuts,
 } from "./hooks.js";
@@ -24,6 +25,7 @@ import { createEditorStore } from "./store.js";
 import { GraphCanvas, Toolbar } from "./chrome.jsx";
 import { drawsVisibleOnly } from "./graph.js";
 import { nodeTypes } from "./nodes.jsx";
+import { openPanel } from "./panels.js";
 
 // The document asked for as soon as the island's script runs (main.jsx), not after React's first render of the
 // canvas: at 600 nodes that render and the other panels' first requests are ~150 ms the page need not wait.
@@ -85,7 +87,8 @@ function Canvas({ workflowId, apiBase, canEdit, root }) {
     canEdit,
     runOverlay,
   });
-  const { fitGraph, framesRef } = useFitGraph({ flow, store, root, wrapper, frames, nodes });
+  const { fitGraph, framesRef, lastFit } = useFitGraph({ flow, store, root, wrapper, frames, nodes });
+  usePanelRoom({ flow, wrapper, fitGraph, lastFit, root });
   const onNodesChange = useNodeMoves({ canEdit, flow, store, setNodes });
   const actions = useEditActions({ store, canEdit, flow, framesRef, nodes, analysis, fitGraph, wrapper });
   const fit = useCallback(() => fitGraph(200), [fitGraph]);
@@ -127,6 +130,9 @@ function Canvas({ workflowId, apiBase, canEdit, root }) {
           onReconnectEnd={actions.onReconnectEnd}
           onSelectionChange={actions.onSelectionChange}
           onNodeClick={onNodeClick}
+          // A click selects a node and leaves a folded inspector folded (it came with every press of a drag);
+          // a double click asks to inspect it, and opens it.
+          onNodeDoubleClick={inspectNode}
           nodesDraggable={canEdit}
           // A node is selected by the press, not by the click: nodes laid out close together can trade places
           // under the pointer between press and release (seen under load), and a click then goes to their
@@ -163,6 +169,10 @@ function Canvas({ workflowId, apiBase, canEdit, root }) {
       </div>
     </div>
   );
+}
+
+function inspectNode() {
+  openPanel("inspector");
 }
 
 function minimapColor(node) {

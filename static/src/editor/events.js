@@ -12,6 +12,9 @@ export const EVENTS = {
   diagnostics: "trellis:diagnostics", // canvas -> panels {html}: the diagnostics panel an edit's answer carried
   notice: "trellis:notice", // anyone -> notice bar {message, kind}
   applyOps: "trellis:apply-ops", // panels -> canvas {ops}: an edit to send through the queue (one-click fixes)
+  // panels -> canvas {panel, collapsed}: a side panel is about to collapse or open (sent before the page changes,
+  // so the canvas can see where its drawing was on screen)
+  panelToggle: "trellis:panel-toggle",
 };
 
 export function emit(name, detail = {}) {

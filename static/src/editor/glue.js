@@ -3,6 +3,7 @@
 // swapping the panels' contents.
 import { emit, EVENTS } from "./events.js";
 import { clientId } from "./live.js";
+import { openPanel } from "./panels.js";
 import { currentRevision, editUrl, enqueue } from "./queue.js";
 
 const DRAG_TYPE = "application/x-trellis-node";
@@ -260,6 +261,9 @@ export function installGlue() {
     const { nodeId, field } = event.detail || {};
     // Selecting (or dragging) the node already shown keeps its panel when a schema builder in it has
     // unsaved changes: reloading would re-render the builder from the saved schema.
+    // Asked for a field (a new loop's path, a one-click fix's field): the person must see it, so a folded
+    // inspector opens. A plain selection leaves it folded: panels.js.
+    if (field) openPanel("inspector");
     const same = (nodeId || "") === (shownNode() || "");
     if (same && !field && inspector()?.querySelector(".schema-builder[data-dirty]")) return;
     loadInspector(nodeId, field);
@@ -280,6 +284,8 @@ export function installGlue() {
     if (focus) {
       const nodeId = focus.dataset.focusNode;
       const field = focus.dataset.focusField || null;
+      // "Show" on a diagnostic asks to see the node or the setting: the inspector opens if it was folded.
+      openPanel("inspector");
       // Workflow-level problems (no node) live in the workflow settings.
       if (nodeId) emit(EVENTS.focus, { nodeId, field });
       else loadInspector(null, field);

@@ -13,6 +13,7 @@ import { useStore } from "zustand";
 import { request } from "./api.js";
 import { positionsOf, routeOps } from "./doc.js";
 import { emit, EVENTS, notice } from "./events.js";
+import { isTyping } from "./keys.js";
 import { buildEdges, buildFrames, buildNodes, drawsVisibleOnly, withChannels } from "./graph.js";
 import {
   autoLayout,
@@ -155,6 +156,8 @@ export function useFitGraph({ flow, store, root, wrapper, frames, nodes }) {
     framesRef.current = frames;
   }, [frames]);
   const fitted = useStore(store, (s) => s.fitted);
+  // The viewport the last fit chose: a view still there is the fit's, not one the person panned or zoomed to.
+  const lastFit = useRef(null);
 
   const fitGraph = useCallback(
     (duration = 0) => {
@@ -176,6 +179,7 @@ export function useFitGraph({ flow, store, root, wrapper, frames, nodes }) {
       // shows its start (top left) and the minimap and scrolling give the rest.
       const viewport = readableViewport(fit, bounds, { left: 24, top, bottom: 24 }, { width, height });
       root.dataset.zoom = viewport.zoom.toFixed(3);
+      lastFit.current = viewport;
       flow.setViewport(viewport, duration ? { duration } : undefined);
     },
     [flow, root, wrapper],
@@ -194,7 +198,38 @@ export function useFitGraph({ flow, store, root, wrapper, frames, nodes }) {
     if (fitted) root.dataset.fitted = "true";
   }, [fitted, root]);
 
-  return { fitGraph, framesRef };
+  return { fitGraph, framesRef, lastFit };
+}
+
+// A side panel folding or opening moves the canvas's edges (panels.js). A view the last fit chose is fitted again
+// to the new room; a view the person set keeps the drawing where it was on screen, so nothing under their eyes
+// jumps by the panel's width when the canvas's left edge moves.
+export function usePanelRoom({ flow, wrapper, fitGraph, lastFit, root }) {
+  useEffect(() => {
+    const paneBox = () => (wrapper.current?.querySelector(".react-flow") || wrapper.current)?.getBoundingClientRect();
+    const onToggle = () => {
+      const before = paneBox();
+      if (!before) return;
+      const view = flow.getViewport();
+      const fit = lastFit.current;
+      const untouched = fit && Math.abs(fit.x - view.x) < 1 && Math.abs(fit.y - view.y) < 1 && fit.zoom === view.zoom;
+      // The canvas's width once the drawing has followed (tests wait for it); "changing" until then.
+      root.dataset.room = "changing";
+      // The event comes before the page changes; the next frame is laid out with the panel's new width. The shift
+      // applies to the viewport as it is then: both panels folded in one frame shift it once, by the palette.
+      window.requestAnimationFrame(() => {
+        const after = paneBox();
+        if (untouched) fitGraph();
+        else if (after) {
+          const now = flow.getViewport();
+          flow.setViewport({ ...now, x: now.x + before.left - after.left, y: now.y + before.top - after.top });
+        }
+        root.dataset.room = String(Math.round(after ? after.width : 0));
+      });
+    };
+    document.addEventListener(EVENTS.panelToggle, onToggle);
+    return () => document.removeEventListener(EVENTS.panelToggle, onToggle);
+  }, [flow, wrapper, fitGraph, lastFit, root]);
 }
 
 // The drawing's own area (the toolbar is a row above it) and where a fit starts it: below the minimap (top
@@ -393,11 +428,6 @@ function drawnRoutes(wrapper) {
     }
     return points;
   });
-}
-
-function isTyping(target) {
-  if (!target || !(target instanceof Element)) return false;
-  return Boolean(target.closest("input, textarea, select, [contenteditable=''], [contenteditable='true']"));
 }
 
 // Keyboard shortcuts (Delete is React Flow's own deleteKeyCode).

@@ -6,6 +6,7 @@ import { createRoot } from "react-dom/client";
 
 import { askForDocumentEarly, Editor } from "./Editor.jsx";
 import { installGlue } from "./glue.js";
+import { installPanels } from "./panels.js";
 import { installSplit } from "./split.js";
 
 const element = /** @type {HTMLElement | null} */ (document.querySelector("[data-editor-canvas]"));
@@ -15,6 +16,7 @@ if (element) {
   askForDocumentEarly({ workflowId, apiBase });
   installGlue();
   installSplit();
+  installPanels();
   createRoot(element).render(
     <StrictMode>
       <Editor

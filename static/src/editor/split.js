@@ -3,6 +3,8 @@
 // browser. Only the person resizes it, so diagnostics arriving after a save never move the canvas.
 const MIN = 48; // px: the diagnostics heading stays visible
 const STEP = 24;
+// The band's height until the person sets one: editor.css's fallback for --diagnostics-height, in rem.
+const DEFAULT_REM = 9.5;
 
 function storageKey(centre) {
   return `trellis:editor:diagnostics-height:${centre.dataset.user || "anonymous"}`;
@@ -28,6 +30,10 @@ function apply(centre, handle, height, remember) {
   return bounded;
 }
 
+function defaultHeight() {
+  return DEFAULT_REM * (parseFloat(window.getComputedStyle(document.documentElement).fontSize) || 16);
+}
+
 function current(centre) {
   const panel = centre.querySelector(".editor-diagnostics");
   return panel ? panel.getBoundingClientRect().height : MIN;
@@ -37,13 +43,17 @@ export function installSplit() {
   const centre = document.querySelector(".editor-centre");
   const handle = centre && /** @type {HTMLElement | null} */ (centre.querySelector("[data-split-handle]"));
   if (!centre || !handle) return;
-  let saved = null;
-  try {
-    saved = Number(window.localStorage.getItem(storageKey(centre)));
-  } catch {
-    saved = null;
-  }
-  apply(centre, handle, saved > 0 ? saved : current(centre), false);
+  // Not the band's measured height: with no problems to list it is one line (editor.css), and the height it
+  // takes with problems is the one the person chose, or the default.
+  const chosen = () => {
+    try {
+      const stored = Number(window.localStorage.getItem(storageKey(centre)));
+      return stored > 0 ? stored : defaultHeight();
+    } catch {
+      return defaultHeight(); // storage refused: the default
+    }
+  };
+  apply(centre, handle, chosen(), false);
 
   handle.addEventListener("keydown", (event) => {
     const height = current(centre);
@@ -80,5 +90,6 @@ export function installSplit() {
   });
 
   // A smaller window keeps the split within bounds (not remembered: the person did not choose it).
-  window.addEventListener("resize", () => apply(centre, handle, current(centre), false));
+  // Back to the chosen height once the window is large enough again.
+  window.addEventListener("resize", () => apply(centre, handle, chosen(), false));
 }
