@@ -160,14 +160,17 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     )
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # WAL lets the web server read while the worker writes; IMMEDIATE takes the
-    # write lock at BEGIN so two writers queue on the busy timeout instead of
-    # failing with "database is locked" when a read transaction upgrades.
+    # write lock at BEGIN so two writers queue for it instead of failing with
+    # "database is locked" when a read transaction upgrades. They queue in our
+    # backend (designer/core/sqlite), in attempts about a millisecond apart for
+    # up to "timeout" seconds: SQLite's own busy handler sleeps up to 100 ms
+    # between attempts, and a waiting worker lost the lock to the API taking
+    # it again and again (issue 33).
+    DATABASES["default"]["ENGINE"] = "designer.core.sqlite"
     DATABASES["default"]["OPTIONS"] = {
         "transaction_mode": "IMMEDIATE",
         "timeout": 20,
-        "init_command": (
-            "PRAGMA journal_mode=WAL;PRAGMA synchronous=NORMAL;PRAGMA busy_timeout=20000;PRAGMA foreign_keys=ON;"
-        ),
+        "init_command": "PRAGMA journal_mode=WAL;PRAGMA synchronous=NORMAL;PRAGMA foreign_keys=ON;",
     }
     # A file (not :memory:) so tests can share the database with a real worker
     # subprocess; per-process name so concurrent test runs never collide.

@@ -60,7 +60,6 @@ def _check_version(workflow: Workflow, version: object) -> int | None:
     return version
 
 
-@transaction.atomic
 def start_run(*, actor: Any, workflow: Workflow, input: object = None, version: object = DRAFT) -> Run:
     """Record a run of ``workflow`` (a published ``version`` number, ``LATEST`` or ``DRAFT``) and enqueue it.
     A draft must be free of errors; its document is snapshotted, so editing it later does not change what
@@ -70,10 +69,15 @@ def start_run(*, actor: Any, workflow: Workflow, input: object = None, version: 
                      created_by=actor if getattr(actor, "is_authenticated", False) else None)
 
 
-@transaction.atomic
 def begin_run(*, workflow: Workflow, input: object, version: object, created_by: Any = None) -> Run:
     """``start_run`` without the permission check, for starters that were authorised when they were set up
-    (a webhook's secret, a schedule): records the run and enqueues it, or raises with nothing recorded."""
+    (a webhook's secret, a schedule): records the run and enqueues it, or raises with nothing recorded.
+
+    Everything that only reads and checks (the version, the draft's analysis, the input, the subgraph pins)
+    happens before the transaction that writes: on SQLite that transaction holds the database's one write lock
+    from its start, and a caller starting runs back to back held it nearly all the time, so the worker that
+    was to run them waited (issue 33). What is read here is what a transaction on PostgreSQL (read committed)
+    would see of it too: another writer's commit in between may show or not."""
     run_input = _check_input(input)
     number = _check_version(workflow, version)
     workflow_version = None
@@ -88,20 +92,21 @@ def begin_run(*, workflow: Workflow, input: object, version: object, created_by:
     # The engine checks again; checking here turns a bad input into a 400 with per-field errors.
     check_run_input(snapshot, run_input)
     pins = pin_subgraph_versions(parse_document(snapshot), TeamVersionResolver(workflow.team_id))
-    run = Run.objects.create(
-        team_id=workflow.team_id,
-        workflow=workflow,
-        workflow_version=workflow_version,
-        document=snapshot,
-        input=run_input,
-        subgraph_versions=pins,
-        status=Run.Status.QUEUED,
-        created_by=created_by,
-    )
-    run.runtime_id = Run.runtime_id_for(run.pk)
-    run.save(update_fields=["runtime_id"])
-    queue.enqueue_run(run.pk)
-    run.refresh_from_db()
+    with transaction.atomic():
+        run = Run.objects.create(
+            team_id=workflow.team_id,
+            workflow=workflow,
+            workflow_version=workflow_version,
+            document=snapshot,
+            input=run_input,
+            subgraph_versions=pins,
+            status=Run.Status.QUEUED,
+            created_by=created_by,
+        )
+        run.runtime_id = Run.runtime_id_for(run.pk)
+        run.save(update_fields=["runtime_id"])
+        queue.enqueue_run(run.pk)
+        run.refresh_from_db()  # as committed: a worker may take the run the moment it is
     return run
 
 
