@@ -373,14 +373,7 @@ class RunState(_StateModel):
         registry = _parts.lists_of(self, create=False)
         lists = tuple((scope_id, path, values, len(values)) for scope_id, path, values in registry.live(self.scopes)
                       ) if registry is not None and registry.by_path else ()
-        # new_snapshot written out (once per superstep of an in-memory checkpointer)
-        built: Any = _SNAPSHOT_TWIN()
-        built.data = data
-        built.lists = lists
-        built.results = results
-        built.__class__ = RunStateSnapshot
-        snapshot: RunStateSnapshot = built
-        return snapshot
+        return new_snapshot(data, lists, results)
 
 
 

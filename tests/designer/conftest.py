@@ -3,6 +3,7 @@ in another team, API clients logged in as each, and a small valid workflow."""
 
 from __future__ import annotations
 
+import sqlite3
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -11,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from django.db import connection
 from rest_framework.test import APIClient
 
 from designer.access import teams as team_services
@@ -148,3 +150,15 @@ def served(worker_env: dict[str, str]) -> Iterator[str]:
         yield f"http://127.0.0.1:{port}"
     finally:
         stop_process(process)
+
+
+@pytest.fixture
+def write_lock_holder() -> Iterator[sqlite3.Connection]:
+    """Another connection to the SQLite database file, the way another process would hold it (autocommit, no
+    waiting): it takes the write lock when the test says."""
+    other = sqlite3.connect(connection.settings_dict["NAME"], isolation_level=None, timeout=0,
+                            check_same_thread=False)
+    yield other
+    if other.in_transaction:
+        other.execute("ROLLBACK")
+    other.close()

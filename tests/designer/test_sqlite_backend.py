@@ -31,21 +31,10 @@ def table() -> Iterator[str]:
         cursor.execute("DROP TABLE lock_probe")
 
 
-@pytest.fixture
-def holder() -> Iterator[sqlite3.Connection]:
-    """Another connection to the same file, the way another process would hold it (autocommit, no waiting)."""
-    other = sqlite3.connect(connection.settings_dict["NAME"], isolation_level=None, timeout=0,
-                            check_same_thread=False)
-    yield other
-    if other.in_transaction:
-        other.execute("ROLLBACK")
-    other.close()
-
-
-def while_locked(holder: sqlite3.Connection, work: Callable[[], Any]) -> Any:
-    """``work()`` on a thread, started while ``holder`` holds the write lock, which it lets go of only once the
-    thread is under way; what ``work`` returned or raised."""
-    holder.execute("BEGIN IMMEDIATE")
+def while_locked(write_lock_holder: sqlite3.Connection, work: Callable[[], Any]) -> Any:
+    """``work()`` on a thread, started while ``write_lock_holder`` holds the write lock, which it lets go of only
+    once the thread is under way; what ``work`` returned or raised."""
+    write_lock_holder.execute("BEGIN IMMEDIATE")
     outcome: dict[str, Any] = {}
     started = threading.Event()
 
@@ -62,7 +51,7 @@ def while_locked(holder: sqlite3.Connection, work: Callable[[], Any]) -> Any:
     thread.start()
     started.wait()
     time.sleep(0.1)  # let it be refused at least once (it cannot finish before the commit either way)
-    holder.execute("COMMIT")
+    write_lock_holder.execute("COMMIT")
     thread.join(60)
     assert not thread.is_alive()
     if "error" in outcome:
@@ -78,34 +67,34 @@ def test_sqlite_itself_does_not_wait_our_backend_does_for_the_configured_timeout
 
 
 def test_a_transaction_begun_while_another_connection_writes_starts_once_it_commits(
-        table: str, holder: sqlite3.Connection) -> None:
+        table: str, write_lock_holder: sqlite3.Connection) -> None:
     def write() -> None:
         with transaction.atomic(), connection.cursor() as cursor:
             cursor.execute(f"INSERT INTO {table} (n) VALUES (1)")
 
-    while_locked(holder, write)
-    assert holder.execute(f"SELECT n FROM {table}").fetchall() == [(1,)]
+    while_locked(write_lock_holder, write)
+    assert write_lock_holder.execute(f"SELECT n FROM {table}").fetchall() == [(1,)]
 
 
 def test_a_statement_outside_a_transaction_waits_too_and_keeps_every_row_of_a_generator(
-        table: str, holder: sqlite3.Connection) -> None:
+        table: str, write_lock_holder: sqlite3.Connection) -> None:
     def write() -> None:
         with connection.cursor() as cursor:
             cursor.executemany(f"INSERT INTO {table} (n) VALUES (%s)", ((n,) for n in range(5)))
 
-    while_locked(holder, write)
-    assert holder.execute(f"SELECT n FROM {table} ORDER BY n").fetchall() == [(n,) for n in range(5)]
+    while_locked(write_lock_holder, write)
+    assert write_lock_holder.execute(f"SELECT n FROM {table} ORDER BY n").fetchall() == [(n,) for n in range(5)]
 
 
-def test_a_wait_past_the_timeout_fails_as_a_locked_database(table: str, holder: sqlite3.Connection) -> None:
+def test_a_wait_past_the_timeout_fails_as_a_locked_database(table: str, write_lock_holder: sqlite3.Connection) -> None:
     impatient = DatabaseWrapper({**connection.settings_dict,
                                  "OPTIONS": {**connection.settings_dict["OPTIONS"], "timeout": 0.05}}, "impatient")
-    holder.execute("BEGIN IMMEDIATE")
+    write_lock_holder.execute("BEGIN IMMEDIATE")
     try:
         with pytest.raises(OperationalError) as refused, impatient.cursor() as cursor:
             cursor.execute(f"INSERT INTO {table} (n) VALUES (1)")
         assert is_locked_database_exception(refused.value)  # what the worker's claim loop passes over quietly
     finally:
-        holder.execute("ROLLBACK")
+        write_lock_holder.execute("ROLLBACK")
         impatient.close()
-    assert holder.execute(f"SELECT n FROM {table}").fetchall() == []
+    assert write_lock_holder.execute(f"SELECT n FROM {table}").fetchall() == []

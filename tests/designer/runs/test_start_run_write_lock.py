@@ -8,7 +8,6 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -26,17 +25,6 @@ pytestmark = [
 ]
 
 
-@pytest.fixture
-def holder() -> Iterator[sqlite3.Connection]:
-    """Another connection to the database file, which takes its write lock when the test says."""
-    other = sqlite3.connect(connection.settings_dict["NAME"], isolation_level=None, timeout=0,
-                            check_same_thread=False)
-    yield other
-    if other.in_transaction:
-        other.execute("ROLLBACK")
-    other.close()
-
-
 def broken_draft(cast: Any, workflow: Any) -> None:
     document = {**workflow.document, "routes": [*workflow.document["routes"],
                                                 {"source": "assess", "label": "nope", "target": "record"}]}
@@ -50,25 +38,25 @@ def broken_draft(cast: Any, workflow: Any) -> None:
     ("draft", "workflow.invalid"),     # the draft's analysis finds an error
 ])
 def test_a_refused_run_is_refused_while_another_process_holds_the_write_lock(
-        cast: Any, workflow: Any, holder: sqlite3.Connection, case: str, code: str) -> None:
+        cast: Any, workflow: Any, write_lock_holder: sqlite3.Connection, case: str, code: str) -> None:
     if case == "draft":
         broken_draft(cast, workflow)
     workflow.refresh_from_db()
     arguments: dict[str, Any] = {"input": "not an object"} if case == "input" else {}
     version = run_services.LATEST if case == "unpublished" else run_services.DRAFT
-    holder.execute("BEGIN IMMEDIATE")
+    write_lock_holder.execute("BEGIN IMMEDIATE")
     # Without the lock: the old start_run waited for it here (20 s, then "database is locked").
     with pytest.raises((DesignerError, WorkflowError)) as refused:
         run_services.start_run(actor=cast.editor, workflow=workflow, version=version, **arguments)
     assert refused.value.code == code
-    holder.execute("ROLLBACK")
+    write_lock_holder.execute("ROLLBACK")
     assert not Run.objects.exists()
 
 
 def test_a_run_checked_while_another_process_writes_is_recorded_once_it_lets_go(
-        cast: Any, workflow: Any, holder: sqlite3.Connection) -> None:
+        cast: Any, workflow: Any, write_lock_holder: sqlite3.Connection) -> None:
     started: dict[str, Any] = {}
-    holder.execute("BEGIN IMMEDIATE")
+    write_lock_holder.execute("BEGIN IMMEDIATE")
 
     def start() -> None:
         try:
@@ -82,8 +70,8 @@ def test_a_run_checked_while_another_process_writes_is_recorded_once_it_lets_go(
     thread = threading.Thread(target=start)
     thread.start()
     time.sleep(0.1)  # nothing can be recorded before the commit below, however long the thread waits
-    assert holder.execute(f"SELECT COUNT(*) FROM {Run._meta.db_table}").fetchone() == (0,)
-    holder.execute("COMMIT")
+    assert write_lock_holder.execute(f"SELECT COUNT(*) FROM {Run._meta.db_table}").fetchone() == (0,)
+    write_lock_holder.execute("COMMIT")
     thread.join(60)
     assert "error" not in started, started.get("error")
     run = Run.objects.get()
