@@ -107,6 +107,33 @@ def test_a_node_picked_while_a_panel_save_reloads_the_draft_is_the_one_delete_re
     assert editor.errors == []
 
 
+def test_a_press_on_a_node_keeps_it_selected_when_the_drawing_moves_away_before_the_release(
+        editor: EditorPage) -> None:
+    # The press selects the node. Something can move the drawing before the release (a fit, a redraw that moves
+    # nodes; seen under load on CI): the click then lands on the empty canvas, which clears the selection. That
+    # click is the press's own, not a click on the empty canvas, so the node stays selected.
+    editor.wait_idle()
+    box = editor.node("set_value").locator(".wf-node__title").bounding_box()
+    assert box
+    editor.page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    editor.page.mouse.down()
+    expect(editor.node("set_value")).to_have_class(re.compile(r"\bselected\b"))
+    editor.page.evaluate("""() => {
+      const viewport = document.querySelector(".react-flow__viewport");
+      viewport.style.transform += " translate(0px, 5000px)";
+    }""")
+    editor.page.mouse.up()
+    editor.page.evaluate("() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)))")
+    expect(editor.node("set_value")).to_have_class(re.compile(r"\bselected\b"))
+    expect(editor.inspector).to_have_attribute("data-node", "set_value")
+    # The empty canvas clicked after that still clears the selection.
+    pane = editor.page.locator(".react-flow__pane").bounding_box()
+    assert pane
+    editor.page.mouse.click(pane["x"] + 10, pane["y"] + pane["height"] - 10)
+    expect(editor.node("set_value")).not_to_have_class(re.compile(r"\bselected\b"))
+    assert editor.errors == []
+
+
 def test_a_panel_save_whose_form_is_replaced_before_its_answer_still_reaches_the_canvas(editor: EditorPage) -> None:
     # Save a node, then at once pick another one (or start dragging it): the
     # inspector swaps the saving form out before the server answers. The answer

@@ -2,7 +2,7 @@
 // drawing, so it never covers a node however narrow the canvas).
 import { Background, ReactFlow, ViewportPortal } from "@xyflow/react";
 
-import { memo } from "react";
+import { memo, useCallback, useRef } from "react";
 
 import { edgeTypes } from "./edges.jsx";
 import { arrowheadId, ROUTE_COLORS } from "./graph.js";
@@ -144,9 +144,28 @@ const Arrowheads = memo(function Arrowheads() {
   );
 });
 
+// A press on a node selects it (nodeDragThreshold 0). Something can move the drawing before the release (a fit,
+// a redraw that moves nodes; seen under load): the click then goes to the empty pane, where React Flow clears the
+// selection the press just made. That click is the press's own, not a click on the empty canvas: it stops here.
+function usePressedNodeClicks() {
+  const pressedOnNode = useRef(false);
+  const onPointerDownCapture = useCallback((event) => {
+    // A press on a handle starts a connection, whose end on the pane React Flow's own click handler must see.
+    const target = event.target instanceof Element ? event.target : null;
+    pressedOnNode.current = Boolean(target && target.closest(".react-flow__node") && !target.closest(".react-flow__handle"));
+  }, []);
+  const onClickCapture = useCallback((event) => {
+    const onPane = event.target instanceof Element && event.target.classList.contains("react-flow__pane");
+    if (pressedOnNode.current && onPane) event.stopPropagation();
+    pressedOnNode.current = false;
+  }, []);
+  return { onPointerDownCapture, onClickCapture };
+}
+
 export function GraphCanvas({ frames, loops, children, ...flow }) {
+  const pressedNodeClicks = usePressedNodeClicks();
   return (
-    <ReactFlow edgeTypes={edgeTypes} maxZoom={2} proOptions={NO_ATTRIBUTION} {...flow}>
+    <ReactFlow edgeTypes={edgeTypes} maxZoom={2} proOptions={NO_ATTRIBUTION} {...pressedNodeClicks} {...flow}>
       <Arrowheads />
       <Frames frames={frames} loops={loops} />
       <Background gap={20} size={1.2} color="#d3d8e0" />
