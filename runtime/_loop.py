@@ -333,6 +333,40 @@ _Effect = (tuple[Literal["execute"], list[Work]] | tuple[Literal["checkpoint"], 
            | tuple[Literal["sleep"], float])
 
 
+class _Plans:
+    """The compiled workflow each scope of one run loop runs: the root's, and each subgraph's as its call resolved it.
+
+    Apart from the loop so that nothing the loop holds points back at it: its scheduler and prepare rules call
+    these methods, and bound methods of the loop itself made a reference cycle of every call's loop, scheduler,
+    recorder and RunState, which only the cyclic GC could free (two dozen objects a call, and its collections
+    were a tenth of a one-node run's time).
+    """
+
+    __slots__ = ("root", "compile", "resolver", "by_ref")
+
+    def __init__(self, root: CompiledWorkflow, compile: Callable[[Workflow], CompiledWorkflow],
+                 resolver: WorkflowResolver) -> None:
+        self.root = root
+        self.compile = compile
+        self.resolver = resolver
+        self.by_ref: dict[tuple[str, int | None], CompiledWorkflow] = {}
+
+    def plan_for(self, scope: RuntimeScope) -> CompiledWorkflow:
+        if scope.scope_id == ROOT_SCOPE_ID:
+            return self.root
+        key = (scope.workflow.id, scope.workflow.version)
+        plan = self.by_ref.get(key)
+        if plan is None:
+            plan = self.by_ref[key] = self.compile(self.resolver.resolve(scope.workflow))
+        return plan
+
+    def subgraph_plan(self, ref: WorkflowRef) -> CompiledWorkflow:
+        # Resolved again on every call (a reference without a version follows the latest document); the
+        # child scope it opens then runs that plan.
+        child = self.by_ref[(ref.id, ref.version)] = self.compile(self.resolver.resolve(ref))
+        return child
+
+
 class RunLoop:
     """Drives one engine call (run, resume or continue) over one RunState."""
 
@@ -342,14 +376,15 @@ class RunLoop:
         self.root_plan = root_plan
         self.recorder = Recorder(run_state, clock=config.clock, keep=config.keep_trace, sink=config.trace_sink,
                                  saved=config.checkpointer is not None or config.on_superstep is not None)
-        self._plans: dict[tuple[str, int | None], CompiledWorkflow] = {}
-        self.scheduler = Scheduler(run_state, config.ids, self.recorder, self.plan_for, config.distribute)
+        plans = _Plans(root_plan, config.compile, config.resolver)
+        self.plan_for = plans.plan_for
+        self.scheduler = Scheduler(run_state, config.ids, self.recorder, plans.plan_for, config.distribute)
         self.scheduler.root_plan = root_plan  # what plan_for gives the root scope, without the call
         self._event_loop: asyncio.AbstractEventLoop | None = None
         self.stop_error: StepLimitError | None = None
         self._woken: dict[str, Wakeup] = {}
         self._rules = PrepareRules(
-            subgraph_plan=self._subgraph_plan, max_depth=config.max_depth, step_timeout=config.step_timeout,
+            subgraph_plan=plans.subgraph_plan, max_depth=config.max_depth, step_timeout=config.step_timeout,
             max_result_bytes=config.max_result_bytes,
             suspend_clock=None if config.sleep_in_process else config.clock, secrets=config.secrets)
 
@@ -360,15 +395,6 @@ class RunLoop:
         config = self.config
         return tuple(name for name, there in (("checkpointer", config.checkpointer), ("trace_sink", config.trace_sink),
                                               ("on_superstep", config.on_superstep)) if there is not None)
-
-    def plan_for(self, scope: RuntimeScope) -> CompiledWorkflow:
-        if scope.scope_id == ROOT_SCOPE_ID:
-            return self.root_plan
-        key = (scope.workflow.id, scope.workflow.version)
-        plan = self._plans.get(key)
-        if plan is None:
-            plan = self._plans[key] = self.config.compile(self.config.resolver.resolve(scope.workflow))
-        return plan
 
     # -- prepare ------------------------------------------------------------------
 
@@ -387,12 +413,6 @@ class RunLoop:
         if self.rs.wakeups:
             self.wake()
         return prepare_step(self.rs, self.scheduler, self.plan_for, self._woken, self._rules)
-
-    def _subgraph_plan(self, ref: WorkflowRef) -> CompiledWorkflow:
-        # Resolved again on every call (a reference without a version follows the latest document); the
-        # child scope it opens then runs that plan.
-        child = self._plans[(ref.id, ref.version)] = self.config.compile(self.config.resolver.resolve(ref))
-        return child
 
     # -- execute ------------------------------------------------------------------
 
