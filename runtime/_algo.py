@@ -361,6 +361,9 @@ class Scheduler:
         self._entries: EntryCache = {}  # context entries per live frame (runtime._state.foreach_entries)
         #: ``plan_for`` of the root scope, when the caller knows it (the run loop does): looked up at every step.
         self.root_plan: CompiledWorkflow | None = None
+        #: Compiles the workflow a subgraph node calls (resolving its reference); ``plan_for`` then gives that plan
+        #: to the scope the call opens. Set by the run loop.
+        self.subgraph_plan: Callable[[WorkflowRef], CompiledWorkflow] | None = None
 
     # -- primitives --------------------------------------------------------------
 
@@ -1174,10 +1177,8 @@ class Work:
 
 @dataclass(frozen=True, slots=True)
 class PrepareRules:
-    """What prepare needs from the engine."""
+    """What prepare needs from the engine: the same for every call of one engine, which makes it once."""
 
-    #: Compiles the workflow a subgraph node calls (resolving its reference); the loop caches it per scope.
-    subgraph_plan: Callable[[WorkflowRef], CompiledWorkflow]
     max_depth: int
     step_timeout: float | None
     max_result_bytes: int | None
@@ -1353,7 +1354,8 @@ def prepare_work(work: Work, scheduler: Scheduler, rules: PrepareRules) -> None:
                 f"subgraph {node.id!r}: calls nest deeper than {rules.max_depth} scopes "
                 f"(is workflow {node.workflow.id!r} calling itself?)",
                 node_id=node.id, workflow=node.workflow.id, depth=depth, limit=rules.max_depth)
-        child = rules.subgraph_plan(node.workflow)
+        assert scheduler.subgraph_plan is not None, "a run loop's scheduler knows how to compile a subgraph"
+        child = scheduler.subgraph_plan(node.workflow)
         # Secrets reach tasks only: what a subgraph or a person is given shows their names, never their values.
         payload = conceal(build_payload(node.input, _reader(work, scheduler)))
         work.value = (child, child.check_input(payload, what=f"input of subgraph {node.id!r}", node_id=node.id))

