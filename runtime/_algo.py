@@ -16,7 +16,6 @@ executes the ``Work`` and hands it back to ``Scheduler`` to commit.
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -65,6 +64,7 @@ from runtime._state import (
     FRAME_FIELDS,
     LINEAGE_FIELDS,
     ROOT_SCOPE_ID,
+    SCOPE_FIELDS,
     Barrier,
     EntryCache,
     ExecutionFrame,
@@ -80,7 +80,6 @@ from runtime._state import (
     frame_of,
     new_item_metadata,
     runtime_context,
-    trusted,
     trusted_full,
 )
 from runtime._steps import capped
@@ -114,9 +113,11 @@ class Recorder:
     ``RunState.trace_seq`` by ``sync`` before the state is checkpointed.
     Each event goes to ``sink`` as it is made; the events of the current
     superstep are held until ``take_step`` (the checkpointer stores them with
-    the state); ``clock`` (Unix seconds) stamps them; ``events`` retains, for ``RunResult.trace``, all of them
+    the state); ``clock`` (Unix seconds) stamps them; ``kept()`` gives, for ``RunResult.trace``, all of them
     (``keep=None``), the last ``keep``, or none (``keep=0``), so a long run's
-    memory need not grow with its history.
+    memory need not grow with its history: ``retain`` adds a superstep's events to ``events`` and cuts it back to
+    the last ``keep`` once it holds twice as many (a list, not a bounded deque, whose making was a fiftieth of a
+    one-node run; cutting a list costs each event once).
 
     ``saved`` says whether a superstep's events go anywhere (a checkpointer, an
     ``on_superstep`` hook). When they do not, none are kept and there is no
@@ -132,7 +133,7 @@ class Recorder:
         self.run_state = run_state
         self.clock = clock
         self.keep = keep
-        self.events: list[TraceEvent] | deque[TraceEvent] = [] if keep is None else deque(maxlen=keep)
+        self.events: list[TraceEvent] = []
         self.step: list[TraceEvent] = []
         self.sink = sink
         self.seq = self.first_seq = run_state.trace_seq
@@ -141,15 +142,29 @@ class Recorder:
     def sync(self) -> None:
         self.run_state.__dict__["trace_seq"] = self.seq  # field storage: see prepare_step's steps counter
 
+    def kept(self) -> list[TraceEvent]:
+        """The events retained for ``RunResult.trace``: every one, or the last ``keep``, oldest first."""
+        events, keep = self.events, self.keep
+        return events[-keep:] if keep is not None and len(events) > keep else events
+
     def omitted(self) -> int:
-        """Events numbered by this call but not in ``events`` (the retention bound, or nobody recording)."""
-        return self.seq - self.first_seq - len(self.events) - len(self.step)
+        """Events numbered by this call but not in ``kept()`` (the retention bound, or nobody recording)."""
+        return self.seq - self.first_seq - len(self.kept()) - len(self.step)
+
+    def retain(self, events: list[TraceEvent]) -> None:
+        """Keep a superstep's ``events`` as ``keep`` says."""
+        keep = self.keep
+        if keep == 0:
+            return
+        kept = self.events
+        kept.extend(events)
+        if keep is not None and len(kept) > 2 * keep:
+            del kept[:-keep]
 
     def take_step(self) -> list[TraceEvent]:
         """The events since the last call (one superstep's), now retained as ``keep`` says."""
         events, self.step = self.step, []
-        if self.keep != 0:
-            self.events.extend(events)
+        self.retain(events)
         return events
 
     def emit(self, kind: str, frame: ExecutionFrame | None = None, node_id: str | None = None,
@@ -542,11 +557,11 @@ class Scheduler:
         scope_id = mint(rs, self.ids, "scope")
         frame_id = mint(rs, self.ids, "frame")
         # Every value here is the engine's own (the input was checked by prepare_work): see trusted().
-        rs.scopes[scope_id] = trusted(RuntimeScope, {
+        rs.scopes[scope_id] = trusted_full(RuntimeScope, {
             "scope_id": scope_id, "workflow": node.workflow, "parent_scope_id": parent_scope.scope_id,
             "caller_frame_id": caller.frame_id, "root_frame_id": frame_id, "depth": parent_scope.depth + 1,
             "input": child_input, "state": plan.initial_state(),
-        })
+        }, SCOPE_FIELDS)
         caller.__dict__["status"] = "waiting"  # field storage: see prepare_step's steps counter
         caller.__dict__["waiting_for"] = scope_id
         child = self.new_frame(parent=caller, scope_id=scope_id, node_id=plan.start or "", kind="subgraph",
@@ -560,8 +575,11 @@ class Scheduler:
 
     def finish_scope(self, scope: RuntimeScope, root_frame: ExecutionFrame) -> None:
         """The scope's root lineage ended: project the workflow outputs and hand them to the caller."""
-        plan = self.plan_for(scope)
-        output = project(plan.outputs, self.reader(scope, root_frame, plan.id))
+        root = self.root_plan
+        plan = root if scope.scope_id == ROOT_SCOPE_ID and root is not None else self.plan_for(scope)
+        reader = self.reader(scope, root_frame, plan.id)
+        flat = plan.flat_outputs
+        output = build_flat_payload(flat, reader) if flat is not None else project(plan.outputs, reader)
         if output is MISSING:
             output = {}
         rs = self.rs

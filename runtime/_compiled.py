@@ -19,7 +19,7 @@ from pydantic_core import to_jsonable_python
 from runtime._bindings import flat_reads, payload_order
 from runtime._document import InputBinding, Node, TaskNode, Workflow, WorkflowRef
 from runtime._errors import InputValidationError
-from runtime._paths import GraphSourcePath, LocalPath
+from runtime._paths import GraphSourcePath, LocalPath, is_item_index
 from runtime._registry import TIMER_ATTRIBUTE, TaskRegistry, TaskSpec
 from runtime._schema_check import SchemaDefect, dialect_of, schema_defects
 from runtime._schema_patterns import (
@@ -216,6 +216,9 @@ class CompiledWorkflow:
     #: validating again what cannot have changed (two of a one-node run's thirty microseconds, issue 33).
     _no_input: dict[str, Any] | None = field(default=None, repr=False)
     _initial_state: dict[str, Any] | None = field(default=None, repr=False)
+    #: ``(field, path)`` of each output when every output is a top-level field of the result (the shape of nearly
+    #: every document's outputs): the result is then built as ``build_flat_payload`` builds a task's payload.
+    flat_outputs: tuple[tuple[str, GraphSourcePath], ...] | None = None
 
     @property
     def id(self) -> str:
@@ -271,10 +274,23 @@ def compile_workflow(workflow: Workflow, registry: TaskRegistry) -> CompiledWork
         outputs=tuple((out.target, out.path) for out in workflow.outputs),
         tasks=tasks,
         ref=WorkflowRef(id=workflow.id),
+        flat_outputs=_flat_outputs(workflow),
         _validators={"input": validator},
         _no_input=no_input,
         _initial_state=_scalars_only(with_defaults(workflow.state_schema, {})),
     )
+
+
+def _flat_outputs(workflow: Workflow) -> tuple[tuple[str, GraphSourcePath], ...] | None:
+    """What ``project`` reads for the workflow's outputs when each is one top-level field (not an array item), in
+    its order; else None."""
+    reads = []
+    for out in workflow.outputs:
+        parts = out.target.parts
+        if len(parts) != 1 or is_item_index(parts[0]):
+            return None
+        reads.append((parts[0], out.path))
+    return tuple(reads)
 
 
 def _scalars_only(value: dict[str, Any]) -> dict[str, Any] | None:

@@ -662,8 +662,12 @@ class RunLoop:
         recorder = self.recorder
         rs.__dict__["trace_seq"] = recorder.seq  # field storage: see _algo.prepare_step's steps counter
         events, recorder.step = recorder.step, []
-        if recorder.keep != 0:
-            recorder.events.extend(events)
+        keep = recorder.keep
+        if keep != 0:  # Recorder.retain
+            kept = recorder.events
+            kept.extend(events)
+            if keep is not None and len(kept) > 2 * keep:
+                del kept[:-keep]
         return events
 
     def cancelled(self) -> bool:

@@ -647,9 +647,10 @@ def trusted_full[M: _StateModel](cls: type[M], values: dict[str, Any], fields_se
     return model
 
 
-#: Every field of a frame, of a lineage: the shared ``fields_set`` of ``trusted_full``.
+#: Every field of a frame, of a lineage, of a scope: the shared ``fields_set`` of ``trusted_full``.
 FRAME_FIELDS: set[str] = set(ExecutionFrame.model_fields)
 LINEAGE_FIELDS: set[str] = set(Lineage.model_fields)
+SCOPE_FIELDS: set[str] = set(RuntimeScope.model_fields)
 
 
 # The setters of the slots every pydantic model has (BaseModel.__slots__), looked up once: ``trusted`` makes two

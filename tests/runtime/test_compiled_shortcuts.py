@@ -198,3 +198,36 @@ def test_the_engine_builds_its_result_exactly_as_the_constructor_does() -> None:
             result.status = "failed"  # type: ignore[misc]
     assert results[1].error is not None and results[1].trace_kept_by == ("checkpointer",)
     assert len(results[2].interrupts) == 1 and results[0].interrupts == () and results[0].trace_kept_by == ()
+
+
+@pytest.mark.parametrize(("outputs", "flat", "expected"), [
+    ([("a", "state.a"), ("gone", "state.nothing"), ("b", "input.b")], True, {"a": 2, "b": [1, 2]}),
+    ([("a", "state.a"), ("deep.inner", "input.b")], False, {"a": 2, "deep": {"inner": [1, 2]}}),
+    ([("list.0", "state.a"), ("list.1", "state.nothing")], False, {"list": [2, None]}),
+    ([(".", "input")], False, {"b": [1, 2]}),
+])
+def test_a_workflow_s_outputs_are_what_project_reads_whether_or_not_they_are_flat(
+        outputs: list[tuple[str, str]], flat: bool, expected: dict[str, Any]) -> None:
+    """Outputs that are all top-level fields are read as a task's flat payload is; what comes out is what
+    ``project`` makes of them, a path that does not resolve left out (or ``None`` as an array item)."""
+    from runtime._bindings import ScopeReader, project
+
+    tasks = TaskRegistry()
+
+    @tasks.task
+    def two() -> int:
+        return 2
+
+    graph = WorkflowBuilder("outs", input_schema={"type": "object", "properties": {"b": {"type": "array"}}},
+                            state_schema={"type": "object", "properties": {"a": {}, "nothing": {}}})
+    graph.use("two", "t", output=[{"source": ".", "target": "a"}])
+    for target, path in outputs:
+        graph.output(target, path)
+    workflow = graph.build()
+    engine = Engine(registry=tasks)
+    plan = engine.compile(workflow)
+    assert (plan.flat_outputs is not None) == flat
+    result = engine.run(workflow, {"b": [1, 2]})
+    assert result.output == expected
+    scope = result.run_state.scopes["root"]
+    assert project(plan.outputs, ScopeReader(scope.input, scope.state, dict)) == expected
