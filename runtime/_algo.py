@@ -458,9 +458,10 @@ class Scheduler:
             parent_id = frame.parent_frame_id
             parent = self.rs.frames.get(parent_id) if parent_id is not None else None
             if parent_id is None or (parent is not None and parent.scope_id != frame.scope_id):
-                # A scope's root frame (what runs outside any foreach): nothing to walk.
-                return RuntimeContext(run_id=self.rs.run_id, workflow_id=workflow_id, scope_id=frame.scope_id,
-                                      frame_id=frame.frame_id, lineage_id=frame.lineage_id, node_id=frame.node_id)
+                # A scope's root frame (what runs outside any foreach): nothing to walk. Every field by position,
+                # the empty mappings too: the dataclass's keywords and default factories cost twice the call.
+                return RuntimeContext(self.rs.run_id, workflow_id, frame.scope_id, frame.frame_id, frame.lineage_id,
+                                      frame.node_id, 1, {}, {})
         known = self._entries.get(frame.frame_id)
         if known is not None and known[0] is frame:
             # An item whose entries were cached when it was admitted (see admit): when no active foreach has an

@@ -231,3 +231,24 @@ def test_a_workflow_s_outputs_are_what_project_reads_whether_or_not_they_are_fla
     assert result.output == expected
     scope = result.run_state.scopes["root"]
     assert project(plan.outputs, ScopeReader(scope.input, scope.state, dict)) == expected
+
+
+def test_a_step_outside_any_foreach_gets_its_own_frame_s_context() -> None:
+    """The context of a scope's root frame is built by position: each field must hold its own value."""
+    from runtime.state import RuntimeContext
+
+    tasks = TaskRegistry()
+
+    @tasks.task
+    def look(ctx: RuntimeContext) -> dict[str, Any]:
+        return dataclasses.asdict(ctx)
+
+    graph = WorkflowBuilder("where")
+    graph.use("look", "l", output=[{"source": ".", "target": "seen"}])
+    graph.output("seen", "state.seen")
+    result = Engine(registry=tasks).run(graph.build())
+    started = next(e for e in result.trace if e.kind == "node_started")
+    assert result.output == {"seen": dataclasses.asdict(RuntimeContext(
+        run_id=result.run_id, workflow_id="where", scope_id="root", frame_id=started.frame_id,
+        lineage_id=started.lineage_id, node_id="l"))}
+    assert started.frame_id != started.lineage_id
