@@ -16,6 +16,7 @@ executes the ``Work`` and hands it back to ``Scheduler`` to commit.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -106,6 +107,11 @@ def mint(run_state: RunState, ids: IdFactory, kind: str) -> str:
             return new
 
 
+def over_kept(keep: int) -> int:
+    """How many events ``Recorder.events`` may hold before it is cut back to the last ``keep``."""
+    return keep + (keep >> 2) + 16
+
+
 class Recorder:
     """Numbers the trace events of one engine call and hands them on.
 
@@ -116,8 +122,9 @@ class Recorder:
     the state); ``clock`` (Unix seconds) stamps them; ``kept()`` gives, for ``RunResult.trace``, all of them
     (``keep=None``), the last ``keep``, or none (``keep=0``), so a long run's
     memory need not grow with its history: ``retain`` adds a superstep's events to ``events`` and cuts it back to
-    the last ``keep`` once it holds twice as many (a list, not a bounded deque, whose making was a fiftieth of a
-    one-node run; cutting a list costs each event once).
+    the last ``keep`` once it holds a quarter more (``over_kept``; a list, not a bounded deque, whose making was a
+    fiftieth of a one-node run; a cut moves ``keep`` references once per quarter of ``keep`` events, and the few
+    events held past their time are few enough not to feed the cyclic GC's collections).
 
     ``saved`` says whether a superstep's events go anywhere (a checkpointer, an
     ``on_superstep`` hook). When they do not, none are kept and there is no
@@ -126,13 +133,15 @@ class Recorder:
     so callers may skip the summaries they would have attached.
     """
 
-    __slots__ = ("run_state", "events", "seq", "first_seq", "step", "sink", "keep", "clock", "recording")
+    __slots__ = ("run_state", "events", "seq", "first_seq", "step", "sink", "keep", "clock", "recording", "limit")
 
     def __init__(self, run_state: RunState, *, clock: Callable[[], float], keep: int | None = None,
                  sink: Callable[[TraceEvent], Any] | None = None, saved: bool = True) -> None:
         self.run_state = run_state
         self.clock = clock
         self.keep = keep
+        #: ``over_kept(keep)``, worked out once (every event is kept: no limit).
+        self.limit = sys.maxsize if keep is None else over_kept(keep)
         self.events: list[TraceEvent] = []
         self.step: list[TraceEvent] = []
         self.sink = sink
@@ -158,7 +167,7 @@ class Recorder:
             return
         kept = self.events
         kept.extend(events)
-        if keep is not None and len(kept) > 2 * keep:
+        if len(kept) > self.limit and keep is not None:
             del kept[:-keep]
 
     def take_step(self) -> list[TraceEvent]:

@@ -666,7 +666,7 @@ class RunLoop:
         if keep != 0:  # Recorder.retain
             kept = recorder.events
             kept.extend(events)
-            if keep is not None and len(kept) > 2 * keep:
+            if len(kept) > recorder.limit and keep is not None:
                 del kept[:-keep]
         return events
 
