@@ -16,7 +16,7 @@ executes the ``Work`` and hands it back to ``Scheduler`` to commit.
 
 from __future__ import annotations
 
-from collections import deque
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -65,6 +65,7 @@ from runtime._state import (
     FRAME_FIELDS,
     LINEAGE_FIELDS,
     ROOT_SCOPE_ID,
+    SCOPE_FIELDS,
     Barrier,
     EntryCache,
     ExecutionFrame,
@@ -80,7 +81,6 @@ from runtime._state import (
     frame_of,
     new_item_metadata,
     runtime_context,
-    trusted,
     trusted_full,
 )
 from runtime._steps import capped
@@ -107,6 +107,11 @@ def mint(run_state: RunState, ids: IdFactory, kind: str) -> str:
             return new
 
 
+def over_kept(keep: int) -> int:
+    """How many events ``Recorder.events`` may hold before it is cut back to the last ``keep``."""
+    return keep + (keep >> 2) + 16
+
+
 class Recorder:
     """Numbers the trace events of one engine call and hands them on.
 
@@ -114,9 +119,12 @@ class Recorder:
     ``RunState.trace_seq`` by ``sync`` before the state is checkpointed.
     Each event goes to ``sink`` as it is made; the events of the current
     superstep are held until ``take_step`` (the checkpointer stores them with
-    the state); ``clock`` (Unix seconds) stamps them; ``events`` retains, for ``RunResult.trace``, all of them
+    the state); ``clock`` (Unix seconds) stamps them; ``kept()`` gives, for ``RunResult.trace``, all of them
     (``keep=None``), the last ``keep``, or none (``keep=0``), so a long run's
-    memory need not grow with its history.
+    memory need not grow with its history: ``retain`` adds a superstep's events to ``events`` and cuts it back to
+    the last ``keep`` once it holds a quarter more (``over_kept``; a list, not a bounded deque, whose making was a
+    fiftieth of a one-node run; a cut moves ``keep`` references once per quarter of ``keep`` events, and the few
+    events held past their time are few enough not to feed the cyclic GC's collections).
 
     ``saved`` says whether a superstep's events go anywhere (a checkpointer, an
     ``on_superstep`` hook). When they do not, none are kept and there is no
@@ -125,14 +133,16 @@ class Recorder:
     so callers may skip the summaries they would have attached.
     """
 
-    __slots__ = ("run_state", "events", "seq", "first_seq", "step", "sink", "keep", "clock", "recording")
+    __slots__ = ("run_state", "events", "seq", "first_seq", "step", "sink", "keep", "clock", "recording", "limit")
 
     def __init__(self, run_state: RunState, *, clock: Callable[[], float], keep: int | None = None,
                  sink: Callable[[TraceEvent], Any] | None = None, saved: bool = True) -> None:
         self.run_state = run_state
         self.clock = clock
         self.keep = keep
-        self.events: list[TraceEvent] | deque[TraceEvent] = [] if keep is None else deque(maxlen=keep)
+        #: ``over_kept(keep)``, worked out once (every event is kept: no limit).
+        self.limit = sys.maxsize if keep is None else over_kept(keep)
+        self.events: list[TraceEvent] = []
         self.step: list[TraceEvent] = []
         self.sink = sink
         self.seq = self.first_seq = run_state.trace_seq
@@ -141,15 +151,29 @@ class Recorder:
     def sync(self) -> None:
         self.run_state.__dict__["trace_seq"] = self.seq  # field storage: see prepare_step's steps counter
 
+    def kept(self) -> list[TraceEvent]:
+        """The events retained for ``RunResult.trace``: every one, or the last ``keep``, oldest first."""
+        events, keep = self.events, self.keep
+        return events[-keep:] if keep is not None and len(events) > keep else events
+
     def omitted(self) -> int:
-        """Events numbered by this call but not in ``events`` (the retention bound, or nobody recording)."""
-        return self.seq - self.first_seq - len(self.events) - len(self.step)
+        """Events numbered by this call but not in ``kept()`` (the retention bound, or nobody recording)."""
+        return self.seq - self.first_seq - len(self.kept()) - len(self.step)
+
+    def retain(self, events: list[TraceEvent]) -> None:
+        """Keep a superstep's ``events`` as ``keep`` says."""
+        keep = self.keep
+        if keep == 0:
+            return
+        kept = self.events
+        kept.extend(events)
+        if len(kept) > self.limit and keep is not None:
+            del kept[:-keep]
 
     def take_step(self) -> list[TraceEvent]:
         """The events since the last call (one superstep's), now retained as ``keep`` says."""
         events, self.step = self.step, []
-        if self.keep != 0:
-            self.events.extend(events)
+        self.retain(events)
         return events
 
     def emit(self, kind: str, frame: ExecutionFrame | None = None, node_id: str | None = None,
@@ -361,6 +385,9 @@ class Scheduler:
         self._entries: EntryCache = {}  # context entries per live frame (runtime._state.foreach_entries)
         #: ``plan_for`` of the root scope, when the caller knows it (the run loop does): looked up at every step.
         self.root_plan: CompiledWorkflow | None = None
+        #: Compiles the workflow a subgraph node calls (resolving its reference); ``plan_for`` then gives that plan
+        #: to the scope the call opens. Set by the run loop.
+        self.subgraph_plan: Callable[[WorkflowRef], CompiledWorkflow] | None = None
 
     # -- primitives --------------------------------------------------------------
 
@@ -440,9 +467,10 @@ class Scheduler:
             parent_id = frame.parent_frame_id
             parent = self.rs.frames.get(parent_id) if parent_id is not None else None
             if parent_id is None or (parent is not None and parent.scope_id != frame.scope_id):
-                # A scope's root frame (what runs outside any foreach): nothing to walk.
-                return RuntimeContext(run_id=self.rs.run_id, workflow_id=workflow_id, scope_id=frame.scope_id,
-                                      frame_id=frame.frame_id, lineage_id=frame.lineage_id, node_id=frame.node_id)
+                # A scope's root frame (what runs outside any foreach): nothing to walk. Every field by position,
+                # the empty mappings too: the dataclass's keywords and default factories cost twice the call.
+                return RuntimeContext(self.rs.run_id, workflow_id, frame.scope_id, frame.frame_id, frame.lineage_id,
+                                      frame.node_id, 1, {}, {})
         known = self._entries.get(frame.frame_id)
         if known is not None and known[0] is frame:
             # An item whose entries were cached when it was admitted (see admit): when no active foreach has an
@@ -539,11 +567,11 @@ class Scheduler:
         scope_id = mint(rs, self.ids, "scope")
         frame_id = mint(rs, self.ids, "frame")
         # Every value here is the engine's own (the input was checked by prepare_work): see trusted().
-        rs.scopes[scope_id] = trusted(RuntimeScope, {
+        rs.scopes[scope_id] = trusted_full(RuntimeScope, {
             "scope_id": scope_id, "workflow": node.workflow, "parent_scope_id": parent_scope.scope_id,
             "caller_frame_id": caller.frame_id, "root_frame_id": frame_id, "depth": parent_scope.depth + 1,
             "input": child_input, "state": plan.initial_state(),
-        })
+        }, SCOPE_FIELDS)
         caller.__dict__["status"] = "waiting"  # field storage: see prepare_step's steps counter
         caller.__dict__["waiting_for"] = scope_id
         child = self.new_frame(parent=caller, scope_id=scope_id, node_id=plan.start or "", kind="subgraph",
@@ -557,8 +585,11 @@ class Scheduler:
 
     def finish_scope(self, scope: RuntimeScope, root_frame: ExecutionFrame) -> None:
         """The scope's root lineage ended: project the workflow outputs and hand them to the caller."""
-        plan = self.plan_for(scope)
-        output = project(plan.outputs, self.reader(scope, root_frame, plan.id))
+        root = self.root_plan
+        plan = root if scope.scope_id == ROOT_SCOPE_ID and root is not None else self.plan_for(scope)
+        reader = self.reader(scope, root_frame, plan.id)
+        flat = plan.flat_outputs
+        output = build_flat_payload(flat, reader) if flat is not None else project(plan.outputs, reader)
         if output is MISSING:
             output = {}
         rs = self.rs
@@ -1174,10 +1205,8 @@ class Work:
 
 @dataclass(frozen=True, slots=True)
 class PrepareRules:
-    """What prepare needs from the engine."""
+    """What prepare needs from the engine: the same for every call of one engine, which makes it once."""
 
-    #: Compiles the workflow a subgraph node calls (resolving its reference); the loop caches it per scope.
-    subgraph_plan: Callable[[WorkflowRef], CompiledWorkflow]
     max_depth: int
     step_timeout: float | None
     max_result_bytes: int | None
@@ -1353,7 +1382,8 @@ def prepare_work(work: Work, scheduler: Scheduler, rules: PrepareRules) -> None:
                 f"subgraph {node.id!r}: calls nest deeper than {rules.max_depth} scopes "
                 f"(is workflow {node.workflow.id!r} calling itself?)",
                 node_id=node.id, workflow=node.workflow.id, depth=depth, limit=rules.max_depth)
-        child = rules.subgraph_plan(node.workflow)
+        assert scheduler.subgraph_plan is not None, "a run loop's scheduler knows how to compile a subgraph"
+        child = scheduler.subgraph_plan(node.workflow)
         # Secrets reach tasks only: what a subgraph or a person is given shows their names, never their values.
         payload = conceal(build_payload(node.input, _reader(work, scheduler)))
         work.value = (child, child.check_input(payload, what=f"input of subgraph {node.id!r}", node_id=node.id))

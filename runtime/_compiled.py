@@ -19,7 +19,7 @@ from pydantic_core import to_jsonable_python
 from runtime._bindings import flat_reads, payload_order
 from runtime._document import InputBinding, Node, TaskNode, Workflow, WorkflowRef
 from runtime._errors import InputValidationError
-from runtime._paths import GraphSourcePath, LocalPath
+from runtime._paths import GraphSourcePath, LocalPath, is_item_index
 from runtime._registry import TIMER_ATTRIBUTE, TaskRegistry, TaskSpec
 from runtime._schema_check import SchemaDefect, dialect_of, schema_defects
 from runtime._schema_patterns import (
@@ -211,6 +211,14 @@ class CompiledWorkflow:
     #: The reference a run of this workflow (or its root scope) names it by; one per plan, as it is frozen.
     ref: WorkflowRef | None = None
     _validators: dict[str, Any] = field(default_factory=dict, repr=False)
+    #: ``check_input(None)`` and ``initial_state()`` as compiling found them, when they are objects of scalars
+    #: (None otherwise, and for an input no input can satisfy): a run copies one instead of filling defaults and
+    #: validating again what cannot have changed (two of a one-node run's thirty microseconds, issue 33).
+    _no_input: dict[str, Any] | None = field(default=None, repr=False)
+    _initial_state: dict[str, Any] | None = field(default=None, repr=False)
+    #: ``(field, path)`` of each output when every output is a top-level field of the result (the shape of nearly
+    #: every document's outputs): the result is then built as ``build_flat_payload`` builds a task's payload.
+    flat_outputs: tuple[tuple[str, GraphSourcePath], ...] | None = None
 
     @property
     def id(self) -> str:
@@ -224,11 +232,15 @@ class CompiledWorkflow:
         return found
 
     def check_input(self, value: Any, *, what: str = "workflow input", **details: Any) -> dict[str, Any]:
+        if value is None and self._no_input is not None:
+            return dict(self._no_input)  # a new object each run: a run's input is its own
         schema = self.workflow.input_schema
         return check_payload(schema, self.validator("input", schema), value, what=what,
                              workflow_id=self.workflow.id, **details)
 
     def initial_state(self) -> dict[str, Any]:
+        if self._initial_state is not None:
+            return dict(self._initial_state)
         return with_defaults(self.workflow.state_schema, {})
 
     def target(self, node_id: str, label: str) -> str | None:
@@ -245,7 +257,15 @@ def compile_workflow(workflow: Workflow, registry: TaskRegistry) -> CompiledWork
                                    secrets=any(binding.secret is not None for binding in node.input),
                                    inputs=payload_order(node.input), flat=flat_reads(payload_order(node.input)))
              for node in workflow.nodes if isinstance(node, TaskNode)}
-    plan = CompiledWorkflow(
+    # Every run (and every call of a subgraph) checks its input: the validator is built with the plan, not by the
+    # first run, which paid for it (a few hundred microseconds, an engine made for a run and compiled first paid
+    # it in that run).
+    validator = schema_validator(workflow.input_schema)
+    try:
+        no_input = _scalars_only(check_payload(workflow.input_schema, validator, None, what="workflow input"))
+    except InputValidationError:  # a run without input is refused: each such run goes on finding out why
+        no_input = None
+    return CompiledWorkflow(
         workflow=workflow,
         nodes=workflow.node_map(),
         routes=routes,
@@ -254,9 +274,25 @@ def compile_workflow(workflow: Workflow, registry: TaskRegistry) -> CompiledWork
         outputs=tuple((out.target, out.path) for out in workflow.outputs),
         tasks=tasks,
         ref=WorkflowRef(id=workflow.id),
+        flat_outputs=_flat_outputs(workflow),
+        _validators={"input": validator},
+        _no_input=no_input,
+        _initial_state=_scalars_only(with_defaults(workflow.state_schema, {})),
     )
-    # Every run (and every call of a subgraph) checks its input: the validator is built with the plan, not by the
-    # first run, which paid for it (a few hundred microseconds, an engine made for a run and compiled first paid
-    # it in that run).
-    plan.validator("input", workflow.input_schema)
-    return plan
+
+
+def _flat_outputs(workflow: Workflow) -> tuple[tuple[str, GraphSourcePath], ...] | None:
+    """What ``project`` reads for the workflow's outputs when each is one top-level field (not an array item), in
+    its order; else None."""
+    reads = []
+    for out in workflow.outputs:
+        parts = out.target.parts
+        if len(parts) != 1 or is_item_index(parts[0]):
+            return None
+        reads.append((parts[0], out.path))
+    return tuple(reads)
+
+
+def _scalars_only(value: dict[str, Any]) -> dict[str, Any] | None:
+    """``value`` when a shallow copy of it is as good as computing it again (every value a scalar, none to share)."""
+    return value if all(type(item) in _SCALARS for item in value.values()) else None

@@ -37,15 +37,17 @@ from runtime._resolver import as_resolver
 from runtime._secrets import MappingSecrets, SecretResolver
 from runtime._state import (
     ROOT_SCOPE_ID,
+    SCOPE_FIELDS,
     Interrupt,
     RunState,
     RuntimeScope,
     given_run_state,
     new_run_state,
     run_state_to_change,
-    trusted,
+    trusted_full,
 )
 from runtime._trace import TraceEvent, summarize
+from runtime._twins import layout_twin
 
 RunStatus = Literal["completed", "interrupted", "waiting", "failed", "cancelled"]
 
@@ -141,6 +143,9 @@ class RunResult:
         if trace:
             data["trace"] = [event.to_dict() for event in self.trace]
         return data
+
+
+_RUN_RESULT_TWIN = layout_twin(RunResult)
 
 
 class Engine:
@@ -283,27 +288,29 @@ class Engine:
     # -- starting ----------------------------------------------------------------------
 
     def _start(self, workflow: Workflow | Mapping[str, Any], input: Any, run_id: str | None) -> RunLoop:
-        document = self._document(workflow)
-        plan = self.compile(document)
+        # The calls of a run of a document run before are taken inline here (its cached plan, the document already
+        # remembered, the loops' config already made): this is the fixed cost of every run.
+        document = workflow if isinstance(workflow, Workflow) else self._document(workflow)
+        plan = self._compiled.get(document) or self.compile(document)
         checked = plan.check_input(input)
-        self._remember(document)
+        if self._known.get(document.id) is not document:
+            self._remember(document)
         ref = plan.ref or WorkflowRef(id=document.id)
         rs = new_run_state(run_id or self.ids.run_id(), ref)
-        loop = RunLoop(self._config(), rs, plan)
+        loop = RunLoop(self._loop_config or self._config(), rs, plan)
         sched = loop.scheduler
         frame_id = mint(rs, self.ids, "frame")
         # Every value here is the engine's own (the input was just checked): see runtime._state.trusted.
-        rs.scopes[ROOT_SCOPE_ID] = trusted(RuntimeScope, {
+        rs.scopes[ROOT_SCOPE_ID] = trusted_full(RuntimeScope, {
             "scope_id": ROOT_SCOPE_ID, "workflow": ref, "parent_scope_id": None, "caller_frame_id": None,
             "root_frame_id": frame_id, "depth": 0, "input": checked, "state": plan.initial_state(),
-        })
-        frame = sched.new_frame(parent=None, scope_id=ROOT_SCOPE_ID, node_id=plan.start or "", kind="root",
-                                frame_id=frame_id)
+        }, SCOPE_FIELDS)
+        frame = sched.new_frame(None, ROOT_SCOPE_ID, plan.start or "", "root", None, frame_id)
         loop.recorder.emit("run_started", frame, summary={"workflow": document.id, "input": summarize(checked)})
         if plan.start is None:
             sched.finish_scope(rs.scopes[ROOT_SCOPE_ID], frame)
         else:
-            sched.enqueue(frame)
+            rs.ready.append(frame_id)  # Scheduler.enqueue: the new frame is ready already
         return loop
 
     def _reopen(self, run_state: RunState, workflow: Workflow | Mapping[str, Any] | None, where: str) -> RunLoop:
@@ -349,18 +356,23 @@ class Engine:
                 details = {k: v for k, v in rs.error.items() if k not in ("code", "message")}
                 error = NodeFailedError(str(rs.error.get("message", "the run failed")), **details)
         scope = rs.scopes.get(ROOT_SCOPE_ID)
-        return RunResult(
-            status=rs.status,  # type: ignore[arg-type]
-            output=rs.output if rs.status == "completed" else None,
-            state=scope.state if scope is not None else {},
-            run_state=rs,
-            trace=tuple(loop.recorder.events),
-            trace_omitted=loop.recorder.omitted(),
-            trace_kept_by=loop.trace_kept_by(),
-            interrupts=tuple(rs.interrupts.values()),
-            error=error,
-            wake_at=rs.wake_at if rs.status == "waiting" else None,
-        )
+        status = rs.status
+        # RunResult(...) by its layout twin (runtime._twins): once per call, a third of the constructor's cost.
+        # tests/runtime/test_engine.py pins the result to the constructor, field by field.
+        result: Any = _RUN_RESULT_TWIN()
+        result.status = status
+        result.output = rs.output if status == "completed" else None
+        result.state = scope.state if scope is not None else {}
+        result.run_state = rs
+        result.trace = tuple(loop.recorder.kept())
+        result.interrupts = tuple(rs.interrupts.values()) if rs.interrupts else ()
+        result.error = error
+        result.wake_at = rs.wake_at if status == "waiting" else None
+        result.trace_omitted = loop.recorder.omitted()
+        result.trace_kept_by = loop.trace_kept_by()
+        result.__class__ = RunResult
+        made: RunResult = result
+        return made
 
     # -- synchronous API --------------------------------------------------------------
 

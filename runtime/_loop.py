@@ -101,6 +101,9 @@ class LoopConfig:
     secrets: SecretResolver | None = None
     #: What is left of the run's budgets (wall time, step-seconds), and what this engine's steps used.
     budget: BudgetMeter | None = None
+    #: What prepare needs of the fields above, made by the first loop and shared by the engine's later ones (none
+    #: of those fields changes once the engine made its config; a batch's copy changes others).
+    rules: PrepareRules | None = None
 
 
 #: The longest an in-process wait for a wake-up sleeps before looking at the cancel hook again.
@@ -333,6 +336,40 @@ _Effect = (tuple[Literal["execute"], list[Work]] | tuple[Literal["checkpoint"], 
            | tuple[Literal["sleep"], float])
 
 
+class _Plans:
+    """The compiled workflow each scope of one run loop runs: the root's, and each subgraph's as its call resolved it.
+
+    Apart from the loop so that nothing the loop holds points back at it: its scheduler and prepare rules call
+    these methods, and bound methods of the loop itself made a reference cycle of every call's loop, scheduler,
+    recorder and RunState, which only the cyclic GC could free (two dozen objects a call, and its collections
+    were a tenth of a one-node run's time).
+    """
+
+    __slots__ = ("root", "compile", "resolver", "by_ref")
+
+    def __init__(self, root: CompiledWorkflow, compile: Callable[[Workflow], CompiledWorkflow],
+                 resolver: WorkflowResolver) -> None:
+        self.root = root
+        self.compile = compile
+        self.resolver = resolver
+        self.by_ref: dict[tuple[str, int | None], CompiledWorkflow] = {}
+
+    def plan_for(self, scope: RuntimeScope) -> CompiledWorkflow:
+        if scope.scope_id == ROOT_SCOPE_ID:
+            return self.root
+        key = (scope.workflow.id, scope.workflow.version)
+        plan = self.by_ref.get(key)
+        if plan is None:
+            plan = self.by_ref[key] = self.compile(self.resolver.resolve(scope.workflow))
+        return plan
+
+    def subgraph_plan(self, ref: WorkflowRef) -> CompiledWorkflow:
+        # Resolved again on every call (a reference without a version follows the latest document); the
+        # child scope it opens then runs that plan.
+        child = self.by_ref[(ref.id, ref.version)] = self.compile(self.resolver.resolve(ref))
+        return child
+
+
 class RunLoop:
     """Drives one engine call (run, resume or continue) over one RunState."""
 
@@ -342,33 +379,31 @@ class RunLoop:
         self.root_plan = root_plan
         self.recorder = Recorder(run_state, clock=config.clock, keep=config.keep_trace, sink=config.trace_sink,
                                  saved=config.checkpointer is not None or config.on_superstep is not None)
-        self._plans: dict[tuple[str, int | None], CompiledWorkflow] = {}
-        self.scheduler = Scheduler(run_state, config.ids, self.recorder, self.plan_for, config.distribute)
-        self.scheduler.root_plan = root_plan  # what plan_for gives the root scope, without the call
+        plans = _Plans(root_plan, config.compile, config.resolver)
+        self.plan_for = plans.plan_for
+        self.scheduler = sched = Scheduler(run_state, config.ids, self.recorder, plans.plan_for, config.distribute)
+        sched.root_plan = root_plan  # what plan_for gives the root scope, without the call
+        sched.subgraph_plan = plans.subgraph_plan
         self._event_loop: asyncio.AbstractEventLoop | None = None
         self.stop_error: StepLimitError | None = None
         self._woken: dict[str, Wakeup] = {}
-        self._rules = PrepareRules(
-            subgraph_plan=self._subgraph_plan, max_depth=config.max_depth, step_timeout=config.step_timeout,
-            max_result_bytes=config.max_result_bytes,
-            suspend_clock=None if config.sleep_in_process else config.clock, secrets=config.secrets)
+        rules = config.rules
+        if rules is None:
+            rules = config.rules = PrepareRules(
+                max_depth=config.max_depth, step_timeout=config.step_timeout,
+                max_result_bytes=config.max_result_bytes,
+                suspend_clock=None if config.sleep_in_process else config.clock, secrets=config.secrets)
+        self._rules = rules
 
     # -- workflows per scope ------------------------------------------------------
 
     def trace_kept_by(self) -> tuple[str, ...]:
         """Where every event of the call went, besides the bounded ``RunResult.trace``."""
         config = self.config
+        if config.checkpointer is None and config.trace_sink is None and config.on_superstep is None:
+            return ()  # nowhere, the common case of a call in memory: without the generator below
         return tuple(name for name, there in (("checkpointer", config.checkpointer), ("trace_sink", config.trace_sink),
                                               ("on_superstep", config.on_superstep)) if there is not None)
-
-    def plan_for(self, scope: RuntimeScope) -> CompiledWorkflow:
-        if scope.scope_id == ROOT_SCOPE_ID:
-            return self.root_plan
-        key = (scope.workflow.id, scope.workflow.version)
-        plan = self._plans.get(key)
-        if plan is None:
-            plan = self._plans[key] = self.config.compile(self.config.resolver.resolve(scope.workflow))
-        return plan
 
     # -- prepare ------------------------------------------------------------------
 
@@ -387,12 +422,6 @@ class RunLoop:
         if self.rs.wakeups:
             self.wake()
         return prepare_step(self.rs, self.scheduler, self.plan_for, self._woken, self._rules)
-
-    def _subgraph_plan(self, ref: WorkflowRef) -> CompiledWorkflow:
-        # Resolved again on every call (a reference without a version follows the latest document); the
-        # child scope it opens then runs that plan.
-        child = self._plans[(ref.id, ref.version)] = self.config.compile(self.config.resolver.resolve(ref))
-        return child
 
     # -- execute ------------------------------------------------------------------
 
@@ -633,8 +662,12 @@ class RunLoop:
         recorder = self.recorder
         rs.__dict__["trace_seq"] = recorder.seq  # field storage: see _algo.prepare_step's steps counter
         events, recorder.step = recorder.step, []
-        if recorder.keep != 0:
-            recorder.events.extend(events)
+        keep = recorder.keep
+        if keep != 0:  # Recorder.retain
+            kept = recorder.events
+            kept.extend(events)
+            if len(kept) > recorder.limit and keep is not None:
+                del kept[:-keep]
         return events
 
     def cancelled(self) -> bool:
@@ -852,6 +885,8 @@ class RunLoop:
     def drive(self) -> None:
         try:
             self._supersteps_while_running()
+            if self.rs.status != "waiting":
+                return  # _steps would end at once: it goes on only with a run that waits
             for effect in self._steps():
                 if effect[0] == "execute":
                     self.execute(effect[1])

@@ -633,7 +633,8 @@ def trusted[M: _StateModel](cls: type[M], values: dict[str, Any]) -> M:
 
 def trusted_full[M: _StateModel](cls: type[M], values: dict[str, Any], fields_set: set[str]) -> M:
     """``trusted(cls, values)`` for ``values`` that give every field of ``cls``, whose set of given fields is
-    ``fields_set`` (``set(cls.model_fields)``), shared by every such model instead of a new set each.
+    ``fields_set``: ``set(cls.model_fields)``, shared by every such model instead of a new set each, or a new set
+    the model then owns (``new_run_state``'s, which names only what validation would record as given).
 
     Sharing is safe because the set already names every field: pydantic only ever adds a field's name to it (on
     assignment), which changes nothing, and copies it for a model copy. The engine makes a frame and a lineage
@@ -647,9 +648,10 @@ def trusted_full[M: _StateModel](cls: type[M], values: dict[str, Any], fields_se
     return model
 
 
-#: Every field of a frame, of a lineage: the shared ``fields_set`` of ``trusted_full``.
+#: Every field of a frame, of a lineage, of a scope: the shared ``fields_set`` of ``trusted_full``.
 FRAME_FIELDS: set[str] = set(ExecutionFrame.model_fields)
 LINEAGE_FIELDS: set[str] = set(Lineage.model_fields)
+SCOPE_FIELDS: set[str] = set(RuntimeScope.model_fields)
 
 
 # The setters of the slots every pydantic model has (BaseModel.__slots__), looked up once: ``trusted`` makes two
@@ -664,13 +666,12 @@ def new_run_state(run_id: str, workflow: WorkflowRef) -> RunState:
     """``RunState(run_id=run_id, workflow=workflow)`` without validation, for a run the engine starts: both values
     are its own (a minted id, a frozen plan's reference), and validating them was a sixth of a one-node run's
     cost. Every field is given its default, as validation would (``tests/runtime/test_state.py`` compares them)."""
-    rs = trusted(RunState, {
+    # The fields set validation would record (the two given), a new set for this state: pydantic adds to it.
+    return trusted_full(RunState, {
         "version": RUN_STATE_VERSION, "run_id": run_id, "workflow": workflow, "status": "running", "step": 0,
         "id_seq": 0, "trace_seq": 0, "attempt": 1, "scopes": {}, "frames": {}, "lineages": {}, "ready": [],
         "barriers": {}, "activations": {}, "interrupts": {}, "wakeups": {}, "output": None, "error": None,
-    })
-    object.__setattr__(rs, "__pydantic_fields_set__", {"run_id", "workflow"})
-    return rs
+    }, {"run_id", "workflow"})
 
 
 @dataclass(frozen=True, slots=True, eq=False)

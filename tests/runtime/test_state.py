@@ -276,7 +276,10 @@ def test_a_started_runs_state_is_what_validation_would_make() -> None:
     built, validated = new_run_state("run_1", ref), RunState(run_id="run_1", workflow=ref)
     assert built == validated and built.model_fields_set == validated.model_fields_set
     assert built.to_json() == validated.to_json()
-    assert built.frames is not new_run_state("run_2", ref).frames  # nothing shared between runs
+    other = new_run_state("run_2", ref)
+    assert built.frames is not other.frames  # nothing shared between runs
+    built.status = "failed"  # an assignment records the field as set: in this state's own set only
+    assert other.model_fields_set == {"run_id", "workflow"} != built.model_fields_set
 
 
 def test_the_engine_s_item_metadata_factory_builds_exactly_what_the_constructor_builds() -> None:

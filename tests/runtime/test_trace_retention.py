@@ -108,3 +108,23 @@ def test_a_run_no_one_watches_is_numbered_like_one_that_is_saved() -> None:
     assert unwatched.trace == ()
     assert unwatched.run_state.trace_seq == watched.run_state.trace_seq == len(stored)
     assert unwatched.run_state.model_dump(mode="json") == watched.run_state.model_dump(mode="json")
+
+
+@pytest.mark.parametrize("keep", [1, 7, 1000])
+def test_the_recorder_holds_a_bounded_number_of_events_however_long_the_call(keep: int) -> None:
+    """What the recorder holds for the result is cut back to the last ``keep`` as it grows: a call's memory does not
+    grow with its history, whatever retains the events."""
+    from runtime._algo import Recorder, over_kept
+    from runtime._state import new_run_state
+    from runtime.document import WorkflowRef
+
+    recorder = Recorder(new_run_state("run_1", WorkflowRef(id="w")), clock=lambda: 0.0, keep=keep)
+    most = 0
+    for _ in range(5_000):
+        recorder.emit("node_started")
+        recorder.emit("node_completed")
+        recorder.take_step()
+        most = max(most, len(recorder.events))
+    assert keep <= most <= over_kept(keep) < 2 * keep + 20
+    assert [e.seq for e in recorder.kept()] == list(range(10_000 - keep, 10_000))
+    assert recorder.omitted() == 10_000 - keep

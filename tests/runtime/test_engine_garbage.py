@@ -1,0 +1,90 @@
+"""An engine call leaves no reference cycle behind: what it made is freed when the caller drops the result.
+
+Objects in a cycle wait for CPython's cyclic collector, whose collections walk every young object; a cycle of
+the run loop, its scheduler and its RunState at every call made those collections a tenth of a one-node run's
+time (issue 33). These tests keep the collector's help unneeded for every kind of call that succeeds (a failed
+step's exception holds its traceback, whose frames hold the step: a cycle Python makes of any caught exception).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from runtime import Workflow, WorkflowBuilder
+from runtime.checkpoint import InMemoryCheckpointer
+from runtime.paths import input_path, state_path
+from tests.runtime.engine_helpers import XS_INPUT, asking, engine, single_foreach
+
+
+@pytest.fixture
+def saved_garbage() -> Iterator[list[Any]]:
+    """``gc.garbage`` while every object the collector frees is kept there instead, to be looked at."""
+    gc.collect()
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    try:
+        yield gc.garbage
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+
+
+def cyclic_runtime_objects(garbage: list[Any], call: Callable[[], Any]) -> list[str]:
+    """The runtime's objects that only the cyclic collector freed after ``call()``, by type name."""
+    garbage.clear()
+    call()
+    gc.collect()
+    return sorted({type(o).__qualname__ for o in garbage if type(o).__module__.startswith("runtime")})
+
+
+def one_step() -> Workflow:
+    g = WorkflowBuilder("one", input_schema={"type": "object", "properties": {"x": {"type": "integer"}}})
+    g.use("double", id="d", input=[{"target": "x", "path": input_path("x")}], output=[{"target": "y"}])
+    g.output("y", state_path("y"))
+    return g.build()
+
+
+def child() -> Workflow:
+    g = WorkflowBuilder("child", input_schema={"type": "object", "properties": {"x": {"type": "integer"}}})
+    g.use("double", id="d", input=[{"target": "x", "path": input_path("x")}], output=[{"target": "y"}])
+    g.output("y", state_path("y"))
+    return g.build()
+
+
+def calls_child_per_item() -> Workflow:
+    g = WorkflowBuilder("caller", input_schema=XS_INPUT)
+    each = g.foreach("each", input_path("xs"), results="ys")
+    call = g.subgraph("child", id="call", input=[{"target": "x", "path": each.item}])
+    g.chain(each, "loop", call, "ok", each)
+    g.output("ys", state_path("ys"))
+    return g.build()
+
+
+@pytest.mark.parametrize("checkpointed", [False, True], ids=["no checkpointer", "in-memory checkpointer"])
+@pytest.mark.parametrize("case", ["one step", "foreach", "subgraph per item", "interrupt and resume", "async run"])
+def test_an_engine_call_leaves_nothing_for_the_cyclic_collector(saved_garbage: list[Any], case: str,
+                                                                 checkpointed: bool) -> None:
+    eng = engine(workflows={"child": child()}, checkpointer=InMemoryCheckpointer() if checkpointed else None)
+    workflow = {"one step": one_step, "foreach": single_foreach, "subgraph per item": calls_child_per_item,
+                "interrupt and resume": asking, "async run": one_step}[case]()
+
+    def call() -> None:
+        if case == "one step":
+            assert eng.run(workflow, {"x": 2}).output == {"y": 4}
+        elif case == "foreach":
+            assert len(eng.run(workflow, {"orders": [1, 2, 3]}).output["seen"]) == 3
+        elif case == "subgraph per item":
+            assert eng.run(workflow, {"xs": [1, 2]}).output == {"ys": [{"y": 2}, {"y": 4}]}
+        elif case == "interrupt and resume":
+            paused = eng.run(workflow, {"xs": [5]})
+            done = eng.resume(paused.run_state, paused.interrupts[0].interrupt_id, {"a": 1}, workflow=workflow)
+            assert done.output == {"answers": [{"a": 1}]}
+        else:
+            assert asyncio.run(eng.arun(workflow, {"x": 3})).output == {"y": 6}
+
+    call()  # the first call makes what the engine keeps (its compiled plans, its thread pool)
+    assert cyclic_runtime_objects(saved_garbage, call) == []
