@@ -350,5 +350,10 @@ def claim_next(ready: ReadyTasks, *, worker_id: str, worker_teams: Counter[int],
 
 
 def record_owner(task_id: str, *, team_id: int, workflow_id: int) -> None:
-    """Mark a task just enqueued (in this transaction) as work of ``team_id``'s ``workflow_id``."""
-    QueuedTask.objects.create(task_id=task_id, team_id=team_id, workflow_id=workflow_id)
+    """Mark a task just enqueued (in this transaction) as work of ``team_id``'s ``workflow_id``. As SQL: every
+    run's creation writes one, inside the write lock the worker waits for on SQLite (issue 33)."""
+    connection = connections[QueuedTask.objects.db]
+    task = QueuedTask._meta.get_field("task").get_db_prep_save(task_id, connection)
+    with connection.cursor() as cursor:
+        cursor.execute(f"INSERT INTO {connection.ops.quote_name(QueuedTask._meta.db_table)} "
+                       "(task_id, team_id, workflow_id) VALUES (%s, %s, %s)", [task, team_id, workflow_id])
