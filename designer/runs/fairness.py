@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import functools
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -201,6 +201,8 @@ class Claimed:
 
     task: DBTaskResult
     team_id: int | None
+    #: What ``claim_next``'s ``prepare`` returned for the task, in the claim's transaction.
+    prepared: object = None
 
 
 def _running() -> tuple[dict[int, int], dict[int, int]]:
@@ -291,8 +293,10 @@ def held_back(ready: ReadyTasks, *, worker_teams: Mapping[int, int], free_slots:
 
 
 def claim_next(ready: ReadyTasks, *, worker_id: str, worker_teams: Counter[int], free_slots: int,
-               slots: int) -> Claimed | None:
-    """Claim the next of the ``ready`` tasks fairly; None: none may go."""
+               slots: int, prepare: Callable[[DBTaskResult], object] | None = None) -> Claimed | None:
+    """Claim the next of the ``ready`` tasks fairly; None: none may go. ``prepare(task)`` runs in the claim's
+    transaction once the task is taken (``run_worker`` takes a run's lease there); the ``Claimed`` holds what it
+    returned, which commits with the claim or not at all."""
     connection = connections[ready.using]
     statements = _statements(ready, connection.vendor)
     with exclusive_transaction(ready.using):
@@ -306,7 +310,7 @@ def claim_next(ready: ReadyTasks, *, worker_id: str, worker_teams: Counter[int],
             ownerless = _first(ready, statements.ownerless, params)
             if ownerless is not None:
                 _claim(ownerless, worker_id, connection)
-                return Claimed(ownerless, None)
+                return Claimed(ownerless, None, prepare(ownerless) if prepare is not None else None)
         # The oldest of a group first (``since``: a datetime, or on SQLite its text, which sorts the same).
         groups = sorted((row for row in groups if row[0] is not None), key=lambda row: (-row[2], row[3]))
         if not groups:
@@ -346,7 +350,7 @@ def claim_next(ready: ReadyTasks, *, worker_id: str, worker_teams: Counter[int],
                 FairShare(team_id=picked.team_id, workflow_id=picked.workflow_id,
                           served=workflow_row.served if workflow_row else 0.0, last_picked=now)],
                using=ready.using)
-        return Claimed(task, picked.team_id)
+        return Claimed(task, picked.team_id, prepare(task) if prepare is not None else None)
 
 
 def record_owner(task_id: str, *, team_id: int, workflow_id: int) -> None:
