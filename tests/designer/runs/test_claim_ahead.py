@@ -69,6 +69,10 @@ def test_a_runs_lease_is_taken_with_its_task_and_the_run_then_costs_two_transact
     statements = [query["sql"] for query in claiming.captured_queries]
     lease = [at for at, sql in enumerate(statements) if sql.startswith(f'UPDATE "{Run._meta.db_table}"')]
     assert len(lease) == 1 and _begins(claiming)[-1] < lease[0]  # in the claim's own transaction
+    # The whole claim: what is queued and whose, the teams' shares; the task taken (one UPDATE that returns it),
+    # the shares moved on, the run's lease (one UPDATE that returns the run).
+    verbs = [sql.split()[0].upper() for sql in statements[_begins(claiming)[-1] + 1:] if sql.upper() != "COMMIT"]
+    assert verbs == ["SELECT", "SELECT", "UPDATE", "INSERT", "UPDATE"]
     with CaptureQueriesContext(connection) as running:
         assert _execute(claimed) == "completed"
     # The first checkpoint and the end (with the task's success): no transaction of its own for the lease.
