@@ -297,6 +297,13 @@ def ahead(taken: object) -> Iterator[None]:
         _ahead.value = None
 
 
+def taken_ahead(run_id: int) -> bool:
+    """Whether ``run_worker`` took ``run_id``'s lease with its task, for the ``execute`` about to run on this
+    thread."""
+    taken: Ahead | None = getattr(_ahead, "value", None)
+    return taken is not None and taken.run_id == run_id
+
+
 def _claimed(run_id: int) -> tuple[str, Run | None]:
     """The lease ``execute`` runs under: the one taken ahead for this run, else one claimed now."""
     taken: Ahead | None = getattr(_ahead, "value", None)

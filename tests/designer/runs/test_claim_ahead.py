@@ -9,7 +9,9 @@ from collections import Counter
 from typing import Any
 
 import pytest
+from django.core.management import call_command
 from django.db import connection
+from django.db.backends.signals import connection_created
 from django.test.utils import CaptureQueriesContext
 
 from designer.models import Run
@@ -103,3 +105,40 @@ def test_a_lease_taken_ahead_serves_only_its_own_run_and_only_once(started: Run,
         assert task_named("execute_run").call(other.pk) == "completed"
         assert task_named("execute_run").call(started.pk) == "skipped"  # its lease is held, by the ahead owner
     assert Run.objects.get(pk=started.pk).lease_owner == ahead.owner
+
+
+def test_a_busy_worker_spends_three_transactions_a_run_and_no_query_on_its_connection_or_the_chain(
+        cast: Any) -> None:
+    """Three one-step runs through a real ``run_worker`` loop (one slot, until the queue is empty), every
+    statement of every connection it opened recorded: per run the claim, the first checkpoint and the end, and
+    neither a health check of the connection (a round trip on PostgreSQL) nor the recovery chain's read."""
+    workflow = cast.workflow("One", _one_step())
+    runs = [run_services.start_run(actor=cast.editor, workflow=workflow) for _ in range(3)]
+    call_command("run_worker", batch=True, slots=1, startup_delay=False, reload=False, max_tasks=1,
+                 verbosity=0)  # the recovery sweep the first run's enqueue queued, ahead of the runs
+    opened: list[Any] = []
+    checks: list[Any] = []
+
+    def record(sender: Any, connection: Any, **kwargs: Any) -> None:
+        connection.force_debug_cursor = True
+        opened.append(connection)
+        usable = connection.is_usable
+
+        def checked() -> bool:  # Django's health check: "SELECT 1" on PostgreSQL, outside the queries log
+            checks.append(connection)
+            return bool(usable())
+
+        connection.is_usable = checked
+
+    connection_created.connect(record)
+    try:
+        call_command("run_worker", batch=True, slots=1, startup_delay=False, reload=False, verbosity=0)
+    finally:
+        connection_created.disconnect(record)
+    assert [run.status for run in Run.objects.filter(pk__in=[run.pk for run in runs])] == ["completed"] * 3
+    statements = [query["sql"] for wrapper in opened for query in wrapper.queries_log]
+    begins = [sql for sql in statements if sql.upper().startswith("BEGIN")]
+    # The slot's connection: three a run, and the last claim, which finds the queue empty.
+    assert len(begins) == 3 * len(runs) + 1
+    assert len(checks) <= 1  # the one connection, checked at most once
+    assert not [sql for sql in statements if "designer_recoverychain" in sql]
