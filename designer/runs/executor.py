@@ -27,8 +27,11 @@ processes (``designer.runs.steps``), which enforces the step limits.
 
 from __future__ import annotations
 
+import contextlib
 import logging
-from collections.abc import Callable, Iterable
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from django.db import transaction
@@ -39,8 +42,9 @@ from designer.models import Run, RunCheckpoint, RunValue
 from designer.monitoring import metrics, tracing
 from designer.runs import batches, budgets, plans, signals, steps, task_backend, waiting
 from designer.runs.checkpointer import OrmCheckpointer, checkpoint_state_of, run_state_of
+from designer.runs.dispatch import task_named
 from designer.runs.history_selectors import TolerantRedrive, tolerated_failures
-from designer.runs.lease import Heartbeat, LeaseLost, claim, new_owner_id, release
+from designer.runs.lease import Heartbeat, LeaseLost, claim, new_owner_id, release, take
 from designer.runs.pinning import PinnedResolver
 from designer.secrets.services import TeamSecrets
 from designer.workflows import catalog
@@ -86,6 +90,8 @@ class Execution:
         if run.runtime_id is not None:
             self.checkpointer.remember(run.runtime_id, run.pk, trace_next=run.trace_next,
                                        unsaved=run.run_state is None)
+        #: The run's first drive: no checkpoint yet, so it never ended before and has no output values to replace.
+        self.first_drive = run.run_state is None
         #: The document the drive runs (``plans.document``), once it started.
         self.document: Any = run.document
         #: The engine of the drive, once it started (its budget meter holds the step-seconds it used).
@@ -232,7 +238,8 @@ class Execution:
                 raise LeaseLost(f"run {self.run.pk}: lease lost before the outcome was stored")
             self.use_recorded = True
             if result.output is not None:
-                RunValue.objects.record(run_id=self.run.pk, side="output", value=result.output)
+                keep = RunValue.objects.add if self.first_drive else RunValue.objects.record
+                keep(run_id=self.run.pk, side="output", value=result.output)
             signals.run_reached.send(sender=Run, run_id=self.run.pk, status=status, team_id=self.run.team_id,
                                      workflow_id=self.run.workflow_id)
             task_backend.succeed(status)  # what ``execute_run`` returns
@@ -252,10 +259,64 @@ class Execution:
         return "failed"
 
 
+@dataclass(frozen=True, slots=True)
+class Ahead:
+    """A run's lease taken in the transaction that took its ``execute_run`` task from the queue: the owner, and
+    the claimed row (None: the run was not claimable, so the task has nothing to do)."""
+
+    run_id: int
+    owner: str
+    run: Run | None
+
+
+#: The lease ``execute`` is handed on this thread (``ahead``), for the run it is about to execute.
+_ahead = threading.local()
+
+
+def claim_ahead(task: Any) -> Ahead | None:
+    """For ``run_worker``'s claim of a queued task (a django-tasks-db row), inside its transaction: when the task
+    executes a run, take the run's lease there too (``lease.take``), so the claim and the lease are one
+    transaction, not two in a row (issue 33: on SQLite each takes the database's one write lock that the API
+    creating runs wants as well). None for any other task."""
+    if task.task_path != task_named("execute_run").module_path:
+        return None
+    args = (task.args_kwargs or {}).get("args") or []
+    if len(args) != 1 or not isinstance(args[0], int) or isinstance(args[0], bool):
+        return None  # not a call ``execute_run`` accepts: the task fails as it would have
+    owner = new_owner_id()
+    return Ahead(args[0], owner, take(args[0], owner))
+
+
+@contextlib.contextmanager
+def ahead(taken: object) -> Iterator[None]:
+    """While the block runs the task ``taken`` was prepared for (``claim_ahead``), on this thread."""
+    _ahead.value = taken if isinstance(taken, Ahead) else None
+    try:
+        yield
+    finally:
+        _ahead.value = None
+
+
+def taken_ahead(run_id: int) -> bool:
+    """Whether ``run_worker`` took ``run_id``'s lease with its task, for the ``execute`` about to run on this
+    thread."""
+    taken: Ahead | None = getattr(_ahead, "value", None)
+    return taken is not None and taken.run_id == run_id
+
+
+def _claimed(run_id: int) -> tuple[str, Run | None]:
+    """The lease ``execute`` runs under: the one taken ahead for this run, else one claimed now."""
+    taken: Ahead | None = getattr(_ahead, "value", None)
+    _ahead.value = None  # used once: a task that executes a run twice claims it the second time
+    if taken is not None and taken.run_id == run_id:
+        return taken.owner, taken.run
+    owner = new_owner_id()
+    return owner, claim(run_id, owner)
+
+
 def execute(run_id: int) -> str:
     """Run ``run_id`` if no other worker holds it; the status it ended in, ``skipped`` or ``lease-lost``."""
-    owner = new_owner_id()
-    run = claim(run_id, owner)
+    owner, run = _claimed(run_id)
     if run is None:
         return "skipped"
     execution = Execution(run, owner)

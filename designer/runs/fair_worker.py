@@ -7,7 +7,8 @@ through ``fairness.claim_next``; the step processes are shared, and a run that h
 last one free for another slot's run (``steps.StepProcessPool.reserve``).
 
 Alongside the slots, a ``RecoverySweep`` thread re-enqueues orphaned runs every sweep interval: the queued
-recovery chain (``designer.runs.sweep``) waits for a free slot like any task, this does not.
+recovery chain (``designer.runs.sweep``) waits for a free slot like any task, this does not. It also keeps that
+chain alive (``chain.ensure_chain``), which the runs this worker takes no longer ask about one by one.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import logging
 import signal
 import sys
 import threading
+import time
 from collections import Counter
 from types import FrameType
 from typing import Any
@@ -33,12 +35,14 @@ from django_tasks_db.utils import is_locked_database_exception
 from designer.core.periodic import PeriodicThread
 from designer.models import RecoveryChain
 from designer.monitoring import metrics
-from designer.runs import chain, fairness, signals, task_backend, wakeup
+from designer.runs import chain, executor, fairness, signals, task_backend, wakeup
 from designer.runs.recovery import requeue_stale_runs
 
 logger = logging.getLogger("designer.runs")
 #: The queue's own logger, which ``db_worker``'s options (``-v``) configure: worker start and stop go there.
 worker_logger = logging.getLogger("django_tasks_db")
+#: How often a busy slot checks its database connection (``close_old_connections``): age, errors, health.
+CONNECTION_CHECK_SECONDS = 1.0
 
 
 class RecoverySweep(PeriodicThread):
@@ -52,6 +56,7 @@ class RecoverySweep(PeriodicThread):
         self.interval = chain.interval()
 
     def tick(self) -> bool:
+        chain.ensure_chain()  # for the runs this worker takes, whose ``execute_run`` no longer asks (tasks.py)
         requeued = requeue_stale_runs()
         if requeued:
             logger.info("re-enqueued stale run(s): %s", ", ".join(map(str, requeued)))
@@ -82,8 +87,9 @@ class FairWorker(Worker):
                 free = self.slots - self._busy
                 if fairness.held_back(self._ready, worker_teams=self._teams, free_slots=free, slots=self.slots):
                     return None, True
+                # A run's lease is taken with its task: one transaction per run fewer (executor.claim_ahead).
                 claimed = fairness.claim_next(self._ready, worker_id=self.worker_id, worker_teams=self._teams,
-                                              free_slots=free, slots=self.slots)
+                                              free_slots=free, slots=self.slots, prepare=executor.claim_ahead)
             except OperationalError as exc:
                 if not is_locked_database_exception(exc):
                     logger.exception("worker %s: claiming a task failed; trying again", self.worker_id)
@@ -136,14 +142,21 @@ class FairWorker(Worker):
             self._run_tasks += 1
 
     def _slot(self) -> None:
+        checked = -CONNECTION_CHECK_SECONDS
         try:
             while self.running:
-                close_old_connections()
+                # What db_worker does around each task, at most once a CONNECTION_CHECK_SECONDS while busy (or after
+                # an error): each check made the next statement a health check, a round trip on PostgreSQL, and a
+                # one-step run is some twenty of them (issue 33).
+                if time.monotonic() - checked >= CONNECTION_CHECK_SECONDS or connection.errors_occurred:
+                    close_old_connections()
+                    checked = time.monotonic()
                 self._waiter.arm()  # work announced while this slot looks at the queue is not slept through
                 claimed, read = self._claim()
                 if claimed is not None:
                     try:
-                        self.run_task(claimed.task)
+                        with executor.ahead(claimed.prepared):
+                            self.run_task(claimed.task)
                     finally:
                         self._release(claimed)
                 if self.batch and read and claimed is None:
@@ -151,9 +164,10 @@ class FairWorker(Worker):
                 if self.max_tasks is not None and self._run_tasks >= self.max_tasks:
                     self.running = False
                     return
-                close_old_connections()
                 if self.running and claimed is None:
+                    close_old_connections()
                     self._idle()
+                    checked = time.monotonic()
         finally:
             connection.close()
 

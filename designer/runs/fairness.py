@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import functools
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -136,6 +136,7 @@ class _Statements:
     at every pick, about 2 ms of a one-step run's CPU (issue 33). Each takes ``_Statements.params`` first."""
 
     groups: str
+    #: Claims (``_take``) of the first ownerless task, and of a given team's and workflow's first task.
     ownerless: str
     owned: str
     #: Up to the list of the teams a worker runs, which ``held_back`` closes.
@@ -163,11 +164,16 @@ def _statements(ready: ReadyTasks, vendor: str) -> _Statements:
     # cannot lock the nullable side of the outer join. SQLite has no row locks: its transaction is exclusive.
     order = "ORDER BY t.priority DESC, t.run_after ASC, t.enqueued_at ASC LIMIT 1"
     lock = " FOR UPDATE OF t SKIP LOCKED" if vendor == "postgresql" else ""
+    # ``DBTaskResult.claim``'s writes: running, since now, this worker added to the task's workers. The claim is
+    # the UPDATE of the first task, which returns the row: one statement where a read and a write were two.
+    added = "worker_ids || to_jsonb(%s::text)" if vendor == "postgresql" else "json_insert(worker_ids, '$[#]', %s)"
+    take = f"UPDATE {tasks} SET status = %s, started_at = %s, worker_ids = {added} WHERE id = ("
     return _Statements(
         groups=f"SELECT q.team_id, q.workflow_id, MAX(t.priority), MIN(t.enqueued_at) FROM {source} "
                f"WHERE {where} GROUP BY q.team_id, q.workflow_id",
-        ownerless=f"SELECT t.* FROM {source} WHERE {where} AND q.task_id IS NULL {order}{lock}",
-        owned=f"SELECT t.* FROM {source} WHERE {where} AND q.team_id = %s AND q.workflow_id = %s {order}{lock}",
+        ownerless=f"{take}SELECT t.id FROM {source} WHERE {where} AND q.task_id IS NULL {order}{lock}) RETURNING *",
+        owned=f"{take}SELECT t.id FROM {source} WHERE {where} AND q.team_id = %s AND q.workflow_id = %s "
+              f"{order}{lock}) RETURNING *",
         # Ownerless tasks (a sweep, a schedule tick) are not of any team this worker runs.
         others=f"SELECT 1 FROM {source} WHERE {where} AND (q.team_id IS NULL OR NOT (q.team_id IN (",
         fixed=tuple(fixed))
@@ -178,21 +184,12 @@ def _params(ready: ReadyTasks, statements: _Statements, connection: BaseDatabase
     return [str(TaskResultStatus.READY), adapt(get_date_max()), adapt(timezone.now()), *statements.fixed]
 
 
-def _first(ready: ReadyTasks, sql: str, params: list[object]) -> DBTaskResult | None:
-    return next(iter(DBTaskResult.objects.using(ready.using).raw(sql, params)), None)
-
-
-def _claim(task: DBTaskResult, worker_id: str, connection: BaseDatabaseWrapper) -> None:
-    """``DBTaskResult.claim`` as one SQL UPDATE: its ORM save was compiled at every pick."""
-    task.status = TaskResultStatus.RUNNING
-    task.started_at = timezone.now()
-    task.worker_ids = [*task.worker_ids, worker_id]
-    fields = [DBTaskResult._meta.get_field(name) for name in ("status", "started_at", "worker_ids", "id")]
-    values = [field.get_db_prep_save(getattr(task, field.attname), connection) for field in fields]
-    quote = connection.ops.quote_name
-    with connection.cursor() as cursor:
-        cursor.execute(f"UPDATE {quote(DBTaskResult._meta.db_table)} SET status = %s, started_at = %s, "
-                       "worker_ids = %s WHERE id = %s", values)
+def _take(ready: ReadyTasks, sql: str, params: list[object], worker_id: str,
+          connection: BaseDatabaseWrapper) -> DBTaskResult | None:
+    """Claim the first task ``sql`` (``_Statements.ownerless`` or ``owned``) finds, as ``DBTaskResult.claim``
+    does, and return it as claimed; None when there is none (or, on PostgreSQL, another worker holds it)."""
+    claim = [str(TaskResultStatus.RUNNING), connection.ops.adapt_datetimefield_value(timezone.now()), worker_id]
+    return next(iter(DBTaskResult.objects.using(ready.using).raw(sql, [*claim, *params])), None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,6 +198,8 @@ class Claimed:
 
     task: DBTaskResult
     team_id: int | None
+    #: What ``claim_next``'s ``prepare`` returned for the task, in the claim's transaction.
+    prepared: object = None
 
 
 def _running() -> tuple[dict[int, int], dict[int, int]]:
@@ -291,8 +290,10 @@ def held_back(ready: ReadyTasks, *, worker_teams: Mapping[int, int], free_slots:
 
 
 def claim_next(ready: ReadyTasks, *, worker_id: str, worker_teams: Counter[int], free_slots: int,
-               slots: int) -> Claimed | None:
-    """Claim the next of the ``ready`` tasks fairly; None: none may go."""
+               slots: int, prepare: Callable[[DBTaskResult], object] | None = None) -> Claimed | None:
+    """Claim the next of the ``ready`` tasks fairly; None: none may go. ``prepare(task)`` runs in the claim's
+    transaction once the task is taken (``run_worker`` takes a run's lease there); the ``Claimed`` holds what it
+    returned, which commits with the claim or not at all."""
     connection = connections[ready.using]
     statements = _statements(ready, connection.vendor)
     with exclusive_transaction(ready.using):
@@ -303,10 +304,9 @@ def claim_next(ready: ReadyTasks, *, worker_id: str, worker_teams: Counter[int],
         if not groups:
             return None
         if any(team is None for team, *_ in groups):
-            ownerless = _first(ready, statements.ownerless, params)
+            ownerless = _take(ready, statements.ownerless, params, worker_id, connection)
             if ownerless is not None:
-                _claim(ownerless, worker_id, connection)
-                return Claimed(ownerless, None)
+                return Claimed(ownerless, None, prepare(ownerless) if prepare is not None else None)
         # The oldest of a group first (``since``: a datetime, or on SQLite its text, which sorts the same).
         groups = sorted((row for row in groups if row[0] is not None), key=lambda row: (-row[2], row[3]))
         if not groups:
@@ -332,10 +332,9 @@ def claim_next(ready: ReadyTasks, *, worker_id: str, worker_teams: Counter[int],
             list(FairShare.objects.select_for_update().filter(team_id=picked.team_id, workflow_id=0))
             if _running()[0].get(picked.team_id, 0) >= policy.max_running:
                 return None  # another worker took the team's last slot since it was counted
-        task = _first(ready, statements.owned, [*params, picked.team_id, picked.workflow_id])
+        task = _take(ready, statements.owned, [*params, picked.team_id, picked.workflow_id], worker_id, connection)
         if task is None:
             return None  # taken by another worker meanwhile; the slot asks again
-        _claim(task, worker_id, connection)
         share = shares.get((picked.team_id, 0))
         served, floor = advance(share.served if share else 0.0, load.floor, policy.weight)
         now = timezone.now()
@@ -346,9 +345,14 @@ def claim_next(ready: ReadyTasks, *, worker_id: str, worker_teams: Counter[int],
                 FairShare(team_id=picked.team_id, workflow_id=picked.workflow_id,
                           served=workflow_row.served if workflow_row else 0.0, last_picked=now)],
                using=ready.using)
-        return Claimed(task, picked.team_id)
+        return Claimed(task, picked.team_id, prepare(task) if prepare is not None else None)
 
 
 def record_owner(task_id: str, *, team_id: int, workflow_id: int) -> None:
-    """Mark a task just enqueued (in this transaction) as work of ``team_id``'s ``workflow_id``."""
-    QueuedTask.objects.create(task_id=task_id, team_id=team_id, workflow_id=workflow_id)
+    """Mark a task just enqueued (in this transaction) as work of ``team_id``'s ``workflow_id``. As SQL: every
+    run's creation writes one, inside the write lock the worker waits for on SQLite (issue 33)."""
+    connection = connections[QueuedTask.objects.db]
+    task = QueuedTask._meta.get_field("task").get_db_prep_save(task_id, connection)
+    with connection.cursor() as cursor:
+        cursor.execute(f"INSERT INTO {connection.ops.quote_name(QueuedTask._meta.db_table)} "
+                       "(task_id, team_id, workflow_id) VALUES (%s, %s, %s)", [task, team_id, workflow_id])

@@ -112,32 +112,24 @@ def claim(run_id: int, owner: str) -> Run | None:
     it is held, finished, interrupted, waiting for later, or its row is locked by a transaction that has not
     ended (a frozen worker: recovery gets to it once it is released)."""
     with transaction.atomic():
-        if connection.vendor == "postgresql":
-            # Pass a row locked by a transaction that has not ended rather than queue behind it. SQLite has no
-            # row locks (the transaction holds the database), so its conditional UPDATE alone decides.
-            bounded_lock_wait()
-            rows = Run.objects.filter(claimable(), pk=run_id).filter(lease_is_free())
-            if not rows.select_for_update(skip_locked=True).values_list("pk", flat=True):
-                return None
-        claimed = _take_lease(run_id, owner)
-    if not claimed:
+        return take(run_id, owner)
+
+
+def take(run_id: int, owner: str) -> Run | None:
+    """``claim`` in the caller's transaction, as one statement: the lease's conditional UPDATE returns the claimed
+    row with its input, where its trace ends (``Run.trace_next``), and the team's slug and the workflow's name the
+    worker labels it with (the rest of both is read if ever asked for). ``run_worker`` takes a run's lease in the
+    transaction that takes its task from the queue (``executor.claim_ahead``): a transaction fewer per run.
+
+    Written as SQL: the ORM's claim compiled its expressions at every run (a tenth of a one-step run's worker
+    time), and the read that followed was a statement of its own (issue 33). On PostgreSQL the row is locked
+    by a subquery that skips a row locked by a transaction that has not ended (a frozen worker), rather than
+    queue behind it; SQLite has no row locks (the transaction holds the database), so its condition alone
+    decides. "Now" is ``lease_now()``'s: the database's clock on PostgreSQL, this process's on SQLite."""
+    sql, params = _take_sql(run_id, owner)
+    run = next(iter(Run.objects.raw(sql, params)), None)
+    if run is None:
         return None
-    return _claimed_run(run_id)
-
-
-def _claimed_run(run_id: int) -> Run:
-    """The run just claimed, with its input, where its trace ends (``Run.trace_next``), and the team's slug and
-    the workflow's name the worker labels it with (the rest of both is read if ever asked for). Written as SQL:
-    the ORM read with ``select_related`` it replaces spent most of a millisecond a run compiling the query and
-    building three full rows, and the input and the trace's end were queries of their own (issue 33)."""
-    quote = connection.ops.quote_name
-    sql = (f"SELECT r.*, t.slug AS {quote('claimed_team_slug')}, w.name AS {quote('claimed_workflow_name')}, "
-           f"i.value AS {quote('claimed_input')}, (SELECT MAX(e.seq) FROM {quote(RunEvent._meta.db_table)} e "
-           f"WHERE e.run_id = r.id) AS {quote('claimed_last_seq')} "
-           f"FROM {quote(Run._meta.db_table)} r JOIN {quote(Team._meta.db_table)} t ON t.id = r.team_id "
-           f"JOIN {quote(Workflow._meta.db_table)} w ON w.id = r.workflow_id "
-           f"LEFT OUTER JOIN {quote(RunInput._meta.db_table)} i ON i.run_id = r.id WHERE r.id = %s")
-    run = next(iter(Run.objects.raw(sql, [run_id])))
     last = vars(run).pop("claimed_last_seq")
     run.trace_next = 0 if last is None else last + 1
     stored = vars(run).pop("claimed_input")
@@ -152,11 +144,11 @@ def _claimed_run(run_id: int) -> Run:
     return run
 
 
-def _take_lease(run_id: int, owner: str) -> bool:
-    """The claim's conditional UPDATE: ``claimable()`` and ``lease_is_free()`` as its condition, the lease, the
-    running status and the first start as its values. Written as SQL: compiling these expressions through the ORM
-    was a tenth of a one-step run's worker time (issue 33). "Now" is ``lease_now()``'s: the database's clock on
-    PostgreSQL, this process's on SQLite."""
+def _take_sql(run_id: int, owner: str) -> tuple[str, list[Any]]:
+    """The claim's UPDATE: ``claimable()`` and ``lease_is_free()`` as its condition, the lease, the running status
+    and the first start as its values, and the claimed row (``take``) as what it returns."""
+    quote = connection.ops.quote_name
+    table = quote(Run._meta.db_table)
     params: list[Any] = []
     if connection.vendor == "postgresql":
         def now(plus: float = 0.0) -> str:
@@ -180,9 +172,17 @@ def _take_lease(run_id: int, owner: str) -> bool:
     params.extend([run_id, str(Run.Status.QUEUED), str(Run.Status.RUNNING), str(Run.Status.WAITING)])
     where = f"id = %s AND (status IN (%s, %s) OR (status = %s AND wake_at <= {now(CLOCK_SLACK_SECONDS)}))"
     where += f" AND (lease_owner = '' OR lease_expires_at IS NULL OR lease_expires_at < {now()})"
-    with connection.cursor() as cursor:
-        cursor.execute(f"UPDATE {connection.ops.quote_name(Run._meta.db_table)} SET {sets} WHERE {where}", params)
-        return bool(cursor.rowcount == 1)
+    if connection.vendor == "postgresql":
+        where += f" AND id = (SELECT l.id FROM {table} l WHERE l.id = %s FOR UPDATE SKIP LOCKED)"
+        params.append(run_id)
+    columns = ", ".join(quote(field.column) for field in Run._meta.concrete_fields)
+    returning = (f"{columns}, (SELECT t.slug FROM {quote(Team._meta.db_table)} t WHERE t.id = {table}.team_id) "
+                 f"AS {quote('claimed_team_slug')}, (SELECT w.name FROM {quote(Workflow._meta.db_table)} w "
+                 f"WHERE w.id = {table}.workflow_id) AS {quote('claimed_workflow_name')}, (SELECT i.value FROM "
+                 f"{quote(RunInput._meta.db_table)} i WHERE i.run_id = {table}.id) AS {quote('claimed_input')}, "
+                 f"(SELECT MAX(e.seq) FROM {quote(RunEvent._meta.db_table)} e WHERE e.run_id = {table}.id) "
+                 f"AS {quote('claimed_last_seq')}")
+    return f"UPDATE {table} SET {sets} WHERE {where} RETURNING {returning}", params
 
 
 def renew(run_id: int, owner: str) -> None:

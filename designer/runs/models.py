@@ -376,12 +376,20 @@ class RunValueQuerySet(models.QuerySet):
         ``MAX_VALUES`` rows of four parameters: within every database's limit of one statement's parameters."""
         connection = connections[self.db]
         table = connection.ops.quote_name(self.model._meta.db_table)
-        rows = [(run_id, side, path, text) for path, text in run_values.pairs_of(value)]
         with connection.cursor() as cursor:
             cursor.execute(f"DELETE FROM {table} WHERE run_id = %s AND side = %s", [run_id, side])
-            if rows:
-                cursor.execute(f"INSERT INTO {table} (run_id, side, path, text) VALUES "
-                               + ", ".join(["(%s, %s, %s, %s)"] * len(rows)), [v for row in rows for v in row])
+        self.add(run_id=run_id, side=side, value=value)
+
+    def add(self, *, run_id: int, side: str, value: Any) -> None:
+        """``record`` for a side that has nothing kept yet (the input of a run being created): the insert alone."""
+        rows = [(run_id, side, path, text) for path, text in run_values.pairs_of(value)]
+        if not rows:
+            return
+        connection = connections[self.db]
+        table = connection.ops.quote_name(self.model._meta.db_table)
+        with connection.cursor() as cursor:
+            cursor.execute(f"INSERT INTO {table} (run_id, side, path, text) VALUES "
+                           + ", ".join(["(%s, %s, %s, %s)"] * len(rows)), [v for row in rows for v in row])
 
     def run_ids_matching(self, query: run_values.ValueQuery) -> models.QuerySet:
         """The ids of the runs holding ``query``'s value at its path, for ``pk__in``."""

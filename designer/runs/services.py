@@ -92,21 +92,10 @@ def begin_run(*, workflow: Workflow, input: object, version: object, created_by:
     # The engine checks again; checking here turns a bad input into a 400 with per-field errors.
     check_run_input(snapshot, run_input)
     pins = pin_subgraph_versions(parse_document(snapshot), TeamVersionResolver(workflow.team_id))
+    run = Run(team_id=workflow.team_id, workflow=workflow, workflow_version=workflow_version, document=snapshot,
+              subgraph_versions=pins, created_by=created_by)
     with transaction.atomic():
-        run = Run.objects.create(
-            team_id=workflow.team_id,
-            workflow=workflow,
-            workflow_version=workflow_version,
-            document=snapshot,
-            input=run_input,
-            subgraph_versions=pins,
-            status=Run.Status.QUEUED,
-            created_by=created_by,
-        )
-        run.runtime_id = Run.runtime_id_for(run.pk)
-        run.save(update_fields=["runtime_id"])
-        queue.enqueue_run(run.pk)
-        run.refresh_from_db()  # as committed: a worker may take the run the moment it is
+        queue.enqueue_new_run(run, run_input)
     return run
 
 

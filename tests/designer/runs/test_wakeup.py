@@ -146,3 +146,27 @@ def test_a_full_wake_file_is_started_anew_and_the_restart_still_wakes(monkeypatc
         assert waiter.wait(0.05) is False  # and a quiet file does not wake it
     finally:
         waiter.close()
+
+
+@pytest.mark.skipif(connection.vendor != "sqlite", reason="the wake file is SQLite's")
+def test_an_idle_slot_looks_at_the_wake_file_soon_after_it_found_nothing_then_less_often(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # A slot that has just caught up with a burst of work hears the burst's next run within a millisecond or two;
+    # one idle for longer looks every FILE_POLL_SECONDS, as before.
+    pauses: list[float] = []
+    sleep = time.sleep
+
+    def recorded(seconds: float) -> None:
+        pauses.append(seconds)
+        sleep(seconds)
+
+    waiter = wakeup.Waiter()
+    try:
+        waiter.arm()
+        monkeypatch.setattr(wakeup.time, "sleep", recorded)
+        assert waiter.wait(0.2) is False
+    finally:
+        monkeypatch.undo()
+        waiter.close()
+    assert pauses[:6] == [0.001, 0.002, 0.004, 0.008, 0.016, wakeup.FILE_POLL_SECONDS]
+    assert max(pauses) == wakeup.FILE_POLL_SECONDS
