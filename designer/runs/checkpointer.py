@@ -30,15 +30,17 @@ The designer mints runtime ids as ``run_<pk, 13 digits>`` (``Run.runtime_id_for`
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import sys
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 import pydantic_core
 from django.db import connection, transaction
-from django.db.models import F
+from psycopg.pq import TransactionStatus
 
 from designer.conf import trellis
 from designer.models import Run, RunCheckpoint, RunEvent, RunStatePart, Team
@@ -208,6 +210,67 @@ def _json_text(value: Any) -> str:
         return json.dumps(value)
 
 
+#: What a kept checkpoint's upsert writes over the row a superstep redone after a crash left.
+_KEPT_UPDATE = ("status = EXCLUDED.status, attempt = EXCLUDED.attempt, engine_trace_seq = EXCLUDED.engine_trace_seq, "
+                "state = EXCLUDED.state")
+#: The record ``json_to_recordset`` reads an event row from (``_event_records``): ``_EVENT_COLUMNS`` after
+#: ``run_id``, typed as the columns are.
+_EVENT_RECORD = ("seq integer, kind text, node_id text, frame_id text, scope_id text, lineage_id text, "
+                 "activation_id text, index integer, data text, at timestamptz, duration_ms integer")
+
+
+def _event_records(events: Sequence[TraceEvent], start: int) -> str:
+    """``events`` as a JSON array of the objects ``_EVENT_RECORD`` reads, numbered from ``start``: the rows
+    ``event_row`` makes. ``data`` goes as a JSON string holding its JSON text, so that the column gets the text
+    ``_json_text`` writes, as written (NaN and the infinities included, which JSON itself has no words for)."""
+    records = []
+    for number, event in enumerate(events):
+        duration = event.duration
+        records.append({
+            "seq": start + number, "kind": event.kind, "node_id": event.node_id or "", "frame_id": event.frame_id or "",
+            "scope_id": event.scope_id or "", "lineage_id": event.lineage_id or "",
+            "activation_id": event.activation_id or "", "index": event.index, "data": _json_text(_event_data(event)),
+            "at": datetime.fromtimestamp(event.time, tz=UTC).isoformat(),
+            "duration_ms": None if duration is None else max(0, round(duration * 1000))})
+    return _json_text(records)
+
+
+@functools.cache
+def _one_statement_sql() -> tuple[str, str, str]:
+    """The run's table and the ``WITH`` clauses of ``OrmCheckpointer._save_in_one_statement`` that do not vary
+    (PostgreSQL's quoting; built once, not at every save): the kept checkpoint, from the run's row just written,
+    and the events, from the JSON array ``_event_records`` makes."""
+    quote = connection.ops.quote_name
+    kept = (f", kept AS (INSERT INTO {quote(RunCheckpoint._meta.db_table)} (run_id, step, status, attempt, "
+            "engine_trace_seq, state) SELECT id, %s, %s, %s, %s, run_state FROM run "
+            f"ON CONFLICT (run_id, step) DO UPDATE SET {_KEPT_UPDATE})")
+    columns = ", ".join(quote(name) for name in _EVENT_COLUMNS)
+    values = ", ".join(f"e.{quote(name)}" for name in _EVENT_COLUMNS[1:])
+    traced = (f", traced AS (INSERT INTO {quote(RunEvent._meta.db_table)} ({columns}) SELECT run.id, {values} "
+              f"FROM run, json_to_recordset(%s::json) AS e({_EVENT_RECORD}))")
+    return quote(Run._meta.db_table), kept, traced
+
+
+def _nothing_sent() -> bool:
+    """Whether the connection's open transaction has sent nothing to PostgreSQL yet (psycopg sends BEGIN with the
+    first statement) and holds nothing to run at its commit."""
+    return bool(connection.connection.info.transaction_status == TransactionStatus.IDLE
+                and not connection.run_on_commit)
+
+
+@dataclass(frozen=True, slots=True)
+class _RowWrite:
+    """What a save writes to the run's row: the state and progress JSON text, the counters to add, the hook's
+    fields."""
+
+    pk: int
+    state_text: str
+    progress_text: str
+    items: int
+    failed: int
+    extra: dict[str, Any]
+
+
 def _keep_checkpoint(run_pk: int, run_state: RunState, data: dict[str, Any], text: str | None = None) -> None:
     """Store ``data`` as the run's kept checkpoint after ``run_state.step``: one upsert, so a superstep redone after a
     crash replaces the checkpoint it left. Written as SQL (the same statement on SQLite and PostgreSQL) rather than
@@ -218,8 +281,7 @@ def _keep_checkpoint(run_pk: int, run_state: RunState, data: dict[str, Any], tex
     with connection.cursor() as cursor:
         cursor.execute(
             f"INSERT INTO {table} (run_id, step, status, attempt, engine_trace_seq, state) "
-            "VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (run_id, step) DO UPDATE SET status = EXCLUDED.status, "
-            "attempt = EXCLUDED.attempt, engine_trace_seq = EXCLUDED.engine_trace_seq, state = EXCLUDED.state",
+            f"VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (run_id, step) DO UPDATE SET {_KEPT_UPDATE}",
             [run_pk, run_state.step, run_state.status, run_state.attempt, run_state.trace_seq, state])
 
 
@@ -460,39 +522,43 @@ class OrmCheckpointer:
         # crash is counted when it is redone, never twice.
         items = sum(1 for event in events if event.kind == "item_completed")
         failed = sum(1 for event in events if event.kind == "node_failed")
-        atomic = transaction.atomic()
-        atomic.__enter__()
+        held = self.hold_final and run_state.status in FINAL
+        opened = transaction.atomic()
+        opened.__enter__()
+        atomic: transaction.Atomic | None = opened
         try:
             # Inside the transaction: what the hook writes besides its fields commits with this save or not at all.
             extra = self.extra_fields(run_state) if self.extra_fields is not None else {}
             pk = self._pk(run_state)
-            # The cancel flag is read by the write itself: the common save (not cancelled) is one statement where
-            # an UPDATE and a read were two; a row it missed is cancelled or no longer this owner's, and the
-            # plain UPDATE tells which. The row stays locked until commit, so the flag cannot change meanwhile.
-            if self._update_run(pk, state_text, progress_text, items, failed, extra, cancelled=False):
-                cancelled = False
-            elif self._update_run(pk, state_text, progress_text, items, failed, extra, cancelled=None):
-                cancelled = True
-            else:
-                raise LeaseLost(f"run {pk}: lease no longer held by {self.owner}; checkpoint discarded")
-            self._store_parts(pk, delta, run_state, state_text)
+            row = _RowWrite(pk, state_text, progress_text, items, failed, extra)
             # While the run has distributed batches, their commits append to its trace from other workers (even
             # as the run itself wakes, for a backoff of its own): read where the trace ends. Otherwise it ends
             # where this checkpointer's last save left it.
             batches = any(activation.distributed for activation in run_state.activations.values())
             next_seq = None if batches else self._next_seq.get(pk)
-            if events:
-                next_seq = append_events(pk, events, first=events[0].seq, next_seq=next_seq)
-                if batches:
-                    next_seq = None
+            if self._in_one_statement(delta, run_state, events, next_seq):
+                if not held and _nothing_sent():
+                    # The hook wrote nothing and the row was known: this statement is all the save writes, and on
+                    # its own it is a transaction, without BEGIN and COMMIT (two of a save's three round trips).
+                    atomic = None
+                    opened.__exit__(None, None, None)
+                cancelled, next_seq = self._save_in_one_statement(row, run_state, events, next_seq)
+            else:
+                cancelled = self._update_run(row)
+                self._store_parts(pk, delta, run_state, state_text)
+                if events:
+                    next_seq = append_events(pk, events, first=events[0].seq, next_seq=next_seq)
+                    if batches:
+                        next_seq = None
             self.cancel_requested = cancelled
         except BaseException:
-            atomic.__exit__(*sys.exc_info())
+            if atomic is not None:
+                atomic.__exit__(*sys.exc_info())
             raise
-        if self.hold_final and run_state.status in FINAL:
+        if held:
             # Nothing is saved after it: what this checkpointer remembers below is never used unless it commits.
             self._held = atomic
-        else:
+        elif atomic is not None:
             atomic.__exit__(None, None, None)
         # Only once committed: a rolled-back transaction must not be remembered.
         self._pks[run_state.run_id] = pk
@@ -505,36 +571,67 @@ class OrmCheckpointer:
         self._ledgers[pk] = ledger
         self.saves += 1
 
-    def _update_run(self, pk: int, state_text: str, progress_text: str, items: int, failed: int,
-                    extra: dict[str, Any], *, cancelled: bool | None) -> bool:
-        """Write the save's fields to the run's row if this owner holds it (and, ``cancelled`` False, if no cancel
-        is asked); whether it did. One SQL statement: compiling it through the ORM at every superstep cost more
-        than running it. ``extra`` fields (a resume's or redrive's first save) go through the ORM."""
-        if extra:
-            fields: dict[str, Any] = {"run_state": json.loads(state_text), "progress": json.loads(progress_text),
-                                      **extra}
-            if items:
-                fields["items_done"] = F("items_done") + items
-            if failed:
-                fields["failures"] = F("failures") + failed
-            rows = Run.objects.filter(pk=pk)
-            if self.owner is not None:
-                rows = rows.filter(lease_owner=self.owner)
-                fields["lease_expires_at"] = expiry_in(lease_seconds())
-            if cancelled is not None:
-                rows = rows.filter(cancel_requested=cancelled)
-            return rows.update(**fields) == 1
+    def _in_one_statement(self, delta: CheckpointDelta, run_state: RunState, events: Sequence[TraceEvent],
+                          next_seq: int | None) -> bool:
+        """Whether the save writes only the run's row, its kept checkpoint and its events, with their numbers
+        known, so that on PostgreSQL one statement can write them all (``_save_in_one_statement``). Parts to
+        store or drop, a bounded or ending history, and a trace whose end must be read after the row is locked
+        (distributed batches) take the statements of ``_update_run``, ``_store_parts`` and ``append_events``."""
+        if connection.vendor != "postgresql" or delta.new or delta.fresh or (events and next_seq is None):
+            return False
+        policy = self.history_policy
+        if policy is None:
+            return not delta.gone
+        # ``all``: nothing is dropped, not even a part the state no longer names (a kept checkpoint needs it).
+        return policy.keep_last is None and not policy.ends(run_state)
+
+    def _save_in_one_statement(self, row: _RowWrite, run_state: RunState, events: Sequence[TraceEvent],
+                               next_seq: int | None) -> tuple[bool, int | None]:
+        """The run's row, its kept checkpoint and its events in one PostgreSQL statement (its ``WITH`` clauses
+        write; nothing else is inserted when the row was not updated): one round trip where the UPDATE, the
+        checkpoint's INSERT and the events' COPY took four. The kept checkpoint takes its state from the row
+        just written, so the state goes to the server once; the events go as one JSON array that
+        ``json_to_recordset`` spreads into rows (``_event_records``). Whether a cancel is asked, and the number
+        after the last event stored."""
+        sets, where, params = self._run_assignments(row)
+        run_table, kept_sql, traced_sql = _one_statement_sql()
+        sql = [f"WITH run AS (UPDATE {run_table} SET {sets} WHERE {where} RETURNING id, cancel_requested, run_state)"]
+        if self.history_policy is not None:
+            sql.append(kept_sql)
+            params += [run_state.step, run_state.status, run_state.attempt, run_state.trace_seq]
+        if events:
+            start = events[0].seq if next_seq is None else max(events[0].seq, next_seq)
+            sql.append(traced_sql)
+            params.append(_event_records(events, start))
+            next_seq = start + len(events)
+        sql.append(" SELECT cancel_requested FROM run")
+        with connection.cursor() as cursor:
+            cursor.execute("".join(sql), params)
+            found = cursor.fetchone()
+        if found is None:
+            raise LeaseLost(f"run {row.pk}: lease no longer held by {self.owner}; checkpoint discarded")
+        return bool(found[0]), next_seq
+
+    def _run_assignments(self, row: _RowWrite) -> tuple[str, str, list[Any]]:
+        """The SET list, the WHERE condition and their parameters of a save's UPDATE of the run's row: the state,
+        the counters, the lease renewed when this checkpointer writes for an owner (and only while it holds the
+        lease), and the hook's ``extra`` fields, prepared as the ORM's ``update`` prepares them. SQL, not the
+        ORM: compiling the update at every superstep cost more than running it."""
         quote = connection.ops.quote_name
         sets = ["run_state = %s", "progress = %s"]
-        values: list[Any] = [state_text, progress_text]
-        if items:
+        values: list[Any] = [row.state_text, row.progress_text]
+        if row.items:
             sets.append("items_done = items_done + %s")
-            values.append(items)
-        if failed:
+            values.append(row.items)
+        if row.failed:
             sets.append("failures = failures + %s")
-            values.append(failed)
+            values.append(row.failed)
+        for name, value in row.extra.items():
+            field = Run._meta.get_field(name)
+            sets.append(f"{quote(field.column)} = %s")
+            values.append(field.get_db_prep_save(value, connection))
         where = ["id = %s"]
-        keys: list[Any] = [pk]
+        keys: list[Any] = [row.pk]
         if self.owner is not None:
             if connection.vendor == "postgresql":  # the database's clock, as ``lease.expiry_in`` writes it
                 sets.append("lease_expires_at = STATEMENT_TIMESTAMP() + make_interval(secs => %s)")
@@ -544,13 +641,20 @@ class OrmCheckpointer:
                 values.append(connection.ops.adapt_datetimefield_value(expiry_in(lease_seconds())))
             where.append("lease_owner = %s")
             keys.append(self.owner)
-        if cancelled is not None:
-            where.append("cancel_requested = %s")
-            keys.append(cancelled)
+        return ", ".join(sets), " AND ".join(where), [*values, *keys]
+
+    def _update_run(self, row: _RowWrite) -> bool:
+        """Write the save's fields to the run's row if this owner holds it; whether a cancel is asked (read by the
+        write itself, ``RETURNING``: the row stays locked until commit, so the flag cannot change meanwhile).
+        ``LeaseLost`` when the row was not written."""
+        sets, where, params = self._run_assignments(row)
         with connection.cursor() as cursor:
-            cursor.execute(f"UPDATE {quote(Run._meta.db_table)} SET {', '.join(sets)} WHERE {' AND '.join(where)}",
-                           [*values, *keys])
-            return bool(cursor.rowcount == 1)
+            cursor.execute(f"UPDATE {connection.ops.quote_name(Run._meta.db_table)} SET {sets} WHERE {where} "
+                           "RETURNING cancel_requested", params)
+            found = cursor.fetchone()
+        if found is None:
+            raise LeaseLost(f"run {row.pk}: lease no longer held by {self.owner}; checkpoint discarded")
+        return bool(found[0])
 
     def load(self, run_id: str) -> RunState:
         """The latest checkpoint: ``Run.run_state`` is its snapshot, so a load reads one row and the parts it

@@ -1,16 +1,17 @@
 """``append_events`` writes trace events with one COPY (PostgreSQL) or ``executemany`` (SQLite) instead of
-``bulk_create``: the rows it stores are the ones the ORM stores for ``event_row``, column for column, and read back
-as the same events."""
+``bulk_create``, and a save on PostgreSQL writes them inside its one statement: the rows stored are the ones the ORM
+stores for ``event_row``, column for column, and read back as the same events."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import pytest
-from django.db import transaction
+from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
 
 from designer.models import Run, RunCheckpoint, RunEvent, Team, Workflow
-from designer.runs.checkpointer import _keep_checkpoint, append_events, event_row, trace_event
+from designer.runs.checkpointer import OrmCheckpointer, _keep_checkpoint, append_events, event_row, trace_event
 from runtime.state import TraceEvent
 from runtime.testing.checkpointer_conformance import sample_run_state
 
@@ -92,3 +93,21 @@ def test_a_kept_checkpoint_is_the_text_the_orm_writes_and_a_redone_superstep_rep
     assert list(RunCheckpoint.objects.filter(run=raw).values(*fields)) == list(
         RunCheckpoint.objects.filter(run=orm).values(*fields))
     assert list(RunCheckpoint.objects.filter(run=raw).values_list("state", flat=True)) == [state]
+
+
+def test_a_save_in_one_statement_stores_the_rows_the_orm_stores() -> None:
+    """On PostgreSQL a save whose trace numbers are known writes its events inside its one statement (a JSON array
+    spread by ``json_to_recordset``), not with ``append_events``: the same rows, column for column."""
+    raw, orm = _run("Saved"), _run("SavedOrm")
+    events = _events(raw.runtime_id)
+    checkpointer = OrmCheckpointer(raw.team_id)
+    checkpointer.save(sample_run_state(raw.runtime_id, step=1), events[:1])  # stores the parts: statements
+    with CaptureQueriesContext(connection) as saving:
+        checkpointer.save(sample_run_state(raw.runtime_id, step=2), events[1:])
+    if connection.vendor == "postgresql":
+        statements = [q["sql"] for q in saving.captured_queries if "SAVEPOINT" not in q["sql"]]  # the test's
+        assert [sql[:4] for sql in statements] == ["WITH"], statements
+    RunEvent.objects.bulk_create([event_row(orm.pk, event) for event in _events(orm.runtime_id)])
+    assert _stored(raw) == _stored(orm)
+    assert [event.to_dict() for event in OrmCheckpointer(raw.team_id).load_events(raw.runtime_id)] == [
+        event.to_dict() for event in events]
