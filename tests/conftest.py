@@ -81,6 +81,18 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 # --- users ------------------------------------------------------------------
 
+#: Django's production hasher (PBKDF2, 1.5 million rounds) costs about 0.35 s of CPU to set a password and as much to
+#: check one; each browser test set one and checked it at its login, the demo's accounts more.
+FAST_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture(autouse=True)
+def _fast_password_hashing(request: pytest.FixtureRequest) -> None:
+    """Passwords are hashed with MD5 in every test that uses the database (users live there); a test about the real
+    hasher sets ``settings.PASSWORD_HASHERS`` itself (tests/designer/access/test_login_throttle.py)."""
+    if request.node.get_closest_marker("no_database") is None:
+        request.getfixturevalue("settings").PASSWORD_HASHERS = FAST_HASHERS
+
 PASSWORD = "correct horse battery staple"
 
 
