@@ -42,15 +42,31 @@ def _is_browser_test(item: pytest.Item) -> bool:
     )
 
 
+#: The database fixtures of pytest-django. A test that requests none of them (and has no django_db marker) is
+#: refused every query by pytest-django, so it runs alike on any database engine.
+DATABASE_FIXTURES = frozenset({"db", "transactional_db", "django_db_reset_sequences", "django_db_serialized_rollback",
+                               "live_server"})
+
+
+def _uses_database(item: pytest.Item) -> bool:
+    return (item.get_closest_marker("django_db") is not None
+            or not DATABASE_FIXTURES.isdisjoint(getattr(item, "fixturenames", ())))
+
+
+def pytest_itemcollected(item: pytest.Item) -> None:
+    # Marked as each test is collected, before -m selects by markers.
+    if _is_browser_test(item) and item.get_closest_marker("browser") is None:
+        item.add_marker(pytest.mark.browser)
+    if not _uses_database(item):
+        item.add_marker(pytest.mark.no_database)
+
+
 @pytest.hookimpl(trylast=True)  # after pytest-django's own reordering by database use
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     # Playwright's session-scoped sync API leaves an asyncio loop running in the
     # test thread once the first browser test starts; any later asyncio.run()
     # fails and Django's async guard trips. So browser tests run last (xdist
     # hands out items in this order too), and every one carries the marker.
-    for item in items:
-        if _is_browser_test(item) and item.get_closest_marker("browser") is None:
-            item.add_marker(pytest.mark.browser)
     items.sort(key=lambda item: item.get_closest_marker("browser") is not None)
 
 
@@ -64,6 +80,18 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 
 # --- users ------------------------------------------------------------------
+
+#: Django's production hasher (PBKDF2, 1.5 million rounds) costs about 0.35 s of CPU to set a password and as much to
+#: check one; each browser test set one and checked it at its login, the demo's accounts more.
+FAST_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture(autouse=True)
+def _fast_password_hashing(request: pytest.FixtureRequest) -> None:
+    """Passwords are hashed with MD5 in every test that uses the database (users live there); a test about the real
+    hasher sets ``settings.PASSWORD_HASHERS`` itself (tests/designer/access/test_login_throttle.py)."""
+    if request.node.get_closest_marker("no_database") is None:
+        request.getfixturevalue("settings").PASSWORD_HASHERS = FAST_HASHERS
 
 PASSWORD = "correct horse battery staple"
 

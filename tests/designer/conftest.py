@@ -47,12 +47,6 @@ class Cast:
                                                  document=document)
 
 
-@pytest.fixture(autouse=True)
-def _fast_password_hashing(settings: Any) -> None:
-    # PBKDF2 at production strength costs ~0.3 s per user; these tests create many users.
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
 @pytest.fixture
 def cast(make_user: Any) -> Cast:
     owner = make_user("olivia", email="olivia@example.com")
