@@ -37,6 +37,16 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 COUNTER_STATE: dict[str, Any] = {"type": "object", "properties": {"x": {"type": "integer", "default": 0}}}
 
 
+def one_math_step_document() -> dict[str, Any]:
+    """One ``math`` step (1 + 2, in a step process) whose sum is the run's output ``{"sum": 3}``: the smallest run
+    that still crosses the worker's step boundary (bench small_runs, its profile, and tests/designer/runs)."""
+    g = WorkflowBuilder("one", "One step")
+    g.use("math", id="add", input=[{"target": "op", "value": "add"}, {"target": "a", "value": 1},
+                                   {"target": "b", "value": 2}], output=[{"source": ".", "target": "sum"}])
+    g.output("sum", "state.sum")
+    return g.build().model_dump(mode="json")
+
+
 def registry() -> TaskRegistry:
     tasks = TaskRegistry()
 

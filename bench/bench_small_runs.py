@@ -20,7 +20,6 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
 from bench import _headline
 from bench import _workloads as w
@@ -32,16 +31,6 @@ BURSTS = 2
 GOAL_P95_S = 0.3
 
 
-def _one_step() -> dict[str, Any]:
-    from runtime import WorkflowBuilder
-
-    g = WorkflowBuilder("one", "One step")
-    g.use("math", id="add", input=[{"target": "op", "value": "add"}, {"target": "a", "value": 1},
-                                   {"target": "b", "value": 2}], output=[{"source": ".", "target": "sum"}])
-    g.output("sum", "state.sum")
-    return g.build().model_dump(mode="json")
-
-
 def _leg() -> None:
     user, team = w.setup_leg()
     from django.db import connection
@@ -50,7 +39,7 @@ def _leg() -> None:
     from designer.runs import services as run_services
     from designer.workflows import services as workflow_services
 
-    workflow = workflow_services.create_workflow(actor=user, team=team, name="One", document=_one_step())
+    workflow = workflow_services.create_workflow(actor=user, team=team, name="One", document=w.one_math_step_document())
     env = w.leg_env()
     rows = []
     for command in ("run_worker", "db_worker"):

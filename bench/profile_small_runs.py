@@ -28,12 +28,11 @@ def main() -> None:
     user, team = w.setup_leg()
     from django.core.management import call_command
 
-    from bench.bench_small_runs import _one_step
     from designer.models import Run
     from designer.runs import services as run_services
     from designer.workflows import services as workflow_services
 
-    workflow = workflow_services.create_workflow(actor=user, team=team, name="One", document=_one_step())
+    workflow = workflow_services.create_workflow(actor=user, team=team, name="One", document=w.one_math_step_document())
     for _ in range(RUNS):
         run_services.start_run(actor=user, workflow=workflow)
     call_command("run_worker", batch=True, slots=1, startup_delay=False, reload=False, max_tasks=5, verbosity=0)

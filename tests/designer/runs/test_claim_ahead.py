@@ -14,21 +14,13 @@ from django.db import connection
 from django.db.backends.signals import connection_created
 from django.test.utils import CaptureQueriesContext
 
+from bench._workloads import one_math_step_document
 from designer.models import Run
 from designer.runs import executor, fairness
 from designer.runs import services as run_services
 from designer.runs.dispatch import task_named
-from runtime import WorkflowBuilder
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def _one_step() -> dict[str, Any]:
-    g = WorkflowBuilder("one", "One step")
-    g.use("math", id="add", input=[{"target": "op", "value": "add"}, {"target": "a", "value": 1},
-                                   {"target": "b", "value": 2}], output=[{"source": ".", "target": "sum"}])
-    g.output("sum", "state.sum")
-    return g.build().model_dump(mode="json")
 
 
 def _claim() -> fairness.Claimed:
@@ -53,7 +45,7 @@ def _begins(captured: CaptureQueriesContext) -> list[int]:
 
 @pytest.fixture
 def started(cast: Any) -> Run:
-    workflow = cast.workflow("One", _one_step())
+    workflow = cast.workflow("One", one_math_step_document())
     return run_services.start_run(actor=cast.editor, workflow=workflow)
 
 
@@ -112,7 +104,7 @@ def test_a_busy_worker_spends_three_transactions_a_run_and_no_query_on_its_conne
     """Three one-step runs through a real ``run_worker`` loop (one slot, until the queue is empty), every
     statement of every connection it opened recorded: per run the claim, the first checkpoint and the end, and
     neither a health check of the connection (a round trip on PostgreSQL) nor the recovery chain's read."""
-    workflow = cast.workflow("One", _one_step())
+    workflow = cast.workflow("One", one_math_step_document())
     runs = [run_services.start_run(actor=cast.editor, workflow=workflow) for _ in range(3)]
     call_command("run_worker", batch=True, slots=1, startup_delay=False, reload=False, max_tasks=1,
                  verbosity=0)  # the recovery sweep the first run's enqueue queued, ahead of the runs

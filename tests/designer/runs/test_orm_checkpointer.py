@@ -328,15 +328,21 @@ def _seqs(team: Team) -> list[int]:
     return list(RunEvent.objects.filter(run__team=team).order_by("seq").values_list("seq", flat=True))
 
 
+def _saved_run(steps: int) -> tuple[Team, str]:
+    """A fresh team's run saved ``steps`` times by one checkpointer, two events a save: the team and the run's id."""
+    team, workflow = fresh_team()
+    first = checkpointer_for(team, workflow)
+    run_id = sample_run_state().run_id
+    for step in range(1, steps + 1):
+        first.save(sample_run_state(step=step), sample_events(run_id, 2 * (step - 1), 2))
+    return team, run_id
+
+
 def test_a_resume_loads_in_two_reads_and_its_first_save_reads_nothing_back() -> None:
     """Resume flat in history (issue 33): ``Run.run_state`` is the snapshot, so ``load`` reads the row (with where
     its trace ends) and the parts the state names, however many supersteps came before; and it tells the
     checkpointer what it found, so the first save after it reads nothing and rewrites no part."""
-    team, workflow = fresh_team()
-    first = checkpointer_for(team, workflow)
-    run_id = sample_run_state().run_id
-    for step in range(1, 41):
-        first.save(sample_run_state(step=step), sample_events(run_id, 2 * (step - 1), 2))
+    team, run_id = _saved_run(40)
     reopened = OrmCheckpointer(team)
     with CaptureQueriesContext(connection) as loading:
         loaded = reopened.load(run_id)
@@ -390,11 +396,7 @@ def test_a_save_after_a_load_is_one_statement_and_no_transaction_on_postgresql()
     transaction, where it was BEGIN, UPDATE, INSERT, COPY (two round trips) and COMMIT."""
     if connection.vendor != "postgresql":
         pytest.skip("SQLite runs in the process: its statements cost no round trip")
-    team, workflow = fresh_team()
-    first = checkpointer_for(team, workflow)
-    run_id = sample_run_state().run_id
-    for step in range(1, 4):
-        first.save(sample_run_state(step=step), sample_events(run_id, 2 * (step - 1), 2))
+    team, run_id = _saved_run(3)
     reopened = OrmCheckpointer(team)
     reopened.load(run_id)
     sent: list[tuple[str, bool]] = []
