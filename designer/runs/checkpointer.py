@@ -44,7 +44,7 @@ from psycopg.pq import TransactionStatus
 
 from designer.conf import trellis
 from designer.models import Run, RunCheckpoint, RunEvent, RunStatePart, Team
-from designer.runs.lease import LeaseLost, expiry_in, lease_seconds
+from designer.runs.lease import DATABASE_EXPIRY_SQL, LeaseLost, expiry_in, lease_seconds
 from runtime import RunState, WorkflowError
 from runtime.checkpoint import CheckpointDelta, CheckpointInfo, HistoryPolicy, PartLedger
 from runtime.errors import CheckpointNotFoundError, CorruptRunStateError
@@ -634,7 +634,7 @@ class OrmCheckpointer:
         keys: list[Any] = [row.pk]
         if self.owner is not None:
             if connection.vendor == "postgresql":  # the database's clock, as ``lease.expiry_in`` writes it
-                sets.append("lease_expires_at = STATEMENT_TIMESTAMP() + make_interval(secs => %s)")
+                sets.append(f"lease_expires_at = {DATABASE_EXPIRY_SQL}")
                 values.append(lease_seconds())
             else:
                 sets.append("lease_expires_at = %s")

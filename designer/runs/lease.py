@@ -70,6 +70,11 @@ def lease_now() -> Any:
     return timezone.now()
 
 
+#: ``expiry_in`` in raw SQL on PostgreSQL (its one parameter: the seconds): the database's clock, as the ORM's
+#: ``Now()`` reads it, so every writer of a lease compares and stamps on one clock.
+DATABASE_EXPIRY_SQL = "(STATEMENT_TIMESTAMP() + make_interval(secs => %s))"
+
+
 def expiry_in(seconds: float) -> Any:
     """``lease_now()`` plus ``seconds``, for an UPDATE's value."""
     now = lease_now()
@@ -155,7 +160,7 @@ def _take_sql(run_id: int, owner: str) -> tuple[str, list[Any]]:
             if not plus:
                 return "STATEMENT_TIMESTAMP()"
             params.append(plus)
-            return "(STATEMENT_TIMESTAMP() + make_interval(secs => %s))"
+            return DATABASE_EXPIRY_SQL
     else:
         moment = timezone.now()
 

@@ -26,7 +26,7 @@ from designer.models import ForeachBatch, Run, RunInput, RunValue
 from designer.monitoring import tracing
 from designer.runs import chain, fairness, task_backend
 from designer.runs.dispatch import enqueue, status_of, task_named
-from designer.runs.lease import CLOCK_SLACK_SECONDS, expiry_in, lease_seconds
+from designer.runs.lease import CLOCK_SLACK_SECONDS, DATABASE_EXPIRY_SQL, expiry_in, lease_seconds
 
 logger = logging.getLogger("designer.runs")
 
@@ -38,7 +38,7 @@ def _run_insert(vendor: str) -> tuple[str, tuple[Field[Any, Any], ...]]:
     the lease's length in seconds."""
     quote = connection.ops.quote_name
     fields = tuple(field for field in Run._meta.concrete_fields if not field.primary_key)
-    marks = ["(STATEMENT_TIMESTAMP() + make_interval(secs => %s))"
+    marks = [DATABASE_EXPIRY_SQL
              if vendor == "postgresql" and field.name == "lease_expires_at" else "%s" for field in fields]
     sql = (f"INSERT INTO {quote(Run._meta.db_table)} ({', '.join(quote(field.column) for field in fields)}) "
            f"VALUES ({', '.join(marks)}) RETURNING {quote(Run._meta.pk.column)}, {quote('lease_expires_at')}")
