@@ -33,6 +33,7 @@ from designer.editor.context import (
     node_of,
     picker_for,
     schema_builder_context,
+    start_picker,
     with_events,
 )
 from designer.workflows import operations as doc_ops
@@ -108,6 +109,26 @@ def picker(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
                               query=request.GET.get("q", "")),
     }
     part = "picker-results" if request.GET.get("part") == "results" else "picker"
+    return TemplateResponse(request, f"{TEMPLATE}#{part}", context)
+
+
+#: The workflow settings' long pickers whose options are sent when wanted, and the template part of each.
+SETTINGS_PICKERS = {"start": "start-options", "output-path": "output-path-options"}
+
+
+@signed_in("GET")
+def settings_options(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
+    """The options of a long picker in the workflow settings (``?picker=start`` or ``output-path``), asked for
+    when someone reaches for it: rendered by the very part of the template the picker renders inline when it is
+    short, from the draft's analysis, so they are the options it would have held. A read, for the workflow's
+    viewers, as the settings panel itself."""
+    loaded = load(request, workflow_id)
+    picker_name = request.GET.get("picker", "")
+    part = SETTINGS_PICKERS.get(picker_name)
+    if part is None:
+        raise BadRequest(f"no such picker: {picker_name!r} (start or output-path)", field="picker")
+    context = {"settings": start_picker(loaded)} if picker_name == "start" else {
+        "output_paths": panels.workflow_output_paths(loaded.analysis)}
     return TemplateResponse(request, f"{TEMPLATE}#{part}", context)
 
 
