@@ -1,14 +1,15 @@
-"""The workflow settings panel at scale: what the inspector sends when it shows the settings (with the page and
-after every canvas save), this tree beside a base commit (default: ``main``), on bench_editor_scale's workloads
-(N ``template`` nodes inside customers -> orders, each writing a state field), in one run.
+"""The inspector at scale: what it sends for the workflow settings (with the page and after every canvas save) and
+for a node, this tree beside a base commit (default: ``main``), on bench_editor_scale's workloads (N ``template``
+nodes inside customers -> orders, each writing a state field), in one run.
 
 Each side is its own tree, database and ``manage.py serve`` (bench_editor_scale.Side; the base tree is a ``git
 archive`` of the commit, with no front end built: only server answers are read). Per size and side, in turns:
 
 - settings: the inspector's settings panel (``GET .../edit/inspector/`` as htmx asks for it): bytes and the time
   from sending the request to the end of the answer, on a new connection to the warmed server;
-- and on this tree, what moved out of it: the long pickers' options, asked for when a person reaches for one
-  (``.../edit/settings-options/?picker=start`` and ``output-path``), bytes and time each.
+- node: a node's panel (the middle node of the chain), the same way;
+- and on this tree, what moved out of them: the long pickers' options, asked for when a person reaches for one
+  (``.../edit/picker-options/?picker=start``, ``output-path`` and ``state-field``), bytes and time each.
 
 Timings are printed with the load average, never asserted. ``TRELLIS_BENCH_SIZES`` picks sizes (default
 100,300,600), ``TRELLIS_BENCH_BASE`` the base commit (empty: this tree only), ``TRELLIS_BENCH_ROUNDS`` the rounds
@@ -36,7 +37,7 @@ from bench.bench_engine import table  # noqa: E402
 
 BASE = os.environ.get("TRELLIS_BENCH_BASE", "main")
 ROUNDS = int(os.environ.get("TRELLIS_BENCH_ROUNDS", "7"))
-PICKERS = ("start", "output-path")
+PICKERS = ("start", "output-path", "state-field")
 
 
 @contextmanager
@@ -71,10 +72,11 @@ def measure(side: scale.Side, size: int, this: bool) -> dict[str, float]:
     warm(side, size)
     found: dict[str, float] = {}
     found["settings_bytes"], found["settings_ms"] = fetch(side, f"{side.urls[size]}inspector/")
+    found["node_bytes"], found["node_ms"] = fetch(side, f"{side.urls[size]}inspector/?node=line_{size // 2:03d}")
     if this:
         for picker in PICKERS:
             found[f"{picker}_bytes"], found[f"{picker}_ms"] = fetch(
-                side, f"{side.urls[size]}settings-options/?picker={picker}")
+                side, f"{side.urls[size]}picker-options/?picker={picker}")
     return found
 
 
@@ -114,10 +116,12 @@ def main() -> int:
             r = results[(side.name, size)]
             moved = " · ".join(f"{picker} {r[f'{picker}_bytes'] / 1024:,.1f} KB {r[f'{picker}_ms']:,.1f} ms"
                                for picker in PICKERS) if side is this else "-"
-            rows.append([str(size), side.name, f"{r['settings_bytes'] / 1024:,.1f}", f"{r['settings_ms']:,.1f}", moved])
+            rows.append([str(size), side.name, f"{r['settings_bytes'] / 1024:,.1f}", f"{r['settings_ms']:,.1f}",
+                         f"{r['node_bytes'] / 1024:,.1f}", f"{r['node_ms']:,.1f}", moved])
     low, high = min(load[0] for load in loads), max(load[0] for load in loads)
-    table("The workflow settings panel: N template nodes inside customers -> orders (server answers)",
-          ["nodes", "tree", "settings KB", "settings ms", "on demand: options KB and ms (when a picker is reached)"],
+    table("The inspector: N template nodes inside customers -> orders (server answers)",
+          ["nodes", "tree", "settings KB", "settings ms", "node KB", "node ms",
+           "on demand: options KB and ms (when a picker is reached)"],
           rows, f"Median of {ROUNDS} rounds, the trees taking turns, each request on a new connection to a warmed "
           f"server. 1-minute load average during the run: {low:.1f} to {high:.1f} ({os.cpu_count()} cores).")
     return 0

@@ -122,6 +122,7 @@ def inspector_context(loaded: Loaded, node_id: str | None, focus: str | None = N
         "state_fields": panels.state_fields(analysis),
         "state_field_types": panels.state_field_types(analysis),
     })
+    context["state_fields_lazy"] = len(context["state_field_types"]) + 1 > SELECT_INLINE_OPTIONS
     kind = node["kind"]
     if kind in ("task", "subgraph"):
         schema = panels.input_schema_of(node, analysis)
@@ -169,7 +170,7 @@ def inspector_context(loaded: Loaded, node_id: str | None, focus: str | None = N
 
 def start_picker(loaded: Loaded) -> dict[str, Any]:
     """The workflow settings' start-node picker: every node, the chosen one, and whether its list is sent only
-    when wanted (``SELECT_INLINE_OPTIONS``; views.settings_options answers it then, from this same context)."""
+    when wanted (``SELECT_INLINE_OPTIONS``; views.picker_options answers it then, from this same context)."""
     node_ids = [n["id"] for n in loaded.document.get("nodes", [])]
     start = loaded.document.get("start") or ""
     return {
@@ -193,11 +194,11 @@ SCHEMA_HINTS = {
 #: about 2.5 KB, and the settings panel opens with the page and after every canvas save. A state schema of 600 fields
 #: made the editor page 1.7 MB, 91 % of it this builder (issue 34).
 BUILDER_INLINE_FIELDS: Final = 40
-#: A picker in the workflow settings with more options than this is sent with the one option it shows, and the
-#: rest are asked for when someone reaches for it (static/js/editor-panels.js, on the first press, focus or key;
-#: views.settings_options answers): the settings open with the page and again after every canvas save, and at 600
-#: nodes the start picker's and the output-path picker's options were 1,206 of the page's 1,694 elements (issue
-#: 34) and, kept in a <template> since, 64 KB of the settings panel's 90 KB.
+#: A picker with more options than this is sent with the option it shows, and the rest are asked for when someone
+#: reaches for it (static/js/editor-panels.js, on the first press, focus or key; views.picker_options answers): the
+#: workflow settings open with the page and again after every canvas save, and at 600 nodes the start picker's and
+#: the output-path picker's options were 1,206 of the page's 1,694 elements (issue 34) and, kept in a <template>
+#: since, 64 KB of the settings panel's 90 KB; a node's state-field picker was 34 KB of every node's panel.
 SELECT_INLINE_OPTIONS: Final = 100
 #: The field names a collapsed builder lists before "and N more".
 BUILDER_PREVIEW_FIELDS: Final = 8

@@ -66,9 +66,9 @@
     if (typing) input.focus();
   });
 
-  // A long picker (the start node, the output path) comes with the one option it shows and the address of the
-  // rest (data-options-url): at 600 nodes those options were 64 KB of the settings panel's 90 KB, sent with the
-  // page and again after every save (designer/editor/context.py SELECT_INLINE_OPTIONS). They are asked for when
+  // A long picker (the start node, the output path, a node's state field) comes with the option it shows and the
+  // address of the rest (data-options-url): at 600 nodes the first two were 64 KB of the settings panel's 90 KB,
+  // sent with the page and again after every save (designer/editor/context.py SELECT_INLINE_OPTIONS). They are asked for when
   // the picker is first reached for (pressed, focused, typed at) and put in before it does anything with them:
   // a press or a key that comes first is held, and done once they are in (the list opens, the choice moves).
   const loads = new WeakMap(); // select -> the promise of its options, while asked for or once in

@@ -164,7 +164,7 @@ def test_a_big_graphs_long_pickers_fill_when_pressed_or_focused_and_save_what_wa
     workflow = workflow_services.import_workflow(actor=user, team=team, document=_big_document(), name="Big")
     page = logged_in_page
     asked: list[str] = []
-    page.on("request", lambda request: asked.append(request.url) if "/settings-options/" in request.url else None)
+    page.on("request", lambda request: asked.append(request.url) if "/picker-options/" in request.url else None)
     editor = EditorPage(page, live_server.url, workflow).open()
     start = editor.inspector.locator("#settings-start")
     path = editor.inspector.get_by_role("combobox", name="Output path")
@@ -192,7 +192,7 @@ def test_a_big_graphs_long_pickers_fill_when_pressed_or_focused_and_save_what_wa
     # The settings drawn again after the save: the start shown is the one saved. The output path's options are
     # asked for on the keyboard's focus; a key pressed while they are on their way (held here) waits for them.
     held: list[Any] = []
-    page.route("**/settings-options/?picker=output-path", lambda route: held.append(route))
+    page.route("**/picker-options/?picker=output-path", lambda route: held.append(route))
     path = editor.inspector.get_by_role("combobox", name="Output path")
     expect(editor.inspector.locator("#settings-start")).to_have_value("orders")
     assert path.evaluate(options) == ["input"]
@@ -210,7 +210,7 @@ def test_a_big_graphs_long_pickers_fill_when_pressed_or_focused_and_save_what_wa
     expect(path).to_have_value("input")
     for route in held:
         route.continue_()
-    page.unroute("**/settings-options/?picker=output-path")
+    page.unroute("**/picker-options/?picker=output-path")
     expect(path).to_have_value(f"state.line_{SIZE - 1:03d}")
     expect(path).not_to_have_attribute("aria-busy", "true")
     assert len(path.evaluate(options)) > SIZE and path.evaluate(options)[0] == "input"
@@ -219,4 +219,29 @@ def test_a_big_graphs_long_pickers_fill_when_pressed_or_focused_and_save_what_wa
     editor.press("Add")
     expect(editor.inspector.locator("[data-output='last']")).to_have_count(1)
     assert editor.document()["outputs"] == [{"target": "last", "path": f"state.line_{SIZE - 2:03d}"}]
+    assert not editor.errors
+
+
+def test_a_nodes_long_state_field_picker_fills_on_focus_and_still_offers_a_new_field(
+    logged_in_page: Page, live_server: Any, user: Any
+) -> None:
+    """A node's output binding among SIZE state fields: its picker shows the first and "new state field…", the
+    rest come when it takes the focus; then any field, or a new one (its name typed beside it), can be chosen."""
+    team = team_services.create_team(actor=user, name="Acme")
+    workflow = workflow_services.import_workflow(actor=user, team=team, document=_big_document(), name="Big")
+    editor = EditorPage(logged_in_page, live_server.url, workflow).open()
+    editor.select("line_000")  # at the start of the graph, where the first fit shows it
+    target = editor.inspector.get_by_role("combobox", name="State field")
+    options = "(select) => [...select.options].map((option) => option.value)"
+    assert target.evaluate(options) == ["line_000", ""]
+    target.focus()
+    expect(target.locator("option")).to_have_count(SIZE + 1)
+    assert target.evaluate(options) == [f"line_{n:03d}" for n in range(SIZE)] + [""]
+    expect(target).to_have_value("line_000")
+    target.select_option(f"line_{SIZE - 1:03d}")
+    expect(target).to_have_value(f"line_{SIZE - 1:03d}")
+    target.select_option("")  # the way to a new field still works on the list that came
+    new = editor.inspector.get_by_label("New state field")
+    expect(new).to_be_visible()
+    expect(new).to_be_focused()
     assert not editor.errors

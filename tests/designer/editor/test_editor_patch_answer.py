@@ -21,7 +21,7 @@ from designer.workflows import services as workflow_services
 from designer.workflows.operations import apply_all
 from designer.workflows.patch import apply_patch, json_patch
 from designer.workflows.services import document_at
-from tests.designer.clients import client_for
+from tests.designer.clients import client_for, inspector
 
 pytestmark = pytest.mark.django_db
 
@@ -157,7 +157,7 @@ def test_the_workflow_settings_long_pickers_are_sent_with_one_option_and_the_res
     doc = _chain(size)
     big = cast.workflow("Big", {**doc, "start": "step_003"})
     page = client.get(f"/workflows/{big.pk}/edit/").content.decode()
-    options_url = f"/workflows/{big.pk}/edit/settings-options/"
+    options_url = f"/workflows/{big.pk}/edit/picker-options/"
     start = _picker(page, '<select id="settings-start"')
     assert start.count("<option") == 1 and '<option value="step_003" selected>step_003</option>' in start
     assert f'data-options-url="{options_url}?picker=start"' in start
@@ -189,14 +189,40 @@ def test_the_workflow_settings_long_pickers_are_sent_with_one_option_and_the_res
     assert _picker(page, '<select id="settings-start"').count("<option") == 7
 
 
+def test_a_nodes_long_state_field_picker_is_sent_with_its_first_field_and_the_way_to_a_new_one(cast: Any) -> None:
+    """A node's output binding to one of many state fields: the panel holds the first field, selected, and "new state
+    field…"; the rest come on demand, each with its type as the analyzer has it, "new state field…" last."""
+    client = client_for(cast.editor)
+    size = SELECT_INLINE_OPTIONS + 10
+    big = cast.workflow("Big", _chain(size))
+    fields = panels.state_field_types(doc_analysis.analysis_for(big))
+    assert len(fields) >= size
+    panel = inspector(client, big, node="step_003")
+    picker = _picker(panel, '<select name="target" aria-label="State field"')
+    first = fields[0]
+    assert picker.count("<option") == 2
+    assert f'<option value="{first["name"]}" selected>state.{first["name"]} ({first["type"]})</option>' in picker
+    assert '<option value="">new state field…</option>' in picker
+    assert f'data-options-url="/workflows/{big.pk}/edit/picker-options/?picker=state-field"' in picker
+    answered = client.get(f"/workflows/{big.pk}/edit/picker-options/", {"picker": "state-field"}).content.decode()
+    listed = [(value, html.unescape(label)) for value, label in re.findall(r'<option value="([^"]*)">([^<]*)</option>',
+                                                                            answered)]
+    assert listed == [(f["name"], f"state.{f['name']} ({f['type']})") for f in fields] + [("", "new state field…")]
+    # A short list stays inline.
+    small = cast.workflow("Small", _chain(5))
+    picker = _picker(inspector(client, small, node="step_003"), '<select name="target" aria-label="State field"')
+    assert "data-options-url" not in picker and picker.count("<option") == len(
+        panels.state_field_types(doc_analysis.analysis_for(small))) + 1
+
+
 def test_a_long_pickers_options_are_a_read_for_the_workflows_team_only(cast: Any) -> None:
     big = cast.workflow("Big", _chain(SELECT_INLINE_OPTIONS + 10))
-    url = f"/workflows/{big.pk}/edit/settings-options/"
+    url = f"/workflows/{big.pk}/edit/picker-options/"
     assert client_for(cast.viewer).get(url, {"picker": "start"}).status_code == 200  # as the settings panel
     assert client_for(cast.stranger).get(url, {"picker": "start"}).status_code == 404
     refused = client_for(cast.editor).get(url, {"picker": "nodes"})
     assert refused.status_code == 400
-    assert "No such picker: &#x27;nodes&#x27; (start or output-path)" in refused.content.decode()
+    assert "No such picker: &#x27;nodes&#x27; (start, output-path, state-field)" in refused.content.decode()
     assert client_for(cast.editor).post(url, {"picker": "start"}).status_code == 405  # a read, never a write
 
 
