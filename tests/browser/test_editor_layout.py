@@ -288,6 +288,9 @@ def test_the_folded_inspectors_rail_names_the_selected_node_and_opens_on_it(
     page = logged_in_page
     document = nested_document(positions=True)
     next(node for node in document["nodes"] if node["id"] == "pack_item")["name"] = "Pack the item"
+    long_name = ("Send the monthly statement to every customer of the region, then file a copy with the regional "
+                 "office and tell the account manager by email")
+    next(node for node in document["nodes"] if node["id"] == "set_value")["name"] = long_name
     editor = _open(page, live_server, user, team, document)
     editor.wait_idle()
     inspector = _toggle(page, "inspector")
@@ -311,6 +314,13 @@ def test_the_folded_inspectors_rail_names_the_selected_node_and_opens_on_it(
     page.locator(".editor-side").screenshot(path=artifacts_dir / "editor-rail-selection-rail.png")
     folded_axe = refused_violations(page, "editor-rail-selection", artifacts_dir)
     assert folded_axe == [], json.dumps(folded_axe, indent=1)
+    # A long name ends in an ellipsis on the rail, its kind still in view; the button's name is the whole of it.
+    editor.select("set_value")
+    long_button = page.get_by_role("button", name=f"{long_name} (task)", exact=True)
+    expect(long_button).to_be_visible()
+    kind, side = rail.locator(".rail-selection__kind").bounding_box(), _box(page, ".editor-side")
+    assert kind and kind["y"] + kind["height"] <= side["y"] + side["height"], (kind, side)
+    page.locator(".editor-side").screenshot(path=artifacts_dir / "editor-rail-selection-long.png")
     # Another node: the rail follows; a node with no name goes by its id.
     editor.select("orders")
     expect(page.get_by_role("button", name="orders (foreach)", exact=True)).to_be_visible()
