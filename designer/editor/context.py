@@ -96,15 +96,7 @@ def inspector_context(loaded: Loaded, node_id: str | None, focus: str | None = N
         "team_secrets": sorted(secret_names(team_id=loaded.workflow.team_id)),
     }
     if node is None:
-        node_ids = [n["id"] for n in document.get("nodes", [])]
-        start = document.get("start") or ""
-        context["settings"] = {
-            "start": start,
-            "nodes": node_ids,
-            # What the start picker shows before its list is wanted: the option the full list would select.
-            "shown": start if start in node_ids else "",
-            "lazy": len(node_ids) + 1 > SELECT_INLINE_OPTIONS,
-        }
+        context["settings"] = start_picker(loaded)
         context["builders"] = [
             schema_builder_context(loaded, "input_schema", None, collapse=True),
             schema_builder_context(loaded, "state_schema", None, collapse=True),
@@ -130,6 +122,7 @@ def inspector_context(loaded: Loaded, node_id: str | None, focus: str | None = N
         "state_fields": panels.state_fields(analysis),
         "state_field_types": panels.state_field_types(analysis),
     })
+    context["state_fields_lazy"] = len(context["state_field_types"]) + 1 > SELECT_INLINE_OPTIONS
     kind = node["kind"]
     if kind in ("task", "subgraph"):
         schema = panels.input_schema_of(node, analysis)
@@ -175,6 +168,20 @@ def inspector_context(loaded: Loaded, node_id: str | None, focus: str | None = N
     return context
 
 
+def start_picker(loaded: Loaded) -> dict[str, Any]:
+    """The workflow settings' start-node picker: every node, the chosen one, and whether its list is sent only
+    when wanted (``SELECT_INLINE_OPTIONS``; views.picker_options answers it then, from this same context)."""
+    node_ids = [n["id"] for n in loaded.document.get("nodes", [])]
+    start = loaded.document.get("start") or ""
+    return {
+        "start": start,
+        "nodes": node_ids,
+        # What the start picker shows before its list is wanted: the option the full list would select.
+        "shown": start if start in node_ids else "",
+        "lazy": len(node_ids) + 1 > SELECT_INLINE_OPTIONS,
+    }
+
+
 SCHEMA_TITLES = {"input_schema": "Input schema", "state_schema": "State schema", "resume_schema": "Resume schema"}
 SCHEMA_HINTS = {
     "input_schema": "What a run is started with.",
@@ -187,10 +194,11 @@ SCHEMA_HINTS = {
 #: about 2.5 KB, and the settings panel opens with the page and after every canvas save. A state schema of 600 fields
 #: made the editor page 1.7 MB, 91 % of it this builder (issue 34).
 BUILDER_INLINE_FIELDS: Final = 40
-#: A picker in the workflow settings with more options than this keeps them in a <template> inside its <select>
-#: until someone reaches for it (static/js/editor-panels.js moves them in on the first press, focus or key): the
-#: settings open with the page, and at 600 nodes the start picker and the output-path picker were 1,206 of the
-#: page's 1,694 elements, each styled and laid out before the canvas's script ran (issue 34).
+#: A picker with more options than this is sent with the option it shows, and the rest are asked for when someone
+#: reaches for it (static/js/editor-panels.js, on the first press, focus or key; views.picker_options answers): the
+#: workflow settings open with the page and again after every canvas save, and at 600 nodes the start picker's and
+#: the output-path picker's options were 1,206 of the page's 1,694 elements (issue 34) and, kept in a <template>
+#: since, 64 KB of the settings panel's 90 KB; a node's state-field picker was 34 KB of every node's panel.
 SELECT_INLINE_OPTIONS: Final = 100
 #: The field names a collapsed builder lists before "and N more".
 BUILDER_PREVIEW_FIELDS: Final = 8

@@ -33,6 +33,7 @@ from designer.editor.context import (
     node_of,
     picker_for,
     schema_builder_context,
+    start_picker,
     with_events,
 )
 from designer.workflows import operations as doc_ops
@@ -108,6 +109,32 @@ def picker(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
                               query=request.GET.get("q", "")),
     }
     part = "picker-results" if request.GET.get("part") == "results" else "picker"
+    return TemplateResponse(request, f"{TEMPLATE}#{part}", context)
+
+
+#: The long pickers whose options are sent when wanted (context.SELECT_INLINE_OPTIONS), and the template part of
+#: each: the workflow settings' start node and output path, a node's output-binding state field.
+LONG_PICKERS = {"start": "start-options", "output-path": "output-path-options", "state-field": "state-field-options"}
+
+
+@signed_in("GET")
+def picker_options(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
+    """The options of a long picker (``?picker=start``, ``output-path`` or ``state-field``), asked for when
+    someone reaches for it: rendered by the very part of the template the picker renders inline when it is short,
+    from the draft's analysis, so they are the options it would have held. A read, for the workflow's viewers, as
+    the inspector itself."""
+    loaded = load(request, workflow_id)
+    picker_name = request.GET.get("picker", "")
+    part = LONG_PICKERS.get(picker_name)
+    if part is None:
+        raise BadRequest(f"no such picker: {picker_name!r} ({', '.join(LONG_PICKERS)})", field="picker")
+    context: dict[str, Any]
+    if picker_name == "start":
+        context = {"settings": start_picker(loaded)}
+    elif picker_name == "output-path":
+        context = {"output_paths": panels.workflow_output_paths(loaded.analysis)}
+    else:
+        context = {"state_field_types": panels.state_field_types(loaded.analysis)}
     return TemplateResponse(request, f"{TEMPLATE}#{part}", context)
 
 

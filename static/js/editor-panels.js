@@ -66,21 +66,136 @@
     if (typing) input.focus();
   });
 
-  // A long picker (the start node, the output path) comes with one option, the one it shows, and the rest in a
-  // <template data-lazy-options> inside it: a template's content is neither styled nor laid out, and at 600 nodes
-  // those options were most of the page's elements (designer/editor/context.py SELECT_INLINE_OPTIONS). They move
-  // in before the picker opens, takes focus or reads a key, in the capture phase: the pointer's press opens a
-  // <select> only after its listeners ran, and focus comes before any key.
-  function fillOptions(event) {
-    const select = event.target;
-    if (!(select instanceof HTMLSelectElement)) return;
-    const stash = select.querySelector(":scope > template[data-lazy-options]");
-    if (!stash) return;
+  // A long picker (the start node, the output path, a node's state field) comes with the option it shows and the
+  // address of the rest (data-options-url): at 600 nodes the first two were 64 KB of the settings panel's 90 KB,
+  // sent with the page and again after every save (designer/editor/context.py SELECT_INLINE_OPTIONS). They are asked for when
+  // the picker is first reached for (pressed, focused, typed at) and put in before it does anything with them:
+  // a press or a key that comes first is held, and done once they are in (the list opens, the choice moves).
+  const loads = new WeakMap(); // select -> the promise of its options, while asked for or once in
+
+  // Keys a closed <select> acts on: those that open its list, and those that move its choice without opening it.
+  const OPENING = new Set([" ", "Enter", "F4"]);
+  const MOVES = { ArrowDown: 1, ArrowUp: -1, ArrowRight: 1, ArrowLeft: -1, PageDown: 10, PageUp: -10 };
+
+  function loadOptions(select) {
+    let loading = loads.get(select);
+    if (loading) return loading;
     const shown = select.value;
-    select.replaceChildren(/** @type {HTMLTemplateElement} */ (stash).content);
-    select.value = shown;
+    select.setAttribute("aria-busy", "true");
+    loading = window.fetch(select.dataset.optionsUrl, { credentials: "same-origin", headers: { "HX-Request": "true" } })
+      .then(function (answer) {
+        if (!answer.ok) throw new Error("HTTP " + answer.status);
+        return answer.text();
+      })
+      .then(function (html) {
+        // Server-rendered and escaped like any panel htmx swaps in; a template parses it without running anything.
+        const parsed = document.createElement("template");
+        parsed.innerHTML = html;
+        select.replaceChildren(parsed.content);
+        select.value = shown;
+        select.removeAttribute("data-options-url");
+        select.dataset.optionsLoaded = "true";
+        showProblem(select, "");
+      })
+      .catch(function (error) {
+        loads.delete(select); // the next press asks again
+        showProblem(select, "Could not load the choices (" + error.message + "): press the list again to retry.");
+      })
+      .finally(function () {
+        select.removeAttribute("aria-busy");
+      });
+    loads.set(select, loading);
+    return loading;
   }
-  ["pointerdown", "mousedown", "focusin", "keydown"].forEach(function (type) {
-    document.addEventListener(type, fillOptions, true);
-  });
+
+  // Said next to the picker, and to a screen reader through its description; gone once the options are in.
+  function showProblem(select, text) {
+    const id = (select.id || select.name) + "-options-problem";
+    let note = document.getElementById(id);
+    if (!text) {
+      if (note) note.remove();
+      return;
+    }
+    if (!note) {
+      note = document.createElement("p");
+      note.id = id;
+      note.className = "error small";
+      note.setAttribute("role", "alert");
+      select.insertAdjacentElement("afterend", note);
+      select.setAttribute("aria-describedby", id);
+    }
+    note.textContent = text;
+  }
+
+  function openList(select) {
+    if (typeof select.showPicker !== "function") return;
+    try {
+      select.showPicker();
+    } catch {
+      // no user activation left (a very slow answer): the list is in, the next press opens it
+    }
+  }
+
+  // A key held while the options were on their way, done on the full list as the closed picker would have.
+  function replayKey(select, event) {
+    if (OPENING.has(event.key) || (event.altKey && (event.key === "ArrowDown" || event.key === "ArrowUp"))) {
+      openList(select);
+      return;
+    }
+    const count = select.options.length;
+    let index = select.selectedIndex;
+    if (event.key in MOVES) index += MOVES[event.key];
+    else if (event.key === "Home") index = 0;
+    else if (event.key === "End") index = count - 1;
+    else if (event.key.length === 1) {
+      // Type to select: the next option whose label starts with the letter typed.
+      const letter = event.key.toLowerCase();
+      for (let step = 1; step <= count; step += 1) {
+        const option = select.options[(index + step) % count];
+        if (option.label.trim().toLowerCase().startsWith(letter)) {
+          index = option.index;
+          break;
+        }
+      }
+    }
+    index = Math.max(0, Math.min(count - 1, index));
+    if (index === select.selectedIndex) return;
+    select.selectedIndex = index;
+    select.dispatchEvent(new Event("input", { bubbles: true }));
+    select.dispatchEvent(new Event("change", { bubbles: true }));
+  }
+
+  function lazySelect(event) {
+    const select = event.target;
+    return select instanceof HTMLSelectElement && select.dataset.optionsUrl && !select.disabled ? select : null;
+  }
+
+  // The focus (by Tab or by a press) asks for them: by the time a key or the list is wanted they are usually in.
+  document.addEventListener("focusin", function (event) {
+    const select = lazySelect(event);
+    if (select) loadOptions(select);
+  }, true);
+
+  // A press would open the list with the one option in it: it waits for the rest, then opens it.
+  document.addEventListener("mousedown", function (event) {
+    const select = lazySelect(event);
+    if (!select || event.button !== 0) return;
+    event.preventDefault();
+    select.focus();
+    loadOptions(select).then(function () {
+      if (select.dataset.optionsLoaded) openList(select);
+    });
+  }, true);
+
+  document.addEventListener("keydown", function (event) {
+    const select = lazySelect(event);
+    if (!select || event.key === "Tab" || event.key === "Escape" || event.ctrlKey || event.metaKey) return;
+    if (!(OPENING.has(event.key) || event.key in MOVES || event.key === "Home" || event.key === "End"
+          || event.key.length === 1)) return;
+    event.preventDefault();
+    const key = { key: event.key, altKey: event.altKey };
+    loadOptions(select).then(function () {
+      if (select.dataset.optionsLoaded) replayKey(select, key);
+    });
+  }, true);
 })();

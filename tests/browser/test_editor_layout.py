@@ -1,8 +1,9 @@
 """The editor's room on a small screen, in headless Chromium: the palette and the inspector each fold to a narrow rail
 and back (by their heading's button, by keyboard alone, or by [ and ]), the canvas takes the panel's width and React
 Flow draws the graph into it; this browser keeps the choice across reloads, set before the page is first painted;
-a folded inspector stays folded when a node is clicked and opens when a diagnostic is asked to show one; and the
-diagnostics band is one line when it has nothing to list. Screenshots to test-artifacts/screenshots/."""
+a folded inspector stays folded when a node is clicked and opens when a diagnostic is asked to show one; its rail
+names the selected node and opens the panel on it; and the diagnostics band is one line when it has nothing to
+list. Screenshots to test-artifacts/screenshots/."""
 
 from __future__ import annotations
 
@@ -278,6 +279,69 @@ def test_a_folded_inspector_stays_folded_on_a_click_and_opens_when_a_diagnostic_
     expect(inspector).to_have_attribute("aria-expanded", "true")
     expect(editor.inspector).to_have_attribute("data-node", "set_value")
     expect(editor.inspector).to_be_in_viewport()
+    assert editor.errors == []
+
+
+def test_the_folded_inspectors_rail_names_the_selected_node_and_opens_on_it(
+    logged_in_page: Page, live_server: Any, user: Any, team: Any, artifacts_dir: Path
+) -> None:
+    page = logged_in_page
+    document = nested_document(positions=True)
+    next(node for node in document["nodes"] if node["id"] == "pack_item")["name"] = "Pack the item"
+    long_name = ("Send the monthly statement to every customer of the region, then file a copy with the regional "
+                 "office and tell the account manager by email")
+    next(node for node in document["nodes"] if node["id"] == "set_value")["name"] = long_name
+    editor = _open(page, live_server, user, team, document)
+    editor.wait_idle()
+    inspector = _toggle(page, "inspector")
+    page.keyboard.press("]")
+    expect(inspector).to_have_attribute("aria-expanded", "false")
+    rail = page.locator("[data-rail-selection]")
+    expect(rail).to_be_hidden()  # the workflow's settings: no node to name
+    pressed = inspector.bounding_box()  # and the rail is the panel's button alone, as before
+    assert pressed and pressed["height"] > 0.9 * _box(page, ".editor-side")["height"], pressed
+
+    # A node selected while folded: the rail names it (by its name, and its kind), in words a screen reader reads
+    # as they show, inside the rail.
+    editor.select("pack_item")
+    named = page.get_by_role("button", name="Pack the item (task)", exact=True)
+    expect(named).to_be_visible()
+    expect(named).to_have_attribute("aria-controls", "side-body")
+    box, side = named.bounding_box(), _box(page, ".editor-side")
+    assert box and box["x"] >= side["x"] and box["x"] + box["width"] <= side["x"] + side["width"] + 0.5, (box, side)
+    assert box["y"] >= _box(page, ".panel-toggle[data-panel-toggle='inspector']")["y"], box
+    page.screenshot(path=artifacts_dir / "editor-rail-selection-1440.png")
+    page.locator(".editor-side").screenshot(path=artifacts_dir / "editor-rail-selection-rail.png")
+    folded_axe = refused_violations(page, "editor-rail-selection", artifacts_dir)
+    assert folded_axe == [], json.dumps(folded_axe, indent=1)
+    # A long name ends in an ellipsis on the rail, its kind still in view; the button's name is the whole of it.
+    editor.select("set_value")
+    long_button = page.get_by_role("button", name=f"{long_name} (task)", exact=True)
+    expect(long_button).to_be_visible()
+    kind, side = rail.locator(".rail-selection__kind").bounding_box(), _box(page, ".editor-side")
+    assert kind and kind["y"] + kind["height"] <= side["y"] + side["height"], (kind, side)
+    page.locator(".editor-side").screenshot(path=artifacts_dir / "editor-rail-selection-long.png")
+    # Another node: the rail follows; a node with no name goes by its id.
+    editor.select("orders")
+    expect(page.get_by_role("button", name="orders (foreach)", exact=True)).to_be_visible()
+    expect(named).to_have_count(0)
+
+    # Reached by Tab from the panel's button, it opens the panel on that node, the focus on its heading.
+    inspector.focus()
+    page.keyboard.press("Tab")
+    expect(page.get_by_role("button", name="orders (foreach)", exact=True)).to_be_focused()
+    page.keyboard.press("Enter")
+    expect(inspector).to_have_attribute("aria-expanded", "true")
+    heading = editor.inspector.locator(".inspector-head h2")
+    expect(heading).to_have_text("orders")
+    expect(heading).to_be_focused()
+    expect(rail).to_be_hidden()  # open, the inspector's own heading says it
+    # Folded again and pressed with the pointer, the same.
+    inspector.click()
+    expect(inspector).to_have_attribute("aria-expanded", "false")
+    page.get_by_role("button", name="orders (foreach)", exact=True).click()
+    expect(inspector).to_have_attribute("aria-expanded", "true")
+    expect(heading).to_be_focused()
     assert editor.errors == []
 
 

@@ -156,20 +156,27 @@ def test_a_small_graph_is_laid_out_to_the_canvas_shape_and_the_canvas_takes_the_
 def test_a_big_graphs_long_pickers_fill_when_pressed_or_focused_and_save_what_was_chosen(
     logged_in_page: Page, live_server: Any, user: Any
 ) -> None:
-    """The workflow settings' start picker and output-path picker hold one option until a person reaches for
-    them (designer/editor/context.py SELECT_INLINE_OPTIONS): a press of the pointer fills the start picker before
-    it opens, a key moves through the whole list; the keyboard's focus fills the output-path picker."""
+    """The workflow settings' start picker and output-path picker come with one option, and the rest are asked for
+    when a person reaches for them (designer/editor/context.py SELECT_INLINE_OPTIONS): a press of the pointer
+    fills the start picker and opens it, a key moves through the whole list; the keyboard's focus asks for the
+    output-path picker's, and a key pressed before they are in is done on them once they are."""
     team = team_services.create_team(actor=user, name="Acme")
     workflow = workflow_services.import_workflow(actor=user, team=team, document=_big_document(), name="Big")
-    editor = EditorPage(logged_in_page, live_server.url, workflow).open()
+    page = logged_in_page
+    asked: list[str] = []
+    page.on("request", lambda request: asked.append(request.url) if "/picker-options/" in request.url else None)
+    editor = EditorPage(page, live_server.url, workflow).open()
     start = editor.inspector.locator("#settings-start")
-    path = editor.inspector.get_by_label("Output path")
+    path = editor.inspector.get_by_role("combobox", name="Output path")
     options = "(select) => [...select.options].map((option) => option.value)"
     assert start.evaluate(options) == [""] and path.evaluate(options) == ["input"]
+    assert asked == []  # nothing asked for until a person reaches for a picker
 
-    # The pointer's press opens the whole list, as it was before (Escape closes it, the first node still shown).
+    # The pointer's press brings the whole list and opens it (Escape closes it, the first node still shown).
     start.click()
+    expect(start.locator("option")).to_have_count(SIZE + 3)
     assert start.evaluate(options) == ["", "customers", "orders"] + [f"line_{n:03d}" for n in range(SIZE)]
+    assert len(asked) == 1 and asked[0].endswith("?picker=start")
     expect(start).to_have_value("")
     editor.page.keyboard.press("Escape")
     expect(start).to_have_value("")
@@ -182,18 +189,59 @@ def test_a_big_graphs_long_pickers_fill_when_pressed_or_focused_and_save_what_wa
     editor.wait_saved(before + 1)
     assert editor.document()["start"] == "orders"
 
-    # The settings drawn again after the save: the start shown is the one saved, filled in on focus by keyboard.
-    path = editor.inspector.get_by_label("Output path")
+    # The settings drawn again after the save: the start shown is the one saved. The output path's options are
+    # asked for on the keyboard's focus; a key pressed while they are on their way (held here) waits for them.
+    held: list[Any] = []
+    page.route("**/picker-options/?picker=output-path", lambda route: held.append(route))
+    path = editor.inspector.get_by_role("combobox", name="Output path")
     expect(editor.inspector.locator("#settings-start")).to_have_value("orders")
     assert path.evaluate(options) == ["input"]
+    editor.inspector.get_by_label("Output field").fill("last")
     editor.inspector.get_by_label("Output field").focus()
     editor.page.keyboard.press("Tab")
     expect(path).to_be_focused()
-    assert len(path.evaluate(options)) > SIZE and path.evaluate(options)[-1] == f"state.line_{SIZE - 1:03d}"
+    expect(path).to_have_attribute("aria-busy", "true")
+    for _ in range(200):  # the request reaches the route (its handler runs while Playwright waits)
+        if held:
+            break
+        page.wait_for_timeout(50)
+    assert len(held) == 1
+    editor.page.keyboard.press("End")  # held: the list is not in yet
     expect(path).to_have_value("input")
-    editor.inspector.get_by_label("Output field").fill("last")
-    path.select_option(f"state.line_{SIZE - 1:03d}")
+    for route in held:
+        route.continue_()
+    page.unroute("**/picker-options/?picker=output-path")
+    expect(path).to_have_value(f"state.line_{SIZE - 1:03d}")
+    expect(path).not_to_have_attribute("aria-busy", "true")
+    assert len(path.evaluate(options)) > SIZE and path.evaluate(options)[0] == "input"
+    editor.page.keyboard.press("ArrowUp")
+    expect(path).to_have_value(f"state.line_{SIZE - 2:03d}")
     editor.press("Add")
     expect(editor.inspector.locator("[data-output='last']")).to_have_count(1)
-    assert editor.document()["outputs"] == [{"target": "last", "path": f"state.line_{SIZE - 1:03d}"}]
+    assert editor.document()["outputs"] == [{"target": "last", "path": f"state.line_{SIZE - 2:03d}"}]
+    assert not editor.errors
+
+
+def test_a_nodes_long_state_field_picker_fills_on_focus_and_still_offers_a_new_field(
+    logged_in_page: Page, live_server: Any, user: Any
+) -> None:
+    """A node's output binding among SIZE state fields: its picker shows the first and "new state field…", the
+    rest come when it takes the focus; then any field, or a new one (its name typed beside it), can be chosen."""
+    team = team_services.create_team(actor=user, name="Acme")
+    workflow = workflow_services.import_workflow(actor=user, team=team, document=_big_document(), name="Big")
+    editor = EditorPage(logged_in_page, live_server.url, workflow).open()
+    editor.select("line_000")  # at the start of the graph, where the first fit shows it
+    target = editor.inspector.get_by_role("combobox", name="State field")
+    options = "(select) => [...select.options].map((option) => option.value)"
+    assert target.evaluate(options) == ["line_000", ""]
+    target.focus()
+    expect(target.locator("option")).to_have_count(SIZE + 1)
+    assert target.evaluate(options) == [f"line_{n:03d}" for n in range(SIZE)] + [""]
+    expect(target).to_have_value("line_000")
+    target.select_option(f"line_{SIZE - 1:03d}")
+    expect(target).to_have_value(f"line_{SIZE - 1:03d}")
+    target.select_option("")  # the way to a new field still works on the list that came
+    new = editor.inspector.get_by_label("New state field")
+    expect(new).to_be_visible()
+    expect(new).to_be_focused()
     assert not editor.errors

@@ -1,8 +1,9 @@
 """The run page is the graph, in headless Chromium with a REAL worker process: a failed nested run (customers ->
 orders -> a subgraph call per order, concurrency 4) read on its graph, each node in its state and each loop's
 failed items counted as failed; a subgraph call opened as its child scope and left by the breadcrumb; a node's
-click asking for its executions in the side panel; and a running run's graph moving with the page's poll, with
-no reload. Screenshots at 1440x900 and 1024x768 go to test-artifacts/."""
+click asking for its executions in the side panel; a running run's graph moving with the page's poll, with
+no reload; and a node reached by the keyboard panned into view (in one step under reduced motion). Screenshots
+at 1440x900 and 1024x768 go to test-artifacts/."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from demo.data import load_demo
 from designer.models import Run, Team
 from designer.runs import services as run_services
 from designer.workflows import services as workflow_services
+from runtime import WorkflowBuilder
 from tests.browser.browser_support import sign_in
 from tests.browser.test_runs import FINISH_MS
 from tests.browser.test_runs_live_feed import slow_foreach
@@ -175,3 +177,87 @@ def test_a_running_runs_graph_moves_with_the_poll_without_a_reload(
     expect(node(page, "each").get_by_test_id("run-counts")).to_have_text(
         f"{ITEMS} done · 0 failed · 0 running / {ITEMS}")
     expect(node(page, "pause")).to_have_attribute("data-state", "completed")
+
+
+#: A run page's graph wider than the canvas: twelve steps in one row, at a readable zoom.
+WIDE_STEPS = [f"step{number:02d}" for number in range(1, 13)]
+
+_BOX_IN = """([nodeId]) => {
+  const canvas = document.querySelector(".run-graph__canvas").getBoundingClientRect();
+  const box = document.querySelector(`[data-testid="run-node"][data-node="${nodeId}"]`).getBoundingClientRect();
+  return box.left >= canvas.left && box.right <= canvas.right && box.top >= canvas.top && box.bottom <= canvas.bottom;
+}"""
+
+
+def wide_run(user: Any, run_worker: Any) -> Run:
+    g = WorkflowBuilder("wide", input_schema={"type": "object", "properties": {}})
+    steps = [g.use("set_value", step, input=[{"target": "value", "value": index}])
+             for index, step in enumerate(WIDE_STEPS)]
+    for before, after in zip(steps, steps[1:], strict=False):
+        g.chain(before, "ok", after)
+    document = g.build().model_dump(mode="json")
+    # Placed in one row, as a person may draw it: the canvas's automatic layout would wrap it into rows.
+    document["metadata"] = {"positions": {step: {"x": 300 * index, "y": 40} for index, step in enumerate(WIDE_STEPS)}}
+    workflow = workflow_services.create_workflow(actor=user, team=Team.objects.get(slug="demo"), name="Wide",
+                                                 document=document)
+    run = run_services.start_run(actor=user, workflow=workflow, input={})
+    run_worker()
+    assert Run.objects.get(pk=run.pk).status == "completed"
+    return run
+
+
+def focused_node(page: Page) -> str | None:
+    return page.evaluate("document.activeElement.closest('[data-testid=\"run-node\"]')?.dataset.node ?? null")
+
+
+def viewport_transform(page: Page) -> str:
+    return page.locator(".react-flow__viewport").evaluate("v => v.style.transform")
+
+
+def test_a_node_reached_by_the_keyboard_is_panned_into_view(
+    page: Page, live_server: Any, run_worker: Any, artifacts_dir: Path
+) -> None:
+    run = wide_run(demo_user(), run_worker)
+    sign_in(page, live_server.url, "demo")
+    page.set_viewport_size(WIDE)
+    open_graph(page, f"{live_server.url}/runs/{run.pk}/")
+    for step in WIDE_STEPS:
+        expect(node(page, step)).to_have_attribute("data-state", "completed")
+    # The row is wider than the canvas: its end is clipped at first.
+    assert not page.evaluate(_BOX_IN, [WIDE_STEPS[-1]])
+    canvas = page.locator("[data-run-canvas]")
+
+    # The first step shows already: reaching it moves nothing.
+    page.get_by_role("button", name=WIDE_STEPS[0], exact=True).focus()
+    page.keyboard.press("Tab")
+    page.keyboard.press("Shift+Tab")
+    assert focused_node(page) == WIDE_STEPS[0]
+    still = viewport_transform(page)
+    assert canvas.get_attribute("data-reveals") is None
+
+    # Tab on: each node whose button takes the focus is inside the canvas once it has it, the clipped ones too.
+    for step in WIDE_STEPS[1:]:
+        page.keyboard.press("Tab")
+        assert focused_node(page) == step
+        page.wait_for_function(_BOX_IN, arg=[step])
+    assert int(canvas.get_attribute("data-reveals") or 0) >= 1
+    assert viewport_transform(page) != still
+    # The drawing moved by the canvas's own pan, not by the browser scrolling the clipped canvas under it.
+    assert page.locator(".run-graph__canvas .react-flow").evaluate("f => f.scrollLeft + f.scrollTop") == 0
+    page.screenshot(path=artifacts_dir / "run-graph-keyboard-pan-1440.png")
+
+    # With reduced motion the canvas jumps there in one step, with no animation in between.
+    page.emulate_media(reduced_motion="reduce")
+    page.locator(".react-flow__viewport").evaluate("""v => {
+      window.viewportMoves = 0;
+      new MutationObserver(() => { window.viewportMoves += 1; })
+        .observe(v, {attributes: true, attributeFilter: ["style"]});
+    }""")
+    reveals = int(canvas.get_attribute("data-reveals") or 0)
+    for step in reversed(WIDE_STEPS[:-1]):
+        page.keyboard.press("Shift+Tab")
+        assert focused_node(page) == step
+        page.wait_for_function(_BOX_IN, arg=[step])
+    panned = int(canvas.get_attribute("data-reveals") or 0) - reveals
+    assert panned >= 1
+    assert page.evaluate("window.viewportMoves") == panned

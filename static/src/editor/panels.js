@@ -87,8 +87,48 @@ export function openPanel(panel) {
   setPanel(panel, false);
 }
 
+/** What the folded inspector's rail says of the panel the inspector holds: the node's name and kind, or null
+ * for the workflow's settings (no node).
+ * @param {HTMLElement | null} rendered the inspector's rendered root (.inspector) */
+export function railSelection(rendered) {
+  const data = rendered ? rendered.dataset : {};
+  if (!data.node) return null;
+  return { name: data.name || data.node, kind: data.kind || "" };
+}
+
+// Filled after each render of the inspector, folded or not, so the rail is right the moment it folds.
+function showRailSelection() {
+  const holder = /** @type {HTMLElement | null} */ (document.querySelector("[data-rail-selection]"));
+  if (!holder) return;
+  const selection = railSelection(document.querySelector("#inspector > .inspector"));
+  holder.hidden = !selection;
+  const name = holder.querySelector("[data-rail-name]");
+  const kind = holder.querySelector("[data-rail-kind]");
+  if (name) name.textContent = selection ? selection.name : "";
+  if (kind) kind.textContent = selection ? selection.kind : "";
+}
+
+// The rail's node opens the panel on that node, the focus on its heading: the button pressed is gone with the
+// rail, and the heading is where a screen reader then reads which node this is.
+function openOnSelection(panel) {
+  setPanel(panel, false);
+  const heading = /** @type {HTMLElement | null} */ (document.querySelector("#inspector .inspector-head h2"));
+  if (!heading) return;
+  heading.tabIndex = -1;
+  heading.focus();
+}
+
 export function installPanels() {
   PANELS.forEach(showState);
+  showRailSelection();
+  document.body.addEventListener("htmx:afterSwap", (event) => {
+    const target = /** @type {CustomEvent} */ (event).detail && /** @type {CustomEvent} */ (event).detail.target;
+    if (target instanceof Element && target.id === "inspector") showRailSelection();
+  });
+  document.addEventListener("click", (event) => {
+    const opener = event.target instanceof Element ? event.target.closest("[data-rail-open]") : null;
+    if (opener) openOnSelection(/** @type {HTMLElement} */ (opener).dataset.railOpen);
+  });
   document.addEventListener("click", (event) => {
     const button = event.target instanceof Element ? event.target.closest("[data-panel-toggle]") : null;
     if (!button) return;

@@ -5,7 +5,16 @@ import { resolve } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 
 import { EVENTS } from "./events.js";
-import { installPanels, isCollapsed, PANELS_KEY, readPanels, setPanel, shortcutPanel, writePanels } from "./panels.js";
+import {
+  installPanels,
+  isCollapsed,
+  PANELS_KEY,
+  railSelection,
+  readPanels,
+  setPanel,
+  shortcutPanel,
+  writePanels,
+} from "./panels.js";
 
 // The head script that sets the panels before the first paint, run as the page runs it.
 const HEAD_SCRIPT = readFileSync(resolve(import.meta.dirname, "../../js/editor-layout.js"), "utf-8");
@@ -84,6 +93,44 @@ describe("folding a panel", () => {
     installPanels();
     expect(document.querySelector('[data-panel-toggle="palette"]').getAttribute("aria-expanded")).toBe("false");
     expect(document.querySelector('[data-panel-toggle="inspector"]').getAttribute("aria-expanded")).toBe("true");
+  });
+});
+
+describe("the folded inspector's rail", () => {
+  const rendered = (attrs) => {
+    const element = document.createElement("div");
+    Object.assign(element.dataset, attrs);
+    return element;
+  };
+
+  it("names the node the inspector holds, by its name and kind, its id when it has no name", () => {
+    expect(railSelection(rendered({ node: "fetch", kind: "task", name: "Fetch orders" }))).toEqual({
+      name: "Fetch orders",
+      kind: "task",
+    });
+    expect(railSelection(rendered({ node: "fetch", kind: "task" }))).toEqual({ name: "fetch", kind: "task" });
+  });
+
+  it("names nothing for the workflow's settings", () => {
+    expect(railSelection(rendered({ node: "", kind: "workflow" }))).toBeNull();
+    expect(railSelection(null)).toBeNull();
+  });
+
+  it("is filled from the inspector's render when installed, and its press opens the panel on the heading", () => {
+    document.documentElement.setAttribute("data-inspector", "collapsed");
+    document.body.innerHTML = `
+      <aside data-panel="inspector"><button data-panel-toggle="inspector" aria-expanded="false">Inspector</button>
+        <p data-rail-selection hidden><button data-rail-open="inspector"><span data-rail-name></span>
+          (<span data-rail-kind></span>)</button></p>
+        <div id="inspector"><div class="inspector" data-node="a" data-kind="branch" data-name="Route by size">
+          <div class="inspector-head"><h2>Route by size</h2></div></div></div></aside>`;
+    installPanels();
+    const holder = /** @type {HTMLElement} */ (document.querySelector("[data-rail-selection]"));
+    expect(holder.hidden).toBe(false);
+    expect(holder.textContent.replace(/\s+/g, " ").trim()).toBe("Route by size (branch)");
+    /** @type {HTMLElement} */ (document.querySelector("[data-rail-open]")).click();
+    expect(isCollapsed("inspector")).toBe(false);
+    expect(document.activeElement).toBe(document.querySelector(".inspector-head h2"));
   });
 });
 

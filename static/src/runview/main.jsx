@@ -23,6 +23,7 @@ import { GraphCanvas } from "../editor/chrome.jsx";
 import { buildEdges, buildFrames, buildNodes, withChannels } from "../editor/graph.js";
 import { READABLE_ZOOM, readableViewport } from "../editor/layout.js";
 import { NodeHead, NodeLabels, regionStyle } from "../editor/nodes.jsx";
+import { revealViewport } from "./reveal.js";
 import { countsText, executionsUrl, firstCall, stateClass } from "./states.js";
 
 const READ_ONLY_HANDLE = { isConnectable: false };
@@ -304,6 +305,30 @@ function Canvas({ root }) {
     if (graph) root.dataset.ready = "true";
   }, [graph, root]);
 
+  // A node's button reached by the keyboard is brought into view: the canvas pans (never zooms) just enough, and
+  // not at all when the node shows already. A pointer's press leaves the drawing where the person put it.
+  const onCanvasFocus = useCallback(
+    (event) => {
+      const target = /** @type {HTMLElement} */ (event.target);
+      const holder = /** @type {HTMLElement | null} */ (target.closest(".react-flow__node"));
+      const pane = wrapper.current && wrapper.current.querySelector(".react-flow");
+      if (!holder || !pane || !target.matches(":focus-visible")) return;
+      const internal = flow.getInternalNode(holder.dataset.id || "");
+      if (!internal) return;
+      const box = {
+        ...internal.internals.positionAbsolute,
+        width: internal.measured.width || holder.offsetWidth,
+        height: internal.measured.height || holder.offsetHeight,
+      };
+      const view = revealViewport(box, flow.getViewport(), { width: pane.clientWidth, height: pane.clientHeight });
+      if (!view) return;
+      const still = window.matchMedia("(prefers-reduced-motion: reduce)").matches;
+      flow.setViewport(view, still ? undefined : { duration: 200 });
+      root.dataset.reveals = String(Number(root.dataset.reveals || "0") + 1);
+    },
+    [flow, root],
+  );
+
   return (
     <div className="run-graph__inner">
       {graph && (
@@ -319,7 +344,7 @@ function Canvas({ root }) {
           {problem}
         </p>
       )}
-      <div className="run-graph__canvas" ref={wrapper}>
+      <div className="run-graph__canvas" ref={wrapper} onFocus={onCanvasFocus}>
         <GraphCanvas
           frames={frames}
           loops={graph ? graph.loops : null}

@@ -5,19 +5,23 @@ opens on demand in the workflow settings."""
 from __future__ import annotations
 
 import copy
+import html
 import json
+import re
 from typing import Any
 
 import pytest
 from django.test import Client
 
+from designer.editor import panels
 from designer.editor.context import BUILDER_INLINE_FIELDS, SELECT_INLINE_OPTIONS
 from designer.models import DraftOperation, Workflow
+from designer.workflows import analysis as doc_analysis
 from designer.workflows import services as workflow_services
 from designer.workflows.operations import apply_all
 from designer.workflows.patch import apply_patch, json_patch
 from designer.workflows.services import document_at
-from tests.designer.clients import client_for
+from tests.designer.clients import client_for, inspector
 
 pytestmark = pytest.mark.django_db
 
@@ -143,29 +147,83 @@ def _picker(page: str, opening: str) -> str:
     return page[start:page.index("</select>", start)]
 
 
-def test_the_workflow_settings_long_pickers_keep_their_options_in_a_template_until_wanted(cast: Any) -> None:
-    """The start picker and the output-path picker of a big graph: the option shown, selected, then the whole list
-    in a <template> (neither styled nor laid out until editor-panels.js moves it in); a short list stays inline."""
+def test_the_workflow_settings_long_pickers_are_sent_with_one_option_and_the_rest_on_demand(cast: Any) -> None:
+    """The start picker and the output-path picker of a big graph: the page holds the option each shows, selected,
+    and the address of the rest; that address answers the whole list, as a short picker renders it inline: every
+    node for the start (the chosen one selected), every input and state path the analyzer offers at the start,
+    each with its type, Input before State. A short list stays inline."""
     client = client_for(cast.editor)
     size = SELECT_INLINE_OPTIONS + 10
     doc = _chain(size)
     big = cast.workflow("Big", {**doc, "start": "step_003"})
     page = client.get(f"/workflows/{big.pk}/edit/").content.decode()
+    options_url = f"/workflows/{big.pk}/edit/picker-options/"
     start = _picker(page, '<select id="settings-start"')
-    shown, stashed = start.split("<template data-lazy-options>")
-    assert shown.count("<option") == 1 and '<option value="step_003" selected>step_003</option>' in shown
+    assert start.count("<option") == 1 and '<option value="step_003" selected>step_003</option>' in start
+    assert f'data-options-url="{options_url}?picker=start"' in start
+    answered = client.get(options_url, {"picker": "start"}, HTTP_HX_REQUEST="true")
+    assert answered.status_code == 200
+    stashed = answered.content.decode()
     assert stashed.count("<option") == size + 2  # "(the first node)", the foreach, the chain
     assert '<option value="step_003" selected>' in stashed and stashed.count("selected") == 1
-    path = _picker(page, '<select name="path" aria-label="Output path">')
-    shown, stashed = path.split("<template data-lazy-options>")
-    assert shown.count("<option") == 1 and '<option value="input" selected>input (object)</option>' in shown
-    assert stashed.count("<option") > size and '<option value="state.step_000">' in stashed
-    assert stashed.index('<optgroup label="Input">') < stashed.index('<optgroup label="State">')
+    path = _picker(page, '<select name="path" aria-label="Output path"')
+    assert path.count("<option") == 1 and '<option value="input" selected>input (object)</option>' in path
+    assert f'data-options-url="{options_url}?picker=output-path"' in path
+    stashed = client.get(options_url, {"picker": "output-path"}).content.decode()
+    offered = [(group["title"], f'{option["path"]} ({option["type"]})')
+               for group in panels.workflow_output_paths(doc_analysis.analysis_for(big)) for option in group["options"]]
+    assert len(offered) > size
+    listed = re.findall(r'<optgroup label="(\w+)">|<option value="([^"]*)">([^<]*)</option>', stashed)
+    group, answered_options = "", []
+    for title, value, label in listed:
+        group = title or group
+        if not title:
+            assert label.startswith(value + " (")  # the value is the path the label shows
+            answered_options.append((group, html.unescape(label)))
+    assert answered_options == offered
 
+    # A short list stays inline, with no address.
     small = cast.workflow("Small", _chain(5))
     page = client.get(f"/workflows/{small.pk}/edit/").content.decode()
-    assert "data-lazy-options" not in page
+    assert "data-options-url" not in page
     assert _picker(page, '<select id="settings-start"').count("<option") == 7
+
+
+def test_a_nodes_long_state_field_picker_is_sent_with_its_first_field_and_the_way_to_a_new_one(cast: Any) -> None:
+    """A node's output binding to one of many state fields: the panel holds the first field, selected, and "new state
+    field…"; the rest come on demand, each with its type as the analyzer has it, "new state field…" last."""
+    client = client_for(cast.editor)
+    size = SELECT_INLINE_OPTIONS + 10
+    big = cast.workflow("Big", _chain(size))
+    fields = panels.state_field_types(doc_analysis.analysis_for(big))
+    assert len(fields) >= size
+    panel = inspector(client, big, node="step_003")
+    picker = _picker(panel, '<select name="target" aria-label="State field"')
+    first = fields[0]
+    assert picker.count("<option") == 2
+    assert f'<option value="{first["name"]}" selected>state.{first["name"]} ({first["type"]})</option>' in picker
+    assert '<option value="">new state field…</option>' in picker
+    assert f'data-options-url="/workflows/{big.pk}/edit/picker-options/?picker=state-field"' in picker
+    answered = client.get(f"/workflows/{big.pk}/edit/picker-options/", {"picker": "state-field"}).content.decode()
+    listed = [(value, html.unescape(label)) for value, label in re.findall(r'<option value="([^"]*)">([^<]*)</option>',
+                                                                            answered)]
+    assert listed == [(f["name"], f"state.{f['name']} ({f['type']})") for f in fields] + [("", "new state field…")]
+    # A short list stays inline.
+    small = cast.workflow("Small", _chain(5))
+    picker = _picker(inspector(client, small, node="step_003"), '<select name="target" aria-label="State field"')
+    assert "data-options-url" not in picker and picker.count("<option") == len(
+        panels.state_field_types(doc_analysis.analysis_for(small))) + 1
+
+
+def test_a_long_pickers_options_are_a_read_for_the_workflows_team_only(cast: Any) -> None:
+    big = cast.workflow("Big", _chain(SELECT_INLINE_OPTIONS + 10))
+    url = f"/workflows/{big.pk}/edit/picker-options/"
+    assert client_for(cast.viewer).get(url, {"picker": "start"}).status_code == 200  # as the settings panel
+    assert client_for(cast.stranger).get(url, {"picker": "start"}).status_code == 404
+    refused = client_for(cast.editor).get(url, {"picker": "nodes"})
+    assert refused.status_code == 400
+    assert "No such picker: &#x27;nodes&#x27; (start, output-path, state-field)" in refused.content.decode()
+    assert client_for(cast.editor).post(url, {"picker": "start"}).status_code == 405  # a read, never a write
 
 
 def test_a_patch_answer_names_the_revision_it_was_made_on_when_a_save_landed_in_between(
