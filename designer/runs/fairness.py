@@ -168,9 +168,20 @@ def _statements(ready: ReadyTasks, vendor: str) -> _Statements:
     # the UPDATE of the first task, which returns the row: one statement where a read and a write were two.
     added = "worker_ids || to_jsonb(%s::text)" if vendor == "postgresql" else "json_insert(worker_ids, '$[#]', %s)"
     take = f"UPDATE {tasks} SET status = %s, started_at = %s, worker_ids = {added} WHERE id = ("
+    team_table = quote(Team._meta.db_table)
+    share_table = quote(FairShare._meta.db_table)
     return _Statements(
-        groups=f"SELECT q.team_id, q.workflow_id, MAX(t.priority), MIN(t.enqueued_at) FROM {source} "
-               f"WHERE {where} GROUP BY q.team_id, q.workflow_id",
+        # What is queued, per team and workflow (kind 0: the first ready task's priority and enqueue time), and
+        # in the same statement what the pick weighs it by (kind 1): the queued teams' policies and share rows,
+        # and the floor row. One round trip where two were (issue 33); ``_read_queue`` takes it apart.
+        groups=f"WITH g AS (SELECT q.team_id, q.workflow_id, MAX(t.priority) AS priority, MIN(t.enqueued_at) "
+               f"AS since FROM {source} WHERE {where} GROUP BY q.team_id, q.workflow_id) "
+               "SELECT 0, team_id, workflow_id, priority, since, NULL, NULL, NULL FROM g "
+               "UNION ALL SELECT 1, e.id, s.workflow_id, e.queue_weight, s.last_picked, e.max_running, "
+               f"e.workflow_max_running, s.served FROM {team_table} e LEFT JOIN {share_table} s ON s.team_id = e.id "
+               "WHERE e.id IN (SELECT team_id FROM g) "
+               f"UNION ALL SELECT 1, 0, workflow_id, NULL, last_picked, NULL, NULL, served FROM {share_table} "
+               f"WHERE team_id = {FLOOR_ROW[0]:d} AND workflow_id = {FLOOR_ROW[1]:d}",
         ownerless=f"{take}SELECT t.id FROM {source} WHERE {where} AND q.task_id IS NULL {order}{lock}) RETURNING *",
         owned=f"{take}SELECT t.id FROM {source} WHERE {where} AND q.team_id = %s AND q.workflow_id = %s "
               f"{order}{lock}) RETURNING *",
@@ -225,31 +236,24 @@ def _moment(value: datetime | str | None) -> datetime | None:
     return parsed if timezone.is_aware(parsed) else parsed.replace(tzinfo=UTC)
 
 
-def _policies_and_shares(teams: Sequence[int], *, using: str
-                         ) -> tuple[dict[int, Policy], dict[tuple[int, int], FairShare]]:
-    """The queued ``teams``' policies and their share rows with the floor row, in one statement. Written as SQL:
-    the two ORM reads it replaces cost about a quarter of a pick's CPU in query compilation (issue 33)."""
-    connection = connections[using]
-    team_table = connection.ops.quote_name(Team._meta.db_table)
-    share_table = connection.ops.quote_name(FairShare._meta.db_table)
-    marks = ", ".join(["%s"] * len(teams))
-    sql = (f"SELECT t.id, t.queue_weight, t.max_running, t.workflow_max_running, s.workflow_id, s.served, "
-           f"s.last_picked FROM {team_table} t LEFT JOIN {share_table} s ON s.team_id = t.id "
-           f"WHERE t.id IN ({marks}) "
-           f"UNION ALL SELECT 0, NULL, NULL, NULL, workflow_id, served, last_picked FROM {share_table} "
-           f"WHERE team_id = %s AND workflow_id = %s")
+def _read_queue(rows: Sequence[tuple[Any, ...]]) -> tuple[list[tuple[Any, ...]], dict[int, Policy],
+                                                          dict[tuple[int, int], FairShare]]:
+    """``_Statements.groups``' rows taken apart: the queued groups (team, workflow, priority, since; team None:
+    ownerless tasks), the queued teams' policies, and their share rows with the floor row."""
+    groups: list[tuple[Any, ...]] = []
     policies: dict[int, Policy] = {}
     shares: dict[tuple[int, int], FairShare] = {}
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [*teams, *FLOOR_ROW])
-        for team, weight, max_running, workflow_max_running, workflow, served, last_picked in cursor.fetchall():
-            if team:
-                policies[team] = limits_of({"queue_weight": weight, "max_running": max_running,
-                                            "workflow_max_running": workflow_max_running})
-            if workflow is not None:
-                shares[(team, workflow)] = FairShare(team_id=team, workflow_id=workflow, served=served,
-                                                     last_picked=_moment(last_picked))
-    return policies, shares
+    for kind, team, workflow, number, moment, max_running, workflow_max_running, served in rows:
+        if not kind:
+            groups.append((team, workflow, number, moment))
+            continue
+        if team:
+            policies[team] = limits_of({"queue_weight": number, "max_running": max_running,
+                                        "workflow_max_running": workflow_max_running})
+        if workflow is not None:
+            shares[(team, workflow)] = FairShare(team_id=team, workflow_id=workflow, served=served,
+                                                 last_picked=_moment(moment))
+    return groups, policies, shares
 
 
 def _store(rows: Sequence[FairShare], *, using: str) -> None:
@@ -300,7 +304,7 @@ def claim_next(ready: ReadyTasks, *, worker_id: str, worker_teams: Counter[int],
         params = _params(ready, statements, connection)
         with connection.cursor() as cursor:
             cursor.execute(statements.groups, params)
-            groups: list[tuple[Any, ...]] = cursor.fetchall()
+            groups, policies, shares = _read_queue(cursor.fetchall())
         if not groups:
             return None
         if any(team is None for team, *_ in groups):
@@ -312,7 +316,6 @@ def claim_next(ready: ReadyTasks, *, worker_id: str, worker_teams: Counter[int],
         if not groups:
             return None
         queued = [Queued(team, workflow, position) for position, (team, workflow, *_) in enumerate(groups)]
-        policies, shares = _policies_and_shares(sorted({entry.team_id for entry in queued}), using=ready.using)
         floor_row = shares.get(FLOOR_ROW)
         # Only a limit reads the running counts: without one (the default) the pick needs none of them.
         limited = any(policy.max_running or policy.workflow_max_running for policy in policies.values())
