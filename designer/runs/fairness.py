@@ -130,6 +130,12 @@ class ReadyTasks:
     using: str = "default"
 
 
+#: The share rows a pick writes: the team's, the floor's, the workflow's.
+SHARE_ROWS = 3
+_SHARE_UPSERT = ("ON CONFLICT (team_id, workflow_id) DO UPDATE SET served = EXCLUDED.served, "
+                 "last_picked = EXCLUDED.last_picked")
+
+
 @dataclass(frozen=True, slots=True)
 class _Statements:
     """A worker's queue reads as SQL, built once (``_statements``): the ORM built the groups query and the lock
@@ -139,6 +145,9 @@ class _Statements:
     #: Claims (``_take``) of the first ownerless task, and of a given team's and workflow's first task.
     ownerless: str
     owned: str
+    #: PostgreSQL: ``owned`` and the pick's share rows (``_store``) in one statement, the rows written only when
+    #: the task was taken (a ``WITH`` clause; ``SHARE_ROWS`` rows of ``(team, workflow, served, last_picked)``).
+    owned_storing: str | None
     #: Up to the list of the teams a worker runs, which ``held_back`` closes.
     others: str
     #: The fixed part of the filter's parameters, after the two clock values (``date max``, now).
@@ -170,6 +179,8 @@ def _statements(ready: ReadyTasks, vendor: str) -> _Statements:
     take = f"UPDATE {tasks} SET status = %s, started_at = %s, worker_ids = {added} WHERE id = ("
     team_table = quote(Team._meta.db_table)
     share_table = quote(FairShare._meta.db_table)
+    owned = (f"{take}SELECT t.id FROM {source} WHERE {where} AND q.team_id = %s AND q.workflow_id = %s "
+             f"{order}{lock}) RETURNING *")
     return _Statements(
         # What is queued, per team and workflow (kind 0: the first ready task's priority and enqueue time), and
         # in the same statement what the pick weighs it by (kind 1): the queued teams' policies and share rows,
@@ -183,8 +194,11 @@ def _statements(ready: ReadyTasks, vendor: str) -> _Statements:
                f"UNION ALL SELECT 1, 0, workflow_id, NULL, last_picked, NULL, NULL, served FROM {share_table} "
                f"WHERE team_id = {FLOOR_ROW[0]:d} AND workflow_id = {FLOOR_ROW[1]:d}",
         ownerless=f"{take}SELECT t.id FROM {source} WHERE {where} AND q.task_id IS NULL {order}{lock}) RETURNING *",
-        owned=f"{take}SELECT t.id FROM {source} WHERE {where} AND q.team_id = %s AND q.workflow_id = %s "
-              f"{order}{lock}) RETURNING *",
+        owned=owned,
+        owned_storing=None if vendor != "postgresql" else (
+            f"WITH task AS ({owned}), moved AS (INSERT INTO {share_table} (team_id, workflow_id, served, "
+            f"last_picked) SELECT * FROM (VALUES {', '.join(['(%s, %s, %s, %s)'] * SHARE_ROWS)}) AS v "
+            f"WHERE EXISTS (SELECT 1 FROM task) {_SHARE_UPSERT}) SELECT * FROM task"),
         # Ownerless tasks (a sweep, a schedule tick) are not of any team this worker runs.
         others=f"SELECT 1 FROM {source} WHERE {where} AND (q.team_id IS NULL OR NOT (q.team_id IN (",
         fixed=tuple(fixed))
@@ -256,6 +270,14 @@ def _read_queue(rows: Sequence[tuple[Any, ...]]) -> tuple[list[tuple[Any, ...]],
     return groups, policies, shares
 
 
+def _share_params(rows: Sequence[FairShare], connection: BaseDatabaseWrapper) -> list[object]:
+    params: list[object] = []
+    for row in rows:
+        params += [row.team_id, row.workflow_id, row.served,
+                   connection.ops.adapt_datetimefield_value(row.last_picked)]
+    return params
+
+
 def _store(rows: Sequence[FairShare], *, using: str) -> None:
     """Write the share rows of one pick in one statement, creating those that do not exist yet (an upsert on
     ``(team, workflow)``: two workers creating a row at once leave one). Each row carries both fields, the one
@@ -264,14 +286,9 @@ def _store(rows: Sequence[FairShare], *, using: str) -> None:
     connection = connections[using]
     table = connection.ops.quote_name(FairShare._meta.db_table)
     values = ", ".join(["(%s, %s, %s, %s)"] * len(rows))
-    params: list[object] = []
-    for row in rows:
-        params += [row.team_id, row.workflow_id, row.served,
-                   connection.ops.adapt_datetimefield_value(row.last_picked)]
     with connection.cursor() as cursor:
         cursor.execute(f"INSERT INTO {table} (team_id, workflow_id, served, last_picked) VALUES {values} "
-                       f"ON CONFLICT (team_id, workflow_id) DO UPDATE SET served = EXCLUDED.served, "
-                       f"last_picked = EXCLUDED.last_picked", params)
+                       f"{_SHARE_UPSERT}", _share_params(rows, connection))
 
 
 def held_back(ready: ReadyTasks, *, worker_teams: Mapping[int, int], free_slots: int, slots: int) -> bool:
@@ -335,19 +352,26 @@ def claim_next(ready: ReadyTasks, *, worker_id: str, worker_teams: Counter[int],
             list(FairShare.objects.select_for_update().filter(team_id=picked.team_id, workflow_id=0))
             if _running()[0].get(picked.team_id, 0) >= policy.max_running:
                 return None  # another worker took the team's last slot since it was counted
-        task = _take(ready, statements.owned, [*params, picked.team_id, picked.workflow_id], worker_id, connection)
-        if task is None:
-            return None  # taken by another worker meanwhile; the slot asks again
         share = shares.get((picked.team_id, 0))
         served, floor = advance(share.served if share else 0.0, load.floor, policy.weight)
         now = timezone.now()
         floor_picked = floor_row.last_picked if floor_row else None
         workflow_row = shares.get((picked.team_id, picked.workflow_id))
-        _store([FairShare(team_id=picked.team_id, workflow_id=0, served=served, last_picked=now),
-                FairShare(team_id=FLOOR_ROW[0], workflow_id=FLOOR_ROW[1], served=floor, last_picked=floor_picked),
-                FairShare(team_id=picked.team_id, workflow_id=picked.workflow_id,
-                          served=workflow_row.served if workflow_row else 0.0, last_picked=now)],
-               using=ready.using)
+        moved = [FairShare(team_id=picked.team_id, workflow_id=0, served=served, last_picked=now),
+                 FairShare(team_id=FLOOR_ROW[0], workflow_id=FLOOR_ROW[1], served=floor, last_picked=floor_picked),
+                 FairShare(team_id=picked.team_id, workflow_id=picked.workflow_id,
+                           served=workflow_row.served if workflow_row else 0.0, last_picked=now)]
+        owned = [*params, picked.team_id, picked.workflow_id]
+        if statements.owned_storing is not None:
+            # The task and the shares it moves in one round trip (issue 33); nothing moves when none was taken.
+            task = _take(ready, statements.owned_storing, [*owned, *_share_params(moved, connection)], worker_id,
+                         connection)
+        else:
+            task = _take(ready, statements.owned, owned, worker_id, connection)
+            if task is not None:
+                _store(moved, using=ready.using)
+        if task is None:
+            return None  # taken by another worker meanwhile; the slot asks again
         return Claimed(task, picked.team_id, prepare(task) if prepare is not None else None)
 
 

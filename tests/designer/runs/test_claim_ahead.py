@@ -64,9 +64,14 @@ def test_a_runs_lease_is_taken_with_its_task_and_the_run_then_costs_two_transact
     lease = [at for at, sql in enumerate(statements) if sql.startswith(f'UPDATE "{Run._meta.db_table}"')]
     assert len(lease) == 1 and _begins(claiming)[-1] < lease[0]  # in the claim's own transaction
     # The whole claim: what is queued and whose with the teams' shares (one read); the task taken (one UPDATE that
-    # returns it), the shares moved on, the run's lease (one UPDATE that returns the run).
+    # returns it) and the shares moved on, one statement on PostgreSQL; the run's lease (one UPDATE that returns
+    # the run).
     verbs = [sql.split()[0].upper() for sql in statements[_begins(claiming)[-1] + 1:] if sql.upper() != "COMMIT"]
-    assert verbs == ["WITH", "UPDATE", "INSERT", "UPDATE"]
+    if connection.vendor == "postgresql":
+        assert verbs == ["WITH", "WITH", "UPDATE"]
+        assert "moved AS (INSERT INTO \"designer_fairshare\"" in statements[-3]
+    else:
+        assert verbs == ["WITH", "UPDATE", "INSERT", "UPDATE"]
     with CaptureQueriesContext(connection) as running:
         assert _execute(claimed) == "completed"
     if connection.vendor == "postgresql":
