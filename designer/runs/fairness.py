@@ -40,6 +40,7 @@ from django_tasks_db.models import DBTaskResult, get_date_max
 from django_tasks_db.utils import exclusive_transaction
 
 from designer.conf import trellis
+from designer.core import rows
 from designer.models import FairShare, QueuedTask, Team
 
 #: ``FairShare`` row that holds the floor (no team has id 0).
@@ -177,10 +178,11 @@ def _statements(ready: ReadyTasks, vendor: str) -> _Statements:
     # the UPDATE of the first task, which returns the row: one statement where a read and a write were two.
     added = "worker_ids || to_jsonb(%s::text)" if vendor == "postgresql" else "json_insert(worker_ids, '$[#]', %s)"
     take = f"UPDATE {tasks} SET status = %s, started_at = %s, worker_ids = {added} WHERE id = ("
+    returning = f"RETURNING {rows.reader(DBTaskResult, ready.using).columns}"
     team_table = quote(Team._meta.db_table)
     share_table = quote(FairShare._meta.db_table)
     owned = (f"{take}SELECT t.id FROM {source} WHERE {where} AND q.team_id = %s AND q.workflow_id = %s "
-             f"{order}{lock}) RETURNING *")
+             f"{order}{lock}) {returning}")
     return _Statements(
         # What is queued, per team and workflow (kind 0: the first ready task's priority and enqueue time), and
         # in the same statement what the pick weighs it by (kind 1): the queued teams' policies and share rows,
@@ -193,7 +195,7 @@ def _statements(ready: ReadyTasks, vendor: str) -> _Statements:
                "WHERE e.id IN (SELECT team_id FROM g) "
                f"UNION ALL SELECT 1, 0, workflow_id, NULL, last_picked, NULL, NULL, served FROM {share_table} "
                f"WHERE team_id = {FLOOR_ROW[0]:d} AND workflow_id = {FLOOR_ROW[1]:d}",
-        ownerless=f"{take}SELECT t.id FROM {source} WHERE {where} AND q.task_id IS NULL {order}{lock}) RETURNING *",
+        ownerless=f"{take}SELECT t.id FROM {source} WHERE {where} AND q.task_id IS NULL {order}{lock}) {returning}",
         owned=owned,
         owned_storing=None if vendor != "postgresql" else (
             f"WITH task AS ({owned}), moved AS (INSERT INTO {share_table} (team_id, workflow_id, served, "
@@ -214,7 +216,11 @@ def _take(ready: ReadyTasks, sql: str, params: list[object], worker_id: str,
     """Claim the first task ``sql`` (``_Statements.ownerless`` or ``owned``) finds, as ``DBTaskResult.claim``
     does, and return it as claimed; None when there is none (or, on PostgreSQL, another worker holds it)."""
     claim = [str(TaskResultStatus.RUNNING), connection.ops.adapt_datetimefield_value(timezone.now()), worker_id]
-    return next(iter(DBTaskResult.objects.using(ready.using).raw(sql, [*claim, *params])), None)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*claim, *params])
+        row = cursor.fetchone()
+    # Not ``raw``: matching columns to fields at every claim cost more than the statement (``designer.core.rows``).
+    return None if row is None else rows.reader(DBTaskResult, ready.using).instance(row)
 
 
 @dataclass(frozen=True, slots=True)
