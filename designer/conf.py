@@ -1,9 +1,11 @@
 """Every ``TRELLIS_*`` setting in one place: its name, type, default and one line of documentation.
 
-Code reads a setting as an attribute of ``trellis`` (``trellis.STEP_PROCESSES``), never with
-``getattr(settings, ...)`` or ``os.environ``: the value comes from the Django settings when they define it
-(a settings module, ``override_settings``, pytest-django's ``settings`` fixture), else the default below,
-and is checked on every read. ``designer/settings.py`` fills the Django settings from the environment
+Code reads a setting as an attribute of ``trellis`` (``trellis.STEP_PROCESSES``), never with ``getattr(settings,
+...)`` or ``os.environ``: the value comes from the Django settings when they define it (a settings module,
+``override_settings``, pytest-django's ``settings`` fixture), else the default below, and is checked at its first
+read. The checked value is kept until Django says the setting changed (``setting_changed``, which
+``override_settings`` and the ``settings`` fixture send): a worker read some twenty-five settings a run, each
+checked again (issue 33). ``designer/settings.py`` fills the Django settings from the environment
 (``from_environ``) and ``DesignerConfig.ready`` checks every value (``check_all``), so a bad value (a negative
 timeout, a word where a number belongs) stops the process at start-up with a message that names the setting.
 
@@ -16,10 +18,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, overload
+from typing import Any, cast, overload
 
 from django.conf import settings as django_settings
 from django.core.exceptions import ImproperlyConfigured
+from django.core.signals import setting_changed
 
 from runtime.checkpoint import HistoryPolicy
 
@@ -203,9 +206,14 @@ class Setting[T]:
         return self.value()
 
     def value(self) -> T:
-        """The current value: the Django setting if defined, else the default; checked."""
-        raw = getattr(django_settings, self.name, self.default)
-        return self.clean(raw, source="settings")
+        """The current value: the Django setting if defined, else the default; checked (once: ``_checked``)."""
+        try:
+            kept = _checked[self.name]
+        except KeyError:
+            kept = _checked[self.name] = self.clean(getattr(django_settings, self.name, self.default),
+                                                    source="settings")
+        # A list is the caller's to change: a copy, so the kept value stays the setting's.
+        return cast(T, list(kept)) if isinstance(kept, list) else cast(T, kept)
 
     def clean(self, raw: object, *, source: str) -> T:
         try:
@@ -220,6 +228,19 @@ class Setting[T]:
         if self.default in (None, "", [], ()):
             return "empty"
         return f"`{self.default}`"
+
+
+#: Each setting's checked value, by name, since its first read; a bad value is never kept (it raises each read).
+_checked: dict[str, Any] = {}
+
+
+def _forget(*, setting: str, **kwargs: Any) -> None:
+    """``setting_changed``'s receiver: the setting is checked again at its next read."""
+    if setting.startswith(PREFIX):
+        _checked.pop(setting, None)
+
+
+setting_changed.connect(_forget, dispatch_uid="designer.conf.forget")
 
 
 class TrellisSettings:

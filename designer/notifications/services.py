@@ -24,6 +24,7 @@ from django.utils import timezone
 
 from designer.access.permissions import require_role
 from designer.conf import trellis
+from designer.core import rows
 from designer.core.errors import ActionForbidden, AnswerLinkClosed, BadRequest, ObjectNotFound
 from designer.core.untrusted import MAX_ID
 from designer.models import Run, Team, Workflow
@@ -93,9 +94,12 @@ def rule_for(*, team_id: int, workflow_id: int) -> NotificationRule | None:
     """The rule a run of ``workflow_id`` follows: the workflow's own, else the team's default. Read by SQL: every
     run's end asks, and compiling the ORM's query cost more than running it (issue 33)."""
     table = connection.ops.quote_name(NotificationRule._meta.db_table)
-    rules = list(NotificationRule.objects.raw(
-        f"SELECT * FROM {table} WHERE team_id = %s AND (workflow_id = %s OR workflow_id IS NULL)",
-        [team_id, workflow_id]))
+    found = rows.reader(NotificationRule, connection.alias)
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT {found.columns} FROM {table} WHERE team_id = %s AND (workflow_id = %s OR "
+                       "workflow_id IS NULL)", [team_id, workflow_id])
+        # Not ``raw``, which matched columns to fields at every run's end; most teams have no rule to build.
+        rules = [found.instance(row) for row in cursor.fetchall()]
     return next((r for r in rules if r.workflow_id == workflow_id), None) or next(
         (r for r in rules if r.workflow_id is None), None)
 

@@ -236,11 +236,15 @@ def _event_records(events: Sequence[TraceEvent], start: int) -> str:
 
 
 @functools.cache
-def _one_statement_sql() -> tuple[str, str, str]:
+def _one_statement_sql() -> tuple[str, str, str, str]:
     """The run's table and the ``WITH`` clauses of ``OrmCheckpointer._save_in_one_statement`` that do not vary
     (PostgreSQL's quoting; built once, not at every save): the kept checkpoint, from the run's row just written,
-    and the events, from the JSON array ``_event_records`` makes."""
+    the events, from the JSON array ``_event_records`` makes, and the new parts, from ``_part_records``'."""
     quote = connection.ops.quote_name
+    # ``ignore_conflicts``, as ``_store_parts`` stores them: a part another checkpointer stored stays as it is.
+    parts = (f", parts AS (INSERT INTO {quote(RunStatePart._meta.db_table)} (run_id, key, value) "
+             "SELECT run.id, p.key, p.value FROM run, json_to_recordset(%s::json) AS p(key text, value text) "
+             "ON CONFLICT DO NOTHING)")
     kept = (f", kept AS (INSERT INTO {quote(RunCheckpoint._meta.db_table)} (run_id, step, status, attempt, "
             "engine_trace_seq, state) SELECT id, %s, %s, %s, %s, run_state FROM run "
             f"ON CONFLICT (run_id, step) DO UPDATE SET {_KEPT_UPDATE})")
@@ -248,7 +252,15 @@ def _one_statement_sql() -> tuple[str, str, str]:
     values = ", ".join(f"e.{quote(name)}" for name in _EVENT_COLUMNS[1:])
     traced = (f", traced AS (INSERT INTO {quote(RunEvent._meta.db_table)} ({columns}) SELECT run.id, {values} "
               f"FROM run, json_to_recordset(%s::json) AS e({_EVENT_RECORD}))")
-    return quote(Run._meta.db_table), kept, traced
+    return quote(Run._meta.db_table), kept, traced, parts
+
+
+def _part_records(new: dict[str, Any]) -> str:
+    """New parts as a JSON array of ``{"key", "value"}`` objects, each value the text ``bulk_create`` stores."""
+    field = RunStatePart._meta.get_field("value")
+    return _json_text([{"key": key, "value": field.get_db_prep_save(pydantic_core.to_jsonable_python(value),
+                                                                       connection)}
+                       for key, value in sorted(new.items())])
 
 
 def _nothing_sent() -> bool:
@@ -542,7 +554,7 @@ class OrmCheckpointer:
                     # its own it is a transaction, without BEGIN and COMMIT (two of a save's three round trips).
                     atomic = None
                     opened.__exit__(None, None, None)
-                cancelled, next_seq = self._save_in_one_statement(row, run_state, events, next_seq)
+                cancelled, next_seq = self._save_in_one_statement(row, run_state, delta, events, next_seq)
             else:
                 cancelled = self._update_run(row)
                 self._store_parts(pk, delta, run_state, state_text)
@@ -573,11 +585,12 @@ class OrmCheckpointer:
 
     def _in_one_statement(self, delta: CheckpointDelta, run_state: RunState, events: Sequence[TraceEvent],
                           next_seq: int | None) -> bool:
-        """Whether the save writes only the run's row, its kept checkpoint and its events, with their numbers
-        known, so that on PostgreSQL one statement can write them all (``_save_in_one_statement``). Parts to
-        store or drop, a bounded or ending history, and a trace whose end must be read after the row is locked
+        """Whether the save writes only the run's row, its kept checkpoint, its new parts and its events, with
+        their numbers known, so that on PostgreSQL one statement can write them all (``_save_in_one_statement``):
+        a run's first save, which stores its input as a part, too (issue 33). Parts to drop (or to look for, from
+        an earlier process), a bounded or ending history, and a trace whose end must be read after the row is locked
         (distributed batches) take the statements of ``_update_run``, ``_store_parts`` and ``append_events``."""
-        if connection.vendor != "postgresql" or delta.new or delta.fresh or (events and next_seq is None):
+        if connection.vendor != "postgresql" or delta.fresh or (events and next_seq is None):
             return False
         policy = self.history_policy
         if policy is None:
@@ -585,17 +598,20 @@ class OrmCheckpointer:
         # ``all``: nothing is dropped, not even a part the state no longer names (a kept checkpoint needs it).
         return policy.keep_last is None and not policy.ends(run_state)
 
-    def _save_in_one_statement(self, row: _RowWrite, run_state: RunState, events: Sequence[TraceEvent],
-                               next_seq: int | None) -> tuple[bool, int | None]:
-        """The run's row, its kept checkpoint and its events in one PostgreSQL statement (its ``WITH`` clauses
-        write; nothing else is inserted when the row was not updated): one round trip where the UPDATE, the
-        checkpoint's INSERT and the events' COPY took four. The kept checkpoint takes its state from the row
-        just written, so the state goes to the server once; the events go as one JSON array that
-        ``json_to_recordset`` spreads into rows (``_event_records``). Whether a cancel is asked, and the number
-        after the last event stored."""
+    def _save_in_one_statement(self, row: _RowWrite, run_state: RunState, delta: CheckpointDelta,
+                               events: Sequence[TraceEvent], next_seq: int | None) -> tuple[bool, int | None]:
+        """The run's row, its new parts, its kept checkpoint and its events in one PostgreSQL statement (its
+        ``WITH`` clauses write; nothing else is inserted when the row was not updated): one round trip where the
+        UPDATE, the parts' and the checkpoint's INSERTs and the events' COPY took five. The kept checkpoint takes
+        its state from the row just written, so the state goes to the server once; the events and the parts go as
+        JSON arrays that ``json_to_recordset`` spreads into rows (``_event_records``, ``_part_records``).
+        Whether a cancel is asked, and the number after the last event stored."""
         sets, where, params = self._run_assignments(row)
-        run_table, kept_sql, traced_sql = _one_statement_sql()
+        run_table, kept_sql, traced_sql, parts_sql = _one_statement_sql()
         sql = [f"WITH run AS (UPDATE {run_table} SET {sets} WHERE {where} RETURNING id, cancel_requested, run_state)"]
+        if delta.new:
+            sql.append(parts_sql)
+            params.append(_part_records(delta.new))
         if self.history_policy is not None:
             sql.append(kept_sql)
             params += [run_state.step, run_state.status, run_state.attempt, run_state.trace_seq]

@@ -297,18 +297,23 @@ def ahead(taken: object) -> Iterator[None]:
         _ahead.value = None
 
 
+def _taken(run_id: int) -> Ahead | None:
+    """The lease taken ahead on this thread if it is ``run_id``'s."""
+    taken: Ahead | None = getattr(_ahead, "value", None)
+    return taken if taken is not None and taken.run_id == run_id else None
+
+
 def taken_ahead(run_id: int) -> bool:
     """Whether ``run_worker`` took ``run_id``'s lease with its task, for the ``execute`` about to run on this
     thread."""
-    taken: Ahead | None = getattr(_ahead, "value", None)
-    return taken is not None and taken.run_id == run_id
+    return _taken(run_id) is not None
 
 
 def _claimed(run_id: int) -> tuple[str, Run | None]:
     """The lease ``execute`` runs under: the one taken ahead for this run, else one claimed now."""
-    taken: Ahead | None = getattr(_ahead, "value", None)
+    taken = _taken(run_id)
     _ahead.value = None  # used once: a task that executes a run twice claims it the second time
-    if taken is not None and taken.run_id == run_id:
+    if taken is not None:
         return taken.owner, taken.run
     owner = new_owner_id()
     return owner, claim(run_id, owner)

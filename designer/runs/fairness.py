@@ -40,6 +40,7 @@ from django_tasks_db.models import DBTaskResult, get_date_max
 from django_tasks_db.utils import exclusive_transaction
 
 from designer.conf import trellis
+from designer.core import rows
 from designer.models import FairShare, QueuedTask, Team
 
 #: ``FairShare`` row that holds the floor (no team has id 0).
@@ -130,6 +131,12 @@ class ReadyTasks:
     using: str = "default"
 
 
+#: The share rows a pick writes: the team's, the floor's, the workflow's.
+SHARE_ROWS = 3
+_SHARE_UPSERT = ("ON CONFLICT (team_id, workflow_id) DO UPDATE SET served = EXCLUDED.served, "
+                 "last_picked = EXCLUDED.last_picked")
+
+
 @dataclass(frozen=True, slots=True)
 class _Statements:
     """A worker's queue reads as SQL, built once (``_statements``): the ORM built the groups query and the lock
@@ -139,6 +146,9 @@ class _Statements:
     #: Claims (``_take``) of the first ownerless task, and of a given team's and workflow's first task.
     ownerless: str
     owned: str
+    #: PostgreSQL: ``owned`` and the pick's share rows (``_store``) in one statement, the rows written only when
+    #: the task was taken (a ``WITH`` clause; ``SHARE_ROWS`` rows of ``(team, workflow, served, last_picked)``).
+    owned_storing: str | None
     #: Up to the list of the teams a worker runs, which ``held_back`` closes.
     others: str
     #: The fixed part of the filter's parameters, after the two clock values (``date max``, now).
@@ -168,12 +178,29 @@ def _statements(ready: ReadyTasks, vendor: str) -> _Statements:
     # the UPDATE of the first task, which returns the row: one statement where a read and a write were two.
     added = "worker_ids || to_jsonb(%s::text)" if vendor == "postgresql" else "json_insert(worker_ids, '$[#]', %s)"
     take = f"UPDATE {tasks} SET status = %s, started_at = %s, worker_ids = {added} WHERE id = ("
+    returning = f"RETURNING {rows.reader(DBTaskResult, ready.using).columns}"
+    team_table = quote(Team._meta.db_table)
+    share_table = quote(FairShare._meta.db_table)
+    owned = (f"{take}SELECT t.id FROM {source} WHERE {where} AND q.team_id = %s AND q.workflow_id = %s "
+             f"{order}{lock}) {returning}")
     return _Statements(
-        groups=f"SELECT q.team_id, q.workflow_id, MAX(t.priority), MIN(t.enqueued_at) FROM {source} "
-               f"WHERE {where} GROUP BY q.team_id, q.workflow_id",
-        ownerless=f"{take}SELECT t.id FROM {source} WHERE {where} AND q.task_id IS NULL {order}{lock}) RETURNING *",
-        owned=f"{take}SELECT t.id FROM {source} WHERE {where} AND q.team_id = %s AND q.workflow_id = %s "
-              f"{order}{lock}) RETURNING *",
+        # What is queued, per team and workflow (kind 0: the first ready task's priority and enqueue time), and
+        # in the same statement what the pick weighs it by (kind 1): the queued teams' policies and share rows,
+        # and the floor row. One round trip where two were (issue 33); ``_read_queue`` takes it apart.
+        groups=f"WITH g AS (SELECT q.team_id, q.workflow_id, MAX(t.priority) AS priority, MIN(t.enqueued_at) "
+               f"AS since FROM {source} WHERE {where} GROUP BY q.team_id, q.workflow_id) "
+               "SELECT 0, team_id, workflow_id, priority, since, NULL, NULL, NULL FROM g "
+               "UNION ALL SELECT 1, e.id, s.workflow_id, e.queue_weight, s.last_picked, e.max_running, "
+               f"e.workflow_max_running, s.served FROM {team_table} e LEFT JOIN {share_table} s ON s.team_id = e.id "
+               "WHERE e.id IN (SELECT team_id FROM g) "
+               f"UNION ALL SELECT 1, 0, workflow_id, NULL, last_picked, NULL, NULL, served FROM {share_table} "
+               f"WHERE team_id = {FLOOR_ROW[0]:d} AND workflow_id = {FLOOR_ROW[1]:d}",
+        ownerless=f"{take}SELECT t.id FROM {source} WHERE {where} AND q.task_id IS NULL {order}{lock}) {returning}",
+        owned=owned,
+        owned_storing=None if vendor != "postgresql" else (
+            f"WITH task AS ({owned}), moved AS (INSERT INTO {share_table} (team_id, workflow_id, served, "
+            f"last_picked) SELECT * FROM (VALUES {', '.join(['(%s, %s, %s, %s)'] * SHARE_ROWS)}) AS v "
+            f"WHERE EXISTS (SELECT 1 FROM task) {_SHARE_UPSERT}) SELECT * FROM task"),
         # Ownerless tasks (a sweep, a schedule tick) are not of any team this worker runs.
         others=f"SELECT 1 FROM {source} WHERE {where} AND (q.team_id IS NULL OR NOT (q.team_id IN (",
         fixed=tuple(fixed))
@@ -189,7 +216,11 @@ def _take(ready: ReadyTasks, sql: str, params: list[object], worker_id: str,
     """Claim the first task ``sql`` (``_Statements.ownerless`` or ``owned``) finds, as ``DBTaskResult.claim``
     does, and return it as claimed; None when there is none (or, on PostgreSQL, another worker holds it)."""
     claim = [str(TaskResultStatus.RUNNING), connection.ops.adapt_datetimefield_value(timezone.now()), worker_id]
-    return next(iter(DBTaskResult.objects.using(ready.using).raw(sql, [*claim, *params])), None)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*claim, *params])
+        row = cursor.fetchone()
+    # Not ``raw``: matching columns to fields at every claim cost more than the statement (``designer.core.rows``).
+    return None if row is None else rows.reader(DBTaskResult, ready.using).instance(row)
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,31 +256,32 @@ def _moment(value: datetime | str | None) -> datetime | None:
     return parsed if timezone.is_aware(parsed) else parsed.replace(tzinfo=UTC)
 
 
-def _policies_and_shares(teams: Sequence[int], *, using: str
-                         ) -> tuple[dict[int, Policy], dict[tuple[int, int], FairShare]]:
-    """The queued ``teams``' policies and their share rows with the floor row, in one statement. Written as SQL:
-    the two ORM reads it replaces cost about a quarter of a pick's CPU in query compilation (issue 33)."""
-    connection = connections[using]
-    team_table = connection.ops.quote_name(Team._meta.db_table)
-    share_table = connection.ops.quote_name(FairShare._meta.db_table)
-    marks = ", ".join(["%s"] * len(teams))
-    sql = (f"SELECT t.id, t.queue_weight, t.max_running, t.workflow_max_running, s.workflow_id, s.served, "
-           f"s.last_picked FROM {team_table} t LEFT JOIN {share_table} s ON s.team_id = t.id "
-           f"WHERE t.id IN ({marks}) "
-           f"UNION ALL SELECT 0, NULL, NULL, NULL, workflow_id, served, last_picked FROM {share_table} "
-           f"WHERE team_id = %s AND workflow_id = %s")
+def _read_queue(rows: Sequence[tuple[Any, ...]]) -> tuple[list[tuple[Any, ...]], dict[int, Policy],
+                                                          dict[tuple[int, int], FairShare]]:
+    """``_Statements.groups``' rows taken apart: the queued groups (team, workflow, priority, since; team None:
+    ownerless tasks), the queued teams' policies, and their share rows with the floor row."""
+    groups: list[tuple[Any, ...]] = []
     policies: dict[int, Policy] = {}
     shares: dict[tuple[int, int], FairShare] = {}
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [*teams, *FLOOR_ROW])
-        for team, weight, max_running, workflow_max_running, workflow, served, last_picked in cursor.fetchall():
-            if team:
-                policies[team] = limits_of({"queue_weight": weight, "max_running": max_running,
-                                            "workflow_max_running": workflow_max_running})
-            if workflow is not None:
-                shares[(team, workflow)] = FairShare(team_id=team, workflow_id=workflow, served=served,
-                                                     last_picked=_moment(last_picked))
-    return policies, shares
+    for kind, team, workflow, number, moment, max_running, workflow_max_running, served in rows:
+        if not kind:
+            groups.append((team, workflow, number, moment))
+            continue
+        if team:
+            policies[team] = limits_of({"queue_weight": number, "max_running": max_running,
+                                        "workflow_max_running": workflow_max_running})
+        if workflow is not None:
+            shares[(team, workflow)] = FairShare(team_id=team, workflow_id=workflow, served=served,
+                                                 last_picked=_moment(moment))
+    return groups, policies, shares
+
+
+def _share_params(rows: Sequence[FairShare], connection: BaseDatabaseWrapper) -> list[object]:
+    params: list[object] = []
+    for row in rows:
+        params += [row.team_id, row.workflow_id, row.served,
+                   connection.ops.adapt_datetimefield_value(row.last_picked)]
+    return params
 
 
 def _store(rows: Sequence[FairShare], *, using: str) -> None:
@@ -260,14 +292,9 @@ def _store(rows: Sequence[FairShare], *, using: str) -> None:
     connection = connections[using]
     table = connection.ops.quote_name(FairShare._meta.db_table)
     values = ", ".join(["(%s, %s, %s, %s)"] * len(rows))
-    params: list[object] = []
-    for row in rows:
-        params += [row.team_id, row.workflow_id, row.served,
-                   connection.ops.adapt_datetimefield_value(row.last_picked)]
     with connection.cursor() as cursor:
         cursor.execute(f"INSERT INTO {table} (team_id, workflow_id, served, last_picked) VALUES {values} "
-                       f"ON CONFLICT (team_id, workflow_id) DO UPDATE SET served = EXCLUDED.served, "
-                       f"last_picked = EXCLUDED.last_picked", params)
+                       f"{_SHARE_UPSERT}", _share_params(rows, connection))
 
 
 def held_back(ready: ReadyTasks, *, worker_teams: Mapping[int, int], free_slots: int, slots: int) -> bool:
@@ -300,7 +327,7 @@ def claim_next(ready: ReadyTasks, *, worker_id: str, worker_teams: Counter[int],
         params = _params(ready, statements, connection)
         with connection.cursor() as cursor:
             cursor.execute(statements.groups, params)
-            groups: list[tuple[Any, ...]] = cursor.fetchall()
+            groups, policies, shares = _read_queue(cursor.fetchall())
         if not groups:
             return None
         if any(team is None for team, *_ in groups):
@@ -312,7 +339,6 @@ def claim_next(ready: ReadyTasks, *, worker_id: str, worker_teams: Counter[int],
         if not groups:
             return None
         queued = [Queued(team, workflow, position) for position, (team, workflow, *_) in enumerate(groups)]
-        policies, shares = _policies_and_shares(sorted({entry.team_id for entry in queued}), using=ready.using)
         floor_row = shares.get(FLOOR_ROW)
         # Only a limit reads the running counts: without one (the default) the pick needs none of them.
         limited = any(policy.max_running or policy.workflow_max_running for policy in policies.values())
@@ -332,19 +358,26 @@ def claim_next(ready: ReadyTasks, *, worker_id: str, worker_teams: Counter[int],
             list(FairShare.objects.select_for_update().filter(team_id=picked.team_id, workflow_id=0))
             if _running()[0].get(picked.team_id, 0) >= policy.max_running:
                 return None  # another worker took the team's last slot since it was counted
-        task = _take(ready, statements.owned, [*params, picked.team_id, picked.workflow_id], worker_id, connection)
-        if task is None:
-            return None  # taken by another worker meanwhile; the slot asks again
         share = shares.get((picked.team_id, 0))
         served, floor = advance(share.served if share else 0.0, load.floor, policy.weight)
         now = timezone.now()
         floor_picked = floor_row.last_picked if floor_row else None
         workflow_row = shares.get((picked.team_id, picked.workflow_id))
-        _store([FairShare(team_id=picked.team_id, workflow_id=0, served=served, last_picked=now),
-                FairShare(team_id=FLOOR_ROW[0], workflow_id=FLOOR_ROW[1], served=floor, last_picked=floor_picked),
-                FairShare(team_id=picked.team_id, workflow_id=picked.workflow_id,
-                          served=workflow_row.served if workflow_row else 0.0, last_picked=now)],
-               using=ready.using)
+        moved = [FairShare(team_id=picked.team_id, workflow_id=0, served=served, last_picked=now),
+                 FairShare(team_id=FLOOR_ROW[0], workflow_id=FLOOR_ROW[1], served=floor, last_picked=floor_picked),
+                 FairShare(team_id=picked.team_id, workflow_id=picked.workflow_id,
+                           served=workflow_row.served if workflow_row else 0.0, last_picked=now)]
+        owned = [*params, picked.team_id, picked.workflow_id]
+        if statements.owned_storing is not None:
+            # The task and the shares it moves in one round trip (issue 33); nothing moves when none was taken.
+            task = _take(ready, statements.owned_storing, [*owned, *_share_params(moved, connection)], worker_id,
+                         connection)
+        else:
+            task = _take(ready, statements.owned, owned, worker_id, connection)
+            if task is not None:
+                _store(moved, using=ready.using)
+        if task is None:
+            return None  # taken by another worker meanwhile; the slot asks again
         return Claimed(task, picked.team_id, prepare(task) if prepare is not None else None)
 
 

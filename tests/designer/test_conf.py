@@ -8,6 +8,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from django.core.exceptions import ImproperlyConfigured
@@ -108,3 +109,34 @@ def test_the_command_writes_the_table_between_the_markers_only(tmp_path: Path) -
     assert conf.readme_table(text) == conf.markdown_table()
     assert text.startswith("# Title\n\nbefore\n") and text.endswith(f"{conf.TABLE_END}after\n")
     assert "stale" not in text
+
+
+def test_a_setting_is_checked_once_and_again_after_django_says_it_changed(settings: Any) -> None:
+    """The checked value is kept (a worker read some twenty-five settings a run, each checked again: issue 33)
+    until ``setting_changed``: ``override_settings`` and pytest-django's ``settings`` fixture still take effect
+    at once, on and off, and a value read as a list is the caller's to change."""
+    checks: list[object] = []
+
+    def clean(value: object) -> int:
+        checks.append(value)
+        return conf.count(1).clean(value)
+
+    class Probe:
+        PROBE_SETTING = conf.Setting(conf.Kind("a whole number >= 1", clean), 3, "a setting of this test")
+
+    probe = Probe()
+    assert (probe.PROBE_SETTING, probe.PROBE_SETTING, probe.PROBE_SETTING) == (3, 3, 3)
+    assert checks == [3]  # checked at the first read only
+    with override_settings(TRELLIS_PROBE_SETTING=5):
+        assert (probe.PROBE_SETTING, probe.PROBE_SETTING) == (5, 5)
+    assert probe.PROBE_SETTING == 3 and checks == [3, 5, 3]
+    settings.TRELLIS_PROBE_SETTING = 7
+    assert probe.PROBE_SETTING == 7
+    with override_settings(TRELLIS_PROBE_SETTING=0), pytest.raises(ImproperlyConfigured, match="PROBE_SETTING"):
+        _ = probe.PROBE_SETTING  # a bad value is refused at every read, never kept
+    settings.TRELLIS_TASK_MODULES = ["a.b"]
+    modules = trellis.TASK_MODULES
+    modules.append("mine")
+    assert trellis.TASK_MODULES == ["a.b"]
+    settings.TRELLIS_STEP_PROCESSES = 2
+    assert trellis.STEP_PROCESSES == 2

@@ -63,12 +63,23 @@ def test_a_runs_lease_is_taken_with_its_task_and_the_run_then_costs_two_transact
     statements = [query["sql"] for query in claiming.captured_queries]
     lease = [at for at, sql in enumerate(statements) if sql.startswith(f'UPDATE "{Run._meta.db_table}"')]
     assert len(lease) == 1 and _begins(claiming)[-1] < lease[0]  # in the claim's own transaction
-    # The whole claim: what is queued and whose, the teams' shares; the task taken (one UPDATE that returns it),
-    # the shares moved on, the run's lease (one UPDATE that returns the run).
+    # The whole claim: what is queued and whose with the teams' shares (one read); the task taken (one UPDATE that
+    # returns it) and the shares moved on, one statement on PostgreSQL; the run's lease (one UPDATE that returns
+    # the run).
     verbs = [sql.split()[0].upper() for sql in statements[_begins(claiming)[-1] + 1:] if sql.upper() != "COMMIT"]
-    assert verbs == ["SELECT", "SELECT", "UPDATE", "INSERT", "UPDATE"]
+    if connection.vendor == "postgresql":
+        assert verbs == ["WITH", "WITH", "UPDATE"]
+        assert "moved AS (INSERT INTO \"designer_fairshare\"" in statements[-3]
+    else:
+        assert verbs == ["WITH", "UPDATE", "INSERT", "UPDATE"]
     with CaptureQueriesContext(connection) as running:
         assert _execute(claimed) == "completed"
+    if connection.vendor == "postgresql":
+        # The first checkpoint (the run's row, its input as a part, the kept checkpoint, the events) is one
+        # statement, and a transaction on its own: its atomic block ends before anything is sent (BEGIN, COMMIT).
+        first = [query["sql"] for query in running.captured_queries[:3]]
+        assert first[:2] == ["BEGIN", "COMMIT"] and first[2].startswith("WITH run AS (UPDATE"), first
+        assert "parts AS (INSERT" in first[2]
     # The first checkpoint and the end (with the task's success): no transaction of its own for the lease.
     assert len(_begins(running)) == 2
     assert not [query for query in running.captured_queries if "attempts = attempts + 1" in query["sql"]]

@@ -10,7 +10,7 @@ import pytest
 from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
-from designer.models import Run, RunCheckpoint, RunEvent, Team, Workflow
+from designer.models import Run, RunCheckpoint, RunEvent, RunStatePart, Team, Workflow
 from designer.runs.checkpointer import OrmCheckpointer, _keep_checkpoint, append_events, event_row, trace_event
 from runtime.state import TraceEvent
 from runtime.testing.checkpointer_conformance import sample_run_state
@@ -111,3 +111,22 @@ def test_a_save_in_one_statement_stores_the_rows_the_orm_stores() -> None:
     assert _stored(raw) == _stored(orm)
     assert [event.to_dict() for event in OrmCheckpointer(raw.team_id).load_events(raw.runtime_id)] == [
         event.to_dict() for event in events]
+
+
+def test_a_runs_first_save_stores_its_parts_in_its_one_statement_as_the_orm_stores_them() -> None:
+    """A run's first save (the worker knows the row has no checkpoint yet) stores its new parts, the input and a
+    foreach's items here, inside the save's one statement on PostgreSQL: the same rows ``bulk_create`` stores
+    for a save that cannot be one statement (issue 33)."""
+    raw, orm = _run("First"), _run("FirstOrm")
+    known = OrmCheckpointer(raw.team_id, owner=None)
+    known.remember(raw.runtime_id, raw.pk, trace_next=0, unsaved=True)
+    with CaptureQueriesContext(connection) as saving:
+        known.save(sample_run_state(raw.runtime_id, step=1), _events(raw.runtime_id)[:1])
+    OrmCheckpointer(orm.team_id).save(sample_run_state(orm.runtime_id, step=1), _events(orm.runtime_id)[:1])
+    if connection.vendor == "postgresql":
+        sent = [query["sql"] for query in saving.captured_queries if "SAVEPOINT" not in query["sql"]]  # the test's
+        assert len(sent) == 1 and sent[0].startswith("WITH run AS (UPDATE") and "parts AS (INSERT" in sent[0]
+    parts = list(RunStatePart.objects.filter(run=raw).order_by("key").values_list("key", "value"))
+    assert len(parts) == 2 and parts == list(
+        RunStatePart.objects.filter(run=orm).order_by("key").values_list("key", "value"))
+    assert known.load(raw.runtime_id).to_json() == sample_run_state(raw.runtime_id, step=1).to_json()
