@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 from django.db import connection
+from django.db.models import CharField, Model, QuerySet
+from django.db.models.expressions import RawSQL
 
 from designer.access.models import token_limits
 from designer.core.errors import ActionForbidden, ObjectNotFound
@@ -126,6 +128,7 @@ class WorkflowAccess:
 
     user_id: int
     token_id: int | None
+    team_id: int
     workflow_id: int
     team_role: str | None
     grant_role: str | None
@@ -137,8 +140,12 @@ class WorkflowAccess:
 
     def proves(self, user: Any, workflow: Workflow, minimum: Role) -> bool:
         """Whether this read shows that ``user`` (with the same token) has ``minimum`` or above on ``workflow``."""
-        return (self.user_id == getattr(user, "pk", None) and self.token_id == _token_id(user)
-                and self.workflow_id == workflow.pk and has_role(self.role, minimum))
+        return (self.is_for(user) and self.workflow_id == workflow.pk and self.team_id == workflow.team_id
+                and has_role(self.role, minimum))
+
+    def is_for(self, user: Any) -> bool:
+        """Whether this was read for ``user`` as they come now (the same account and API token)."""
+        return self.user_id == getattr(user, "pk", None) and self.token_id == _token_id(user)
 
 
 #: The caller's role in a workflow's team and each grant of it to one of their teams, in one statement: the ORM
@@ -162,7 +169,7 @@ def workflow_access(user: Any, workflow: Workflow) -> WorkflowAccess | None:
     """The caller's access to one workflow (one query), or None for someone not signed in."""
     if user is None or not getattr(user, "is_authenticated", False):
         return None
-    token_team, read_only = token_limits(user)
+    token_team = token_limits(user)[0]
     if token_team is None:
         params: list[Any] = [user.pk, workflow.team_id, workflow.pk, user.pk]
     else:
@@ -172,10 +179,53 @@ def workflow_access(user: Any, workflow: Workflow) -> WorkflowAccess | None:
         rows = cursor.fetchall()
     team_role = _best(role for source, role in rows if source == "team")
     grant_role = _best(role for source, role in rows if source == "grant")
-    if read_only:  # a read-only token reads, whatever the user's role
+    return _access(user, workflow.team_id, workflow.pk, team_role, grant_role)
+
+
+def _access(user: Any, team_id: int, workflow_id: int, team_role: str | None,
+            grant_role: str | None) -> WorkflowAccess:
+    if token_limits(user)[1]:  # a read-only token reads, whatever the user's role
         team_role = "viewer" if team_role else None
         grant_role = "viewer" if grant_role else None
-    return WorkflowAccess(user.pk, _token_id(user), workflow.pk, team_role, grant_role)
+    return WorkflowAccess(user.pk, _token_id(user), team_id, workflow_id, team_role, grant_role)
+
+
+#: ``_ACCESS_SQL``'s two halves as subselects on a row's own team and workflow columns, the best grant first:
+#: ``get_run`` reads a run and the caller's access to it in one statement. The ORM's ``for_user`` scoping built
+#: two subqueries at ~0.8 ms of CPU a read; these are written once.
+_ROW_TEAM_ROLE = "SELECT m.role FROM {membership} m WHERE m.user_id = %s AND m.team_id = {team}{token}"
+_ROW_GRANT_ROLE = (
+    "SELECT g.role FROM {grant} g INNER JOIN {membership} m ON m.team_id = g.team_id "
+    "WHERE g.workflow_id = {workflow} AND m.user_id = %s{token} "
+    "ORDER BY CASE g.role {ranks} ELSE 0 END DESC LIMIT 1"
+)
+
+
+def with_caller_access[M: Model](queryset: QuerySet[M], user: Any) -> QuerySet[M]:
+    """``queryset`` (of a model with ``team`` and ``workflow``) annotated with the caller's role in each row's team
+    and their best grant of its workflow, for ``row_access``; nothing for someone not signed in."""
+    if user is None or not getattr(user, "is_authenticated", False):
+        return queryset.none()
+    quote = connection.ops.quote_name
+    table = quote(queryset.model._meta.db_table)
+    token_team = token_limits(user)[0]
+    names = {"membership": quote(Membership._meta.db_table), "grant": quote(WorkflowGrant._meta.db_table),
+             "team": f"{table}.{quote('team_id')}", "workflow": f"{table}.{quote('workflow_id')}",
+             "token": "" if token_team is None else " AND m.team_id = %s",
+             "ranks": " ".join(f"WHEN '{role}' THEN {rank}" for role, rank in ROLE_RANK.items())}
+    params = [user.pk] if token_team is None else [user.pk, token_team]
+    return queryset.annotate(
+        caller_team_role=RawSQL(_ROW_TEAM_ROLE.format(**names), params, output_field=CharField()),
+        caller_grant_role=RawSQL(_ROW_GRANT_ROLE.format(**names), params, output_field=CharField()),
+    )
+
+
+def row_access(user: Any, row: Any) -> WorkflowAccess | None:
+    """The caller's access to a row read through ``with_caller_access`` (no query); None when they have none."""
+    team_role, grant_role = getattr(row, "caller_team_role", None), getattr(row, "caller_grant_role", None)
+    if team_role is None and grant_role is None:
+        return None
+    return _access(user, row.team_id, row.workflow_id, team_role, grant_role)
 
 
 def workflow_role(user: Any, workflow: Workflow) -> str | None:

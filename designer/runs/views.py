@@ -423,7 +423,7 @@ def _timeline(run: Run, state: Any, events: list[RunEvent], now: Any) -> Any:
 
 
 def _detail_context(request: HtmxHttpRequest, run: Run, **extra: Any) -> dict[str, Any]:
-    access = workflow_access(request.user, run.workflow)
+    access = run_selectors.run_access(request.user, run)
     role = access.role if access is not None else None
     inspection = load_state(run)
     damage = inspection.error
