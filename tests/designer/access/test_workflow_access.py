@@ -27,9 +27,9 @@ from tests.designer.conftest import simple_document
 
 pytestmark = pytest.mark.django_db
 
-#: A statement that reads the caller's memberships or grants first (its first FROM), not one that only scopes
-#: another table by them in a subquery (``for_user``).
-ACCESS_READ = re.compile(r'^SELECT (?:(?!\bFROM\b).)* FROM "designer_(membership|workflowgrant)"', re.S)
+#: A statement that reads only the caller's memberships or grants (its columns are theirs), not one that scopes
+#: another table by them in a subquery (``for_user``, ``get_run``).
+ACCESS_READ = re.compile(r'^SELECT (\'team\'|"designer_membership"\.|"designer_workflowgrant"\.)')
 
 
 def access_reads(context: CaptureQueriesContext) -> int:
