@@ -23,7 +23,7 @@ from designer.core.json_text import pretty_json_html
 from designer.models import RecoveryChain, Run, RunEvent
 from designer.runs import budgets as run_budgets
 from designer.runs.checkpointer import last_stored_seq
-from designer.runs.checkpoints import checkpoint_of, damage_of, load_state, with_damage
+from designer.runs.checkpoints import Checkpoint, checkpoint_of, with_damage
 from designer.runs.services import cancel
 from runtime.errors import CorruptRunStateError
 
@@ -46,7 +46,12 @@ class FirstEvents(BaseInlineFormSet):  # type: ignore[type-arg]
     """The run's first ``ADMIN_EVENTS`` events only (the inline is read-only, so a slice is all it needs)."""
 
     def get_queryset(self) -> QuerySet[RunEvent]:
-        return super().get_queryset()[:ADMIN_EVENTS]
+        # The same sliced queryset every time, read once: the formset indexes it once per form, and a fresh
+        # slice each call was one query per event shown (64 for a run of 16 events).
+        if not hasattr(self, "_first_events"):
+            self._first_events = super().get_queryset()[:ADMIN_EVENTS]
+            len(self._first_events)
+        return self._first_events
 
 
 class RunEventInline(ReadOnly, admin.TabularInline):
@@ -64,6 +69,24 @@ class RunEventInline(ReadOnly, admin.TabularInline):
 
 
 _DAMAGE = "_trellis_damage"  # a changelist row's damage, read once for the page
+_CHECKPOINT = "_trellis_checkpoint"  # a run page's checkpoint (or why it is damaged), read once for the page
+
+
+def _checkpoint(run: Run) -> Checkpoint | CorruptRunStateError | None:
+    """The run's checkpoint, or the error that says why it is damaged, read once per run object: the page's
+    damage, attempt and RunState fields and the 409 check all need it (four reads of the stored parts before)."""
+    if _CHECKPOINT not in run.__dict__:
+        try:
+            run.__dict__[_CHECKPOINT] = checkpoint_of(run)
+        except CorruptRunStateError as exc:
+            run.__dict__[_CHECKPOINT] = exc
+    found: Checkpoint | CorruptRunStateError | None = run.__dict__[_CHECKPOINT]
+    return found
+
+
+def _damage(run: Run) -> str:
+    found = _checkpoint(run)
+    return found.message if isinstance(found, CorruptRunStateError) else ""
 
 
 @admin.register(Run)
@@ -108,8 +131,8 @@ class RunAdmin(admin.ModelAdmin):
     @admin.display(description="attempt")
     def attempt(self, run: Run) -> str:
         """The run's attempt as the run page counts it (1, then one more per redrive), from its RunState."""
-        inspection = load_state(run)
-        return str(inspection.state.attempt) if inspection.state is not None else "—"
+        found = _checkpoint(run)
+        return str(found.state.attempt) if isinstance(found, Checkpoint) else "—"
 
     @admin.display(description="worker claims")
     def worker_claims(self, run: Run) -> int:
@@ -135,7 +158,7 @@ class RunAdmin(admin.ModelAdmin):
 
     @admin.display(description="damage")
     def damage(self, run: Run) -> str:
-        reason = run.__dict__[_DAMAGE] if _DAMAGE in run.__dict__ else damage_of(run)
+        reason = run.__dict__[_DAMAGE] if _DAMAGE in run.__dict__ else _damage(run)
         if not reason:
             return "—"
         return format_html('<strong class="errornote" title="runstate.corrupt">damaged</strong> {}', reason)
@@ -143,8 +166,9 @@ class RunAdmin(admin.ModelAdmin):
     def change_view(self, request: HttpRequest, object_id: str, form_url: str = "",
                     extra_context: dict[str, Any] | None = None) -> HttpResponse:
         response = super().change_view(request, object_id, form_url, extra_context)
-        run = self.get_object(request, object_id)
-        if run is not None and response.status_code == 200 and damage_of(run):
+        # The run the page shows (its fields render after this, from the same object and its one checkpoint read).
+        run = getattr(response, "context_data", None) and response.context_data.get("original")
+        if isinstance(run, Run) and response.status_code == 200 and _damage(run):
             response.status_code = 409  # the run page of a damaged run, as everywhere else
         return response
 
@@ -167,11 +191,10 @@ class RunAdmin(admin.ModelAdmin):
 
     @admin.display(description="RunState (latest checkpoint)")
     def run_state_json(self, run: Run) -> str:
-        try:
-            checkpoint = checkpoint_of(run)
-        except CorruptRunStateError:
+        found = _checkpoint(run)
+        if isinstance(found, CorruptRunStateError):
             return format_html("<p>Damaged; the stored value as it is:</p>{}", pretty_json_html(run.run_state))
-        return pretty_json_html(checkpoint.data if checkpoint is not None else None)
+        return pretty_json_html(found.data if found is not None else None)
 
     document_json = json_field("document", "document")
 

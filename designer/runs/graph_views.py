@@ -19,7 +19,7 @@ from designer.core.pages import signed_in
 from designer.models import Run, RunEvent
 from designer.runs import overlay as run_overlay
 from designer.runs import selectors as run_selectors
-from designer.runs.checkpoints import damage_of
+from designer.runs.checkpoints import Inspection, load_state
 from designer.runs.display import MAX_EVENTS
 from designer.runs.scopes import scope_document
 from designer.workflows.analysis import analyze_document, parse_document, summary
@@ -35,12 +35,13 @@ def _executions_url(run: Run) -> str:
         return f"{reverse('run-detail', args=[run.pk])}nodes/{NODE_SLOT}/executions/"
 
 
-def scope_graph(run: Run, events: list[RunEvent], key: str, *, states_only: bool = False) -> dict[str, Any]:
+def scope_graph(run: Run, events: list[RunEvent], key: str, *, states_only: bool = False,
+                inspection: Inspection | None = None) -> dict[str, Any]:
     """One scope of the run drawn: its document and analysis (unless ``states_only``), node states, loop counts,
     the subgraph calls made from it and the breadcrumb back to the root."""
     calls = run_overlay.subgraph_calls(events)
     document, scope_id, title, crumbs = scope_document(run, calls, key)
-    overlay = run_overlay.overlay(run, events, scope_id=scope_id)
+    overlay = run_overlay.overlay(run, events, scope_id=scope_id, inspection=inspection)
     made_here: dict[str, list[dict[str, Any]]] = {}
     here = [call for call in calls if (call.caller_scope or run_overlay.ROOT_SCOPE) == scope_id]
     states = run_overlay.call_states(events, here, run.status)
@@ -67,14 +68,15 @@ def run_graph(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
     """``?scope=<child scope's root frame id>`` (default: the root workflow); ``?states=1``: states only (the
     live page's polls, which already have the drawing)."""
     run = run_selectors.get_run(user=request.user, run_id=run_id)
-    damage = damage_of(run)
+    inspection = load_state(run)  # read once: for the damage check here and the overlay's loop counts
+    damage = inspection.error
     if damage:
         return JsonResponse({"code": "runstate.corrupt", "message": f"run #{run.pk} is damaged: {damage}",
                              "run": {"id": run.pk, "status": run.status}}, status=409)
     events = list(run.events.order_by("seq")[:MAX_EVENTS])
     try:
         graph = scope_graph(run, events, request.GET.get("scope", "").strip(),
-                            states_only=request.GET.get("states") == "1")
+                            states_only=request.GET.get("states") == "1", inspection=inspection)
     except ObjectNotFound as exc:
         # The run is the caller's: say which scope is unknown, so the canvas can show why it stays where it is.
         return JsonResponse({"code": exc.code, "message": exc.message}, status=404)

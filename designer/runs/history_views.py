@@ -16,7 +16,7 @@ from django.template.response import TemplateResponse
 from django.urls import reverse
 from django_htmx.http import HttpResponseClientRedirect
 
-from designer.access.permissions import has_role, workflow_role
+from designer.access.permissions import has_role
 from designer.core.errors import ActionForbidden, BadRequest, DesignerError
 from designer.core.htmx import HtmxHttpRequest
 from designer.core.json_text import pretty_json
@@ -89,6 +89,11 @@ def _answer_data(post: Any, interrupt_id: str) -> dict[str, str]:
     return {key[len(prefix):]: post.get(key) for key in post if key.startswith(prefix)}
 
 
+def _can_run(request: HtmxHttpRequest, run: Any) -> bool:
+    access = run_selectors.run_access(request.user, run)
+    return access is not None and has_role(access.role, "runner")
+
+
 def _panel(request: HtmxHttpRequest, run: Any, step: int, *, status: int = 200,
            bound: dict[str, SchemaForm] | None = None, **extra: Any) -> HttpResponse:
     row = run_history.kept_checkpoint(run, step)
@@ -98,7 +103,7 @@ def _panel(request: HtmxHttpRequest, run: Any, step: int, *, status: int = 200,
                 "form": (bound or {}).get(item["interrupt_id"]) or build_form(item["resume_schema"])}
                for item in detail["interrupts"]]
     context = {
-        "run": run, "cp": detail, "can_run": has_role(workflow_role(request.user, run.workflow), "runner"),
+        "run": run, "cp": detail, "can_run": _can_run(request, run),
         "state_text": extra.pop("state_text", None) or pretty_json(detail["state"]),
         "answers": answers,
         **extra,

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from designer.models import Run, RunEvent
-from designer.runs.checkpoints import context_of, load_state
+from designer.runs.checkpoints import Inspection, context_of, load_state
 from designer.runs.display import event_data, progress_rows, summary_of
 from runtime.errors import PathSyntaxError
 from runtime.paths import parse_source_path
@@ -157,9 +157,11 @@ def call_states(events: Iterable[RunEvent], calls: Sequence[Call], run_status: s
     return {call.key: ended.get(call.key, open_state) for call in calls}
 
 
-def overlay(run: Run, events: Sequence[RunEvent], *, scope_id: str = ROOT_SCOPE) -> dict[str, Any]:
+def overlay(run: Run, events: Sequence[RunEvent], *, scope_id: str = ROOT_SCOPE,
+            inspection: Inspection | None = None) -> dict[str, Any]:
     """``{"run", "nodes": {id: {state, status, started, completed, failed, running, waiting}}, "loops": {...}}``
-    for the nodes of one runtime scope of the run (the root workflow's by default)."""
+    for the nodes of one runtime scope of the run (the root workflow's by default). ``inspection``: the run's
+    checkpoint as the caller already read it (read here otherwise)."""
     nodes: dict[str, NodeRun] = {}
     last: dict[str, tuple[str, str]] = {}  # frame id -> (node id, last kind)
     # A step's failure stands until the same step (frame and node) ends well: a redrive runs the failed step
@@ -187,7 +189,8 @@ def overlay(run: Run, events: Sequence[RunEvent], *, scope_id: str = ROOT_SCOPE)
             nodes[node_id].waiting += 1
         elif state == "running" and live:
             nodes[node_id].running += 1
-    inspection = load_state(run)
+    if inspection is None:
+        inspection = load_state(run)
     loops: dict[str, LoopRun] = {}
     for row in progress_rows(inspection.state, events, finished=run.status in Run.FINISHED):
         if (row.scope_id or ROOT_SCOPE) != scope_id:

@@ -5,6 +5,7 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.db.models import Q, QuerySet
 
+from designer.access.permissions import WorkflowAccess, row_access, with_caller_access, workflow_access
 from designer.core.errors import BadRequest, ObjectNotFound
 from designer.core.untrusted import MAX_ID, parse_id
 from designer.models import Run, RunEvent
@@ -28,11 +29,36 @@ def run_people(*, user: Any, runs: QuerySet[Run], team_ids: list[int]) -> QueryS
             .distinct().order_by(get_user_model().USERNAME_FIELD))
 
 
-def get_run(*, user: Any, run_id: object) -> Run:
+#: Where ``get_run`` keeps the caller's access it read with the run, on that run object (``run_access``).
+_ACCESS = "_trellis_caller_access"
+
+
+def _visible(runs: QuerySet[Run], user: Any, run_id: object) -> Run:
+    """The run ``run_id`` if the caller may see it (as ``runs_for`` scopes: a run of one of their teams, or of a
+    workflow shared with one), read in one statement with their access to it, kept for ``run_access``."""
     try:
-        return runs_for(user=user).get(pk=parse_id(run_id))
+        run = with_caller_access(runs, user).get(pk=parse_id(run_id))
     except Run.DoesNotExist:
-        raise ObjectNotFound("this run does not exist or is not shared with you", run=run_id) from None
+        run = None
+    access = row_access(user, run) if run is not None else None
+    if run is None or access is None:
+        raise ObjectNotFound("this run does not exist or is not shared with you", run=run_id)
+    run.__dict__[_ACCESS] = access
+    return run
+
+
+def get_run(*, user: Any, run_id: object) -> Run:
+    """One of the caller's runs, with its workflow, version and starter."""
+    return _visible(Run.objects.select_related("workflow", "workflow_version", "created_by"), user, run_id)
+
+
+def run_access(user: Any, run: Run) -> WorkflowAccess | None:
+    """The caller's access to the run's workflow (its role, whether in its own team): as ``get_run`` read it with
+    the run, or read now for a run loaded otherwise (after an action reloads it, say)."""
+    access = run.__dict__.get(_ACCESS)
+    if isinstance(access, WorkflowAccess) and access.is_for(user) and access.team_id == run.workflow.team_id:
+        return access
+    return workflow_access(user, run.workflow)
 
 
 #: What a poll of the live run page reads of the run row: small columns only (not its input, document or state).
@@ -42,10 +68,7 @@ LIVE_FIELDS = ("id", "team_id", "workflow_id", "status", "progress", "items_done
 
 def get_live_run(*, user: Any, run_id: object) -> Run:
     """The run for a live poll, scoped like ``get_run``, with only ``LIVE_FIELDS`` loaded."""
-    try:
-        return Run.objects.for_user(user).only(*LIVE_FIELDS).get(pk=parse_id(run_id))
-    except Run.DoesNotExist:
-        raise ObjectNotFound("this run does not exist or is not shared with you", run=run_id) from None
+    return _visible(Run.objects.only(*LIVE_FIELDS), user, run_id)
 
 
 def events_since(*, run: Run, since: int, limit: int) -> tuple[list[RunEvent], int]:

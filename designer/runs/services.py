@@ -15,7 +15,7 @@ from django.db import transaction
 from django.db.models import Max, Q
 from django.utils import timezone
 
-from designer.access.permissions import require_own_team_role, require_workflow_role
+from designer.access.permissions import WorkflowAccess, require_own_team_role, require_workflow_role
 from designer.core.errors import BadRequest, NotPublished, ResumeInvalid, RunConflict
 from designer.models import Run, Workflow
 from designer.runs import queue
@@ -60,11 +60,15 @@ def _check_version(workflow: Workflow, version: object) -> int | None:
     return version
 
 
-def start_run(*, actor: Any, workflow: Workflow, input: object = None, version: object = DRAFT) -> Run:
+def start_run(*, actor: Any, workflow: Workflow, input: object = None, version: object = DRAFT,
+              access: WorkflowAccess | None = None) -> Run:
     """Record a run of ``workflow`` (a published ``version`` number, ``LATEST`` or ``DRAFT``) and enqueue it.
     A draft must be free of errors; its document is snapshotted, so editing it later does not change what
-    runs. Code names what it runs; the HTTP API's default, when a request names nothing, is ``LATEST``."""
-    require_workflow_role(actor, workflow, "runner")
+    runs. Code names what it runs; the HTTP API's default, when a request names nothing, is ``LATEST``.
+    ``access``: what the calling view read of the actor's access in this request; when it shows ``runner`` or
+    above on this workflow for this actor, it is not read again."""
+    if access is None or not access.proves(actor, workflow, "runner"):
+        require_workflow_role(actor, workflow, "runner")
     return begin_run(workflow=workflow, input=input, version=version,
                      created_by=actor if getattr(actor, "is_authenticated", False) else None)
 

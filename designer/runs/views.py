@@ -31,7 +31,13 @@ from django_htmx.http import (
 )
 
 from designer.access import selectors as team_selectors
-from designer.access.permissions import has_role, require_workflow_role, role_of, workflow_role
+from designer.access.permissions import (
+    WorkflowAccess,
+    has_role,
+    require_workflow_access,
+    require_workflow_role,
+    workflow_access,
+)
 from designer.core.errors import ActionForbidden, DesignerError, ObjectNotFound
 from designer.core.filters import apply_filters
 from designer.core.htmx import HtmxHttpRequest
@@ -190,6 +196,8 @@ def _history(request: HtmxHttpRequest, *, team: Team | None = None, workflow: Wo
     # The controls history.html shows; any other filter that applies is listed as a chip instead.
     controls = {"status", "created_by", "since", "until", "value", *(["version"] if workflow else []),
                 *(["workflow"] if team else []), *(["team"] if teams else [])}
+    # One read of the caller's access for the page's controls (run, sharing), not one per control.
+    access = workflow_access(request.user, workflow) if workflow is not None else None
     context = {
         "title": title,
         "url": url,
@@ -210,8 +218,8 @@ def _history(request: HtmxHttpRequest, *, team: Team | None = None, workflow: Wo
         "team_options": filter_options(teams, filters["team"]),
         "workflow_options": filter_options(workflows, filters["workflow"]),
         "admin_url": admin_url,
-        "can_run": workflow is not None and has_role(workflow_role(request.user, workflow), "runner"),
-        "in_own_team": workflow is not None and role_of(request.user, workflow.team_id) is not None,
+        "can_run": access is not None and has_role(access.role, "runner"),
+        "in_own_team": access is not None and access.team_role is not None,
     }
     template = "runs/history.html#table" if request.htmx and request.htmx.target == "run-table" else "runs/history.html"
     return TemplateResponse(request, template, context)
@@ -259,8 +267,11 @@ def _version_param(raw: str | None) -> int | None:
 
 
 def _panel_context(request: HtmxHttpRequest, workflow: Workflow, *, version: int | None = None,
-                   form: SchemaForm | None = None, **extra: Any) -> dict[str, Any]:
-    role = workflow_role(request.user, workflow)
+                   form: SchemaForm | None = None, access: WorkflowAccess | None = None,
+                   **extra: Any) -> dict[str, Any]:
+    if access is None:
+        access = workflow_access(request.user, workflow)
+    role = access.role if access is not None else None
     recent = list(run_selectors.runs_for(user=request.user).filter(workflow=workflow)[:RECENT_RUNS])
     return {
         "workflow": workflow,
@@ -302,14 +313,15 @@ def run_panel(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
 @signed_in("POST")
 def run_start(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
     workflow = workflow_selectors.get_workflow(user=request.user, workflow_id=workflow_id)
-    require_workflow_role(request.user, workflow, "runner")  # before the form: a viewer is told they cannot run
+    # Before the form: a viewer is told they cannot run. Read once, for start_run and the panel too.
+    access = require_workflow_access(request.user, workflow, "runner")
     version = _version_param(request.POST.get("version"))
     form, value = parse_form(_panel_schema(workflow, version), request.POST)
     error_context: dict[str, Any] = {}
     if not form.has_errors:
         try:
             run = run_services.start_run(actor=request.user, workflow=workflow, input=value,
-                                         version=run_services.DRAFT if version is None else version)
+                                         version=run_services.DRAFT if version is None else version, access=access)
         except ActionForbidden:
             raise
         except (DesignerError, WorkflowError) as exc:
@@ -319,9 +331,9 @@ def run_start(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
         else:
             if not request.htmx:
                 return redirect("run-detail", run_id=run.pk)
-            context = _panel_context(request, workflow, version=version, started=run)
+            context = _panel_context(request, workflow, version=version, started=run, access=access)
             return TemplateResponse(request, "runs/panel.html#panel", context)
-    context = _panel_context(request, workflow, version=version, form=form, **error_context)
+    context = _panel_context(request, workflow, version=version, form=form, access=access, **error_context)
     template = "runs/panel.html#panel" if request.htmx else "runs/panel_page.html"
     # 400 to htmx too: base.html's htmx config swaps a 400/422 answer (the form with its errors in place).
     return TemplateResponse(request, template, context, status=400)
@@ -411,7 +423,8 @@ def _timeline(run: Run, state: Any, events: list[RunEvent], now: Any) -> Any:
 
 
 def _detail_context(request: HtmxHttpRequest, run: Run, **extra: Any) -> dict[str, Any]:
-    role = workflow_role(request.user, run.workflow)
+    access = run_selectors.run_access(request.user, run)
+    role = access.role if access is not None else None
     inspection = load_state(run)
     damage = inspection.error
     events = list(run.events.order_by("seq")[:MAX_EVENTS])
@@ -423,7 +436,8 @@ def _detail_context(request: HtmxHttpRequest, run: Run, **extra: Any) -> dict[st
         "workflow": run.workflow,
         "role": role,
         "can_run": has_role(role, "runner"),
-        "can_delete": has_role(role_of(request.user, run.team_id), "editor"),  # as delete_run requires
+        # As delete_run requires: the editor role in the workflow's own team (a grant is not enough).
+        "can_delete": access is not None and has_role(access.team_role, "editor"),
         # A damaged run is not polled: nothing a worker does will make its checkpoint readable again.
         "active": run.status in LIVE and not damage,
         "poll_seconds": POLL_SECONDS,
@@ -449,6 +463,8 @@ def _detail_context(request: HtmxHttpRequest, run: Run, **extra: Any) -> dict[st
         "preserve": True,
         # The canvas's legend: each state in words and in the colour a node in it has.
         "node_states": [(state, state.replace(" ", "-")) for state in NODE_STATES],
+        # From the events read above, not read again (the error names a node, frame and scope by id).
+        "readable_error": readable_error(run, events) if run.error and not damage else None,
         **extra,
     }
 
@@ -462,8 +478,6 @@ def run_detail(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
     if request.htmx and request.htmx.target == "run-live":
         return _live_response(request, context)
     context.update(_events_context(request, run))
-    context["readable_error"] = readable_error(run, list(run.events.order_by("seq")[:MAX_EVENTS])) \
-        if run.error else None
     return TemplateResponse(request, "runs/detail.html", context)
 
 
@@ -532,7 +546,8 @@ def _live_response(request: HtmxHttpRequest, context: dict[str, Any]) -> Templat
 
 def _events_context(request: HtmxHttpRequest, run: Run) -> dict[str, Any]:
     qs: QuerySet[RunEvent] = run.events.order_by("seq")
-    kinds, nodes = event_filters(list(qs.values_list("kind", "node_id").distinct()))
+    # Without its ordering: DISTINCT over (kind, node, seq) was one row per event, the whole trace for the selects.
+    kinds, nodes = event_filters(list(qs.order_by().values_list("kind", "node_id").distinct()))
     kind, node, lineage = (request.GET.get(name, "").strip() for name in ("kind", "node", "lineage"))
     if kind:
         qs = qs.filter(kind=kind)

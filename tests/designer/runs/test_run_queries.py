@@ -1,0 +1,240 @@
+"""What a run page or run API request costs in statements, pinned: the caller's access is read once a request (with
+the run by ``get_run``, or in one statement of its own), the admin's run page reads the trace once whatever its
+length, and the events filter reads each (kind, node) once rather than every event.
+
+The counts include the session and the user (2 statements a page request). Before: the run page 15 statements
+(12 now), its live part 10 (7), a workflow's runs 11 (9), the graph 6 (5), a checkpoint 7 (5), the admin's run page
+79 for a run of 16 events (12); every action read the caller's access in 2 statements (or 4: the view's and the
+service's), 1 now.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from django.db import connection
+from django.test import Client, RequestFactory
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
+from rest_framework.test import APIClient
+
+from designer.access import grants as grant_services
+from designer.access import tokens as token_services
+from designer.access.api_auth import BearerTokenAuthentication
+from designer.core.errors import ObjectNotFound
+from designer.models import Membership, Run, RunCheckpoint, RunEvent
+from designer.runs import services as run_services
+from designer.runs.admin import ADMIN_EVENTS
+from designer.runs.executor import execute
+from designer.runs.selectors import get_live_run, get_run, run_access, runs_for
+from designer.workflows import services as workflow_services
+from tests.designer.clients import client_for, htmx
+from tests.designer.runs_support import greeting_document
+
+pytestmark = pytest.mark.django_db
+
+#: A statement that reads only the caller's memberships or grants (its columns are theirs).
+ACCESS_READ = re.compile(r'^SELECT (\'team\'|"designer_membership"\.|"designer_workflowgrant"\.)')
+
+
+def _captured(call: Callable[[], Any]) -> tuple[Any, list[str]]:
+    with CaptureQueriesContext(connection) as context:
+        response = call()
+    return response, [query["sql"] for query in context.captured_queries]
+
+
+def _access_reads(statements: list[str]) -> int:
+    return sum(1 for sql in statements if ACCESS_READ.match(sql))
+
+
+@pytest.fixture
+def workflow(cast: Any) -> Any:
+    return workflow_services.create_workflow(actor=cast.owner, team=cast.team, name="Greetings",
+                                             document=greeting_document())
+
+
+def _interrupted(cast: Any, workflow: Any, names: list[str] | None = None, status: str = "interrupted") -> Run:
+    """A real run: a foreach whose items wait at interrupts, executed in-process and checkpointed."""
+    run = run_services.start_run(actor=cast.owner, workflow=workflow, input={"names": names or ["Ada", "Grace"]})
+    assert execute(run.pk) == "interrupted"
+    Run.objects.filter(pk=run.pk).update(status=status)
+    return Run.objects.get(pk=run.pk)
+
+
+def _step(run: Run) -> int:
+    step = RunCheckpoint.objects.filter(run=run).values_list("step", flat=True).first()
+    assert step is not None
+    return step
+
+
+#: Statements of each read: (name, how to send it) -> statements. The API reads the session and user too.
+READS: dict[str, tuple[Callable[[Run], tuple[str, str, dict[str, str]]], int]] = {
+    "api run": (lambda run: ("api", f"/api/runs/{run.pk}/", {}), 6),
+    "api runs": (lambda run: ("api", "/api/runs/", {}), 5),
+    "api events": (lambda run: ("api", f"/api/runs/{run.pk}/events/", {}), 5),
+    "run page": (lambda run: ("page", reverse("run-detail", args=[run.pk]), {}), 12),
+    "run page, live part": (lambda run: ("page", reverse("run-detail", args=[run.pk]), htmx("run-live")), 7),
+    "all runs": (lambda run: ("page", reverse("run-list"), {}), 8),
+    "a workflow's runs": (lambda run: ("page", reverse("workflow-runs", args=[run.workflow_id]), {}), 9),
+    "run graph": (lambda run: ("page", reverse("run-graph", args=[run.pk]), {}), 5),
+    "a checkpoint": (lambda run: ("page", reverse("run-checkpoint", args=[run.pk, _step(run)]), {}), 5),
+    "run panel": (lambda run: ("page", reverse("run-panel", args=[run.workflow_id]), {}), 7),
+    "admin run page": (lambda run: ("admin", reverse("admin:designer_run_change", args=[run.pk]), {}), 12),
+    "admin runs": (lambda run: ("admin", reverse("admin:designer_run_changelist"), {}), 10),
+}
+
+
+@pytest.mark.parametrize("name", sorted(READS))
+def test_each_read_of_a_run_costs_its_pinned_statements(name: str, cast: Any, workflow: Any,
+                                                        make_user: Any) -> None:
+    run = _interrupted(cast, workflow)
+    clients: dict[str, Client | APIClient] = {
+        "page": client_for(cast.owner), "admin": client_for(make_user("root", is_staff=True, is_superuser=True))}
+    clients["api"] = APIClient()
+    clients["api"].force_login(cast.owner)
+    make, expected = READS[name]
+    kind, url, headers = make(run)
+    response, statements = _captured(lambda: clients[kind].get(url, **headers))
+    assert response.status_code == 200, (name, response.status_code)
+    assert len(statements) == expected, (name, [sql[:110] for sql in statements])
+    assert _access_reads(statements) <= 1, name
+
+
+def test_a_live_poll_reads_the_run_and_who_may_see_it_in_one_statement(cast: Any, workflow: Any) -> None:
+    run = _interrupted(cast, workflow, status="running")
+    client = client_for(cast.owner)
+    response, statements = _captured(lambda: client.get(reverse("run-live", args=[run.pk])))
+    assert response.status_code == 200
+    # Session, user, the run with the caller's access, its events since, the last stored seq.
+    assert len(statements) == 5 and _access_reads(statements) == 0, [sql[:110] for sql in statements]
+    assert client_for(cast.stranger).get(reverse("run-live", args=[run.pk])).status_code == 404
+
+
+#: Each action, sent twice to a fresh run (by the page and by the API): it reads the caller's access once.
+ACTIONS: dict[str, Callable[[Run], tuple[str, str, dict[str, Any]]]] = {
+    "api cancel": lambda run: ("api", f"/api/runs/{run.pk}/cancel/", {}),
+    "api resume": lambda run: ("api", f"/api/runs/{run.pk}/resume/",
+                               {"interrupt_id": run.interrupts[0]["id"], "value": {"answer": "hi"}}),
+    "api redrive": lambda run: ("api", f"/api/runs/{run.pk}/redrive/", {}),
+    "api rerun": lambda run: ("api", f"/api/runs/{run.pk}/rerun/", {}),
+    "api fork": lambda run: ("api", f"/api/runs/{run.pk}/fork/", {"step": _step(run)}),
+    "api delete": lambda run: ("api-delete", f"/api/runs/{run.pk}/", {}),
+    "page cancel": lambda run: ("page", reverse("run-cancel", args=[run.pk]), {}),
+    "page resume": lambda run: ("page", reverse("run-resume", args=[run.pk]),
+                                {"interrupt_id": run.interrupts[0]["id"], "field.answer": "hi"}),
+    "page redrive": lambda run: ("page", reverse("run-redrive", args=[run.pk]), {}),
+    "page rerun": lambda run: ("page", reverse("run-rerun", args=[run.pk]), {"input": "", "version": "same"}),
+    "page fork": lambda run: ("page", reverse("run-fork", args=[run.pk, _step(run)]), {"state": ""}),
+    "page delete": lambda run: ("page", reverse("run-delete", args=[run.pk]), {}),
+    "page start": lambda run: ("page", reverse("run-start", args=[run.workflow_id]),
+                               {"version": "draft", "_mode": "json", "_json": '{"names": ["Ada"]}'}),
+    "api start": lambda run: ("api", f"/api/workflows/{run.workflow_id}/runs/",
+                              {"version": "draft", "input": {"names": ["Ada"]}}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ACTIONS))
+def test_each_action_reads_the_callers_access_once(name: str, cast: Any, workflow: Any) -> None:
+    run = _interrupted(cast, workflow)
+    page, api = client_for(cast.owner), APIClient()
+    api.force_login(cast.owner)
+    kind, url, data = ACTIONS[name](run)
+    if kind == "api":
+        response, statements = _captured(lambda: api.post(url, data, format="json"))
+    elif kind == "api-delete":
+        response, statements = _captured(lambda: api.delete(url))
+    else:
+        response, statements = _captured(lambda: page.post(url, data))
+    assert response.status_code < 500, (name, response.status_code)
+    assert _access_reads(statements) == 1, (name, [sql[:110] for sql in statements if ACCESS_READ.match(sql)])
+
+
+def test_the_admin_run_page_reads_the_trace_once_however_long(cast: Any, workflow: Any, make_user: Any) -> None:
+    admin = client_for(make_user("root", is_staff=True, is_superuser=True))
+    short = _interrupted(cast, workflow, names=["Ada"])
+    long = _interrupted(cast, workflow, names=[f"person {n}" for n in range(12)])
+    assert RunEvent.objects.filter(run=long).count() > RunEvent.objects.filter(run=short).count()
+    counts = []
+    for run in (short, long):
+        url = reverse("admin:designer_run_change", args=[run.pk])
+        response, statements = _captured(lambda: admin.get(url))  # noqa: B023 (called at once)
+        assert response.status_code == 200
+        counts.append((len(statements), sum(1 for sql in statements if 'FROM "designer_runevent"' in sql
+                                            and sql.endswith(f"LIMIT {ADMIN_EVENTS}"))))
+    assert counts[0] == counts[1] and counts[0][1] == 1, counts
+
+
+def test_the_events_filter_reads_each_kind_and_node_once(cast: Any, workflow: Any) -> None:
+    run = _interrupted(cast, workflow, names=[f"person {n}" for n in range(6)])
+    client = client_for(cast.owner)
+    response, statements = _captured(lambda: client.get(reverse("run-events", args=[run.pk]), **htmx("run-events")))
+    assert response.status_code == 200
+    [distinct] = [sql for sql in statements if sql.startswith("SELECT DISTINCT")]
+    with connection.cursor() as cursor:
+        cursor.execute(distinct)
+        rows = cursor.fetchall()
+    pairs = set(RunEvent.objects.filter(run=run).values_list("kind", "node_id"))
+    assert len(rows) == len(pairs) < RunEvent.objects.filter(run=run).count()
+
+
+def _token_user(secret: str) -> Any:
+    request = RequestFactory().get("/api/runs/", HTTP_AUTHORIZATION=f"Bearer {secret}")
+    authenticated = BearerTokenAuthentication().authenticate(request)  # type: ignore[arg-type]
+    assert authenticated is not None
+    return authenticated[0]
+
+
+def test_get_run_sees_exactly_the_runs_runs_for_lists(cast: Any, workflow: Any, make_user: Any) -> None:
+    """``get_run`` scopes in SQL of its own (with the caller's access); ``runs_for`` (lists) through ``for_user``:
+    the same runs for members of each role, a stranger, a team a workflow is shared with, tokens limited to a
+    team or read-only, someone removed from the team, and a revoked grant."""
+    ours = run_services.start_run(actor=cast.owner, workflow=workflow, input={"names": ["Ada"]})
+    theirs_workflow = cast.their_workflow("Theirs", greeting_document("theirs"))
+    theirs = run_services.start_run(actor=cast.stranger, workflow=theirs_workflow, input={"names": ["Bo"]})
+    shared_workflow = cast.their_workflow("Shared", greeting_document("shared"))
+    shared = run_services.start_run(actor=cast.stranger, workflow=shared_workflow, input={"names": ["Cy"]})
+    grant = grant_services.grant_workflow(actor=cast.stranger, workflow=shared_workflow, team=cast.team.pk,
+                                          role="viewer")
+    both = make_user("bea")
+    Membership.objects.create(user=both, team=cast.other_team, role="viewer")
+    Membership.objects.create(user=both, team=cast.team, role="editor")
+
+    def check(user: Any) -> set[int]:
+        visible = set()
+        for run in (ours, theirs, shared):
+            try:
+                found = get_run(user=user, run_id=run.pk)
+            except ObjectNotFound:
+                continue
+            visible.add(found.pk)
+            access = run_access(user, found)
+            assert access is not None and access.role is not None
+        assert visible == set(runs_for(user=user).values_list("pk", flat=True)), user
+        for pk in {ours.pk, theirs.pk, shared.pk} - visible:
+            with pytest.raises(ObjectNotFound):
+                get_live_run(user=user, run_id=pk)
+        return visible
+
+    for role in ("owner", "editor", "viewer"):
+        assert check(cast.users[role]) == {ours.pk, shared.pk}, role
+    assert check(cast.stranger) == {theirs.pk, shared.pk}
+    assert check(both) == {ours.pk, theirs.pk, shared.pk}
+    limited = _token_user(token_services.create_token(actor=both, name="one", team=cast.other_team.pk).secret)
+    assert check(limited) == {theirs.pk, shared.pk}
+    read_only = _token_user(token_services.create_token(actor=cast.editor, name="ro", read_only=True).secret)
+    assert check(read_only) == {ours.pk, shared.pk}
+    read_only_access = run_access(read_only, get_run(user=read_only, run_id=ours.pk))
+    assert read_only_access is not None and read_only_access.role == "viewer"
+    assert check(make_user("nobody")) == set()
+    grant_services.revoke_grant(actor=cast.stranger, workflow=shared_workflow, grant_id=grant.pk)
+    Membership.objects.filter(user=cast.viewer, team=cast.team).delete()
+    assert check(cast.viewer) == set()
+    assert check(cast.editor) == {ours.pk}
+    # Another team's run is a 404 on the page and in the API, whoever asks.
+    assert client_for(cast.editor).get(reverse("run-detail", args=[theirs.pk])).status_code == 404
+    api = APIClient()
+    api.force_login(cast.editor)
+    assert api.get(f"/api/runs/{theirs.pk}/").status_code == 404
