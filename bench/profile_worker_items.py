@@ -6,11 +6,14 @@ The executor is what a ``run_worker`` slot calls for the run; only the task queu
 report is the worker's CPU time per item by part (the CPU of the thread, which a busy machine inflates far less
 than wall time), measured by timing the few functions that make each part (cheap next to what they do, unlike a
 profiler, which inflates Python code and not the database's C): the claim, the engine's own work (the process's
-CPU less the parts), the steps, the checkpoint's delta and encoding, the run row's
-UPDATE, the kept checkpoint and parts, the trace events, the commit, the superstep observers (metrics) and the
-outcome. With ``TRELLIS_PROFILE_CPROFILE=1`` the same run is also profiled and the functions with the most own time
-are listed. ``TRELLIS_PROFILE_CLOCK=wall`` times the parts by the wall clock instead (waits for the disk or the
-database server show then).
+CPU less the parts), the steps, the checkpoint's delta and encoding, the save's statements, the commit, the
+superstep observers (metrics) and the outcome. A save writes either in one statement (PostgreSQL, when it stores
+no parts and keeps every checkpoint: ``OrmCheckpointer._save_in_one_statement``, the run's row, its kept
+checkpoint and its events together) or in several (the fallback: the run row's UPDATE, ``_update_run``; the
+kept checkpoint and parts; the trace events); each is timed, with how many saves took it. With
+``TRELLIS_PROFILE_CPROFILE=1`` the same run is also profiled and the functions with the most own time are listed.
+``TRELLIS_PROFILE_CLOCK=wall`` times the parts by the wall clock instead (waits for the disk or the database
+server show then).
 
     .venv/bin/python -m bench.profile_worker_items                 # 10,000 items, SQLite
     TRELLIS_PROFILE_ITEMS=2000 .venv/bin/python -m bench.profile_worker_items
@@ -82,6 +85,7 @@ class Timers:
         self.wrap(checkpointer.OrmCheckpointer, "save", "save")
         self.wrap(RunState, "checkpoint_delta", "save: delta")
         self.wrap(checkpointer, "progress_of", "save: progress")
+        self.wrap(checkpointer.OrmCheckpointer, "_save_in_one_statement", "save: one statement")
         self.wrap(checkpointer.OrmCheckpointer, "_update_run", "save: run row")
         self.wrap(checkpointer.OrmCheckpointer, "_store_parts", "save: parts + kept checkpoint")
         self.wrap(checkpointer, "append_events", "save: events")
@@ -104,6 +108,7 @@ class Timers:
             ("checkpoint: delta", s["save: delta"]),
             ("checkpoint: progress counters", s["save: progress"]),
             ("checkpoint: encode + rest of save", save_rest),
+            ("checkpoint: one statement (row+kept+events)", s["save: one statement"]),
             ("checkpoint: run row UPDATE", s["save: run row"]),
             ("checkpoint: kept checkpoint + parts", s["save: parts + kept checkpoint"]),
             ("checkpoint: trace events", s["save: events"]),
@@ -111,11 +116,13 @@ class Timers:
             ("superstep observers (metrics)", s["observers"]),
             ("outcome (finish)", s["outcome"]),
         ]
-        print(f"{'part (' + CLOCK + ')':<38} {'us/item':>8} {'share':>6}")
+        print(f"{'part (' + CLOCK + ')':<44} {'us/item':>8} {'share':>6}")
         for name, seconds in rows:
-            print(f"{name:<38} {seconds / items * 1e6:>8.1f} {seconds / cpu:>6.0%}")
-        print(f"{'all (execute)':<38} {cpu / items * 1e6:>8.1f}")
-        print(f"supersteps checkpointed: {self.calls['save']:,}; commits: {self.calls['commit']:,}")
+            print(f"{name:<44} {seconds / items * 1e6:>8.1f} {seconds / cpu:>6.0%}")
+        print(f"{'all (execute)':<44} {cpu / items * 1e6:>8.1f}")
+        print(f"supersteps checkpointed: {self.calls['save']:,} (in one statement: "
+              f"{self.calls['save: one statement']:,}; in several: {self.calls['save: run row']:,}); "
+              f"commits: {self.calls['commit']:,}")
 
 
 def _run() -> None:

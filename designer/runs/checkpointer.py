@@ -39,7 +39,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pydantic_core
-from django.db import connection, transaction
+from django.db import connection, connections, transaction
 from psycopg.pq import TransactionStatus
 
 from designer.conf import trellis
@@ -74,6 +74,25 @@ class UnknownRunError(WorkflowError):
     """A checkpoint for a runtime run id that has no ``Run`` row in the checkpointer's team."""
 
     code = "run.unknown"
+
+
+class HookWroteElsewhereError(WorkflowError):
+    """The ``extra_fields`` hook sent a write through another database connection than the save's: those rows
+    would not commit with the save (nor roll back with it), and the save, which judges from its own connection
+    whether the hook wrote anything, could have written without a transaction of its own."""
+
+    code = "checkpoint.hook_elsewhere"
+
+
+def _refuse_writes(execute: Callable[..., Any], sql: str, params: Any, many: bool, context: dict[str, Any]) -> Any:
+    """An ``execute_wrapper`` for the other databases' connections while the hook runs: reads pass."""
+    if sql.lstrip()[:6].upper() != "SELECT":
+        alias = context["connection"].alias
+        raise HookWroteElsewhereError(
+            f"the checkpoint's extra_fields hook wrote through database {alias!r}; write through the save's "
+            f"connection ({connection.alias!r}) so that what it writes commits with the save",
+            alias=alias, statement=sql[:80])
+    return execute(sql, params, many, context)
 
 
 def _event_data(event: TraceEvent) -> dict[str, Any]:
@@ -382,7 +401,13 @@ class OrmCheckpointer:
     ``owner``: the lease holder it writes for (None: no lease check, for tools and tests).
     ``extra_fields(run_state)``: more ``Run`` fields to write with a save (the executor clears an applied
     ``resume_request`` in the very transaction that records the resume's effect); called inside the save's
-    transaction, so other rows it writes commit with the save.
+    transaction, so other rows it writes commit with the save. It must write only through ``django.db.connection``
+    on the calling thread: the save reads that connection's state to tell whether the hook wrote anything, and
+    when it wrote nothing, the save on PostgreSQL is one statement outside a transaction of its own
+    (``_save_in_one_statement``). A write through another database alias would commit on its own whatever
+    becomes of the save, so it is refused (``HookWroteElsewhereError``, checked only when several databases are
+    configured: with one there is nowhere else to write through Django); one from another thread, or a
+    connection opened outside Django, is not seen at all.
     ``create_run(run_state)``: makes the row for a run id the team does not have yet (tests); without it such a
     save raises ``UnknownRunError``, since the designer creates every row before its first checkpoint.
     After each save ``cancel_requested`` holds the run's flag as read inside that transaction.
@@ -540,7 +565,7 @@ class OrmCheckpointer:
         atomic: transaction.Atomic | None = opened
         try:
             # Inside the transaction: what the hook writes besides its fields commits with this save or not at all.
-            extra = self.extra_fields(run_state) if self.extra_fields is not None else {}
+            extra = self._hook_fields(run_state) if self.extra_fields is not None else {}
             pk = self._pk(run_state)
             row = _RowWrite(pk, state_text, progress_text, items, failed, extra)
             # While the run has distributed batches, their commits append to its trace from other workers (even
@@ -582,6 +607,17 @@ class OrmCheckpointer:
         ledger.apply(delta)
         self._ledgers[pk] = ledger
         self.saves += 1
+
+    def _hook_fields(self, run_state: RunState) -> dict[str, Any]:
+        """``extra_fields(run_state)``, with every other database's connection refusing writes meanwhile."""
+        assert self.extra_fields is not None
+        others = [alias for alias in connections if alias != connection.alias]
+        if not others:
+            return self.extra_fields(run_state)
+        with contextlib.ExitStack() as refusing:
+            for alias in others:
+                refusing.enter_context(connections[alias].execute_wrapper(_refuse_writes))
+            return self.extra_fields(run_state)
 
     def _in_one_statement(self, delta: CheckpointDelta, run_state: RunState, events: Sequence[TraceEvent],
                           next_seq: int | None) -> bool:

@@ -90,8 +90,14 @@ class Execution:
         if run.runtime_id is not None:
             self.checkpointer.remember(run.runtime_id, run.pk, trace_next=run.trace_next,
                                        unsaved=run.run_state is None)
-        #: The run's first drive: no checkpoint yet, so it never ended before and has no output values to replace.
-        self.first_drive = run.run_state is None
+        #: Whether output values may be kept from an earlier end, to be replaced at this one. Values are written
+        #: only in the transaction that ends the run (``finish``) with its last checkpoint and ``Run.output``, and
+        #: only ``OrmCheckpointer.delete`` takes a checkpoint away (leaving the output): so a run with neither
+        #: never ended with an output, and its values are added without a DELETE (every run's first drive). Not
+        #: the checkpoint alone: a run queued again after its checkpoint was deleted starts from nothing, yet
+        #: ended once. Not the output alone: a redrive that fails writes no values and an empty output, and
+        #: leaves the values of the end before it.
+        self.outputs_kept = run.run_state is not None or run.output is not None
         #: The document the drive runs (``plans.document``), once it started.
         self.document: Any = run.document
         #: The engine of the drive, once it started (its budget meter holds the step-seconds it used).
@@ -238,7 +244,7 @@ class Execution:
                 raise LeaseLost(f"run {self.run.pk}: lease lost before the outcome was stored")
             self.use_recorded = True
             if result.output is not None:
-                keep = RunValue.objects.add if self.first_drive else RunValue.objects.record
+                keep = RunValue.objects.record if self.outputs_kept else RunValue.objects.add
                 keep(run_id=self.run.pk, side="output", value=result.output)
             signals.run_reached.send(sender=Run, run_id=self.run.pk, status=status, team_id=self.run.team_id,
                                      workflow_id=self.run.workflow_id)

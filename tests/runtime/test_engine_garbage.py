@@ -18,7 +18,7 @@ import pytest
 from runtime import Workflow, WorkflowBuilder
 from runtime.checkpoint import InMemoryCheckpointer
 from runtime.paths import input_path, state_path
-from tests.runtime.engine_helpers import XS_INPUT, asking, engine, single_foreach
+from tests.runtime.engine_helpers import XS_INPUT, asking, engine, registry, single_foreach
 
 
 @pytest.fixture
@@ -33,12 +33,27 @@ def saved_garbage() -> Iterator[list[Any]]:
         gc.garbage.clear()
 
 
-def cyclic_runtime_objects(garbage: list[Any], call: Callable[[], Any]) -> list[str]:
-    """The runtime's objects that only the cyclic collector freed after ``call()``, by type name."""
+def cyclic_objects(garbage: list[Any], call: Callable[[], Any], *, modules: str) -> list[str]:
+    """The objects of ``modules`` (a package name's start) that only the cyclic collector freed after ``call()``,
+    by type name.
+
+    What is in a cycle already (the test's own setup: registering tasks builds pydantic models and their JSON
+    schemas, whose objects form cycles) is freed for real first. Clearing ``garbage`` under ``DEBUG_SAVEALL`` does
+    not free it: its cycles are still cycles, found again by every later collection, and they would be counted
+    as the call's."""
+    gc.set_debug(0)
     garbage.clear()
+    gc.collect()
+    gc.set_debug(gc.DEBUG_SAVEALL)
     call()
     gc.collect()
-    return sorted({type(o).__qualname__ for o in garbage if type(o).__module__.startswith("runtime")})
+    return sorted({f"{type(o).__module__}.{type(o).__qualname__}" for o in garbage
+                   if type(o).__module__.startswith(modules)})
+
+
+def cyclic_runtime_objects(garbage: list[Any], call: Callable[[], Any]) -> list[str]:
+    """The runtime's objects that only the cyclic collector freed after ``call()``, by type name."""
+    return [name.rsplit(".", 1)[-1] for name in cyclic_objects(garbage, call, modules="runtime")]
 
 
 def one_step() -> Workflow:
@@ -88,3 +103,43 @@ def test_an_engine_call_leaves_nothing_for_the_cyclic_collector(saved_garbage: l
 
     call()  # the first call makes what the engine keeps (its compiled plans, its thread pool)
     assert cyclic_runtime_objects(saved_garbage, call) == []
+
+
+def failing(kind: str) -> tuple[Workflow, dict[str, Any]]:
+    """A workflow whose one step fails as ``kind`` says, and its input."""
+    g = WorkflowBuilder("fails", input_schema={"type": "object", "properties": {"x": {}}},
+                        state_schema={"type": "object", "properties": {"y": {}}})
+    task, bound, retry = {
+        "raises": ("boom", [], None),
+        "retried then raises": ("boom", [], {"max_attempts": 2, "backoff_seconds": 0.0}),
+        "invalid input": ("double", [{"target": "x", "path": input_path("x")}], None),
+        "invalid result": ("not_an_int", [], None),
+    }[kind]
+    g.use(task, id="n", input=bound, output=[{"target": "y"}], **({"retry": retry} if retry else {}))
+    g.output("y", state_path("y"))
+    return g.build(), {"x": "not a number" if kind == "invalid input" else 1}
+
+
+@pytest.mark.parametrize("kind", ["raises", "retried then raises", "invalid input", "invalid result"])
+def test_a_failed_call_builds_no_json_schema_or_type_adapter(saved_garbage: list[Any], kind: str) -> None:
+    """A step's failure is described from what registration built once (the task's input schema, its result
+    adapter), never from a schema or a ``TypeAdapter`` made for it: their pydantic objects form cycles, so one
+    made per failure would be left here. (A failed call does leave cycles of its own: the step's exception holds
+    its traceback.)"""
+    tasks = registry()
+
+    @tasks.task
+    def not_an_int() -> int:
+        return "seven"  # type: ignore[return-value]
+
+    eng = engine(registry=tasks, checkpointer=InMemoryCheckpointer())
+    workflow, given = failing(kind)
+
+    def call() -> None:
+        result = eng.run(workflow, given)
+        assert result.status == "failed" and result.error is not None and result.error.code == "node.failed"
+
+    call()
+    left = cyclic_objects(saved_garbage, call, modules="pydantic")
+    # An invalid input's or result's ValidationError is the step's exception: in its traceback's cycle, as any.
+    assert [name for name in left if name != "pydantic_core._pydantic_core.ValidationError"] == []

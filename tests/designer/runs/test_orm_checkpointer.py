@@ -4,18 +4,25 @@ guarantees: state and events in one transaction, and no writes from a worker tha
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import replace
 from itertools import count
 from pathlib import Path
 from typing import Any
 
 import pytest
-from django.db import connection
+from django.db import connection, connections
 from django.test.utils import CaptureQueriesContext
 
 from designer.models import Run, RunCheckpoint, RunEvent, RunStatePart, Team, Workflow
 from designer.runs import lease
-from designer.runs.checkpointer import OrmCheckpointer, UnknownRunError, append_events, run_state_of
+from designer.runs.checkpointer import (
+    HookWroteElsewhereError,
+    OrmCheckpointer,
+    UnknownRunError,
+    append_events,
+    run_state_of,
+)
 from runtime import RunState, WorkflowBuilder
 from runtime.checkpoint import HistoryPolicy
 from runtime.errors import CorruptRunStateError
@@ -470,3 +477,42 @@ def test_the_hooks_fields_are_stored_as_the_orm_stores_them_and_its_rows_commit_
         cp.save(sample_run_state(step=6), sample_events(run.runtime_id, 6, 2))
     assert not Team.objects.filter(slug="lost").exists()
     assert _seqs(team) == list(range(6))
+
+
+@pytest.fixture
+def elsewhere(transactional_db: None) -> Iterator[str]:
+    """A second database alias, on the test database itself: another connection, as a second database would be.
+    Added after the test's database setup and connected at once (``connect``, not ``ensure_connection``): Django's
+    test case refuses to open a connection to a database the test did not ask for, and it cannot ask for one that
+    is not configured when the suite starts."""
+    connections.settings["elsewhere"] = dict(connections["default"].settings_dict)
+    try:
+        connections["elsewhere"].connect()
+        yield "elsewhere"
+    finally:
+        connections["elsewhere"].close()
+        del connections["elsewhere"]
+        del connections.settings["elsewhere"]
+
+
+def test_a_hook_that_writes_through_another_connection_is_refused_and_the_save_writes_nothing(
+        elsewhere: str) -> None:
+    """What the hook writes commits with the save only through the save's connection, and the save tells from that
+    connection alone whether the hook wrote: a write through another one would commit whatever became of the
+    save, beside a save that went out as one statement of its own."""
+    team, workflow = fresh_team()
+    run = Run.objects.create(team=team, workflow=workflow, document={}, runtime_id="run_0000000000001")
+    assert lease.claim(run.pk, "worker-a")
+
+    def hook(run_state: RunState) -> dict[str, Any]:
+        assert Team.objects.using(elsewhere).filter(pk=team.pk).exists()  # reading is harmless
+        Team.objects.using(elsewhere).filter(pk=team.pk).update(name="written elsewhere")
+        return {"status": Run.Status.RUNNING}
+
+    cp = OrmCheckpointer(team, owner="worker-a", extra_fields=hook)
+    cp.remember(run.runtime_id, run.pk, trace_next=0, unsaved=True)
+    with pytest.raises(HookWroteElsewhereError) as refused:
+        cp.save(sample_run_state(step=3), sample_events(run.runtime_id, 0, 2))
+    assert (refused.value.code, refused.value.details["alias"]) == ("checkpoint.hook_elsewhere", elsewhere)
+    assert Team.objects.get(pk=team.pk).name == team.name
+    assert Run.objects.get(pk=run.pk).run_state is None and _seqs(team) == []

@@ -17,6 +17,8 @@ from designer.core.errors import BadRequest
 from designer.models import Run, RunValue
 from designer.runs import services as run_services
 from designer.runs import values as run_values
+from designer.runs.checkpointer import OrmCheckpointer
+from designer.runs.executor import execute
 from runtime import WorkflowBuilder
 
 
@@ -71,6 +73,19 @@ def test_the_api_finds_runs_by_input_and_output_values_of_the_callers_teams_only
     assert found(api, owner, "input.a=40&output.total=2") == []  # several searches must all match
     assert found(api, owner, "input.a=1&output.total=2") == [runs["a1043"]]
     assert found(api, owner, "input.order=A-9999") == []
+
+
+def test_a_run_driven_again_without_its_checkpoint_keeps_one_set_of_output_values(cast: Any) -> None:
+    """A run that ended, lost its checkpoint (``OrmCheckpointer.delete`` keeps the row) and was queued again starts
+    from nothing, as a first drive does; but its output's values from the first end are there to be replaced."""
+    run = run_services.start_run(actor=cast.owner, workflow=cast.workflow("Totals", totals_document()),
+                                 input={"order": "A-7", "a": 40, "b": 2})
+    assert execute(run.pk) == "completed"
+    OrmCheckpointer(run.team_id).delete(run.runtime_id)
+    Run.objects.filter(pk=run.pk).update(status=Run.Status.QUEUED)
+    assert execute(run.pk) == "completed"
+    assert sorted(RunValue.objects.filter(run_id=run.pk, side="output").values_list("path", "text")) == [
+        ("order", "A-7"), ("total", "42")]
 
 
 def test_a_search_that_cannot_mean_anything_is_a_400_saying_how_to_write_it(runs: dict[str, Any],
