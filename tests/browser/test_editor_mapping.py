@@ -95,8 +95,12 @@ def _add_field(editor: EditorPage, builder: Locator, to: str) -> None:
 def _save_schema(editor: EditorPage, key: str, title: str) -> None:
     builder = _builder(editor, key)
     expect(builder).to_have_attribute("data-dirty", "true")  # unsaved until the save is answered
+    before = editor.revision()
     builder.get_by_role("button", name=f"Save {title}", exact=True).click()
     expect(builder).not_to_have_attribute("data-dirty", "true")
+    # The canvas learns the new revision by fetching the document after the builder's answer; an action that
+    # reads the revision before that fetch lands counts from a stale one.
+    editor.wait_saved(before + 1)
     editor.wait_idle()
 
 
