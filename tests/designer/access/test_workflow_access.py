@@ -29,7 +29,8 @@ pytestmark = pytest.mark.django_db
 
 #: A statement that reads only the caller's memberships or grants (its columns are theirs), not one that scopes
 #: another table by them in a subquery (``for_user``, ``get_run``).
-ACCESS_READ = re.compile(r'^SELECT (\'team\'|"designer_membership"\.|"designer_workflowgrant"\.)')
+ACCESS_READ = re.compile(r'^SELECT (\(SELECT m\.role FROM "designer_membership"'
+                         r'|"designer_membership"\.|"designer_workflowgrant"\.)')
 
 
 def access_reads(context: CaptureQueriesContext) -> int:

@@ -37,7 +37,8 @@ from tests.designer.runs_support import greeting_document
 pytestmark = pytest.mark.django_db
 
 #: A statement that reads only the caller's memberships or grants (its columns are theirs).
-ACCESS_READ = re.compile(r'^SELECT (\'team\'|"designer_membership"\.|"designer_workflowgrant"\.)')
+ACCESS_READ = re.compile(r'^SELECT (\(SELECT m\.role FROM "designer_membership"'
+                         r'|"designer_membership"\.|"designer_workflowgrant"\.)')
 
 
 def _captured(call: Callable[[], Any]) -> tuple[Any, list[str]]:
