@@ -95,8 +95,8 @@ class Execution:
         #: only ``OrmCheckpointer.delete`` takes a checkpoint away (leaving the output): so a run with neither
         #: never ended with an output, and its values are added without a DELETE (every run's first drive). Not
         #: the checkpoint alone: a run queued again after its checkpoint was deleted starts from nothing, yet
-        #: ended once. Not the output alone: a redrive that fails writes no values and an empty output, and
-        #: leaves the values of the end before it.
+        #: ended once. Not the output alone: a redrive that fails ends with an empty output, yet the
+        #: values of the end before it are there (and go).
         self.outputs_kept = run.run_state is not None or run.output is not None
         #: The document the drive runs (``plans.document``), once it started.
         self.document: Any = run.document
@@ -246,6 +246,10 @@ class Execution:
             if result.output is not None:
                 keep = RunValue.objects.record if self.outputs_kept else RunValue.objects.add
                 keep(run_id=self.run.pk, side="output", value=result.output)
+            elif self.outputs_kept:
+                # The values mirror ``Run.output``, which this end empties: a search must not find the run by
+                # an output an earlier end had.
+                RunValue.objects.forget(run_id=self.run.pk, side="output")
             signals.run_reached.send(sender=Run, run_id=self.run.pk, status=status, team_id=self.run.team_id,
                                      workflow_id=self.run.workflow_id)
             task_backend.succeed(status)  # what ``execute_run`` returns

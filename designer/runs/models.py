@@ -374,11 +374,15 @@ class RunValueQuerySet(models.QuerySet):
         """Replace what is kept of one side of a run (its input when stored, its output when the run ends). Two
         SQL statements: the ORM's delete and insert were compiled at every run's end (issue 33). Up to
         ``MAX_VALUES`` rows of four parameters: within every database's limit of one statement's parameters."""
+        self.forget(run_id=run_id, side=side)
+        self.add(run_id=run_id, side=side, value=value)
+
+    def forget(self, *, run_id: int, side: str) -> None:
+        """Take away what is kept of one side of a run (its output, when a later end has none)."""
         connection = connections[self.db]
         table = connection.ops.quote_name(self.model._meta.db_table)
         with connection.cursor() as cursor:
             cursor.execute(f"DELETE FROM {table} WHERE run_id = %s AND side = %s", [run_id, side])
-        self.add(run_id=run_id, side=side, value=value)
 
     def add(self, *, run_id: int, side: str, value: Any) -> None:
         """``record`` for a side that has nothing kept yet (the input of a run being created): the insert alone."""

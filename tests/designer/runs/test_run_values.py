@@ -88,6 +88,24 @@ def test_a_run_driven_again_without_its_checkpoint_keeps_one_set_of_output_value
         ("order", "A-7"), ("total", "42")]
 
 
+def test_a_run_that_fails_when_driven_again_keeps_no_output_values(cast: Any) -> None:
+    """The values mirror ``Run.output``: a drive that ends without an output (failed) takes away what an earlier
+    end kept, so a value search no longer finds the run by an output it no longer has."""
+    run = run_services.start_run(actor=cast.owner, workflow=cast.workflow("Totals", totals_document()),
+                                 input={"order": "A-8", "a": 40, "b": 0})
+    assert execute(run.pk) == "completed"
+    assert RunValue.objects.filter(run_id=run.pk, side="output").count() == 2
+    OrmCheckpointer(run.team_id).delete(run.runtime_id)
+    dividing = json.loads(json.dumps(run.document).replace('"add"', '"div"'))  # 40 / 0 fails the step
+    Run.objects.filter(pk=run.pk).update(status=Run.Status.QUEUED, document=dividing)
+    assert execute(run.pk) == "failed"
+    run.refresh_from_db()
+    assert run.output is None
+    assert not RunValue.objects.filter(run_id=run.pk, side="output").exists()
+    assert sorted(RunValue.objects.filter(run_id=run.pk, side="input").values_list("path", "text")) == [
+        ("a", "40"), ("b", "0"), ("order", "A-8")]
+
+
 def test_a_search_that_cannot_mean_anything_is_a_400_saying_how_to_write_it(runs: dict[str, Any],
                                                                              api: Any) -> None:
     response = api(runs["owner"]).get("/api/runs/?value=customers.id C-200")
