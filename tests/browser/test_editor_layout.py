@@ -76,6 +76,16 @@ def _toggle(page: Page, panel: str) -> Any:
     return page.get_by_role("button", name=PANELS[panel][1], exact=True)
 
 
+def _expect_open_as_ever(page: Page, panel: str) -> None:
+    """``panel``, open while the other is folded, looks as it does with both open: its heading's button one line
+    across (not a rail's word down the side) and its body in view."""
+    button = _toggle(page, panel)
+    expect(button).to_have_attribute("aria-expanded", "true")
+    box = button.bounding_box()
+    assert box and box["width"] > 2 * box["height"], (panel, box)
+    expect(page.locator(f"#{button.get_attribute('aria-controls')}")).to_be_visible()
+
+
 def _expect_room(editor: EditorPage, width: float) -> None:
     """The canvas is ``width`` px wide and its drawing has followed (usePanelRoom's answer to the panel's change)."""
     expect(editor.canvas).to_have_attribute("data-room", str(round(width)))
@@ -138,6 +148,9 @@ def test_each_side_panel_folds_to_a_rail_and_the_canvas_takes_its_room(
         flow, minimap = _box(page, ".react-flow"), _box(page, ".wf-minimap")
         assert abs((flow["x"] + flow["width"]) - (minimap["x"] + minimap["width"])) < 24, (flow, minimap)
         expect(button).to_be_visible()  # the rail keeps the way back
+        for other in PANELS:
+            if other != panel and _toggle(page, other).get_attribute("aria-expanded") == "true":
+                _expect_open_as_ever(page, other)
     both = _box(page, ".react-flow")
     assert both["width"] - opened["width"] == widths["palette"] + widths["inspector"] - 2 * RAIL
     page.screenshot(path=artifacts_dir / "editor-panels-folded-1440.png")
@@ -162,7 +175,7 @@ def test_each_side_panel_folds_to_a_rail_and_the_canvas_takes_its_room(
     expect(editor.canvas).to_have_attribute("data-fitted", "true")
     for panel, (selector, _name) in PANELS.items():
         _toggle(page, panel).click()
-        expect(_toggle(page, panel)).to_have_attribute("aria-expanded", "true")
+        _expect_open_as_ever(page, panel)  # the palette first, beside the folded inspector
         assert _box(page, selector)["width"] == widths[panel]
     _expect_room(editor, opened["width"])
     assert _box(page, ".react-flow") == opened
