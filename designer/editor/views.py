@@ -16,7 +16,7 @@ from django.template.response import TemplateResponse
 from django.urls import reverse
 from django_htmx.http import reswap, retarget
 
-from designer.access.permissions import require_workflow_role, role_of
+from designer.access.permissions import has_role, require_workflow_role, role_of
 from designer.core.errors import BadRequest, DesignerError, RevisionConflict
 from designer.core.htmx import HtmxHttpRequest
 from designer.core.pages import error_message, signed_in
@@ -50,6 +50,7 @@ def editor(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
     context = {
         **inspector_context(loaded, None),
         "role": loaded.role,
+        "can_run": has_role(loaded.role, "runner"),
         # SHARING_RULE: the Sharing page is for the workflow's own team; a team it is shared with sees who holds it.
         "in_own_team": role_of(request.user, loaded.workflow.team_id) is not None,
         "palette": panels.palette(loaded.workflow),

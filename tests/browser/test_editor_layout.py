@@ -358,6 +358,38 @@ def test_the_folded_inspectors_rail_names_the_selected_node_and_opens_on_it(
     assert editor.errors == []
 
 
+def test_start_a_run_brings_the_run_panel_into_view_from_the_head_and_from_an_empty_runs_list(
+    logged_in_page: Page, live_server: Any, user: Any, team: Any, artifacts_dir: Path
+) -> None:
+    """The run panel is at the inspector's foot, under a node's inspector or the workflow's settings (thousands of
+    pixels down on a real workflow): the page's "Start a run" brings it into view, the inspector opened when
+    folded and the focus on the form's first field; a workflow's runs page with no runs yet links to the same."""
+    page = logged_in_page
+    editor = _open(page, live_server, user, team)
+    editor.wait_idle()
+    editor.select("pack_item")
+    run_form = page.locator("#run-panel .run-form")
+    expect(run_form).not_to_be_in_viewport()  # under the node's inspector, out of sight
+    page.keyboard.press("]")
+    expect(_toggle(page, "inspector")).to_have_attribute("aria-expanded", "false")
+    page.get_by_role("link", name="Start a run", exact=True).click()
+    expect(_toggle(page, "inspector")).to_have_attribute("aria-expanded", "true")
+    expect(run_form).to_be_in_viewport()
+    expect(run_form.locator("select, input:not([type=hidden]), textarea").first).to_be_focused()
+    expect(editor.inspector).to_have_attribute("data-node", "pack_item")  # what the inspector held stays
+    page.screenshot(path=artifacts_dir / "editor-start-a-run-1440.png")
+
+    page.goto(f"{live_server.url}/workflows/{editor.workflow.pk}/runs/")
+    empty = page.locator("#run-table .empty")
+    expect(empty).to_have_text("No runs yet. Start a run in the editor.")
+    runs_axe = refused_violations(page, "runs-empty", artifacts_dir)
+    assert runs_axe == [], json.dumps(runs_axe, indent=1)
+    empty.get_by_role("link", name="Start a run in the editor", exact=True).click()
+    expect(page.locator("[data-editor-canvas]")).to_have_attribute("data-fitted", "true")
+    expect(run_form).to_be_in_viewport()
+    expect(run_form.locator("select, input:not([type=hidden]), textarea").first).to_be_focused()
+
+
 def test_the_diagnostics_band_is_one_line_with_nothing_to_list(
     logged_in_page: Page, live_server: Any, user: Any, team: Any, artifacts_dir: Path
 ) -> None:

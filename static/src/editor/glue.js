@@ -249,6 +249,31 @@ function onePicker() {
   });
 }
 
+// "Start a run" in the page's head, and a link to the editor's #run from elsewhere (the runs page with none
+// yet): the run panel is at the inspector's foot, under the settings or the node, thousands of pixels down on a
+// big workflow. It comes into view, the inspector opened when folded, the focus on its first field.
+function showRunPanel() {
+  const slot = document.getElementById("run");
+  if (!slot) return;
+  openPanel("inspector");
+  const panel = slot.querySelector("#run-panel");
+  if (!panel) {
+    // The panel loads after the page: show it once it is in.
+    slot.addEventListener("htmx:afterSwap", () => showRunPanel(), { once: true });
+    return;
+  }
+  const still = window.matchMedia("(prefers-reduced-motion: reduce)").matches;
+  slot.scrollIntoView({ block: "start", behavior: still ? "auto" : "smooth" });
+  const first = /** @type {HTMLElement | null} */ (
+    panel.querySelector(".run-form select, .run-form input:not([type=hidden]), .run-form textarea")
+  );
+  const heading = /** @type {HTMLElement | null} */ (panel.querySelector("h3"));
+  const target = first || heading;
+  if (!target) return;
+  if (target === heading) heading.tabIndex = -1;
+  target.focus({ preventScroll: true });
+}
+
 export function installGlue() {
   queuePanelEdits();
   onePicker();
@@ -291,6 +316,11 @@ export function installGlue() {
       else loadInspector(null, field);
       return;
     }
+    if (target.closest("[data-run-jump]")) {
+      event.preventDefault(); // the hash alone would scroll a folded inspector's hidden panel
+      showRunPanel();
+      return;
+    }
     const fix = /** @type {HTMLElement | null} */ (target.closest("[data-fix-ops]"));
     if (fix) {
       emit(EVENTS.applyOps, { ops: JSON.parse(fix.dataset.fixOps) });
@@ -309,4 +339,6 @@ export function installGlue() {
     event.dataTransfer.setData(DRAG_TYPE, item.dataset.template);
     event.dataTransfer.effectAllowed = "copy";
   });
+
+  if (window.location.hash === "#run") showRunPanel();
 }
