@@ -46,15 +46,22 @@ trap cleanup EXIT INT TERM
 
 "${as_pg[@]}" initdb -D "$data_dir/db" -U postgres --auth-local=trust --auth-host=scram-sha-256 \
   -E UTF8 --locale=C.UTF-8 >"$data_dir/initdb.log" 2>&1 || { cat "$data_dir/initdb.log" >&2; exit 1; }
+# TRELLIS_PG_STATEMENTS=1 loads pg_stat_statements with planning times (bench/profile_pg_statements.py).
+statements=""
+[ "${TRELLIS_PG_STATEMENTS:-0}" != 1 ] || \
+  statements=" -c shared_preload_libraries=pg_stat_statements -c pg_stat_statements.track_planning=on"
 # fsync off: a test cluster that is deleted afterwards needs no durability, and it halves commit latency.
 "${as_pg[@]}" pg_ctl -D "$data_dir/db" -l "$data_dir/server.log" -w -t 60 \
-  -o "-p $port -k $data_dir -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200" \
+  -o "-p $port -k $data_dir -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200$statements" \
   start >/dev/null || { cat "$data_dir/server.log" >&2; exit 1; }
 
 password="$(python3 -c 'import secrets; print(secrets.token_hex(16))')"
 "${as_pg[@]}" psql -h "$data_dir" -p "$port" -U postgres -d postgres -v ON_ERROR_STOP=1 -q \
   -c "CREATE ROLE trellis LOGIN CREATEDB PASSWORD '$password'" \
   -c "CREATE DATABASE trellis OWNER trellis"
+[ -z "$statements" ] || "${as_pg[@]}" psql -h "$data_dir" -p "$port" -U postgres -d trellis -v ON_ERROR_STOP=1 -q \
+  -c "CREATE EXTENSION pg_stat_statements" -c "GRANT pg_read_all_stats TO trellis" \
+  -c "GRANT EXECUTE ON FUNCTION pg_stat_statements_reset TO trellis"
 
 export DATABASE_URL="postgres://trellis:$password@127.0.0.1:$port/trellis"
 echo "--- PostgreSQL $("${as_pg[@]}" postgres --version | awk '{print $3}') on 127.0.0.1:$port (data in $data_dir)"
