@@ -152,7 +152,7 @@ class WorkflowAccess:
 #: workflow (``{workflow}``) to one of their teams; ``{token}`` narrows both to the one team an API token is
 #: limited to. ``workflow_access`` asks them of one workflow, ``with_caller_access`` of each row of a query.
 #: The ORM took 0.9 ms of CPU to build the two queries this replaced, a quarter of ``start_run``'s (issue 33).
-_TEAM_ROLE = "SELECT m.role FROM {membership} m WHERE m.user_id = %s AND m.team_id = {team}{token}"
+_TEAM_ROLE = "SELECT m.role FROM {membership} m WHERE m.team_id = {team} AND m.user_id = %s{token}"
 _GRANT_ROLE = (
     "SELECT g.role FROM {grant} g INNER JOIN {membership} m ON m.team_id = g.team_id "
     "WHERE g.workflow_id = {workflow} AND m.user_id = %s{token} "
@@ -162,7 +162,7 @@ _GRANT_ROLE = (
 
 def _role_subselects(user: Any, *, team: str, workflow: str) -> tuple[str, str, list[Any]]:
     """``_TEAM_ROLE`` and ``_GRANT_ROLE`` for ``user`` with the team and workflow expressions given, and the
-    parameters each of them takes (the same list for both)."""
+    parameters each of them takes after its expression's own (the same list for both)."""
     quote = connection.ops.quote_name
     token_team = token_limits(user)[0]
     names = {"membership": quote(Membership._meta.db_table), "grant": quote(WorkflowGrant._meta.db_table),
@@ -181,10 +181,8 @@ def workflow_access(user: Any, workflow: Workflow) -> WorkflowAccess | None:
     if not _signed_in(user):
         return None
     team_sql, grant_sql, params = _role_subselects(user, team="%s", workflow="%s")
-    # Each subselect's own value (the team, the workflow) comes right after the user in its WHERE clause.
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT ({team_sql}), ({grant_sql})",
-                       [params[0], workflow.team_id, *params[1:], workflow.pk, *params])
+        cursor.execute(f"SELECT ({team_sql}), ({grant_sql})", [workflow.team_id, *params, workflow.pk, *params])
         team_role, grant_role = cursor.fetchone()
     return _access(user, workflow.team_id, workflow.pk, team_role, grant_role)
 
@@ -232,6 +230,7 @@ def require_workflow_access(user: Any, workflow: Workflow, minimum: Role, *,
     _enforce(access.role if access is not None else None, minimum, what=what, where="on this workflow")
     assert access is not None  # _enforce raised otherwise
     return access
+
 
 
 def require_workflow_role(user: Any, workflow: Workflow, minimum: Role, *, what: str = "this workflow") -> str:
