@@ -232,6 +232,10 @@ def require_workflow_access(user: Any, workflow: Workflow, minimum: Role, *,
     return access
 
 
+def require_access(access: WorkflowAccess, minimum: Role, *, what: str = "this workflow") -> str:
+    """``require_workflow_role`` on an access this request has read already (no query)."""
+    return _enforce(access.role, minimum, what=what, where="on this workflow")
+
 
 def require_workflow_role(user: Any, workflow: Workflow, minimum: Role, *, what: str = "this workflow") -> str:
     """Like ``require_role`` for one workflow (team membership or a grant): ``ObjectNotFound`` without any access,

@@ -12,7 +12,7 @@ from typing import Any, Final
 from django.http import HttpResponse
 from django_htmx.http import trigger_client_event
 
-from designer.access.permissions import has_role, require_workflow_role
+from designer.access.permissions import WorkflowAccess, has_role, require_workflow_access
 from designer.conf import trellis
 from designer.core.htmx import HtmxHttpRequest
 from designer.core.json_text import pretty_json
@@ -36,23 +36,38 @@ class Loaded:
     """A workflow as the caller may see it, with the runtime's analysis of its draft."""
 
     workflow: WorkflowModel
-    role: str
+    #: The caller's access as read for this request (``require_access`` checks more of it without a read).
+    access: WorkflowAccess
     document: dict[str, Any]
     analysis: Any
 
     @property
+    def role(self) -> str:
+        assert self.access.role is not None  # load refused anyone without one
+        return self.access.role
+
+    @property
+    def in_own_team(self) -> bool:
+        """Whether the caller is a member of the workflow's own team (not only of one it is shared with)."""
+        return self.access.team_role is not None
+
+    @property
     def can_edit(self) -> bool:
         return has_role(self.role, "editor")
+
+    @property
+    def can_run(self) -> bool:
+        return has_role(self.role, "runner")
 
 
 def load(request: HtmxHttpRequest, workflow_id: int, *, workflow: WorkflowModel | None = None,
           analysis: Any = None) -> Loaded:
     if workflow is None:
         workflow = workflow_selectors.get_workflow(user=request.user, workflow_id=workflow_id)
-    role = require_workflow_role(request.user, workflow, "viewer")
+    access = require_workflow_access(request.user, workflow, "viewer")
     if analysis is None:
         analysis = doc_analysis.analysis_for(workflow)  # once per saved revision, shared by every panel
-    return Loaded(workflow=workflow, role=role, document=workflow.document, analysis=analysis)
+    return Loaded(workflow=workflow, access=access, document=workflow.document, analysis=analysis)
 
 
 def diagnostics_of(loaded: Loaded) -> list[dict[str, Any]]:

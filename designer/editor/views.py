@@ -16,7 +16,7 @@ from django.template.response import TemplateResponse
 from django.urls import reverse
 from django_htmx.http import reswap, retarget
 
-from designer.access.permissions import has_role, require_workflow_role, role_of
+from designer.access.permissions import require_access
 from designer.core.errors import BadRequest, DesignerError, RevisionConflict
 from designer.core.htmx import HtmxHttpRequest
 from designer.core.pages import error_message, signed_in
@@ -50,9 +50,9 @@ def editor(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
     context = {
         **inspector_context(loaded, None),
         "role": loaded.role,
-        "can_run": has_role(loaded.role, "runner"),
+        "can_run": loaded.can_run,
         # SHARING_RULE: the Sharing page is for the workflow's own team; a team it is shared with sees who holds it.
-        "in_own_team": role_of(request.user, loaded.workflow.team_id) is not None,
+        "in_own_team": loaded.in_own_team,
         "palette": panels.palette(loaded.workflow),
         "query": "",
         "api_base": reverse("api:task-list").removesuffix("tasks/"),
@@ -169,7 +169,7 @@ def schema_builder(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
         context = {"workflow": loaded.workflow, "can_edit": loaded.can_edit,
                    "builder": {**schema_builder_context(loaded, key, node_id), "opened": True}}
         return TemplateResponse(request, BUILDER_TEMPLATE, context)
-    require_workflow_role(request.user, loaded.workflow, "editor")
+    require_access(loaded.access, "editor")
     op, at, sample = request.POST.get("op", "refresh"), request.POST.get("at", "f"), request.POST.get("sample", "")
 
     def render(tree: sb.Field | None, error: str = "", fid: str = "") -> HttpResponse:
@@ -252,7 +252,7 @@ def _shown_revision(value: str | None) -> int | None:
 def publish(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
     """Publish the draft as the next version; the answer is a notice either way."""
     loaded = load(request, workflow_id)
-    require_workflow_role(request.user, loaded.workflow, "editor")
+    require_access(loaded.access, "editor")
     try:
         version = workflow_services.publish_workflow(
             actor=request.user, workflow=loaded.workflow, note=request.POST.get("note", ""),
