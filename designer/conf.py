@@ -106,6 +106,23 @@ def optional[T](base: Kind[T]) -> Kind[T | None]:
     return Kind(f"{base.describe}, or empty", clean, base.from_text)
 
 
+_SWITCH_WORDS = {"1": True, "true": True, "yes": True, "on": True, "0": False, "false": False, "no": False,
+                 "off": False}
+
+
+def switch() -> Kind[bool]:
+    """On or off: a boolean, or its word (``on``/``off``, ``true``/``false``, ``yes``/``no``, ``1``/``0``)."""
+
+    def clean(value: object) -> bool:
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.strip().lower() in _SWITCH_WORDS:
+            return _SWITCH_WORDS[value.strip().lower()]
+        raise _Invalid(f"{value!r} is neither on nor off")
+
+    return Kind("on or off (on/off, true/false, yes/no, 1/0)", clean)
+
+
 def text() -> Kind[str]:
     def clean(value: object) -> str:
         if not isinstance(value, str):
@@ -251,6 +268,10 @@ class TrellisSettings:
         seconds(), 60,
         "PostgreSQL ends a session of ours that stalls inside a transaction after this long, releasing its row "
         "locks")
+    DB_PREPARED_STATEMENTS = Setting(
+        switch(), "on",
+        "PostgreSQL plans the statements every run makes once per connection (prepared statements); turn off "
+        "behind a connection pooler in transaction mode that does not carry them (PgBouncer before 1.21)")
     TEST_DB = Setting(
         optional(TEXT), None,
         "SQLite test database path (on PostgreSQL pytest-django makes `test_<name>` databases; the role needs "

@@ -158,6 +158,10 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
         filter(None, [DATABASES["default"]["OPTIONS"].get("options"),
                       f"-c idle_in_transaction_session_timeout={_idle_ms}"])
     )
+    # Lets ``designer.core.prepared`` prepare the hot statements it runs (psycopg prepares nothing without a
+    # threshold); Django's own cursors bind on the client and never prepare, whatever it is.
+    if conf.environ_value(conf.TrellisSettings.DB_PREPARED_STATEMENTS, os.environ):
+        DATABASES["default"]["OPTIONS"].setdefault("prepare_threshold", 5)
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # WAL lets the web server read while the worker writes; IMMEDIATE takes the
     # write lock at BEGIN so two writers queue for it instead of failing with

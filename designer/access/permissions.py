@@ -17,6 +17,7 @@ from django.db.models.expressions import RawSQL
 
 from designer.access.models import token_limits
 from designer.core.errors import ActionForbidden, ObjectNotFound
+from designer.core.prepared import prepared_cursor
 from designer.core.untrusted import parse_id
 from designer.models import Membership, Team, Workflow, WorkflowGrant
 
@@ -181,7 +182,7 @@ def workflow_access(user: Any, workflow: Workflow) -> WorkflowAccess | None:
     if not _signed_in(user):
         return None
     team_sql, grant_sql, params = _role_subselects(user, team="%s", workflow="%s")
-    with connection.cursor() as cursor:
+    with prepared_cursor(connection) as cursor:
         cursor.execute(f"SELECT ({team_sql}), ({grant_sql})", [workflow.team_id, *params, workflow.pk, *params])
         team_role, grant_role = cursor.fetchone()
     return _access(user, workflow.team_id, workflow.pk, team_role, grant_role)

@@ -15,6 +15,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from designer.conf import trellis
+from designer.core.prepared import prepared_cursor
 from designer.models import RecoveryChain
 from designer.runs.dispatch import enqueue, task_named
 from designer.runs.lease import expiry_in, lease_seconds
@@ -68,7 +69,7 @@ def _alive() -> bool:
     else:
         since = "%s"
         params = [connection.ops.adapt_datetimefield_value(timezone.now() - timedelta(seconds=_grace()))]
-    with connection.cursor() as cursor:
+    with prepared_cursor(connection) as cursor:
         cursor.execute(f"SELECT 1 FROM {table} WHERE id = %s AND due_at IS NOT NULL AND due_at >= {since}",
                        [CHAIN, *params])
         return cursor.fetchone() is not None

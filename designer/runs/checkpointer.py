@@ -43,6 +43,7 @@ from django.db import connection, connections, transaction
 from psycopg.pq import TransactionStatus
 
 from designer.conf import trellis
+from designer.core.prepared import prepared_cursor
 from designer.models import Run, RunCheckpoint, RunEvent, RunStatePart, Team
 from designer.runs.lease import DATABASE_EXPIRY_SQL, LeaseLost, expiry_in, lease_seconds
 from runtime import RunState, WorkflowError
@@ -309,7 +310,7 @@ def _keep_checkpoint(run_pk: int, run_state: RunState, data: dict[str, Any], tex
     quote = connection.ops.quote_name
     state = _json_text(data) if text is None else text  # ``text``: ``data`` already encoded (the save's)
     table = quote(RunCheckpoint._meta.db_table)
-    with connection.cursor() as cursor:
+    with prepared_cursor(connection) as cursor:
         cursor.execute(
             f"INSERT INTO {table} (run_id, step, status, attempt, engine_trace_seq, state) "
             f"VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (run_id, step) DO UPDATE SET {_KEPT_UPDATE}",
@@ -657,7 +658,7 @@ class OrmCheckpointer:
             params.append(_event_records(events, start))
             next_seq = start + len(events)
         sql.append(" SELECT cancel_requested FROM run")
-        with connection.cursor() as cursor:
+        with prepared_cursor(connection) as cursor:
             cursor.execute("".join(sql), params)
             found = cursor.fetchone()
         if found is None:
@@ -700,7 +701,7 @@ class OrmCheckpointer:
         write itself, ``RETURNING``: the row stays locked until commit, so the flag cannot change meanwhile).
         ``LeaseLost`` when the row was not written."""
         sets, where, params = self._run_assignments(row)
-        with connection.cursor() as cursor:
+        with prepared_cursor(connection) as cursor:
             cursor.execute(f"UPDATE {connection.ops.quote_name(Run._meta.db_table)} SET {sets} WHERE {where} "
                            "RETURNING cancel_requested", params)
             found = cursor.fetchone()
@@ -717,7 +718,7 @@ class OrmCheckpointer:
         lookup of the row or of the trace's end, no rewrite of the parts, no sweep for parts an earlier process
         left (every part the stored state names is there; the run's trace and parts go with ``delete``)."""
         quote = connection.ops.quote_name
-        with connection.cursor() as cursor:
+        with prepared_cursor(connection) as cursor:
             # SQL, not the ORM: compiling the query cost more than running it. The order is ``Run``'s own (the
             # newest row of that runtime id in the team, as ``_rows(...).first()`` reads it).
             cursor.execute(

@@ -41,6 +41,7 @@ from django_tasks_db.utils import exclusive_transaction
 
 from designer.conf import trellis
 from designer.core import rows
+from designer.core.prepared import prepared_cursor
 from designer.models import FairShare, QueuedTask, Team
 
 #: ``FairShare`` row that holds the floor (no team has id 0).
@@ -216,7 +217,7 @@ def _take(ready: ReadyTasks, sql: str, params: list[object], worker_id: str,
     """Claim the first task ``sql`` (``_Statements.ownerless`` or ``owned``) finds, as ``DBTaskResult.claim``
     does, and return it as claimed; None when there is none (or, on PostgreSQL, another worker holds it)."""
     claim = [str(TaskResultStatus.RUNNING), connection.ops.adapt_datetimefield_value(timezone.now()), worker_id]
-    with connection.cursor() as cursor:
+    with prepared_cursor(connection) as cursor:
         cursor.execute(sql, [*claim, *params])
         row = cursor.fetchone()
     # Not ``raw``: matching columns to fields at every claim cost more than the statement (``designer.core.rows``).
@@ -311,7 +312,7 @@ def held_back(ready: ReadyTasks, *, worker_teams: Mapping[int, int], free_slots:
     statements = _statements(ready, connection.vendor)
     # Ownerless tasks (a sweep, a schedule tick) and other teams' are not held back.
     sql = f"{statements.others}{', '.join(['%s'] * len(here))}))) LIMIT 1"
-    with connection.cursor() as cursor:
+    with prepared_cursor(connection) as cursor:
         cursor.execute(sql, [*_params(ready, statements, connection), *here])
         return cursor.fetchone() is None
 
@@ -325,7 +326,7 @@ def claim_next(ready: ReadyTasks, *, worker_id: str, worker_teams: Counter[int],
     statements = _statements(ready, connection.vendor)
     with exclusive_transaction(ready.using):
         params = _params(ready, statements, connection)
-        with connection.cursor() as cursor:
+        with prepared_cursor(connection) as cursor:
             cursor.execute(statements.groups, params)
             groups, policies, shares = _read_queue(cursor.fetchall())
         if not groups:
@@ -386,6 +387,6 @@ def record_owner(task_id: str, *, team_id: int, workflow_id: int) -> None:
     run's creation writes one, inside the write lock the worker waits for on SQLite (issue 33)."""
     connection = connections[QueuedTask.objects.db]
     task = QueuedTask._meta.get_field("task").get_db_prep_save(task_id, connection)
-    with connection.cursor() as cursor:
+    with prepared_cursor(connection) as cursor:
         cursor.execute(f"INSERT INTO {connection.ops.quote_name(QueuedTask._meta.db_table)} "
                        "(task_id, team_id, workflow_id) VALUES (%s, %s, %s)", [task, team_id, workflow_id])

@@ -34,6 +34,7 @@ from django.utils import timezone
 from designer.conf import trellis
 from designer.core import rows
 from designer.core.periodic import PeriodicThread
+from designer.core.prepared import prepared_cursor
 from designer.models import Run, RunEvent, RunInput, Team, Workflow
 
 #: Statuses in which a run wants a worker.
@@ -133,7 +134,7 @@ def take(run_id: int, owner: str) -> Run | None:
     queue behind it; SQLite has no row locks (the transaction holds the database), so its condition alone
     decides. "Now" is ``lease_now()``'s: the database's clock on PostgreSQL, this process's on SQLite."""
     sql, params = _take_sql(run_id, owner)
-    with connection.cursor() as cursor:
+    with prepared_cursor(connection) as cursor:
         cursor.execute(sql, params)
         row = cursor.fetchone()
     if row is None:
@@ -220,7 +221,7 @@ def release(run_id: int, owner: str, *, added: dict[str, float] | None = None, *
         column = quote(Run._meta.get_field(name).column)
         sets.append(f"{column} = {column} + %s")
         values.append(amount)
-    with connection.cursor() as cursor:
+    with prepared_cursor(connection) as cursor:
         cursor.execute(f"UPDATE {quote(Run._meta.db_table)} SET {', '.join(sets)} WHERE id = %s AND lease_owner = %s",
                        [*values, run_id, owner])
         return bool(cursor.rowcount == 1)

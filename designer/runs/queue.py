@@ -22,6 +22,7 @@ from django.db import connection
 from django.db.models import Field
 from django.tasks import TaskResultStatus
 
+from designer.core.prepared import prepared_cursor
 from designer.models import ForeachBatch, Run, RunInput, RunValue
 from designer.monitoring import tracing
 from designer.runs import chain, fairness, task_backend
@@ -63,7 +64,7 @@ def enqueue_new_run(run: Run, run_input: dict[str, Any]) -> None:
         run.lease_expires_at = expiry_in(lease_seconds())
     values = [lease_seconds() if vendor == "postgresql" and field.name == "lease_expires_at"
               else field.get_db_prep_save(field.pre_save(run, True), connection) for field in fields]
-    with connection.cursor() as cursor:
+    with prepared_cursor(connection) as cursor:
         cursor.execute(sql, values)
         run.pk, deadline = cursor.fetchone()
         if vendor == "postgresql":
@@ -85,7 +86,7 @@ def enqueue_new_run(run: Run, run_input: dict[str, Any]) -> None:
 
     enqueue(execute_run, run.pk, record=recorded)
     run.runtime_id = Run.runtime_id_for(run.pk)
-    with connection.cursor() as cursor:
+    with prepared_cursor(connection) as cursor:
         cursor.execute(f"UPDATE {connection.ops.quote_name(Run._meta.db_table)} SET runtime_id = %s, "
                        "task_result_id = %s WHERE id = %s", [run.runtime_id, run.task_result_id, run.pk])
     chain.ensure_chain()

@@ -63,6 +63,10 @@ def test_defaults_environment_text_and_settings_values_read_the_same() -> None:
         assert trellis.STEP_TIMEOUT_SECONDS is None  # 0 turns the cap off
         assert trellis.STEP_PROCESSES == 2
         assert trellis.CHECKPOINT_HISTORY == HistoryPolicy(3, True)
+    assert trellis.DB_PREPARED_STATEMENTS is True
+    for text, value in [("off", False), (" No ", False), ("0", False), ("ON", True), ("yes", True), ("1", True)]:
+        with override_settings(**conf.from_environ({"TRELLIS_DB_PREPARED_STATEMENTS": text})):
+            assert trellis.DB_PREPARED_STATEMENTS is value
     with override_settings(TRELLIS_STEP_PROCESSES=3, TRELLIS_STEP_MAX_MEMORY_MB=0, TRELLIS_RUN_LEASE_SECONDS=2):
         assert (trellis.STEP_PROCESSES, trellis.STEP_MAX_MEMORY_MB, trellis.RUN_LEASE_SECONDS) == (3, None, 2.0)
 
@@ -75,6 +79,7 @@ def test_defaults_environment_text_and_settings_values_read_the_same() -> None:
     ("TRELLIS_BATCH_COMMIT_SECONDS", "nan", "not a finite number"),
     ("TRELLIS_STEP_PROCESSES", "2.5", "not an integer"),
     ("TRELLIS_CHECKPOINT_HISTORY", "some", "checkpoint history"),
+    ("TRELLIS_DB_PREPARED_STATEMENTS", "maybe", "on or off .*'maybe' is neither on nor off"),
 ])
 def test_a_bad_environment_value_is_refused_naming_the_setting(name: str, text: str, problem: str) -> None:
     with pytest.raises(ImproperlyConfigured, match=rf"^{name} \(from the environment\) must be .*{problem}"):
