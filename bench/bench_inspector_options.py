@@ -9,7 +9,9 @@ archive`` of the commit, with no front end built: only server answers are read).
   from sending the request to the end of the answer, on a new connection to the warmed server;
 - node: a node's panel (the middle node of the chain), the same way;
 - and on this tree, what moved out of them: the long pickers' options, asked for when a person reaches for one
-  (``.../edit/picker-options/?picker=start``, ``output-path`` and ``state-field``), bytes and time each.
+  (``.../edit/picker-options/?picker=start``, ``output-path`` and ``state-field``), and the node's data panel's
+  state fields, asked for when the folded State group is opened (``.../edit/data-tree/?under=state``), bytes and
+  time each.
 
 Timings are printed with the load average, never asserted. ``TRELLIS_BENCH_SIZES`` picks sizes (default
 100,300,600), ``TRELLIS_BENCH_BASE`` the base commit (empty: this tree only), ``TRELLIS_BENCH_ROUNDS`` the rounds
@@ -38,6 +40,8 @@ from bench.bench_engine import table  # noqa: E402
 BASE = os.environ.get("TRELLIS_BENCH_BASE", "main")
 ROUNDS = int(os.environ.get("TRELLIS_BENCH_ROUNDS", "7"))
 PICKERS = ("start", "output-path", "state-field")
+#: What is sent when a person reaches for it: the long pickers' options, and the node's data panel's state fields.
+ON_DEMAND = (*PICKERS, "state-tree")
 
 
 @contextmanager
@@ -77,6 +81,8 @@ def measure(side: scale.Side, size: int, this: bool) -> dict[str, float]:
         for picker in PICKERS:
             found[f"{picker}_bytes"], found[f"{picker}_ms"] = fetch(
                 side, f"{side.urls[size]}picker-options/?picker={picker}")
+        found["state-tree_bytes"], found["state-tree_ms"] = fetch(
+            side, f"{side.urls[size]}data-tree/?node=line_{size // 2:03d}&under=state")
     return found
 
 
@@ -115,13 +121,13 @@ def main() -> int:
         for side in sides:
             r = results[(side.name, size)]
             moved = " · ".join(f"{picker} {r[f'{picker}_bytes'] / 1024:,.1f} KB {r[f'{picker}_ms']:,.1f} ms"
-                               for picker in PICKERS) if side is this else "-"
+                               for picker in ON_DEMAND) if side is this else "-"
             rows.append([str(size), side.name, f"{r['settings_bytes'] / 1024:,.1f}", f"{r['settings_ms']:,.1f}",
                          f"{r['node_bytes'] / 1024:,.1f}", f"{r['node_ms']:,.1f}", moved])
     low, high = min(load[0] for load in loads), max(load[0] for load in loads)
     table("The inspector: N template nodes inside customers -> orders (server answers)",
           ["nodes", "tree", "settings KB", "settings ms", "node KB", "node ms",
-           "on demand: options KB and ms (when a picker is reached)"],
+           "on demand: KB and ms (when a picker or the data panel's state is opened)"],
           rows, f"Median of {ROUNDS} rounds, the trees taking turns, each request on a new connection to a warmed "
           f"server. 1-minute load average during the run: {low:.1f} to {high:.1f} ({os.cpu_count()} cores).")
     return 0

@@ -210,10 +210,11 @@ SCHEMA_HINTS = {
 #: made the editor page 1.7 MB, 91 % of it this builder (issue 34).
 BUILDER_INLINE_FIELDS: Final = 40
 #: A picker with more options than this is sent with the option it shows, and the rest are asked for when someone
-#: reaches for it (static/js/editor-panels.js, on the first press, focus or key; views.picker_options answers): the
-#: workflow settings open with the page and again after every canvas save, and at 600 nodes the start picker's and
-#: the output-path picker's options were 1,206 of the page's 1,694 elements (issue 34) and, kept in a <template>
-#: since, 64 KB of the settings panel's 90 KB; a node's state-field picker was 34 KB of every node's panel.
+#: reaches for it (static/src/editor/lazyOptions.js, on the first press, focus or key; views.picker_options
+#: answers): the workflow settings open with the page and again after every canvas save, and at 600 nodes the
+#: start picker's and the output-path picker's options were 1,206 of the page's 1,694 elements (issue 34) and, kept
+#: in a <template> since, 64 KB of the settings panel's 90 KB; a node's state-field picker was 34 KB of every node's
+#: panel.
 SELECT_INLINE_OPTIONS: Final = 100
 #: The field names a collapsed builder lists before "and N more".
 BUILDER_PREVIEW_FIELDS: Final = 8

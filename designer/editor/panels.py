@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 from designer.core.errors import BadRequest
 from designer.models import Workflow as WorkflowModel
@@ -486,9 +486,21 @@ def _tree_depth(path: str) -> int:
     return dots
 
 
-def data_tree(analysis: Any, node_id: str) -> list[OptionGroup]:
-    """Every path the node can read, grouped like the picker, as a tree to drag fields from (the
-    "data" panel); each option carries its depth below its group's root for indentation."""
+#: An option of the data panel with more paths below it than this shows them only when asked for (a row that
+#: loads them in its place, views.data_tree): at 600 nodes the State group's 600 fields were ~176 KB of a node's
+#: ~197 KB panel, sent with every node opened and again after every save, for a panel most visits never drag from.
+DATA_TREE_FOLD: Final = 40
+
+
+def _tree_order(path: str) -> str:
+    """The key that puts each path's descendants right after it, before its next sibling: ``.`` sorts first
+    (``input.a.x`` before ``input.a-b``), so a subtree is one run of the sorted list."""
+    return path.replace(".", "\x00")
+
+
+def _readable(analysis: Any, node_id: str) -> list[OptionGroup]:
+    """Every path the node can read but a loop's run ids, grouped like the picker, each group in tree order; each
+    option carries its depth below its group's root (for indentation) and its last segment."""
     try:
         report = doc_analysis.node_report(analysis, node_id)
     except WorkflowError:
@@ -506,10 +518,53 @@ def data_tree(analysis: Any, node_id: str) -> list[OptionGroup]:
     groups = []
     for name in sorted(grouped, key=lambda g: (3, region.index(owner[g])) if owner[g] in region
                        else (0 if g == "Input" else 1 if g == "State" else 2, 0)):
-        options = sorted(grouped[name], key=lambda o: o["path"])
+        options = sorted(grouped[name], key=lambda o: _tree_order(o["path"]))
         groups.append(OptionGroup(name, owner[name], [
             {**o, "depth": _tree_depth(o["path"]), "leaf": o["path"].rsplit(".", 1)[-1]} for o in options]))
     return groups
+
+
+def _below(options: list[dict[str, Any]], index: int) -> int:
+    """How many options after ``options[index]`` (a list in tree order) are its descendants."""
+    prefix = options[index]["path"] + "."
+    end = index + 1
+    while end < len(options) and options[end]["path"].startswith(prefix):
+        end += 1
+    return end - index - 1
+
+
+def _folded(options: list[dict[str, Any]], fold: int) -> list[dict[str, Any]]:
+    """The rows that show ``options`` (in tree order): each option, except that the descendants of one with more
+    than ``fold`` of them are one row, ``{"more": count, ...}``, that loads them when opened."""
+    rows: list[dict[str, Any]] = []
+    index = 0
+    while index < len(options):
+        option = options[index]
+        rows.append(option)
+        below = _below(options, index)
+        if below > fold:
+            rows.append({"more": below, "path": option["path"], "leaf": option["leaf"], "depth": option["depth"] + 1})
+            index += below
+        index += 1
+    return rows
+
+
+def data_tree(analysis: Any, node_id: str, *, fold: int = DATA_TREE_FOLD) -> list[OptionGroup]:
+    """Every path the node can read, grouped like the picker, as a tree to drag fields from (the "data" panel);
+    each option carries its depth below its group's root for indentation. A subtree of more than ``fold`` paths is
+    one row that loads it (``data_subtree``)."""
+    return [OptionGroup(group.title, group.foreach_id, _folded(group.options, fold))
+            for group in _readable(analysis, node_id)]
+
+
+def data_subtree(analysis: Any, node_id: str, under: str, *, fold: int = DATA_TREE_FOLD) -> list[dict[str, Any]]:
+    """The rows of the data panel below ``under`` (a folded option's path), its own big subtrees folded again.
+    Refused (``request.invalid`` on ``under``) when the node cannot read ``under``."""
+    for group in _readable(analysis, node_id):
+        for index, option in enumerate(group.options):
+            if option["path"] == under:
+                return _folded(group.options[index + 1:index + 1 + _below(group.options, index)], fold)
+    raise BadRequest(f"node {node_id!r} has no path {under!r} to open in its data panel", field="under", node=node_id)
 
 
 # --- diagnostics -------------------------------------------------------------------

@@ -15,6 +15,7 @@ urlpatterns: list[URLPattern | URLResolver] = [
     workflows/<int:workflow_id>/edit/inspector/                 inspector       editor-inspector
     workflows/<int:workflow_id>/edit/picker/                    picker          editor-picker
     workflows/<int:workflow_id>/edit/picker-options/            picker_options  editor-picker-options
+    workflows/<int:workflow_id>/edit/data-tree/                 data_tree       editor-data-tree
     workflows/<int:workflow_id>/edit/diagnostics/               diagnostics     editor-diagnostics
     workflows/<int:workflow_id>/edit/change/                    edit            editor-edit
     workflows/<int:workflow_id>/edit/schema-builder/            schema_builder  editor-schema-builder

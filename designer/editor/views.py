@@ -140,6 +140,21 @@ def picker_options(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
 
 
 @signed_in("GET")
+def data_tree(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
+    """The rows of a node's data panel below a folded path (``?node=<id>&under=<path>``), asked for when someone
+    opens it (panels.DATA_TREE_FOLD): rendered by the part of the template the panel renders its rows with, from
+    the draft's analysis. A read, for the workflow's viewers, as the inspector itself."""
+    loaded = load(request, workflow_id)
+    node_id = request.GET.get("node", "")
+    node = node_of(loaded.document, node_id)
+    if node is None:
+        raise BadRequest(f"no node {node_id!r} in this draft", field="node", node=node_id)
+    rows = panels.data_subtree(loaded.analysis, node_id, request.GET.get("under", ""))
+    context = {"workflow": loaded.workflow, "node": node, "can_edit": loaded.can_edit, "rows": rows}
+    return TemplateResponse(request, f"{TEMPLATE}#data-rows", context)
+
+
+@signed_in("GET")
 def diagnostics(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
     loaded = load(request, workflow_id)
     return TemplateResponse(request, f"{TEMPLATE}#diagnostics", diagnostics_panel(loaded))

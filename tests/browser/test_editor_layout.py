@@ -436,3 +436,111 @@ def test_the_diagnostics_band_is_one_line_with_nothing_to_list(
     assert _box(page, "#diagnostics")["height"] == clean["height"]
     expect(page.locator("[data-split-handle]")).to_have_attribute("aria-valuenow", str(default + 24))
     assert editor.errors == []
+
+
+#: The header's parts a person sees (the crumbs, the name, the role, every shown link and button, the note): their
+#: names and screen boxes, in the header's order.
+HEAD_PARTS = """() => [...document.querySelectorAll(
+    '.editor-head .crumbs, .editor-title, .editor-head .chip--role, .editor-head__actions > :is(a, button, input),'
+    + ' .head-more > a')]
+  .filter((el) => el.checkVisibility() && el.getBoundingClientRect().width > 0)
+  .map((el) => {
+    const r = el.getBoundingClientRect();
+    return {name: el.getAttribute('aria-label') || el.textContent.trim(), x: r.x, y: r.y, right: r.right,
+            bottom: r.bottom};
+  })"""
+
+#: The workflow's name as the header shows it: on how many lines, whether its end is cut off and, if so, whether an
+#: ellipsis says so.
+TITLE_SHOWN = """() => {
+  const el = document.querySelector('.editor-title');
+  const line = parseFloat(getComputedStyle(el).lineHeight) || 1.25 * parseFloat(getComputedStyle(el).fontSize);
+  const cut = el.scrollWidth > el.clientWidth;
+  return {lines: Math.round(el.getBoundingClientRect().height / line),
+          ...(cut ? {cut, shownCut: getComputedStyle(el).textOverflow === 'ellipsis'} : {cut})};
+}"""
+
+#: The width the note field keeps at least (editor.css: 11rem at the page's 15 px rem): a few words of the note.
+NOTE_ROOM = 11 * 15
+
+
+def _head_laid_out(page: Page, width: int) -> list[dict[str, Any]]:
+    """The header's shown parts at ``width``: one row, none over another, all inside the window."""
+    parts = page.evaluate(HEAD_PARTS)
+    for left, right in zip(parts, parts[1:], strict=False):
+        assert left["right"] <= right["x"] + 0.5, f"{left['name']!r} runs into {right['name']!r} at {width} px"
+    assert all(part["right"] <= width for part in parts), parts
+    head = _box(page, ".editor-head")
+    assert all(head["y"] <= part["y"] and part["bottom"] <= head["y"] + head["height"] for part in parts), parts
+    return parts
+
+
+def test_the_head_keeps_the_note_usable_and_the_name_on_one_line_at_1024(
+    logged_in_page: Page, live_server: Any, user: Any, team: Any, artifacts_dir: Path
+) -> None:
+    """At 1024 px the publish note once shrank to ~80 px (a word and a half) and the workflow's name wrapped to two
+    lines: now the links used less often fold behind "More", the note keeps ~11rem, and the name is one line (cut
+    with an ellipsis, whole in its title, when it is too long for the row). At 1440 px every link stays in the row."""
+    page = logged_in_page
+    workflow = workflow_services.create_workflow(actor=user, team=team, name="Customer orders",
+                                                 document=nested_document(positions=True))
+    editor = EditorPage(page, live_server.url, workflow)
+    note = page.get_by_label("Note for the published version")
+    more = page.get_by_role("button", name="More", exact=True)
+    menu = page.locator("#editor-head-more")
+    links = ("Versions & triggers", "Sharing", "Export JSON")
+
+    page.set_viewport_size({"width": 1440, "height": 900})
+    page.goto(editor.url)
+    expect(editor.canvas).to_have_attribute("data-fitted", "true")
+    names = [part["name"] for part in _head_laid_out(page, 1440)]
+    assert set(names[-7:-2]) == {"Runs", "Start a run", *links}, names  # every link in the row
+    assert names[-2:] == ["Note for the published version", "Publish"], names
+    expect(more).to_be_hidden()
+    assert _box(page, "#publish-note")["width"] >= 13 * 15  # the 14rem it always had, give or take
+    assert page.evaluate(TITLE_SHOWN) == {"lines": 1, "cut": False}
+    page.screenshot(path=artifacts_dir / "editor-head-1440.png")
+
+    page.set_viewport_size({"width": 1024, "height": 768})
+    assert _box(page, "#publish-note")["width"] >= NOTE_ROOM, _box(page, "#publish-note")  # was 83 px
+    assert page.evaluate(TITLE_SHOWN) == {"lines": 1, "cut": False}  # was two lines
+    names = [part["name"] for part in _head_laid_out(page, 1024)]
+    assert names[-5:] == ["Runs", "Start a run", "More", "Note for the published version", "Publish"], names
+    assert _box(page, ".editor-head")["height"] < 56
+    note.fill("adds the audit step for the northeast region")
+    closed_axe = refused_violations(page, "editor-head-1024", artifacts_dir)
+    assert closed_axe == [], json.dumps(closed_axe, indent=1)
+    page.screenshot(path=artifacts_dir / "editor-head-1024.png")
+
+    # "More" opens a menu under itself with the folded links, inside the window; Escape closes it, focus back.
+    more.click()
+    expect(menu).to_be_visible()
+    for name in links:
+        expect(menu.get_by_role("link", name=name, exact=True)).to_be_visible()
+    toggle, opened = _box(page, ".head-more__toggle"), _box(page, "#editor-head-more")
+    assert opened["y"] >= toggle["y"] + toggle["height"] and opened["x"] + opened["width"] <= 1024, (toggle, opened)
+    assert abs((opened["x"] + opened["width"]) - (toggle["x"] + toggle["width"])) < 2, (toggle, opened)
+    open_axe = refused_violations(page, "editor-head-1024-more", artifacts_dir)
+    assert open_axe == [], json.dumps(open_axe, indent=1)
+    page.screenshot(path=artifacts_dir / "editor-head-1024-more.png")
+    page.keyboard.press("Escape")
+    expect(menu).to_be_hidden()
+    expect(more).to_be_focused()
+    more.click()
+    menu.get_by_role("link", name="Versions & triggers", exact=True).click()
+    expect(page).to_have_url(re.compile(rf"/workflows/{workflow.pk}/$"))
+
+    # A name too long for the row: still one line, cut with an ellipsis and whole in its title; the note keeps its
+    # room and nothing overlaps.
+    long_name = "Quarterly procurement reconciliation for the northeast region's suppliers"
+    workflow_services.update_workflow(actor=user, workflow=workflow, name=long_name)
+    page.goto(editor.url)
+    expect(editor.canvas).to_have_attribute("data-fitted", "true")
+    _head_laid_out(page, 1024)
+    assert page.evaluate(TITLE_SHOWN) == {"lines": 1, "cut": True, "shownCut": True}
+    expect(page.locator(".editor-title")).to_have_attribute("title", long_name)
+    expect(page.locator(".editor-title")).to_have_text(long_name)
+    assert _box(page, "#publish-note")["width"] >= NOTE_ROOM
+    role = page.locator(".editor-head .chip--role")
+    assert role.evaluate("el => el.scrollWidth <= el.clientWidth"), "the role is cut, not the name"
+    page.screenshot(path=artifacts_dir / "editor-head-1024-long-name.png")

@@ -245,3 +245,38 @@ def test_a_nodes_long_state_field_picker_fills_on_focus_and_still_offers_a_new_f
     expect(new).to_be_visible()
     expect(new).to_be_focused()
     assert not editor.errors
+
+
+def test_a_nodes_data_panel_sends_the_state_fields_when_opened_and_a_loaded_one_drags_onto_a_row(
+    logged_in_page: Page, live_server: Any, user: Any
+) -> None:
+    """The data panel of a node among SIZE state fields shows the State group folded to one row (panels.
+    DATA_TREE_FOLD: at 600 nodes they were ~176 KB of every node's panel); its button loads them in its place, and
+    a field it loaded is dragged onto an input row like any other."""
+    team = team_services.create_team(actor=user, name="Acme")
+    workflow = workflow_services.import_workflow(actor=user, team=team, document=_big_document(), name="Big")
+    editor = EditorPage(logged_in_page, live_server.url, workflow).open()
+    editor.select("line_000")
+    panel = editor.inspector.get_by_test_id("data-panel")
+    state = panel.locator("[data-group='State']")
+    expect(state.locator("[data-drag-path]")).to_have_count(1)  # state itself
+    show = state.get_by_role("button", name=f"Show the {SIZE} paths under state", exact=True)
+    show.click()
+    expect(show).to_have_count(0)
+    expect(state.locator("[data-drag-path^='state.']")).to_have_count(SIZE)
+    paths = state.locator("[data-drag-path]").evaluate_all("(items) => items.map((item) => item.dataset.dragPath)")
+    assert paths == ["state"] + [f"state.line_{n:03d}" for n in range(SIZE)]
+
+    editor.wait_idle()
+    row = editor.field_row("values.customer")
+    source = state.locator("[data-drag-path='state.line_002']")  # near the top: the row stays in view too
+    source.scroll_into_view_if_needed()
+    expect(row).to_be_in_viewport()
+    before = editor.revision()
+    source.drag_to(row)
+    editor.wait_saved(before + 1)
+    row = editor.field_row("values.customer")
+    expect(row.get_by_test_id("bound-path")).to_have_text("state.line_002")
+    node = next(n for n in editor.document()["nodes"] if n["id"] == "line_000")
+    assert {"target": "values.customer", "path": "state.line_002"} in node["input"]
+    assert not editor.errors

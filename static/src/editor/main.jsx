@@ -6,6 +6,7 @@ import { createRoot } from "react-dom/client";
 
 import { askForDocumentEarly, Editor } from "./Editor.jsx";
 import { installGlue } from "./glue.js";
+import { installLazyOptions } from "./lazyOptions.js";
 import { installPanels } from "./panels.js";
 import { installSplit } from "./split.js";
 
@@ -17,6 +18,7 @@ if (element) {
   installGlue();
   installSplit();
   installPanels();
+  installLazyOptions();
   createRoot(element).render(
     <StrictMode>
       <Editor

@@ -140,7 +140,7 @@ def test_data_panel_lists_every_readable_path_to_drag_and_each_row_a_drop_form(c
     assert "frame_id" not in panel  # a loop's run ids stay in the picker's folded list
     # a tree: a loop's item at the top of its group, the item's fields one level below
     depth = {path: int(level) for level, path in re.findall(
-        r'data-item--d(\d)"\s*(?:draggable="true")?\s*data-drag-path="([^"]+)"', panel)}
+        r'data-item d(\d)"\s*(?:draggable="true")?\s*data-drag-path="([^"]+)"', panel)}
     assert depth["input"] == 0 and depth["input.customers"] == 1
     assert depth["context.foreach.orders.item"] == 0 and depth["context.foreach.orders.item.total"] == 1
     assert 'data-drop-field="input.values.name"' in html and 'class="drop-bind"' in html
