@@ -150,7 +150,8 @@ def data_tree(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
     if node is None:
         raise BadRequest(f"no node {node_id!r} in this draft", field="node", node=node_id)
     rows = panels.data_subtree(loaded.analysis, node_id, request.GET.get("under", ""))
-    context = {"workflow": loaded.workflow, "node": node, "can_edit": loaded.can_edit, "rows": rows}
+    context = {"workflow": loaded.workflow, "node": node, "can_edit": loaded.can_edit, "rows": rows,
+               "focus_first": True}
     return TemplateResponse(request, f"{TEMPLATE}#data-rows", context)
 
 

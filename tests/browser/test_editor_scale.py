@@ -264,6 +264,8 @@ def test_a_nodes_data_panel_sends_the_state_fields_when_opened_and_a_loaded_one_
     show.click()
     expect(show).to_have_count(0)
     expect(state.locator("[data-drag-path^='state.']")).to_have_count(SIZE)
+    # The button that had the focus is gone: the first row loaded has it, so a keyboard user keeps their place.
+    expect(state.locator("[data-drag-path='state.line_000']")).to_be_focused()
     paths = state.locator("[data-drag-path]").evaluate_all("(items) => items.map((item) => item.dataset.dragPath)")
     assert paths == ["state"] + [f"state.line_{n:03d}" for n in range(SIZE)]
 

@@ -21,10 +21,11 @@ pytestmark = pytest.mark.django_db
 
 #: One row of the panel: a path to drag (its depth, path, shown leaf and type) or a folded subtree's button.
 ROW = re.compile(
-    r'<li class="data-item d(?P<depth>\d+)"(?P<drag> draggable="true")? data-drag-path="(?P<path>[^"]*)"'
-    r' title="[^"]*"><code>(?P<leaf>[^<]*)</code> <span class="type">(?P<type>[^<]*)</span></li>'
-    r'|<li class="data-more d(?P<more_depth>\d+)"><button[^>]* hx-get="(?P<url>[^"]+)"[^>]*>(?P<label>[^<]*)</button>'
-    r'</li>')
+    r'<li class="data-item d(?P<depth>\d+)"(?P<focus> tabindex="-1" autofocus)?(?P<drag> draggable="true")?'
+    r' data-drag-path="(?P<path>[^"]*)" title="[^"]*"><code>(?P<leaf>[^<]*)</code>'
+    r' <span class="type">(?P<type>[^<]*)</span></li>'
+    r'|<li class="data-more d(?P<more_depth>\d+)"(?P<more_focus> tabindex="-1" autofocus)?>'
+    r'<button[^>]* hx-get="(?P<url>[^"]+)"[^>]*>(?P<label>[^<]*)</button></li>')
 RUN_ID = re.compile(r"^context\.foreach\.[^.]+\.[^.]+_id$")
 
 
@@ -45,9 +46,14 @@ def _panel(page: str) -> str:
     return page[start:page.index("</details>", start)]
 
 
-def _rows(text: str) -> list[dict[str, Any]]:
-    return [{key: value for key, value in match.groupdict().items() if value is not None}
-            for match in ROW.finditer(text)]
+def _rows(text: str, *, loaded: bool = False) -> list[dict[str, Any]]:
+    """The rows of a panel, or (``loaded``) of a folded subtree's answer, whose first row alone takes the focus
+    from the button it replaces."""
+    found = [{key: value for key, value in match.groupdict().items() if value is not None}
+             for match in ROW.finditer(text)]
+    focused = [row.pop("focus", row.pop("more_focus", None)) is not None for row in found]
+    assert focused == ([loaded] + [False] * (len(found) - 1) if found else []), focused
+    return found
 
 
 def _opened(client: Client, rows: list[dict[str, Any]], asked: list[str]) -> list[dict[str, Any]]:
@@ -62,7 +68,7 @@ def _opened(client: Client, rows: list[dict[str, Any]], asked: list[str]) -> lis
         asked.append(url)
         answer = client.get(url, HTTP_HX_REQUEST="true")
         assert answer.status_code == 200, answer.content
-        loaded = _rows(answer.content.decode())
+        loaded = _rows(answer.content.decode(), loaded=True)
         assert all(int(r.get("depth", r.get("more_depth", -1))) >= int(row["more_depth"]) for r in loaded), url
         below = _opened(client, loaded, asked)
         assert re.fullmatch(rf"Show the {len(below)} paths under \S+", row["label"]), (row["label"], len(below))
