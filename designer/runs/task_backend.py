@@ -26,6 +26,8 @@ from django.db import connections
 from django.tasks import TaskResultStatus, task_backends
 from django.utils import timezone
 
+from designer.core.prepared import prepared_cursor
+
 #: The task result a ``run_worker`` slot runs on this thread (``running``), and whether ``succeed`` marked it.
 _local = threading.local()
 
@@ -68,7 +70,7 @@ def succeed(return_value: Any) -> bool:
     values = [field.get_db_prep_save(getattr(result, field.attname), connection) for field in fields]
     quote = connection.ops.quote_name
     sets = ", ".join(f"{quote(field.column)} = %s" for field in fields[:-1])
-    with connection.cursor() as cursor:
+    with prepared_cursor(connection) as cursor:
         cursor.execute(f"UPDATE {quote(type(result)._meta.db_table)} SET {sets} WHERE {quote(fields[-1].column)} = %s",
                        values)
     current.done = True
