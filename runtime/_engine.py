@@ -111,6 +111,10 @@ class RunResult:
     retry's backoff or a ``wait`` step, and nothing else can run now. Call
     ``continue_run`` with ``run_state`` at or after ``wake_at``; before it,
     the call changes nothing.
+
+    ``error`` (a run a step failed): a ``NodeFailedError`` naming the node, whose ``__cause__`` is what it raised,
+    with its type, message and causes but no traceback (its frames held the engine's record of the step: a
+    reference cycle per failed step; log the traceback inside the task if it is needed).
     """
 
     status: RunStatus

@@ -33,6 +33,29 @@ class WorkflowError(Exception):
         return payload
 
 
+def drop_tracebacks(exc: BaseException) -> None:
+    """Let ``exc``, the exceptions of its cause chain and those of a group forget their tracebacks.
+
+    A caught exception holds its traceback, whose frames hold their locals and, through ``f_back``, their callers'
+    frames with theirs, up to the frame that is still running when the exception is kept. The engine keeps a
+    failed step's exception in the step it runs (``Work.error``), which those frames hold: a reference cycle per
+    failed step, freed only by the cyclic collector, keeping everything the step held alive until then. Clearing
+    the frames' locals is not enough (a frame's ``f_back`` stays, and the callers' frames still running get
+    their locals back when they finish), so the traceback goes. The exception keeps its type, message, details
+    and causes: all that an error route, a tolerated item, the trace or ``NodeFailedError`` says of it."""
+    seen: set[int] = set()
+    chain: list[BaseException | None] = [exc]
+    while chain:
+        current = chain.pop()
+        if current is None or id(current) in seen:
+            continue
+        seen.add(id(current))
+        current.__traceback__ = None
+        chain += (current.__cause__, current.__context__)
+        if isinstance(current, BaseExceptionGroup):
+            chain += current.exceptions
+
+
 class PathSyntaxError(WorkflowError, ValueError):
     """A path string (or a path's root or parts) is malformed.
 

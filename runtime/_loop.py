@@ -60,6 +60,7 @@ from runtime._errors import (
     StepTimeoutError,
     TaskResultError,
     WorkflowError,
+    drop_tracebacks,
 )
 from runtime._group_commit import GroupCommitStore
 from runtime._ids import IdFactory
@@ -547,6 +548,9 @@ class RunLoop:
                 break
         else:
             return False
+        for work in works:
+            if work.error is not None:
+                drop_tracebacks(work.error)
         self.rs.ready.extend(w.frame.frame_id for w in works)
         self.rs.status = "cancelled"
         self.recorder.emit("run_cancelled")
@@ -565,6 +569,12 @@ class RunLoop:
         try:
             asyncio.get_running_loop()
         except RuntimeError:
+            called_in_a_loop = False
+        else:
+            called_in_a_loop = True
+        if not called_in_a_loop:
+            # Outside the except block above: a task's exception raised in it would carry that RuntimeError as
+            # its context, an unrelated "no running event loop" in every printed traceback of the failure.
             if self._event_loop is None:
                 self._event_loop = asyncio.new_event_loop()
             self._event_loop.run_until_complete(coro)
@@ -597,6 +607,8 @@ class RunLoop:
         for work in works:
             frame = work.frame
             if rs.frames.get(frame.frame_id) is not frame:
+                if work.error is not None:
+                    drop_tracebacks(work.error)
                 continue  # dropped by an earlier commit of this superstep (its child scope failed)
             if work.revealed:  # the step saw secrets: none of them goes into state, the trace or an error
                 work.scrub()
@@ -606,8 +618,12 @@ class RunLoop:
             if work.wake is not None:
                 at, reason, attempt, result = work.wake
                 sched.suspend(frame, node, at=at, reason=reason, attempt=attempt, result=result)
+                if work.error is not None:  # the attempt that failed before this backoff
+                    drop_tracebacks(work.error)
             elif work.error is not None:
                 sched.fail(frame, node, work.error, attempts=work.attempts)
+                # Recorded: its traceback goes, whose frames hold this work (a cycle per failed step otherwise).
+                drop_tracebacks(work.error)
             elif isinstance(node, TaskNode):
                 result = work.result
                 emit("node_completed", frame, None, None, None, work.label, work.attempts, work.duration,  # by position
@@ -631,6 +647,9 @@ class RunLoop:
         """Decide the run status after a commit; returns the events of the step."""
         rs, sched = self.rs, self.scheduler
         if sched.failure is not None:
+            # A failure found while committing (an output binding's) was caught in a frame that holds the
+            # scheduler, which holds the failure: the traceback that holds that frame goes.
+            drop_tracebacks(sched.failure.cause)
             error = sched.failure.to_error()
             rs.status = "failed"
             rs.error = error.to_dict()
