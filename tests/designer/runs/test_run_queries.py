@@ -10,14 +10,12 @@ service's), 1 now.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 from django.db import connection
 from django.test import Client, RequestFactory
-from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from rest_framework.test import APIClient
 
@@ -33,23 +31,9 @@ from designer.runs.selectors import get_live_run, get_run, run_access, runs_for
 from designer.workflows import services as workflow_services
 from tests.designer.clients import client_for, htmx
 from tests.designer.runs_support import greeting_document
+from tests.designer.statements import ACCESS_READ, access_reads, captured
 
 pytestmark = pytest.mark.django_db
-
-#: A statement that reads only the caller's memberships or grants (its columns are theirs).
-ACCESS_READ = re.compile(r'^SELECT (\(SELECT m\.role FROM "designer_membership"'
-                         r'|"designer_membership"\.|"designer_workflowgrant"\.)')
-
-
-def _captured(call: Callable[[], Any]) -> tuple[Any, list[str]]:
-    with CaptureQueriesContext(connection) as context:
-        response = call()
-    return response, [query["sql"] for query in context.captured_queries]
-
-
-def _access_reads(statements: list[str]) -> int:
-    return sum(1 for sql in statements if ACCESS_READ.match(sql))
-
 
 @pytest.fixture
 def workflow(cast: Any) -> Any:
@@ -98,19 +82,19 @@ def test_each_read_of_a_run_costs_its_pinned_statements(name: str, cast: Any, wo
     clients["api"].force_login(cast.owner)
     make, expected = READS[name]
     kind, url, headers = make(run)
-    response, statements = _captured(lambda: clients[kind].get(url, **headers))
+    response, statements = captured(lambda: clients[kind].get(url, **headers))
     assert response.status_code == 200, (name, response.status_code)
     assert len(statements) == expected, (name, [sql[:110] for sql in statements])
-    assert _access_reads(statements) <= 1, name
+    assert access_reads(statements) <= 1, name
 
 
 def test_a_live_poll_reads_the_run_and_who_may_see_it_in_one_statement(cast: Any, workflow: Any) -> None:
     run = _interrupted(cast, workflow, status="running")
     client = client_for(cast.owner)
-    response, statements = _captured(lambda: client.get(reverse("run-live", args=[run.pk])))
+    response, statements = captured(lambda: client.get(reverse("run-live", args=[run.pk])))
     assert response.status_code == 200
     # Session, user, the run with the caller's access, its events since, the last stored seq.
-    assert len(statements) == 5 and _access_reads(statements) == 0, [sql[:110] for sql in statements]
+    assert len(statements) == 5 and access_reads(statements) == 0, [sql[:110] for sql in statements]
     assert client_for(cast.stranger).get(reverse("run-live", args=[run.pk])).status_code == 404
 
 
@@ -144,13 +128,13 @@ def test_each_action_reads_the_callers_access_once(name: str, cast: Any, workflo
     api.force_login(cast.owner)
     kind, url, data = ACTIONS[name](run)
     if kind == "api":
-        response, statements = _captured(lambda: api.post(url, data, format="json"))
+        response, statements = captured(lambda: api.post(url, data, format="json"))
     elif kind == "api-delete":
-        response, statements = _captured(lambda: api.delete(url))
+        response, statements = captured(lambda: api.delete(url))
     else:
-        response, statements = _captured(lambda: page.post(url, data))
+        response, statements = captured(lambda: page.post(url, data))
     assert response.status_code < 500, (name, response.status_code)
-    assert _access_reads(statements) == 1, (name, [sql[:110] for sql in statements if ACCESS_READ.match(sql)])
+    assert access_reads(statements) == 1, (name, [sql[:110] for sql in statements if ACCESS_READ.match(sql)])
 
 
 def test_the_admin_run_page_reads_the_trace_once_however_long(cast: Any, workflow: Any, make_user: Any) -> None:
@@ -163,7 +147,7 @@ def test_the_admin_run_page_reads_the_trace_once_however_long(cast: Any, workflo
     counts = []
     for run in (short, long):
         url = reverse("admin:designer_run_change", args=[run.pk])
-        response, statements = _captured(lambda: admin.get(url))  # noqa: B023 (called at once)
+        response, statements = captured(lambda: admin.get(url))  # noqa: B023 (called at once)
         assert response.status_code == 200
         counts.append((len(statements), sum(1 for sql in statements if 'FROM "designer_runevent"' in sql
                                             and sql.endswith(f"LIMIT {ADMIN_EVENTS}"))))
@@ -173,7 +157,7 @@ def test_the_admin_run_page_reads_the_trace_once_however_long(cast: Any, workflo
 def test_the_events_filter_reads_each_kind_and_node_once(cast: Any, workflow: Any) -> None:
     run = _interrupted(cast, workflow, names=[f"person {n}" for n in range(6)])
     client = client_for(cast.owner)
-    response, statements = _captured(lambda: client.get(reverse("run-events", args=[run.pk]), **htmx("run-events")))
+    response, statements = captured(lambda: client.get(reverse("run-events", args=[run.pk]), **htmx("run-events")))
     assert response.status_code == 200
     [distinct] = [sql for sql in statements if sql.startswith("SELECT DISTINCT")]
     with connection.cursor() as cursor:
