@@ -183,6 +183,41 @@ def test_each_action_costs_its_pinned_statements(name: str, cast: Any, workflow:
     assert found == (expected, run_reads, int("start" in name)), (name, [sql[:100] for sql in statements])
 
 
+@pytest.mark.parametrize("name", sorted(name for name in ACTIONS if "start" not in name))
+def test_each_action_refuses_as_before_and_changes_nothing(name: str, cast: Any, workflow: Any) -> None:
+    """The one read (locked or not) keeps the refusals: another team's run is a 404, a viewer's try a 403, and a
+    team the workflow is shared with as viewer gets the 403 too; the run is left as it was."""
+    run = _failed(cast) if "redrive" in name else _interrupted(cast, workflow)
+    grant_services.grant_workflow(actor=cast.owner, workflow=run.workflow, team=cast.other_team.pk, role="viewer")
+    before = Run.objects.values().get(pk=run.pk)
+    kind, url, data = ACTIONS[name](run)
+    for user, expected in ((cast.viewer, 403), (cast.stranger, 403)):
+        if kind == "page":
+            response = client_for(user).post(url, data)
+        else:
+            api = APIClient()
+            api.force_login(user)
+            response = api.delete(url) if kind == "api-delete" else api.post(url, data, format="json")
+        assert response.status_code == expected, (name, user, response.status_code)
+        if kind != "page":
+            assert response.json()["code"] == "permission.denied", (name, user, response.json())
+    assert Run.objects.values().get(pk=run.pk) == before and Run.objects.count() == 1
+    # A run of another team's workflow, not shared: not found, whoever asks from this team.
+    theirs = run_services.start_run(actor=cast.stranger, workflow=cast.their_workflow(
+        "Theirs", greeting_document("theirs")), input={"names": ["Bo"]})
+    url = url.replace(f"/{run.pk}/", f"/{theirs.pk}/", 1)
+    if kind == "page":
+        response = client_for(cast.owner).post(url, data)
+    else:
+        api = APIClient()
+        api.force_login(cast.owner)
+        response = api.delete(url) if kind == "api-delete" else api.post(url, data, format="json")
+    assert response.status_code == 404, (name, url, response.status_code)
+    if kind != "page":
+        assert response.json()["code"] == "not_found", (name, response.json())
+    assert Run.objects.get(pk=theirs.pk).status == "queued"
+
+
 def test_the_admin_run_page_reads_the_trace_once_however_long(cast: Any, workflow: Any, make_user: Any) -> None:
     admin = client_for(make_user("root", is_staff=True, is_superuser=True))
     short = _interrupted(cast, workflow, names=["Ada"])
