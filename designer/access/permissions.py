@@ -261,7 +261,11 @@ SHARING_RULE: Final[str] = (
 def require_own_team_role(user: Any, workflow: Workflow, minimum: Role, *, action: str) -> str:
     """For what only the workflow's own team may do (delete it, copy it out, manage its grants): a caller who
     sees it through a grant is told so (403), anyone else finds nothing (404)."""
-    access = workflow_access(user, workflow)
+    return require_own_team_access(workflow_access(user, workflow), minimum, action=action)
+
+
+def require_own_team_access(access: WorkflowAccess | None, minimum: Role, *, action: str) -> str:
+    """``require_own_team_role`` on an access this request has read already (no query)."""
     if access is not None and access.team_role is None and access.grant_role is not None:
         raise ActionForbidden(
             f"this workflow is shared with your team; only members of its own team may {action}",

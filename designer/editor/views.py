@@ -272,7 +272,7 @@ def publish(request: HtmxHttpRequest, workflow_id: int) -> HttpResponse:
     try:
         version = workflow_services.publish_workflow(
             actor=request.user, workflow=loaded.workflow, note=request.POST.get("note", ""),
-            revision=_shown_revision(request.POST.get("revision")))
+            revision=_shown_revision(request.POST.get("revision")), access=loaded.access)
     except (DesignerError, WorkflowError) as exc:
         count = len(getattr(exc, "diagnostics", ()) or ())
         message = (f"Not published: the draft has {count} error{'s' if count != 1 else ''}; "

@@ -13,6 +13,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from django.db import transaction
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_field
 from rest_framework import exceptions as drf_exceptions
 from rest_framework import serializers, status
@@ -32,8 +33,9 @@ from designer.runs import checkpoints
 from designer.runs import services as run_services
 from designer.runs.checkpointer import last_stored_seq
 from designer.runs.filters import RunFilter
-from designer.runs.selectors import events_after, get_run, runs_for
+from designer.runs.selectors import events_after, get_run, lock_run, runs_for
 from designer.workflows.selectors import get_workflow
+from runtime.errors import CorruptRunStateError
 
 PAGE_SIZE = 50
 MAX_PAGE_SIZE = 200
@@ -418,10 +420,12 @@ class RunFrameContextView(BaseAPIView):
 class RunResumeView(BaseAPIView):
     @extend_schema(request=ResumeRunSerializer, responses={202: RunDetailSerializer}, operation_id="runs_resume")
     def post(self, request: Request, run_id: int) -> Response:
-        run = get_run(user=request.user, run_id=run_id)
-        data = parse(ResumeRunSerializer, request.data)
-        run = run_services.resume_run(actor=request.user, run=run, interrupt_id=data["interrupt_id"],
-                                      value=data["value"], label=data["label"])
+        with transaction.atomic():
+            # The run is read once, locked (not yet another team's run's 400 for a bad body: 404 first).
+            run = lock_run(user=request.user, run_id=run_id)
+            data = parse(ResumeRunSerializer, request.data)
+            run = run_services.resume_locked(actor=request.user, run=run, interrupt_id=data["interrupt_id"],
+                                             value=data["value"], label=data["label"])
         return Response(run_detail(run), status=status.HTTP_202_ACCEPTED)
 
 
@@ -432,14 +436,15 @@ class RunCancelView(BaseAPIView):
                                "is the run's detail (as GET /api/runs/{run_id}/) when its checkpoint reads, its "
                                "summary with `damage` when the checkpoint is damaged.")
     def post(self, request: Request, run_id: int) -> Response:
-        run = get_run(user=request.user, run_id=run_id)
-        run = run_services.cancel_run(actor=request.user, run=run)
+        run = run_services.cancel_run(actor=request.user, run=run_id)
         # 200: cancelled now; 202: flagged, its worker stops at the next superstep.
         done = run.status == Run.Status.CANCELLED
         code = status.HTTP_200_OK if done else status.HTTP_202_ACCEPTED
-        damage = checkpoints.damage_of(run)
-        # Cancelling a damaged run works and says so; its detail would only be the 409.
-        return Response(run_summary(run, damage) if damage else run_detail(run), status=code)
+        try:
+            return Response(run_detail(run), status=code)
+        except CorruptRunStateError as exc:
+            # Cancelling a damaged run works and says so; its detail would only be the 409.
+            return Response(run_summary(run, exc.message), status=code)
 
 
 urlpatterns = routes("""

@@ -16,7 +16,6 @@ from typing import Any
 
 from django.db import transaction
 
-from designer.access.permissions import require_workflow_role
 from designer.core.errors import BadRequest, DesignerError, ObjectNotFound, ResumeInvalid, RunConflict
 from designer.models import Run, RunCheckpoint, WorkflowVersion
 from designer.runs import queue
@@ -24,6 +23,8 @@ from designer.runs.checkpointer import checkpoint_state_of
 from designer.runs.checkpoints import checkpoint_of
 from designer.runs.history_selectors import tolerated_failures
 from designer.runs.pinning import pin_subgraph_versions
+from designer.runs.selectors import is_locked, lock_run
+from designer.runs.services import runner_on
 from designer.workflows.analysis import analyze_document, dump_document, parse_document
 from designer.workflows.resolvers import TeamVersionResolver
 from runtime import RunState
@@ -34,16 +35,25 @@ RERUN_VERSIONS = ("same", "current")
 
 
 @transaction.atomic
-def redrive_run(*, actor: Any, run: Run) -> Run:
+def redrive_run(*, actor: Any, run: Run | int) -> Run:
+    """``redrive_locked`` of the run (or its id), read once, locked, with the caller's access (``lock_run``)."""
+    return redrive_locked(actor=actor, run=lock_run(user=actor, run_id=run if isinstance(run, int) else run.pk))
+
+
+def redrive_locked(*, actor: Any, run: Run) -> Run:
     """Queue a failed run to run again from its last checkpoint: only its failed steps and items run again,
     under the same document and pinned subgraph versions; the trace goes on with a new attempt.
 
     A completed run whose distributed foreach tolerated failed items can be redriven too: it re-opens as its
     next attempt from the kept checkpoint that waited for that foreach's batches (the first such foreach), only
     the failed items run again, the completed ones keep their results, and every node after the foreach runs
-    again with the new result list (``Engine.redrive_foreach``)."""
-    require_workflow_role(actor, run.workflow, "runner", what="this run")
-    locked = Run.objects.select_for_update().get(pk=run.pk)
+    again with the new result list (``Engine.redrive_foreach``).
+
+    ``run``: as the caller read it with ``lock_run`` in the transaction it is in; it is answered as written (the
+    queue's own columns, its deadline and the task's id, are not read back)."""
+    assert is_locked(run), "a redrive checks and changes the run as lock_run read it, in its transaction"
+    runner_on(actor, run)
+    locked = run
     checkpoint = checkpoint_of(locked)  # a damaged checkpoint is refused (runstate.corrupt) before anything else
     redrivable = (Run.Status.FAILED, Run.Status.COMPLETED)
     if locked.status not in redrivable or locked.redrive_requested:
@@ -74,7 +84,7 @@ def redrive_run(*, actor: Any, run: Run) -> Run:
     locked.save(update_fields=["redrive_requested", "status", "error", "finished_at", "attempts",
                                "budget_started_at", "step_seconds_used"])
     queue.enqueue_run(locked.pk)
-    locked.refresh_from_db()
+    locked.lease_owner = ""  # as enqueue_run left it
     return locked
 
 
@@ -107,7 +117,9 @@ def _new_run(*, actor: Any, origin: Run, document: dict[str, Any], version: Work
     run.runtime_id = Run.runtime_id_for(run.pk)
     run.save(update_fields=["runtime_id"])
     queue.enqueue_run(run.pk)
-    run.refresh_from_db()
+    # Not read back: the new run is what was written (its workflow, version and starter already at hand), but for
+    # the queue's own columns (its deadline, the task's id).
+    run.lease_owner = ""
     return run
 
 
@@ -116,7 +128,7 @@ def rerun(*, actor: Any, run: Run, input: object = None, version: object = "same
     """A new run with ``run``'s input (or ``input``, edited) and either the ``same`` document and pinned
     subgraph versions, or the ``current`` one: the latest published version for a run of a version, the
     workflow's draft as it is now for a run of the draft. The new run links to ``run`` as its parent."""
-    require_workflow_role(actor, run.workflow, "runner", what="this run")
+    runner_on(actor, run)
     if version not in RERUN_VERSIONS:
         raise BadRequest(f"version is one of {', '.join(RERUN_VERSIONS)}, got {version!r}", field="version")
     run_input = run.input if input is None else input
@@ -172,7 +184,7 @@ def fork_run(*, actor: Any, run: Run, step: object, state: object = None, answer
     """A new run that goes on from ``run``'s kept checkpoint after superstep ``step``, with its root ``state``
     replaced (checked against the state schema) and/or an interrupt open there answered (checked against its
     resume schema). Same document and pinned versions; the new run links to ``run`` and the superstep."""
-    require_workflow_role(actor, run.workflow, "runner", what="this run")
+    runner_on(actor, run)
     row = kept_checkpoint(run, step)
     document, pins = stored_run(run)
     edits = checked_fork(run, row, state=state, answer=answer)

@@ -88,12 +88,13 @@ def _started(new: Any, code: int) -> Response:
     return Response(run_detail(new), status=code)
 
 
-class RunRedriveView(_RunsView):
+class RunRedriveView(BaseAPIView):
+    # Not a _RunsView: the redrive reads the run itself, once, locked.
     @extend_schema(request=None, responses={202: RUN_DETAIL_SCHEMA}, operation_id="runs_redrive",
                    description="Run a failed run again from its last checkpoint: only the failed steps and items "
                                "run again, against the same pinned versions; a new attempt of the same run.")
     def post(self, request: Request, run_id: int) -> Response:
-        return _started(run_history.redrive_run(actor=request.user, run=self.run), status.HTTP_202_ACCEPTED)
+        return _started(run_history.redrive_run(actor=request.user, run=run_id), status.HTTP_202_ACCEPTED)
 
 
 class RunRerunView(_RunsView):

@@ -50,8 +50,7 @@ def _field_errors(exc: DesignerError | WorkflowError) -> list[str]:
 
 @signed_in("POST")
 def run_redrive(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
-    run = run_selectors.get_run(user=request.user, run_id=run_id)
-    run_history.redrive_run(actor=request.user, run=run)
+    run = run_history.redrive_run(actor=request.user, run=run_id)  # reads the run once, locked
     return _go(request, run.pk)
 
 

@@ -3,7 +3,9 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib.auth import get_user_model
+from django.db import connection
 from django.db.models import Q, QuerySet
+from django.db.transaction import TransactionManagementError
 
 from designer.access.permissions import WorkflowAccess, row_access, with_caller_access, workflow_access
 from designer.core.errors import BadRequest, ObjectNotFound
@@ -50,6 +52,27 @@ def _visible(runs: QuerySet[Run], user: Any, run_id: object) -> Run:
 def get_run(*, user: Any, run_id: object) -> Run:
     """One of the caller's runs, with its workflow, version and starter."""
     return _visible(Run.objects.select_related("workflow", "workflow_version", "created_by"), user, run_id)
+
+
+#: Where ``lock_run`` marks a run it read under its row lock (``is_locked``).
+_LOCKED = "_trellis_locked"
+
+
+def lock_run(*, user: Any, run_id: object) -> Run:
+    """``get_run`` that also locks the run's row until the caller's transaction ends: an action's one read of the
+    run, with the caller's access to it (``run_access``), what it checks and changes as the row now is (no worker
+    can write it meanwhile). Only the run's own row is locked (not its workflow's, version's or starter's)."""
+    if not connection.in_atomic_block:
+        raise TransactionManagementError("lock_run locks the run until the transaction ends: call it inside one")
+    run = _visible(Run.objects.select_related("workflow", "workflow_version", "created_by")
+                   .select_for_update(of=("self",)), user, run_id)
+    run.__dict__[_LOCKED] = True
+    return run
+
+
+def is_locked(run: Run) -> bool:
+    """Whether ``run`` was read by ``lock_run`` (in the transaction the caller is in: that is the caller's word)."""
+    return bool(run.__dict__.get(_LOCKED)) and connection.in_atomic_block
 
 
 def run_access(user: Any, run: Run) -> WorkflowAccess | None:

@@ -15,13 +15,19 @@ from django.db import transaction
 from django.db.models import Max, Q
 from django.utils import timezone
 
-from designer.access.permissions import WorkflowAccess, require_own_team_role, require_workflow_role
-from designer.core.errors import BadRequest, NotPublished, ResumeInvalid, RunConflict
+from designer.access.permissions import (
+    WorkflowAccess,
+    require_access,
+    require_own_team_access,
+    require_workflow_role,
+)
+from designer.core.errors import BadRequest, NotPublished, ObjectNotFound, ResumeInvalid, RunConflict
 from designer.models import Run, Workflow
 from designer.runs import queue
 from designer.runs.checkpoints import checkpoint_of
 from designer.runs.lease import lease_is_free
 from designer.runs.pinning import pin_subgraph_versions
+from designer.runs.selectors import is_locked, lock_run, run_access
 from designer.workflows.analysis import analyze_document, dump_document, parse_document
 from designer.workflows.resolvers import TeamVersionResolver
 from designer.workflows.selectors import get_version, versions_of
@@ -113,33 +119,61 @@ def _open_interrupt_ids(run: Run) -> set[str]:
     return ids
 
 
+def runner_on(actor: Any, run: Run) -> None:
+    """The runner role (as starting a run needs) on ``run``'s workflow, from the access ``get_run`` or ``lock_run``
+    read with the run (read now only for a run loaded otherwise): ``ObjectNotFound`` without any access,
+    ``ActionForbidden`` below runner."""
+    access = run_access(actor, run)
+    if access is None:
+        raise ObjectNotFound("this run does not exist or is not shared with you", run=run.pk)
+    require_access(access, "runner", what="this run")
+
+
+def _runner_may_act(actor: Any, run: Run) -> None:
+    assert is_locked(run), "an action checks and changes the run as lock_run read it, in its transaction"
+    runner_on(actor, run)
+
+
+def _run_id(run: Run | int) -> int:
+    return run if isinstance(run, int) else run.pk
+
+
 @transaction.atomic
-def resume_run(*, actor: Any, run: Run, interrupt_id: object, value: object = None, label: object = None) -> Run:
+def resume_run(*, actor: Any, run: Run | int, interrupt_id: object, value: object = None,
+               label: object = None) -> Run:
     """Answer one open interrupt of an interrupted run; a worker applies the answer and continues.
 
     The answer is stored on the row (``resume_request``) before the task is enqueued, so a worker that dies
-    before its next checkpoint leaves it for the one that recovers the run.
+    before its next checkpoint leaves it for the one that recovers the run. ``run``: the run or its id; it is
+    read once, locked, with the caller's access (``lock_run``).
     """
-    require_workflow_role(actor, run.workflow, "runner", what="this run")
+    return resume_locked(actor=actor, run=lock_run(user=actor, run_id=_run_id(run)), interrupt_id=interrupt_id,
+                         value=value, label=label)
+
+
+def resume_locked(*, actor: Any, run: Run, interrupt_id: object, value: object = None, label: object = None) -> Run:
+    """``resume_run`` of a run the caller read with ``lock_run`` in the transaction it is in (a view that looked
+    at the run before answering, so the run is read once). Nothing is written when it refuses. The run it
+    answers is ``run`` as written; the queue's own columns (its deadline, the task's id) are not read back."""
+    _runner_may_act(actor, run)
     if not isinstance(interrupt_id, str) or not interrupt_id:
         raise BadRequest("interrupt_id names one of the run's open interrupts", field="interrupt_id")
     if label is not None and (not isinstance(label, str) or not label):
         raise BadRequest("label is a non-empty string or null", field="label")
-    locked = Run.objects.select_for_update().get(pk=run.pk)
     # A damaged checkpoint is refused before anything else (CorruptRunStateError, runstate.corrupt): its
     # interrupts column cannot be trusted to describe a state that cannot be read.
-    checkpoint = checkpoint_of(locked)
+    checkpoint = checkpoint_of(run)
     # A waiting run may have open questions too (another frame of it sleeps until a time).
-    if locked.status not in (Run.Status.INTERRUPTED, Run.Status.WAITING) or locked.resume_request:
+    if run.status not in (Run.Status.INTERRUPTED, Run.Status.WAITING) or run.resume_request:
         raise RunConflict(
-            f"run {run.pk} is {locked.status}; only a run waiting for an answer can be resumed",
-            status=locked.status,
+            f"run {run.pk} is {run.status}; only a run waiting for an answer can be resumed",
+            status=run.status,
         )
-    if interrupt_id not in _open_interrupt_ids(locked):
+    if interrupt_id not in _open_interrupt_ids(run):
         raise RunConflict(
             f"run {run.pk} has no open interrupt {interrupt_id!r}",
             interrupt_id=interrupt_id,
-            open_interrupts=sorted(_open_interrupt_ids(locked)),
+            open_interrupts=sorted(_open_interrupt_ids(run)),
         )
     try:
         if checkpoint is None:
@@ -147,49 +181,62 @@ def resume_run(*, actor: Any, run: Run, interrupt_id: object, value: object = No
         chosen, checked = check_resume(checkpoint.state, interrupt_id, value, label)
     except ResumeError as exc:
         raise ResumeInvalid(exc.message, interrupt_id=interrupt_id, errors=exc.details.get("errors")) from None
-    locked.resume_request = {"interrupt_id": interrupt_id, "value": checked, "label": chosen}
-    asked = next((r for r in locked.interrupts or [] if isinstance(r, dict) and r.get("id") == interrupt_id), {})
-    locked.answers = [*(locked.answers or []), {
+    asked = next((r for r in run.interrupts or [] if isinstance(r, dict) and r.get("id") == interrupt_id), {})
+    run.resume_request = {"interrupt_id": interrupt_id, "value": checked, "label": chosen}
+    run.answers = [*(run.answers or []), {
         "interrupt_id": interrupt_id, "node_id": asked.get("node_id", ""), "prompt": asked.get("prompt", ""),
         "label": chosen, "value": checked, "by": actor.get_username(), "at": timezone.now().isoformat(),
     }]
-    locked.status = Run.Status.QUEUED
-    locked.save(update_fields=["resume_request", "answers", "status"])
-    queue.enqueue_run(locked.pk)
-    locked.refresh_from_db()
-    return locked
+    run.status = Run.Status.QUEUED
+    run.save(update_fields=["resume_request", "answers", "status"])
+    queue.enqueue_run(run.pk)
+    run.lease_owner = ""  # as enqueue_run left it: no worker holds the run until one takes the task
+    return run
 
 
 @transaction.atomic
-def cancel_run(*, actor: Any, run: Run) -> Run:
+def cancel_run(*, actor: Any, run: Run | int) -> Run:
     """Cancel a run. A run no worker holds (queued, waiting, interrupted, or orphaned by a dead worker) is cancelled
-    at once; a running one is flagged and its worker stops at the next superstep."""
-    require_workflow_role(actor, run.workflow, "runner", what="this run")
-    return cancel(run_id=run.pk)
+    at once; a running one is flagged and its worker stops at the next superstep. ``run``: the run or its id;
+    it is read once, locked, with the caller's access (``lock_run``), and answered as written."""
+    locked = lock_run(user=actor, run_id=_run_id(run))
+    _runner_may_act(actor, locked)
+    return _cancel(locked)
 
 
-@transaction.atomic
-def cancel(*, run_id: int) -> Run:
-    """``cancel_run`` without the permission check, for the admin action and internal callers."""
+def _cancel(run: Run) -> Run:
+    """Cancel ``run``, locked by the caller: a conditional UPDATE, since whether a worker holds the lease is the
+    database clock's word (``lease_is_free``); no row changes meanwhile, so ``run`` is given what was written."""
+    now = timezone.now()
     stopped = (
-        Run.objects.filter(pk=run_id, status__in=(Run.Status.QUEUED, Run.Status.RUNNING, Run.Status.INTERRUPTED,
+        Run.objects.filter(pk=run.pk, status__in=(Run.Status.QUEUED, Run.Status.RUNNING, Run.Status.INTERRUPTED,
                                                   Run.Status.WAITING))
         .filter(lease_is_free() | Q(status__in=(Run.Status.INTERRUPTED, Run.Status.WAITING)))
         .update(
             status=Run.Status.CANCELLED,
             cancel_requested=True,
             resume_request=None,
-            finished_at=timezone.now(),
+            finished_at=now,
             lease_owner="",
             lease_expires_at=None,
         )
     )
-    if not stopped:
-        flagged = Run.objects.filter(pk=run_id, status=Run.Status.RUNNING).update(cancel_requested=True)
-        if not flagged:
-            current = Run.objects.get(pk=run_id)
-            raise RunConflict(f"run {run_id} has already finished ({current.status})", status=current.status)
-    return Run.objects.select_related("workflow", "workflow_version", "created_by").get(pk=run_id)
+    if stopped:
+        run.status, run.cancel_requested, run.resume_request = Run.Status.CANCELLED, True, None
+        run.finished_at, run.lease_owner, run.lease_expires_at = now, "", None
+        return run
+    if run.status != Run.Status.RUNNING:
+        raise RunConflict(f"run {run.pk} has already finished ({run.status})", status=run.status)
+    Run.objects.filter(pk=run.pk).update(cancel_requested=True)
+    run.cancel_requested = True
+    return run
+
+
+@transaction.atomic
+def cancel(*, run_id: int) -> Run:
+    """``cancel_run`` without the permission check, for the admin action and internal callers."""
+    return _cancel(Run.objects.select_related("workflow", "workflow_version", "created_by")
+                   .select_for_update(of=("self",)).get(pk=run_id))
 
 
 @transaction.atomic
@@ -199,7 +246,8 @@ def delete_run(*, actor: Any, run: Run) -> None:
     A run a live worker holds is refused: cancel it first, so the worker is not left writing into nothing.
     """
     # Run history belongs to the workflow's own team: a team it is shared with may run it, not erase its runs.
-    require_own_team_role(actor, run.workflow, "editor", action="delete its runs")
+    # The caller's access as ``get_run`` read it with the run (read now for a run loaded otherwise).
+    require_own_team_access(run_access(actor, run), "editor", action="delete its runs")
     held = Run.objects.select_for_update().filter(pk=run.pk, status=Run.Status.RUNNING).exclude(lease_is_free())
     if held.exists():
         raise RunConflict(f"run {run.pk} is running in a worker; cancel it, then delete it", status=run.status)

@@ -14,6 +14,7 @@ from urllib.parse import urlencode
 
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
+from django.db import transaction
 from django.db.models import QuerySet
 from django.http import HttpResponse, QueryDict
 from django.shortcuts import redirect
@@ -35,7 +36,6 @@ from designer.access.permissions import (
     WorkflowAccess,
     has_role,
     require_workflow_access,
-    require_workflow_role,
     workflow_access,
 )
 from designer.core.errors import ActionForbidden, DesignerError, ObjectNotFound
@@ -641,30 +641,43 @@ def run_frame(request: HtmxHttpRequest, run_id: int, frame_id: str) -> HttpRespo
 
 @signed_in("POST")
 def run_resume(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
-    run = run_selectors.get_run(user=request.user, run_id=run_id)
-    if damage_of(run):
-        require_workflow_role(request.user, run.workflow, "runner", what="this run")  # as resume_run does
-        return _damaged(request, run)
     interrupt_id = request.POST.get("interrupt_id", "")
-    record = next((item for item in _interrupts(run) if item["id"] == interrupt_id), None)
-    if record is None:
+    run: Run | None = None
+    form: SchemaForm | None = None
+    damaged, answered = False, False
+    try:
+        # One read of the run, locked: the question is looked up, its form checked and the answer stored on the
+        # run as it is, all or nothing (a refused answer writes nothing).
+        with transaction.atomic():
+            run = run_selectors.lock_run(user=request.user, run_id=run_id)
+            damaged = bool(damage_of(run))
+            record = None if damaged else next((item for item in _interrupts(run) if item["id"] == interrupt_id),
+                                               None)
+            if damaged:
+                run_services.runner_on(request.user, run)  # as resume_run does
+            elif record is not None:
+                schema: Any = next((r.get("resume_schema") for r in run.interrupts if isinstance(r, dict)
+                                    and str(r.get("id") or r.get("interrupt_id")) == interrupt_id), {})
+                form, value = parse_form(schema, request.POST)
+                if not form.has_errors:
+                    run = run_services.resume_locked(actor=request.user, run=run, interrupt_id=interrupt_id,
+                                                     value=value, label=request.POST.get("label") or None)
+                    answered = True
+    except ActionForbidden:
+        raise
+    except (DesignerError, WorkflowError) as exc:
+        if run is None or form is None:  # not found (404), or refused before any answer was looked at
+            raise
+        message, fields, _ = _error_details(exc)
+        form = with_error(form, message, fields)
+    assert run is not None  # lock_run raised otherwise
+    if damaged:
+        return _damaged(request, run)
+    if form is None:
         # Answered or cancelled meanwhile: show the run as it is now.
         return _after_action(request, run, notice="That question is no longer open.")
-    schema: Any = next((r.get("resume_schema") for r in run.interrupts if isinstance(r, dict)
-                   and str(r.get("id") or r.get("interrupt_id")) == interrupt_id), {})
-    form, value = parse_form(schema, request.POST)
-    label = request.POST.get("label") or None
-    if not form.has_errors:
-        try:
-            run = run_services.resume_run(actor=request.user, run=run, interrupt_id=interrupt_id, value=value,
-                                          label=label)
-        except ActionForbidden:
-            raise
-        except (DesignerError, WorkflowError) as exc:
-            message, fields, _ = _error_details(exc)
-            form = with_error(form, message, fields)
-        else:
-            return _after_action(request, run)
+    if answered:
+        return _after_action(request, run)
     if request.htmx:
         context = _detail_context(request, run, forms={interrupt_id: form})
         item = next(i for i in context["interrupts"] if i["id"] == interrupt_id)
@@ -679,13 +692,12 @@ def run_resume(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
 
 @signed_in("POST")
 def run_cancel(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
-    run = run_selectors.get_run(user=request.user, run_id=run_id)
     try:
-        run = run_services.cancel_run(actor=request.user, run=run)
-    except ActionForbidden:
+        run = run_services.cancel_run(actor=request.user, run=run_id)
+    except (ActionForbidden, ObjectNotFound):
         raise
     except DesignerError as exc:
-        return _after_action(request, run, notice=error_message(exc))
+        return _after_action(request, None, run_id=run_id, notice=error_message(exc))
     return _after_action(request, run, notice="Cancel requested." if run.status == "running" else "Run cancelled.")
 
 
@@ -703,8 +715,11 @@ def run_delete(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
     return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
 
 
-def _after_action(request: HtmxHttpRequest, run: Run, notice: str = "") -> HttpResponse:
+def _after_action(request: HtmxHttpRequest, run: Run | None, notice: str = "", *, run_id: int = 0) -> HttpResponse:
+    """The run page's live part after an action (htmx), or a redirect to the run's page. ``run``: the run as the
+    action left it (read under its lock, then written), or None to read it (``run_id``) after a refusal."""
     if request.htmx:
-        run = Run.objects.select_related("workflow", "workflow_version", "created_by").get(pk=run.pk)
+        if run is None:
+            run = run_selectors.get_run(user=request.user, run_id=run_id)
         return _live_response(request, _detail_context(request, run, notice=notice))
-    return redirect("run-detail", run_id=run.pk)
+    return redirect("run-detail", run_id=run.pk if run is not None else run_id)

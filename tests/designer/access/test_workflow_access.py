@@ -5,7 +5,6 @@ access at the next check."""
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import pytest
@@ -24,18 +23,9 @@ from designer.runs import services as run_services
 from designer.workflows import services as workflow_services
 from tests.designer.clients import client_for
 from tests.designer.conftest import simple_document
+from tests.designer.statements import access_reads
 
 pytestmark = pytest.mark.django_db
-
-#: A statement that reads only the caller's memberships or grants (its columns are theirs), not one that scopes
-#: another table by them in a subquery (``for_user``, ``get_run``).
-ACCESS_READ = re.compile(r'^SELECT (\(SELECT m\.role FROM "designer_membership"'
-                         r'|"designer_membership"\.|"designer_workflowgrant"\.)')
-
-
-def access_reads(context: CaptureQueriesContext) -> int:
-    return sum(1 for query in context.captured_queries if ACCESS_READ.match(query["sql"]))
-
 
 @pytest.fixture
 def workflow(cast: Any) -> Any:

@@ -5,7 +5,7 @@ length, and the events filter reads each (kind, node) once rather than every eve
 The counts include the session and the user (2 statements a page request). Before: the run page 15 statements
 (12 now), its live part 10 (7), a workflow's runs 11 (9), the graph 6 (5), a checkpoint 7 (5), the admin's run page
 79 for a run of 16 events (12); every action read the caller's access in 2 statements (or 4: the view's and the
-service's), 1 now.
+service's), then 1, now none of its own (with the run); each action's run reads are pinned too.
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ from typing import Any
 import pytest
 from django.db import connection
 from django.test import Client, RequestFactory
-from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from rest_framework.test import APIClient
 
@@ -31,25 +30,12 @@ from designer.runs.admin import ADMIN_EVENTS
 from designer.runs.executor import execute
 from designer.runs.selectors import get_live_run, get_run, run_access, runs_for
 from designer.workflows import services as workflow_services
+from runtime import WorkflowBuilder
 from tests.designer.clients import client_for, htmx
 from tests.designer.runs_support import greeting_document
+from tests.designer.statements import access_reads, captured
 
 pytestmark = pytest.mark.django_db
-
-#: A statement that reads only the caller's memberships or grants (its columns are theirs).
-ACCESS_READ = re.compile(r'^SELECT (\(SELECT m\.role FROM "designer_membership"'
-                         r'|"designer_membership"\.|"designer_workflowgrant"\.)')
-
-
-def _captured(call: Callable[[], Any]) -> tuple[Any, list[str]]:
-    with CaptureQueriesContext(connection) as context:
-        response = call()
-    return response, [query["sql"] for query in context.captured_queries]
-
-
-def _access_reads(statements: list[str]) -> int:
-    return sum(1 for sql in statements if ACCESS_READ.match(sql))
-
 
 @pytest.fixture
 def workflow(cast: Any) -> Any:
@@ -98,23 +84,23 @@ def test_each_read_of_a_run_costs_its_pinned_statements(name: str, cast: Any, wo
     clients["api"].force_login(cast.owner)
     make, expected = READS[name]
     kind, url, headers = make(run)
-    response, statements = _captured(lambda: clients[kind].get(url, **headers))
+    response, statements = captured(lambda: clients[kind].get(url, **headers))
     assert response.status_code == 200, (name, response.status_code)
     assert len(statements) == expected, (name, [sql[:110] for sql in statements])
-    assert _access_reads(statements) <= 1, name
+    assert access_reads(statements) <= 1, name
 
 
 def test_a_live_poll_reads_the_run_and_who_may_see_it_in_one_statement(cast: Any, workflow: Any) -> None:
     run = _interrupted(cast, workflow, status="running")
     client = client_for(cast.owner)
-    response, statements = _captured(lambda: client.get(reverse("run-live", args=[run.pk])))
+    response, statements = captured(lambda: client.get(reverse("run-live", args=[run.pk])))
     assert response.status_code == 200
     # Session, user, the run with the caller's access, its events since, the last stored seq.
-    assert len(statements) == 5 and _access_reads(statements) == 0, [sql[:110] for sql in statements]
+    assert len(statements) == 5 and access_reads(statements) == 0, [sql[:110] for sql in statements]
     assert client_for(cast.stranger).get(reverse("run-live", args=[run.pk])).status_code == 404
 
 
-#: Each action, sent twice to a fresh run (by the page and by the API): it reads the caller's access once.
+#: Each action, sent to a fresh run (by the page and by the API).
 ACTIONS: dict[str, Callable[[Run], tuple[str, str, dict[str, Any]]]] = {
     "api cancel": lambda run: ("api", f"/api/runs/{run.pk}/cancel/", {}),
     "api resume": lambda run: ("api", f"/api/runs/{run.pk}/resume/",
@@ -136,21 +122,100 @@ ACTIONS: dict[str, Callable[[Run], tuple[str, str, dict[str, Any]]]] = {
                               {"version": "draft", "input": {"names": ["Ada"]}}),
 }
 
+#: A statement that reads rows of the run table (not of its events, checkpoints...).
+RUN_READ = re.compile(r'^SELECT .*? FROM "designer_run"(?: |$)')
+
+#: What each action costs: (statements on SQLite, on PostgreSQL, reads of a run's row). An action on a run reads
+#: it once, with the caller's access (``get_run``), or once locked (``lock_run``) where it changes the run; the
+#: other run read of resume, redrive, re-run and fork is ``queue.enqueue_run``'s (whose task it is), and delete's
+#: are its check that no worker holds the run and the ORM's cascade. Before, the same on both databases
+#: (statements, run reads), each with one statement more of the caller's access: cancel API 14, 2 and page 10, 2;
+#: resume API 21, 4 and page 17, 4; redrive API 22, 4 and page 16, 4; re-run API 29, 3 and page 26, 3; fork API
+#: 31, 3 and page 30, 3; delete 21, 3 both.
+ACTION_COSTS: dict[str, tuple[int, int, int]] = {
+    "api cancel": (9, 9, 1),
+    "api resume": (16, 16, 2),
+    "api redrive": (17, 17, 2),
+    "api rerun": (25, 25, 2),
+    "api fork": (27, 27, 2),
+    "api delete": (20, 20, 3),
+    "page cancel": (6, 6, 1),
+    "page resume": (14, 14, 2),
+    "page redrive": (13, 13, 2),
+    "page rerun": (24, 24, 2),
+    "page fork": (28, 28, 2),
+    "page delete": (20, 20, 3),
+    "page start": (13, 13, 0),
+    "api start": (14, 14, 0),
+}
+
+
+def _failed(cast: Any) -> Run:
+    """A real failed run (a division by zero), redrivable."""
+    graph = WorkflowBuilder("dividing", state_schema={"type": "object", "properties": {"out": {}}})
+    graph.use("math", id="divide", input=[{"target": "op", "value": "div"}, {"target": "a", "value": 1},
+                                          {"target": "b", "value": 0}], output=[{"source": ".", "target": "out"}])
+    workflow = workflow_services.create_workflow(actor=cast.owner, team=cast.team, name="Dividing",
+                                                 document=graph.build().model_dump(mode="json"))
+    run = run_services.start_run(actor=cast.owner, workflow=workflow, input={})
+    assert execute(run.pk) == "failed"
+    return Run.objects.get(pk=run.pk)
+
 
 @pytest.mark.parametrize("name", sorted(ACTIONS))
-def test_each_action_reads_the_callers_access_once(name: str, cast: Any, workflow: Any) -> None:
-    run = _interrupted(cast, workflow)
+def test_each_action_costs_its_pinned_statements(name: str, cast: Any, workflow: Any) -> None:
+    """The run read once (locked where the action changes it) and the caller's access with it: no statement of
+    its own but for starting a run (no run to read it with)."""
+    run = _failed(cast) if "redrive" in name else _interrupted(cast, workflow)
     page, api = client_for(cast.owner), APIClient()
     api.force_login(cast.owner)
     kind, url, data = ACTIONS[name](run)
     if kind == "api":
-        response, statements = _captured(lambda: api.post(url, data, format="json"))
+        response, statements = captured(lambda: api.post(url, data, format="json"))
     elif kind == "api-delete":
-        response, statements = _captured(lambda: api.delete(url))
+        response, statements = captured(lambda: api.delete(url))
     else:
-        response, statements = _captured(lambda: page.post(url, data))
-    assert response.status_code < 500, (name, response.status_code)
-    assert _access_reads(statements) == 1, (name, [sql[:110] for sql in statements if ACCESS_READ.match(sql)])
+        response, statements = captured(lambda: page.post(url, data))
+    assert response.status_code < 400, (name, response.status_code)
+    on_sqlite, on_postgresql, run_reads = ACTION_COSTS[name]
+    expected = on_postgresql if connection.vendor == "postgresql" else on_sqlite
+    found = (len(statements), sum(1 for sql in statements if RUN_READ.match(sql)), access_reads(statements))
+    assert found == (expected, run_reads, int("start" in name)), (name, [sql[:100] for sql in statements])
+
+
+@pytest.mark.parametrize("name", sorted(name for name in ACTIONS if "start" not in name))
+def test_each_action_refuses_as_before_and_changes_nothing(name: str, cast: Any, workflow: Any) -> None:
+    """The one read (locked or not) keeps the refusals: another team's run is a 404, a viewer's try a 403, and a
+    team the workflow is shared with as viewer gets the 403 too; the run is left as it was."""
+    run = _failed(cast) if "redrive" in name else _interrupted(cast, workflow)
+    grant_services.grant_workflow(actor=cast.owner, workflow=run.workflow, team=cast.other_team.pk, role="viewer")
+    before = Run.objects.values().get(pk=run.pk)
+    kind, url, data = ACTIONS[name](run)
+    for user, expected in ((cast.viewer, 403), (cast.stranger, 403)):
+        if kind == "page":
+            response = client_for(user).post(url, data)
+        else:
+            api = APIClient()
+            api.force_login(user)
+            response = api.delete(url) if kind == "api-delete" else api.post(url, data, format="json")
+        assert response.status_code == expected, (name, user, response.status_code)
+        if kind != "page":
+            assert response.json()["code"] == "permission.denied", (name, user, response.json())
+    assert Run.objects.values().get(pk=run.pk) == before and Run.objects.count() == 1
+    # A run of another team's workflow, not shared: not found, whoever asks from this team.
+    theirs = run_services.start_run(actor=cast.stranger, workflow=cast.their_workflow(
+        "Theirs", greeting_document("theirs")), input={"names": ["Bo"]})
+    url = url.replace(f"/{run.pk}/", f"/{theirs.pk}/", 1)
+    if kind == "page":
+        response = client_for(cast.owner).post(url, data)
+    else:
+        api = APIClient()
+        api.force_login(cast.owner)
+        response = api.delete(url) if kind == "api-delete" else api.post(url, data, format="json")
+    assert response.status_code == 404, (name, url, response.status_code)
+    if kind != "page":
+        assert response.json()["code"] == "not_found", (name, response.json())
+    assert Run.objects.get(pk=theirs.pk).status == "queued"
 
 
 def test_the_admin_run_page_reads_the_trace_once_however_long(cast: Any, workflow: Any, make_user: Any) -> None:
@@ -163,7 +228,7 @@ def test_the_admin_run_page_reads_the_trace_once_however_long(cast: Any, workflo
     counts = []
     for run in (short, long):
         url = reverse("admin:designer_run_change", args=[run.pk])
-        response, statements = _captured(lambda: admin.get(url))  # noqa: B023 (called at once)
+        response, statements = captured(lambda: admin.get(url))  # noqa: B023 (called at once)
         assert response.status_code == 200
         counts.append((len(statements), sum(1 for sql in statements if 'FROM "designer_runevent"' in sql
                                             and sql.endswith(f"LIMIT {ADMIN_EVENTS}"))))
@@ -173,7 +238,7 @@ def test_the_admin_run_page_reads_the_trace_once_however_long(cast: Any, workflo
 def test_the_events_filter_reads_each_kind_and_node_once(cast: Any, workflow: Any) -> None:
     run = _interrupted(cast, workflow, names=[f"person {n}" for n in range(6)])
     client = client_for(cast.owner)
-    response, statements = _captured(lambda: client.get(reverse("run-events", args=[run.pk]), **htmx("run-events")))
+    response, statements = captured(lambda: client.get(reverse("run-events", args=[run.pk]), **htmx("run-events")))
     assert response.status_code == 200
     [distinct] = [sql for sql in statements if sql.startswith("SELECT DISTINCT")]
     with connection.cursor() as cursor:
