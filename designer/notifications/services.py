@@ -26,6 +26,7 @@ from designer.access.permissions import require_role
 from designer.conf import trellis
 from designer.core import rows
 from designer.core.errors import ActionForbidden, AnswerLinkClosed, BadRequest, ObjectNotFound
+from designer.core.prepared import prepared_cursor
 from designer.core.untrusted import MAX_ID
 from designer.models import Run, Team, Workflow
 from designer.notifications.models import AnswerLink, Delivery, NotificationRule
@@ -95,7 +96,7 @@ def rule_for(*, team_id: int, workflow_id: int) -> NotificationRule | None:
     run's end asks, and compiling the ORM's query cost more than running it (issue 33)."""
     table = connection.ops.quote_name(NotificationRule._meta.db_table)
     found = rows.reader(NotificationRule, connection.alias)
-    with connection.cursor() as cursor:
+    with prepared_cursor(connection) as cursor:
         cursor.execute(f"SELECT {found.columns} FROM {table} WHERE team_id = %s AND (workflow_id = %s OR "
                        "workflow_id IS NULL)", [team_id, workflow_id])
         # Not ``raw``, which matched columns to fields at every run's end; most teams have no rule to build.
