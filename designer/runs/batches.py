@@ -152,12 +152,12 @@ def wake(run_id: int) -> bool:
     # The run's row first: batches closing at the same moment on several workers take turns here, so the last one
     # counts every other's close as committed. Without it each (under PostgreSQL's READ COMMITTED) counted the
     # others as unfinished and none woke the run.
-    list(Run.objects.select_for_update().filter(pk=run_id).values_list("pk", flat=True))
+    owner = Run.objects.select_for_update().filter(pk=run_id).values_list("team_id", "workflow_id").first()
     if unfinished(run_id):
         return False
     woken = Run.objects.filter(pk=run_id, status=Run.Status.WAITING).update(status=Run.Status.QUEUED)
     if woken:
-        queue.enqueue_run(run_id)
+        queue.enqueue_run(run_id, owner=owner)
     return bool(woken)
 
 

@@ -83,7 +83,7 @@ def redrive_locked(*, actor: Any, run: Run) -> Run:
     locked.step_seconds_used = 0.0
     locked.save(update_fields=["redrive_requested", "status", "error", "finished_at", "attempts",
                                "budget_started_at", "step_seconds_used"])
-    queue.enqueue_run(locked.pk)
+    queue.enqueue_run(locked.pk, owner=(locked.team_id, locked.workflow_id))
     locked.lease_owner = ""  # as enqueue_run left it
     return locked
 
@@ -116,7 +116,7 @@ def _new_run(*, actor: Any, origin: Run, document: dict[str, Any], version: Work
     )
     run.runtime_id = Run.runtime_id_for(run.pk)
     run.save(update_fields=["runtime_id"])
-    queue.enqueue_run(run.pk)
+    queue.enqueue_run(run.pk, owner=(run.team_id, run.workflow_id))
     # Not read back: the new run is what was written (its workflow, version and starter already at hand), but for
     # the queue's own columns (its deadline, the task's id).
     run.lease_owner = ""

@@ -92,7 +92,7 @@ def enqueue_new_run(run: Run, run_input: dict[str, Any]) -> None:
     chain.ensure_chain()
 
 
-def enqueue_run(run_id: int, *, run_after: datetime | None = None) -> None:
+def enqueue_run(run_id: int, *, run_after: datetime | None = None, owner: tuple[int, int] | None = None) -> None:
     """Enqueue ``execute_run(run_id)``, stamp the queue deadline and record the task's result id. Call inside
     the transaction that made the run runnable: with the database backend the task commits (or rolls back)
     together with it. Also makes sure the recovery chain is alive (``chain.ensure_chain``).
@@ -101,14 +101,17 @@ def enqueue_run(run_id: int, *, run_after: datetime | None = None) -> None:
     lease after it, so recovery does not take the waiting run for an orphan before its time. When the run's
     recorded task still waits in the queue for that time (a duplicate task claimed the run a little early and
     the engine waited again), no other is enqueued: a waiting run has one future task, not one more per early
-    duplicate."""
+    duplicate.
+
+    ``owner``: the run's ``(team_id, workflow_id)`` when the caller holds the run (read here otherwise)."""
     deadline = expiry_in(lease_seconds()) if run_after is None else run_after + timedelta(seconds=lease_seconds())
     Run.objects.filter(pk=run_id).update(lease_owner="", lease_expires_at=deadline)
     traceparent = tracing.current_traceparent()
     if traceparent:  # the span that first enqueued the run is its trace's root (designer/monitoring/tracing.py)
         Run.objects.filter(pk=run_id, traceparent="").update(traceparent=traceparent)
     if run_after is None or not _already_queued_for(run_id, run_after):
-        owner = Run.objects.filter(pk=run_id).values_list("team_id", "workflow_id").first()
+        if owner is None:
+            owner = Run.objects.filter(pk=run_id).values_list("team_id", "workflow_id").first()
 
         def recorded(result_id: str) -> None:
             Run.objects.filter(pk=run_id).update(task_result_id=result_id)

@@ -189,7 +189,7 @@ def resume_locked(*, actor: Any, run: Run, interrupt_id: object, value: object =
     }]
     run.status = Run.Status.QUEUED
     run.save(update_fields=["resume_request", "answers", "status"])
-    queue.enqueue_run(run.pk)
+    queue.enqueue_run(run.pk, owner=(run.team_id, run.workflow_id))
     run.lease_owner = ""  # as enqueue_run left it: no worker holds the run until one takes the task
     return run
 

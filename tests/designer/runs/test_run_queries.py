@@ -126,24 +126,24 @@ ACTIONS: dict[str, Callable[[Run], tuple[str, str, dict[str, Any]]]] = {
 RUN_READ = re.compile(r'^SELECT .*? FROM "designer_run"(?: |$)')
 
 #: What each action costs: (statements on SQLite, on PostgreSQL, reads of a run's row). An action on a run reads
-#: it once, with the caller's access (``get_run``), or once locked (``lock_run``) where it changes the run; the
-#: other run read of resume, redrive, re-run and fork is ``queue.enqueue_run``'s (whose task it is), and delete's
-#: are its check that no worker holds the run and the ORM's cascade. Before, the same on both databases
+#: it once, with the caller's access (``get_run``), or once locked (``lock_run``) where it changes the run, and
+#: hands ``queue.enqueue_run`` whose task it is; delete's other two are its check that no worker holds the run and
+#: the ORM's cascade. Before, the same on both databases
 #: (statements, run reads), each with one statement more of the caller's access: cancel API 14, 2 and page 10, 2;
 #: resume API 21, 4 and page 17, 4; redrive API 22, 4 and page 16, 4; re-run API 29, 3 and page 26, 3; fork API
 #: 31, 3 and page 30, 3; delete 21, 3 both.
 ACTION_COSTS: dict[str, tuple[int, int, int]] = {
     "api cancel": (9, 9, 1),
-    "api resume": (16, 16, 2),
-    "api redrive": (17, 17, 2),
-    "api rerun": (25, 25, 2),
-    "api fork": (27, 27, 2),
+    "api resume": (15, 15, 1),
+    "api redrive": (16, 16, 1),
+    "api rerun": (24, 24, 1),
+    "api fork": (26, 26, 1),
     "api delete": (20, 20, 3),
     "page cancel": (6, 6, 1),
-    "page resume": (14, 14, 2),
-    "page redrive": (13, 13, 2),
-    "page rerun": (24, 24, 2),
-    "page fork": (28, 28, 2),
+    "page resume": (13, 13, 1),
+    "page redrive": (12, 12, 1),
+    "page rerun": (23, 23, 1),
+    "page fork": (27, 27, 1),
     "page delete": (20, 20, 3),
     "page start": (13, 13, 0),
     "api start": (14, 14, 0),
