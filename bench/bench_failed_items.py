@@ -6,7 +6,8 @@ Measured per run: the process's CPU per item, its growth from the smallest size 
 the cyclic garbage collector freed during the run per failed item. The collector's figure is how many objects a
 failed step left in reference cycles (before engine19 about 27: the step's exception, its traceback's frames, the
 step's record and its payload); the CPU growth shows what a failed item costs at scale (a tolerated failure is
-recorded in the foreach activation's ``failed`` list, which every checkpoint writes again). Nothing is asserted;
+recorded in the foreach activation's ``failed`` list: before failed19 every checkpoint wrote it again, 134 to
+1,929 us/item from 1k to 20k items; since, its full chunks are write-once parts, 103 to 89). Nothing is asserted;
 the machine's cores and load are printed beside the figures.
 
     python -m bench failed_items

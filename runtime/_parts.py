@@ -1,8 +1,9 @@
 """Growing lists stored as write-once chunks: O(1) per element in memory and in every checkpoint.
 
-Two kinds of list grow one element at a time during a run: a state list that
-``append``/``extend`` output bindings write to, and the result list a
-foreach collects (``ForeachNode.results``). Copying such a list at every
+Three kinds of list grow one element at a time during a run: a state list that
+``append``/``extend`` output bindings write to, the result list a
+foreach collects (``ForeachNode.results``), and a foreach's tolerated
+failures (``ForeachActivation.failed``). Copying such a list at every
 write, or serializing it at every checkpoint, makes a run over n items cost
 O(n²).
 
@@ -20,9 +21,10 @@ is full never changes again (elements are appended, or written once by
 index), so it is a write-once part keyed ``list:<list id>:<chunk>``, stored
 once; the JSON data keeps only the bounded rest inline (a state list's
 partial last chunk; a foreach's results in chunks that still have a running
-item). List ids are minted per run (``RunState.list_seq``), so a key is never
-reused for other content (a state list's id is random, since it is not part
-of the RunState; a foreach's results use its activation id). ``PartLedger`` remembers per run what a
+item; the failures after the last full chunk). List ids are minted per run
+(``RunState.list_seq``), so a key is never reused for other content (a state
+list's id is random, since it is not part of the RunState; a foreach's results
+use its activation id, its failures ``failed.<activation id>``). ``PartLedger`` remembers per run what a
 checkpointer has stored, so ``RunState.checkpoint_delta`` hands it only the
 new parts and the keys that are gone: a save costs what changed, not what the
 lists hold.

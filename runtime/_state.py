@@ -116,6 +116,8 @@ class ForeachActivation(_StateModel):
     results: list[Any] = Field(default_factory=list)
     #: Items that failed and were tolerated (``ForeachNode.tolerated_failure_*``, or every failure inside a
     #: batch): ``{"index": i, "error": {...}}`` in the order they failed. Left out of the JSON form when empty.
+    #: Only ever appended to while the activation waits for items (the engine and snapshots rely on it): a
+    #: checkpoint stores its full chunks once (``failed_parts``, see ``RunState.split_parts``).
     failed: list[dict[str, Any]] = Field(default_factory=list, exclude_if=lambda value: not value)
     #: Set when the items run as distributed batches elsewhere (``runtime._batches``): items per batch. Such an
     #: activation starts no item frames here; its barrier is met by ``Engine.join_foreach``.
@@ -264,7 +266,8 @@ class RunState(_StateModel):
         The write-once parts are a foreach activation's item snapshot
         (``PART_KINDS``), a scope's validated input, and the full chunks of
         growing lists (state lists written by ``append``/``extend``, a
-        foreach's collected results; see ``runtime._parts``). Each is taken
+        foreach's collected results and its tolerated failures once a chunk
+        of them has failed; see ``runtime._parts``). Each is taken
         once and never changes while its entry lives, and entry and list ids
         are minted fresh per run. So a checkpointer can store a part once,
         when its key first appears, and drop it when the key is gone, instead
@@ -355,13 +358,16 @@ class RunState(_StateModel):
         data["interrupts"] = {key: model.__dict__.copy() for key, model in interrupts.items()} if interrupts else _NONE
         data["wakeups"] = {key: model.__dict__.copy() for key, model in wakeups.items()} if wakeups else _NONE
         results: tuple[tuple[str, int, tuple[int, ...]], ...] = ()
+        failed: list[tuple[str, int]] = []
         activations = {}
         collecting = False
         for key, activation in fields["activations"].items():
             copied = activation.__dict__.copy()
             copied["running"] = copied["running"].copy()
             if copied["failed"]:
-                copied["failed"] = copied["failed"].copy()
+                # Only ever appended to (a join replaces the list, never changes it): note its length, not a copy
+                # of a list that grows with every failure.
+                failed.append((key, len(copied["failed"])))
             if copied["results_id"] is not None:
                 collecting = True
             activations[key] = copied
@@ -373,7 +379,7 @@ class RunState(_StateModel):
         registry = _parts.lists_of(self, create=False)
         lists = tuple((scope_id, path, values, len(values)) for scope_id, path, values in registry.live(self.scopes)
                       ) if registry is not None and registry.by_path else ()
-        return new_snapshot(data, lists, results)
+        return new_snapshot(data, lists, results, tuple(failed) if failed else ())
 
 
 
@@ -460,10 +466,16 @@ def _split(rs: RunState, keep: Callable[[str, Any], bool] | None, ledger: PartLe
     """
     registry = _parts.lists_of(rs, create=False)
     grown = list(registry.live(rs.scopes)) if registry is not None and registry.by_path else []
+    # Activations whose tolerated failures fill a chunk: their ``failed`` list is stored in chunks too.
+    failing = [(activation_id, activation.failed) for activation_id, activation in rs.activations.items()
+               if len(activation.failed) >= CHUNK]
     exclude = _WITHOUT_PARTS
     if grown:
         exclude = {**_WITHOUT_PARTS,
                    "scopes": {"__all__": {"input"}, **{scope_id: {"state"} for scope_id, _, _ in grown}}}
+    if failing:
+        exclude = {**exclude, "activations": {"__all__": {"items", "results"},
+                                              **{activation_id: {"failed"} for activation_id, _ in failing}}}
     data = rs.model_dump(mode="json", exclude=exclude)
     parts: dict[str, Any] = {}
     for kind, (collection, field_name, _id_name) in PART_KINDS.items():
@@ -518,7 +530,25 @@ def _split(rs: RunState, keep: Callable[[str, Any], bool] | None, ledger: PartLe
             "length": len(results), "full": limit, "blocked": sorted(blocked),
             "pending": [[i, pydantic_core.to_jsonable_python(results[i])] for i in pending if i not in waiting],
         }
+    for activation_id, failed in failing:
+        # Appended to only, so a full chunk never changes: stored once, like a state list's.
+        entry = data["activations"][activation_id]
+        list_id = failed_list_id(activation_id)
+        if keep is not None and keep(f"{_parts.LIST_KIND}:{list_id}", failed):
+            entry["failed"] = pydantic_core.to_jsonable_python(failed)
+            continue
+        full = len(failed) // CHUNK
+        lists[list_id] = _parts.list_delta(list_id, full, set(), failed, known(list_id), parts)
+        entry["failed_parts"] = {"id": list_id, "length": len(failed),
+                                 "tail": pydantic_core.to_jsonable_python(failed[full * CHUNK:])}
     return data, parts, singles, lists
+
+
+def failed_list_id(activation_id: str) -> str:
+    """The list id of an activation's stored ``failed`` chunks. Derived from the activation id, which a run
+    never mints twice, and the list is only appended to while the activation lives: a chunk key always
+    names the same failures (a redrive or resume goes on from the stored list, never re-fills a chunk)."""
+    return f"failed.{activation_id}"
 
 
 def _chunks_left_out(data: Mapping[str, Any]) -> list[tuple[str, int]]:
@@ -538,6 +568,9 @@ def _chunks_left_out(data: Mapping[str, Any]) -> list[tuple[str, int]]:
                 blocked = set(described.get("blocked") or ())
                 found.extend((chunk_key(str(entry.get("results_id")), k), k)
                              for k in range(described["full"]) if k not in blocked)
+            failed = entry.get("failed_parts") if isinstance(entry, Mapping) else None
+            if isinstance(failed, Mapping) and isinstance(failed.get("length"), int):
+                found.extend((chunk_key(str(failed.get("id")), k), k) for k in range(failed["length"] // CHUNK))
     return found
 
 
@@ -581,10 +614,13 @@ def _join_lists(joined: dict[str, Any], parts: Mapping[str, Any]) -> dict[str, A
             entry["state"] = state
             scopes[scope_id] = entry
     activations = joined.get("activations")
-    if isinstance(activations, Mapping) and any(isinstance(e, Mapping) and "results_parts" in e
+    if isinstance(activations, Mapping) and any(isinstance(e, Mapping) and ("results_parts" in e or
+                                                                            "failed_parts" in e)
                                                 for e in activations.values()):
         joined["activations"] = activations = dict(activations)
         for activation_id, entry in list(activations.items()):
+            if isinstance(entry, Mapping) and "failed_parts" in entry:
+                entry = activations[activation_id] = _join_failed(activation_id, entry, parts)
             if not isinstance(entry, Mapping) or "results_parts" not in entry:
                 continue
             entry = dict(entry)
@@ -613,6 +649,29 @@ def _join_lists(joined: dict[str, Any], parts: Mapping[str, Any]) -> dict[str, A
             entry["results"] = results
             activations[activation_id] = entry
     return joined
+
+
+def _join_failed(activation_id: str, entry: Mapping[str, Any], parts: Mapping[str, Any]) -> dict[str, Any]:
+    """An activation entry with its ``failed`` list put back from its chunks and inline tail."""
+    entry = dict(entry)
+    described = entry.pop("failed_parts")
+    try:
+        list_id, length, tail = str(described["id"]), int(described["length"]), list(described["tail"])
+    except (KeyError, TypeError, ValueError):
+        raise CorruptRunStateError(f"foreach activation {activation_id!r}: stored failed items are malformed",
+                                   activation_id=activation_id) from None
+    if "failed" in entry:
+        raise CorruptRunStateError(f"foreach activation {activation_id!r}: failed items are stored both inline "
+                                   "and in chunks", activation_id=activation_id)
+    where = f"failed items of foreach activation {activation_id!r}"
+    failed: list[Any] = []
+    for chunk in range(length // CHUNK):
+        failed.extend(_chunk(parts, list_id, chunk, where, activation_id=activation_id))
+    failed.extend(tail)
+    if len(failed) != length:
+        raise CorruptRunStateError(f"{where}: {len(failed)} stored, not {length}", activation_id=activation_id)
+    entry["failed"] = failed
+    return entry
 
 
 def trusted[M: _StateModel](cls: type[M], values: dict[str, Any]) -> M:
@@ -683,6 +742,8 @@ class RunStateSnapshot:
     lists: tuple[tuple[str, tuple[str, ...], list[Any], int], ...] = ()
     #: (activation id, next index then, running indices then) of every foreach that collects results.
     results: tuple[tuple[str, int, tuple[int, ...]], ...] = ()
+    #: (activation id, length then) of every activation's list of tolerated failures that is not empty.
+    failed: tuple[tuple[str, int], ...] = ()
 
     @property
     def run_id(self) -> str:
@@ -691,7 +752,7 @@ class RunStateSnapshot:
 
     def to_json(self) -> bytes:
         data = self.data
-        if self.lists or self.results:
+        if self.lists or self.results or self.failed:
             data = dict(data)
             scopes = data["scopes"] = {key: dict(scope) for key, scope in data["scopes"].items()}
             for scope_id, path, values, length in self.lists:
@@ -705,6 +766,9 @@ class RunStateSnapshot:
                     results[index] = None
                 results[next_index:] = [None] * (len(results) - next_index)
                 entry["results"] = results
+            for activation_id, length in self.failed:
+                entry = activations[activation_id] = dict(activations[activation_id])
+                entry["failed"] = entry["failed"][:length]
         return pydantic_core.to_json(data)
 
     def restore(self) -> RunState:
@@ -899,13 +963,15 @@ _NONE: dict[str, Any] = {}
 
 
 def new_snapshot(data: Mapping[str, Any], lists: tuple[tuple[str, tuple[str, ...], list[Any], int], ...],
-                 results: tuple[tuple[str, int, tuple[int, ...]], ...]) -> RunStateSnapshot:
-    """``RunStateSnapshot(data, lists, results)`` through a layout twin (``runtime._twins``): an in-memory
+                 results: tuple[tuple[str, int, tuple[int, ...]], ...], failed: tuple[tuple[str, int], ...]
+                 ) -> RunStateSnapshot:
+    """``RunStateSnapshot(data, lists, results, failed)`` through a layout twin (``runtime._twins``): an in-memory
     checkpointer takes one per superstep. tests/runtime/test_snapshot.py pins it to the constructor."""
     built: Any = _SNAPSHOT_TWIN()
     built.data = data
     built.lists = lists
     built.results = results
+    built.failed = failed
     built.__class__ = RunStateSnapshot
     snapshot: RunStateSnapshot = built
     return snapshot
