@@ -21,11 +21,11 @@ is full never changes again (elements are appended, or written once by
 index), so it is a write-once part keyed ``list:<list id>:<chunk>``, stored
 once; the JSON data keeps only the bounded rest inline (a state list's
 partial last chunk; a foreach's results in chunks that still have a running
-item; the failures after the last full chunk). List ids are minted per run
-(``RunState.list_seq``), so a key is never reused for other content (a state
-list's id is random, since it is not part of the RunState; a foreach's results
-use its activation id, its failures ``failed.<activation id>``). ``PartLedger`` remembers per run what a
-checkpointer has stored, so ``RunState.checkpoint_delta`` hands it only the
+item; the failures after the last full chunk). A key is never reused for other
+content: a state list's id is random (it is not part of the RunState), a
+foreach's results use its activation id and its failures ``failed.<activation
+id>`` (a run never mints an activation id twice). ``PartLedger`` remembers per
+run what a checkpointer has stored, so ``RunState.checkpoint_delta`` hands it only the
 new parts and the keys that are gone: a save costs what changed, not what the
 lists hold.
 """
