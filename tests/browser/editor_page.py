@@ -158,7 +158,16 @@ class EditorPage:
 
     def move(self, node_id: str, dx: int, dy: int) -> None:
         before = self.revision()
-        box = self.node(node_id).locator(".wf-node__title").bounding_box()
+        title = self.node(node_id).locator(".wf-node__title")
+        # Where the node stands once the canvas stops moving (a fit or a pan animates): a box read mid-way put the
+        # press beside the node, on the pane, which pans instead of moving anything.
+        box = title.bounding_box()
+        for _ in range(120):  # frames: an animation of the canvas lasts a fraction of a second
+            self.page.evaluate("() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)))")
+            again = title.bounding_box()
+            if again == box:
+                break
+            box = again
         assert box
         mouse = self.page.mouse
         mouse.move(box["x"] + 10, box["y"] + box["height"] / 2)

@@ -86,6 +86,7 @@ def test_a_big_graph_is_laid_out_in_rows_shown_on_the_minimap_and_a_move_is_a_sm
     expect(editor.node(last)).to_be_visible()
     expect(editor.inspector).to_have_attribute("data-node", last)
     editor.page.keyboard.press("f")  # back to the fit, where line_000 is
+    editor.wait_fitted()
 
     # A drag is answered with a patch of the move, not the document.
     answers: list[Response] = []
