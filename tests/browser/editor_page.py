@@ -157,7 +157,6 @@ class EditorPage:
         expect(self.edge(source, label)).to_have_count(1)
 
     def move(self, node_id: str, dx: int, dy: int) -> None:
-        before = self.revision()
         title = self.node(node_id).locator(".wf-node__title")
         # Where the node stands once the canvas stops moving (a fit or a pan animates): a box read mid-way put the
         # press beside the node, on the pane, which pans instead of moving anything.
@@ -169,6 +168,7 @@ class EditorPage:
                 break
             box = again
         assert box
+        before = self.revision()  # read as the drag begins: a save in flight may land while the canvas settles
         mouse = self.page.mouse
         mouse.move(box["x"] + 10, box["y"] + box["height"] / 2)
         mouse.down()
